@@ -1,0 +1,117 @@
+"""Errors raised by triton_metal, named as Triton names them so that ports keep their `except`s.
+
+Every error that concerns a kernel carries a `Loc` so the message can show the source line and a
+caret under the offending column.
+"""
+
+from __future__ import annotations
+
+import linecache
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Loc:
+    """A position in a kernel's Python source (1-based line, 0-based column)."""
+
+    file: str
+    line: int
+    col: int = 0
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.col + 1}"
+
+
+class TritonError(Exception):
+    """Base class of every error triton_metal raises on purpose."""
+
+
+class CompilationError(TritonError):
+    """A kernel cannot be compiled: the message names the kernel, the line, the reason and a fix."""
+
+    def __init__(
+        self,
+        message: str,
+        loc: Loc | None = None,
+        hint: str | None = None,
+        kernel: str | None = None,
+        source_line: str | None = None,
+    ) -> None:
+        self.reason = message
+        self.loc = loc
+        self.hint = hint
+        self.kernel = kernel
+        self.source_line = source_line
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        head = f"in kernel '{self.kernel}'" if self.kernel else "in kernel"
+        parts: list[str] = []
+        if self.loc is not None:
+            parts.append(f"{self.loc}: {head}")
+            line = self.source_line
+            if line is None:
+                line = linecache.getline(self.loc.file, self.loc.line).rstrip("\n")
+            if line:
+                stripped = line.lstrip()
+                indent = len(line) - len(stripped)
+                parts.append("    " + stripped)
+                parts.append("    " + " " * max(self.loc.col - indent, 0) + "^")
+        elif self.kernel:
+            parts.append(head)
+        parts.append(f"error: {self.reason}")
+        if self.hint:
+            parts.append(f"hint: {self.hint}")
+        return "\n".join(parts)
+
+    def with_context(self, loc: Loc | None = None, kernel: str | None = None) -> CompilationError:
+        """Fill in the location and kernel if the raiser did not know them (innermost wins)."""
+        if (self.loc is not None or loc is None) and (self.kernel is not None or kernel is None):
+            return self
+        return type(self)(
+            self.reason,
+            self.loc if self.loc is not None else loc,
+            self.hint,
+            self.kernel if self.kernel is not None else kernel,
+            self.source_line,
+        )
+
+    def __reduce__(self):  # keep it picklable (exceptions with custom __init__ are not by default)
+        return (type(self), (self.reason, self.loc, self.hint, self.kernel, self.source_line))
+
+
+class CompileTimeAssertionFailure(CompilationError):
+    """`tl.static_assert` failed."""
+
+
+class UnsupportedLanguageConstruct(CompilationError):
+    """Python syntax or a Triton feature triton_metal refuses (from the refusal catalogue)."""
+
+
+class OutOfResources(TritonError):
+    """A kernel needs more of a hardware resource than an Apple GPU has (threadgroup memory, threads)."""
+
+    def __init__(self, required: int, limit: int, name: str) -> None:
+        self.required = required
+        self.limit = limit
+        self.name = name
+        super().__init__(
+            f"out of resource: {name}, required: {required}, hardware limit: {limit}. "
+            "Reducing block sizes or `num_stages` may help."
+        )
+
+    def __reduce__(self):
+        return (type(self), (self.required, self.limit, self.name))
+
+
+class InterpreterError(TritonError):
+    """An error raised while a kernel runs in the NumPy interpreter (out-of-bounds access, ...)."""
+
+
+class LaunchError(TritonError, ValueError):
+    """Bad arguments to `kernel[grid](...)`, found before anything runs."""
+
+
+def internal_error(message: str) -> AssertionError:
+    """An invariant of triton_metal itself broke: this is our bug, not the user's."""
+    return AssertionError(f"triton_metal internal error: {message} (please report this as a bug)")

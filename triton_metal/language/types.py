@@ -1,0 +1,297 @@
+"""The type system of the `tl` language: scalar dtypes, pointers and blocks (tensors).
+
+Types are immutable values compared by content. `ir/` has its own types; the front end's IR
+builder maps these onto them, so this module knows nothing of the IR.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+
+class dtype:
+    """A scalar element type (`tl.float32`, `tl.int1`, ...). Instances are interned by name."""
+
+    SINT_TYPES: ClassVar[tuple[str, ...]] = ("int8", "int16", "int32", "int64")
+    UINT_TYPES: ClassVar[tuple[str, ...]] = ("int1", "uint8", "uint16", "uint32", "uint64")
+    FP_TYPES: ClassVar[tuple[str, ...]] = ("fp16", "bf16", "fp32", "fp64")
+    OTHER_TYPES: ClassVar[tuple[str, ...]] = ("void",)
+
+    _BITS: ClassVar[dict[str, int]] = {
+        "int1": 1, "int8": 8, "int16": 16, "int32": 32, "int64": 64,
+        "uint8": 8, "uint16": 16, "uint32": 32, "uint64": 64,
+        "fp16": 16, "bf16": 16, "fp32": 32, "fp64": 64, "void": 0,
+    }
+    _FP_MANTISSA: ClassVar[dict[str, int]] = {"fp16": 10, "bf16": 7, "fp32": 23, "fp64": 52}
+
+    name: str
+
+    def __init__(self, name: str) -> None:
+        if name not in self._BITS:
+            raise ValueError(f"unknown dtype '{name}'")
+        self.name = name
+
+    # -- classification ------------------------------------------------------------------------
+    @property
+    def primitive_bitwidth(self) -> int:
+        return self._BITS[self.name]
+
+    @property
+    def int_bitwidth(self) -> int:
+        return self._BITS[self.name]
+
+    @property
+    def fp_mantissa_width(self) -> int:
+        return self._FP_MANTISSA[self.name]
+
+    def is_void(self) -> bool:
+        return self.name == "void"
+
+    def is_bool(self) -> bool:
+        return self.name == "int1"
+
+    def is_int1(self) -> bool:
+        return self.name == "int1"
+
+    def is_int_signed(self) -> bool:
+        return self.name in self.SINT_TYPES
+
+    def is_int_unsigned(self) -> bool:
+        return self.name in self.UINT_TYPES
+
+    def is_int(self) -> bool:
+        return self.is_int_signed() or self.is_int_unsigned()
+
+    def is_integral(self) -> bool:
+        return self.is_int()
+
+    def is_floating(self) -> bool:
+        return self.name in self.FP_TYPES
+
+    def is_fp16(self) -> bool:
+        return self.name == "fp16"
+
+    def is_bf16(self) -> bool:
+        return self.name == "bf16"
+
+    def is_fp32(self) -> bool:
+        return self.name == "fp32"
+
+    def is_fp64(self) -> bool:
+        return self.name == "fp64"
+
+    def is_standard_floating(self) -> bool:
+        return self.name in ("fp16", "fp32", "fp64")
+
+    def is_ptr(self) -> bool:
+        return False
+
+    def is_block(self) -> bool:
+        return False
+
+    @property
+    def scalar(self) -> dtype:
+        return self
+
+    @property
+    def element_ty(self) -> dtype:
+        return self
+
+    def to_ir_name(self) -> str:
+        """Short name as Triton prints it in signatures (`fp32`, `i32`, `u8`, `i1`)."""
+        if self.name.startswith("uint"):
+            return "u" + self.name[4:]
+        if self.name.startswith("int"):
+            return "i" + self.name[3:]
+        return self.name
+
+    # -- value semantics -----------------------------------------------------------------------
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, dtype) and type(other) is type(self) and self.name == other.name
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, self.name))
+
+    def __repr__(self) -> str:
+        return f"triton_metal.language.{_PUBLIC_NAME.get(self.name, self.name)}"
+
+    def __str__(self) -> str:
+        return self.to_ir_name()
+
+
+class pointer_type(dtype):
+    """`*T`: a pointer to elements of `element_ty` in device memory."""
+
+    def __init__(self, element_ty: dtype, address_space: int = 1, const: bool = False) -> None:
+        self._element_ty = element_ty
+        self.address_space = address_space
+        self.const = const
+        self.name = f"pointer<{element_ty}>"
+
+    @property
+    def element_ty(self) -> dtype:
+        return self._element_ty
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, pointer_type)
+            and self._element_ty == other._element_ty
+            and self.address_space == other.address_space
+        )
+
+    def __hash__(self) -> int:
+        return hash(("pointer_type", self._element_ty, self.address_space))
+
+    @property
+    def primitive_bitwidth(self) -> int:
+        return 64
+
+    def is_ptr(self) -> bool:
+        return True
+
+    def is_floating(self) -> bool:
+        return False
+
+    def is_int(self) -> bool:
+        return False
+
+    def is_int_signed(self) -> bool:
+        return False
+
+    def is_int_unsigned(self) -> bool:
+        return False
+
+    def is_void(self) -> bool:
+        return False
+
+    def is_bool(self) -> bool:
+        return False
+
+    @property
+    def scalar(self) -> dtype:
+        return self
+
+    def to_ir_name(self) -> str:
+        return "*" + self.element_ty.to_ir_name()
+
+    def __str__(self) -> str:
+        return self.to_ir_name()
+
+    def __repr__(self) -> str:
+        return f"pointer_type({self.element_ty!r})"
+
+
+class block_type(dtype):
+    """A tensor type: `shape` of `element_ty` (a scalar dtype or a pointer type)."""
+
+    def __init__(self, element_ty: dtype, shape: tuple[int, ...] | list[int]) -> None:
+        self._element_ty = element_ty
+        self.shape: tuple[int, ...] = tuple(int(s) for s in shape)
+        self.name = f"<{self.shape}, {element_ty}>"
+
+    @property
+    def element_ty(self) -> dtype:
+        return self._element_ty
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, block_type)
+            and self._element_ty == other._element_ty
+            and self.shape == other.shape
+        )
+
+    def __hash__(self) -> int:
+        return hash(("block_type", self._element_ty, self.shape))
+
+    @property
+    def numel(self) -> int:
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    @property
+    def scalar(self) -> dtype:
+        return self.element_ty
+
+    @property
+    def primitive_bitwidth(self) -> int:
+        return self.element_ty.primitive_bitwidth
+
+    def is_block(self) -> bool:
+        return True
+
+    def is_ptr(self) -> bool:
+        return False
+
+    def is_floating(self) -> bool:
+        return False
+
+    def is_int(self) -> bool:
+        return False
+
+    def is_int_signed(self) -> bool:
+        return False
+
+    def is_int_unsigned(self) -> bool:
+        return False
+
+    def is_void(self) -> bool:
+        return False
+
+    def is_bool(self) -> bool:
+        return False
+
+    def to_ir_name(self) -> str:
+        return f"tensor<{'x'.join(map(str, self.shape))}x{self.element_ty.to_ir_name()}>"
+
+    def __str__(self) -> str:
+        return self.to_ir_name()
+
+    def __repr__(self) -> str:
+        return f"block_type({self.element_ty!r}, {list(self.shape)})"
+
+
+void = dtype("void")
+int1 = dtype("int1")
+int8 = dtype("int8")
+int16 = dtype("int16")
+int32 = dtype("int32")
+int64 = dtype("int64")
+uint8 = dtype("uint8")
+uint16 = dtype("uint16")
+uint32 = dtype("uint32")
+uint64 = dtype("uint64")
+float16 = dtype("fp16")
+bfloat16 = dtype("bf16")
+float32 = dtype("fp32")
+float64 = dtype("fp64")
+pi32_t = pointer_type(int32)
+
+_PUBLIC_NAME = {
+    "fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "fp64": "float64",
+}
+
+SCALAR_DTYPES: tuple[dtype, ...] = (
+    int1, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, bfloat16, float32,
+)
+"""Every dtype an Apple GPU kernel can hold (float64 is absent on purpose)."""
+
+_BY_NAME: dict[str, dtype] = {}
+for _d in (*SCALAR_DTYPES, float64, void):
+    _BY_NAME[_d.name] = _d
+    _BY_NAME[_d.to_ir_name()] = _d
+    _BY_NAME[_PUBLIC_NAME.get(_d.name, _d.name)] = _d
+_BY_NAME.update({"bool": int1, "half": float16, "float": float32, "bfloat": bfloat16})
+
+FP64_REFUSAL = "Apple GPUs have no fp64: use float32 (or keep float64 data on the host)"
+
+
+def dtype_from_name(name: str) -> dtype:
+    """`"fp32"`, `"float32"`, `"i32"`, `"*fp16"` -> the dtype (pointer types for a leading `*`)."""
+    if name.startswith("*"):
+        return pointer_type(dtype_from_name(name[1:]))
+    try:
+        return _BY_NAME[name]
+    except KeyError:
+        raise ValueError(f"unknown dtype name '{name}'") from None
