@@ -1,0 +1,49 @@
+"""triton_metal: a Triton-compatible GPU kernel language and compiler for Apple Silicon.
+
+    import triton_metal as triton
+    import triton_metal.language as tl
+
+    @triton.jit
+    def kernel(x_ptr, n, BLOCK: tl.constexpr): ...
+
+    kernel[(triton.cdiv(n, 1024),)](x, n, BLOCK=1024)
+
+The host-side API has Triton's names (`jit`, `JITFunction`, `cdiv`, `next_power_of_2`,
+`reinterpret`, and the error classes), so ported code keeps working.
+"""
+
+from __future__ import annotations
+
+from . import language
+from .errors import (
+    CompilationError,
+    InterpreterError,
+    LaunchError,
+    OutOfResources,
+    TritonError,
+)
+from .runtime import (
+    JITFunction,
+    active_backend_name,
+    cdiv,
+    jit,
+    next_power_of_2,
+    reinterpret,
+)
+from .runtime.cache import COMPILER_VERSION as __version__
+
+__all__ = [
+    "CompilationError",
+    "InterpreterError",
+    "JITFunction",
+    "LaunchError",
+    "OutOfResources",
+    "TritonError",
+    "__version__",
+    "active_backend_name",
+    "cdiv",
+    "jit",
+    "language",
+    "next_power_of_2",
+    "reinterpret",
+]

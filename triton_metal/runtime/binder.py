@@ -1,0 +1,135 @@
+"""The per-kernel argument binder, generated once from the kernel's signature.
+
+Binding `kernel[grid](*args, **kwargs)` is the hot path of every launch, so it must not call
+`inspect`. As Triton's `create_function_from_signature` does, we write a Python function whose
+own signature is the kernel's (same names, order and defaults) followed by the launch options as
+keyword-only arguments, compile it with `exec`, and let the interpreter do the binding. The
+generated function returns, in parameter order, the bound values and their specialization facts:
+
+    def binder(x_ptr, n, BLOCK=_tm_default_2, *, num_warps=None, ..., **_tm_extra):
+        if _tm_extra: _tm_reject(_tm_extra)
+        return ((x_ptr, n, BLOCK),
+                (_tm_spec(x_ptr, 'x_ptr', True, True), _tm_spec(n, 'n', True, True),
+                 _tm_cspec(BLOCK, 'BLOCK')),
+                num_warps, num_stages, num_ctas, maxnreg, debug)
+
+A `TypeError` raised by the call itself (a missing or surplus argument) is turned into a
+`LaunchError` naming the parameter by `explain_binding_error`, which may use `inspect`: it runs
+only when the launch is already failing.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import LaunchError
+from .grid import LAUNCH_OPTION_NAMES, reject_unknown_kwargs
+from .specialization import ArgSpec, constexpr_arg, specialize_arg
+
+BoundArgs = tuple[
+    tuple[object, ...], tuple[ArgSpec, ...], object, object, object, object, object
+]
+"""(values, facts, num_warps, num_stages, num_ctas, maxnreg, debug) as the binder returns them."""
+
+Binder = Callable[..., BoundArgs]
+
+
+@dataclass(frozen=True)
+class Param:
+    """One kernel parameter as the binder sees it."""
+
+    name: str
+    index: int
+    is_constexpr: bool
+    do_not_specialize: bool
+    do_not_specialize_on_alignment: bool
+    keyword_only: bool
+    default: object = inspect.Parameter.empty
+
+    @property
+    def has_default(self) -> bool:
+        return self.default is not inspect.Parameter.empty
+
+
+_RESERVED_PREFIX = "_tm_"
+
+
+def make_binder(kernel_name: str, params: Sequence[Param]) -> Binder:
+    """Generate and compile the binder for a kernel with these parameters."""
+    for p in params:
+        if p.name in LAUNCH_OPTION_NAMES:
+            raise LaunchError(
+                f"kernel '{kernel_name}': parameter '{p.name}' has the name of a launch option; "
+                "rename it"
+            )
+        if p.name.startswith(_RESERVED_PREFIX):
+            raise LaunchError(
+                f"kernel '{kernel_name}': parameter names starting with '{_RESERVED_PREFIX}' "
+                f"are reserved ('{p.name}')"
+            )
+    namespace: dict[str, Any] = {
+        "_tm_spec": specialize_arg,
+        "_tm_cspec": constexpr_arg,
+        "_tm_reject": reject_unknown_kwargs,
+    }
+    signature: list[str] = []
+    facts: list[str] = []
+    star_written = False
+    for p in params:
+        if p.keyword_only and not star_written:
+            signature.append("*")
+            star_written = True
+        if p.has_default:
+            namespace[f"_tm_default_{p.index}"] = p.default
+            signature.append(f"{p.name}=_tm_default_{p.index}")
+        else:
+            signature.append(p.name)
+        if p.is_constexpr:
+            facts.append(f"_tm_cspec({p.name}, {p.name!r})")
+        else:
+            specialize = not p.do_not_specialize
+            align = not p.do_not_specialize_on_alignment
+            facts.append(f"_tm_spec({p.name}, {p.name!r}, {specialize}, {align})")
+    if not star_written:
+        signature.append("*")
+    signature.extend(f"{opt}=None" for opt in LAUNCH_OPTION_NAMES)
+    signature.append("**_tm_extra")
+    values = "".join(f"{p.name}, " for p in params)
+    fact_tuple = "".join(f"{f}, " for f in facts)
+    options = ", ".join(LAUNCH_OPTION_NAMES)
+    source = (
+        f"def binder({', '.join(signature)}):\n"
+        f"    if _tm_extra:\n"
+        f"        _tm_reject(_tm_extra)\n"
+        f"    return (({values}), ({fact_tuple}), {options})\n"
+    )
+    exec(compile(source, f"<binder of {kernel_name}>", "exec"), namespace)
+    binder: Binder = namespace["binder"]
+    binder.__doc__ = source
+    return binder
+
+
+def explain_binding_error(
+    kernel_name: str,
+    fn: Callable[..., Any],
+    args: tuple[object, ...],
+    kwargs: dict[str, object],
+    error: TypeError,
+) -> LaunchError:
+    """A `LaunchError` naming the parameter, for a call the binder could not bind."""
+    sig = inspect.signature(fn)
+    names = ", ".join(sig.parameters)
+    user_kwargs = {k: v for k, v in kwargs.items() if k not in LAUNCH_OPTION_NAMES}
+    try:
+        sig.bind(*args, **user_kwargs)
+    except TypeError as bind_error:
+        reason = str(bind_error)
+    else:  # pragma: no cover - the binder and inspect disagree; keep Python's own words
+        reason = str(error)
+    return LaunchError(
+        f"{kernel_name}: {reason} (got {len(args)} positional and {len(user_kwargs)} keyword "
+        f"arguments; the kernel takes {len(sig.parameters)}: {names})"
+    )

@@ -1,0 +1,267 @@
+"""`@jit` and `JITFunction`: Triton's host-side kernel object.
+
+    @triton_metal.jit
+    def add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr): ...
+
+    add[grid](x, y, out, n, BLOCK=1024, num_warps=4)
+
+A launch (`run`) does, in order, and refuses bad input before anything runs:
+1. bind the arguments with the generated binder (`binder.py`) and compute each parameter's
+   specialization fact (`specialization.py`): argument count, names, array dtypes, value ranges;
+2. check the launch options (`num_warps`) and resolve the grid (`grid.py`);
+3. unless `TRITON_METAL_INTERPRET=1`: look the `SpecializationKey` up in this function's
+   in-memory cache (`cache.py`) and, on a miss, compile the kernel to IR through the front end;
+4. execute on the active backend (`backend.py`): in this version, the NumPy interpreter.
+
+`kernel.warmup(*args, grid=..., **kwargs)` does steps 1-3 and returns the compiled variant.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from collections.abc import Callable, Iterable
+from typing import Any, overload
+
+from ..errors import LaunchError
+from ..language.jit_marker import JITCallable
+from .backend import INTERPRETER, active_backend_name, interpret_mode
+from .binder import Param, explain_binding_error, make_binder
+from .cache import COMPILER_VERSION, CompiledKernel, KernelCache
+from .grid import GridSpec, check_num_warps, resolve_grid
+from .launch import launch_on_interpreter, to_launch_args
+from .log import debug_level, log
+from .signature import kernel_signature
+from .specialization import ArgumentError, ArgSpec, SpecializationKey
+
+DEFAULT_NUM_WARPS = 4
+
+
+def _is_constexpr_annotation(annotation: object) -> bool:
+    """`tl.constexpr` (the class), or its name when annotations are strings (PEP 563)."""
+    if isinstance(annotation, str):
+        return annotation.split(".")[-1] == "constexpr"
+    return (
+        getattr(annotation, "__name__", None) == "constexpr"
+        and getattr(annotation, "__module__", "").startswith("triton_metal.language")
+    )
+
+
+class JITFunction(JITCallable):
+    """A `@jit` kernel: launch it with `kernel[grid](*args, **kwargs)`."""
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        version: object = None,
+        repr: Callable[..., str] | None = None,  # noqa: A002 - Triton's keyword name
+        launch_metadata: Callable[..., Any] | None = None,
+        do_not_specialize: Iterable[int | str] | None = None,
+        do_not_specialize_on_alignment: Iterable[int | str] | None = None,
+        debug: bool | None = None,
+        noinline: bool | None = None,
+    ) -> None:
+        if not callable(fn) or not hasattr(fn, "__code__"):
+            raise TypeError(f"@jit decorates a Python function, not {type(fn).__name__}")
+        signature = inspect.signature(fn)
+        names = list(signature.parameters)
+        no_spec = self._param_names(fn, names, do_not_specialize, "do_not_specialize")
+        no_align = self._param_names(
+            fn, names, do_not_specialize_on_alignment, "do_not_specialize_on_alignment"
+        )
+        super().__init__(fn, do_not_specialize=sorted(no_spec, key=names.index), noinline=bool(noinline))
+        self.version = version
+        self.repr = repr
+        self.launch_metadata = launch_metadata
+        self.debug = bool(debug)
+        self.do_not_specialize_on_alignment = sorted(no_align, key=names.index)
+        self.params: tuple[Param, ...] = tuple(
+            self._param(fn, index, p, no_spec, no_align)
+            for index, p in enumerate(signature.parameters.values())
+        )
+        self.arg_names: list[str] = names
+        self.constexpr_names = frozenset(p.name for p in self.params if p.is_constexpr)
+        self._binder = make_binder(fn.__name__, self.params)
+        self.cache = KernelCache()
+
+    # -- decoration helpers -------------------------------------------------------------------
+    @staticmethod
+    def _param_names(
+        fn: Callable[..., Any], names: list[str], given: Iterable[int | str] | None, option: str
+    ) -> set[str]:
+        result: set[str] = set()
+        for item in given or ():
+            if isinstance(item, bool) or not isinstance(item, (int, str)):
+                raise TypeError(f"@jit({option}=...): {item!r} is neither a parameter name nor an index")
+            if isinstance(item, int):
+                if not 0 <= item < len(names):
+                    raise ValueError(
+                        f"@jit({option}=...): index {item} is out of range for "
+                        f"'{fn.__name__}', which has {len(names)} parameters"
+                    )
+                result.add(names[item])
+            elif item in names:
+                result.add(item)
+            else:
+                raise ValueError(
+                    f"@jit({option}=...): '{fn.__name__}' has no parameter named '{item}'"
+                )
+        return result
+
+    @staticmethod
+    def _param(
+        fn: Callable[..., Any], index: int, p: inspect.Parameter, no_spec: set[str], no_align: set[str]
+    ) -> Param:
+        if p.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+            raise TypeError(f"@jit: kernel '{fn.__name__}' has *{p.name}; kernels take named parameters")
+        if p.kind is inspect.Parameter.POSITIONAL_ONLY:
+            raise TypeError(
+                f"@jit: kernel '{fn.__name__}' has positional-only parameter '{p.name}'; "
+                "drop the '/'"
+            )
+        return Param(
+            name=p.name,
+            index=index,
+            is_constexpr=_is_constexpr_annotation(p.annotation),
+            do_not_specialize=p.name in no_spec,
+            do_not_specialize_on_alignment=p.name in no_align,
+            keyword_only=p.kind is inspect.Parameter.KEYWORD_ONLY,
+            default=p.default,
+        )
+
+    # -- launching -----------------------------------------------------------------------------
+    def __getitem__(self, grid: GridSpec) -> Callable[..., None]:
+        """`kernel[grid]`: a launcher taking the kernel's arguments and launch options."""
+        return lambda *args, **kwargs: self.run(*args, grid=grid, warmup=False, **kwargs)
+
+    def warmup(self, *args: object, grid: GridSpec, **kwargs: object) -> CompiledKernel | None:
+        """Check the arguments and compile the variant they select, without running it.
+
+        Returns the compiled variant (`None` under `TRITON_METAL_INTERPRET=1`, which compiles
+        nothing)."""
+        return self.run(*args, grid=grid, warmup=True, **kwargs)
+
+    def specialization(self, *args: object, **kwargs: object) -> SpecializationKey:
+        """The key a launch with these arguments compiles (and caches) under; checks them too."""
+        _values, facts, warps, debug = self._bind(args, kwargs)
+        return SpecializationKey(
+            self.__name__, facts, warps, debug, active_backend_name(), COMPILER_VERSION
+        )
+
+    def _bind(
+        self, args: tuple[object, ...], kwargs: dict[str, object]
+    ) -> tuple[tuple[object, ...], tuple[ArgSpec, ...], int, bool]:
+        try:
+            values, facts, num_warps, _stages, _ctas, _maxnreg, debug = self._binder(*args, **kwargs)
+        except ArgumentError:
+            raise
+        except TypeError as error:
+            raise explain_binding_error(self.__name__, self.fn, args, kwargs, error) from None
+        warps = DEFAULT_NUM_WARPS if num_warps is None else check_num_warps(num_warps, self.__name__)
+        return values, facts, warps, self.debug if debug is None else bool(debug)
+
+    def run(self, *args: object, grid: GridSpec, warmup: bool, **kwargs: object) -> CompiledKernel | None:
+        name = self.__name__
+        values, facts, warps, debug_flag = self._bind(args, kwargs)
+        grid3 = resolve_grid(grid, lambda: dict(zip(self.arg_names, values)), name)
+        interpret = interpret_mode()
+        backend = INTERPRETER if interpret else active_backend_name()
+
+        compiled: CompiledKernel | None = None
+        if not interpret:
+            key = SpecializationKey(name, facts, warps, debug_flag, backend, COMPILER_VERSION)
+            compiled = self.cache.get(key)
+            if compiled is None:
+                compiled = self._compile(key)
+        if warmup:
+            return compiled
+
+        launch_args = to_launch_args(self.arg_names, values, facts)
+        if debug_level() >= 1:
+            how = "interpreted (TRITON_METAL_INTERPRET=1)" if interpret else (
+                "compiled to IR; executed by the interpreter (no MSL code generator in this version)"
+            )
+            log(f"launch {name} grid={grid3} num_warps={warps} backend={backend}: {how}")
+        launch_on_interpreter(self, grid3, launch_args)
+        if compiled is not None:
+            compiled.launches += 1
+        return None
+
+    def _compile(self, key: SpecializationKey) -> CompiledKernel:
+        from ..frontend import compile_to_ir
+
+        signature = kernel_signature(self, key)
+        start = time.perf_counter()
+        module = compile_to_ir(self, signature)
+        seconds = time.perf_counter() - start
+        compiled = CompiledKernel(key=key, signature=signature, module=module, compile_seconds=seconds)
+        self.cache.put(compiled)
+        if debug_level() >= 1:
+            log(f"compile {key.kernel} [{describe_facts(self.arg_names, key.args)}] "
+                f"num_warps={key.num_warps} in {seconds * 1e3:.1f} ms")
+        return compiled
+
+    def __repr__(self) -> str:
+        return f"JITFunction({self.fn.__module__}:{self.fn.__qualname__})"
+
+
+def describe_facts(names: list[str], facts: tuple[ArgSpec, ...]) -> str:
+    """`x_ptr: *fp32 (aligned), n: i32 (%16), BLOCK=1024` for the debug log."""
+    from .specialization import ConstexprArg, PointerArg, ScalarArg
+
+    parts: list[str] = []
+    for name, fact in zip(names, facts):
+        if isinstance(fact, PointerArg):
+            parts.append(f"{name}: *{fact.element}" + (" (aligned)" if fact.aligned16 else ""))
+        elif isinstance(fact, ScalarArg):
+            parts.append(f"{name}: {fact.ty}" + (" (%16)" if fact.divisible16 else ""))
+        elif isinstance(fact, ConstexprArg):
+            parts.append(f"{name}={fact.value!r}")
+    return ", ".join(parts)
+
+
+@overload
+def jit(fn: Callable[..., Any]) -> JITFunction: ...
+@overload
+def jit(
+    fn: None = None,
+    *,
+    version: object = None,
+    repr: Callable[..., str] | None = None,  # noqa: A002
+    launch_metadata: Callable[..., Any] | None = None,
+    do_not_specialize: Iterable[int | str] | None = None,
+    do_not_specialize_on_alignment: Iterable[int | str] | None = None,
+    debug: bool | None = None,
+    noinline: bool | None = None,
+) -> Callable[[Callable[..., Any]], JITFunction]: ...
+def jit(
+    fn: Callable[..., Any] | None = None,
+    *,
+    version: object = None,
+    repr: Callable[..., str] | None = None,  # noqa: A002
+    launch_metadata: Callable[..., Any] | None = None,
+    do_not_specialize: Iterable[int | str] | None = None,
+    do_not_specialize_on_alignment: Iterable[int | str] | None = None,
+    debug: bool | None = None,
+    noinline: bool | None = None,
+) -> JITFunction | Callable[[Callable[..., Any]], JITFunction]:
+    """Make a Python function a kernel: `@jit`, `@jit(...)` or `jit(fn, ...)`, as in Triton."""
+
+    def decorator(f: Callable[..., Any]) -> JITFunction:
+        return JITFunction(
+            f,
+            version=version,
+            repr=repr,
+            launch_metadata=launch_metadata,
+            do_not_specialize=do_not_specialize,
+            do_not_specialize_on_alignment=do_not_specialize_on_alignment,
+            debug=debug,
+            noinline=noinline,
+        )
+
+    if fn is not None:
+        return decorator(fn)
+    return decorator
+
+
+__all__ = ["JITFunction", "jit", "LaunchError"]

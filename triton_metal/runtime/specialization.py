@@ -1,0 +1,324 @@
+"""Specialization: what a launch's arguments tell the compiler, as a hashable key.
+
+Triton compiles one variant of a kernel per *specialization*: the types of the arguments plus a
+few facts about their values that let the compiler vectorise or fold (DESIGN section 6). The
+rules here are Triton's (`specialize_impl` in `triton/runtime/jit.py`):
+
+| argument                         | becomes                                    |
+|----------------------------------|--------------------------------------------|
+| `tl.constexpr` parameter         | its value (part of the key)                |
+| `None`, `str`, a `tl.dtype`, a `@jit` function | a constexpr                  |
+| `bool`                           | `i1`, never value-specialized              |
+| `int == 1`                       | the constexpr `1` (unless `do_not_specialize`) |
+| `int` in [-2**31, 2**31)         | `i32`, plus "divisible by 16" when it is   |
+| `int` in [2**63, 2**64)          | `u64`, plus "divisible by 16"              |
+| other `int` in [-2**63, 2**63)   | `i64`, plus "divisible by 16"              |
+| `float`                          | `fp32`, never value-specialized            |
+| NumPy / MLX array                | a pointer to its element type, plus "16-byte aligned" |
+
+`do_not_specialize` turns off the `== 1` and divisibility facts for a parameter (and alignment for
+arrays, as Triton does); `do_not_specialize_on_alignment` turns off only divisibility/alignment.
+
+Alignment of NumPy arrays is read from the address of the first element (`arr.ctypes.data`), so
+a view with an offset is specialized by its own address. MLX arrays do not expose an address:
+their buffers come from MLX's allocator, which aligns every allocation (to at least 16 bytes), and
+a view with an offset is copied by MLX before a custom kernel sees it unless it is row-contiguous,
+so MLX arrays are assumed aligned. (A row-contiguous MLX view at an odd element offset is the
+one case this can be wrong; it only matters to the future Metal backend and is documented in
+`docs/runtime.md`.)
+
+Every fact is an interned frozen dataclass, so building the key on a launch allocates little.
+Errors name the parameter and are raised before anything runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import LaunchError
+from ..language import types as tlt
+
+try:  # MLX is a dependency, but the interpreter and tests must work where it fails to load.
+    import mlx.core as _mx
+except ImportError:  # pragma: no cover - exercised only on machines without MLX
+    _mx = None
+
+
+class ArgumentError(LaunchError, TypeError):
+    """A kernel argument of the wrong kind (a `LaunchError` that is also a `TypeError`)."""
+
+
+# -- the facts ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PointerArg:
+    """An array argument: a pointer to its first element."""
+
+    element: tlt.dtype
+    aligned16: bool
+    """The address of the first element is a multiple of 16 bytes."""
+
+    @property
+    def ty(self) -> tlt.pointer_type:
+        return tlt.pointer_type(self.element)
+
+
+@dataclass(frozen=True, slots=True)
+class ScalarArg:
+    """A runtime scalar argument (`i1`, `i32`, `i64`, `u64` or `fp32`)."""
+
+    ty: tlt.dtype
+    divisible16: bool
+    """The value is a multiple of 16 (never set for `i1`/`fp32`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ConstexprArg:
+    """A value baked into the compiled kernel.
+
+    `kind` keeps values that compare equal across types apart (`1`, `1.0` and `True` are equal
+    and hash alike in Python, but compile to different kernels)."""
+
+    value: Any
+    kind: str
+
+
+ArgSpec = PointerArg | ScalarArg | ConstexprArg
+
+
+@dataclass(frozen=True, slots=True)
+class SpecializationKey:
+    """Everything a compiled variant depends on, apart from the kernel's source."""
+
+    kernel: str
+    args: tuple[ArgSpec, ...]
+    num_warps: int
+    debug: bool
+    backend: str
+    compiler_version: str
+
+
+# -- interned facts ----------------------------------------------------------------------------
+
+_I1 = ScalarArg(tlt.int1, False)
+_FP32 = ScalarArg(tlt.float32, False)
+_INT_SPECS: dict[tuple[tlt.dtype, bool], ScalarArg] = {
+    (ty, d): ScalarArg(ty, d) for ty in (tlt.int32, tlt.int64, tlt.uint64) for d in (False, True)
+}
+_ONE = ConstexprArg(1, "int")
+_NONE = ConstexprArg(None, "NoneType")
+
+_NUMPY_DTYPES: dict[np.dtype[Any], tlt.dtype] = {
+    np.dtype(np.bool_): tlt.int1,
+    np.dtype(np.int8): tlt.int8,
+    np.dtype(np.int16): tlt.int16,
+    np.dtype(np.int32): tlt.int32,
+    np.dtype(np.int64): tlt.int64,
+    np.dtype(np.uint8): tlt.uint8,
+    np.dtype(np.uint16): tlt.uint16,
+    np.dtype(np.uint32): tlt.uint32,
+    np.dtype(np.uint64): tlt.uint64,
+    np.dtype(np.float16): tlt.float16,
+    np.dtype(np.float32): tlt.float32,
+}
+_POINTER_SPECS: dict[tuple[tlt.dtype, bool], PointerArg] = {
+    (ty, a): PointerArg(ty, a) for ty in tlt.SCALAR_DTYPES for a in (False, True)
+}
+
+MLX_DTYPES: dict[Any, tlt.dtype] = {}
+if _mx is not None:
+    MLX_DTYPES = {
+        _mx.bool_: tlt.int1,
+        _mx.int8: tlt.int8,
+        _mx.int16: tlt.int16,
+        _mx.int32: tlt.int32,
+        _mx.int64: tlt.int64,
+        _mx.uint8: tlt.uint8,
+        _mx.uint16: tlt.uint16,
+        _mx.uint32: tlt.uint32,
+        _mx.uint64: tlt.uint64,
+        _mx.float16: tlt.float16,
+        _mx.bfloat16: tlt.bfloat16,
+        _mx.float32: tlt.float32,
+    }
+    MLX_ARRAY: type | None = _mx.array
+else:  # pragma: no cover
+    MLX_ARRAY = None
+
+
+def tl_dtype_of_numpy(dt: np.dtype[Any], name: str) -> tlt.dtype:
+    """The `tl` element type of a NumPy dtype, or an error naming parameter `name`."""
+    ty = _NUMPY_DTYPES.get(dt)
+    if ty is not None:
+        return ty
+    raise _bad_dtype(str(dt), name)
+
+
+def tl_dtype_of_mlx(dt: Any, name: str) -> tlt.dtype:
+    """The `tl` element type of an MLX dtype, or an error naming parameter `name`."""
+    ty = MLX_DTYPES.get(dt)
+    if ty is not None:
+        return ty
+    raise _bad_dtype(str(dt).removeprefix("mlx.core."), name)
+
+
+def _bad_dtype(dtype_name: str, name: str) -> LaunchError:
+    if dtype_name in ("float64", "double"):
+        return ArgumentError(f"argument '{name}' is a float64 array: {tlt.FP64_REFUSAL}")
+    supported = "bool, int8-int64, uint8-uint64, float16, bfloat16 (MLX), float32"
+    return ArgumentError(
+        f"argument '{name}' has element type {dtype_name}, which a kernel cannot use "
+        f"(supported: {supported})"
+    )
+
+
+# -- per-value specialization ------------------------------------------------------------------
+
+
+class ReinterpretedArray:
+    """An array seen through another element type (`triton_metal.reinterpret`).
+
+    Used only where the array library cannot express the view itself (bfloat16 over a NumPy
+    array); everywhere else `reinterpret` returns a real view."""
+
+    __slots__ = ("base", "dtype")
+
+    def __init__(self, base: np.ndarray[Any, Any], dtype: tlt.dtype) -> None:
+        self.base = base
+        self.dtype = dtype
+
+    def __repr__(self) -> str:
+        return f"reinterpret({self.base!r}, {self.dtype!r})"
+
+
+def _int_spec(value: int, name: str, specialize: bool, align: bool) -> ArgSpec:
+    if specialize and value == 1:
+        return _ONE
+    if -(2**31) <= value < 2**31:
+        ty = tlt.int32
+    elif 2**63 <= value < 2**64:
+        ty = tlt.uint64
+    elif -(2**63) <= value < 2**63:
+        ty = tlt.int64
+    else:
+        raise ArgumentError(
+            f"argument '{name}' = {value} does not fit in 64 bits (kernels take i32, i64 or u64)"
+        )
+    return _INT_SPECS[(ty, specialize and align and value % 16 == 0)]
+
+
+def _numpy_spec(value: np.ndarray[Any, Any], name: str, specialize: bool, align: bool) -> ArgSpec:
+    ty = tl_dtype_of_numpy(value.dtype, name)
+    aligned = specialize and align and value.ctypes.data % 16 == 0
+    return _POINTER_SPECS[(ty, aligned)]
+
+
+def _mlx_spec(value: Any, name: str, specialize: bool, align: bool) -> ArgSpec:
+    ty = tl_dtype_of_mlx(value.dtype, name)
+    return _POINTER_SPECS[(ty, specialize and align)]
+
+
+def _reinterpreted_spec(value: ReinterpretedArray, name: str, specialize: bool, align: bool) -> ArgSpec:
+    aligned = specialize and align and value.base.ctypes.data % 16 == 0
+    return _POINTER_SPECS[(value.dtype, aligned)]
+
+
+def specialize_arg(value: object, name: str, specialize: bool = True, align: bool = True) -> ArgSpec:
+    """The fact for the value of a non-constexpr parameter `name`.
+
+    `specialize=False` is `do_not_specialize`; `align=False` is `do_not_specialize_on_alignment`.
+    """
+    cls = type(value)
+    if cls is int:
+        return _int_spec(value, name, specialize, align)  # type: ignore[arg-type]
+    if cls is np.ndarray:
+        return _numpy_spec(value, name, specialize, align)  # type: ignore[arg-type]
+    if cls is MLX_ARRAY:
+        return _mlx_spec(value, name, specialize, align)
+    if cls is float:
+        return _FP32
+    if cls is bool:
+        return _I1
+    return _specialize_other(value, name, specialize, align)
+
+
+def _specialize_other(value: object, name: str, specialize: bool, align: bool) -> ArgSpec:
+    from ..language import constexpr  # the language package is imported by now; keep this lazy
+
+    if value is None:
+        return _NONE
+    if isinstance(value, np.ndarray):  # subclasses (np.memmap, ...)
+        return _numpy_spec(value, name, specialize, align)
+    if MLX_ARRAY is not None and isinstance(value, MLX_ARRAY):
+        return _mlx_spec(value, name, specialize, align)
+    if isinstance(value, ReinterpretedArray):
+        return _reinterpreted_spec(value, name, specialize, align)
+    if isinstance(value, np.bool_):
+        return _I1
+    if isinstance(value, np.integer):
+        return _int_spec(int(value), name, specialize, align)
+    if isinstance(value, np.floating):
+        return _FP32
+    if isinstance(value, constexpr):
+        return constexpr_arg(value.value, name)
+    if isinstance(value, (str, tlt.dtype)) or _is_jit_callable(value):
+        return constexpr_arg(value, name)
+    if isinstance(value, (complex, np.complexfloating)):
+        raise ArgumentError(f"argument '{name}' is a complex number; kernels have no complex type")
+    if isinstance(value, (tuple, list)):
+        raise ArgumentError(
+            f"argument '{name}' is a {type(value).__name__}; pass tuples' elements as separate "
+            "arguments (tuple arguments are not supported yet)"
+        )
+    raise ArgumentError(
+        f"argument '{name}' has unsupported type {type(value).__module__}.{type(value).__qualname__}:"
+        " pass an mlx.core.array or numpy.ndarray for a pointer, or a Python int, float or bool"
+    )
+
+
+def _is_jit_callable(value: object) -> bool:
+    from ..language.jit_marker import JITCallable
+
+    return isinstance(value, JITCallable)
+
+
+def constexpr_arg(value: object, name: str) -> ConstexprArg:
+    """The fact for a value given to a `tl.constexpr` parameter (or a value that is one)."""
+    from ..language import constexpr
+
+    if isinstance(value, constexpr):
+        value = value.value
+    if value is None:
+        return _NONE
+    if isinstance(value, np.ndarray) or (MLX_ARRAY is not None and isinstance(value, MLX_ARRAY)):
+        raise ArgumentError(
+            f"argument '{name}' is a tl.constexpr parameter but was given an array; "
+            "constexpr parameters take compile-time values (int, float, bool, str, dtype, None)"
+        )
+    if isinstance(value, (np.integer, np.floating, np.bool_)):
+        value = value.item()
+    if isinstance(value, list):
+        value = tuple(value)
+    try:
+        hash(value)
+    except TypeError:
+        raise ArgumentError(
+            f"argument '{name}' is a tl.constexpr parameter but its value of type "
+            f"{type(value).__name__} is not hashable"
+        ) from None
+    return ConstexprArg(value, type(value).__name__)
+
+
+SpecializeFn = Callable[[object], ArgSpec]
+
+
+def make_specializer(name: str, is_constexpr: bool, specialize: bool, align: bool) -> SpecializeFn:
+    """A one-argument function computing a parameter's fact (used by the generated binder)."""
+    if is_constexpr:
+        return lambda value: constexpr_arg(value, name)
+    return lambda value: specialize_arg(value, name, specialize, align)
