@@ -1,0 +1,141 @@
+"""Cooperative ops: matrix product, reductions and scans (with a combine region).
+
+The combine region of `tt.reduce`/`tt.scan` over n operands has one block with 2n scalar
+arguments (the n accumulated values, then the n new values) and ends in `tt.reduce.return` /
+`tt.scan.return` with n scalars. The combine function must be associative; the order in which
+a backend applies it is unspecified.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from ..core import Op, Region, Value, attr, operand, region, var_operand
+from ..types import ScalarType, make_type
+from .common import num_results, scalar_element, tensor_type
+
+INPUT_PRECISIONS = ("ieee", "tf32", "tf32x3", "bf16x3", "bf16x6")
+
+
+class DotOp(Op):
+    """`d = a @ b + c` for 2-D tiles `[M, K] @ [K, N]` (or batched 3-D)."""
+
+    name: ClassVar[str] = "tt.dot"
+    a: Value = operand()
+    b: Value = operand()
+    c: Value = operand()
+    input_precision: str | None = attr(str, default=None)
+
+    def verify_(self) -> None:
+        num_results(self, 1)
+        at = tensor_type(self, self.a, "a")
+        bt = tensor_type(self, self.b, "b")
+        ct = tensor_type(self, self.c, "c")
+        if not (at.rank == bt.rank == ct.rank and at.rank in (2, 3)):
+            raise self.error(f"operands must all be 2-D or all 3-D, got {at}, {bt}, {ct}")
+        batch = at.shape[:-2]
+        (m, k), (k2, n) = at.shape[-2:], bt.shape[-2:]
+        if k != k2 or bt.shape[:-2] != batch or ct.shape != (*batch, m, n):
+            raise self.error(f"shapes do not form a product: {at} @ {bt} + {ct}")
+        if at.element != bt.element:
+            raise self.error(f"a and b need one element type, got {at.element} and {bt.element}")
+        scalar_element(self, self.a, "a")
+        scalar_element(self, self.c, "c")
+        if self.input_precision is not None and self.input_precision not in INPUT_PRECISIONS:
+            raise self.error(f"unknown input_precision '{self.input_precision}'")
+        if self.result.type != ct:
+            raise self.error(f"result must be {ct}, got {self.result.type}")
+
+
+def _check_combine(op: Op, combine: Region, elements: list[ScalarType], terminator: str) -> None:
+    block = combine.block
+    arg_types = [a.type for a in block.args]
+    if arg_types != elements + elements:
+        raise op.error(
+            "combine region must take (" + ", ".join(map(str, elements + elements)) + "), got ("
+            + ", ".join(map(str, arg_types)) + ")"
+        )
+    term = block.ops[-1] if block.ops else None
+    if term is None or term.name != terminator:
+        raise op.error(f"combine region must end with '{terminator}'")
+    got = [v.type for v in term.operands]
+    if got != elements:
+        raise op.error(f"combine region must return ({', '.join(map(str, elements))}), got ({', '.join(map(str, got))})")
+
+
+class ReduceOp(Op):
+    """Reduce tensors of one shape along `axis` with the combine region."""
+
+    name: ClassVar[str] = "tt.reduce"
+    srcs: tuple[Value, ...] = var_operand(positional=True)
+    axis: int = attr(int)
+    combine: Region = region()
+
+    def verify_(self) -> None:
+        if not self.srcs:
+            raise self.error("needs at least one operand")
+        shapes = {tensor_type(self, v, "operands").shape for v in self.srcs}
+        if len(shapes) != 1:
+            raise self.error("operands must share one shape")
+        shape = shapes.pop()
+        if not 0 <= self.axis < len(shape):
+            raise self.error(f"axis {self.axis} out of range for rank {len(shape)}")
+        num_results(self, len(self.srcs))
+        elements = [scalar_element(self, v, "operands") for v in self.srcs]
+        out_shape = shape[: self.axis] + shape[self.axis + 1:]
+        for i, el in enumerate(elements):
+            if self.results[i].type != make_type(out_shape, el):
+                raise self.error(f"result #{i} must be {make_type(out_shape, el)}, got {self.results[i].type}")
+        _check_combine(self, self.combine, elements, "tt.reduce.return")
+
+
+class ScanOp(Op):
+    """Inclusive scan along `axis` with the combine region (from the end when `reverse`)."""
+
+    name: ClassVar[str] = "tt.scan"
+    srcs: tuple[Value, ...] = var_operand(positional=True)
+    axis: int = attr(int)
+    reverse: bool = attr(bool, default=False)
+    combine: Region = region()
+
+    def verify_(self) -> None:
+        if not self.srcs:
+            raise self.error("needs at least one operand")
+        shapes = {tensor_type(self, v, "operands").shape for v in self.srcs}
+        if len(shapes) != 1:
+            raise self.error("operands must share one shape")
+        rank = len(shapes.pop())
+        if not 0 <= self.axis < rank:
+            raise self.error(f"axis {self.axis} out of range for rank {rank}")
+        num_results(self, len(self.srcs))
+        for i, v in enumerate(self.srcs):
+            if self.results[i].type != v.type:
+                raise self.error(f"result #{i} must be {v.type}, got {self.results[i].type}")
+        elements = [scalar_element(self, v, "operands") for v in self.srcs]
+        _check_combine(self, self.combine, elements, "tt.scan.return")
+
+
+class ReduceReturnOp(Op):
+    name: ClassVar[str] = "tt.reduce.return"
+    is_terminator: ClassVar[bool] = True
+    values: tuple[Value, ...] = var_operand(positional=True)
+
+    def verify_(self) -> None:
+        num_results(self, 0)
+        parent = self.parent.parent_op if self.parent is not None else None
+        if not isinstance(parent, ReduceOp):
+            raise self.error("must end the combine region of a 'tt.reduce'")
+
+
+class ScanReturnOp(Op):
+    name: ClassVar[str] = "tt.scan.return"
+    is_terminator: ClassVar[bool] = True
+    values: tuple[Value, ...] = var_operand(positional=True)
+
+    def verify_(self) -> None:
+        num_results(self, 0)
+        parent = self.parent.parent_op if self.parent is not None else None
+        if not isinstance(parent, ScanOp):
+            raise self.error("must end the combine region of a 'tt.scan'")
+
+

@@ -1,0 +1,163 @@
+"""Types of IR values: scalars, pointers and tensors (immutable, compared by content).
+
+Text forms (MLIR-like): scalars `i1 i8 i16 i32 i64 u8 u16 u32 u64 f16 bf16 f32 f64`, pointers
+`!tt.ptr<f32>`, tensors `tensor<128x64xf32>` or `tensor<128x!tt.ptr<f16>>`. Integer types carry
+their signedness (unlike MLIR) because the MSL the compiler prints needs it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import ClassVar, Union
+
+_SCALAR_NAMES = ("i1", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32", "f64")
+
+
+@dataclass(frozen=True)
+class ScalarType:
+    """An integer (signed `iN`, unsigned `uN`, boolean `i1`) or floating-point scalar type."""
+
+    name: str
+
+    NAMES: ClassVar[tuple[str, ...]] = _SCALAR_NAMES
+
+    def __post_init__(self) -> None:
+        if self.name not in _SCALAR_NAMES:
+            raise ValueError(f"unknown scalar type '{self.name}'")
+
+    @property
+    def bitwidth(self) -> int:
+        return int(self.name.lstrip("biuf"))
+
+    def is_float(self) -> bool:
+        return self.name in ("f16", "bf16", "f32", "f64")
+
+    def is_int(self) -> bool:
+        """Any integer type, `i1` included."""
+        return not self.is_float()
+
+    def is_bool(self) -> bool:
+        return self.name == "i1"
+
+    def is_signed(self) -> bool:
+        return self.name.startswith("i") and self.name != "i1"
+
+    def is_unsigned(self) -> bool:
+        return self.name.startswith("u") or self.name == "i1"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class PointerType:
+    """A pointer into device memory (address space 1) to elements of `pointee`."""
+
+    pointee: ScalarType | PointerType
+    address_space: int = 1
+
+    def __str__(self) -> str:
+        space = "" if self.address_space == 1 else f", {self.address_space}"
+        return f"!tt.ptr<{self.pointee}{space}>"
+
+
+ElementType = Union[ScalarType, PointerType]
+
+
+@dataclass(frozen=True)
+class TensorType:
+    """A block of `element` values with a static, non-empty `shape`."""
+
+    shape: tuple[int, ...]
+    element: ElementType
+
+    def __post_init__(self) -> None:
+        if not self.shape or any(not isinstance(d, int) or d <= 0 for d in self.shape):
+            raise ValueError(f"a tensor shape must be a non-empty tuple of positive ints, got {self.shape}")
+        if isinstance(self.element, TensorType):
+            raise ValueError("tensor elements must be scalars or pointers")
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    @property
+    def numel(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    def with_element(self, element: ElementType) -> TensorType:
+        return TensorType(self.shape, element)
+
+    def with_shape(self, shape: tuple[int, ...]) -> TensorType:
+        return TensorType(tuple(shape), self.element)
+
+    def __str__(self) -> str:
+        return "tensor<" + "".join(f"{d}x" for d in self.shape) + f"{self.element}>"
+
+
+Type = Union[ScalarType, PointerType, TensorType]
+
+i1 = ScalarType("i1")
+i8 = ScalarType("i8")
+i16 = ScalarType("i16")
+i32 = ScalarType("i32")
+i64 = ScalarType("i64")
+u8 = ScalarType("u8")
+u16 = ScalarType("u16")
+u32 = ScalarType("u32")
+u64 = ScalarType("u64")
+f16 = ScalarType("f16")
+bf16 = ScalarType("bf16")
+f32 = ScalarType("f32")
+f64 = ScalarType("f64")
+
+
+def element_type(ty: Type) -> ElementType:
+    """The scalar or pointer type of each element (the type itself for non-tensors)."""
+    return ty.element if isinstance(ty, TensorType) else ty
+
+
+def shape_of(ty: Type) -> tuple[int, ...]:
+    """The tensor shape, `()` for scalars and pointers."""
+    return ty.shape if isinstance(ty, TensorType) else ()
+
+
+def with_element(ty: Type, element: ElementType) -> Type:
+    """`ty` with its element type replaced, keeping the shape (or the scalar-ness)."""
+    return TensorType(ty.shape, element) if isinstance(ty, TensorType) else element
+
+
+def make_type(shape: tuple[int, ...], element: ElementType) -> Type:
+    """A tensor of `shape`, or `element` itself for the empty shape."""
+    return TensorType(tuple(shape), element) if shape else element
+
+
+def parse_type(text: str) -> Type:
+    """Read a type's text form; raises `ValueError` on malformed text."""
+    text = text.strip()
+    if text.startswith("tensor<"):
+        m = re.fullmatch(r"tensor<((?:\d+x)+)(.+)>", text)
+        if m is None:
+            raise ValueError(f"malformed tensor type '{text}'")
+        shape = tuple(int(d) for d in m.group(1)[:-1].split("x"))
+        element = parse_type(m.group(2))
+        if isinstance(element, TensorType):
+            raise ValueError(f"malformed tensor type '{text}'")
+        return TensorType(shape, element)
+    if text.startswith("!tt.ptr<") and text.endswith(">"):
+        inner = text[len("!tt.ptr<"):-1]
+        space = 1
+        m = re.fullmatch(r"(.+), (\d+)", inner)
+        if m is not None:
+            inner, space = m.group(1), int(m.group(2))
+        pointee = parse_type(inner)
+        if isinstance(pointee, TensorType):
+            raise ValueError(f"pointers to tensors are not supported: '{text}'")
+        return PointerType(pointee, space)
+    if text in _SCALAR_NAMES:
+        return ScalarType(text)
+    raise ValueError(f"unknown type '{text}'")
