@@ -60,11 +60,6 @@ _RESERVED_PREFIX = "_tm_"
 def make_binder(kernel_name: str, params: Sequence[Param]) -> Binder:
     """Generate and compile the binder for a kernel with these parameters."""
     for p in params:
-        if p.name in LAUNCH_OPTION_NAMES:
-            raise LaunchError(
-                f"kernel '{kernel_name}': parameter '{p.name}' has the name of a launch option; "
-                "rename it"
-            )
         if p.name.startswith(_RESERVED_PREFIX):
             raise LaunchError(
                 f"kernel '{kernel_name}': parameter names starting with '{_RESERVED_PREFIX}' "
@@ -95,7 +90,10 @@ def make_binder(kernel_name: str, params: Sequence[Param]) -> Binder:
             facts.append(f"_tm_spec({p.name}, {p.name!r}, {specialize}, {align})")
     if not star_written:
         signature.append("*")
-    signature.extend(f"{opt}=None" for opt in LAUNCH_OPTION_NAMES)
+    # A parameter named like a launch option (tutorial 02's `num_stages: tl.constexpr`) takes
+    # the value, and the option reads it from there, as Triton's option parsing does.
+    param_names = {p.name for p in params}
+    signature.extend(f"{opt}=None" for opt in LAUNCH_OPTION_NAMES if opt not in param_names)
     signature.append("**_tm_extra")
     values = "".join(f"{p.name}, " for p in params)
     fact_tuple = "".join(f"{f}, " for f in facts)
@@ -122,7 +120,9 @@ def explain_binding_error(
     """A `LaunchError` naming the parameter, for a call the binder could not bind."""
     sig = inspect.signature(fn)
     names = ", ".join(sig.parameters)
-    user_kwargs = {k: v for k, v in kwargs.items() if k not in LAUNCH_OPTION_NAMES}
+    user_kwargs = {
+        k: v for k, v in kwargs.items() if k in sig.parameters or k not in LAUNCH_OPTION_NAMES
+    }
     try:
         sig.bind(*args, **user_kwargs)
     except TypeError as bind_error:
