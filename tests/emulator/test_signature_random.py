@@ -69,7 +69,6 @@ def declared_names(text: str) -> list[str]:
     return re.findall(r"^  [^\n]*? (\w+) \[\[", text, re.MULTILINE)
 
 
-@pytest.mark.filterwarnings("ignore::DeprecationWarning")
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(call=calls())
 def test_random_calls_match_mlx(call: dict[str, object]) -> None:
