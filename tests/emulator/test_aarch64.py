@@ -76,6 +76,14 @@ def test_fibers_aarch64_qemu(tmp_path: Path, opt: str) -> None:
     assert "callee_saved (11 integer, 8 floating-point registers)" in done.stdout
 
 
+def test_fibers_aarch64_branch_protection_qemu(tmp_path: Path) -> None:
+    """With BTI and return-address signing, as hardened aarch64 distributions build."""
+    plain = qemu_toolchain()
+    toolchain = Toolchain(plain.compiler, plain.run_prefix, ("-mbranch-protection=standard",))
+    exe = build_fiber_test(toolchain, tmp_path, "-O2")
+    assert_all_checks_pass(run_fiber_test(toolchain, exe))
+
+
 def test_returning_entry_traps_aarch64_qemu(tmp_path: Path) -> None:
     toolchain = qemu_toolchain()
     exe = build_fiber_test(toolchain, tmp_path, "-O2")

@@ -93,6 +93,17 @@ def test_fibers_gxx(tmp_path: Path, opt: str) -> None:
     assert_all_checks_pass(run_fiber_test(GXX, exe))
 
 
+HARDENING_FLAGS = {"x86_64": "-fcf-protection=full", "aarch64": "-mbranch-protection=standard"}
+
+
+@needs_native
+def test_fibers_gxx_branch_protection(tmp_path: Path) -> None:
+    """Built as hardened distributions build (ENDBR64 / BTI landing pads in the switch)."""
+    hardened = Toolchain("g++", target_flags=(HARDENING_FLAGS[platform.machine()],))
+    exe = build_fiber_test(hardened, tmp_path, "-O2")
+    assert_all_checks_pass(run_fiber_test(hardened, exe))
+
+
 @needs_native
 def test_returning_entry_traps(tmp_path: Path) -> None:
     exe = build_fiber_test(GXX, tmp_path, "-O2")

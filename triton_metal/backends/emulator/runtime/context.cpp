@@ -34,9 +34,18 @@ typedef __UINTPTR_TYPE__ tm_uintptr;
 
 #if defined(__x86_64__)
 
+#if defined(__CET__) && (__CET__ & 1)
+// Built with indirect-branch tracking: a function reachable through a pointer or a PLT starts
+// with ENDBR64 (a no-op elsewhere). Shadow stacks cannot work with any stack switch like this one.
+#define TM_ENDBR "    endbr64\n"
+#else
+#define TM_ENDBR ""
+#endif
+
 __asm__(
     ".text\n"
     TM_FUNC_BEGIN(tm_context_switch)
+    TM_ENDBR
     "    pushq %rbp\n"
     "    pushq %rbx\n"
     "    pushq %r12\n"
@@ -96,9 +105,18 @@ static void fill_frame(tm_uintptr* frame, void (*entry)(void*), void* arg) {
 
 #elif defined(__aarch64__)
 
+#if defined(__ARM_FEATURE_BTI_DEFAULT) && __ARM_FEATURE_BTI_DEFAULT
+// Built with branch-target identification: a landing pad ("bti c", a no-op elsewhere) for calls
+// through a pointer or a PLT.
+#define TM_BTI "    hint #34\n"
+#else
+#define TM_BTI ""
+#endif
+
 __asm__(
     ".text\n"
     TM_FUNC_BEGIN(tm_context_switch)
+    TM_BTI
     "    sub sp, sp, #176\n"
     "    stp x19, x20, [sp, #0]\n"
     "    stp x21, x22, [sp, #16]\n"
