@@ -216,7 +216,8 @@ class _ToSyntax(Transformer[Token, _Module]):
 class _Resolver:
     """Builds IR from syntax records, resolving names in nested scopes."""
 
-    def __init__(self) -> None:
+    def __init__(self, filename: str) -> None:
+        self.filename = filename
         self.scopes: list[dict[str, Value]] = []
 
     def define(self, n: _Name, v: Value) -> None:
@@ -246,8 +247,9 @@ class _Resolver:
         for o in f.ops:
             block.append(self.op(o))
         self.scopes = []
+        loc = f.loc if f.loc is not None else Loc(self.filename, f.line, f.col - 1)
         return FuncOp(sym_name=f.name, arg_attrs=[a for _, _, a in f.args], res_types=tuple(f.results),
-                      body=Region([block]), loc=f.loc)
+                      body=Region([block]), loc=loc)
 
     def region(self, r: _Region) -> Region:
         block = Block([t for _, t in r.args])
@@ -310,10 +312,22 @@ class _Resolver:
             kwargs[s.name] = self.region(r)
         if len(o.results) != len(o.types):
             raise fail(f"{len(o.results)} result name(s) but {len(o.types)} result type(s)")
-        op = cls(result_types=o.types, loc=o.loc, **kwargs)
+        # Without an explicit loc(...), an op is located in the IR text (for verifier messages).
+        loc = o.loc if o.loc is not None else Loc(self.filename, o.line, o.col - 1)
+        op = cls(result_types=o.types, loc=loc, **kwargs)
         for n, res in zip(o.results, op.results):
             self.define(n, res)
         return op
+
+
+_TERMINAL_TEXT = {
+    "LBRACE": "'{'", "RBRACE": "'}'", "LPAR": "'('", "RPAR": "')'", "LSQB": "'['", "RSQB": "']'",
+    "COMMA": "','", "COLON": "':'", "EQUAL": "'='", "_NL": "end of line", "$END": "end of input",
+    "VALUE": "a %value", "TYPE": "a type", "OP_NAME": "an op name", "NAME": "a keyword",
+    "ATTR_NAME": "an attribute name", "NUMBER": "a number", "ESCAPED_STRING": "a string",
+    "SYMBOL": "an @name", "BLOCK_LABEL": "a block label", "_LOC": "loc(",
+}
+"""How syntax errors name the grammar's terminals."""
 
 
 @lru_cache(maxsize=1)
@@ -333,12 +347,19 @@ def parse_module(text: str, filename: str = "<ir>") -> Module:
     try:
         tree = _parser().parse(text)
         syntax = _ToSyntax().transform(tree)
-        return _Resolver().module(syntax)
+        return _Resolver(filename).module(syntax)
     except UnexpectedInput as u:
-        context = u.get_context(text).rstrip()
-        expected = getattr(u, "expected", None) or getattr(u, "allowed", None)
-        detail = f"; expected one of: {', '.join(sorted(expected))}" if expected else ""
-        raise error(f"syntax error{detail}\n{context}", u.line, u.column) from None
+        expected = getattr(u, "expected", None) or getattr(u, "allowed", None) or ()
+        shown = sorted({_TERMINAL_TEXT.get(t, t) for t in expected})
+        found = getattr(u, "token", None)
+        if found is None:
+            what = "unexpected text"
+        elif found.type in ("_NL", "$END"):
+            what = f"unexpected {_TERMINAL_TEXT[found.type]}"
+        else:
+            what = f"unexpected '{found}'"
+        detail = f"; expected {' or '.join(shown)}" if shown else ""
+        raise error(f"syntax error: {what}{detail}", u.line, u.column) from None
     except _ParseFailure as f:
         raise error(f.message, f.line, f.col) from None
     except Exception as e:  # lark wraps errors raised inside transformer callbacks

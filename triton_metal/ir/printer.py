@@ -143,8 +143,8 @@ class Printer:
             text += f" {keyword} {{"
             self.lines.append(pad + text)
             self._region_body(r, depth + 1)
-            text = pad + "}"
-        self.lines.append(text + self._suffix(op))
+            text = "}"
+        self.lines.append(pad + text + self._suffix(op))
 
     def _suffix(self, op: Op) -> str:
         text = ""
