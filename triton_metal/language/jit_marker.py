@@ -1,0 +1,81 @@
+"""`JITCallable`: the type of every `@jit` function, as the front end and the interpreter see it.
+
+The runtime's `JITFunction` (the launchable kernel) subclasses it; library helpers written in the
+DSL itself (`language/random.py`) use it directly. The front end recognises a callee as a device
+function by `isinstance(callee, JITCallable)` and inlines `callee.fn`'s source (`src`,
+`starting_line`, `__globals__`).
+
+Calling an instance is only meaningful inside a kernel run by the interpreter, where the helper's
+Python body simply runs; anywhere else it raises a clear error.
+"""
+
+from __future__ import annotations
+
+import inspect
+import textwrap
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from .context import current_semantic
+
+
+class JITCallable:
+    """A Python function marked as Triton device code."""
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        *,
+        do_not_specialize: Iterable[int | str] = (),
+        noinline: bool = False,
+    ) -> None:
+        if not callable(fn) or not hasattr(fn, "__code__"):
+            raise TypeError(f"@jit decorates a Python function, not {type(fn).__name__}")
+        self.fn: Callable[..., Any] = fn
+        self.__name__: str = fn.__name__
+        self.__qualname__: str = getattr(fn, "__qualname__", fn.__name__)
+        self.__module__ = fn.__module__
+        self.__doc__ = fn.__doc__
+        self.__globals__: dict[str, Any] = fn.__globals__
+        self.arg_names: list[str] = list(inspect.signature(fn).parameters)
+        self.noinline: bool = bool(noinline)
+        self.do_not_specialize: list[int | str] = list(do_not_specialize)
+        self.src, self.starting_line = _source_of(fn)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        sem = current_semantic()
+        if sem is None:
+            raise RuntimeError(
+                f"@jit function '{self.__name__}' cannot be called directly: launch a kernel with "
+                f"kernel[grid](...), or call '{self.__name__}' from inside a @jit kernel"
+            )
+        if not sem.eager:
+            # The compiler inlines @jit calls from the source; reaching here means a builtin or
+            # a Python helper called it outside the front end's view.
+            raise RuntimeError(
+                f"@jit function '{self.__name__}' was called from Python code the compiler "
+                "cannot see; call it directly from the kernel body"
+            )
+        return self.fn(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"JITCallable({self.__module__}:{self.__qualname__})"
+
+
+def _source_of(fn: Callable[..., Any]) -> tuple[str, int]:
+    """The function's source starting at `def` (decorators dropped) and the line of that `def`."""
+    code = fn.__code__
+    try:
+        lines, first = inspect.getsourcelines(fn)
+    except (OSError, TypeError):
+        return "", code.co_firstlineno
+    src = textwrap.dedent("".join(lines))
+    offset = 0
+    for offset, line in enumerate(src.splitlines()):
+        stripped = line.lstrip()
+        if stripped.startswith("def ") or stripped.startswith("async def "):
+            break
+    else:
+        offset = 0
+    body = "\n".join(src.splitlines()[offset:]) + "\n"
+    return body, first + offset

@@ -1,0 +1,72 @@
+"""`tl` builtins that touch memory: `load`, `store` and the atomics.
+
+NVIDIA/AMD cache and eviction hints and `volatile` are accepted (validated, then ignored by the
+Apple backends), so kernels written for Triton keep compiling.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .core import _unwrap, builtin, tensor
+from .semantic import Semantic
+
+
+@builtin
+def load(
+    pointer: Any,
+    mask: Any = None,
+    other: Any = None,
+    boundary_check: Any = (),
+    padding_option: Any = "",
+    cache_modifier: Any = "",
+    eviction_policy: Any = "",
+    volatile: Any = False,
+    _semantic: Semantic = None,  # type: ignore[assignment]
+) -> tensor:
+    return _semantic.load(
+        _unwrap(pointer), _unwrap(mask), _unwrap(other), _unwrap(boundary_check),
+        _unwrap(padding_option), _unwrap(cache_modifier), _unwrap(eviction_policy), _unwrap(volatile),
+    )
+
+
+@builtin
+def store(
+    pointer: Any,
+    value: Any,
+    mask: Any = None,
+    boundary_check: Any = (),
+    cache_modifier: Any = "",
+    eviction_policy: Any = "",
+    _semantic: Semantic = None,  # type: ignore[assignment]
+) -> None:
+    _semantic.store(
+        _unwrap(pointer), _unwrap(value), _unwrap(mask), _unwrap(boundary_check),
+        _unwrap(cache_modifier), _unwrap(eviction_policy),
+    )
+
+
+def _rmw(name: str) -> Any:
+    def fn(pointer: Any, val: Any, mask: Any = None, sem: Any = None, scope: Any = None,
+           _semantic: Semantic = None) -> tensor:  # type: ignore[assignment]
+        method = getattr(_semantic, name)
+        return method(_unwrap(pointer), _unwrap(val), _unwrap(mask), _unwrap(sem), _unwrap(scope))
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"`{name}(pointer, val, mask=None, sem=None, scope=None)`: returns the old values."
+    return builtin(fn)
+
+
+atomic_add = _rmw("atomic_add")
+atomic_max = _rmw("atomic_max")
+atomic_min = _rmw("atomic_min")
+atomic_and = _rmw("atomic_and")
+atomic_or = _rmw("atomic_or")
+atomic_xor = _rmw("atomic_xor")
+atomic_xchg = _rmw("atomic_xchg")
+
+
+@builtin
+def atomic_cas(pointer: Any, cmp: Any, val: Any, sem: Any = None, scope: Any = None,
+               _semantic: Semantic = None) -> tensor:  # type: ignore[assignment]
+    return _semantic.atomic_cas(_unwrap(pointer), _unwrap(cmp), _unwrap(val), _unwrap(sem), _unwrap(scope))

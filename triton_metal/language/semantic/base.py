@@ -1,0 +1,452 @@
+"""Semantic layer, common part: errors, Python scalars as tensors, promotion, broadcasting, casts.
+
+Every rule lives here once and serves both builders (the front end's IR builder and the
+interpreter's NumPy builder): the builder only ever sees operands already promoted to one dtype
+and broadcast to one shape. Rules follow Triton's `triton-semantics` document:
+
+* kinds rank bool < integer < float; the wider type wins; fp16 with bf16 gives fp32 unless both
+  are bf16 (Triton's `computation_type_impl`); same-width signed with unsigned gives unsigned;
+* a Python scalar is weak: of the same or a lower kind it takes the tensor's dtype (and must fit);
+  of a higher kind it becomes int32 < uint32 < int64 < uint64 or float32 by value;
+* broadcasting is NumPy's.
+
+No NumPy and no IR here. Errors are `CompilationError`s; the caller adds the source location.
+"""
+
+from __future__ import annotations
+
+import math as _pymath
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ...errors import CompilationError
+from ..builder import Builder, CastKind, CmpPredicate, Handle, RoundingMode
+from ..core import constexpr, tensor
+from ..types import (
+    FP64_REFUSAL,
+    bfloat16,
+    block_type,
+    dtype,
+    float16,
+    float32,
+    float64,
+    int1,
+    int32,
+    int64,
+    pointer_type,
+    uint32,
+    uint64,
+)
+
+Number = bool | int | float
+JitCaller = Callable[[Any, Sequence[Any]], Any]
+"""Calls a user `@jit` function (e.g. a reduce combine function) with tensor arguments."""
+
+_KIND_BOOL, _KIND_INT, _KIND_FLOAT = 0, 1, 2
+
+
+def kind(ty: dtype) -> int:
+    if ty.is_bool():
+        return _KIND_BOOL
+    if ty.is_int():
+        return _KIND_INT
+    return _KIND_FLOAT
+
+
+def int_min(ty: dtype) -> int:
+    return 0 if ty.is_int_unsigned() else -(1 << (ty.int_bitwidth - 1))
+
+
+def int_max(ty: dtype) -> int:
+    bits = ty.int_bitwidth
+    return (1 << bits) - 1 if ty.is_int_unsigned() else (1 << (bits - 1)) - 1
+
+
+def with_element(ty: dtype, elem: dtype) -> dtype:
+    """`ty` with its scalar replaced: a block keeps its shape, a scalar becomes `elem`."""
+    return block_type(elem, ty.shape) if isinstance(ty, block_type) else elem
+
+
+def shape_of(ty: dtype) -> tuple[int, ...]:
+    return ty.shape if isinstance(ty, block_type) else ()
+
+
+def is_pow2(n: int) -> bool:
+    return n > 0 and (n & (n - 1)) == 0
+
+
+def error(message: str, hint: str | None = None) -> CompilationError:
+    return CompilationError(message, hint=hint)
+
+
+def refuse_fp64(ty: dtype) -> None:
+    if ty.scalar.is_fp64() or (ty.is_ptr() and ty.element_ty.is_fp64()):
+        raise error(FP64_REFUSAL, hint="cast to tl.float32")
+
+
+class SemanticBase:
+    """Shared machinery of `Semantic`; the op families are mixins in sibling modules."""
+
+    def __init__(
+        self,
+        builder: Builder,
+        *,
+        concrete: Callable[[Handle], Any] | None = None,
+        call_jit: JitCaller | None = None,
+    ) -> None:
+        self.builder = builder
+        self._concrete = concrete
+        self._call_jit = call_jit
+
+    # -- eager (interpreter) support ----------------------------------------------------------
+    @property
+    def eager(self) -> bool:
+        """True when handles hold values (the interpreter): Python control flow on scalars works."""
+        return self._concrete is not None
+
+    def concrete_scalar(self, x: tensor, what: str) -> Any:
+        if self._concrete is None:
+            raise error(f"a tensor's {what} value is not known when the kernel is compiled")
+        if x.type.is_block():
+            raise error(
+                f"the {what} value of a block of shape {list(x.type.shape)} is ambiguous",
+                hint="reduce it first (tl.sum, tl.max, ...) or index a scalar kernel argument",
+            )
+        return self._concrete(x.handle)
+
+    def call_jit(self, fn: Any, args: Sequence[Any], generator: Any = None) -> Any:
+        """Call a user `@jit` function: through the front end when compiling, directly when eager."""
+        if generator is not None:
+            return generator.call_JitFunction(fn, list(args), kwargs={})
+        if self._call_jit is not None:
+            return self._call_jit(fn, args)
+        target = getattr(fn, "fn", fn)
+        return target(*args)
+
+    # -- Python values as tensors -------------------------------------------------------------
+    def to_tensor_type(self, x: Number) -> dtype:
+        if isinstance(x, bool):
+            return int1
+        if isinstance(x, int):
+            if -(2**31) <= x < 2**31:
+                return int32
+            if 2**31 <= x < 2**32:
+                return uint32
+            if -(2**63) <= x < 2**63:
+                return int64
+            if 2**63 <= x < 2**64:
+                return uint64
+            raise error(f"the integer {x} does not fit in 64 bits")
+        if isinstance(x, float):
+            a = abs(x)
+            if a == 0.0 or _pymath.isinf(a) or _pymath.isnan(x) or 2**-126 <= a <= (2 - 2**-23) * 2**127:
+                return float32
+            return float64
+        raise error(f"cannot convert {x!r} of type {type(x).__name__} to a tensor")
+
+    def to_tensor(self, x: Any) -> tensor:
+        x = x.value if isinstance(x, constexpr) else x
+        if isinstance(x, tensor):
+            return x
+        if isinstance(x, (bool, int, float)):
+            ty = self.to_tensor_type(x)
+            refuse_fp64(ty)
+            return self.scalar_constant(x, ty)
+        raise error(f"cannot convert {x!r} of type {type(x).__name__} to a tensor")
+
+    def scalar_constant(self, value: Number, ty: dtype) -> tensor:
+        refuse_fp64(ty)
+        if ty.is_int():
+            value = int(value)
+            if ty.is_bool():
+                value = bool(value)
+            elif not int_min(ty) <= value <= int_max(ty):
+                raise error(f"the constant {value} is out of range for {ty!r}")
+        elif ty.is_floating():
+            value = float(value)
+        return tensor(self.builder.get_constant(value, ty), ty)
+
+    def _as_dtype(self, ty: Any, what: str) -> dtype:
+        ty = ty.value if isinstance(ty, constexpr) else ty
+        if isinstance(ty, str):
+            from ..types import dtype_from_name
+
+            try:
+                ty = dtype_from_name(ty)
+            except ValueError as e:
+                raise error(str(e)) from None
+        if not isinstance(ty, dtype):
+            from ..unsupported import UnsupportedDType
+
+            if isinstance(ty, UnsupportedDType):
+                raise ty.refusal()
+            raise error(f"{what} must be a tl dtype, not {ty!r}")
+        refuse_fp64(ty)
+        return ty
+
+    # -- promotion ----------------------------------------------------------------------------
+    def integer_promote_impl(self, a: dtype, b: dtype) -> dtype:
+        a_bits, b_bits = a.int_bitwidth, b.int_bitwidth
+        a_uns, b_uns = a.is_int_unsigned(), b.is_int_unsigned()
+        if a_uns == b_uns:
+            return a if a_bits > b_bits else b
+        if a_uns:
+            return a if a_bits >= b_bits else b
+        return b if b_bits >= a_bits else a
+
+    def computation_type_impl(
+        self, a: dtype, a_is_scalar: bool, b: dtype, b_is_scalar: bool, div_or_mod: bool
+    ) -> dtype:
+        if a_is_scalar != b_is_scalar:
+            scalar_ty, tensor_ty = (a, b) if a_is_scalar else (b, a)
+            if kind(scalar_ty) <= kind(tensor_ty):
+                if div_or_mod and tensor_ty in (float16, bfloat16):
+                    return float32
+                return tensor_ty
+        if a.is_fp64() or b.is_fp64():
+            return float64
+        if a.is_fp32() or b.is_fp32():
+            return float32
+        if a.is_fp16() or b.is_fp16():
+            return float32 if div_or_mod else float16
+        if a.is_bf16() and b.is_bf16():
+            return float32 if div_or_mod else a
+        if a.is_bf16() or b.is_bf16():
+            return float32
+        if not a.is_int() or not b.is_int():
+            raise error(f"invalid operands of type {a!r} and {b!r}")
+        if div_or_mod and a.is_int_signed() != b.is_int_signed():
+            raise error(
+                f"cannot use /, // or % with {a!r} and {b!r}: they have different signedness",
+                hint="cast them to the same signedness first",
+            )
+        return self.integer_promote_impl(a, b)
+
+    def _check_ptr(self, a: dtype, b: dtype, allow_ptr_a: bool) -> None:
+        if not a.is_ptr():
+            return
+        if not allow_ptr_a:
+            raise error(f"invalid operands of type {a!r} and {b!r}")
+        if b.is_ptr() and a != b:
+            raise error(f"invalid operands of type {a!r} and {b!r}")
+        if b.is_floating():
+            raise error(
+                f"cannot offset a pointer by a float ({a!r} and {b!r})",
+                hint="pointer offsets are integers: cast the offset with .to(tl.int32)",
+            )
+
+    def binary_op_type_checking_impl(
+        self,
+        lhs: Any,
+        rhs: Any,
+        allow_lhs_ptr: bool = False,
+        allow_rhs_ptr: bool = False,
+        arithmetic_check: bool = True,
+        div_or_mod: bool = False,
+    ) -> tuple[tensor, tensor]:
+        lhs = lhs.value if isinstance(lhs, constexpr) else lhs
+        rhs = rhs.value if isinstance(rhs, constexpr) else rhs
+        lhs_is_scalar = isinstance(lhs, (bool, int, float))
+        rhs_is_scalar = isinstance(rhs, (bool, int, float))
+        lhs_val, rhs_val = lhs, rhs
+        lhs_t = self._weak_tensor(lhs) if lhs_is_scalar else self._expect_tensor(lhs)
+        rhs_t = self._weak_tensor(rhs) if rhs_is_scalar else self._expect_tensor(rhs)
+        lsca, rsca = lhs_t.type.scalar, rhs_t.type.scalar
+        self._check_ptr(lsca, rsca, allow_lhs_ptr)
+        self._check_ptr(rsca, lsca, allow_rhs_ptr)
+        if arithmetic_check and not lsca.is_ptr() and not rsca.is_ptr():
+            ret = self.computation_type_impl(lsca, lhs_is_scalar, rsca, rhs_is_scalar, div_or_mod)
+            refuse_fp64(ret)
+            for is_scalar, v in ((lhs_is_scalar, lhs_val), (rhs_is_scalar, rhs_val)):
+                if is_scalar and ret.is_int():
+                    if v < 0 and ret.is_int_unsigned():
+                        raise error(
+                            f"cannot combine an unsigned tensor ({ret!r}) with the negative scalar {v}",
+                            hint="cast one of them explicitly",
+                        )
+                    if not int_min(ret) <= v <= int_max(ret):
+                        raise error(f"scalar {v} is out of range for {ret!r}")
+            lhs_t = self.scalar_constant(lhs_val, ret) if lhs_is_scalar else self.cast(lhs_t, ret)
+            rhs_t = self.scalar_constant(rhs_val, ret) if rhs_is_scalar else self.cast(rhs_t, ret)
+        else:
+            # pointer arithmetic with a Python int: the int is an offset of its default type
+            if lhs_is_scalar:
+                lhs_t = self.scalar_constant(lhs_val, lhs_t.type)
+            if rhs_is_scalar:
+                rhs_t = self.scalar_constant(rhs_val, rhs_t.type)
+        return self.broadcast_impl_value(lhs_t, rhs_t)
+
+    def _weak_tensor(self, x: Number) -> tensor:
+        """A placeholder typed by the Python scalar's default type; promotion decides the
+        constant actually built, so nothing reaches the builder yet."""
+        return tensor(None, self.to_tensor_type(x))
+
+    def _expect_tensor(self, x: Any) -> tensor:
+        if isinstance(x, tensor):
+            return x
+        raise error(f"expected a tensor or a number, got {x!r} of type {type(x).__name__}")
+
+    # -- broadcasting -------------------------------------------------------------------------
+    def splat(self, x: tensor, shape: Sequence[int]) -> tensor:
+        if x.type.is_block():
+            raise internal("cannot splat a block")
+        if len(shape) == 0:
+            return x
+        ty = block_type(x.type, tuple(shape))
+        return tensor(self.builder.create_splat(x.handle, ty), ty)
+
+    def broadcast_impl_shape(self, x: tensor, shape: Sequence[int]) -> tensor:
+        shape = tuple(int(s) for s in shape)
+        if not x.type.is_block():
+            return self.splat(x, shape)
+        src = x.type.shape
+        if len(src) != len(shape):
+            raise error(f"cannot broadcast shape {list(src)} to {list(shape)}: rank mismatch")
+        if src == shape:
+            return x
+        for i, s in enumerate(src):
+            if s != shape[i] and s != 1:
+                raise error(
+                    f"cannot broadcast shape {list(src)} to {list(shape)}: dimension {i} is {s}"
+                )
+        ty = block_type(x.type.scalar, shape)
+        return tensor(self.builder.create_broadcast(x.handle, ty), ty)
+
+    def broadcast_impl_value(self, lhs: tensor, rhs: tensor) -> tuple[tensor, tensor]:
+        lb, rb = lhs.type.is_block(), rhs.type.is_block()
+        if lb and not rb:
+            return lhs, self.splat(rhs, lhs.type.shape)
+        if rb and not lb:
+            return self.splat(lhs, rhs.type.shape), rhs
+        if not lb and not rb:
+            return lhs, rhs
+        ls, rs = list(lhs.type.shape), list(rhs.type.shape)
+        while len(ls) < len(rs):
+            lhs = self._expand(lhs, 0)
+            ls = [1] + ls
+        while len(rs) < len(ls):
+            rhs = self._expand(rhs, 0)
+            rs = [1] + rs
+        out: list[int] = []
+        for i, (a, b) in enumerate(zip(ls, rs)):
+            if a == 1:
+                out.append(b)
+            elif b == 1 or a == b:
+                out.append(a)
+            else:
+                raise error(
+                    f"incompatible shapes {ls} and {rs} at dimension {i}: {a} and {b}",
+                    hint="broadcasting follows NumPy: sizes must match or be 1 (use x[:, None])",
+                )
+        return self.broadcast_impl_shape(lhs, out), self.broadcast_impl_shape(rhs, out)
+
+    def broadcast_tensors(self, *xs: tensor) -> list[tensor]:
+        out = list(xs)
+        for i in range(1, len(out)):
+            out[0], out[i] = self.broadcast_impl_value(out[0], out[i])
+        for i in range(1, len(out)):
+            out[0], out[i] = self.broadcast_impl_value(out[0], out[i])
+        return out
+
+    def _expand(self, x: tensor, axis: int) -> tensor:
+        shape = list(x.type.shape)
+        shape.insert(axis, 1)
+        ty = block_type(x.type.scalar, shape)
+        return tensor(self.builder.create_expand_dims(x.handle, axis), ty)
+
+    # -- casts --------------------------------------------------------------------------------
+    def bitcast(self, x: Any, dst: Any) -> tensor:
+        x = self.to_tensor(x)
+        dst = self._as_dtype(dst, "bitcast target")
+        src_ty = x.type
+        dst_ty = with_element(src_ty, dst.scalar)
+        if src_ty == dst_ty:
+            return x
+        s, d = src_ty.scalar, dst.scalar
+        if s.is_ptr() or d.is_ptr():
+            return self.cast(x, dst)
+        if s.primitive_bitwidth != d.primitive_bitwidth:
+            raise error(
+                f"cannot bitcast {s!r} ({s.primitive_bitwidth} bits) to {d!r} "
+                f"({d.primitive_bitwidth} bits)",
+                hint="bitcast needs equal widths; use .to(dtype) for a value conversion",
+            )
+        return tensor(self.builder.create_cast(x.handle, CastKind.BITCAST, dst_ty), dst_ty)
+
+    def cast(self, x: Any, dst: Any, fp_downcast_rounding: str | None = None) -> tensor:
+        x = self.to_tensor(x)
+        dst = self._as_dtype(dst, "cast target")
+        src_ty = x.type
+        s, d = src_ty.scalar, dst.scalar
+        if s == d:
+            return x
+        dst_ty = with_element(src_ty, d)
+        rounding = RoundingMode.RTNE
+        if fp_downcast_rounding is not None:
+            if fp_downcast_rounding not in ("rtne", "rtz"):
+                raise error(
+                    f"invalid rounding mode {fp_downcast_rounding!r}",
+                    hint="fp_downcast_rounding is 'rtne' or 'rtz'",
+                )
+            if not (s.is_floating() and d.is_floating() and d.primitive_bitwidth < s.primitive_bitwidth):
+                raise error(
+                    "fp_downcast_rounding applies only to narrowing float conversions, "
+                    f"not {s!r} -> {d!r}"
+                )
+            rounding = RoundingMode(fp_downcast_rounding)
+        b = self.builder
+
+        def make(kind_: CastKind) -> tensor:
+            return tensor(b.create_cast(x.handle, kind_, dst_ty, rounding), dst_ty)
+
+        if s.is_floating() and d.is_floating():
+            if s.primitive_bitwidth == d.primitive_bitwidth:  # fp16 <-> bf16 goes through fp32
+                return self.cast(self.cast(x, float32), d, fp_downcast_rounding)
+            return make(CastKind.FP_TRUNC if d.primitive_bitwidth < s.primitive_bitwidth else CastKind.FP_EXT)
+        if s.is_int() and d.is_int():
+            if d.is_bool():
+                return self.not_equal(x, self.scalar_constant(0, s))  # type: ignore[attr-defined]
+            if d.int_bitwidth < s.int_bitwidth:
+                return make(CastKind.INT_TRUNC)
+            if d.int_bitwidth > s.int_bitwidth:
+                signed = s.is_int_signed() and not s.is_bool()
+                return make(CastKind.INT_SEXT if signed else CastKind.INT_ZEXT)
+            return make(CastKind.BITCAST)  # same width, other signedness
+        if s.is_floating() and d.is_int():
+            if d.is_bool():
+                return self.not_equal(x, self.scalar_constant(0.0, s))  # type: ignore[attr-defined]
+            return make(CastKind.FP_TO_SI if d.is_int_signed() else CastKind.FP_TO_UI)
+        if s.is_int() and d.is_floating():
+            return make(CastKind.SI_TO_FP if s.is_int_signed() and not s.is_bool() else CastKind.UI_TO_FP)
+        if s.is_ptr() and d.is_int():
+            if d.int_bitwidth == 64:
+                return make(CastKind.PTR_TO_INT)
+            if d.is_bool():
+                return self.not_equal(self.cast(x, int64), self.scalar_constant(0, int64))  # type: ignore[attr-defined]
+            raise error(f"a pointer converts to a 64-bit integer or to int1, not {d!r}")
+        if s.is_int() and d.is_ptr():
+            return make(CastKind.INT_TO_PTR)
+        if s.is_ptr() and d.is_ptr():
+            return make(CastKind.PTR_TO_PTR)
+        raise error(f"cannot cast {src_ty!r} to {d!r}")
+
+
+def internal(message: str) -> AssertionError:
+    from ...errors import internal_error
+
+    return internal_error(message)
+
+
+__all__ = [
+    "CmpPredicate",
+    "SemanticBase",
+    "error",
+    "int_max",
+    "int_min",
+    "is_pow2",
+    "kind",
+    "pointer_type",
+    "refuse_fp64",
+    "shape_of",
+    "with_element",
+]

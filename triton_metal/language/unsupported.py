@@ -1,0 +1,98 @@
+"""Triton names that triton_metal knows but refuses, each with the alternative to use.
+
+They exist so that kernels importing them fail with a precise message at the line that uses
+them, instead of an AttributeError at import or, worse, a silent miscompile.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NoReturn
+
+from ..errors import UnsupportedLanguageConstruct
+from .semantic.memory import BLOCK_POINTER_HINT
+
+
+def _refuse(name: str, reason: str, hint: str) -> NoReturn:
+    raise UnsupportedLanguageConstruct(f"tl.{name}: {reason}", hint=hint)
+
+
+def _refusing(name: str, reason: str, hint: str) -> Any:
+    def fn(*args: Any, **kwargs: Any) -> NoReturn:
+        _refuse(name, reason, hint)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"Not supported: {reason} ({hint})."
+    return fn
+
+
+_NOT_YET = "not supported yet on Apple GPUs"
+
+make_block_ptr = _refusing("make_block_ptr", "block pointers are " + _NOT_YET, BLOCK_POINTER_HINT)
+advance = _refusing("advance", "block pointers are " + _NOT_YET, BLOCK_POINTER_HINT)
+make_tensor_descriptor = _refusing(
+    "make_tensor_descriptor", "tensor descriptors (TMA) are " + _NOT_YET, BLOCK_POINTER_HINT
+)
+load_tensor_descriptor = _refusing(
+    "load_tensor_descriptor", "tensor descriptors (TMA) are " + _NOT_YET, BLOCK_POINTER_HINT
+)
+store_tensor_descriptor = _refusing(
+    "store_tensor_descriptor", "tensor descriptors (TMA) are " + _NOT_YET, BLOCK_POINTER_HINT
+)
+dot_scaled = _refusing(
+    "dot_scaled",
+    "microscaling (MX) formats have no Apple GPU support",
+    "dequantize to float16/bfloat16 and use tl.dot",
+)
+inline_asm_elementwise = _refusing(
+    "inline_asm_elementwise",
+    "inline PTX/AMDGCN assembly cannot run on Apple GPUs",
+    "write the operation with tl functions",
+)
+map_elementwise = _refusing(
+    "map_elementwise", _NOT_YET, "write the scalar function with tl operations on whole blocks"
+)
+sort = _refusing(
+    "sort", _NOT_YET, "sort on the host, or implement a bitonic network with tl.where and tl.gather"
+)
+topk = _refusing("topk", _NOT_YET, "use tl.max with return_indices=True repeatedly, or sort on the host")
+bitonic_merge = _refusing("bitonic_merge", _NOT_YET, "implement the network with tl.where")
+atomic_load = _refusing("atomic_load", _NOT_YET, "use tl.atomic_add(ptr, 0) to read atomically")
+atomic_store = _refusing("atomic_store", _NOT_YET, "use tl.atomic_xchg(ptr, value)")
+atomic_poll = _refusing("atomic_poll", _NOT_YET, "spin on tl.atomic_cas")
+
+
+class tensor_descriptor:
+    """Refused: tensor descriptors are not supported yet."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        _refuse("tensor_descriptor", "tensor descriptors (TMA) are " + _NOT_YET, BLOCK_POINTER_HINT)
+
+
+tensor_descriptor_type = tensor_descriptor
+
+
+class UnsupportedDType:
+    """A Triton dtype Apple GPUs do not have (the fp8 family): any use in a kernel is refused."""
+
+    def __init__(self, name: str, hint: str) -> None:
+        self.name = name
+        self.hint = hint
+
+    def refusal(self) -> UnsupportedLanguageConstruct:
+        return UnsupportedLanguageConstruct(f"tl.{self.name} is not supported on Apple GPUs", hint=self.hint)
+
+    def __repr__(self) -> str:
+        return f"triton_metal.language.{self.name} (unsupported)"
+
+    def __getattr__(self, attr: str) -> NoReturn:
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        raise self.refusal()
+
+
+_FP8_HINT = "Apple GPUs have no fp8 arithmetic: store float16/bfloat16, or dequantize int8 data"
+float8e4nv = UnsupportedDType("float8e4nv", _FP8_HINT)
+float8e5 = UnsupportedDType("float8e5", _FP8_HINT)
+float8e4b8 = UnsupportedDType("float8e4b8", _FP8_HINT)
+float8e5b16 = UnsupportedDType("float8e5b16", _FP8_HINT)
+float8e4b15 = UnsupportedDType("float8e4b15", _FP8_HINT)
