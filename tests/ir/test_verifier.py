@@ -55,7 +55,7 @@ INVALID = [
     ),
     (
         "    %s = tt.scan %t {axis = 0} combine {\n    ^bb0(%u: f32, %v: f32):\n      tt.reduce.return %u\n    } : tensor<16xf32>\n    tt.return\n",
-        "'tt.reduce.return' op must end the combine region of a 'tt.reduce'",
+        "'tt.scan' op combine region must end with 'tt.scan.return'",
     ),
     (
         "    %r = scf.if %c then {\n      scf.yield %a\n    } else {\n      scf.yield %b\n    } : i32\n    tt.return\n",
@@ -70,7 +70,7 @@ INVALID = [
         "body must take (i32, f32), got (i32)",
     ),
     (
-        "    %r = scf.for %f, %f, %f body {\n    ^bb0(%i: f32):\n      scf.yield\n    }\n    tt.return\n",
+        "    scf.for %f, %f, %f body {\n    ^bb0(%i: f32):\n      scf.yield\n    }\n    tt.return\n",
         "bounds must be integer scalars, got f32",
     ),
     (
