@@ -1,0 +1,203 @@
+"""Launching: decoration forms, grids, launch options, warmup, the compile cache, modes."""
+
+from __future__ import annotations
+
+import mlx.core as mx
+import numpy as np
+import pytest
+
+import triton_metal as triton
+import triton_metal.frontend as frontend
+import triton_metal.language as tl
+from triton_metal.language.jit_marker import JITCallable
+
+from runtime_kernels import axpy_kernel, copy_kernel, program_id_kernel
+
+
+def _identity(x):
+    return x
+
+
+def test_decoration_forms():
+    plain = triton.jit(_identity)
+    called = triton.jit()(_identity)
+    with_options = triton.jit(_identity, do_not_specialize=[0], debug=True, noinline=True)
+    for k in (plain, called, with_options):
+        assert isinstance(k, triton.JITFunction) and isinstance(k, JITCallable)
+        assert k.fn is _identity and k.__name__ == "_identity"
+        assert k.arg_names == ["x"]
+    assert with_options.debug and with_options.noinline and with_options.do_not_specialize == ["x"]
+
+    @triton.jit(version=2, repr=lambda meta: "name", launch_metadata=None)
+    def k(a):
+        pass
+
+    assert k.version == 2 and k.repr({}) == "name"
+
+
+def test_calling_a_kernel_directly_is_refused():
+    with pytest.raises(RuntimeError, match="cannot be called directly"):
+        copy_kernel(np.zeros(4), np.zeros(4), 4, 4)
+
+
+@pytest.mark.parametrize("n", [1, 100, 256, 1000])
+@pytest.mark.parametrize("num_warps", [1, 2, 4, 8])
+def test_launch_numpy(n, num_warps):
+    rng = np.random.default_rng(n)
+    x = rng.standard_normal(n).astype(np.float32)
+    y = rng.standard_normal(n).astype(np.float32)
+    out = np.zeros(n, np.float32)
+    grid = (triton.cdiv(n, 128),)
+    axpy_kernel[grid](x, y, out, 2.5, n, BLOCK=128, num_warps=num_warps)
+    np.testing.assert_array_equal(out, np.float32(2.5) * x + y)
+
+
+def test_launch_mlx_arrays_rebinds_the_output():
+    x = mx.arange(300, dtype=mx.float32)
+    out = mx.zeros((300,), dtype=mx.float32)
+    copy_kernel[(3,)](x, out, 300, BLOCK=128)
+    np.testing.assert_array_equal(np.array(out), np.arange(300, dtype=np.float32))
+
+
+def test_grid_function_sees_every_bound_argument():
+    seen = {}
+
+    def grid(meta):
+        seen.update(meta)
+        return (triton.cdiv(meta["n"], meta["BLOCK"]),)
+
+    src = np.arange(50, dtype=np.int32)
+    dst = np.zeros(50, np.int32)
+    copy_kernel[grid](src, dst, 50, BLOCK=16)
+    np.testing.assert_array_equal(dst, src)
+    assert list(seen) == ["src_ptr", "dst_ptr", "n", "BLOCK"]
+    assert seen["n"] == 50 and seen["BLOCK"] == 16 and seen["src_ptr"] is src
+
+
+def test_three_dimensional_grid_runs_every_program():
+    out = np.zeros(2 * 3 * 4, np.int32)
+    program_id_kernel[(2, 3, 4)](out, STRIDE_Y=2, STRIDE_Z=6)
+    np.testing.assert_array_equal(out, np.arange(1, 25, dtype=np.int32))
+
+
+def test_ignored_launch_options_are_accepted():
+    src = np.arange(16, dtype=np.float32)
+    dst = np.zeros(16, np.float32)
+    copy_kernel[(1,)](src, dst, 16, BLOCK=16, num_warps=2, num_stages=4, num_ctas=1, maxnreg=128)
+    np.testing.assert_array_equal(dst, src)
+
+
+def test_warmup_compiles_without_running():
+    @triton.jit
+    def k(src_ptr, dst_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(dst_ptr + offs, tl.load(src_ptr + offs, mask=offs < n), mask=offs < n)
+
+    src = np.arange(32, dtype=np.float32)
+    dst = np.zeros(32, np.float32)
+    compiled = k.warmup(src, dst, 32, BLOCK=32, grid=(1,))
+    assert compiled is not None
+    assert not dst.any()  # nothing ran
+    assert len(k.cache) == 1 and compiled.key in k.cache
+    assert "tt.store" in compiled.ir or "store" in compiled.ir
+    # the launch finds the warmed-up variant
+    k[(1,)](src, dst, 32, BLOCK=32)
+    np.testing.assert_array_equal(dst, src)
+    assert len(k.cache) == 1 and k.cache.hits == 1 and compiled.launches == 1
+
+
+def test_second_launch_does_not_recompile(monkeypatch):
+    calls = []
+    real = frontend.compile_to_ir
+
+    def counting(kernel, signature):
+        calls.append(signature)
+        return real(kernel, signature)
+
+    monkeypatch.setattr(frontend, "compile_to_ir", counting)
+
+    @triton.jit
+    def k(src_ptr, dst_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(dst_ptr + offs, tl.load(src_ptr + offs, mask=offs < n), mask=offs < n)
+
+    src = np.arange(64, dtype=np.float32)
+    for n in (64, 48, 64, 32):  # 64, 48 and 32 are all multiples of 16: one variant
+        dst = np.zeros(64, np.float32)
+        k[(2,)](src, dst, n, BLOCK=32)
+        np.testing.assert_array_equal(dst[:n], src[:n])
+    assert len(calls) == 1 and k.cache.misses == 1 and k.cache.hits == 3
+    k[(2,)](src, np.zeros(64, np.float32), 33, BLOCK=32)  # not a multiple of 16: a new variant
+    k[(2,)](src, np.zeros(64, np.float32), 64, BLOCK=32, num_warps=8)  # another num_warps
+    k[(4,)](src, np.zeros(64, np.float32), 64, BLOCK=16)  # another constexpr
+    assert len(calls) == 4 and len(k.cache) == 4
+
+
+def test_interpret_mode_skips_the_compiler(monkeypatch):
+    def refuse(kernel, signature):
+        raise AssertionError("the front end ran in interpret mode")
+
+    monkeypatch.setattr(frontend, "compile_to_ir", refuse)
+    monkeypatch.setenv("TRITON_METAL_INTERPRET", "1")
+    src = np.arange(20, dtype=np.float32)
+    dst = np.zeros(20, np.float32)
+    copy_kernel[(1,)](src, dst, 20, BLOCK=32)
+    np.testing.assert_array_equal(dst, src)
+    assert copy_kernel.warmup(src, dst, 20, BLOCK=32, grid=(1,)) is None
+    assert triton.active_backend_name() == "interpreter"
+
+
+def test_debug_log_reports_compiles_and_launches(monkeypatch, capfd):
+    monkeypatch.setenv("TRITON_METAL_DEBUG", "1")
+
+    @triton.jit
+    def logged(src_ptr, dst_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(dst_ptr + offs, tl.load(src_ptr + offs, mask=offs < n), mask=offs < n)
+
+    src = np.arange(20, dtype=np.float32)
+    logged[(1,)](src, np.zeros(20, np.float32), 20, BLOCK=32)
+    err = capfd.readouterr().err
+    assert "compile logged [src_ptr: *fp32 (aligned), dst_ptr: *fp32 (aligned), n: i32, BLOCK=32]" in err
+    assert "launch logged grid=(1, 1, 1) num_warps=4 backend=interpreter" in err
+    assert "executed by the interpreter" in err
+
+
+def test_requesting_an_unavailable_backend_is_an_error(monkeypatch):
+    monkeypatch.setenv("TRITON_METAL_BACKEND", "metal")
+    src = np.arange(4, dtype=np.float32)
+    dst = np.zeros(4, np.float32)
+    with pytest.raises(triton.LaunchError, match="TRITON_METAL_BACKEND=metal"):
+        copy_kernel[(1,)](src, dst, 4, BLOCK=16)
+    assert not dst.any()
+    monkeypatch.setenv("TRITON_METAL_BACKEND", "cuda")
+    with pytest.raises(triton.LaunchError, match="unknown backend"):
+        triton.active_backend_name()
+
+
+def test_reinterpret_numpy_and_mlx():
+    x = np.array([1.0, -2.0, 0.5], np.float32)
+    bits = np.zeros(3, np.int32)
+    copy_kernel[(1,)](triton.reinterpret(x, tl.int32), bits, 3, BLOCK=16)
+    np.testing.assert_array_equal(bits, x.view(np.int32))
+    out = np.zeros(3, np.float32)
+    copy_kernel[(1,)](bits, triton.reinterpret(out, "int32"), 3, BLOCK=16)
+    np.testing.assert_array_equal(out, x)
+    mx_out = mx.zeros((3,), dtype=mx.int32)
+    viewed = triton.reinterpret(mx_out, tl.float32)
+    assert viewed.dtype == mx.float32
+    with pytest.raises(TypeError, match="no fp64"):
+        triton.reinterpret(x, tl.float64)
+    with pytest.raises(TypeError, match="expected a numpy.ndarray or mlx.core.array"):
+        triton.reinterpret([1, 2], tl.int32)
+
+
+def test_reinterpret_numpy_as_bfloat16():
+    # bfloat16 is the top half of a float32: 1.5 is 0x3FC0, -2.0 is 0xC000
+    src = np.array([0x3FC0, 0xC000, 0x0000], np.uint16)
+    dst = np.zeros(3, np.uint16)
+    copy_kernel[(1,)](triton.reinterpret(src, tl.bfloat16), triton.reinterpret(dst, tl.bfloat16), 3,
+                      BLOCK=16)
+    np.testing.assert_array_equal(dst, src)
+    with pytest.raises(ValueError, match="2-byte elements"):
+        triton.reinterpret(np.zeros(3, np.float32), tl.bfloat16)
