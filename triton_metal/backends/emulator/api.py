@@ -1,0 +1,203 @@
+"""`metal_kernel`: the emulator's counterpart of `mx.fast.metal_kernel`, with MLX's calling rules.
+
+    kernel = metal_kernel(name, input_names, output_names, source, header="",
+                          ensure_row_contiguous=True, atomic_outputs=False, compile_options=None)
+    outputs = kernel(inputs=[...], output_shapes=[...], output_dtypes=[...], grid=(x, y, z),
+                     threadgroup=(x, y, z), template=None, init_value=None, verbose=False,
+                     stream=None)   # -> list of new mx.array
+
+Inputs may be MLX arrays, NumPy arrays or Python scalars (bool -> bool, int -> int32 or int64
+outside the int32 range, float -> float32, as MLX converts them). Outputs are new MLX arrays of the
+given shapes and dtypes, filled with
+`init_value` when given and otherwise with all bits set (MLX leaves them uninitialised; all bits
+set makes a kernel that forgets to write an element visible as NaN or -1). Inputs are always passed
+row-contiguous: with `ensure_row_contiguous=False` the `_strides` buffers describe that row-major
+copy, which indexes the same elements.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from triton_metal.backends.emulator.kernel import NUMPY_DTYPES, EmulatorKernel, asan_enabled
+from triton_metal.backends.emulator.signature import (
+    TYPE_STRINGS,
+    InputSpec,
+    OutputSpec,
+    build_kernel_source,
+)
+
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
+_MATH_MODES = ("safe", "relaxed", "fast")
+
+
+def _mlx() -> Any:
+    import mlx.core as mx  # imported lazily: the NumPy path works without MLX
+
+    return mx
+
+
+def _is_mlx_array(x: object) -> bool:
+    return type(x).__module__.startswith("mlx")
+
+
+def dtype_name(dtype: object) -> str:
+    """MLX or NumPy dtype (or its name) -> MLX's dtype name ("float32", "bfloat16", ...)."""
+    if isinstance(dtype, str):
+        name = dtype
+    elif type(dtype).__module__.startswith("mlx"):
+        name = str(dtype).rsplit(".", 1)[-1]
+    else:
+        name = np.dtype(dtype).name  # type: ignore[arg-type]
+    if name == "bool_":
+        name = "bool"
+    if name not in TYPE_STRINGS:
+        raise ValueError(f"unsupported dtype {dtype!r}")
+    return name
+
+
+def _to_numpy(value: object) -> tuple[np.ndarray, str]:
+    """(array, MLX type string) for one input, bfloat16 as its uint16 bits."""
+    if isinstance(value, bool):
+        return np.asarray(value, dtype=np.bool_), "bool"
+    if isinstance(value, int):
+        if _INT32_MIN <= value <= _INT32_MAX:
+            return np.asarray(value, dtype=np.int32), "int32_t"
+        return np.asarray(value, dtype=np.int64), "int64_t"
+    if isinstance(value, float):
+        return np.asarray(value, dtype=np.float32), "float"
+    if _is_mlx_array(value):
+        mx = _mlx()
+        name = dtype_name(value.dtype)  # type: ignore[attr-defined]
+        if name == "bfloat16":
+            return np.array(value.view(mx.uint16)), "bfloat16_t"  # type: ignore[attr-defined]
+        return np.array(value), TYPE_STRINGS[name]
+    arr = np.asarray(value)
+    return arr, TYPE_STRINGS[dtype_name(arr.dtype)]
+
+
+def _template_value(value: object) -> bool | int | str:
+    if isinstance(value, (bool, int)):
+        return value
+    try:
+        return TYPE_STRINGS[dtype_name(value)]
+    except ValueError:
+        raise ValueError(f"Invalid template argument {value!r}: expected bool, int or a dtype") from None
+
+
+@dataclass
+class MetalKernel:
+    """The callable `metal_kernel` returns (one per name/source; compiled per specialization)."""
+
+    name: str
+    input_names: tuple[str, ...]
+    output_names: tuple[str, ...]
+    source: str
+    header: str
+    ensure_row_contiguous: bool
+    atomic_outputs: bool
+    fast_math: bool
+    _compiled: dict[tuple[str, bool], EmulatorKernel] = field(default_factory=dict, repr=False)
+
+    def __call__(
+        self,
+        *,
+        inputs: Sequence[object],
+        output_shapes: Sequence[Sequence[int]],
+        output_dtypes: Sequence[object],
+        grid: Sequence[int],
+        threadgroup: Sequence[int],
+        template: Sequence[tuple[str, object]] | None = None,
+        init_value: float | None = None,
+        verbose: bool = False,
+        stream: object = None,
+    ) -> list[Any]:
+        del stream  # the emulator runs on the CPU whatever the stream
+        if len(inputs) != len(self.input_names):
+            raise ValueError(
+                f"[metal_kernel] Expected `inputs` to have size {len(self.input_names)} "
+                f"but got size {len(inputs)}."
+            )
+        if len(output_shapes) != len(self.output_names) or len(output_dtypes) != len(self.output_names):
+            raise ValueError(
+                f"[metal_kernel] Expected `output_shapes` and `output_dtypes` to have size "
+                f"{len(self.output_names)}."
+            )
+        converted = [_to_numpy(v) for v in inputs]
+        specs = [
+            InputSpec(n, t, a.ndim, int(a.size)) for n, (a, t) in zip(self.input_names, converted)
+        ]
+        out_names = [dtype_name(d) for d in output_dtypes]
+        out_specs = [OutputSpec(n, TYPE_STRINGS[d]) for n, d in zip(self.output_names, out_names)]
+        targs = [(k, _template_value(v)) for k, v in (template or ())]
+        ksrc = build_kernel_source(
+            self.name, specs, out_specs, self.source, self.header, targs, self.atomic_outputs
+        )
+        if verbose:
+            print(ksrc.text)
+        asan = asan_enabled()
+        kernel = self._compiled.get((ksrc.text, asan))
+        if kernel is None:
+            kernel = EmulatorKernel.build(
+                ksrc, self.source, self.header, asan=asan, fast_math=self.fast_math
+            )
+            self._compiled[(ksrc.text, asan)] = kernel
+        outputs: list[np.ndarray] = []
+        for shape, name in zip(output_shapes, out_names):
+            dtype = NUMPY_DTYPES[TYPE_STRINGS[name]]
+            if init_value is None:
+                arr = np.empty(tuple(shape), dtype=dtype)
+                arr.reshape(-1).view(np.uint8)[:] = 0xFF
+            elif name == "bfloat16":
+                bits = np.asarray(init_value, dtype=np.float32).view(np.uint32)
+                rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16  # round to nearest even
+                arr = np.full(tuple(shape), rounded, dtype=np.uint16)
+            else:
+                arr = np.full(tuple(shape), init_value).astype(dtype)
+            outputs.append(arr)
+        kernel.launch([a for a, _ in converted], outputs, grid, threadgroup)
+        mx = _mlx()
+        result = []
+        for arr, name in zip(outputs, out_names):
+            if name == "bfloat16":
+                result.append(mx.array(arr).view(mx.bfloat16))
+            else:
+                result.append(mx.array(arr))
+        return result
+
+
+def metal_kernel(
+    name: str,
+    input_names: Sequence[str],
+    output_names: Sequence[str],
+    source: str,
+    header: str = "",
+    ensure_row_contiguous: bool = True,
+    atomic_outputs: bool = False,
+    compile_options: dict[str, str] | None = None,
+) -> Callable[..., list[Any]]:
+    """A kernel factory with the signature and rules of `mx.fast.metal_kernel` (module doc)."""
+    if not output_names:
+        raise ValueError("[metal_kernel] Must specify at least one output.")
+    fast_math = False
+    if compile_options is not None:
+        for key, value in compile_options.items():
+            if key != "math_mode":
+                raise ValueError(f"[metal_kernel] Unknown compile option '{key}'.")
+            if value not in _MATH_MODES:
+                raise ValueError(f"[metal_kernel] Invalid math_mode '{value}'.")
+            fast_math = value == "fast"
+    return MetalKernel(
+        name,
+        tuple(input_names),
+        tuple(output_names),
+        source,
+        header,
+        ensure_row_contiguous,
+        atomic_outputs,
+        fast_math,
+    )

@@ -1,0 +1,332 @@
+"""A compiled emulator kernel and its launch on NumPy buffers.
+
+Contract: `EmulatorKernel.build(source, body, header, ...)` compiles the MSL text of a
+`KernelSource` (from `signature.build_kernel_source`) into a shared library in the disk cache, or
+raises `MSLCompileError` with the compiler's first error mapped to the MSL line.
+`kernel.launch(inputs, outputs, grid, threadgroup)` runs it with `dispatchThreads` semantics:
+`grid` and `threadgroup` count threads, the threadgroup is clamped to the grid per dimension, the
+last threadgroup of each dimension may be partial. Inputs are read, outputs (C-contiguous NumPy
+arrays) are written in place; `_shape`/`_strides`/`_ndim` buffers are made from the inputs.
+Errors the kernel makes at run time raise `KernelFault` (or a subclass).
+
+Environment: `TRITON_METAL_EMULATOR_THREADS` (OS threads, default one per core),
+`TRITON_METAL_EMULATOR_WATCHDOG` (seconds without progress before a threadgroup is declared
+stuck, default 30), `TRITON_METAL_EMULATOR_STACK` (bytes per fiber stack, default 131072),
+`TRITON_METAL_EMULATOR_ASAN=1` (AddressSanitizer builds, see `asan.py`).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from triton_metal.backends.emulator import asan as asan_mode
+from triton_metal.backends.emulator.errors import (
+    KernelFault,
+    MSLCompileError,
+    ThreadgroupMemoryError,
+    WatchdogTimeout,
+)
+from triton_metal.backends.emulator.rewrite import (
+    check_msl_restrictions,
+    needs_fibers,
+    rewrite_threadgroup_declarations,
+)
+from triton_metal.backends.emulator.runtime_lib import (
+    ASAN_FLAGS,
+    include_dirs,
+    runtime_library,
+    shared_flags,
+)
+from triton_metal.backends.emulator.signature import KernelSource, ParamKind
+from triton_metal.backends.emulator.toolchain import BuildFailure, build
+from triton_metal.backends.emulator.wrapper import translation_unit
+from triton_metal.errors import Loc
+
+MAX_THREADS_PER_THREADGROUP = 1024
+
+KERNEL_FLAGS = (
+    "-std=c++17",
+    "-nostdinc",
+    "-fno-exceptions",
+    "-fno-rtti",
+    "-fsigned-char",
+    "-fsingle-precision-constant",
+    "-Wno-attributes",
+    "-ffp-contract=off",
+    "-fPIC",
+)
+
+# Element type string -> the NumPy dtype of the buffer (bfloat travels as its uint16 bits).
+NUMPY_DTYPES: dict[str, np.dtype] = {
+    "float": np.dtype(np.float32),
+    "float16_t": np.dtype(np.float16),
+    "bfloat16_t": np.dtype(np.uint16),
+    "bool": np.dtype(np.bool_),
+    "int8_t": np.dtype(np.int8),
+    "int16_t": np.dtype(np.int16),
+    "int32_t": np.dtype(np.int32),
+    "int64_t": np.dtype(np.int64),
+    "uint8_t": np.dtype(np.uint8),
+    "uint16_t": np.dtype(np.uint16),
+    "uint32_t": np.dtype(np.uint32),
+    "uint64_t": np.dtype(np.uint64),
+}
+
+_STATUS_FAULT, _STATUS_TG_MEMORY, _STATUS_WATCHDOG, _STATUS_BAD_LAUNCH = 1, 2, 3, 4
+
+
+class _LaunchDesc(ctypes.Structure):
+    _fields_ = [
+        ("kernel_name", ctypes.c_char_p),
+        ("buffers", ctypes.POINTER(ctypes.c_void_p)),
+        ("grid", ctypes.c_uint * 3),
+        ("tpt", ctypes.c_uint * 3),
+        ("use_fibers", ctypes.c_int),
+        ("group_fn", ctypes.c_void_p),
+        ("thread_fn", ctypes.c_void_p),
+        ("watchdog_seconds", ctypes.c_double),
+        ("workers", ctypes.c_uint),
+        ("stack_bytes", ctypes.c_uint),
+        ("error", ctypes.c_void_p),
+        ("error_capacity", ctypes.c_uint),
+    ]
+
+
+def asan_enabled() -> bool:
+    return os.environ.get("TRITON_METAL_EMULATOR_ASAN", "") not in ("", "0")
+
+
+def _env_float(name: str, default: float) -> float:
+    value = os.environ.get(name)
+    return float(value) if value else default
+
+
+def _env_int(name: str, default: int) -> int:
+    value = os.environ.get(name)
+    return int(value) if value else default
+
+
+def dispatch_dims(
+    grid: Sequence[int], threadgroup: Sequence[int]
+) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """MLX's launch rule: threadgroup clamped to the grid per dimension, at most 1024 threads."""
+    if len(grid) != 3 or len(threadgroup) != 3:
+        raise ValueError("grid and threadgroup must have three dimensions")
+    g = tuple(int(x) for x in grid)
+    t = tuple(int(x) for x in threadgroup)
+    if any(x < 0 for x in g) or any(x <= 0 for x in t) or any(x >= 2**31 for x in g + t):
+        raise ValueError(f"invalid grid {g} or threadgroup {t}")
+    tpt = tuple(min(a, b) if b > 0 else a for a, b in zip(t, g))
+    total = tpt[0] * tpt[1] * tpt[2]
+    if total > MAX_THREADS_PER_THREADGROUP:
+        # The text of MLX's own error (two spaces included).
+        raise ValueError(
+            f"[metal::Device] Thread group size ({total}) is greater than  the maximum allowed "
+            f"threads per threadgroup ({MAX_THREADS_PER_THREADGROUP})."
+        )
+    return (g[0], g[1], g[2]), (tpt[0], tpt[1], tpt[2])
+
+
+def _map_diagnostics(stderr: str, source: KernelSource, kernel_file: str) -> MSLCompileError:
+    """The compiler's first error, placed at the MSL line it concerns."""
+    lines = source.text.splitlines()
+    first_error = None
+    loc: Loc | None = None
+    pattern = re.compile(rf"^{re.escape(kernel_file)}:(\d+):(\d+):\s*(error|note|warning)?:?\s*(.*)$")
+    for raw in stderr.splitlines():
+        if first_error is None:
+            m = re.search(r"error:\s*(.*)$", raw)
+            if m:
+                first_error = m.group(1)
+        m = pattern.match(raw)
+        if m and loc is None and (m.group(3) == "error" or "required from" in raw or first_error):
+            loc = Loc(kernel_file, int(m.group(1)), int(m.group(2)) - 1)
+        if loc is not None and first_error is not None:
+            break
+    source_line = None
+    if loc is not None and 1 <= loc.line <= len(lines):
+        source_line = lines[loc.line - 1]
+    shown = "\n".join(stderr.strip().splitlines()[:40])
+    return MSLCompileError(
+        f"MSL compile error: {first_error or 'the C++ compiler failed'}",
+        loc,
+        hint="compiler output:\n" + shown,
+        kernel=source.kernel_name,
+        source_line=source_line,
+    )
+
+
+@dataclass
+class EmulatorKernel:
+    """One kernel compiled for the emulator (a shared library, or an executable under ASan)."""
+
+    source: KernelSource
+    artifact: Path
+    uses_fibers: bool
+    asan: bool
+    _lib: ctypes.CDLL | None = field(default=None, repr=False)
+
+    @classmethod
+    def build(
+        cls,
+        source: KernelSource,
+        body: str,
+        header: str = "",
+        *,
+        asan: bool | None = None,
+        fast_math: bool = False,
+    ) -> EmulatorKernel:
+        asan = asan_enabled() if asan is None else asan
+        kernel_file = f"{source.kernel_name}.metal"
+        check_msl_restrictions(header, kernel_file, source.kernel_name, 1)
+        check_msl_restrictions(body, kernel_file, source.kernel_name, source.body_line)
+        text, _ = rewrite_threadgroup_declarations(source.text)
+        fibers = needs_fibers(body, header)
+        unit = translation_unit(source, text, fibers, asan)
+        runtime = runtime_library(asan)
+        flags = list(KERNEL_FLAGS)
+        flags += ASAN_FLAGS if asan else ["-O2"]
+        if fast_math:
+            flags.append("-ffast-math")
+        for d in include_dirs():
+            flags += ["-I", str(d)]
+        if asan:
+            command = [*flags, "-o", "{out}", "kernel.cpp", str(runtime), "-lm", "-pthread"]
+            suffix = ""
+        else:
+            command = [*flags, "-shared", *shared_flags(), "-o", "{out}", "kernel.cpp", str(runtime), "-lm"]
+            suffix = ".so"
+        headers = [p.read_text() for d in include_dirs() for p in sorted(d.iterdir()) if p.is_file()]
+        try:
+            artifact = build(
+                "asan-kernel" if asan else "kernel", suffix, {"kernel.cpp": unit}, command, headers
+            )
+        except BuildFailure as failure:
+            raise _map_diagnostics(failure.stderr, source, kernel_file) from None
+        return cls(source, artifact, fibers, asan)
+
+    # ------------------------------------------------------------------ launch
+    def _lib_handle(self) -> ctypes.CDLL:
+        if self._lib is None:
+            lib = ctypes.CDLL(str(self.artifact))
+            lib.tm_kernel_main.argtypes = [ctypes.POINTER(_LaunchDesc)]
+            lib.tm_kernel_main.restype = ctypes.c_int
+            self._lib = lib
+        return self._lib
+
+    def buffers(
+        self, inputs: Sequence[np.ndarray], outputs: Sequence[np.ndarray]
+    ) -> list[np.ndarray]:
+        """One array per `[[buffer(i)]]`, in order (inputs, their shape parameters, outputs)."""
+        n_in = sum(1 for p in self.source.params if p.kind is ParamKind.INPUT)
+        n_out = sum(1 for p in self.source.params if p.kind is ParamKind.OUTPUT)
+        if len(inputs) != n_in or len(outputs) != n_out:
+            raise ValueError(
+                f"kernel '{self.source.kernel_name}' takes {n_in} inputs and {n_out} outputs, "
+                f"got {len(inputs)} and {len(outputs)}"
+            )
+        result: list[np.ndarray] = []
+        for p in self.source.params:
+            if p.kind is ParamKind.ATTRIBUTE:
+                continue
+            assert p.arg is not None
+            if p.kind is ParamKind.OUTPUT:
+                arr = outputs[p.arg]
+                if not (arr.flags.c_contiguous and arr.flags.writeable):
+                    raise ValueError(f"output '{p.name}' must be a writable C-contiguous array")
+                _check_dtype(arr, p.element, p.name)
+                result.append(arr)
+                continue
+            arr = inputs[p.arg]
+            if p.kind is ParamKind.INPUT:
+                _check_dtype(arr, p.element, p.name)
+                result.append(np.ascontiguousarray(arr))
+            elif p.kind is ParamKind.SHAPE:
+                result.append(np.asarray(arr.shape, dtype=np.int32))
+            elif p.kind is ParamKind.STRIDES:
+                # Inputs are made row-contiguous above, so these are the row-major strides.
+                shape = arr.shape
+                strides = [1] * len(shape)
+                for k in range(len(shape) - 2, -1, -1):
+                    strides[k] = strides[k + 1] * shape[k + 1]
+                result.append(np.asarray(strides, dtype=np.int64))
+            else:
+                result.append(np.asarray(arr.ndim, dtype=np.int32))
+        return result
+
+    def launch(
+        self,
+        inputs: Sequence[np.ndarray],
+        outputs: Sequence[np.ndarray],
+        grid: Sequence[int],
+        threadgroup: Sequence[int],
+        *,
+        watchdog_seconds: float | None = None,
+    ) -> None:
+        g, tpt = dispatch_dims(grid, threadgroup)
+        bufs = self.buffers(inputs, outputs)
+        watchdog = (
+            _env_float("TRITON_METAL_EMULATOR_WATCHDOG", 30.0)
+            if watchdog_seconds is None
+            else watchdog_seconds
+        )
+        workers = _env_int("TRITON_METAL_EMULATOR_THREADS", 0)
+        if 0 in g:
+            return
+        if self.asan:
+            writeback = [p.kind is ParamKind.OUTPUT for p in self.source.params if p.buffer is not None]
+            status, message = asan_mode.run(self.artifact, bufs, writeback, g, tpt, watchdog, workers)
+        else:
+            status, message = self._run(bufs, g, tpt, watchdog, workers)
+        if status:
+            raise self._error(status, message)
+
+    def _run(
+        self,
+        bufs: list[np.ndarray],
+        grid: tuple[int, int, int],
+        tpt: tuple[int, int, int],
+        watchdog: float,
+        workers: int,
+    ) -> tuple[int, str]:
+        lib = self._lib_handle()
+        pointers = (ctypes.c_void_p * max(len(bufs), 1))(*[b.ctypes.data for b in bufs])
+        error = ctypes.create_string_buffer(8192)
+        desc = _LaunchDesc()
+        desc.kernel_name = self.source.kernel_name.encode()
+        desc.buffers = pointers
+        desc.grid = (ctypes.c_uint * 3)(*grid)
+        desc.tpt = (ctypes.c_uint * 3)(*tpt)
+        desc.watchdog_seconds = watchdog
+        desc.workers = workers
+        desc.stack_bytes = _env_int("TRITON_METAL_EMULATOR_STACK", 128 * 1024)
+        desc.error = ctypes.cast(error, ctypes.c_void_p)
+        desc.error_capacity = len(error)
+        status = lib.tm_kernel_main(ctypes.byref(desc))
+        return status, error.value.decode(errors="replace")
+
+    def _error(self, status: int, message: str) -> Exception:
+        text = f"kernel '{self.source.kernel_name}': {message}"
+        if status == _STATUS_TG_MEMORY:
+            m = re.search(r"(\d+) bytes in all", message)
+            return ThreadgroupMemoryError(text, int(m.group(1)) if m else 0)
+        if status == _STATUS_WATCHDOG:
+            return WatchdogTimeout(text)
+        if status == _STATUS_BAD_LAUNCH:
+            return ValueError(text)
+        return KernelFault(text)
+
+
+def _check_dtype(arr: np.ndarray, element: str, name: str) -> None:
+    expected = NUMPY_DTYPES.get(element)
+    if expected is None:
+        raise TypeError(f"'{name}': the emulator cannot pass arrays of {element}")
+    if arr.dtype != expected:
+        raise TypeError(f"'{name}' is declared {element} but the array has dtype {arr.dtype}")

@@ -1,0 +1,285 @@
+// One kernel launch: threadgroups spread over a few OS threads (workers), each worker running
+// whole threadgroups; the launching thread waits and acts as the watchdog.
+//
+// Watchdog: a thread that spins on memory without ever reaching a barrier never yields to the
+// runtime, so nothing on its own OS thread can stop it. Each worker counts its progress (fiber
+// switches and finished groups); when a worker inside a group has made none for
+// `watchdog_seconds`, the launching thread sends it SIGUSR2, whose handler jumps back to the
+// worker's loop (siglongjmp), abandoning the group. The launch then reports which threadgroup was
+// stuck and where its threads were.
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <condition_variable>
+#include <mutex>
+
+#include "worker.h"
+
+#ifdef TM_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
+
+namespace {
+
+constexpr unsigned kMaxWorkers = 64;
+Worker g_workers[kMaxWorkers];
+std::mutex g_launch_mutex;   // one launch at a time: workers' memory is shared between launches
+
+struct LaunchState {
+    tm_launch_desc* desc;
+    unsigned long total_groups;
+    std::atomic<unsigned long> next{0};
+    std::atomic<int> abort{0};
+    std::mutex mutex;
+    std::condition_variable cv;
+    unsigned finished = 0;
+};
+
+LaunchState* g_state = nullptr;
+
+void on_watchdog_signal(int) {
+    Worker* w = tm_tl_worker;
+    if (w && w->jump_armed.load()) {
+        w->watchdog_fiber = tm_tl_fiber ? (int)tm_tl_fiber->index : -1;
+        siglongjmp(w->jump, 2);
+    }
+}
+
+void install_signal_handler() {
+    static std::once_flag once;
+    std::call_once(once, [] {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_watchdog_signal;
+        sigemptyset(&sa.sa_mask);
+        sa.sa_flags = 0;
+        sigaction(SIGUSR2, &sa, nullptr);
+    });
+}
+
+bool prepare_worker(Worker* w, unsigned stack_bytes, bool fibers) {
+    long page = sysconf(_SC_PAGESIZE);
+    stack_bytes = (stack_bytes + page - 1) / page * page;
+    if (!w->arena) {
+        w->arena_bytes = TM_TG_LIMIT + TM_ARENA_REDZONE * (TM_MAX_TG_VARS + 1);
+        w->arena = static_cast<unsigned char*>(malloc(w->arena_bytes));
+        if (!w->arena) return false;
+    }
+    if (!fibers || (w->stacks && w->stack_bytes == stack_bytes)) return true;
+    if (w->stacks) munmap(w->stacks, w->stacks_bytes);
+    size_t slot = stack_bytes + page;  // a guard page below each stack
+    w->stacks_bytes = slot * TM_MAX_THREADS;
+    void* mem = mmap(nullptr, w->stacks_bytes, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (mem == MAP_FAILED) {
+        w->stacks = nullptr;
+        return false;
+    }
+    w->stacks = static_cast<unsigned char*>(mem);
+    w->stack_bytes = stack_bytes;
+    if (!w->fibers) w->fibers = new Fiber[TM_MAX_THREADS];
+    for (unsigned i = 0; i < TM_MAX_THREADS; ++i) {
+        unsigned char* base = w->stacks + i * slot;
+        mprotect(base, page, PROT_NONE);
+        w->fibers[i].stack = base + page;
+    }
+    return true;
+}
+
+void setup_group(Worker* w, const tm_launch_desc* d, unsigned long idx) {
+    tm_group_info& g = w->group;
+    for (int k = 0; k < 3; ++k) {
+        g.grid[k] = d->grid[k];
+        g.tpt[k] = d->tpt[k];
+        g.ngroups[k] = (d->grid[k] + d->tpt[k] - 1) / d->tpt[k];
+    }
+    g.gpos[0] = idx % g.ngroups[0];
+    g.gpos[1] = (idx / g.ngroups[0]) % g.ngroups[1];
+    g.gpos[2] = idx / ((unsigned long)g.ngroups[0] * g.ngroups[1]);
+    for (int k = 0; k < 3; ++k) {
+        unsigned start = g.gpos[k] * g.tpt[k];
+        unsigned left = g.grid[k] - start;
+        g.dtpt[k] = left < g.tpt[k] ? left : g.tpt[k];
+    }
+    w->nthreads = g.dtpt[0] * g.dtpt[1] * g.dtpt[2];
+}
+
+void* worker_main(void* arg) {
+    Worker* w = static_cast<Worker*>(arg);
+    LaunchState* st = g_state;
+    tm_launch_desc* d = st->desc;
+    tm_tl_worker = w;
+    tm_tl_fiber = nullptr;
+#ifdef TM_ASAN
+    pthread_attr_t attr;
+    pthread_getattr_np(pthread_self(), &attr);
+    void* addr;
+    size_t size;
+    pthread_attr_getstack(&attr, &addr, &size);
+    pthread_attr_destroy(&attr);
+    w->main_stack_bottom = addr;
+    w->main_stack_size = size;
+#endif
+    int jumped = sigsetjmp(w->jump, 1);
+    if (jumped) {
+        w->jump_armed.store(0);
+        tm_tl_fiber = nullptr;
+        if (jumped == 2) {
+            w->failed = true;
+            w->status = TM_WATCHDOG;
+            char buf[512];
+            const tm_group_info& g = w->group;
+            snprintf(buf, sizeof buf,
+                     "watchdog: threadgroup (%u,%u,%u) made no progress for %.1f s; a thread "
+                     "probably spins on memory that another thread or threadgroup should write. "
+                     "The emulator runs the threads of a threadgroup one at a time (they switch "
+                     "only at barriers and SIMD-group functions) and gives no forward-progress "
+                     "guarantee between threadgroups, as Metal gives none",
+                     g.gpos[0], g.gpos[1], g.gpos[2], d->watchdog_seconds);
+            w->error = buf;
+            if (d->use_fibers && w->watchdog_fiber >= 0) {
+                const tm_group_info& gi = w->group;
+                unsigned i = (unsigned)w->watchdog_fiber;
+                snprintf(buf, sizeof buf, "\n  spinning: thread (%u,%u,%u)", i % gi.dtpt[0],
+                         (i / gi.dtpt[0]) % gi.dtpt[1], i / (gi.dtpt[0] * gi.dtpt[1]));
+                w->error += buf;
+                tm_describe_waits(w, w->error);
+            }
+        }
+        st->abort.store(1);
+    } else {
+        w->jump_armed.store(1);
+        while (!st->abort.load(std::memory_order_relaxed)) {
+            unsigned long idx = st->next.fetch_add(1, std::memory_order_relaxed);
+            if (idx >= st->total_groups) break;
+            setup_group(w, d, idx);
+            tm_reset_threadgroup_memory(w);
+            w->running_group.store(1);
+            if (d->use_fibers) {
+                tm_run_group_fibers(w);
+            } else {
+                d->group_fn(d->buffers, &w->group);
+            }
+            w->running_group.store(0);
+            w->progress.fetch_add(1, std::memory_order_relaxed);
+            if (w->failed) {
+                st->abort.store(1);
+                break;
+            }
+        }
+        w->jump_armed.store(0);
+    }
+    w->running_group.store(0);
+    {
+        std::lock_guard<std::mutex> lock(st->mutex);
+        st->finished++;
+    }
+    st->cv.notify_all();
+    return nullptr;
+}
+
+double now_seconds() {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+int bad_launch(tm_launch_desc* d, const char* msg) {
+    if (d->error && d->error_capacity) snprintf(d->error, d->error_capacity, "%s", msg);
+    return TM_BAD_LAUNCH;
+}
+
+}  // namespace
+
+extern "C" int tm_launch(tm_launch_desc* d) {
+    unsigned long total = 1;
+    for (int k = 0; k < 3; ++k) {
+        if (d->grid[k] == 0) return TM_OK;  // nothing to run
+        if (d->tpt[k] == 0) return bad_launch(d, "threadgroup size 0");
+        total *= (d->grid[k] + d->tpt[k] - 1) / d->tpt[k];
+    }
+    if ((unsigned long)d->tpt[0] * d->tpt[1] * d->tpt[2] > TM_MAX_THREADS)
+        return bad_launch(d, "more than 1024 threads per threadgroup");
+    if (d->use_fibers && !d->thread_fn) return bad_launch(d, "no thread entry");
+    if (!d->use_fibers && !d->group_fn) return bad_launch(d, "no group entry");
+
+    std::lock_guard<std::mutex> launch_lock(g_launch_mutex);
+    install_signal_handler();
+    unsigned nworkers = d->workers;
+    if (nworkers == 0) {
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        nworkers = cores > 0 ? (unsigned)cores : 1;
+    }
+    if (nworkers > kMaxWorkers) nworkers = kMaxWorkers;
+    if (nworkers > total) nworkers = (unsigned)total;
+    unsigned stack_bytes = d->stack_bytes ? d->stack_bytes : 128 * 1024;
+
+    LaunchState st;
+    st.desc = d;
+    st.total_groups = total;
+    g_state = &st;
+    unsigned started = 0;
+    for (unsigned i = 0; i < nworkers; ++i) {
+        Worker* w = &g_workers[i];
+        if (!prepare_worker(w, stack_bytes, d->use_fibers != 0)) break;
+        w->launch = d;
+        w->failed = false;
+        w->status = TM_OK;
+        w->error.clear();
+        w->watchdog_fiber = -1;
+        w->nvars = 0;
+        for (unsigned v = 0; v < TM_MAX_TG_VARS; ++v) w->tg_ptr[v] = nullptr;
+        if (pthread_create(&w->thread, nullptr, worker_main, w) != 0) break;
+        ++started;
+    }
+    if (started == 0) {
+        g_state = nullptr;
+        return bad_launch(d, "could not start a worker thread or allocate fiber stacks");
+    }
+
+    // Watchdog loop.
+    unsigned long last_progress[kMaxWorkers];
+    double last_change[kMaxWorkers];
+    double t0 = now_seconds();
+    for (unsigned i = 0; i < started; ++i) {
+        last_progress[i] = g_workers[i].progress.load();
+        last_change[i] = t0;
+    }
+    bool fired[kMaxWorkers] = {};
+    {
+        std::unique_lock<std::mutex> lock(st.mutex);
+        while (st.finished < started) {
+            st.cv.wait_for(lock, std::chrono::milliseconds(20));
+            if (d->watchdog_seconds <= 0) continue;
+            double t = now_seconds();
+            for (unsigned i = 0; i < started; ++i) {
+                Worker* w = &g_workers[i];
+                unsigned long p = w->progress.load();
+                if (p != last_progress[i] || !w->running_group.load()) {
+                    last_progress[i] = p;
+                    last_change[i] = t;
+                } else if (!fired[i] && t - last_change[i] > d->watchdog_seconds) {
+                    fired[i] = true;
+                    pthread_kill(w->thread, SIGUSR2);
+                }
+            }
+        }
+    }
+    for (unsigned i = 0; i < started; ++i) pthread_join(g_workers[i].thread, nullptr);
+    g_state = nullptr;
+
+    for (unsigned i = 0; i < started; ++i) {
+        Worker* w = &g_workers[i];
+        if (w->failed) {
+            if (d->error && d->error_capacity)
+                snprintf(d->error, d->error_capacity, "%s", w->error.c_str());
+            return w->status;
+        }
+    }
+    return TM_OK;
+}

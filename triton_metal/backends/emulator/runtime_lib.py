@@ -1,0 +1,60 @@
+"""The emulator runtime library (fiber scheduler, workers, watchdog), built once per machine.
+
+Contract: `runtime_library(asan)` returns the path of `libtmrt` built from the C++ files in
+`runtime/` (cached by their text, the compiler and the flags); kernels link against it, so a
+kernel's cold compile never recompiles the runtime. `include_dirs()` lists the directories a
+kernel translation unit needs on its include path (the shim, then the runtime's kernel header).
+"""
+
+from __future__ import annotations
+
+import functools
+import platform
+from pathlib import Path
+
+from triton_metal.backends.emulator.toolchain import BuildFailure, ToolchainError, build
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+RUNTIME_DIR = PACKAGE_DIR / "runtime"
+INCLUDE_DIR = PACKAGE_DIR / "include"
+
+# The runtime needs the system headers (threads, signals, mmap); only kernels are compiled strictly.
+_RUNTIME_FLAGS = ["-std=c++17", "-fPIC", "-shared", "-pthread", "-U_FORTIFY_SOURCE", "-Wall"]
+ASAN_FLAGS = ["-fsanitize=address", "-fno-omit-frame-pointer", "-g", "-O1", "-DTM_ASAN=1"]
+
+
+def include_dirs() -> list[Path]:
+    return [INCLUDE_DIR, RUNTIME_DIR]
+
+
+def runtime_sources(asan: bool) -> dict[str, str]:
+    """Every C++ file of the runtime, by name (the ASan one adds the standalone launcher)."""
+    sources: dict[str, str] = {}
+    for path in sorted(RUNTIME_DIR.iterdir()):
+        if path.suffix not in (".cpp", ".h", ".S"):
+            continue
+        if path.name == "asan_main.cpp" and not asan:
+            continue
+        sources[path.name] = path.read_text()
+    return sources
+
+
+def shared_flags() -> list[str]:
+    if platform.system() == "Darwin":
+        return ["-undefined", "dynamic_lookup"]
+    return []
+
+
+@functools.lru_cache(maxsize=None)
+def runtime_library(asan: bool = False) -> Path:
+    sources = runtime_sources(asan)
+    units = [name for name in sources if name.endswith((".cpp", ".S"))]
+    flags = _RUNTIME_FLAGS + (ASAN_FLAGS if asan else ["-O2"])
+    command = [*flags, *shared_flags(), "-o", "{out}", *units]
+    try:
+        return build("libtmrt-asan" if asan else "libtmrt", ".so", sources, command)
+    except BuildFailure as failure:
+        raise ToolchainError(
+            "the emulator runtime failed to compile (a bug in triton_metal or an unsupported "
+            f"compiler):\n{failure.stderr}"
+        ) from None
