@@ -1,0 +1,56 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from examples import matmul
+
+
+def test_main(mode, capsys):
+    assert matmul.main() == 0
+    assert "OK (backend: interpreter)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("shape", [(16, 16, 16), (32, 64, 48), (45, 70, 33), (100, 20, 90)])
+@pytest.mark.parametrize("activation", ["", "leaky_relu"])
+def test_float32(shape, activation):
+    M, K, N = shape
+    rng = np.random.default_rng(M * N)
+    a = rng.standard_normal((M, K)).astype(np.float32)
+    b = rng.standard_normal((K, N)).astype(np.float32)
+    c = matmul.matmul(a, b, activation, BLOCK_SIZE_M=16, BLOCK_SIZE_N=32, BLOCK_SIZE_K=16,
+                      GROUP_SIZE_M=2)
+    np.testing.assert_allclose(c, matmul.reference(a, b, activation), rtol=1e-4, atol=1e-4)
+    if activation:
+        assert (c < 0).any()  # the negative part is scaled, not clipped
+
+
+@pytest.mark.parametrize("num_warps", [1, 2, 4, 8])
+def test_float16_and_warps(num_warps):
+    rng = np.random.default_rng(num_warps)
+    a = rng.standard_normal((70, 50)).astype(np.float16)
+    b = rng.standard_normal((50, 40)).astype(np.float16)
+    c = matmul.matmul(a, b, "leaky_relu", num_warps=num_warps)
+    assert c.dtype == np.float16
+    ref = matmul.reference(a, b, "leaky_relu")
+    # fp32 accumulation, one rounding to fp16 at the end
+    np.testing.assert_allclose(c.astype(np.float32), ref, rtol=2e-3, atol=2e-3)
+
+
+def test_grouped_ordering_covers_every_tile():
+    # 7 x 5 tiles with groups of 3 rows: the last group is partial
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((7 * 16, 16)).astype(np.float32)
+    b = rng.standard_normal((16, 5 * 16)).astype(np.float32)
+    c = matmul.matmul(a, b, BLOCK_SIZE_M=16, BLOCK_SIZE_N=16, BLOCK_SIZE_K=16, GROUP_SIZE_M=3)
+    np.testing.assert_allclose(c, matmul.reference(a, b), rtol=1e-4, atol=1e-4)
+
+
+def test_transposed_view_uses_its_strides():
+    rng = np.random.default_rng(9)
+    a = rng.standard_normal((40, 24)).astype(np.float32)
+    bt = rng.standard_normal((36, 24)).astype(np.float32)
+    b = bt.T  # a (24, 36) view with element strides (1, 24): no copy
+    assert not b.flags.c_contiguous
+    c = matmul.matmul(a, b)
+    np.testing.assert_allclose(c, matmul.reference(a, np.ascontiguousarray(b)), rtol=1e-4, atol=1e-4)
