@@ -287,8 +287,24 @@ def _is_jit_callable(value: object) -> bool:
     return isinstance(value, JITCallable)
 
 
+_CONSTEXPR_FACTS: dict[tuple[type, object], ConstexprArg] = {}
+_PLAIN_CONSTEXPR_TYPES = (int, float, bool, str)
+
+
 def constexpr_arg(value: object, name: str) -> ConstexprArg:
     """The fact for a value given to a `tl.constexpr` parameter (or a value that is one)."""
+    cls = type(value)
+    if cls in _PLAIN_CONSTEXPR_TYPES:  # the common case: interned, nothing to check
+        fact = _CONSTEXPR_FACTS.get((cls, value))
+        if fact is None:
+            fact = ConstexprArg(value, cls.__name__)
+            if len(_CONSTEXPR_FACTS) < 4096:
+                _CONSTEXPR_FACTS[(cls, value)] = fact
+        return fact
+    return _constexpr_arg_slow(value, name)
+
+
+def _constexpr_arg_slow(value: object, name: str) -> ConstexprArg:
     from ..language import constexpr
 
     if isinstance(value, constexpr):
