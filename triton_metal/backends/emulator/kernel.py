@@ -314,6 +314,13 @@ class EmulatorKernel:
 
     def _error(self, status: int, message: str) -> Exception:
         text = f"kernel '{self.source.kernel_name}': {message}"
+        # Quote the kernel line the runtime or ASan points at.
+        where = re.search(rf"{re.escape(self.source.kernel_name)}\.metal:(\d+)", message)
+        lines = self.source.text.splitlines()
+        if where and 1 <= int(where.group(1)) <= len(lines):
+            head, _, rest = text.partition("\n")
+            quoted = f"\n    {where.group(1)} | {lines[int(where.group(1)) - 1].strip()}"
+            text = head + quoted + ("\n" + rest if rest else "")
         if status == _STATUS_TG_MEMORY:
             m = re.search(r"(\d+) bytes in all", message)
             return ThreadgroupMemoryError(text, int(m.group(1)) if m else 0)
