@@ -1,0 +1,436 @@
+"""The interpreter's builder: every `create_*` of `language.builder.Builder` computed at once.
+
+A handle is a `TensorHandle`: a NumPy array in the storage of its scalar `tl` dtype (see
+`numerics`). Operands arrive promoted and broadcast by the semantic layer, so each method is the
+plain NumPy computation with C/Metal semantics: integers wrap, `//` and `%` truncate, shifts act on
+the bit pattern, float-to-int conversion truncates toward zero, bf16 results round to bfloat16.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from triton_metal.errors import InterpreterError
+from triton_metal.language.builder import (
+    AtomicOp,
+    BinaryOp,
+    CastKind,
+    CmpPredicate,
+    HintKind,
+    MathOp,
+    RegionFn,
+    RoundingMode,
+)
+from triton_metal.language.types import dtype, int1, int32
+
+from .memory import Memory
+from .numerics import (
+    bf16_bits_to_f32,
+    f32_to_bf16_bits,
+    f32_to_f16_rtz,
+    memory_dtype,
+    normalize,
+    round_bf16,
+    signed_of,
+    storage_dtype,
+    unsigned_of,
+)
+
+
+@dataclass(frozen=True, eq=False)
+class TensorHandle:
+    data: np.ndarray
+    dtype: dtype
+    """The scalar element type (a pointer type for pointers)."""
+
+
+def _h(data: Any, ty: dtype) -> TensorHandle:
+    return TensorHandle(normalize(data, ty), ty)
+
+
+_erf = np.frompyfunc(math.erf, 1, 1)
+
+
+class NumpyBuilder:
+    """Implements `Builder` over NumPy for one launch (`program` is set per program)."""
+
+    def __init__(self, memory: Memory, grid: tuple[int, int, int]) -> None:
+        self.memory = memory
+        self.grid = grid
+        self.program: tuple[int, int, int] = (0, 0, 0)
+
+    @staticmethod
+    def concrete(h: TensorHandle) -> Any:
+        return h.data.item()
+
+    # -- values ---------------------------------------------------------------------------------
+    def get_constant(self, value: bool | int | float, ty: dtype) -> TensorHandle:
+        return _h(np.array(value, dtype=storage_dtype(ty)), ty)
+
+    def create_splat(self, x: TensorHandle, ty: dtype) -> TensorHandle:
+        return TensorHandle(np.broadcast_to(x.data, ty.shape), x.dtype)  # type: ignore[attr-defined]
+
+    def create_make_range(self, start: int, end: int) -> TensorHandle:
+        return TensorHandle(np.arange(start, end, dtype=np.int32), int32)
+
+    def create_get_program_id(self, axis: int) -> TensorHandle:
+        return TensorHandle(np.array(self.program[axis], dtype=np.int32), int32)
+
+    def create_get_num_programs(self, axis: int) -> TensorHandle:
+        return TensorHandle(np.array(self.grid[axis], dtype=np.int32), int32)
+
+    # -- elementwise ----------------------------------------------------------------------------
+    def create_binary(self, op: BinaryOp, lhs: TensorHandle, rhs: TensorHandle) -> TensorHandle:
+        a, b, ty = lhs.data, rhs.data, lhs.dtype
+        if op is BinaryOp.ADD:
+            r = a + b
+        elif op is BinaryOp.SUB:
+            r = a - b
+        elif op is BinaryOp.MUL:
+            r = a * b
+        elif op is BinaryOp.FDIV:
+            r = np.true_divide(a, b)
+        elif op is BinaryOp.FREM:
+            r = np.fmod(a, b)
+        elif op in (BinaryOp.SDIV, BinaryOp.UDIV):
+            r = self._int_div(a, b)
+        elif op in (BinaryOp.SREM, BinaryOp.UREM):
+            r = np.where(b == 0, 0, np.fmod(a, np.where(b == 0, 1, b)))
+        elif op is BinaryOp.AND:
+            r = a & b
+        elif op is BinaryOp.OR:
+            r = a | b
+        elif op is BinaryOp.XOR:
+            r = a ^ b
+        elif op is BinaryOp.SHL:
+            r = self._shift(a, b, ty, left=True, arithmetic=False)
+        elif op is BinaryOp.LSHR:
+            r = self._shift(a, b, ty, left=False, arithmetic=False)
+        elif op is BinaryOp.ASHR:
+            r = self._shift(a, b, ty, left=False, arithmetic=True)
+        elif op in (BinaryOp.SMIN, BinaryOp.UMIN, BinaryOp.FMIN_NAN):
+            r = np.minimum(a, b)
+        elif op in (BinaryOp.SMAX, BinaryOp.UMAX, BinaryOp.FMAX_NAN):
+            r = np.maximum(a, b)
+        elif op is BinaryOp.FMIN:
+            r = np.fmin(a, b)
+        elif op is BinaryOp.FMAX:
+            r = np.fmax(a, b)
+        elif op is BinaryOp.UMULHI:
+            r = self._mulhi(a, b, ty)
+        elif op is BinaryOp.POW:
+            r = np.power(a.astype(np.float32), b.astype(np.float32))
+        else:
+            raise InterpreterError(f"unsupported binary operation {op}")
+        return _h(r, ty)
+
+    @staticmethod
+    def _int_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        safe = np.where(b == 0, 1, b)
+        q = (a - np.fmod(a, safe)) // safe  # exact: the dividend is now a multiple of b
+        return np.where(b == 0, 0, q)  # GPUs give an unspecified value; 0 keeps it defined
+
+    @staticmethod
+    def _shift(a: np.ndarray, b: np.ndarray, ty: dtype, left: bool, arithmetic: bool) -> np.ndarray:
+        bits = ty.int_bitwidth
+        if ty.is_bool():
+            return np.where(b.astype(np.int64) == 0, a, False if left or not arithmetic else a)
+        ua = a.view(unsigned_of(bits)) if a.dtype.kind == "i" else a
+        amount = b.astype(np.uint64)
+        big = amount >= np.uint64(bits)
+        amt = np.where(big, 0, amount).astype(ua.dtype)
+        if left:
+            r = ua << amt
+            r = np.where(big, 0, r).astype(ua.dtype)
+        elif arithmetic:
+            sa = ua.view(signed_of(bits))
+            r = sa >> amt.astype(sa.dtype)
+            r = np.where(big, np.where(sa < 0, -1, 0), r).astype(sa.dtype)
+        else:
+            r = ua >> amt
+            r = np.where(big, 0, r).astype(ua.dtype)
+        return np.asarray(r).view(a.dtype) if np.asarray(r).dtype.itemsize == a.dtype.itemsize else r
+
+    @staticmethod
+    def _mulhi(a: np.ndarray, b: np.ndarray, ty: dtype) -> np.ndarray:
+        if ty.int_bitwidth == 32:
+            wide = np.int64 if ty.is_int_signed() else np.uint64
+            return ((a.astype(wide) * b.astype(wide)) >> 32).astype(a.dtype)
+        flat_a, flat_b = np.broadcast_arrays(a, b)
+        out = [(int(x) * int(y)) >> 64 for x, y in zip(flat_a.reshape(-1), flat_b.reshape(-1))]
+        mask = (1 << 64) - 1
+        res = np.array([v & mask for v in out], dtype=np.uint64).reshape(flat_a.shape)
+        return res.view(a.dtype) if ty.is_int_signed() else res
+
+    def create_math(self, op: MathOp, x: TensorHandle) -> TensorHandle:
+        a, ty = x.data, x.dtype
+        if op is MathOp.NEG:
+            return _h(np.negative(a) if a.dtype != np.bool_ else a, ty)
+        if op is MathOp.NOT:
+            return _h(np.invert(a), ty)
+        if op is MathOp.IABS:
+            return _h(np.abs(a), ty)
+        f = a.astype(np.float32) if ty.primitive_bitwidth <= 32 else a
+        if op is MathOp.EXP:
+            r = np.exp(f)
+        elif op is MathOp.EXP2:
+            r = np.exp2(f)
+        elif op is MathOp.LOG:
+            r = np.log(f)
+        elif op is MathOp.LOG2:
+            r = np.log2(f)
+        elif op is MathOp.COS:
+            r = np.cos(f)
+        elif op is MathOp.SIN:
+            r = np.sin(f)
+        elif op in (MathOp.SQRT, MathOp.SQRT_RN):
+            r = np.sqrt(f)
+        elif op is MathOp.RSQRT:
+            r = 1.0 / np.sqrt(f)
+        elif op is MathOp.ERF:
+            r = _erf(f.astype(np.float64)).astype(np.float64)
+        elif op is MathOp.FLOOR:
+            r = np.floor(f)
+        elif op is MathOp.CEIL:
+            r = np.ceil(f)
+        elif op is MathOp.FABS:
+            r = np.abs(f)
+        else:
+            raise InterpreterError(f"unsupported math operation {op}")
+        return _h(r, ty)
+
+    def create_fma(self, a: TensorHandle, b: TensorHandle, c: TensorHandle) -> TensorHandle:
+        r = a.data.astype(np.float64) * b.data.astype(np.float64) + c.data.astype(np.float64)
+        return _h(r, a.dtype)
+
+    def create_cmp(self, pred: CmpPredicate, lhs: TensorHandle, rhs: TensorHandle) -> TensorHandle:
+        a, b = lhs.data, rhs.data
+        p = pred.value
+        if p in ("eq", "oeq"):
+            r = a == b
+        elif p in ("ne", "une"):
+            r = a != b
+        elif p in ("slt", "ult", "olt"):
+            r = a < b
+        elif p in ("sle", "ule", "ole"):
+            r = a <= b
+        elif p in ("sgt", "ugt", "ogt"):
+            r = a > b
+        else:
+            r = a >= b
+        return TensorHandle(np.asarray(r, dtype=np.bool_), int1)
+
+    def create_select(self, cond: TensorHandle, x: TensorHandle, y: TensorHandle) -> TensorHandle:
+        return TensorHandle(np.where(cond.data, x.data, y.data).astype(x.data.dtype), x.dtype)
+
+    def create_cast(
+        self, x: TensorHandle, kind: CastKind, ty: dtype, rounding: RoundingMode = RoundingMode.RTNE
+    ) -> TensorHandle:
+        dst = ty.scalar
+        a = x.data
+        if kind is CastKind.BITCAST:
+            raw = f32_to_bf16_bits(a) if x.dtype.is_bf16() else a
+            if dst.is_bf16():
+                return TensorHandle(bf16_bits_to_f32(raw.view(np.uint16)), dst)
+            return TensorHandle(np.asarray(raw).view(storage_dtype(dst)), dst)
+        if kind is CastKind.FP_TRUNC and rounding is RoundingMode.RTZ:
+            f = a.astype(np.float32)
+            if dst.is_fp16():
+                return TensorHandle(f32_to_f16_rtz(f), dst)
+            if dst.is_bf16():
+                return TensorHandle(round_bf16(f, rtz=True), dst)
+            return _h(f, dst)
+        if kind is CastKind.FP_TO_SI or kind is CastKind.FP_TO_UI:
+            t = np.trunc(a.astype(np.float64))
+            info = np.iinfo(storage_dtype(dst))
+            # out of range is undefined behaviour on GPUs; saturate so the result is at least stable
+            t = np.where(np.isnan(t), 0, np.clip(t, info.min, info.max))
+            return TensorHandle(t.astype(storage_dtype(dst)), dst)
+        if kind in (CastKind.SI_TO_FP, CastKind.UI_TO_FP):
+            if dst.is_bf16():
+                return TensorHandle(round_bf16(a.astype(np.float64).astype(np.float32)), dst)
+            return _h(a.astype(storage_dtype(dst)), dst)
+        if kind in (CastKind.INT_TO_BOOL, CastKind.FP_TO_BOOL):
+            return TensorHandle(np.asarray(a != 0), dst)
+        if kind in (CastKind.INT_SEXT, CastKind.INT_ZEXT, CastKind.INT_TRUNC):
+            src = a
+            if kind is CastKind.INT_ZEXT and a.dtype.kind == "i":
+                src = a.view(unsigned_of(x.dtype.int_bitwidth))
+            return TensorHandle(np.asarray(src.astype(storage_dtype(dst))), dst)
+        if kind is CastKind.PTR_TO_INT:
+            return TensorHandle(np.asarray(a, dtype=np.uint64).view(storage_dtype(dst)), dst)
+        if kind is CastKind.INT_TO_PTR:
+            wide = a.astype(np.int64).view(np.uint64) if a.dtype.kind == "i" else a.astype(np.uint64)
+            return TensorHandle(np.asarray(wide), dst)
+        if kind is CastKind.PTR_TO_PTR:
+            return TensorHandle(a, dst)
+        # FP_EXT, FP_TRUNC (nearest even)
+        return _h(a.astype(np.float32) if dst.is_bf16() else a.astype(storage_dtype(dst)), dst)
+
+    def create_addptr(self, ptr: TensorHandle, offset: TensorHandle) -> TensorHandle:
+        size = memory_dtype(ptr.dtype.element_ty).itemsize
+        off = offset.data
+        if off.dtype.kind == "u":
+            off = off.astype(np.uint64)
+        else:
+            off = off.astype(np.int64).view(np.uint64)
+        return TensorHandle(np.asarray(ptr.data + off * np.uint64(size), dtype=np.uint64), ptr.dtype)
+
+    # -- shapes ---------------------------------------------------------------------------------
+    def create_broadcast(self, x: TensorHandle, ty: dtype) -> TensorHandle:
+        return TensorHandle(np.broadcast_to(x.data, ty.shape), x.dtype)  # type: ignore[attr-defined]
+
+    def create_expand_dims(self, x: TensorHandle, axis: int) -> TensorHandle:
+        return TensorHandle(np.expand_dims(x.data, axis), x.dtype)
+
+    def create_reshape(self, x: TensorHandle, shape: tuple[int, ...], can_reorder: bool) -> TensorHandle:
+        return TensorHandle(np.reshape(x.data, shape), x.dtype)
+
+    def create_trans(self, x: TensorHandle, order: tuple[int, ...]) -> TensorHandle:
+        return TensorHandle(np.transpose(x.data, order), x.dtype)
+
+    def create_cat(self, lhs: TensorHandle, rhs: TensorHandle) -> TensorHandle:
+        return TensorHandle(np.concatenate([lhs.data, rhs.data], axis=0), lhs.dtype)
+
+    def create_join(self, lhs: TensorHandle, rhs: TensorHandle) -> TensorHandle:
+        return TensorHandle(np.stack([lhs.data, rhs.data], axis=-1), lhs.dtype)
+
+    def create_split(self, x: TensorHandle) -> tuple[TensorHandle, TensorHandle]:
+        return TensorHandle(x.data[..., 0], x.dtype), TensorHandle(x.data[..., 1], x.dtype)
+
+    def create_gather(self, src: TensorHandle, index: TensorHandle, axis: int) -> TensorHandle:
+        idx = index.data.astype(np.int64)
+        n = src.data.shape[axis]
+        if ((idx < 0) | (idx >= n)).any():
+            bad = int(idx[(idx < 0) | (idx >= n)].reshape(-1)[0])
+            raise InterpreterError(f"tl.gather index {bad} is out of range for axis {axis} of size {n}")
+        return TensorHandle(np.take_along_axis(src.data, idx, axis=axis), src.dtype)
+
+    def create_histogram(self, x: TensorHandle, num_bins: int, mask: TensorHandle | None) -> TensorHandle:
+        v = x.data.astype(np.int64)
+        keep = (v >= 0) & (v < num_bins)
+        if mask is not None:
+            keep &= mask.data
+        return TensorHandle(np.bincount(v[keep], minlength=num_bins).astype(np.int32), int32)
+
+    # -- memory ---------------------------------------------------------------------------------
+    def create_load(
+        self, ptr: TensorHandle, mask: TensorHandle | None, other: TensorHandle | None, volatile: bool
+    ) -> TensorHandle:
+        elt = ptr.dtype.element_ty
+        mdt = memory_dtype(elt)
+        addrs = np.asarray(ptr.data)
+        m = None if mask is None else np.asarray(mask.data)
+        raw = self.memory.load(addrs, mdt, m)
+        if elt.is_bf16():
+            vals = bf16_bits_to_f32(raw)
+        else:
+            vals = raw.astype(storage_dtype(elt), copy=False)
+        if m is not None and other is not None:
+            vals = np.where(np.broadcast_to(m, addrs.shape), vals, other.data).astype(vals.dtype)
+        return TensorHandle(np.asarray(vals), elt)
+
+    def _to_memory(self, value: TensorHandle) -> np.ndarray:
+        if value.dtype.is_bf16():
+            return f32_to_bf16_bits(value.data)
+        return np.asarray(value.data).astype(memory_dtype(value.dtype), copy=False)
+
+    def create_store(self, ptr: TensorHandle, value: TensorHandle, mask: TensorHandle | None) -> None:
+        addrs = np.asarray(ptr.data)
+        vals = np.broadcast_to(self._to_memory(value), addrs.shape)
+        self.memory.store(addrs, vals, None if mask is None else np.asarray(mask.data))
+
+    def create_atomic_rmw(
+        self, op: AtomicOp, ptr: TensorHandle, value: TensorHandle, mask: TensorHandle | None, sem: str, scope: str
+    ) -> TensorHandle:
+        addrs = np.asarray(ptr.data)
+        vals = np.broadcast_to(self._to_memory(value), addrs.shape)
+        old = self.memory.atomic_rmw(op, addrs, vals, None if mask is None else np.asarray(mask.data))
+        return TensorHandle(old.astype(storage_dtype(value.dtype)), value.dtype)
+
+    def create_atomic_cas(
+        self, ptr: TensorHandle, cmp: TensorHandle, value: TensorHandle, sem: str, scope: str
+    ) -> TensorHandle:
+        addrs = np.asarray(ptr.data)
+        old = self.memory.atomic_cas(addrs, self._to_memory(cmp), self._to_memory(value))
+        return TensorHandle(old.astype(storage_dtype(value.dtype)), value.dtype)
+
+    # -- cooperative ----------------------------------------------------------------------------
+    def create_dot(
+        self, a: TensorHandle, b: TensorHandle, acc: TensorHandle, input_precision: str | None, out_ty: dtype
+    ) -> TensorHandle:
+        if a.dtype.is_int():
+            r = np.matmul(a.data.astype(np.int32), b.data.astype(np.int32)) + acc.data.astype(np.int32)
+            return TensorHandle(r.astype(np.int32), out_ty)
+        prod = np.matmul(a.data.astype(np.float32), b.data.astype(np.float32))
+        return _h(prod + acc.data.astype(np.float32), out_ty)
+
+    def create_reduce(self, operands: Sequence[TensorHandle], axis: int, combine: RegionFn) -> list[TensorHandle]:
+        types = [h.dtype for h in operands]
+        arrs = [np.moveaxis(np.asarray(h.data), axis, 0) for h in operands]
+        while arrs[0].shape[0] > 1:
+            n = arrs[0].shape[0]
+            even = n - (n % 2)
+            lhs = [TensorHandle(x[0:even:2], t) for x, t in zip(arrs, types)]
+            rhs = [TensorHandle(x[1:even:2], t) for x, t in zip(arrs, types)]
+            out = combine(lhs, rhs)
+            merged = [normalize(np.broadcast_to(o.data, lhs[0].data.shape), t) for o, t in zip(out, types)]
+            if n % 2:
+                merged = [np.concatenate([m, x[n - 1 : n]], axis=0) for m, x in zip(merged, arrs)]
+            arrs = merged
+        return [TensorHandle(np.asarray(x[0]), t) for x, t in zip(arrs, types)]
+
+    def create_scan(
+        self, operands: Sequence[TensorHandle], axis: int, reverse: bool, combine: RegionFn
+    ) -> list[TensorHandle]:
+        types = [h.dtype for h in operands]
+        arrs = [np.moveaxis(np.asarray(h.data), axis, 0) for h in operands]
+        if reverse:
+            arrs = [x[::-1] for x in arrs]
+        n = arrs[0].shape[0]
+        d = 1
+        while d < n:
+            lhs = [TensorHandle(x[: n - d], t) for x, t in zip(arrs, types)]
+            rhs = [TensorHandle(x[d:], t) for x, t in zip(arrs, types)]
+            out = combine(lhs, rhs)
+            arrs = [
+                np.concatenate([x[:d], normalize(np.broadcast_to(o.data, rhs[0].data.shape), t)], axis=0)
+                for x, o, t in zip(arrs, out, types)
+            ]
+            d *= 2
+        if reverse:
+            arrs = [x[::-1] for x in arrs]
+        return [TensorHandle(np.ascontiguousarray(np.moveaxis(x, 0, axis)), t) for x, t in zip(arrs, types)]
+
+    # -- hints and debugging --------------------------------------------------------------------
+    def create_hint(self, x: TensorHandle, kind: HintKind, values: tuple[int, ...]) -> TensorHandle:
+        return x
+
+    def create_assume(self, cond: TensorHandle) -> None:
+        return None
+
+    def create_barrier(self) -> None:
+        return None  # programs run one at a time: every barrier is already satisfied
+
+    def create_print(self, prefix: str, hex: bool, args: Sequence[TensorHandle], signed: Sequence[bool]) -> None:  # noqa: A002
+        parts = []
+        for h in args:
+            data = np.asarray(h.data)
+            if hex and data.dtype.kind in "iub":
+                parts.append(np.vectorize(lambda v: f"{int(v) & ((1 << (8 * data.dtype.itemsize)) - 1):#x}")(data))
+            else:
+                parts.append(data)
+        pid = ", ".join(str(p) for p in self.program)
+        print(f"pid ({pid}) {prefix}", *parts)
+
+    def create_assert(self, cond: TensorHandle, message: str) -> None:
+        ok = np.asarray(cond.data)
+        if not ok.all():
+            bad = np.argwhere(~ok)
+            where = f" at index {tuple(int(i) for i in bad[0])}" if ok.ndim else ""
+            raise InterpreterError(f"device_assert failed{where}: {message}")
