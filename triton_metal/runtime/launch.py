@@ -5,8 +5,9 @@ scalars for scalar parameters (NumPy scalars are converted), the unwrapped value
 parameters (a `tl.constexpr(128)` argument arrives as `128`), and arrays untouched (NumPy arrays
 are written in place, MLX arrays are rebound by the backend).
 
-`reinterpret` over a NumPy array as bfloat16 (which NumPy cannot express) is executed through
-an MLX bfloat16 copy of the bits, and the bits are written back into the NumPy array afterwards.
+`reinterpret` over a NumPy array as bfloat16 (which NumPy cannot express) arrives as a
+`ReinterpretedArray` (`.base`, `.dtype`), which the interpreter reads as the `uint16` bits of
+bfloat16 values.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from .grid import Grid3
-from .specialization import ArgSpec, ConstexprArg, ReinterpretedArray
+from .specialization import ArgSpec, ConstexprArg
 
 
 def to_launch_args(names: list[str], values: tuple[object, ...], facts: tuple[ArgSpec, ...]) -> dict[str, object]:
@@ -33,17 +34,4 @@ def to_launch_args(names: list[str], values: tuple[object, ...], facts: tuple[Ar
 def launch_on_interpreter(kernel: Any, grid: Grid3, args: dict[str, object]) -> None:
     from ..backends import interpreter
 
-    bridged = [(name, value) for name, value in args.items() if isinstance(value, ReinterpretedArray)]
-    if not bridged:
-        interpreter.launch(kernel, grid, args)
-        return
-    import mlx.core as mx
-
-    for name, value in bridged:
-        args[name] = mx.view(mx.array(value.base.view(np.uint16)), mx.bfloat16)
     interpreter.launch(kernel, grid, args)
-    for name, value in bridged:
-        result = args[name]
-        assert isinstance(result, mx.array)
-        bits = np.array(mx.view(result, mx.uint16), copy=False)
-        value.base.view(np.uint16)[...] = bits.reshape(value.base.shape)
