@@ -25,11 +25,16 @@ METAL_FUNC To as_type(const From& from) {
 }
 
 // select: c ? b : a.
+template <class C, int N, bool IsVec = (tm_vn<C> > 0)> struct tm_select_mask {
+  static constexpr bool ok = is_same_v<remove_cv_t<C>, bool>;
+};
+template <class C, int N> struct tm_select_mask<C, N, true> {
+  static constexpr bool ok = is_same_v<tm_vtype<C>, vec<bool, N>>;
+};
 template <class T, enable_if_t<tm_vn<T> == 0 && is_arithmetic_v<T>, int> = 0>
 METAL_FUNC T select(T a, tm_identity_t<T> b, bool c) { return c ? b : a; }
 template <class A, class B, class C,
-          enable_if_t<is_same_v<tm_vtype<A>, tm_vtype<B>> &&
-                          (is_same_v<C, bool> || is_same_v<tm_vtype<C>, vec<bool, tm_vn<A>>>),
+          enable_if_t<is_same_v<tm_vtype<A>, tm_vtype<B>> && tm_select_mask<C, tm_vn<A>>::ok,
                       int> = 0>
 METAL_FUNC tm_vtype<A> select(const A& a, const B& b, const C& c) {
   tm_vtype<A> r;
