@@ -12,7 +12,7 @@ import functools
 import platform
 from pathlib import Path
 
-from triton_metal.backends.emulator.toolchain import BuildFailure, ToolchainError, build
+from triton_metal.backends.emulator.toolchain import BuildFailure, ToolchainError, build, cache_dir
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 RUNTIME_DIR = PACKAGE_DIR / "runtime"
@@ -45,8 +45,14 @@ def shared_flags() -> list[str]:
     return []
 
 
-@functools.lru_cache(maxsize=None)
 def runtime_library(asan: bool = False) -> Path:
+    """Path of the runtime library (built on first use in the current cache directory)."""
+    return _runtime_library(asan, str(cache_dir()))
+
+
+@functools.lru_cache(maxsize=None)
+def _runtime_library(asan: bool, cache: str) -> Path:
+    del cache  # part of the memo key only: a new cache directory gets its own build
     sources = runtime_sources(asan)
     units = [name for name in sources if name.endswith((".cpp", ".S"))]
     flags = _RUNTIME_FLAGS + (ASAN_FLAGS if asan else ["-O2"])
