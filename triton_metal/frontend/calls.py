@@ -1,0 +1,224 @@
+"""Name resolution and calls for the code generator.
+
+* Names: local scope, then the function's globals (only constexprs, modules, `@jit` functions and
+  `tl` objects, as Triton allows), then a small builtin namespace (`range` is `tl.range`, `print`
+  is `tl.device_print`, `min`/`max` fold on constexprs and become `tl.minimum`/`tl.maximum` on
+  tensors, and `len`, `isinstance`, `int`, `float`, `bool`, `abs`, `getattr`, `hasattr`, `tuple`
+  run in Python on compile-time values).
+* Calls: a `@jit` callee is inlined from its source (`call_JitFunction`, Triton's name, which the
+  semantic layer also uses to inline combine functions); a `tl` builtin gets `_semantic=` (and
+  `_generator=` when it takes one); `tl` classes and methods of compile-time `tl` objects (dtypes)
+  run in Python; anything else is refused.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import inspect
+from enum import Enum
+from functools import lru_cache
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+from ..errors import CompilationError
+from ..language import core as tlc
+from ..language.jit_marker import JITCallable
+from ..language.types import dtype
+from .refusals import refusal
+from .values import is_tensor, to_python, unwrap
+
+if TYPE_CHECKING:
+    from .code_generator import CodeGenerator
+
+
+class _Special:
+    """A builtin name the code generator implements itself."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"<kernel builtin {self.name}>"
+
+
+PRINT, MIN, MAX = _Special("print"), _Special("min"), _Special("max")
+_PYTHON_ALLOWED = (len, isinstance, int, float, bool, abs, getattr, hasattr, tuple)
+BUILTIN_NAMESPACE: dict[str, Any] = {f.__name__: f for f in _PYTHON_ALLOWED}
+BUILTIN_NAMESPACE.update({"range": tlc.range, "print": PRINT, "min": MIN, "max": MAX})
+
+
+def _from_language(obj: Any) -> bool:
+    module = getattr(obj, "__module__", None) or ""
+    return module == "triton_metal.language" or module.startswith("triton_metal.language.")
+
+
+def is_allowed_global(value: Any) -> bool:
+    """Triton's rule: kernels see only compile-time globals."""
+    if isinstance(value, (tlc.constexpr, ModuleType, JITCallable, dtype, Enum)) or value is None:
+        return True
+    if tlc.is_builtin(value):
+        return True
+    return (isinstance(value, type) or callable(value)) and _from_language(value)
+
+
+@lru_cache(maxsize=None)
+def _takes_generator(fn: Any) -> bool:
+    try:
+        return "_generator" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def _wrap(result: Any) -> Any:
+    if isinstance(result, (bool, int, float, str)) or result is None:
+        return tlc.constexpr(result)
+    return result
+
+
+def _is_constexpr_annotation(node: ast.expr | None) -> bool:
+    if node is None:
+        return False
+    text = node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else ast.unparse(node)
+    return text == "constexpr" or text.endswith(".constexpr")
+
+
+class CallsMixin:
+    """Mixed into `CodeGenerator`."""
+
+    # -- names ----------------------------------------------------------------------------------
+    def lookup(self: CodeGenerator, name: str) -> Any:
+        if name in self.scope:
+            return self.scope[name]
+        if name in self.poisoned:
+            kind, line = self.poisoned[name]
+            raise refusal(kind, name=name, line=line)
+        if name in self.globals:
+            value = self.globals[name]
+            if not is_allowed_global(value):
+                raise refusal("global_variable", name=name)
+            return value
+        if name in BUILTIN_NAMESPACE:
+            return BUILTIN_NAMESPACE[name]
+        if hasattr(builtins, name):
+            raise refusal("python_call", name=name)
+        raise CompilationError(f"name '{name}' is not defined")
+
+    # -- calls ----------------------------------------------------------------------------------
+    def visit_Call(self: CodeGenerator, node: ast.Call) -> Any:
+        fn = self.visit(node.func)
+        if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
+            raise refusal("star_args")
+        args = [self.visit(a) for a in node.args]
+        kwargs = {k.arg: self.visit(k.value) for k in node.keywords if k.arg is not None}
+        return self.call(fn, args, kwargs, ast.unparse(node.func))
+
+    def call(self: CodeGenerator, fn: Any, args: list[Any], kwargs: dict[str, Any], name: str) -> Any:
+        fn = unwrap(fn)
+        if isinstance(fn, JITCallable):
+            return self.call_JitFunction(fn, args, kwargs)
+        if fn is PRINT:
+            return self._device_print(args)
+        if fn is MIN or fn is MAX:
+            return self._min_max(fn is MIN, args, kwargs)
+        if tlc.is_builtin(fn):
+            extra: dict[str, Any] = {"_semantic": self.semantic}
+            if _takes_generator(fn):
+                extra["_generator"] = self
+            return fn(*args, **kwargs, **extra)
+        if any(fn is f for f in _PYTHON_ALLOWED):
+            return _wrap(fn(*to_python(args), **to_python(kwargs)))
+        if isinstance(fn, type) and _from_language(fn):
+            return fn(*args, **kwargs)  # tl.range, tl.static_range, tl.constexpr, dtypes, ...
+        owner = getattr(fn, "__self__", None)
+        if owner is not None and not isinstance(owner, ModuleType) and (
+            isinstance(owner, (dtype, tlc.constexpr)) or _from_language(type(owner))
+        ):
+            return _wrap(fn(*to_python(args), **to_python(kwargs)))  # e.g. `x.dtype.is_int()`
+        raise refusal("python_call", name=name)
+
+    def _device_print(self: CodeGenerator, args: list[Any]) -> Any:
+        from ..language import debug_ops
+
+        prefix = ""
+        if args and not is_tensor(args[0]) and isinstance(unwrap(args[0]), str):
+            prefix, args = unwrap(args[0]), args[1:]
+        return debug_ops.device_print(prefix, *args, _semantic=self.semantic)
+
+    def _min_max(self: CodeGenerator, is_min: bool, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        if kwargs or len(args) < 2:
+            raise CompilationError(f"{'min' if is_min else 'max'}() in a kernel takes two or more positional arguments")
+        if not any(is_tensor(a) for a in args):
+            return _wrap((min if is_min else max)(*to_python(args)))
+        from ..language import elementwise
+
+        fold = elementwise.minimum if is_min else elementwise.maximum
+        result = args[0]
+        for a in args[1:]:
+            result = fold(result, a, _semantic=self.semantic)
+        return result
+
+    # -- inlining @jit functions ----------------------------------------------------------------
+    def call_JitFunction(self: CodeGenerator, fn: JITCallable, args: list[Any], kwargs: dict[str, Any]) -> Any:  # noqa: N802 - Triton's name
+        from .code_generator import CodeGenerator, FunctionSource
+
+        if any(fn is f for f in self.call_stack):
+            raise refusal("recursion", name=fn.__name__)
+        if not fn.src:
+            raise CompilationError(f"the source of @jit function '{fn.__name__}' is not available")
+        source = FunctionSource(fn.src, inspect.getsourcefile(fn.fn) or fn.fn.__code__.co_filename, fn.starting_line)
+        fdef = source.func_def
+        scope = bind_arguments(fn, fdef, args, kwargs)
+        callee = CodeGenerator(
+            self.builder, self.semantic, source, fn.__globals__, self.kernel_name,
+            (*self.call_stack, fn), self.debug,
+        )
+        callee.scope = scope
+        saved = self.builder.loc
+        try:
+            callee.visit_statements(fdef.body)
+        finally:
+            self.builder.set_loc(saved)
+        return callee.return_value
+
+
+def check_parameters(fdef: ast.FunctionDef) -> None:
+    a = fdef.args
+    if a.posonlyargs or a.vararg or a.kwonlyargs or a.kwarg:
+        raise refusal("star_params")
+
+
+def bind_arguments(fn: JITCallable, fdef: ast.FunctionDef, args: list[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The callee's initial scope: arguments by position and keyword, then defaults."""
+    check_parameters(fdef)
+    params = fdef.args.args
+    names = [p.arg for p in params]
+    if len(args) > len(names):
+        raise CompilationError(f"'{fn.__name__}' takes {len(names)} argument(s) but {len(args)} were given")
+    bound: dict[str, Any] = dict(zip(names, args))
+    for key, value in kwargs.items():
+        if key not in names:
+            raise CompilationError(f"'{fn.__name__}' got an unexpected keyword argument '{key}'")
+        if key in bound:
+            raise CompilationError(f"'{fn.__name__}' got multiple values for argument '{key}'")
+        bound[key] = value
+    defaults = fn.fn.__defaults__ or ()
+    first_default = len(names) - len(defaults)
+    scope: dict[str, Any] = {}
+    for i, (name, param) in enumerate(zip(names, params)):
+        if name in bound:
+            value = bound[name]
+        elif i >= first_default:
+            value = defaults[i - first_default]
+        else:
+            raise CompilationError(f"'{fn.__name__}' is missing the argument '{name}'")
+        if _is_constexpr_annotation(param.annotation):
+            if is_tensor(value):
+                raise CompilationError(
+                    f"argument '{name}' of '{fn.__name__}' is a tl.constexpr, but the value passed is a run-time tensor"
+                )
+            value = tlc.constexpr(unwrap(value))
+        elif not is_tensor(value) and not isinstance(value, (tuple, list)):
+            value = tlc.constexpr(value) if not isinstance(value, tlc.constexpr) else value
+        scope[name] = value
+    return scope

@@ -1,0 +1,330 @@
+"""`CodeGenerator`: the `@jit` function's Python AST -> an `ir.Module` with one `tt.func`.
+
+Values in a kernel's scope are Python objects: `tl.tensor` (an IR value and its `tl` type),
+`tl.constexpr` (compile-time values, folded in Python), tuples of those, dtypes, modules and
+`@jit` functions. Builtins are called as Triton's code generator calls them: with
+`_semantic=self.semantic` (and `_generator=self` where a builtin takes it, to inline combine
+functions); `@jit` callees are inlined from their source with their own scope.
+
+`visit` stamps the node's source location on the IR builder (so every op carries its line) and
+gives any error raised below it that location, unless a more deeply nested node already did.
+Control flow lives in `control_flow.py`, calls and name resolution in `calls.py`; what is refused
+comes from `refusals.py`.
+"""
+
+from __future__ import annotations
+
+import ast
+import linecache
+import operator as _op
+from typing import Any
+
+from ..errors import CompilationError, Loc
+from ..language import core as tlc
+from ..language.semantic import Semantic
+from .calls import CallsMixin
+from .control_flow import ControlFlowMixin
+from .ir_builder import IRBuilder
+from .refusals import refusal, refusal_for_node
+from .values import is_tensor, to_python, unwrap
+
+
+class FunctionSource:
+    """Where a function's (dedented) source lives, to map AST positions to file positions."""
+
+    def __init__(self, src: str, file: str, first_line: int) -> None:
+        self.tree = ast.parse(src)
+        self.file = file
+        self.first_line = first_line
+        # The source was dedented: add the def line's indentation back to columns.
+        line = linecache.getline(file, first_line)
+        self.col_shift = len(line) - len(line.lstrip()) if line.lstrip().startswith(("def ", "async def ")) else 0
+
+    def loc(self, node: ast.AST) -> Loc:
+        return Loc(self.file, self.first_line + node.lineno - 1, node.col_offset + self.col_shift)  # type: ignore[attr-defined]
+
+    @property
+    def func_def(self) -> ast.FunctionDef:
+        node = self.tree.body[0] if self.tree.body else None
+        if not isinstance(node, ast.FunctionDef):
+            raise CompilationError("the source of a @jit function must start with 'def'")
+        return node
+
+
+class CodeGenerator(ControlFlowMixin, CallsMixin, ast.NodeVisitor):
+    """Generates IR for one function body (the kernel, or an inlined `@jit` callee)."""
+
+    def __init__(
+        self,
+        builder: IRBuilder,
+        semantic: Semantic,
+        source: FunctionSource,
+        globals_: dict[str, Any],
+        kernel_name: str,
+        call_stack: tuple[Any, ...],
+        debug: bool,
+    ) -> None:
+        self.builder = builder
+        self.semantic = semantic
+        self.source = source
+        self.globals = globals_
+        self.kernel_name = kernel_name
+        self.call_stack = call_stack
+        self.debug = debug
+        self.scope: dict[str, Any] = {}
+        self.poisoned: dict[str, tuple[str, int]] = {}
+        """Names without a value here: (refusal kind, line where they lost it)."""
+        self.region_depth = 0
+        """How many run-time regions (scf.if/for/while bodies) enclose the current statement."""
+        self.returned = False
+        self.return_value: Any = None
+
+    # -- visiting -----------------------------------------------------------------------------
+    def visit(self, node: ast.AST) -> Any:
+        loc = self.source.loc(node) if hasattr(node, "lineno") else None
+        saved = self.builder.loc
+        if loc is not None:
+            self.builder.set_loc(loc)
+        try:
+            return super().visit(node)
+        except CompilationError as e:
+            raise e.with_context(loc, self.kernel_name) from None
+        except RecursionError:
+            raise
+        except Exception as e:  # a builtin's TypeError, say: report it at the user's line
+            raise CompilationError(f"{type(e).__name__}: {e}", loc, kernel=self.kernel_name) from e
+        finally:
+            self.builder.set_loc(saved)
+
+    def generic_visit(self, node: ast.AST) -> Any:
+        raise refusal_for_node(node)
+
+    def visit_statements(self, stmts: list[ast.stmt]) -> None:
+        for stmt in stmts:
+            if self.returned:
+                break
+            self.visit(stmt)
+
+    # -- statements ---------------------------------------------------------------------------
+    def visit_Expr(self, node: ast.Expr) -> None:
+        if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            return  # a docstring or a bare string
+        self.visit(node.value)
+
+    def visit_Pass(self, node: ast.Pass) -> None:
+        return None
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        value = self.visit(node.value)
+        for target in node.targets:
+            self.assign(target, value)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        if node.value is None:
+            return  # a bare annotation declares nothing at run time
+        value = self.visit(node.value)
+        annotation = self._static_annotation(node.annotation)
+        if annotation is tlc.constexpr or annotation == "constexpr":
+            if is_tensor(value):
+                raise CompilationError(
+                    f"'{ast.unparse(node.target)}' is annotated tl.constexpr but its value is only known at run time"
+                )
+            if not isinstance(node.target, ast.Name):
+                raise refusal("subscript_store")
+            self.define(node.target.id, tlc.constexpr(unwrap(value)))
+            return
+        self.assign(node.target, value)
+
+    def _static_annotation(self, node: ast.expr) -> Any:
+        if isinstance(node, ast.Constant):
+            return node.value
+        try:
+            return unwrap(self.visit(node))
+        except CompilationError:
+            return None
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        if not isinstance(node.target, ast.Name):
+            raise refusal("subscript_store")
+        lhs = self.lookup(node.target.id)
+        rhs = self.visit(node.value)
+        self.assign(node.target, self.binary_op(node.op, lhs, rhs))
+
+    def assign(self, target: ast.expr, value: Any) -> None:
+        if isinstance(target, ast.Name):
+            self.define(target.id, self.sanitize(value))
+            return
+        if isinstance(target, (ast.Tuple, ast.List)):
+            items = to_python(value)
+            if is_tensor(items) or not isinstance(items, (tuple, list)):
+                raise CompilationError(f"cannot unpack a {type(items).__name__} into {len(target.elts)} names")
+            if len(items) != len(target.elts):
+                raise CompilationError(f"cannot unpack {len(items)} values into {len(target.elts)} names")
+            for t, v in zip(target.elts, items):
+                self.assign(t, v)
+            return
+        if isinstance(target, ast.Starred):
+            raise refusal("star_args")
+        raise refusal("subscript_store")
+
+    def sanitize(self, value: Any) -> Any:
+        """What a plain assignment stores: Python numbers become scalar tensors (as in Triton),
+        other compile-time values stay compile-time."""
+        raw = unwrap(value)
+        if isinstance(raw, (bool, int, float)) and not is_tensor(raw):
+            return self.semantic.to_tensor(raw)
+        if isinstance(raw, tuple):
+            return tuple(self.sanitize(v) for v in raw)
+        return value
+
+    def define(self, name: str, value: Any) -> None:
+        if is_tensor(value) and value.handle is not None and getattr(value.handle, "name_hint", "x") is None:
+            value.handle.name_hint = name
+        self.scope[name] = value
+        self.poisoned.pop(name, None)
+
+    def visit_Return(self, node: ast.Return) -> None:
+        if self.region_depth > 0:
+            raise refusal("return_in_control_flow")
+        self.return_value = self.visit(node.value) if node.value is not None else None
+        self.returned = True
+
+    def visit_Assert(self, node: ast.Assert) -> None:
+        cond = self.visit(node.test)
+        msg = unwrap(self.visit(node.msg)) if node.msg is not None else ""
+        if not is_tensor(cond):
+            if not unwrap(cond):
+                raise CompilationError(f"assertion failed: {msg}" if msg else "assertion failed")
+            return
+        if self.debug:
+            self.semantic.device_assert(cond, str(msg))
+
+    # -- expressions --------------------------------------------------------------------------
+    def visit_Constant(self, node: ast.Constant) -> Any:
+        return tlc.constexpr(node.value)
+
+    def visit_Tuple(self, node: ast.Tuple) -> Any:
+        return tuple(self.visit(e) for e in node.elts)
+
+    def visit_List(self, node: ast.List) -> Any:
+        return [self.visit(e) for e in node.elts]
+
+    def visit_Name(self, node: ast.Name) -> Any:
+        return self.lookup(node.id)
+
+    def visit_Attribute(self, node: ast.Attribute) -> Any:
+        base = self.visit(node.value)
+        obj = base.value if isinstance(base, tlc.constexpr) else base
+        result = getattr(obj, node.attr)
+        return tlc.constexpr(result) if isinstance(result, (bool, int, float, str)) else result
+
+    def visit_Subscript(self, node: ast.Subscript) -> Any:
+        base = self.visit(node.value)
+        index = self.visit(node.slice)
+        if is_tensor(base):
+            return base.__getitem__(to_python(index), _semantic=self.semantic)
+        if is_tensor(index):
+            raise CompilationError("a tuple or compile-time value cannot be indexed by a run-time tensor")
+        result = to_python(base)[to_python(index)]
+        return result if is_tensor(result) or isinstance(result, tuple) else tlc.constexpr(result)
+
+    def visit_Slice(self, node: ast.Slice) -> Any:
+        parts = [unwrap(self.visit(p)) if p is not None else None for p in (node.lower, node.upper, node.step)]
+        return slice(*parts)
+
+    def visit_BinOp(self, node: ast.BinOp) -> Any:
+        return self.binary_op(node.op, self.visit(node.left), self.visit(node.right))
+
+    def binary_op(self, op: ast.operator, lhs: Any, rhs: Any) -> Any:
+        method = _BINARY_METHODS.get(type(op))
+        if method is None:
+            raise refusal("unsupported_operator", name=type(op).__name__)
+        if is_tensor(lhs):
+            return getattr(lhs, method)(rhs, _semantic=self.semantic)
+        if is_tensor(rhs):
+            return getattr(rhs, "__r" + method[2:])(lhs, _semantic=self.semantic)
+        return tlc.constexpr(_PY_BINARY[type(op)](unwrap(lhs), unwrap(rhs)))
+
+    def visit_UnaryOp(self, node: ast.UnaryOp) -> Any:
+        operand = self.visit(node.operand)
+        if is_tensor(operand):
+            if isinstance(node.op, ast.Not):
+                return operand.logical_not(_semantic=self.semantic)
+            method = {ast.USub: "__neg__", ast.UAdd: "__pos__", ast.Invert: "__invert__"}[type(node.op)]
+            return getattr(operand, method)(_semantic=self.semantic)
+        v = unwrap(operand)
+        result = {ast.USub: lambda: -v, ast.UAdd: lambda: +v, ast.Invert: lambda: ~v, ast.Not: lambda: not v}[type(node.op)]()
+        return tlc.constexpr(result)
+
+    def visit_BoolOp(self, node: ast.BoolOp) -> Any:
+        is_and = isinstance(node.op, ast.And)
+        tensors: list[Any] = []
+        last: Any = None
+        for sub in node.values:
+            value = self.visit(sub)
+            if is_tensor(value):
+                tensors.append(value)
+                continue
+            # Python's short circuit on compile-time operands: `False and ...` stops here.
+            if bool(unwrap(value)) != is_and:
+                return value
+            last = value
+        if not tensors:
+            return last
+        result = tensors[0]
+        for t in tensors[1:]:
+            result = (result.logical_and if is_and else result.logical_or)(t, _semantic=self.semantic)
+        return result
+
+    def visit_Compare(self, node: ast.Compare) -> Any:
+        left = self.visit(node.left)
+        result: Any = None
+        for op, comparator in zip(node.ops, node.comparators):
+            right = self.visit(comparator)
+            one = self.compare(op, left, right)
+            if result is None:
+                result = one
+            elif is_tensor(result) or is_tensor(one):
+                a = result if is_tensor(result) else self.semantic.to_tensor(unwrap(result))
+                result = a.logical_and(one, _semantic=self.semantic)
+            elif not unwrap(result):
+                return result  # `a < b < c` stops at the first false comparison
+            else:
+                result = one
+            left = right
+        return result
+
+    def compare(self, op: ast.cmpop, lhs: Any, rhs: Any) -> Any:
+        if isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)):
+            if is_tensor(lhs) or is_tensor(rhs):
+                raise refusal("unsupported_operator", name=type(op).__name__ + " on tensors")
+            a, b = to_python(lhs), to_python(rhs)
+            return tlc.constexpr({
+                ast.Is: lambda: a is b, ast.IsNot: lambda: a is not b,
+                ast.In: lambda: a in b, ast.NotIn: lambda: a not in b,
+            }[type(op)]())
+        method, reflected = _COMPARE_METHODS[type(op)]
+        if is_tensor(lhs):
+            return getattr(lhs, method)(rhs, _semantic=self.semantic)
+        if is_tensor(rhs):
+            return getattr(rhs, reflected)(lhs, _semantic=self.semantic)
+        return tlc.constexpr(_PY_COMPARE[type(op)](unwrap(lhs), unwrap(rhs)))
+
+
+_BINARY_METHODS: dict[type[ast.operator], str] = {
+    ast.Add: "__add__", ast.Sub: "__sub__", ast.Mult: "__mul__", ast.Div: "__truediv__",
+    ast.FloorDiv: "__floordiv__", ast.Mod: "__mod__", ast.Pow: "__pow__", ast.LShift: "__lshift__",
+    ast.RShift: "__rshift__", ast.BitAnd: "__and__", ast.BitOr: "__or__", ast.BitXor: "__xor__",
+}
+_PY_BINARY: dict[type[ast.operator], Any] = {
+    ast.Add: _op.add, ast.Sub: _op.sub, ast.Mult: _op.mul, ast.Div: _op.truediv,
+    ast.FloorDiv: _op.floordiv, ast.Mod: _op.mod, ast.Pow: _op.pow, ast.LShift: _op.lshift,
+    ast.RShift: _op.rshift, ast.BitAnd: _op.and_, ast.BitOr: _op.or_, ast.BitXor: _op.xor,
+}
+_COMPARE_METHODS: dict[type[ast.cmpop], tuple[str, str]] = {
+    ast.Lt: ("__lt__", "__gt__"), ast.LtE: ("__le__", "__ge__"), ast.Gt: ("__gt__", "__lt__"),
+    ast.GtE: ("__ge__", "__le__"), ast.Eq: ("__eq__", "__eq__"), ast.NotEq: ("__ne__", "__ne__"),
+}
+_PY_COMPARE: dict[type[ast.cmpop], Any] = {
+    ast.Lt: _op.lt, ast.LtE: _op.le, ast.Gt: _op.gt, ast.GtE: _op.ge, ast.Eq: _op.eq, ast.NotEq: _op.ne,
+}

@@ -1,0 +1,78 @@
+"""`compile_to_ir`: the front end's entry point (see the package docstring)."""
+
+from __future__ import annotations
+
+import inspect
+import os
+import sys
+from typing import Any
+
+from ..errors import CompilationError
+from ..ir import Module, print_module
+from ..language import core as tlc
+from ..language.context import active_semantic
+from ..language.jit_marker import JITCallable
+from ..language.semantic import Semantic
+from .calls import check_parameters
+from .code_generator import CodeGenerator, FunctionSource
+from .ir_builder import IRBuilder, ir_type
+from .refusals import refusal
+from .signature import KernelSignature, ParamConstexpr, ParamType
+
+
+def compile_to_ir(kernel: JITCallable, signature: KernelSignature) -> Module:
+    """Generate and verify the IR of `kernel` specialized to `signature`."""
+    name = kernel.__name__
+    if not kernel.src:
+        raise CompilationError(f"the source of kernel '{name}' is not available", kernel=name)
+    file = inspect.getsourcefile(kernel.fn) or kernel.fn.__code__.co_filename
+    source = FunctionSource(kernel.src, file, kernel.starting_line)
+    fdef = source.func_def
+    try:
+        check_parameters(fdef)
+    except CompilationError as e:
+        raise e.with_context(source.loc(fdef), name) from None
+    params = [a.arg for a in fdef.args.args]
+    if len(params) != len(signature.params):
+        raise ValueError(f"kernel '{name}' has {len(params)} parameters but the signature describes {len(signature.params)}")
+
+    module = Module({"debug": signature.debug, "num_warps": signature.num_warps})
+    builder = IRBuilder(module, debug=signature.debug)
+    semantic = Semantic(builder)
+    gen = CodeGenerator(builder, semantic, source, kernel.__globals__, name, (kernel,), signature.debug)
+
+    runtime = [(p, s) for p, s in zip(params, signature.params) if isinstance(s, ParamType)]
+    builder.set_loc(source.loc(fdef))
+    func = builder.create_func(
+        name,
+        [ir_type(s.ty) for _, s in runtime],
+        [p for p, _ in runtime],
+        [{"tt.divisibility": 16} if s.divisible_by_16 else {} for _, s in runtime],
+    )
+    args = iter(func.body.block.args)
+    for p, s in zip(params, signature.params):
+        if isinstance(s, ParamType):
+            gen.scope[p] = tlc.tensor(next(args), s.ty)
+        else:
+            assert isinstance(s, ParamConstexpr)
+            gen.scope[p] = tlc.constexpr(s.value)
+
+    with active_semantic(semantic):
+        gen.visit_statements(fdef.body)
+    if gen.return_value is not None:
+        raise refusal("kernel_return_value").with_context(source.loc(fdef), name)
+    builder.set_loc(None)
+    builder.create_return([])
+    module.verify()
+    if _debug_level() >= 2:
+        print(f"// IR of kernel '{name}'\n{print_module(module)}", file=sys.stderr, end="")
+    return module
+
+
+def _debug_level() -> int:
+    try:
+        return int(os.environ.get("TRITON_METAL_DEBUG", "0") or 0)
+    except ValueError:
+        return 0
+
+
