@@ -41,12 +41,13 @@ from triton_metal.backends.emulator.rewrite import (
 from triton_metal.backends.emulator.runtime_lib import (
     ASAN_FLAGS,
     include_dirs,
+    precompiled_prelude,
     runtime_library,
     shared_flags,
 )
 from triton_metal.backends.emulator.signature import KernelSource, ParamKind
 from triton_metal.backends.emulator.toolchain import BuildFailure, build
-from triton_metal.backends.emulator.wrapper import translation_unit
+from triton_metal.backends.emulator.wrapper import PRELUDE, translation_unit
 from triton_metal.errors import Loc
 
 MAX_THREADS_PER_THREADGROUP = 1024
@@ -61,6 +62,9 @@ KERNEL_FLAGS = (
     "-Wno-attributes",
     "-ffp-contract=off",
     "-fPIC",
+    # Kernels are called from the generated loop in the same file: hidden symbols let the
+    # compiler inline them (an exported symbol could be interposed, so calls go through the PLT).
+    "-fvisibility=hidden",
 )
 
 # Element type string -> the NumPy dtype of the buffer (bfloat travels as its uint16 bits).
@@ -189,7 +193,6 @@ class EmulatorKernel:
         check_msl_restrictions(body, kernel_file, source.kernel_name, source.body_line)
         text, _ = rewrite_threadgroup_declarations(source.text)
         fibers = needs_fibers(body, header)
-        unit = translation_unit(source, text, fibers, asan)
         runtime = runtime_library(asan)
         flags = list(KERNEL_FLAGS)
         flags += ASAN_FLAGS if asan else ["-O2"]
@@ -197,6 +200,8 @@ class EmulatorKernel:
             flags.append("-ffast-math")
         for d in include_dirs():
             flags += ["-I", str(d)]
+        prelude = None if asan else precompiled_prelude(PRELUDE, flags)
+        unit = translation_unit(source, text, fibers, asan, str(prelude) if prelude else None)
         if asan:
             command = [*flags, "-o", "{out}", "kernel.cpp", str(runtime), "-lm", "-pthread"]
             suffix = ""

@@ -68,6 +68,7 @@ def _argument(param: Param) -> str:
 def wrapper(source: KernelSource, fibers: bool) -> str:
     args = ",\n        ".join(_argument(p) for p in source.params)
     return f"""\
+#define TM_EXPORT __attribute__((visibility("default")))
 static inline __attribute__((always_inline)) void tm_thread(
     void** b, const tm_group_info* g, unsigned idx, unsigned lx, unsigned ly, unsigned lz) {{
     (void)b, (void)g, (void)idx, (void)lx, (void)ly, (void)lz;
@@ -75,19 +76,19 @@ static inline __attribute__((always_inline)) void tm_thread(
         {args});
 }}
 
-extern "C" void tm_group_entry(void** b, const tm_group_info* g) {{
+extern "C" TM_EXPORT void tm_group_entry(void** b, const tm_group_info* g) {{
     unsigned idx = 0;
     for (unsigned lz = 0; lz < g->dtpt[2]; ++lz)
         for (unsigned ly = 0; ly < g->dtpt[1]; ++ly)
             for (unsigned lx = 0; lx < g->dtpt[0]; ++lx) tm_thread(b, g, idx++, lx, ly, lz);
 }}
 
-extern "C" void tm_thread_entry(void** b, const tm_group_info* g, unsigned idx) {{
+extern "C" TM_EXPORT void tm_thread_entry(void** b, const tm_group_info* g, unsigned idx) {{
     unsigned dx = g->dtpt[0], dy = g->dtpt[1];
     tm_thread(b, g, idx, idx % dx, (idx / dx) % dy, idx / (dx * dy));
 }}
 
-extern "C" int tm_kernel_main(tm_launch_desc* d) {{
+extern "C" TM_EXPORT int tm_kernel_main(tm_launch_desc* d) {{
     d->group_fn = tm_group_entry;
     d->thread_fn = tm_thread_entry;
     d->use_fibers = {1 if fibers else 0};
@@ -96,10 +97,21 @@ extern "C" int tm_kernel_main(tm_launch_desc* d) {{
 """
 
 
-def translation_unit(source: KernelSource, rewritten_text: str, fibers: bool, asan: bool) -> str:
-    """The kernel translation unit (module doc); with `asan`, also a `main` for the executable."""
+def translation_unit(
+    source: KernelSource,
+    rewritten_text: str,
+    fibers: bool,
+    asan: bool,
+    prelude_header: str | None = None,
+) -> str:
+    """The kernel translation unit (module doc); with `asan`, also a `main` for the executable.
+
+    `prelude_header` names a header holding PRELUDE (with a precompiled twin) to include instead
+    of the prelude's text.
+    """
+    prelude = f'#include "{prelude_header}"\n' if prelude_header else PRELUDE
     parts = [
-        PRELUDE,
+        prelude,
         f'#line 1 "{source.kernel_name}.metal"\n',
         rewritten_text,
         "\n" if not rewritten_text.endswith("\n") else "",

@@ -20,8 +20,8 @@
 
 #include "worker.h"
 
-#ifdef TM_ASAN
-#include <sanitizer/asan_interface.h>
+#ifndef MAP_NORESERVE
+#define MAP_NORESERVE 0  // macOS: anonymous memory is reserved lazily anyway
 #endif
 
 namespace {
@@ -115,7 +115,8 @@ void* worker_main(void* arg) {
     tm_launch_desc* d = st->desc;
     tm_tl_worker = w;
     tm_tl_fiber = nullptr;
-#ifdef TM_ASAN
+#if defined(TM_ASAN) && defined(__linux__)
+    // ASan must know the stack it returns to when a fiber switches back to this thread.
     pthread_attr_t attr;
     pthread_getattr_np(pthread_self(), &attr);
     void* addr;
