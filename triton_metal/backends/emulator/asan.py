@@ -2,8 +2,8 @@
 
 ASan's runtime must be loaded before anything else in a process, which a running Python cannot
 arrange, so an ASan build of a kernel is an executable: `run` writes the buffers to a file, runs
-it, and reads the outputs back (layout in `runtime/asan_main.cpp`). Each buffer is its own heap
-block there and threadgroup variables are surrounded by poisoned red zones, so reads and writes
+it, and reads the outputs back (layout in `runtime/standalone_main.cpp`). Each buffer is its own
+heap block there and threadgroup variables are surrounded by poisoned red zones, so reads and writes
 past the end of a device or threadgroup array are reported. The report becomes a `KernelFault`
 naming the kernel line of the bad access (from the `#line` mapping and debug information).
 """

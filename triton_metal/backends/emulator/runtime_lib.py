@@ -43,7 +43,7 @@ def runtime_sources(asan: bool) -> dict[str, str]:
     for path in sorted(RUNTIME_DIR.iterdir()):
         if path.suffix not in (".cpp", ".h", ".S"):
             continue
-        if path.name == "asan_main.cpp" and not asan:
+        if path.name == "standalone_main.cpp" and not asan:
             continue
         sources[path.name] = path.read_text()
     return sources

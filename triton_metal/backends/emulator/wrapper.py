@@ -120,7 +120,7 @@ def translation_unit(
     ]
     if asan:
         parts.append(
-            'extern "C" int tm_asan_main(int argc, char** argv, int (*kernel_main)(tm_launch_desc*));\n'
-            "int main(int argc, char** argv) { return tm_asan_main(argc, argv, tm_kernel_main); }\n"
+            'extern "C" int tm_standalone_main(int argc, char** argv, int (*kernel_main)(tm_launch_desc*));\n'
+            "int main(int argc, char** argv) { return tm_standalone_main(argc, argv, tm_kernel_main); }\n"
         )
     return "".join(parts)

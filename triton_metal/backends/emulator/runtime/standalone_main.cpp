@@ -1,6 +1,6 @@
-// The launcher of ASan builds: a kernel compiled with -fsanitize=address runs as its own process
-// (ASan must be loaded before everything else, which a Python process cannot arrange), reading its
-// buffers from a file and writing them back after the launch.
+// The launcher of kernels built as standalone programs: ASan builds (ASan must be loaded before
+// everything else in a process, which a running Python cannot arrange) and cross-compiled runs
+// under qemu. The program reads its buffers from a file and writes them back after the launch.
 //
 // File layout (little-endian): "TMAB", grid[3] u32, tpt[3] u32, watchdog f64, workers u32,
 // nbuffers u32, then per buffer: nbytes u64, writeback u32, the bytes. Each buffer gets its own
@@ -20,7 +20,7 @@ bool read_all(FILE* f, void* p, size_t n) { return n == 0 || fread(p, 1, n, f) =
 
 }  // namespace
 
-extern "C" int tm_asan_main(int argc, char** argv, int (*kernel_main)(tm_launch_desc*)) {
+extern "C" int tm_standalone_main(int argc, char** argv, int (*kernel_main)(tm_launch_desc*)) {
     if (argc != 3) {
         fprintf(stderr, "usage: %s INPUT OUTPUT\n", argv[0]);
         return 64;
