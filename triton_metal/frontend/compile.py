@@ -61,7 +61,7 @@ def compile_to_ir(kernel: JITCallable, signature: KernelSignature) -> Module:
         gen.visit_statements(fdef.body)
     if gen.return_value is not None:
         raise refusal("kernel_return_value").with_context(source.loc(fdef), name)
-    builder.set_loc(None)
+    builder.set_loc(source.loc(fdef))
     builder.create_return([])
     module.verify()
     if _debug_level() >= 2:

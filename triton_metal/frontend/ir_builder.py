@@ -279,7 +279,12 @@ class IRBuilder:
 
     # -- cooperative ----------------------------------------------------------------------------
     def create_dot(self, a: Value, b: Value, acc: Value, input_precision: str | None, out_ty: dtype) -> Value:
+        # `out_ty` may be the result's element type or its whole block type.
         rt = ir_type(out_ty)
+        if not isinstance(rt, T.TensorType):
+            a_shape, b_shape = T.shape_of(a.type), T.shape_of(b.type)
+            assert not isinstance(rt, T.PointerType)
+            rt = T.TensorType((*a_shape[:-1], b_shape[-1]), rt)
         if acc is None:
             el = T.element_type(rt)
             assert isinstance(el, T.ScalarType)
