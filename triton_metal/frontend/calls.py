@@ -96,7 +96,7 @@ class CallsMixin:
         if name in self.globals:
             value = self.globals[name]
             if not is_allowed_global(value):
-                raise refusal("global_variable", name=name)
+                raise refusal("python_call" if callable(value) else "global_variable", name=name)
             return value
         if name in BUILTIN_NAMESPACE:
             return BUILTIN_NAMESPACE[name]

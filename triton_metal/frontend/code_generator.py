@@ -187,6 +187,8 @@ class CodeGenerator(ControlFlowMixin, CallsMixin, ast.NodeVisitor):
         if self.region_depth > 0:
             raise refusal("return_in_control_flow")
         self.return_value = self.visit(node.value) if node.value is not None else None
+        if len(self.call_stack) == 1 and unwrap(self.return_value) is not None:
+            raise refusal("kernel_return_value")
         self.returned = True
 
     def visit_Assert(self, node: ast.Assert) -> None:
