@@ -249,9 +249,8 @@ def test_refusal_cites_the_marked_line(kind: str, kernel: object) -> None:
     err = info.value
     assert _prefix(kind) in err.reason
     assert err.hint and err.hint.split("{")[0][:20] in str(err)
-    file, line = error_line(kernel, recursive, helper_with_star) if kind in ("recursion", "star_params") and kernel is not k_star_params else error_line(kernel)
-    if kind == "star_params" and kernel is k_helper_star_params:
-        file, line = error_line(kernel)
+    # The kernel's own marked line, or (k_recursion has none) the recursive call in the helper.
+    file, line = error_line(kernel, recursive)
     assert err.loc is not None and (err.loc.file, err.loc.line) == (file, line), str(err)
     rendered = str(err)
     assert rendered.startswith(f"{file}:{line}:")
