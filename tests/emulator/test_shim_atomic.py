@@ -2,53 +2,59 @@
 
 from __future__ import annotations
 
-import ctypes
+from collections.abc import Iterator
+
 import threading
 
 import numpy as np
 import pytest
 
 try:
-    from .shim.harness import compile_only, load_source, ptr
+    from .shim.harness import TARGETS, NativeLibrary, QemuLibrary, compile_only, library
 except ImportError:
-    from shim.harness import compile_only, load_source, ptr  # type: ignore[no-redef]
+    from shim.harness import TARGETS, NativeLibrary, QemuLibrary, compile_only, library  # type: ignore[no-redef]
+
+Library = NativeLibrary | QemuLibrary
 
 
-@pytest.fixture(scope="module")
-def lib(tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
-    return load_source("atomic_ops.cpp", tmp_path_factory.mktemp("atomic"))
+@pytest.fixture(scope="module", params=TARGETS)
+def lib(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Library]:
+    built = library(request.param, "atomic_ops.cpp", tmp_path_factory.mktemp("atomic"))
+    yield built
+    if isinstance(built, QemuLibrary):
+        built.close()
 
 
-def test_int_operations_return_the_old_value(lib: ctypes.CDLL) -> None:
+def test_int_operations_return_the_old_value(lib: Library) -> None:
     cell = np.zeros(1, np.int32)
     log = np.zeros(32, np.int32)
-    n = lib.int_sequence(ptr(cell), ptr(log))
+    n = lib.int_sequence(cell, log)
     assert list(log[:n]) == [10, 10, 15, -5, 3, -7, 0xF9, 0x1F9, 0x1F8, 0, 42, 1, 7]
     assert cell[0] == 7
 
 
-def test_uint_operations_wrap_and_compare_unsigned(lib: ctypes.CDLL) -> None:
+def test_uint_operations_wrap_and_compare_unsigned(lib: Library) -> None:
     cell = np.zeros(1, np.uint32)
     log = np.zeros(8, np.uint32)
-    n = lib.uint_sequence(ptr(cell), ptr(log))
+    n = lib.uint_sequence(cell, log)
     assert [int(v) for v in log[:n]] == [1, 0xFFFFFFFF, 0xFFFFFFFF, 5, 3]
 
 
-def test_float_operations_and_numeric_compare_exchange(lib: ctypes.CDLL) -> None:
+def test_float_operations_and_numeric_compare_exchange(lib: Library) -> None:
     cell = np.zeros(1, np.float32)
     log = np.zeros(16, np.float32)
-    n = lib.float_sequence(ptr(cell), ptr(log))
+    n = lib.float_sequence(cell, log)
     assert n == 8
     assert list(log[:3]) == [1.5, 3.75, 3.0]
     assert log[3] == 1 and log[4] == 8.0  # +0 expected matched the stored -0
     assert log[5] == 0 and log[6] == 1 and log[7] == 1  # NaN never matches
 
 
-def test_bool_and_ulong(lib: ctypes.CDLL) -> None:
+def test_bool_and_ulong(lib: Library) -> None:
     b = np.zeros(1, np.bool_)
     u = np.zeros(1, np.uint64)
     log = np.zeros(8, np.uint64)
-    n = lib.bool_ulong_sequence(ptr(b), ptr(u), ptr(log))
+    n = lib.bool_ulong_sequence(b, u, log)
     assert [int(v) for v in log[:n]] == [0, 1, 0xFFFFFFFFFF, 7]
 
 
@@ -60,24 +66,31 @@ def _in_threads(target, count: int) -> None:  # type: ignore[no-untyped-def]
         t.join()
 
 
-def test_atomics_are_atomic_across_os_threads(lib: ctypes.CDLL) -> None:
-    # ctypes releases the GIL during the call, so the loops really run concurrently.
+@pytest.fixture(scope="module")
+def native_lib(tmp_path_factory: pytest.TempPathFactory) -> Library:
+    return library("native", "atomic_ops.cpp", tmp_path_factory.mktemp("atomic_native"))
+
+
+def test_atomics_are_atomic_across_os_threads(native_lib: Library) -> None:
+    # Native only: ctypes releases the GIL during each call, so the loops really run at the
+    # same time (the qemu runner serves one call at a time).
+    lib = native_lib
     counter = np.zeros(1, np.int32)
     total = np.zeros(1, np.float32)
     peak = np.zeros(1, np.uint32)
     iterations = 200_000
-    _in_threads(lambda i: lib.hammer_int(ptr(counter), iterations), 4)
-    _in_threads(lambda i: lib.hammer_float(ptr(total), iterations // 4), 4)
-    _in_threads(lambda i: lib.hammer_max(ptr(peak), ctypes.c_uint(1000 * i), iterations // 4), 4)
+    _in_threads(lambda i: lib.hammer_int(counter, iterations), 4)
+    _in_threads(lambda i: lib.hammer_float(total, iterations // 4), 4)
+    _in_threads(lambda i: lib.hammer_max(peak, 1000 * i, iterations // 4), 4)
     assert counter[0] == 4 * iterations
     assert total[0] == float(iterations)  # integers below 2**24 add exactly in float
     assert peak[0] == 3000 + iterations // 4 - 1
 
 
-def test_array_of_atomics(lib: ctypes.CDLL) -> None:
+def test_array_of_atomics(lib: Library) -> None:
     keys = np.random.default_rng(0).integers(0, 2**32, 10_000).astype(np.uint32)
     bins = np.zeros(16, np.uint32)
-    lib.histogram(ptr(keys), keys.size, ptr(bins))
+    lib.histogram(keys, keys.size, bins)
     np.testing.assert_array_equal(bins, np.bincount(keys % 16, minlength=16))
 
 

@@ -2,26 +2,30 @@
 
 from __future__ import annotations
 
-import ctypes
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
 import pytest
 
 try:
-    from .shim.harness import compile_only, load_source, ptr
+    from .shim.harness import TARGETS, NativeLibrary, QemuLibrary, compile_only, library
 except ImportError:
-    from shim.harness import compile_only, load_source, ptr  # type: ignore[no-redef]
+    from shim.harness import TARGETS, NativeLibrary, QemuLibrary, compile_only, library  # type: ignore[no-redef]
 
 N = 4096  # a multiple of 4, so the float4 variants cover every element
 F32, F16 = np.float32, np.float16
 
+Library = NativeLibrary | QemuLibrary
 
-@pytest.fixture(scope="module")
-def lib(tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
-    return load_source("math_ops.cpp", tmp_path_factory.mktemp("math"))
+
+@pytest.fixture(scope="module", params=TARGETS)
+def lib(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Library]:
+    built = library(request.param, "math_ops.cpp", tmp_path_factory.mktemp("math"))
+    yield built
+    if isinstance(built, QemuLibrary):
+        built.close()
 
 
 def _uniform(lo: float, hi: float) -> Callable[[np.random.Generator], np.ndarray]:
@@ -116,12 +120,12 @@ def _within(out: np.ndarray, ref: np.ndarray, ulps: float, atol: float, dtype: t
     )
 
 
-def _call(lib: ctypes.CDLL, prefix: str, name: str, args: list[np.ndarray], out: np.ndarray) -> None:
-    getattr(lib, f"{prefix}_{name}")(*(ptr(a) for a in args), ptr(out), out.size)
+def _call(lib: Library, prefix: str, name: str, args: list[np.ndarray], out: np.ndarray) -> None:
+    getattr(lib, f"{prefix}_{name}")(*(a for a in args), out, out.size)
 
 
 @pytest.mark.parametrize("case", UNARY + BINARY + TERNARY, ids=lambda c: c.name)
-def test_float_functions(lib: ctypes.CDLL, case: Case) -> None:
+def test_float_functions(lib: Library, case: Case) -> None:
     rng = np.random.default_rng(zlib.crc32(case.name.encode()))
     args = [d(rng) for d in case.domains]
     out = np.empty(N, F32)
@@ -136,7 +140,7 @@ def test_float_functions(lib: ctypes.CDLL, case: Case) -> None:
 
 
 @pytest.mark.parametrize("case", UNARY + BINARY[:2], ids=lambda c: c.name)
-def test_half_functions_round_the_float_result(lib: ctypes.CDLL, case: Case) -> None:
+def test_half_functions_round_the_float_result(lib: Library, case: Case) -> None:
     rng = np.random.default_rng(zlib.crc32(case.name.encode()) + 1)
     args = [np.clip(d(rng), -60000, 60000).astype(F16) for d in case.domains]
     out = np.empty(N, F16)
@@ -153,7 +157,7 @@ def test_half_functions_round_the_float_result(lib: ctypes.CDLL, case: Case) -> 
 
 
 @pytest.mark.parametrize("case", [c for c in UNARY if c.name != "sign"], ids=lambda c: c.name)
-def test_precise_and_fast_namespaces(lib: ctypes.CDLL, case: Case) -> None:
+def test_precise_and_fast_namespaces(lib: Library, case: Case) -> None:
     rng = np.random.default_rng(7)
     args = [d(rng) for d in case.domains]
     out = np.empty(N, F32)
@@ -164,7 +168,7 @@ def test_precise_and_fast_namespaces(lib: ctypes.CDLL, case: Case) -> None:
         np.testing.assert_array_equal(other, out)
 
 
-def test_nan_and_infinity_rules(lib: ctypes.CDLL) -> None:
+def test_nan_and_infinity_rules(lib: Library) -> None:
     nan, inf = np.nan, np.inf
     a = np.array([nan, 1, nan, -inf, 0, -0.0, 2, -2] * 4, F32)
     b = np.array([1, nan, nan, 1, -0.0, 0, -1, 3] * 4, F32)
@@ -184,22 +188,22 @@ def test_nan_and_infinity_rules(lib: ctypes.CDLL) -> None:
     np.testing.assert_array_equal(out[:4], np.array([1 - 2.0**-24, 0.75, 0.75, 0], F32))
 
 
-def test_predicates(lib: ctypes.CDLL) -> None:
+def test_predicates(lib: Library) -> None:
     a = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-40, 1.0, -3.5], F32)
     out = np.empty((8, 5), np.bool_)
-    lib.predicates(ptr(a), ptr(out), 8)
+    lib.predicates(a, out, 8)
     expected = np.stack([np.isnan(a), np.isinf(a), np.isfinite(a),
                          np.isfinite(a) & (np.abs(a) >= np.finfo(F32).tiny), np.signbit(a)], axis=1)
     np.testing.assert_array_equal(out, expected)
     out4 = np.empty((2, 5, 4), np.bool_)
-    lib.predicates4(ptr(a), ptr(out4), 8)
+    lib.predicates4(a, out4, 8)
     np.testing.assert_array_equal(out4.transpose(0, 2, 1).reshape(8, 5), expected)
 
 
-def test_decompositions(lib: ctypes.CDLL) -> None:
+def test_decompositions(lib: Library) -> None:
     a = np.array([1.0, -3.75, 0.1, 1024.5, -1e-3, 6.0], F32)
     out = np.empty((6, 7), F32)
-    lib.decompose(ptr(a), ptr(out), 6)
+    lib.decompose(a, out, 6)
     mant, expo = np.frexp(a)
     np.testing.assert_array_equal(out[:, 0], mant)
     np.testing.assert_array_equal(out[:, 1], expo)
@@ -244,24 +248,24 @@ def _int_reference(x: int, y: int, width: int, signed: bool) -> list[int]:
     ]
 
 
-def test_uint_functions(lib: ctypes.CDLL) -> None:
+def test_uint_functions(lib: Library) -> None:
     rng = np.random.default_rng(11)
     a = np.concatenate([rng.integers(0, 2**32, 500), [0, 1, 2**31, 2**32 - 1, 0x80000001]]).astype(np.uint32)
     b = np.concatenate([rng.integers(0, 2**32, 500), [0, 31, 2**32 - 1, 1, 33]]).astype(np.uint32)
     out = np.empty((a.size, 14), np.uint32)
-    lib.uint_functions(ptr(a), ptr(b), ptr(out), a.size)
+    lib.uint_functions(a, b, out, a.size)
     for i in range(a.size):
         expected = _int_reference(int(a[i]), int(b[i]), 32, signed=False)
         assert [int(v) for v in out[i]] == expected, (int(a[i]), int(b[i]))
 
 
-def test_int_functions(lib: ctypes.CDLL) -> None:
+def test_int_functions(lib: Library) -> None:
     rng = np.random.default_rng(12)
     extremes = [0, -1, 1, -(2**31), 2**31 - 1, -5]
     a = np.concatenate([rng.integers(-(2**31), 2**31, 500), extremes]).astype(np.int32)
     b = np.concatenate([rng.integers(-(2**31), 2**31, 500), [-(2**31), 2**31 - 1, -1, 1, 1, 7]]).astype(np.int32)
     out = np.empty((a.size, 15), np.int32)
-    lib.int_functions(ptr(a), ptr(b), ptr(out), a.size)
+    lib.int_functions(a, b, out, a.size)
     for i in range(a.size):
         x, y = int(a[i]), int(b[i])
         expected = _int_reference(x, y, 32, signed=True)
@@ -270,11 +274,11 @@ def test_int_functions(lib: ctypes.CDLL) -> None:
         assert [int(v) for v in out[i]] == expected, (x, y)
 
 
-def test_narrow_and_wide_integer_functions(lib: ctypes.CDLL) -> None:
+def test_narrow_and_wide_integer_functions(lib: Library) -> None:
     a = np.array([0, 1, 0xF0, 0x8000000000000000, 0xFFFFFFFFFFFFFFFF, 12345678912345], np.uint64)
     b = np.array([5, 0xFFFFFFFFFFFFFFFF, 3, 2, 0xFFFFFFFFFFFFFFFF, 98765432198765], np.uint64)
     out = np.empty((6, 6), np.uint64)
-    lib.width_functions(ptr(a), ptr(b), ptr(out), 6)
+    lib.width_functions(a, b, out, 6)
     for i in range(6):
         x, y = int(a[i]), int(b[i])
         c = x & 0xFF
@@ -287,12 +291,12 @@ def test_narrow_and_wide_integer_functions(lib: ctypes.CDLL) -> None:
         assert [int(v) for v in out[i]] == expected, (x, y)
 
 
-def test_integer_vector_functions(lib: ctypes.CDLL) -> None:
+def test_integer_vector_functions(lib: Library) -> None:
     rng = np.random.default_rng(13)
     a = rng.integers(-1000, 1000, 64).astype(np.int32)
     b = rng.integers(-1000, 1000, 64).astype(np.int32)
     out = np.empty((16, 5, 4), np.int32)
-    lib.int4_functions(ptr(a), ptr(b), ptr(out), 64)
+    lib.int4_functions(a, b, out, 64)
     a4, b4 = a.reshape(16, 4), b.reshape(16, 4)
     np.testing.assert_array_equal(out[:, 0], np.minimum(a4, b4))
     np.testing.assert_array_equal(out[:, 1], np.maximum(a4, b4))

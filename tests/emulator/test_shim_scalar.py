@@ -2,34 +2,39 @@
 
 from __future__ import annotations
 
-import ctypes
+from collections.abc import Iterator
 
 import mlx.core as mx
 import numpy as np
 import pytest
 
 try:
-    from .shim.harness import compile_only, load_source, ptr
+    from .shim.harness import TARGETS, NativeLibrary, QemuLibrary, compile_only, library
 except ImportError:
-    from shim.harness import compile_only, load_source, ptr  # type: ignore[no-redef]
+    from shim.harness import TARGETS, NativeLibrary, QemuLibrary, compile_only, library  # type: ignore[no-redef]
 
 F16 = np.float16
 
+Library = NativeLibrary | QemuLibrary
 
-@pytest.fixture(scope="module")
-def lib(tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
-    return load_source("scalar_ops.cpp", tmp_path_factory.mktemp("scalar"))
+
+@pytest.fixture(scope="module", params=TARGETS)
+def lib(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Library]:
+    built = library(request.param, "scalar_ops.cpp", tmp_path_factory.mktemp("scalar"))
+    yield built
+    if isinstance(built, QemuLibrary):
+        built.close()
 
 
 def _halves(rng: np.random.Generator, n: int) -> np.ndarray:
     return (rng.standard_normal(n) * 4).astype(F16)
 
 
-def test_half_rounds_after_each_operation(lib: ctypes.CDLL) -> None:
+def test_half_rounds_after_each_operation(lib: Library) -> None:
     rng = np.random.default_rng(0)
     a, b, c = _halves(rng, 4096), _halves(rng, 4096), _halves(rng, 4096)
     out = np.empty(4096, F16)
-    lib.half_mul_add(ptr(a), ptr(b), ptr(c), ptr(out), 4096)
+    lib.half_mul_add(a, b, c, out, 4096)
     # NumPy float16 arithmetic rounds every operation to half.
     np.testing.assert_array_equal(out, (a * b) + c)
     # ... which differs from rounding once at the end somewhere in this sample.
@@ -37,24 +42,24 @@ def test_half_rounds_after_each_operation(lib: ctypes.CDLL) -> None:
     assert np.any(once != out)
 
 
-def test_half_division_and_subtraction(lib: ctypes.CDLL) -> None:
+def test_half_division_and_subtraction(lib: Library) -> None:
     rng = np.random.default_rng(1)
     a, b = _halves(rng, 4096), _halves(rng, 4096)
     b[b == 0] = F16(1)
     out = np.empty(4096, F16)
-    lib.half_div_sub(ptr(a), ptr(b), ptr(out), 4096)
+    lib.half_div_sub(a, b, out, 4096)
     np.testing.assert_array_equal(out, a / b - a)
 
 
-def test_half_accumulator_rounds_every_step(lib: ctypes.CDLL) -> None:
+def test_half_accumulator_rounds_every_step(lib: Library) -> None:
     ones = np.ones(3000, F16)
     out = np.empty(1, F16)
-    lib.half_accumulate(ptr(ones), ptr(out), 3000)
+    lib.half_accumulate(ones, out, 3000)
     # 2048 + 1 rounds back to 2048 in half: the sum stops growing there.
     assert out[0] == F16(2048)
 
 
-def test_float_to_half_is_round_to_nearest_even(lib: ctypes.CDLL) -> None:
+def test_float_to_half_is_round_to_nearest_even(lib: Library) -> None:
     rng = np.random.default_rng(2)
     bits = rng.integers(0, 2**32, 20000, dtype=np.uint64).astype(np.uint32)
     x = bits.view(np.float32)
@@ -64,17 +69,17 @@ def test_float_to_half_is_round_to_nearest_even(lib: ctypes.CDLL) -> None:
     extra = np.array([65504, 65519.99, 65520, 1e9, -1e9, 2.0**-24, 2.0**-25, 3 * 2.0**-26, 1e-30, -0.0], np.float32)
     x = np.concatenate([x, ties, extra]).astype(np.float32)
     out = np.empty(x.size, F16)
-    lib.half_from_float(ptr(x), ptr(out), x.size)
+    lib.half_from_float(x, out, x.size)
     with np.errstate(over="ignore"):  # overflow to infinity is the expected result
         expected = x.astype(F16)
     np.testing.assert_array_equal(out.view(np.uint16), expected.view(np.uint16))
 
 
-def test_half_plus_float_is_float(lib: ctypes.CDLL) -> None:
+def test_half_plus_float_is_float(lib: Library) -> None:
     a = np.array([1.0, 0.1, -3.5], F16)
     b = np.array([2.0**-20, 0.2, 1e-3], np.float32)
     out = np.empty(3, np.float32)
-    lib.half_plus_float(ptr(a), ptr(b), ptr(out), 3)
+    lib.half_plus_float(a, b, out, 3)
     np.testing.assert_array_equal(out, a.astype(np.float32) + b)
 
 
@@ -117,10 +122,10 @@ def _bf_samples() -> np.ndarray:
     return np.concatenate([random_bits, tie_bits, specials]).view(np.float32)
 
 
-def test_bfloat_from_float_rounds_to_nearest_even(lib: ctypes.CDLL) -> None:
+def test_bfloat_from_float_rounds_to_nearest_even(lib: Library) -> None:
     x = _bf_samples()
     out = np.empty(x.size, np.uint16)
-    lib.bf_from_float(ptr(x), ptr(out), x.size)
+    lib.bf_from_float(x, out, x.size)
     expected = bf16_reference(x)
     finite = ~np.isnan(x)
     np.testing.assert_array_equal(out[finite], expected[finite])
@@ -130,40 +135,40 @@ def test_bfloat_from_float_rounds_to_nearest_even(lib: ctypes.CDLL) -> None:
     np.testing.assert_array_equal(nan_out >> 15, x[~finite].view(np.uint32) >> 31)
 
 
-def test_bfloat_from_float_matches_mlx(lib: ctypes.CDLL) -> None:
+def test_bfloat_from_float_matches_mlx(lib: Library) -> None:
     x = _bf_samples()
     x = x[np.isfinite(x)]
     out = np.empty(x.size, np.uint16)
-    lib.bf_from_float(ptr(x), ptr(out), x.size)
+    lib.bf_from_float(x, out, x.size)
     mlx_bits = np.array(mx.array(x).astype(mx.bfloat16).view(mx.uint16))
     np.testing.assert_array_equal(out, mlx_bits)
 
 
-def test_bfloat_from_half_and_int(lib: ctypes.CDLL) -> None:
+def test_bfloat_from_half_and_int(lib: Library) -> None:
     h = np.random.default_rng(4).standard_normal(5000).astype(F16)
     out = np.empty(h.size, np.uint16)
-    lib.bf_from_half(ptr(h), ptr(out), h.size)
+    lib.bf_from_half(h, out, h.size)
     np.testing.assert_array_equal(out, bf16_reference(h.astype(np.float32)))
     i = np.random.default_rng(5).integers(-(2**24), 2**24, 5000).astype(np.int32)
     out_i = np.empty(i.size, np.uint16)
-    lib.bf_from_int(ptr(i), ptr(out_i), i.size)
+    lib.bf_from_int(i, out_i, i.size)
     np.testing.assert_array_equal(out_i, bf16_reference(i.astype(np.float32)))
 
 
-def test_bfloat_widening_and_narrowing(lib: ctypes.CDLL) -> None:
+def test_bfloat_widening_and_narrowing(lib: Library) -> None:
     bits = np.random.default_rng(6).integers(0, 2**16, 20000).astype(np.uint16)
     f = np.empty(bits.size, np.float32)
-    lib.bf_to_float(ptr(bits), ptr(f), bits.size)
+    lib.bf_to_float(bits, f, bits.size)
     np.testing.assert_array_equal(f.view(np.uint32), bits.astype(np.uint32) << 16)
     h = np.empty(bits.size, F16)
-    lib.bf_to_half(ptr(bits), ptr(h), bits.size)
+    lib.bf_to_half(bits, h, bits.size)
     with np.errstate(over="ignore", invalid="ignore"):  # large values become infinities
         expected_h = f.astype(F16)
     same = (h == expected_h) | (np.isnan(h) & np.isnan(expected_h))
     assert np.all(same)
     small = bits[np.abs(f) < 2.0**30]
     out_i = np.empty(small.size, np.int32)
-    lib.bf_to_int(ptr(small), ptr(out_i), small.size)
+    lib.bf_to_int(small, out_i, small.size)
     np.testing.assert_array_equal(out_i, np.trunc((small.astype(np.uint32) << 16).view(np.float32)).astype(np.int32))
 
 
@@ -171,11 +176,11 @@ def _finite_bf(rng: np.random.Generator, n: int) -> np.ndarray:
     return bf16_reference((rng.standard_normal(n) * 8).astype(np.float32))
 
 
-def test_bfloat_arithmetic_is_correctly_rounded(lib: ctypes.CDLL) -> None:
+def test_bfloat_arithmetic_is_correctly_rounded(lib: Library) -> None:
     rng = np.random.default_rng(7)
     a, b = _finite_bf(rng, 20000), _finite_bf(rng, 20000)
     out = np.empty((20000, 4), np.uint16)
-    lib.bf_arith(ptr(a), ptr(b), ptr(out), 20000)
+    lib.bf_arith(a, b, out, 20000)
     fa = (a.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
     fb = (b.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -186,21 +191,21 @@ def test_bfloat_arithmetic_is_correctly_rounded(lib: ctypes.CDLL) -> None:
         np.testing.assert_array_equal(out[:, k], bf16_reference(e.astype(np.float32)), err_msg=f"op {k}")
 
 
-def test_bfloat_comparisons(lib: ctypes.CDLL) -> None:
+def test_bfloat_comparisons(lib: Library) -> None:
     a = np.array([0x3F80, 0x0000, 0x8000, 0x7FC0, 0xBF80], np.uint16)  # 1, +0, -0, NaN, -1
     b = np.array([0x4000, 0x8000, 0x0000, 0x7FC0, 0xBF80], np.uint16)  # 2, -0, +0, NaN, -1
     out = np.empty((5, 3), np.bool_)
-    lib.bf_compare(ptr(a), ptr(b), ptr(out), 5)
+    lib.bf_compare(a, b, out, 5)
     expected = np.array(
         [[True, False, False], [False, True, True], [False, True, True], [False, False, False], [False, True, True]]
     )
     np.testing.assert_array_equal(out, expected)
 
 
-def test_bfloat_accumulator_rounds_every_step(lib: ctypes.CDLL) -> None:
+def test_bfloat_accumulator_rounds_every_step(lib: Library) -> None:
     ones = np.full(1000, 0x3F80, np.uint16)
     out = np.empty(1, np.uint16)
-    lib.bf_accumulate(ptr(ones), ptr(out), 1000)
+    lib.bf_accumulate(ones, out, 1000)
     # bfloat has 8 significant bits: 256 + 1 rounds back to 256.
     assert out[0] == 0x4380
 

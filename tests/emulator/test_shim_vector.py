@@ -2,25 +2,30 @@
 
 from __future__ import annotations
 
-import ctypes
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
 
 try:
-    from .shim.harness import compile_only, load_source, ptr
+    from .shim.harness import TARGETS, NativeLibrary, QemuLibrary, compile_only, library
 except ImportError:
-    from shim.harness import compile_only, load_source, ptr  # type: ignore[no-redef]
+    from shim.harness import TARGETS, NativeLibrary, QemuLibrary, compile_only, library  # type: ignore[no-redef]
+
+Library = NativeLibrary | QemuLibrary
 
 
-@pytest.fixture(scope="module")
-def lib(tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
-    return load_source("vector_ops.cpp", tmp_path_factory.mktemp("vector"))
+@pytest.fixture(scope="module", params=TARGETS)
+def lib(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Library]:
+    built = library(request.param, "vector_ops.cpp", tmp_path_factory.mktemp("vector"))
+    yield built
+    if isinstance(built, QemuLibrary):
+        built.close()
 
 
-def test_constructors(lib: ctypes.CDLL) -> None:
+def test_constructors(lib: Library) -> None:
     out = np.zeros(128, np.float32)
-    n = lib.constructors(ptr(out))
+    n = lib.constructors(out)
     expected = [
         1, 2,  # float2(1, 2)
         1, 2, 3,  # float3(a, 3)
@@ -42,10 +47,10 @@ def test_constructors(lib: ctypes.CDLL) -> None:
     np.testing.assert_array_equal(out[:n], np.array(expected, np.float32))
 
 
-def test_swizzles_read_and_write(lib: ctypes.CDLL) -> None:
+def test_swizzles_read_and_write(lib: Library) -> None:
     v = np.array([1.0, 2.0, 3.0, 4.0], np.float32)
     out = np.zeros(128, np.float32)
-    n = lib.swizzles(ptr(v), ptr(out))
+    n = lib.swizzles(v, out)
     x, y, z, w = v
     expected = [
         w, z, y, x,  # wzyx
@@ -69,12 +74,12 @@ def test_swizzles_read_and_write(lib: ctypes.CDLL) -> None:
     np.testing.assert_array_equal(out[:n], np.array(expected, np.float32))
 
 
-def test_float_arithmetic_matches_numpy(lib: ctypes.CDLL) -> None:
+def test_float_arithmetic_matches_numpy(lib: Library) -> None:
     rng = np.random.default_rng(0)
     a = rng.standard_normal((64, 4)).astype(np.float32)
     b = rng.standard_normal((64, 4)).astype(np.float32)
     out = np.zeros((64, 8, 4), np.float32)
-    lib.arithmetic(ptr(a), ptr(b), ptr(out), 64)
+    lib.arithmetic(a, b, out, 64)
     f = np.float32
     np.testing.assert_array_equal(out[:, 0], a + b)
     np.testing.assert_array_equal(out[:, 1], a - b)
@@ -86,12 +91,12 @@ def test_float_arithmetic_matches_numpy(lib: ctypes.CDLL) -> None:
     np.testing.assert_array_equal(out[:, 7], (a + b) * f(0.5))
 
 
-def test_integer_operators_match_numpy(lib: ctypes.CDLL) -> None:
+def test_integer_operators_match_numpy(lib: Library) -> None:
     rng = np.random.default_rng(1)
     a = rng.integers(-(2**20), 2**20, (64, 4)).astype(np.int32)
     b = rng.integers(-(2**20), 2**20, (64, 4)).astype(np.int32)
     out = np.zeros((64, 9, 4), np.int32)
-    lib.integer_ops(ptr(a), ptr(b), ptr(out), 64)
+    lib.integer_ops(a, b, out, 64)
     np.testing.assert_array_equal(out[:, 0], a & b)
     np.testing.assert_array_equal(out[:, 1], a | b)
     np.testing.assert_array_equal(out[:, 2], a ^ b)
@@ -105,21 +110,21 @@ def test_integer_operators_match_numpy(lib: ctypes.CDLL) -> None:
     np.testing.assert_array_equal(out[:, 8], (a ^ 0x55) >> 1)
 
 
-def test_unsigned_vectors_wrap(lib: ctypes.CDLL) -> None:
+def test_unsigned_vectors_wrap(lib: Library) -> None:
     a = np.array([[0, 1, 2**31, 2**32 - 1]] * 2, np.uint32)
     out = np.zeros_like(a)
-    lib.unsigned_wrap(ptr(a), ptr(out), 2)
+    lib.unsigned_wrap(a, out, 2)
     expected = (a.astype(np.uint64) * 3 + 0xFFFFFFF0) % 2**32
     np.testing.assert_array_equal(out, expected.astype(np.uint32))
 
 
-def test_comparisons_select_all_any(lib: ctypes.CDLL) -> None:
+def test_comparisons_select_all_any(lib: Library) -> None:
     a = np.array([[1, 2, 3, 4], [0, 0, 0, 0], [5, 5, np.nan, -1]], np.float32)
     b = np.array([[2, 2, 1, 5], [1, 1, 1, 1], [5, 4, 0, np.nan]], np.float32)
     cmp = np.zeros((3, 6, 4), np.bool_)
     sel = np.zeros((3, 2, 4), np.float32)
     red = np.zeros((3, 2), np.bool_)
-    lib.compare_select(ptr(a), ptr(b), ptr(cmp), ptr(sel), ptr(red), 3)
+    lib.compare_select(a, b, cmp, sel, red, 3)
     with np.errstate(invalid="ignore"):
         np.testing.assert_array_equal(cmp[:, 0], a < b)
         np.testing.assert_array_equal(cmp[:, 1], a <= b)
@@ -133,10 +138,10 @@ def test_comparisons_select_all_any(lib: ctypes.CDLL) -> None:
         np.testing.assert_array_equal(red[:, 1], np.any(a < b, axis=1))
 
 
-def test_as_type_reinterprets_bytes(lib: ctypes.CDLL) -> None:
+def test_as_type_reinterprets_bytes(lib: Library) -> None:
     a = np.array([0x3F800000_40490FDB, 0x12345678_9ABCDEF0], np.uint64)
     out = np.zeros((2, 4), np.uint32)
-    lib.reinterpret(ptr(a), ptr(out), 2)
+    lib.reinterpret(a, out, 2)
     lo, hi = (a & 0xFFFFFFFF).astype(np.uint32), (a >> 32).astype(np.uint32)
     np.testing.assert_array_equal(out[:, 0], lo)  # little-endian: .x is the low word
     np.testing.assert_array_equal(out[:, 1], hi)

@@ -47,8 +47,14 @@ typedef __INTPTR_TYPE__ intptr_t;
 
 // IEEE binary16. g++ rounds every _Float16 operation back to 16 bits, as
 // `half` arithmetic does. The MSL literal suffix `h` cannot be provided
-// (user-defined literals need an underscore): write `half(1.0)`.
+// (user-defined literals need an underscore): write `half(1.0)`. GCC before
+// 13 has no _Float16 in C++ on aarch64: metal_half.h supplies a class there.
+#if defined(__aarch64__) && !defined(__clang__) && defined(__GNUC__) && __GNUC__ < 13
+#define TM_HALF_IS_CLASS 1
+#include "metal_half.h"
+#else
 typedef _Float16 half;
+#endif
 
 struct bfloat;
 
