@@ -335,3 +335,27 @@ def test_ir_is_printed_at_debug_level_2(monkeypatch: pytest.MonkeyPatch, capsys:
     monkeypatch.setenv("TRITON_METAL_DEBUG", "1")
     ir_text(uses_global, "*fp32")
     assert "tt.func" not in capsys.readouterr().err
+
+
+@jit
+def pick_larger(a, ia, b, ib):
+    keep = a >= b
+    return tl.where(keep, a, b), tl.where(keep, ia, ib)
+
+
+def user_reduce(x_ptr, out_ptr):
+    offs = tl.arange(0, 32)
+    x = tl.load(x_ptr + offs)
+    best, where = tl.reduce((x, offs), 0, pick_larger)
+    tl.store(out_ptr, best)
+    tl.store(out_ptr + 1, where.to(tl.float32))
+
+
+def test_user_combine_function_is_inlined_into_the_reduce_region() -> None:
+    text = ir_text(user_reduce, "*fp32", "*fp32")
+    m = re.search(r"%best, %where = tt.reduce %x, %offs \{axis = 0\} combine \{\n\s+\^bb0\(%a: f32, %ia: i32, %b: f32, %ib: i32\):\n(.*?)\n\s+\} : f32, i32", text, re.S)
+    assert m, text
+    body = m.group(1)
+    assert "%keep = arith.cmpf %a, %b {predicate = oge} : i1" in body
+    assert body.count("arith.select %keep") == 2
+    assert re.search(r"tt.reduce.return %\w+, %\w+$", body)

@@ -220,5 +220,7 @@ def bind_arguments(fn: JITCallable, fdef: ast.FunctionDef, args: list[Any], kwar
             value = tlc.constexpr(unwrap(value))
         elif not is_tensor(value) and not isinstance(value, (tuple, list)):
             value = tlc.constexpr(value) if not isinstance(value, tlc.constexpr) else value
+        elif is_tensor(value) and value.handle is not None and getattr(value.handle, "name_hint", "") is None:
+            value.handle.name_hint = name  # an unnamed value is best known by the parameter's name
         scope[name] = value
     return scope
