@@ -482,6 +482,10 @@ class range:  # noqa: A001 - Triton's name
         self.step = constexpr(1) if step is None else step
         self.num_stages = num_stages
         self.loop_unroll_factor = loop_unroll_factor
+        self.disallow_acc_multi_buffer = disallow_acc_multi_buffer
+        self.flatten = flatten
+        self.warp_specialize = warp_specialize
+        self.disable_licm = disable_licm
 
     def __iter__(self) -> Iterator[int]:
         step = _loop_bound(self.step, "the loop step")

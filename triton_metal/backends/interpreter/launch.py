@@ -198,12 +198,21 @@ def _write_back(mlx: dict[int, _MlxBinding], memory: Memory) -> None:
 
 
 def _kernel_frame(exc: BaseException) -> traceback.FrameSummary | None:
-    """The innermost frame outside triton_metal itself: the kernel (or helper) line at fault."""
+    """The kernel (or user helper) line at fault: the last frame of user code on the way from
+    the launch into triton_metal's builtins (frames deeper than the builtins, such as NumPy's,
+    are not the kernel's)."""
     found = None
     for frame in traceback.extract_tb(exc.__traceback__):
-        path = os.path.abspath(frame.filename)
-        if not path.startswith(_PACKAGE_DIR + os.sep):
-            found = frame
+        inside = os.path.abspath(frame.filename).startswith(_PACKAGE_DIR + os.sep)
+        if found is None:
+            if not inside:
+                found = frame  # the kernel body itself
+            continue
+        if inside:
+            if os.path.basename(frame.filename) == "jit_marker.py":
+                continue  # a call to a user @jit helper: keep following into the helper
+            break
+        found = frame
     return found
 
 
