@@ -285,3 +285,33 @@ def test_asan_build_runs_correct_kernels(asan):
     out[i] = buf[63 - i] + simd_sum(1.0f);
     """
     np.testing.assert_array_equal(run("asanok", src), np.arange(63, -1, -1, dtype=np.float32) + 32)
+
+
+def test_wild_access_becomes_an_error_not_a_crash():
+    src = "out[thread_position_in_grid.x] = x[thread_position_in_grid.x + (1u << 31)];"
+    with pytest.raises(KernelFault, match="invalid memory access .* out-of-bounds.*ASAN=1"):
+        run("wild", src)
+
+
+def test_fiber_stack_overflow_is_reported():
+    src = """
+    float big[100000];  // 400 KB of locals: more than a fiber's 128 KiB stack
+    for (uint k = 0; k < 100000; ++k) big[k] = x[k % 64] + k;
+    out[thread_position_in_grid.x] = simd_sum(big[thread_position_in_grid.x * 7]);
+    """
+    with pytest.raises(KernelFault, match="overflowed its stack .* TRITON_METAL_EMULATOR_STACK"):
+        run("overflow", src)
+
+
+def test_larger_fiber_stacks_on_request(monkeypatch):
+    monkeypatch.setenv("TRITON_METAL_EMULATOR_STACK", str(1 << 20))
+    src = """
+    float big[100000];
+    for (uint k = 0; k < 100000; ++k) big[k] = x[k % 64] + k;
+    out[thread_position_in_grid.x] = simd_sum(big[thread_position_in_grid.x * 7]);
+    """
+    big = [float(k % 64 + k) for k in range(64 * 7)]
+    per_lane = np.array([big[t * 7] for t in range(64)])
+    # simd_sum over each SIMD-group of 32 lanes.
+    expected = np.repeat([per_lane[:32].sum(), per_lane[32:].sum()], 32).astype(np.float32)
+    np.testing.assert_allclose(run("bigstack", src), expected, rtol=1e-6)

@@ -65,6 +65,9 @@ KERNEL_FLAGS = (
     # Kernels are called from the generated loop in the same file: hidden symbols let the
     # compiler inline them (an exported symbol could be interposed, so calls go through the PLT).
     "-fvisibility=hidden",
+    # Probe every stack page, so a thread whose locals outgrow its fiber stack hits the guard
+    # page instead of silently writing into its neighbour's stack.
+    "-fstack-clash-protection",
 )
 
 # Element type string -> the NumPy dtype of the buffer (bfloat travels as its uint16 bits).

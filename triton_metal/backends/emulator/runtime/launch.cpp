@@ -27,6 +27,7 @@
 namespace {
 
 constexpr unsigned kMaxWorkers = 64;
+constexpr size_t kAltStackBytes = 64 * 1024;
 Worker g_workers[kMaxWorkers];
 std::mutex g_launch_mutex;   // one launch at a time: workers' memory is shared between launches
 
@@ -50,6 +51,34 @@ void on_watchdog_signal(int) {
     }
 }
 
+#ifndef TM_ASAN
+struct sigaction g_old_segv, g_old_bus;
+
+// A kernel that touches unmapped memory (an out-of-bounds access, a fiber stack overflowing into
+// its guard page) faults on a worker: turn that into an error for the launch instead of killing
+// the process. Faults anywhere else go to the handler that was installed before.
+void on_fault(int sig, siginfo_t* info, void* uctx) {
+    Worker* w = tm_tl_worker;
+    if (w && w->jump_armed.load()) {
+        w->fault_address = info->si_addr;
+        w->watchdog_fiber = tm_tl_fiber ? (int)tm_tl_fiber->index : -1;
+        siglongjmp(w->jump, 3);
+    }
+    struct sigaction* old = sig == SIGSEGV ? &g_old_segv : &g_old_bus;
+    if (old->sa_flags & SA_SIGINFO) {
+        if (old->sa_sigaction) old->sa_sigaction(sig, info, uctx);
+        return;
+    }
+    if (old->sa_handler == SIG_IGN) return;
+    if (old->sa_handler == SIG_DFL) {
+        signal(sig, SIG_DFL);
+        raise(sig);
+        return;
+    }
+    old->sa_handler(sig);
+}
+#endif
+
 void install_signal_handler() {
     static std::once_flag once;
     std::call_once(once, [] {
@@ -59,12 +88,25 @@ void install_signal_handler() {
         sigemptyset(&sa.sa_mask);
         sa.sa_flags = 0;
         sigaction(SIGUSR2, &sa, nullptr);
+#ifndef TM_ASAN  // under ASan, its own fault reports are the better ones
+        struct sigaction fault;
+        memset(&fault, 0, sizeof fault);
+        fault.sa_sigaction = on_fault;
+        sigemptyset(&fault.sa_mask);
+        fault.sa_flags = SA_SIGINFO | SA_ONSTACK;  // a stack overflow needs another stack
+        sigaction(SIGSEGV, &fault, &g_old_segv);
+        sigaction(SIGBUS, &fault, &g_old_bus);
+#endif
     });
 }
 
 bool prepare_worker(Worker* w, unsigned stack_bytes, bool fibers) {
     long page = sysconf(_SC_PAGESIZE);
     stack_bytes = (stack_bytes + page - 1) / page * page;
+    if (!w->altstack) {
+        w->altstack = static_cast<unsigned char*>(malloc(kAltStackBytes));
+        if (!w->altstack) return false;
+    }
     if (!w->arena) {
         w->arena_bytes = TM_TG_LIMIT + TM_ARENA_REDZONE * (TM_MAX_TG_VARS + 1);
         w->arena = static_cast<unsigned char*>(malloc(w->arena_bytes));
@@ -109,12 +151,47 @@ void setup_group(Worker* w, const tm_launch_desc* d, unsigned long idx) {
     w->nthreads = g.dtpt[0] * g.dtpt[1] * g.dtpt[2];
 }
 
+void describe_fault(Worker* w, const tm_launch_desc* d) {
+    w->failed = true;
+    w->status = TM_FAULT;
+    const tm_group_info& g = w->group;
+    bool guard = false;
+    long page = sysconf(_SC_PAGESIZE);
+    unsigned char* a = static_cast<unsigned char*>(w->fault_address);
+    if (d->use_fibers && w->fibers && w->stacks) {
+        guard = a >= w->stacks && a < w->stacks + w->stacks_bytes &&
+                (size_t)(a - w->stacks) % (w->stack_bytes + page) < (size_t)page;
+    }
+    char buf[640];
+    snprintf(buf, sizeof buf,
+             "invalid memory access at address %p in threadgroup (%u,%u,%u): %s", w->fault_address,
+             g.gpos[0], g.gpos[1], g.gpos[2],
+             guard ? "a thread overflowed its stack (large local arrays?); raise "
+                     "TRITON_METAL_EMULATOR_STACK (bytes per thread)"
+                   : "an out-of-bounds device or threadgroup access; run with "
+                     "TRITON_METAL_EMULATOR_ASAN=1 to find the line");
+    w->error = buf;
+    if (d->use_fibers && w->watchdog_fiber >= 0) {
+        unsigned i = (unsigned)w->watchdog_fiber;
+        snprintf(buf, sizeof buf, "\n  faulting: thread (%u,%u,%u)", i % g.dtpt[0],
+                 (i / g.dtpt[0]) % g.dtpt[1], i / (g.dtpt[0] * g.dtpt[1]));
+        w->error += buf;
+    }
+}
+
 void* worker_main(void* arg) {
     Worker* w = static_cast<Worker*>(arg);
     LaunchState* st = g_state;
     tm_launch_desc* d = st->desc;
     tm_tl_worker = w;
     tm_tl_fiber = nullptr;
+#ifndef TM_ASAN  // ASan keeps its own signal stack
+    stack_t alt;
+    memset(&alt, 0, sizeof alt);
+    alt.ss_sp = w->altstack;
+    alt.ss_size = kAltStackBytes;
+    sigaltstack(&alt, nullptr);
+#endif
 #if defined(TM_ASAN) && defined(__linux__)
     // ASan must know the stack it returns to when a fiber switches back to this thread.
     pthread_attr_t attr;
@@ -151,6 +228,8 @@ void* worker_main(void* arg) {
                 w->error += buf;
                 tm_describe_waits(w, w->error);
             }
+        } else if (jumped == 3) {
+            describe_fault(w, d);
         }
         st->abort.store(1);
     } else {

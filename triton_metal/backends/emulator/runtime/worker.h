@@ -85,6 +85,8 @@ struct Worker {
     sigjmp_buf jump;
     std::atomic<int> jump_armed{0};
     int watchdog_fiber = -1;          // the fiber that was running when the watchdog fired
+    void* fault_address = nullptr;    // where a kernel faulted
+    unsigned char* altstack = nullptr;  // signal stack, for faults on an overflowed fiber stack
     std::atomic<unsigned long> progress{0};
     std::atomic<int> running_group{0};
     pthread_t thread{};
