@@ -260,3 +260,25 @@ def test_where_with_scalars_and_blocks(run: Any) -> None:
     run(kernel, x_ptr=x, o_ptr=out, N=N)
     ref = np.where(x > 0, x, 0) + np.where(np.arange(N) % 2 == 0, 100, x)
     np.testing.assert_array_equal(out, ref)
+
+
+def test_one_bit_integers_wrap(run: Any) -> None:
+    out = np.zeros(4, np.bool_)
+
+    def kernel(o_ptr):  # noqa: ANN001, ANN202
+        a = tl.arange(0, 4) % 2 == 1  # F T F T
+        b = tl.arange(0, 4) >= 2  # F F T T
+        tl.store(o_ptr + tl.arange(0, 4), a + b)  # 1-bit add is xor
+
+    run(kernel, o_ptr=out)
+    assert out.tolist() == [False, True, True, False]
+
+
+def test_full_refuses_a_fractional_integer_value(run: Any) -> None:
+    from triton_metal.errors import CompilationError
+
+    def kernel():  # noqa: ANN202
+        tl.full((4,), 1.5, tl.int32)
+
+    with pytest.raises(CompilationError, match="is not an integer"):
+        run(kernel)

@@ -26,7 +26,7 @@ from triton_metal.language.builder import (
     RegionFn,
     RoundingMode,
 )
-from triton_metal.language.types import dtype, int1, int32
+from triton_metal.language.types import dtype, int1, int32, uint8
 
 from .memory import Memory
 from .numerics import (
@@ -54,6 +54,10 @@ def _h(data: Any, ty: dtype) -> TensorHandle:
 
 
 _erf = np.frompyfunc(math.erf, 1, 1)
+
+
+def _u8() -> dtype:
+    return uint8
 
 
 class NumpyBuilder:
@@ -87,6 +91,10 @@ class NumpyBuilder:
     # -- elementwise ----------------------------------------------------------------------------
     def create_binary(self, op: BinaryOp, lhs: TensorHandle, rhs: TensorHandle) -> TensorHandle:
         a, b, ty = lhs.data, rhs.data, lhs.dtype
+        if ty.is_bool() and op in (BinaryOp.ADD, BinaryOp.SUB, BinaryOp.MUL):
+            # 1-bit integers wrap: True + True == False (NumPy's bool + is a logical or)
+            wide = self.create_binary(op, _h(a, _u8()), _h(b, _u8()))
+            return _h((wide.data & 1).astype(np.bool_), ty)
         if op is BinaryOp.ADD:
             r = a + b
         elif op is BinaryOp.SUB:

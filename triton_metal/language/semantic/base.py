@@ -157,6 +157,11 @@ class SemanticBase:
     def scalar_constant(self, value: Number, ty: dtype) -> tensor:
         refuse_fp64(ty)
         if ty.is_int():
+            if isinstance(value, float) and not value.is_integer():
+                raise error(
+                    f"the constant {value} is not an integer, so it cannot be a {ty!r}",
+                    hint="convert explicitly (e.g. tl.full(shape, value, tl.float32).to(...))",
+                )
             value = int(value)
             if ty.is_bool():
                 value = bool(value)
