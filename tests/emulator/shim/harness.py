@@ -188,11 +188,11 @@ class QemuLibrary:
         return call
 
 
-def library(kind: str, source: str, out_dir: Path) -> NativeLibrary | QemuLibrary:
+def library(kind: str, source: str, out_dir: Path, prelude: str = PRELUDE) -> NativeLibrary | QemuLibrary:
     """A test source built for `kind` ("native" or "aarch64")."""
     if kind == "native":
-        return NativeLibrary(load_source(source, out_dir))
-    return QemuLibrary(source, out_dir)
+        return NativeLibrary(load_source(source, out_dir, prelude))
+    return QemuLibrary(source, out_dir, prelude)
 
 
 TARGETS = ("native", "aarch64")
