@@ -41,6 +41,17 @@ def test_numpy_path_writes_outputs_in_place():
     np.testing.assert_array_equal(out, a + b)
 
 
+def test_compile_from_metal_kernel_arguments():
+    kernel = EmulatorKernel.compile(
+        "scale", [InputSpec("x", "float16_t", 2, 12)], [OutputSpec("y", "float")],
+        "uint i = thread_position_in_grid.x; y[i] = float(x[i]) * S;", template=[("S", 3)],
+    )
+    x = np.arange(12, dtype=np.float16).reshape(3, 4)
+    y = np.zeros(12, np.float32)
+    kernel.launch([x], [y], (12, 1, 1), (4, 1, 1))
+    np.testing.assert_array_equal(y, np.arange(12, dtype=np.float32) * 3)
+
+
 def test_numpy_path_checks_dtypes_and_counts():
     kernel = EmulatorKernel.build(vadd_source(), VADD)
     a = np.zeros(100, np.float32)

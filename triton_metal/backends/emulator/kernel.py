@@ -45,7 +45,13 @@ from triton_metal.backends.emulator.runtime_lib import (
     runtime_library,
     shared_flags,
 )
-from triton_metal.backends.emulator.signature import KernelSource, ParamKind
+from triton_metal.backends.emulator.signature import (
+    InputSpec,
+    KernelSource,
+    OutputSpec,
+    ParamKind,
+    build_kernel_source,
+)
 from triton_metal.backends.emulator.toolchain import BuildFailure, build
 from triton_metal.backends.emulator.wrapper import PRELUDE, translation_unit
 from triton_metal.errors import Loc
@@ -219,6 +225,24 @@ class EmulatorKernel:
         except BuildFailure as failure:
             raise _map_diagnostics(failure.stderr, source, kernel_file) from None
         return cls(source, artifact, fibers, asan)
+
+    @classmethod
+    def compile(
+        cls,
+        name: str,
+        inputs: Sequence[InputSpec],
+        outputs: Sequence[OutputSpec],
+        source: str,
+        header: str = "",
+        template: Sequence[tuple[str, bool | int | str]] = (),
+        atomic_outputs: bool = False,
+        *,
+        asan: bool | None = None,
+        fast_math: bool = False,
+    ) -> EmulatorKernel:
+        """Build from what `mx.fast.metal_kernel` would receive (the source is made by MLX's rules)."""
+        ksrc = build_kernel_source(name, inputs, outputs, source, header, template, atomic_outputs)
+        return cls.build(ksrc, source, header, asan=asan, fast_math=fast_math)
 
     # ------------------------------------------------------------------ launch
     def _lib_handle(self) -> ctypes.CDLL:
