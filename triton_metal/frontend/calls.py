@@ -76,7 +76,7 @@ def _wrap(result: Any) -> Any:
     return result
 
 
-def _is_constexpr_annotation(node: ast.expr | None) -> bool:
+def is_constexpr_annotation(node: ast.expr | None) -> bool:
     if node is None:
         return False
     text = node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else ast.unparse(node)
@@ -212,7 +212,7 @@ def bind_arguments(fn: JITCallable, fdef: ast.FunctionDef, args: list[Any], kwar
             value = defaults[i - first_default]
         else:
             raise CompilationError(f"'{fn.__name__}' is missing the argument '{name}'")
-        if _is_constexpr_annotation(param.annotation):
+        if is_constexpr_annotation(param.annotation):
             if is_tensor(value):
                 raise CompilationError(
                     f"argument '{name}' of '{fn.__name__}' is a tl.constexpr, but the value passed is a run-time tensor"

@@ -13,7 +13,7 @@ from ..language import core as tlc
 from ..language.context import active_semantic
 from ..language.jit_marker import JITCallable
 from ..language.semantic import Semantic
-from .calls import check_parameters
+from .calls import check_parameters, is_constexpr_annotation
 from .code_generator import CodeGenerator, FunctionSource
 from .ir_builder import IRBuilder, ir_type
 from .refusals import refusal
@@ -35,6 +35,13 @@ def compile_to_ir(kernel: JITCallable, signature: KernelSignature) -> Module:
     params = [a.arg for a in fdef.args.args]
     if len(params) != len(signature.params):
         raise ValueError(f"kernel '{name}' has {len(params)} parameters but the signature describes {len(signature.params)}")
+
+    for arg, spec in zip(fdef.args.args, signature.params):
+        if isinstance(spec, ParamType) and is_constexpr_annotation(arg.annotation):
+            raise CompilationError(
+                f"parameter '{arg.arg}' is a tl.constexpr but the signature gives it a run-time type {spec.ty!r}",
+                source.loc(arg), kernel=name,
+            )
 
     module = Module({"debug": signature.debug, "num_warps": signature.num_warps})
     builder = IRBuilder(module, debug=signature.debug)
