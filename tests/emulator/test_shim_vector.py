@@ -197,3 +197,18 @@ def test_msl_vector_forms_compile() -> None:
     """
     result = compile_only(code)
     assert result.ok, result.stderr
+
+
+def test_geometric_functions(lib: Library) -> None:
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((32, 4)).astype(np.float32)
+    b = rng.standard_normal((32, 4)).astype(np.float32)
+    out = np.zeros((32, 9), np.float32)
+    lib.geometric(a, b, out, 32)
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    np.testing.assert_allclose(out[:, 0], np.sum(a64 * b64, axis=1), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(out[:, 1], np.linalg.norm(a64, axis=1), rtol=1e-6)
+    np.testing.assert_allclose(out[:, 2], np.linalg.norm(a64 - b64, axis=1), rtol=1e-6)
+    unit = a64[:, :3] / np.linalg.norm(a64[:, :3], axis=1, keepdims=True)
+    np.testing.assert_allclose(out[:, 3:6], unit, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(out[:, 6:9], np.cross(a64[:, :3], b64[:, :3]), rtol=1e-5, atol=1e-5)

@@ -149,3 +149,18 @@ extern "C" void reinterpret(const ulong* a, uint* out, int n) {
     out[4 * i + 3] = as_type<uint>(as_type<half2>(parts.y).yx);  // halves swapped
   }
 }
+
+// Geometric functions: dot, length, distance, 3 normalize lanes, 3 cross lanes (9 floats).
+extern "C" void geometric(const float4* a, const float4* b, float* out, int n) {
+  for (int i = 0; i < n; ++i) {
+    float* r = out + 9 * i;
+    float4 x = a[i], y = b[i];
+    r[0] = dot(x, y);
+    r[1] = length(x);
+    r[2] = distance(x, y);
+    float3 u = normalize(x.xyz);
+    r[3] = u.x; r[4] = u.y; r[5] = u.z;
+    float3 c = cross(x.xyz, y.xyz);
+    r[6] = c.x; r[7] = c.y; r[8] = c.z;
+  }
+}
