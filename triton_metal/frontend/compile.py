@@ -5,7 +5,6 @@ from __future__ import annotations
 import inspect
 import os
 import sys
-from typing import Any
 
 from ..errors import CompilationError
 from ..ir import Module, print_module
