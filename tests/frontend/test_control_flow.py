@@ -359,3 +359,17 @@ def test_user_combine_function_is_inlined_into_the_reduce_region() -> None:
     assert "%keep = arith.cmpf %a, %b {predicate = oge} : i1" in body
     assert body.count("arith.select %keep") == 2
     assert re.search(r"tt.reduce.return %\w+, %\w+$", body)
+
+
+def pointer_casts(p, addr, n):
+    q = addr.to(tl.pointer_type(tl.float32))
+    v = tl.load(tl.multiple_of(q, 16))
+    r = n.to(tl.pointer_type(tl.float32))
+    tl.store(p, v + tl.load(r))
+
+
+def test_integers_become_pointers_through_64_bits() -> None:
+    text = ir_text(pointer_casts, "*fp32", "i64", "i32")
+    assert "%q = tt.int_to_ptr %addr : !tt.ptr<f32>" in text
+    assert "tt.hint %q {kind = multiple_of, values = [16]} : !tt.ptr<f32>" in text
+    assert re.search(r"%(\w+) = arith.extsi %n : i64\n\s+%r = tt.int_to_ptr %\1 : !tt.ptr<f32>", text)

@@ -205,6 +205,13 @@ class IRBuilder:
             pred = A.CmpPredicate.UNE if el.is_float() else A.CmpPredicate.NE
             cls = A.CmpFOp if el.is_float() else A.CmpIOp
             return self._one(cls(predicate=pred, lhs=x, rhs=zero, result_types=[rt]))
+        if kind == lb.CastKind.INT_TO_PTR:
+            el = T.element_type(x.type)
+            if isinstance(el, T.ScalarType) and el.bitwidth < 64:  # addresses are 64-bit
+                cls = A.ExtSIOp if el.is_signed() else A.ExtUIOp
+                x = self._one(cls(operand=x, result_types=[T.with_element(x.type, T.u64 if el.is_unsigned() else T.i64)]))
+                if el.is_unsigned():
+                    x = self._one(A.BitcastOp(operand=x, result_types=[T.with_element(x.type, T.i64)]))
         if kind == lb.CastKind.FP_TRUNC:
             return self._one(A.TruncFOp(operand=x, rounding=A.RoundingMode(rounding.value), result_types=[rt]))
         return self._one(_CASTS[kind](operand=x, result_types=[rt]))

@@ -6,7 +6,7 @@ from enum import Enum
 from typing import ClassVar
 
 from ..core import Op, Value, attr, bool_tuple, enum_conv, int_tuple, operand, var_operand
-from ..types import element_type, i1
+from ..types import PointerType, element_type, i1
 from .common import int_element, num_results, result_is
 
 
@@ -26,7 +26,8 @@ class HintOp(Op):
 
     def verify_(self) -> None:
         num_results(self, 1)
-        int_element(self, self.src, "operand")
+        if not isinstance(element_type(self.src.type), PointerType):
+            int_element(self, self.src, "operand")
         rank = len(getattr(self.src.type, "shape", ())) or 1
         if len(self.values) != rank or any(v <= 0 for v in self.values):
             raise self.error(f"needs {rank} positive value(s), got {list(self.values)}")
