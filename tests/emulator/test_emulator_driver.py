@@ -177,3 +177,36 @@ def test_python_int_outside_int32_becomes_int64():
         grid=(1, 1, 1), threadgroup=(1, 1, 1),
     )
     np.testing.assert_array_equal(np.array(out), [3.0])
+
+
+def test_standalone_program_runs_a_fiber_kernel(tmp_path):
+    import shutil
+    import subprocess
+
+    from triton_metal.backends.emulator.standalone import StandaloneProgram, read_buffers, write_buffers
+
+    body = """
+    uint i = thread_position_in_grid.x;
+    threadgroup float buf[64];
+    buf[thread_index_in_threadgroup] = x[i];
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    out[i] = buf[63 - thread_index_in_threadgroup] + simd_sum(1.0f);
+    """
+    ksrc = build_kernel_source(
+        "standalone", [InputSpec("x", "float", 1, 128)], [OutputSpec("out", "float")], body
+    )
+    program = StandaloneProgram.make(ksrc, body)
+    kernel_file = tmp_path / "kernel.cpp"
+    kernel_file.write_text(program.kernel_unit)
+    exe = tmp_path / "kernel"
+    cxx = shutil.which("g++") or shutil.which("clang++")
+    assert cxx is not None
+    for command in program.commands(cxx, kernel_file, exe):
+        subprocess.run(command, check=True, capture_output=True)
+    x = np.arange(128, dtype=np.float32)
+    out = np.zeros(128, np.float32)
+    write_buffers(tmp_path / "in.bin", [x, out], [False, True], (128, 1, 1), (64, 1, 1), 10.0, 2)
+    subprocess.run([exe, tmp_path / "in.bin", tmp_path / "out.bin"], check=True)
+    read_buffers(tmp_path / "out.bin", [x, out], [False, True])
+    expected = x.reshape(2, 64)[:, ::-1].reshape(-1) + 32
+    np.testing.assert_array_equal(out, expected)

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import os
 import re
-import struct
 import subprocess
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+
+from triton_metal.backends.emulator.standalone import read_buffers, write_buffers
 
 _STATUS_FAULT = 1
 
@@ -36,23 +37,13 @@ def run(
     with tempfile.TemporaryDirectory(prefix="tm-asan-") as tmp:
         src = os.path.join(tmp, "in.bin")
         dst = os.path.join(tmp, "out.bin")
-        with open(src, "wb") as f:
-            f.write(b"TMAB")
-            f.write(struct.pack("<3I3IdII", *grid, *tpt, watchdog, workers, len(buffers)))
-            for buf, wb in zip(buffers, writeback):
-                data = np.ascontiguousarray(buf).tobytes()
-                f.write(struct.pack("<QI", len(data), 1 if wb else 0))
-                f.write(data)
+        write_buffers(src, buffers, writeback, grid, tpt, watchdog, workers)
         env = dict(os.environ)
         # Report the first error and stop; keep fiber stacks from tripping the stack checks.
         env["ASAN_OPTIONS"] = "detect_leaks=0:halt_on_error=1:detect_stack_use_after_return=0"
         proc = subprocess.run([str(executable), src, dst], capture_output=True, text=True, env=env)
         if proc.returncode == 0:
-            with open(dst, "rb") as f:
-                for buf, wb in zip(buffers, writeback):
-                    if wb and buf.nbytes:
-                        data = f.read(buf.nbytes)
-                        buf.reshape(-1).view(np.uint8)[:] = np.frombuffer(data, dtype=np.uint8)
+            read_buffers(dst, buffers, writeback)
             return 0, ""
         marker = re.search(r"TM-RUNTIME-ERROR (\d+)\n(.*)", proc.stderr, re.S)
         if marker:

@@ -53,28 +53,12 @@ from triton_metal.backends.emulator.signature import (
     build_kernel_source,
 )
 from triton_metal.backends.emulator.toolchain import BuildFailure, build
+from triton_metal.backends.emulator.standalone import KERNEL_FLAGS
 from triton_metal.backends.emulator.wrapper import PRELUDE, translation_unit
 from triton_metal.errors import Loc
 
 MAX_THREADS_PER_THREADGROUP = 1024
 
-KERNEL_FLAGS = (
-    "-std=c++17",
-    "-nostdinc",
-    "-fno-exceptions",
-    "-fno-rtti",
-    "-fsigned-char",
-    "-fsingle-precision-constant",
-    "-Wno-attributes",
-    "-ffp-contract=off",
-    "-fPIC",
-    # Kernels are called from the generated loop in the same file: hidden symbols let the
-    # compiler inline them (an exported symbol could be interposed, so calls go through the PLT).
-    "-fvisibility=hidden",
-    # Probe every stack page, so a thread whose locals outgrow its fiber stack hits the guard
-    # page instead of silently writing into its neighbour's stack.
-    "-fstack-clash-protection",
-)
 
 # Element type string -> the NumPy dtype of the buffer (bfloat travels as its uint16 bits).
 NUMPY_DTYPES: dict[str, np.dtype] = {

@@ -101,10 +101,10 @@ def translation_unit(
     source: KernelSource,
     rewritten_text: str,
     fibers: bool,
-    asan: bool,
+    with_main: bool,
     prelude_header: str | None = None,
 ) -> str:
-    """The kernel translation unit (module doc); with `asan`, also a `main` for the executable.
+    """The kernel translation unit (module doc); `with_main` adds the standalone program's `main`.
 
     `prelude_header` names a header holding PRELUDE (with a precompiled twin) to include instead
     of the prelude's text.
@@ -118,7 +118,7 @@ def translation_unit(
         f'#line 1 "{source.kernel_name}.wrapper"\n',
         wrapper(source, fibers),
     ]
-    if asan:
+    if with_main:
         parts.append(
             'extern "C" int tm_standalone_main(int argc, char** argv, int (*kernel_main)(tm_launch_desc*));\n'
             "int main(int argc, char** argv) { return tm_standalone_main(argc, argv, tm_kernel_main); }\n"
