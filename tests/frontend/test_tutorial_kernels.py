@@ -304,3 +304,46 @@ def test_examples_compile_to_verified_ir() -> None:
     params = ["*fp16/16"] * 3 + ["fp32", "*fp32/16", "*fp16/16"] + ["i32/16"] * 16 + ["i32", "i32", C(64), C(32), C(32), C(3)]
     m = compile_kernel(fa._attn_fwd, *params)
     assert op_names(m).count("tt.dot") == 4
+
+
+def shapes_and_math(x_ptr, i_ptr, out_ptr):
+    r = tl.arange(0, 8)
+    x = tl.load(x_ptr + r[:, None] * 4 + tl.arange(0, 4)[None, :])
+    t = x.T
+    p = tl.permute(x, (1, 0))
+    y = tl.reshape(t, (32,))
+    a, b = tl.split(tl.join(y, y))
+    c = tl.cat(a, b, can_reorder=True)
+    idx = tl.load(i_ptr + r)
+    g = tl.gather(r.to(tl.float32), idx, 0)
+    h = tl.histogram(idx, 8)
+    s = tl.sqrt_rn(tl.abs(g)) + tl.fma(g, g, g) + tl.exp2(g) + tl.erf(g)
+    m = tl.maximum(g, 1.0, propagate_nan=tl.PropagateNan.ALL)
+    q = tl.umulhi(idx.to(tl.uint32), idx.to(tl.uint32))
+    tl.debug_barrier()
+    tl.device_print("s", s)
+    print("h", h)
+    tl.store(out_ptr + tl.arange(0, 64), c)
+    tl.store(out_ptr + r, s + m + q.to(tl.float32) + tl.sum(p, 0))
+
+
+def test_shape_and_math_builtins() -> None:
+    text = ir_text(shapes_and_math, "*fp32", "*i32", "*fp32")
+    expected = [
+        "%t = tt.trans %x {order = [1, 0]} : tensor<4x8xf32>",
+        "%y = tt.reshape %t {allow_reorder = false} : tensor<32xf32>",
+        "tt.join %y, %y : tensor<32x2xf32>",
+        "%a, %b = tt.split %",
+        "%c = tt.cat %a, %b : tensor<64xf32>",
+        "%g = tt.gather %",
+        "%h = tt.histogram %idx : tensor<8xi32>",
+        "tt.precise_sqrt", "math.fma %g, %g, %g", "math.exp2 %g", "math.erf %g",
+        "%m = arith.maximumf %g,",
+        "%q = tt.mulhi %", "arith.bitcast %idx : tensor<8xu32>",
+        "tt.barrier",
+        'tt.print %s {hex = false, is_signed = [false], prefix = "s"}',
+        'tt.print %h {hex = false, is_signed = [true], prefix = "h"}',
+        "arith.uitofp %q : tensor<8xf32>",
+    ]
+    for line in expected:
+        assert line in text, line
