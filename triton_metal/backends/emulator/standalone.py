@@ -59,7 +59,7 @@ class StandaloneProgram:
     @classmethod
     def make(cls, source: KernelSource, body: str, header: str = "") -> StandaloneProgram:
         text, _ = rewrite_threadgroup_declarations(source.text)
-        unit = translation_unit(source, text, needs_fibers(body, header), with_main=True)
+        unit = translation_unit(source, text, needs_fibers(body, header), asan=True)
         files = tuple(p for p in sorted(RUNTIME_DIR.glob("*.cpp")))
         return cls(unit, files)
 

@@ -101,10 +101,13 @@ def translation_unit(
     source: KernelSource,
     rewritten_text: str,
     fibers: bool,
-    with_main: bool,
+    asan: bool,
     prelude_header: str | None = None,
 ) -> str:
-    """The kernel translation unit (module doc); `with_main` adds the standalone program's `main`.
+    """The kernel translation unit (module doc).
+
+    `asan` adds the `main` of a standalone program (ASan builds, and any other standalone run
+    such as a cross-compiled one under qemu).
 
     `prelude_header` names a header holding PRELUDE (with a precompiled twin) to include instead
     of the prelude's text.
@@ -118,7 +121,7 @@ def translation_unit(
         f'#line 1 "{source.kernel_name}.wrapper"\n',
         wrapper(source, fibers),
     ]
-    if with_main:
+    if asan:
         parts.append(
             'extern "C" int tm_standalone_main(int argc, char** argv, int (*kernel_main)(tm_launch_desc*));\n'
             "int main(int argc, char** argv) { return tm_standalone_main(argc, argv, tm_kernel_main); }\n"
