@@ -144,3 +144,22 @@ def test_parse_errors_cite_line_and_reason(line: str, lineno: int, message: str)
     assert rendered.startswith(f"case.ir:{lineno}:")
     assert line.rstrip("\n") in rendered  # the source line is shown, with a caret under it
     assert rendered.splitlines()[2].strip() == "^"
+
+
+def test_replace_all_uses_and_remove() -> None:
+    text = (
+        "module {\n  tt.func @f(%a: i32, %b: i32) -> (i32) {\n    %s = arith.addi %a, %a : i32\n"
+        "    %t = arith.muli %s, %a : i32\n    tt.return %t\n  }\n}\n"
+    )
+    module = ir.parse_module(text)
+    func = module.ops[0]
+    a, b = func.body.block.args
+    assert module.replace_all_uses(a, b) == 3
+    add = func.body.block.ops[0]
+    assert module.replace_all_uses(add.result, b) == 1
+    func.body.block.remove(add)
+    module.verify()
+    out = ir.print_module(module)
+    assert "%t = arith.muli %b, %b : i32" in out and "arith.addi" not in out
+    with pytest.raises(ValueError):
+        func.body.block.remove(add)

@@ -117,8 +117,13 @@ class Block:
         return op
 
     def remove(self, op: Op) -> None:
-        self.ops.remove(op)
-        op.parent = None
+        """Detach `op` (identity, not equality, decides which)."""
+        for i, o in enumerate(self.ops):
+            if o is op:
+                del self.ops[i]
+                op.parent = None
+                return
+        raise ValueError(f"{op!r} is not in this block")
 
     @property
     def terminator(self) -> Op | None:
@@ -387,6 +392,10 @@ class Module:
 
     def walk(self) -> Iterator[Op]:
         return self.body.walk()
+
+    def replace_all_uses(self, old: Value, new: Value) -> int:
+        """Make every op that uses `old` use `new` instead; returns the number of uses replaced."""
+        return sum(op.replace_operand(old, new) for op in self.walk())
 
     def lookup(self, sym_name: str) -> Op | None:
         """The function named `sym_name`, if any."""
