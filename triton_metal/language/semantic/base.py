@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ...errors import CompilationError
-from ..builder import Builder, CastKind, CmpPredicate, Handle, RoundingMode
+from ..builder import Builder, CastKind, Handle, RoundingMode
 from ..core import constexpr, tensor
 from ..types import (
     FP64_REFUSAL,
@@ -33,7 +33,6 @@ from ..types import (
     int1,
     int32,
     int64,
-    pointer_type,
     uint32,
     uint64,
 )
@@ -440,18 +439,3 @@ def internal(message: str) -> AssertionError:
     from ...errors import internal_error
 
     return internal_error(message)
-
-
-__all__ = [
-    "CmpPredicate",
-    "SemanticBase",
-    "error",
-    "int_max",
-    "int_min",
-    "is_pow2",
-    "kind",
-    "pointer_type",
-    "refuse_fp64",
-    "shape_of",
-    "with_element",
-]

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..builder import AtomicOp
 from ..core import constexpr, tensor
-from ..types import block_type, int1, int8, pointer_type
+from ..types import int1, int8, pointer_type
 from .base import SemanticBase, error, with_element
 
 _LOAD_CACHE = ("", ".ca", ".cg", ".cv")
@@ -251,4 +251,4 @@ class MemoryMixin(SemanticBase):
         return tensor(h, val.type)
 
 
-__all__ = ["BLOCK_POINTER_HINT", "BLOCK_POINTER_REFUSAL", "MemoryMixin", "block_type"]
+__all__ = ["BLOCK_POINTER_HINT", "BLOCK_POINTER_REFUSAL", "MemoryMixin"]
