@@ -199,3 +199,14 @@ def test_refused_features_say_why(run: Any, body: str, match: str) -> None:
     with pytest.raises(CompilationError, match=match) as info:
         run(ns["kernel"])
     assert "hint:" in str(info.value) or "program_id" in body or "static_assert" in body
+
+
+def test_print_shows_values_in_the_interpreter(run: Any, capsys: Any) -> None:
+    def kernel():  # noqa: ANN202
+        print(tl.arange(0, 4) * 2)
+        print(tl.program_id(0))
+
+    run(kernel)
+    out = capsys.readouterr().out
+    assert "tensor(tensor<4xi32>, array([0, 2, 4, 6]" in out
+    assert "tensor(i32, 0)" in out

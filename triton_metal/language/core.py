@@ -223,6 +223,9 @@ class tensor:
         return constexpr(n)
 
     def __repr__(self) -> str:
+        sem = current_semantic()
+        if sem is not None and sem.eager and self.handle is not None:
+            return f"tensor({self.type}, {sem.concrete_value(self)!r})"  # the interpreter knows it
         return f"tensor({self.type})"
 
     __hash__ = object.__hash__

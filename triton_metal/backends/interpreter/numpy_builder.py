@@ -70,7 +70,9 @@ class NumpyBuilder:
 
     @staticmethod
     def concrete(h: TensorHandle) -> Any:
-        return h.data.item()
+        """The Python value of a scalar handle, or a NumPy copy of a block's values."""
+        data = np.asarray(h.data)
+        return data.item() if data.ndim == 0 else data.copy()
 
     # -- values ---------------------------------------------------------------------------------
     def get_constant(self, value: bool | int | float, ty: dtype) -> TensorHandle:

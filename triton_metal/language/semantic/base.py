@@ -113,6 +113,12 @@ class SemanticBase:
             )
         return self._concrete(x.handle)
 
+    def concrete_value(self, x: tensor) -> Any:
+        """Eager only: the values a tensor holds (a Python scalar or an array)."""
+        if self._concrete is None:
+            raise error("a tensor's values are not known when the kernel is compiled")
+        return self._concrete(x.handle)
+
     def call_jit(self, fn: Any, args: Sequence[Any], generator: Any = None) -> Any:
         """Call a user `@jit` function: through the front end when compiling, directly when eager."""
         if generator is not None:
