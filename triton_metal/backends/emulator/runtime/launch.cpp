@@ -213,7 +213,7 @@ void* worker_main(void* arg) {
             char buf[512];
             const tm_group_info& g = w->group;
             snprintf(buf, sizeof buf,
-                     "watchdog: threadgroup (%u,%u,%u) made no progress for %.1f s; a thread "
+                     "watchdog: threadgroup (%u,%u,%u) made no progress for %g s; a thread "
                      "probably spins on memory that another thread or threadgroup should write. "
                      "The emulator runs the threads of a threadgroup one at a time (they switch "
                      "only at barriers and SIMD-group functions) and gives no forward-progress "

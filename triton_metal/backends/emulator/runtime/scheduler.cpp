@@ -69,7 +69,7 @@ void tm_describe_waits(Worker* w, std::string& msg) {
         msg += buf;
     }
     if (running) {
-        snprintf(buf, sizeof buf, "\n  %u thread(s) are still running", running);
+        snprintf(buf, sizeof buf, "\n  %u thread(s) are runnable (not waiting, not finished)", running);
         msg += buf;
     }
 }
