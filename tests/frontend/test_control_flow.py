@@ -373,3 +373,22 @@ def test_integers_become_pointers_through_64_bits() -> None:
     assert "%q = tt.int_to_ptr %addr : !tt.ptr<f32>" in text
     assert "tt.hint %q {kind = multiple_of, values = [16]} : !tt.ptr<f32>" in text
     assert re.search(r"%(\w+) = arith.extsi %n : i64\n\s+%r = tt.int_to_ptr %\1 : !tt.ptr<f32>", text)
+
+
+def downward_loop(x_ptr, hi):
+    acc = 0
+    for i in range(hi, 0, -3):
+        acc += i
+    tl.store(x_ptr, acc)
+
+
+def test_downward_loop_counts_trips_upward_and_recomputes_the_index() -> None:
+    text = ir_text(downward_loop, "*i32", "i32")
+    # trips = max((hi - 0 + 2) // 3, 0), computed before the loop with C (truncating) division
+    assert re.search(r"%(\w+) = arith.subi %hi, %\w+ : i32\n\s+%\w+ = arith.constant \{value = 2\} : i32\n"
+                     r"\s+%(\w+) = arith.addi %\1, %\w+ : i32\n\s+%\w+ = arith.constant \{value = 3\} : i32\n"
+                     r"\s+%(\w+) = arith.divsi %\2, %\w+ : i32", text), text
+    assert re.search(r"%(\w+) = arith.maxsi %\w+, %\w+ : i32\n(.*\n){0,4}\s+%acc_1 = scf.for %\w+, %\1, %\w+, iter_args\(%acc\)", text), text
+    # inside: i = hi + iv * -3
+    assert re.search(r"\^bb0\(%(\w+): i32, %acc_2: i32\):\n\s+%\w+ = arith.constant \{value = -3\} : i32\n"
+                     r"\s+%(\w+) = arith.muli %\1, %\w+ : i32\n\s+%i = arith.addi %hi, %\2 : i32", text), text

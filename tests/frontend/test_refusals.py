@@ -177,8 +177,8 @@ def k_for_target(x_ptr, n):
         pass
 
 
-def k_negative_step(x_ptr, n):
-    for i in range(10, 0, -1):  # error
+def k_zero_step(x_ptr, n):
+    for i in range(10, 0, 0):  # error
         pass
 
 
@@ -219,7 +219,7 @@ CASES = [
     ("global_variable", k_global_variable), ("recursion", k_recursion), ("subscript_store", k_subscript_store),
     ("walrus", k_walrus), ("fstring", k_fstring), ("dict_set", k_dict), ("yield", k_yield), ("match", k_match),
     ("loop_else", k_loop_else), ("for_iterable", k_for_iterable), ("for_target", k_for_target),
-    ("negative_step", k_negative_step), ("block_condition", k_block_condition), ("infinite_loop", k_infinite_loop),
+    ("zero_step", k_zero_step), ("block_condition", k_block_condition), ("infinite_loop", k_infinite_loop),
     ("branch_only_name", k_branch_only_name), ("loop_local_name", k_loop_local_name),
     ("unsupported_operator", k_unsupported_operator),
 ]

@@ -220,27 +220,40 @@ class ControlFlowMixin:
         if not isinstance(it, tlc.range):
             raise refusal("for_iterable")
         step_value = unwrap(it.step)
-        if not is_tensor(step_value) and isinstance(step_value, int) and step_value <= 0:
-            raise refusal("negative_step")
+        if not is_tensor(step_value) and isinstance(step_value, int) and step_value == 0:
+            raise refusal("zero_step")
         bounds = [self.materialize(b) for b in (it.start, it.end, it.step)]
         for b in bounds:
             if not is_tensor(b) or b.type.is_block() or not b.type.is_int() or b.type.is_bool():
                 raise CompilationError(f"loop bounds must be integer scalars, got {getattr(b, 'type', b)}")
         iv_ty = int64 if any(b.type.int_bitwidth == 64 for b in bounds) else int32
         lb, ub, step = [self.semantic.cast(b, iv_ty) for b in bounds]
+        downward = not is_tensor(step_value) and isinstance(step_value, int) and step_value < 0
+        start = lb
+        if downward:
+            # scf.for counts upward: run i = 0, 1, ... for ceil((lb - ub) / -step) trips (at
+            # least 0) and recompute the user's index as lb + i * step at the top of the body.
+            sem = self.semantic
+            neg = -step_value
+            trips = sem.floordiv(sem.add(sem.sub(lb, ub), neg - 1), neg)  # lb - ub + neg - 1 >= 0 when any trip
+            ub = sem.maximum(trips, sem.cast(sem.to_tensor(0), iv_ty))
+            lb, step = sem.cast(sem.to_tensor(0), iv_ty), sem.cast(sem.to_tensor(1), iv_ty)
 
         carried = self._loop_carried(node.body, target)
         inits = [self.materialize(self.scope[n]) for n in carried]
         types = [t.type for t in inits]
-        for_op = self.builder.create_for(lb.handle, ub.handle, step.handle, [t.handle for t in inits], target)
+        iv_name = None if downward else target
+        for_op = self.builder.create_for(lb.handle, ub.handle, step.handle, [t.handle for t in inits], iv_name)
         body = for_op.body.block
         before = dict(self.scope)
         with self._in_region(body):
             for name, ty, arg in zip(carried, types, body.args[1:]):
                 arg.name_hint = name
                 self.scope[name] = tlc.tensor(arg, ty)
-            self.scope[target] = tlc.tensor(body.args[0], iv_ty)
-            self.poisoned.pop(target, None)
+            index = tlc.tensor(body.args[0], iv_ty)
+            if downward:
+                index = self.semantic.add(start, self.semantic.mul(index, step_value))
+            self.define(target, index)
             self.visit_statements(node.body)
             self._yield_carried(carried, types)
         self._finish_loop(node, before, self.scope, carried, types, list(for_op.results), target)

@@ -99,10 +99,7 @@ REFUSALS: dict[str, Refusal] = {
         "loop over indices: `for i in range(n):`",
     ),
     "for_target": Refusal("a kernel 'for' loop needs a single name as its target", "use `for i in range(...)`"),
-    "negative_step": Refusal(
-        "a loop with a step <= 0 is not supported",
-        "iterate upward with a positive step and compute the index from it (e.g. `j = n - 1 - i`)",
-    ),
+    "zero_step": Refusal("a loop step of 0 never ends", "use a non-zero step"),
     "block_condition": Refusal(
         "the condition of an 'if', 'while' or conditional expression must be a scalar, not a block of shape {shape}",
         "use tl.where(cond, a, b) for elementwise choices, or reduce the block (tl.max, tl.sum, ...)",
