@@ -347,3 +347,47 @@ def test_shape_and_math_builtins() -> None:
     ]
     for line in expected:
         assert line in text, line
+
+
+def many_builtins(x_ptr, i_ptr, h_ptr, out_ptr, seed):
+    r = tl.arange(0, 16)
+    x = tl.load(x_ptr + r)
+    i = tl.load(i_ptr + r)
+    h = tl.load(h_ptr + r)
+    a = tl.argmax(x, 0) + tl.argmin(x, 0)
+    cp = tl.cumprod(x, 0)
+    xs = tl.xor_sum(i, 0)
+    ro = tl.reduce_or(i, 0)
+    fl = tl.flip(x, 0)
+    sw = tl.swizzle2d(i, i, 4, 4, 2)
+    cl = tl.clamp(x, 0.0, 1.0)
+    sg = tl.sigmoid(x)
+    sm = tl.softmax(x)
+    rn = tl.randn(seed, r)
+    tl.atomic_min(i_ptr + r, i)
+    tl.atomic_max(i_ptr + r, i)
+    tl.atomic_and(i_ptr + r, i)
+    tl.atomic_or(i_ptr + r, i)
+    tl.atomic_xor(i_ptr + r, i)
+    tl.atomic_xchg(i_ptr + r, i)
+    fd = tl.fdiv(x, x) + tl.div_rn(x, x)
+    z = tl.zeros_like(x) + tl.full([16], 2.5, tl.float32)
+    b = tl.broadcast_to(x[None, :], (2, 16))
+    sq = tl.squeeze(tl.expand_dims(x, 0), 0)
+    hh = h.to(tl.float32) + h.to(tl.bfloat16).to(tl.float32) + x.to(tl.float16, fp_downcast_rounding="rtz").to(tl.float32)
+    bc = x.to(tl.int32, bitcast=True)
+    ex = tl.exp(h) + tl.log(h) + tl.cos(h)
+    mn = tl.minimum(x, fl, propagate_nan=tl.PropagateNan.ALL)
+    total = x + a + cp + xs + ro + fl + cl + sg + sm + rn + fd + z + sq + hh + ex.to(tl.float32) + mn + bc
+    tl.store(out_ptr + r, total + sw[0] + sw[1] + tl.sum(b, axis=0))
+
+
+def test_wide_builtin_coverage() -> None:
+    names = set(op_names(ir_text(many_builtins, "*fp32", "*i32", "*fp16", "*fp32", "i32")))
+    expected = {
+        "tt.reduce", "tt.scan", "tt.reduce.return", "tt.scan.return", "arith.cmpf", "arith.select", "arith.xori",
+        "arith.ori", "tt.atomic_rmw", "arith.divf", "math.exp", "math.log", "math.cos", "arith.minimumf",
+        "arith.extf", "arith.truncf", "arith.bitcast", "tt.broadcast", "tt.expand_dims", "tt.mulhi",
+        "math.sqrt", "math.log",
+    }
+    assert expected - names == set()
