@@ -163,3 +163,26 @@ def test_replace_all_uses_and_remove() -> None:
     assert "%t = arith.muli %b, %b : i32" in out and "arith.addi" not in out
     with pytest.raises(ValueError):
         func.body.block.remove(add)
+
+
+def test_clone_copies_regions_and_remaps_values() -> None:
+    module = ir.parse_module(EVERY_OP.read_text())
+    clone = ir.Module(dict(module.attributes))
+    for op in module.ops:
+        clone.append(op.clone())
+    clone.verify()
+    assert ir.print_module(clone) == ir.print_module(module)
+    # The copy shares no values with the original.
+    originals = {id(r) for op in module.walk() for r in op.results}
+    assert not any(id(v) in originals for op in clone.walk() for v in op.operands)
+
+
+def test_insert_before_and_after() -> None:
+    text = "module {\n  tt.func @f(%a: i32) {\n    %s = arith.addi %a, %a : i32\n    tt.return\n  }\n}\n"
+    module = ir.parse_module(text)
+    block = module.ops[0].body.block
+    add = block.ops[0]
+    block.insert_after(add, arith.MulIOp(lhs=add.result, rhs=add.result, result_types=[T.i32]))
+    block.insert_before(add, arith.ConstantOp(value=7, result_types=[T.i32]))
+    module.verify()
+    assert [op.name for op in block.ops] == ["arith.constant", "arith.addi", "arith.muli", "tt.return"]

@@ -13,6 +13,7 @@ Contract:
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import linecache
 from collections.abc import Callable, Iterator, Sequence
@@ -115,6 +116,18 @@ class Block:
         op.parent = self
         self.ops.insert(index, op)
         return op
+
+    def index_of(self, op: Op) -> int:
+        for i, o in enumerate(self.ops):
+            if o is op:
+                return i
+        raise ValueError(f"{op!r} is not in this block")
+
+    def insert_before(self, anchor: Op, op: Op) -> Op:
+        return self.insert(self.index_of(anchor), op)
+
+    def insert_after(self, anchor: Op, op: Op) -> Op:
+        return self.insert(self.index_of(anchor) + 1, op)
 
     def remove(self, op: Op) -> None:
         """Detach `op` (identity, not equality, decides which)."""
@@ -320,6 +333,30 @@ class Op:
                 n += sum(1 for x in v if x is old)
         return n
 
+    def clone(self, mapping: dict[Value, Value] | None = None) -> Op:
+        """A detached copy of this op and its regions. Operands found in `mapping` are replaced;
+        the copy's results and block arguments are added to `mapping` (old -> new)."""
+        mapping = {} if mapping is None else mapping
+        kwargs: dict[str, Any] = {}
+        for spec in self.field_specs():
+            v = getattr(self, spec.name)
+            if spec.kind in ("operand", "optional"):
+                kwargs[spec.name] = mapping.get(v, v) if v is not None else None
+            elif spec.kind == "variadic":
+                kwargs[spec.name] = tuple(mapping.get(x, x) for x in v)
+            elif spec.kind == "region":
+                kwargs[spec.name] = _clone_region(v, mapping)
+            else:
+                kwargs[spec.name] = v
+        for f in dataclasses.fields(self):
+            if f.init and f.name not in kwargs and f.name != "loc":
+                kwargs[f.name] = copy.deepcopy(getattr(self, f.name))  # plain fields (a function's name, ...)
+        new = type(self)(result_types=[r.type for r in self.results], loc=self.loc, **kwargs)
+        for old_r, new_r in zip(self.results, new.results):
+            new_r.name_hint = old_r.name_hint
+            mapping[old_r] = new_r
+        return new
+
     def walk(self) -> Iterator[Op]:
         """This op, then every op nested in its regions (pre-order)."""
         yield self
@@ -350,6 +387,17 @@ class Op:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}>"
+
+
+def _clone_region(region: Region, mapping: dict[Value, Value]) -> Region:
+    blocks = []
+    for b in region.blocks:
+        nb = Block([a.type for a in b.args], [a.name_hint for a in b.args])
+        mapping.update(zip(b.args, nb.args))
+        for op in b.ops:
+            nb.append(op.clone(mapping))
+        blocks.append(nb)
+    return Region(blocks)
 
 
 def enum_conv(enum_cls: type[Enum]) -> Callable[[Any], Any]:
