@@ -29,3 +29,11 @@ def test_float32(shape):
 def test_int32_wraps_like_numpy():
     x = np.full((1, 4), 2**30, np.int32)
     np.testing.assert_array_equal(cumsum.cumsum(x), cumsum.reference(x))
+
+
+def test_mlx_array():
+    import mlx.core as mx
+
+    x = np.random.default_rng(4).integers(-9, 9, size=(6, 70)).astype(np.int32)
+    out = cumsum.cumsum(mx.array(x))
+    np.testing.assert_array_equal(np.array(out), cumsum.reference(x))

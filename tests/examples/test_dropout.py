@@ -45,3 +45,11 @@ def test_same_seed_same_mask_and_keep_rate(num_warps):
     np.testing.assert_allclose(a[kept], np.float32(1) / (np.float32(1) - np.float32(0.3)))
     assert abs(kept.mean() - 0.7) < 0.02
     np.testing.assert_array_equal(a, dropout.reference(x, 0.3, 2**40 + 5))
+
+
+def test_mlx_array():
+    import mlx.core as mx
+
+    x = np.random.default_rng(3).standard_normal(1500).astype(np.float32)
+    out = dropout.seeded_dropout(mx.array(x), 0.25, seed=99)
+    np.testing.assert_array_equal(np.array(out), dropout.reference(x, 0.25, 99))

@@ -45,3 +45,16 @@ def test_causal_first_row_attends_only_to_itself():
     q, k, v = (rng.standard_normal((1, 1, 32, 16)).astype(np.float32) for _ in range(3))
     o, _ = flash_attention.attention(q, k, v, True, 0.25, BLOCK_M=16, BLOCK_N=16)
     np.testing.assert_allclose(o[0, 0, 0], v[0, 0, 0], rtol=1e-6)
+
+
+def test_mlx_float16():
+    import mlx.core as mx
+
+    rng = np.random.default_rng(5)
+    q, k, v = (rng.standard_normal((1, 1, 64, 16)).astype(np.float16) for _ in range(3))
+    o, M = flash_attention.attention(mx.array(q), mx.array(k), mx.array(v), True, 0.25,
+                                     BLOCK_M=16, BLOCK_N=16)
+    assert o.dtype == mx.float16
+    o_ref, m_ref = flash_attention.reference(q, k, v, True, 0.25)
+    np.testing.assert_allclose(np.array(o).astype(np.float32), o_ref, atol=5e-3)
+    np.testing.assert_allclose(np.array(M), m_ref, atol=1e-3)

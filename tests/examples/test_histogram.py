@@ -34,3 +34,11 @@ def test_values_out_of_range_go_to_the_edge_bins():
     x = np.array([-3.0, 0.0, 0.999, 1.0, 7.5], np.float32)
     hist = histogram.histogram(x, 16)
     assert hist[0] == 2 and hist[15] == 3 and hist.sum() == 5
+
+
+def test_mlx_array():
+    import mlx.core as mx
+
+    x = np.random.default_rng(8).random(3333).astype(np.float32)
+    hist = histogram.histogram(mx.array(x), 32)
+    np.testing.assert_array_equal(np.array(hist), histogram.reference(x, 32))

@@ -59,3 +59,17 @@ def test_float16():
     # fp16 partial sums (as the tutorial keeps them): compare relative to the totals
     np.testing.assert_allclose(dw.astype(np.float32), dw_ref, atol=2e-2 * np.abs(dw_ref).max())
     np.testing.assert_allclose(db.astype(np.float32), db_ref, atol=2e-2 * np.abs(db_ref).max())
+
+
+def test_mlx_arrays():
+    import mlx.core as mx
+
+    x, w, b, dy = _data(40, 96, np.float32, seed=2)
+    mx_x, mx_w, mx_b, mx_dy = (mx.array(a) for a in (x, w, b, dy))
+    y, mean, rstd = layer_norm.layer_norm_forward(mx_x, mx_w, mx_b)
+    dx, dw, db = layer_norm.layer_norm_backward(mx_dy, mx_x, mx_w, mean, rstd)
+    y_ref, _, _ = layer_norm.reference_forward(x, w, b, 1e-5)
+    dx_ref, dw_ref, db_ref = layer_norm.reference_backward(dy, x, w, 1e-5)
+    for got, ref in ((y, y_ref), (dx, dx_ref), (dw, dw_ref), (db, db_ref)):
+        assert isinstance(got, mx.array)
+        np.testing.assert_allclose(np.array(got), ref, atol=1e-4)

@@ -54,3 +54,16 @@ def test_transposed_view_uses_its_strides():
     assert not b.flags.c_contiguous
     c = matmul.matmul(a, b)
     np.testing.assert_allclose(c, matmul.reference(a, np.ascontiguousarray(b)), rtol=1e-4, atol=1e-4)
+
+
+def test_mlx_bfloat16():
+    import mlx.core as mx
+
+    rng = np.random.default_rng(11)
+    a = mx.array(rng.standard_normal((48, 40)).astype(np.float32)).astype(mx.bfloat16)
+    b = mx.array(rng.standard_normal((40, 56)).astype(np.float32)).astype(mx.bfloat16)
+    c = matmul.matmul(a, b)
+    assert c.dtype == mx.bfloat16
+    ref = matmul.reference(np.array(a.astype(mx.float32)), np.array(b.astype(mx.float32)))
+    # fp32 accumulation, one rounding to bf16 (8 significant bits) at the end
+    np.testing.assert_allclose(np.array(c.astype(mx.float32)), ref, rtol=8e-3, atol=8e-3)
