@@ -95,7 +95,7 @@ def _type(tok: Token) -> Type:
 
 
 @v_args(inline=True)
-class _ToSyntax(Transformer[Token, _Module]):
+class _ToSyntax(Transformer):  # type: ignore[type-arg]
     def start(self, module: _Module) -> _Module:
         return module
 
