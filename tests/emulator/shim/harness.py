@@ -2,8 +2,9 @@
 
 Test sources are compiled exactly as kernels are (`-nostdinc`, the shim's include directory,
 the kernel flags); functions under test are `extern "C"` and take pointers (NumPy arrays,
-written in place) and integers. Two ways to run them, one interface (`lib.name(*args)`):
-- natively: a shared library loaded with ctypes;
+written in place) and integers. Three ways to run them, one interface (`lib.name(*args)`):
+- natively: a shared library built with g++ and loaded with ctypes;
+- natively with clang++ (whose C++ may lack _Float16 and -fsingle-precision-constant);
 - on aarch64: cross-compiled with `aarch64-linux-gnu-g++`, linked with `runner.cpp` and served
   under `qemu-aarch64` through a pipe (qemu-user cannot load an aarch64 library into this
   Python). Missing tools skip those tests with the reason, or fail them when
@@ -78,13 +79,23 @@ def compile_only(code: str, prelude: str = PRELUDE) -> CompileResult:
         return CompileResult(proc.returncode == 0, proc.stderr)
 
 
-def build_library(code: str, out_dir: Path, prelude: str = PRELUDE) -> ctypes.CDLL:
+# clang has no -fsingle-precision-constant (unsuffixed literals stay double there) and names its
+# unknown-attribute warning differently.
+CLANG_FLAGS: tuple[str, ...] = tuple(
+    f for f in KERNEL_FLAGS if f != "-fsingle-precision-constant"
+) + ("-Wno-unknown-attributes",)
+
+
+def build_library(
+    code: str, out_dir: Path, prelude: str = PRELUDE, cxx: str | None = None
+) -> ctypes.CDLL:
     """Compile `prelude + code` into a shared library in `out_dir` and load it with ctypes."""
     src = out_dir / "lib.cpp"
     src.write_text(prelude + code)
     lib = out_dir / "lib.so"
+    flags = CLANG_FLAGS if cxx == "clang++" else KERNEL_FLAGS
     proc = subprocess.run(
-        [compiler(), *KERNEL_FLAGS, "-I", str(INCLUDE_DIR), "-shared", str(src), "-o", str(lib), "-lm"],
+        [cxx or compiler(), *flags, "-I", str(INCLUDE_DIR), "-shared", str(src), "-o", str(lib), "-lm"],
         capture_output=True,
         text=True,
     )
@@ -93,9 +104,9 @@ def build_library(code: str, out_dir: Path, prelude: str = PRELUDE) -> ctypes.CD
     return ctypes.CDLL(str(lib))
 
 
-def load_source(name: str, out_dir: Path, prelude: str = PRELUDE) -> ctypes.CDLL:
+def load_source(name: str, out_dir: Path, prelude: str = PRELUDE, cxx: str | None = None) -> ctypes.CDLL:
     """Build the C++ test source `tests/emulator/shim/<name>` as a native library."""
-    return build_library((SOURCES_DIR / name).read_text(), out_dir, prelude)
+    return build_library((SOURCES_DIR / name).read_text(), out_dir, prelude, cxx)
 
 
 class NativeLibrary:
@@ -118,10 +129,10 @@ QEMU = "qemu-aarch64"
 SYSROOT = Path("/usr/aarch64-linux-gnu")
 
 
-def require_cross_tools() -> None:
+def require_cross_tools(*tools: str, sysroot: bool = True) -> None:
     """Skip naming the missing tools, or fail under TRITON_METAL_REQUIRE_CROSS=1."""
-    missing = [t for t in (CROSS_GXX, QEMU) if shutil.which(t) is None]
-    if not (SYSROOT / "lib").is_dir():
+    missing = [t for t in (tools or (CROSS_GXX, QEMU)) if shutil.which(t) is None]
+    if sysroot and not (SYSROOT / "lib").is_dir():
         missing.append(f"{SYSROOT} (the aarch64 C library)")
     if missing:
         reason = f"missing {', '.join(missing)}: run .ci/install-cross.sh"
@@ -189,13 +200,16 @@ class QemuLibrary:
 
 
 def library(kind: str, source: str, out_dir: Path, prelude: str = PRELUDE) -> NativeLibrary | QemuLibrary:
-    """A test source built for `kind` ("native" or "aarch64")."""
+    """A test source built for `kind` ("native", "clang" or "aarch64")."""
     if kind == "native":
         return NativeLibrary(load_source(source, out_dir, prelude))
+    if kind == "clang":
+        require_cross_tools("clang++", sysroot=False)
+        return NativeLibrary(load_source(source, out_dir, prelude, "clang++"))
     return QemuLibrary(source, out_dir, prelude)
 
 
-TARGETS = ("native", "aarch64")
+TARGETS = ("native", "clang", "aarch64")
 
 
 def ptr(a: np.ndarray) -> ctypes.c_void_p:

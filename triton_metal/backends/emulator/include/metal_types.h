@@ -47,9 +47,11 @@ typedef __INTPTR_TYPE__ intptr_t;
 
 // IEEE binary16. g++ rounds every _Float16 operation back to 16 bits, as
 // `half` arithmetic does. The MSL literal suffix `h` cannot be provided
-// (user-defined literals need an underscore): write `half(1.0)`. GCC before
-// 13 has no _Float16 in C++ on aarch64: metal_half.h supplies a class there.
-#if defined(__aarch64__) && !defined(__clang__) && defined(__GNUC__) && __GNUC__ < 13
+// (user-defined literals need an underscore): write `half(1.0)`. Where C++
+// has no _Float16 (GCC before 13 on aarch64, clang before 15 on x86-64)
+// metal_half.h supplies a class with the same behaviour.
+#if (defined(__clang__) && !defined(__FLT16_MANT_DIG__)) || \
+    (!defined(__clang__) && defined(__aarch64__) && __GNUC__ < 13)
 #define TM_HALF_IS_CLASS 1
 #include "metal_half.h"
 #else
