@@ -44,6 +44,29 @@ def resolve_grid(grid: object, meta: Callable[[], dict[str, Any]], kernel: str) 
 
 
 def normalize_grid(value: object, kernel: str, where: str = "grid is") -> Grid3:
+    if type(value) is tuple:  # the common case, checked without building anything
+        n = len(value)
+        if n == 1:
+            (x,) = value
+            if type(x) is int and 0 < x <= MAX_PROGRAMS_PER_DIM:
+                return (x, 1, 1)
+        elif n == 2:
+            x, y = value
+            if type(x) is int and type(y) is int and 0 < x <= MAX_PROGRAMS_PER_DIM and 0 < y <= MAX_PROGRAMS_PER_DIM:
+                return (x, y, 1)
+        elif n == 3:
+            x, y, z = value
+            if (
+                type(x) is int and type(y) is int and type(z) is int
+                and 0 < x <= MAX_PROGRAMS_PER_DIM
+                and 0 < y <= MAX_PROGRAMS_PER_DIM
+                and 0 < z <= MAX_PROGRAMS_PER_DIM
+            ):
+                return value  # type: ignore[return-value]
+    return _normalize_grid_slow(value, kernel, where)
+
+
+def _normalize_grid_slow(value: object, kernel: str, where: str) -> Grid3:
     if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
         value = (value,)  # Triton accepts a bare int as a 1-D grid
     if not isinstance(value, (tuple, list)):

@@ -34,7 +34,7 @@ Errors name the parameter and are raised before anything runs.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -62,6 +62,14 @@ class PointerArg:
     element: tlt.dtype
     aligned16: bool
     """The address of the first element is a multiple of 16 bytes."""
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # keys are hashed on every launch: compute once (tl dtypes hash in Python code)
+        object.__setattr__(self, "_hash", hash(("ptr", self.element, self.aligned16)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     @property
     def ty(self) -> tlt.pointer_type:
@@ -75,6 +83,13 @@ class ScalarArg:
     ty: tlt.dtype
     divisible16: bool
     """The value is a multiple of 16 (never set for `i1`/`fp32`)."""
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash(("scalar", self.ty, self.divisible16)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,10 +227,16 @@ def _int_spec(value: int, name: str, specialize: bool, align: bool) -> ArgSpec:
     return _INT_SPECS[(ty, specialize and align and value % 16 == 0)]
 
 
+_NUMPY_POINTERS: dict[np.dtype[Any], tuple[PointerArg, PointerArg]] = {
+    dt: (_POINTER_SPECS[(ty, False)], _POINTER_SPECS[(ty, True)]) for dt, ty in _NUMPY_DTYPES.items()
+}
+
+
 def _numpy_spec(value: np.ndarray[Any, Any], name: str, specialize: bool, align: bool) -> ArgSpec:
-    ty = tl_dtype_of_numpy(value.dtype, name)
-    aligned = specialize and align and value.ctypes.data % 16 == 0
-    return _POINTER_SPECS[(ty, aligned)]
+    pair = _NUMPY_POINTERS.get(value.dtype)
+    if pair is None:
+        raise _bad_dtype(str(value.dtype), name)
+    return pair[specialize and align and value.ctypes.data % 16 == 0]
 
 
 def _mlx_spec(value: Any, name: str, specialize: bool, align: bool) -> ArgSpec:
