@@ -392,3 +392,18 @@ def test_downward_loop_counts_trips_upward_and_recomputes_the_index() -> None:
     # inside: i = hi + iv * -3
     assert re.search(r"\^bb0\(%(\w+): i32, %acc_2: i32\):\n\s+%\w+ = arith.constant \{value = -3\} : i32\n"
                      r"\s+%(\w+) = arith.muli %\1, %\w+ : i32\n\s+%i = arith.addi %hi, %\2 : i32", text), text
+
+
+def make_closure_kernel(op, scale, dtype):  # noqa: ANN001, ANN201
+    def kernel(x_ptr):
+        x = tl.load(x_ptr + tl.arange(0, 8))
+        tl.store(x_ptr + tl.arange(0, 8), op(x, x).to(dtype) * scale)
+
+    return kernel
+
+
+def test_closure_variables_follow_the_global_rules() -> None:
+    text = ir_text(make_closure_kernel(tl.maximum, tl.constexpr(3.0), tl.float16), "*fp16")
+    assert "arith.maxnumf" in text and "arith.constant {value = 3.0}" in text
+    with pytest.raises(Exception, match="cannot access the global variable 'scale'"):
+        ir_text(make_closure_kernel(tl.maximum, 3.0, tl.float16), "*fp16")

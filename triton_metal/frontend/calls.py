@@ -1,7 +1,7 @@
 """Name resolution and calls for the code generator.
 
-* Names: local scope, then the function's globals (only constexprs, modules, `@jit` functions and
-  `tl` objects, as Triton allows), then a small builtin namespace (`range` is `tl.range`, `print`
+* Names: local scope, then the variables the function closes over and its globals (only
+  constexprs, modules, `@jit` functions and `tl` objects, as Triton allows for globals), then a small builtin namespace (`range` is `tl.range`, `print`
   is `tl.device_print`, `min`/`max` fold on constexprs and become `tl.minimum`/`tl.maximum` on
   tensors, and `len`, `isinstance`, `int`, `float`, `bool`, `abs`, `getattr`, `hasattr`, `tuple`
   run in Python on compile-time values).
@@ -16,6 +16,8 @@ from __future__ import annotations
 import ast
 import builtins
 import inspect
+from collections import ChainMap
+from collections.abc import Mapping
 from enum import Enum
 from functools import lru_cache
 from types import ModuleType
@@ -170,7 +172,7 @@ class CallsMixin:
         fdef = source.func_def
         scope = bind_arguments(fn, fdef, args, kwargs)
         callee = CodeGenerator(
-            self.builder, self.semantic, source, fn.__globals__, self.kernel_name,
+            self.builder, self.semantic, source, visible_globals(fn), self.kernel_name,
             (*self.call_stack, fn), self.debug,
         )
         callee.scope = scope
@@ -180,6 +182,20 @@ class CallsMixin:
         finally:
             self.builder.set_loc(saved)
         return callee.return_value
+
+
+def visible_globals(fn: JITCallable) -> Mapping[str, Any]:
+    """The names a function body sees besides its locals: the variables it closes over (they
+    shadow globals, as in Python), then its module's globals. Both obey the same rule."""
+    code = fn.fn.__code__
+    cells = fn.fn.__closure__ or ()
+    closure: dict[str, Any] = {}
+    for name, cell in zip(code.co_freevars, cells):
+        try:
+            closure[name] = cell.cell_contents
+        except ValueError:  # an empty cell: the variable is assigned after the function is made
+            continue
+    return ChainMap(closure, fn.__globals__) if closure else fn.__globals__
 
 
 def check_parameters(fdef: ast.FunctionDef) -> None:

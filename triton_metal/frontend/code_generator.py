@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 import linecache
 import operator as _op
+from collections.abc import Mapping
 from typing import Any
 
 from ..errors import CompilationError, Loc
@@ -59,7 +60,7 @@ class CodeGenerator(ControlFlowMixin, CallsMixin, ast.NodeVisitor):
         builder: IRBuilder,
         semantic: Semantic,
         source: FunctionSource,
-        globals_: dict[str, Any],
+        globals_: Mapping[str, Any],
         kernel_name: str,
         call_stack: tuple[Any, ...],
         debug: bool,

@@ -12,7 +12,7 @@ from ..language import core as tlc
 from ..language.context import active_semantic
 from ..language.jit_marker import JITCallable
 from ..language.semantic import Semantic
-from .calls import check_parameters, is_constexpr_annotation
+from .calls import check_parameters, is_constexpr_annotation, visible_globals
 from .code_generator import CodeGenerator, FunctionSource
 from .ir_builder import IRBuilder, ir_type
 from .refusals import refusal
@@ -45,7 +45,7 @@ def compile_to_ir(kernel: JITCallable, signature: KernelSignature) -> Module:
     module = Module({"debug": signature.debug, "num_warps": signature.num_warps})
     builder = IRBuilder(module, debug=signature.debug)
     semantic = Semantic(builder)
-    gen = CodeGenerator(builder, semantic, source, kernel.__globals__, name, (kernel,), signature.debug)
+    gen = CodeGenerator(builder, semantic, source, visible_globals(kernel), name, (kernel,), signature.debug)
 
     runtime = [(p, s) for p, s in zip(params, signature.params) if isinstance(s, ParamType)]
     builder.set_loc(source.loc(fdef))
