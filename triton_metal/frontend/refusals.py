@@ -72,8 +72,8 @@ REFUSALS: dict[str, Refusal] = {
         "outside and pass it as a tl.constexpr argument",
     ),
     "global_variable": Refusal(
-        "cannot access the global variable '{name}' from a kernel: only tl.constexpr globals, "
-        "modules, @jit functions and tl objects are allowed",
+        "cannot use the variable '{name}' (a global, or a variable of an enclosing function) in a "
+        "kernel: only tl.constexpr values, modules, @jit functions and tl objects are allowed",
         "define it as `{name} = tl.constexpr(...)` or pass it as an argument",
     ),
     "recursion": Refusal(
