@@ -407,3 +407,33 @@ def test_closure_variables_follow_the_global_rules() -> None:
     assert "arith.maxnumf" in text and "arith.constant {value = 3.0}" in text
     with pytest.raises(Exception, match="cannot use the variable 'scale'"):
         ir_text(make_closure_kernel(tl.maximum, 3.0, tl.float16), "*fp16")
+
+
+def tuple_carried(x_ptr, n):
+    state = (tl.load(x_ptr), 0)
+    for i in range(n):
+        total, count = state
+        state = (total * 0.5, count + i)
+    if n > 10:
+        state = (state[0] + 1.0, state[1])
+    tl.store(x_ptr, state[0] + state[1])
+
+
+def test_tuples_flow_through_loops_and_ifs_element_by_element() -> None:
+    text = ir_text(tuple_carried, "*fp32", "i32")
+    assert re.search(r"%state_0, %state_1 = scf.for %\w+, %n, %\w+, iter_args\(%\w+, %\w+\) body \{\n"
+                     r"\s+\^bb0\(%i: i32, %state_0_1: f32, %state_1_1: i32\):", text), text
+    assert re.search(r"%state_0_\d+, %state_1_\d+ = scf.if %\w+ then \{", text), text
+    assert "} : f32, i32" in text
+
+
+def tuple_shape_change(x_ptr, n):
+    state = (tl.load(x_ptr), 0)
+    for i in range(n):
+        state = tl.load(x_ptr)
+    tl.store(x_ptr, state)
+
+
+def test_tuple_carried_value_must_keep_its_structure() -> None:
+    with pytest.raises(Exception, match=r"loop-carried variable 'state' changes from \(fp32, i32\) before the loop to fp32"):
+        ir_text(tuple_shape_change, "*fp32", "i32")

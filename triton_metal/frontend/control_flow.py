@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from dataclasses import dataclass
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from ..errors import CompilationError
 from ..ir import Block
 from ..language import core as tlc
-from ..language.types import dtype, int1, int32, int64
+from ..language.types import int1, int32, int64
 from .refusals import refusal
 from .values import is_tensor, unwrap
 
@@ -39,6 +40,21 @@ def assigned_names(stmts: list[ast.stmt]) -> list[str]:
     for _, _, name in sorted(found):
         seen.setdefault(name, None)
     return list(seen)
+
+
+def rebuild(template: Any, leaves: Iterator[Any]) -> Any:
+    """`template`'s tuple structure filled with the next tensors from `leaves`."""
+    raw = unwrap(template)
+    if isinstance(raw, tuple):
+        return tuple(rebuild(v, leaves) for v in raw)
+    return next(leaves)
+
+
+def _leaf_names(name: str, template: Any) -> list[str]:
+    raw = unwrap(template)
+    if isinstance(raw, tuple):
+        return [n for i, v in enumerate(raw) for n in _leaf_names(f"{name}_{i}", v)]
+    return [name]
 
 
 class ControlFlowMixin:
@@ -63,8 +79,35 @@ class ControlFlowMixin:
         return self.source.loc(node).line
 
     def _carriable(self: CodeGenerator, value: Any) -> bool:
+        """A tensor, a number, or a tuple of carriable values: what can flow through a region."""
         raw = unwrap(value)
-        return is_tensor(value) or (isinstance(raw, (bool, int, float)) and not is_tensor(raw))
+        if is_tensor(value) or (isinstance(raw, (bool, int, float)) and not is_tensor(raw)):
+            return True
+        return isinstance(raw, tuple) and all(self._carriable(v) for v in raw)
+
+    def _leaves(self: CodeGenerator, value: Any) -> list[Any]:
+        """The tensors of a carriable value in order (numbers become constants here)."""
+        raw = unwrap(value)
+        if isinstance(raw, tuple):
+            return [leaf for v in raw for leaf in self._leaves(v)]
+        return [self.materialize(value)]
+
+    def _same_structure(self: CodeGenerator, a: Any, b: Any) -> bool:
+        ra, rb = unwrap(a), unwrap(b)
+        if isinstance(ra, tuple) or isinstance(rb, tuple):
+            return isinstance(ra, tuple) and isinstance(rb, tuple) and len(ra) == len(rb) and all(
+                self._same_structure(x, y) for x, y in zip(ra, rb)
+            )
+        return True
+
+    def _define_carried(self: CodeGenerator, name: str, value: Any) -> None:
+        """Bind a value rebuilt from region results or block arguments; its tensors are named
+        after the variable (`acc`, or `acc_0`, `acc_1` for a tuple's elements)."""
+        if not is_tensor(value):
+            for leaf_name, leaf in zip(_leaf_names(name, value), self._leaves(value)):
+                if leaf.handle.name_hint is None:
+                    leaf.handle.name_hint = leaf_name
+        self.define(name, value)
 
     @contextmanager
     def _in_region(self: CodeGenerator, block: Block) -> Iterator[None]:
@@ -99,7 +142,7 @@ class ControlFlowMixin:
             if name not in changed and (then_scope.get(name, _MISSING) is not before.get(name, _MISSING)
                                         or else_scope.get(name, _MISSING) is not before.get(name, _MISSING)):
                 changed.append(name)
-        merged: list[tuple[str, dtype]] = []
+        merged: list[tuple[str, Any]] = []
         then_values: list[Any] = []
         else_values: list[Any] = []
         for name in changed:
@@ -116,27 +159,32 @@ class ControlFlowMixin:
                     f"'{name}' gets different compile-time values in the branches of a run-time 'if'",
                     hint="make it a tensor, or choose it with a tl.constexpr condition",
                 )
-            with self.builder.insertion_block(then_block):
-                t = self.materialize(t)
-            with self.builder.insertion_block(else_block):
-                e = self.materialize(e)
-            if not is_tensor(t) or not is_tensor(e):
-                raise CompilationError(f"'{name}' cannot be merged after a run-time 'if': it is not a tensor in both branches")
-            if t.type != e.type:
+            if not self._carriable(t) or not self._carriable(e) or not self._same_structure(t, e):
                 raise CompilationError(
-                    f"'{name}' is {t.type} after the then branch but {e.type} after the else branch",
-                    hint="give it one type in both branches, e.g. with .to(...)",
+                    f"'{name}' cannot be merged after a run-time 'if': its branches give it values of different kinds",
+                    hint="give it tensors (or tuples of tensors) of one structure in both branches",
                 )
-            merged.append((name, t.type))
-            then_values.append(t.handle)
-            else_values.append(e.handle)
+            with self.builder.insertion_block(then_block):
+                t_leaves = self._leaves(t)
+            with self.builder.insertion_block(else_block):
+                e_leaves = self._leaves(e)
+            for tv, ev in zip(t_leaves, e_leaves):
+                if tv.type != ev.type:
+                    raise CompilationError(
+                        f"'{name}' is {tv.type} after the then branch but {ev.type} after the else branch",
+                        hint="give it one type in both branches, e.g. with .to(...)",
+                    )
+            merged.append((name, t))
+            then_values += t_leaves
+            else_values += e_leaves
         with self.builder.insertion_block(then_block):
-            self.builder.create_yield(then_values)
+            self.builder.create_yield([v.handle for v in then_values])
         with self.builder.insertion_block(else_block):
-            self.builder.create_yield(else_values)
-        if_op = self.builder.create_if(cond.handle, [v.type for v in then_values], then_block, else_block)
-        for (name, ty), result in zip(merged, if_op.results):
-            self.define(name, tlc.tensor(result, ty))
+            self.builder.create_yield([v.handle for v in else_values])
+        if_op = self.builder.create_if(cond.handle, [v.handle.type for v in then_values], then_block, else_block)
+        results = iter(tlc.tensor(r, v.type) for r, v in zip(if_op.results, then_values))
+        for name, template in merged:
+            self._define_carried(name, rebuild(template, results))
 
     def visit_IfExp(self: CodeGenerator, node: ast.IfExp) -> Any:
         cond = self.visit(node.test)
@@ -162,46 +210,57 @@ class ControlFlowMixin:
         return tlc.tensor(if_op.results[0], t.type)
 
     # -- loops ----------------------------------------------------------------------------------
-    def _loop_carried(self: CodeGenerator, body: list[ast.stmt], exclude: str | None) -> list[str]:
-        return [n for n in assigned_names(body) if n != exclude and n in self.scope and self._carriable(self.scope[n])]
+    def _carry(self: CodeGenerator, body: list[ast.stmt], exclude: str | None) -> _Carried:
+        """The variables a loop carries: assigned in `body` and holding a carriable value now."""
+        names = [n for n in assigned_names(body) if n != exclude and n in self.scope and self._carriable(self.scope[n])]
+        templates = [self.scope[n] for n in names]
+        return _Carried(names, templates, [self._leaves(t) for t in templates])
 
-    def _check_constants_unchanged(self: CodeGenerator, before: dict[str, Any], after: dict[str, Any], carried: list[str]) -> None:
+    def _bind_carried(self: CodeGenerator, carried: _Carried, values: list[Any]) -> None:
+        """Bind each carried name to its share of `values` (block arguments or loop results)."""
+        flat = iter(tlc.tensor(v, leaf.type) for v, leaf in zip(values, carried.flat_inits))
+        for name, template in zip(carried.names, carried.templates):
+            self._define_carried(name, rebuild(template, flat))
+
+    def _yield_carried(self: CodeGenerator, carried: _Carried) -> None:
+        values: list[Any] = []
+        for name, template, inits in zip(carried.names, carried.templates, carried.leaves):
+            if name not in self.scope:
+                raise CompilationError(f"loop-carried variable '{name}' has no value at the end of the loop body")
+            value = self.scope[name]
+            if not self._carriable(value) or not self._same_structure(value, template):
+                raise CompilationError(
+                    f"loop-carried variable '{name}' changes from {_describe(template)} before the loop "
+                    f"to {_describe(value)} at the end of its body",
+                    hint="keep its kind and type fixed across iterations",
+                )
+            for leaf, init in zip(self._leaves(value), inits):
+                if leaf.type != init.type:
+                    raise CompilationError(
+                        f"loop-carried variable '{name}' is {init.type} before the loop but {leaf.type} at the end of its body",
+                        hint="keep its type fixed, e.g. initialise it with the right dtype (tl.zeros(..., dtype=...)) or cast",
+                    )
+                values.append(leaf.handle)
+        self.builder.create_yield(values)
+
+    def _finish_loop(
+        self: CodeGenerator, node: ast.AST, before: dict[str, Any], after: dict[str, Any],
+        carried: _Carried, results: list[Any], target: str | None,
+    ) -> None:
         for name, value in before.items():
-            if name not in carried and name in after and after[name] is not value:
+            if name not in carried.names and name in after and after[name] is not value:
                 raise CompilationError(
                     f"the compile-time value '{name}' cannot be reassigned inside a run-time loop",
                     hint="assign it before the loop, or use tl.static_range to unroll the loop",
                 )
-
-    def _finish_loop(
-        self: CodeGenerator, node: ast.AST, before: dict[str, Any], after: dict[str, Any],
-        carried: list[str], types: list[dtype], results: list[Any], target: str | None,
-    ) -> None:
-        self._check_constants_unchanged(before, after, carried)
         self.scope = dict(before)
-        for name, ty, res in zip(carried, types, results):
-            self.define(name, tlc.tensor(res, ty))
+        self._bind_carried(carried, results)
         for name in after:
             if name not in before:
                 self.poisoned[name] = ("loop_local_name", self._line(node))
-        if target is not None and target not in carried:
+        if target is not None and target not in carried.names:
             self.scope.pop(target, None)
             self.poisoned[target] = ("loop_local_name", self._line(node))
-
-    def _yield_carried(self: CodeGenerator, carried: list[str], types: list[dtype]) -> None:
-        values = []
-        for name, ty in zip(carried, types):
-            if name not in self.scope:
-                raise CompilationError(f"loop-carried variable '{name}' has no value at the end of the loop body")
-            v = self.materialize(self.scope[name])
-            if not is_tensor(v) or v.type != ty:
-                got = v.type if is_tensor(v) else repr(unwrap(v))
-                raise CompilationError(
-                    f"loop-carried variable '{name}' is {ty} before the loop but {got} at the end of its body",
-                    hint="keep its type fixed, e.g. initialise it with the right dtype (tl.zeros(..., dtype=...)) or cast",
-                )
-            values.append(v.handle)
-        self.builder.create_yield(values)
 
     def visit_For(self: CodeGenerator, node: ast.For) -> None:
         if node.orelse:
@@ -239,38 +298,30 @@ class ControlFlowMixin:
             ub = sem.maximum(trips, sem.cast(sem.to_tensor(0), iv_ty))
             lb, step = sem.cast(sem.to_tensor(0), iv_ty), sem.cast(sem.to_tensor(1), iv_ty)
 
-        carried = self._loop_carried(node.body, target)
-        inits = [self.materialize(self.scope[n]) for n in carried]
-        types = [t.type for t in inits]
+        carried = self._carry(node.body, target)
         iv_name = None if downward else target
-        for_op = self.builder.create_for(lb.handle, ub.handle, step.handle, [t.handle for t in inits], iv_name)
+        for_op = self.builder.create_for(lb.handle, ub.handle, step.handle, carried.handles, iv_name)
         body = for_op.body.block
         before = dict(self.scope)
         with self._in_region(body):
-            for name, ty, arg in zip(carried, types, body.args[1:]):
-                arg.name_hint = name
-                self.scope[name] = tlc.tensor(arg, ty)
+            self._bind_carried(carried, list(body.args[1:]))
             index = tlc.tensor(body.args[0], iv_ty)
             if downward:
                 index = self.semantic.add(start, self.semantic.mul(index, step_value))
             self.define(target, index)
             self.visit_statements(node.body)
-            self._yield_carried(carried, types)
-        self._finish_loop(node, before, self.scope, carried, types, list(for_op.results), target)
+            self._yield_carried(carried)
+        self._finish_loop(node, before, self.scope, carried, list(for_op.results), target)
 
     def visit_While(self: CodeGenerator, node: ast.While) -> None:
         if node.orelse:
             raise refusal("loop_else")
-        carried = self._loop_carried(node.body, None)
-        inits = [self.materialize(self.scope[n]) for n in carried]
-        types = [t.type for t in inits]
-        while_op = self.builder.create_while([t.handle for t in inits], [t.handle.type for t in inits])
+        carried = self._carry(node.body, None)
+        while_op = self.builder.create_while(carried.handles, [h.type for h in carried.handles])
         before = dict(self.scope)
         cond_block, body = while_op.before.block, while_op.after.block
         with self._in_region(cond_block):
-            for name, ty, arg in zip(carried, types, cond_block.args):
-                arg.name_hint = name
-                self.scope[name] = tlc.tensor(arg, ty)
+            self._bind_carried(carried, list(cond_block.args))
             cond = unwrap(self.visit(node.test))
             if isinstance(cond, tlc.condition):
                 cond = unwrap(cond.condition)
@@ -279,12 +330,36 @@ class ControlFlowMixin:
                     raise refusal("infinite_loop")
                 cond = self.semantic.to_tensor(False)
             cond = self.scalar_condition(cond)
-            self.builder.create_condition(cond.handle, [self.scope[n].handle for n in carried])
+            self.builder.create_condition(cond.handle, list(cond_block.args))
         self.scope = dict(before)
         with self._in_region(body):
-            for name, ty, arg in zip(carried, types, body.args):
-                arg.name_hint = name
-                self.scope[name] = tlc.tensor(arg, ty)
+            self._bind_carried(carried, list(body.args))
             self.visit_statements(node.body)
-            self._yield_carried(carried, types)
-        self._finish_loop(node, before, self.scope, carried, types, list(while_op.results), None)
+            self._yield_carried(carried)
+        self._finish_loop(node, before, self.scope, carried, list(while_op.results), None)
+
+
+@dataclass
+class _Carried:
+    """The variables a loop carries, their values before it, and those values' tensors."""
+
+    names: list[str]
+    templates: list[Any]
+    leaves: list[list[Any]]
+
+    @property
+    def flat_inits(self) -> list[Any]:
+        return [leaf for leaves in self.leaves for leaf in leaves]
+
+    @property
+    def handles(self) -> list[Any]:
+        return [leaf.handle for leaf in self.flat_inits]
+
+
+def _describe(value: Any) -> str:
+    raw = unwrap(value)
+    if is_tensor(value):
+        return str(value.type)
+    if isinstance(raw, tuple):
+        return "(" + ", ".join(_describe(v) for v in raw) + ")"
+    return repr(raw)
