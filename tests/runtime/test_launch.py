@@ -201,3 +201,26 @@ def test_reinterpret_numpy_as_bfloat16():
     np.testing.assert_array_equal(dst, src)
     with pytest.raises(ValueError, match="2-byte elements"):
         triton.reinterpret(np.zeros(3, np.float32), tl.bfloat16)
+
+
+def test_signature_given_to_the_front_end():
+    from triton_metal.frontend import ParamConstexpr, ParamType
+
+    @triton.jit(debug=True)
+    def k(x_ptr, n, one, big, scale, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * scale, mask=offs < n)
+
+    x = np.zeros(64, np.float32)
+    compiled = k.warmup(x[4:], 48, 1, 2**40, 2.0, BLOCK=64, grid=(1,), num_warps=2)
+    sig = compiled.signature
+    assert sig.params == (
+        ParamType(tl.pointer_type(tl.float32), True),  # 16 bytes in: still aligned
+        ParamType(tl.int32, True),
+        ParamConstexpr(1),
+        ParamType(tl.int64, True),
+        ParamType(tl.float32, False),
+        ParamConstexpr(64),
+    )
+    assert sig.num_warps == 2 and sig.debug  # the decorator's debug is the default
+    assert not k.warmup(x, 48, 1, 2**40, 2.0, BLOCK=64, grid=(1,), debug=False).signature.debug

@@ -28,6 +28,7 @@ from ..language.jit_marker import JITCallable
 from .backend import INTERPRETER, active_backend_name, interpret_mode
 from .binder import Param, explain_binding_error, make_binder
 from .cache import COMPILER_VERSION, CompiledKernel, KernelCache
+from .dependencies import cache_key
 from .grid import GridSpec, check_num_warps, resolve_grid
 from .launch import launch_on_interpreter, to_launch_args
 from .log import debug_level, log
@@ -83,6 +84,15 @@ class JITFunction(JITCallable):
         self.constexpr_names = frozenset(p.name for p in self.params if p.is_constexpr)
         self._binder = make_binder(fn.__name__, self.params)
         self.cache = KernelCache()
+        self._cache_key: str | None = None
+
+    @property
+    def cache_key(self) -> str:
+        """SHA-256 of the source, the `@jit` functions it calls and the global constexprs it
+        reads (`dependencies.py`); computed on first use."""
+        if self._cache_key is None:
+            self._cache_key = cache_key(self)
+        return self._cache_key
 
     # -- decoration helpers -------------------------------------------------------------------
     @staticmethod

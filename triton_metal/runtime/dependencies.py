@@ -1,0 +1,95 @@
+"""The source hash of a `@jit` function: its own source plus everything it compiles in.
+
+A compiled kernel depends on more than its own text: the `@jit` helpers it calls (and theirs),
+and the global `tl.constexpr` values it reads. `cache_key(fn)` is the SHA-256 of
+
+* the function's source and the line it starts on (error locations are compiled in);
+* for every name the body loads that resolves (through the function's globals, its closure, or
+  an attribute of a module it can see) to a `@jit` function: that name and the function's own
+  `cache_key`, recursively, each function hashed once;
+* for every name that resolves to a `tl.constexpr`: the name and the value's `repr`.
+
+This is what the on-disk cache keys on (DESIGN section 6), so an edit to a helper chosen through
+a constexpr invalidates the kernels that call it. The walk reads the AST once per function and
+the result is memoised on the function by the caller; it is not on the launch path.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import textwrap
+import types
+from typing import Any
+
+from ..language import JITCallable, constexpr
+
+
+def cache_key(fn: JITCallable) -> str:
+    """The hex SHA-256 described in the module docstring."""
+    return _hash(fn, {})
+
+
+def _hash(fn: JITCallable, seen: dict[int, str]) -> str:
+    known = seen.get(id(fn))
+    if known is not None:
+        return known
+    seen[id(fn)] = "recursive:" + fn.__qualname__  # a placeholder breaks reference cycles
+    digest = hashlib.sha256()
+    digest.update(f"{fn.__module__}.{fn.__qualname__}:{fn.starting_line}\n".encode())
+    digest.update(fn.src.encode())
+    for name, value in sorted(_referenced(fn).items()):
+        if isinstance(value, JITCallable):
+            digest.update(f"\njit {name} {_hash(value, seen)}".encode())
+        elif isinstance(value, constexpr):
+            digest.update(f"\nconstexpr {name} {value.value!r}".encode())
+    key = digest.hexdigest()
+    seen[id(fn)] = key
+    return key
+
+
+def _referenced(fn: JITCallable) -> dict[str, Any]:
+    """Names the body loads that resolve to `@jit` functions or constexprs, with their values."""
+    if not fn.src:
+        return {}
+    tree = ast.parse(textwrap.dedent(fn.src))
+    scope = dict(fn.__globals__)
+    code = getattr(fn.fn, "__code__", None)
+    closure = getattr(fn.fn, "__closure__", None)
+    if code is not None and closure:
+        for name, cell in zip(code.co_freevars, closure):
+            try:
+                scope[name] = cell.cell_contents
+            except ValueError:  # an empty cell: the name is not bound yet
+                continue
+    found: dict[str, Any] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            value = scope.get(node.id)
+            dotted = node.id
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+            dotted, value = _resolve_attribute(node, scope)
+        else:
+            continue
+        if isinstance(value, (JITCallable, constexpr)):
+            found[dotted] = value
+    return found
+
+
+def _resolve_attribute(node: ast.Attribute, scope: dict[str, Any]) -> tuple[str, Any]:
+    """`a.b.c` through modules only (never calling a property of an arbitrary object)."""
+    parts: list[str] = []
+    current: ast.expr = node
+    while isinstance(current, ast.Attribute):
+        parts.append(current.attr)
+        current = current.value
+    if not isinstance(current, ast.Name):
+        return "", None
+    value = scope.get(current.id)
+    dotted = current.id
+    for attr in reversed(parts):
+        if not isinstance(value, types.ModuleType):
+            return "", None
+        value = getattr(value, attr, None)
+        dotted += "." + attr
+    return dotted, value
