@@ -210,3 +210,23 @@ def test_standalone_program_runs_a_fiber_kernel(tmp_path):
     read_buffers(tmp_path / "out.bin", [x, out], [False, True])
     expected = x.reshape(2, 64)[:, ::-1].reshape(-1) + 32
     np.testing.assert_array_equal(out, expected)
+
+
+def test_launch_in_a_forked_child():
+    # Worker threads persist between launches; a forked child has none and must start its own.
+    import os
+
+    kernel = EmulatorKernel.build(vadd_source(), VADD)
+    a = np.arange(100, dtype=np.float32)
+    out = np.zeros(100, np.float32)
+    kernel.launch([a, a, np.array(100, np.int32)], [out], (100, 1, 1), (32, 1, 1))  # start the pool
+    pid = os.fork()
+    if pid == 0:  # child: exit status says whether the launch worked
+        try:
+            res = np.zeros(100, np.float32)
+            kernel.launch([a, a, np.array(100, np.int32)], [res], (100, 1, 1), (32, 1, 1))
+            os._exit(0 if np.array_equal(res, 2 * a) else 1)
+        except BaseException:
+            os._exit(2)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0

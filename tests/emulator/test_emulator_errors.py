@@ -315,3 +315,23 @@ def test_larger_fiber_stacks_on_request(monkeypatch):
     # simd_sum over each SIMD-group of 32 lanes.
     expected = np.repeat([per_lane[:32].sum(), per_lane[32:].sum()], 32).astype(np.float32)
     np.testing.assert_allclose(run("bigstack", src), expected, rtol=1e-6)
+
+
+def test_watchdog_works_with_two_runtime_copies_loaded(tmp_path, monkeypatch):
+    # A second cache directory brings a second copy of the runtime library into the process; the
+    # watchdog signal of the first copy must still reach it (handlers chain).
+    spin = """
+    device atomic_int* flag = (device atomic_int*)out;
+    while (atomic_load_explicit(flag, memory_order_relaxed) != 12345) {}
+    """
+    kernel = metal_kernel("spin_two", ["x"], ["out"], spin)
+    run("copy_one", "out[thread_position_in_grid.x] = x[0];")  # the first copy is loaded
+    monkeypatch.setenv("TRITON_METAL_CACHE_DIR", str(tmp_path))
+    run("copy_two", "out[thread_position_in_grid.x] = x[1];")  # a second copy, later handlers
+    monkeypatch.delenv("TRITON_METAL_CACHE_DIR")
+    monkeypatch.setenv("TRITON_METAL_EMULATOR_WATCHDOG", "0.5")
+    with pytest.raises(WatchdogTimeout):
+        kernel(
+            inputs=[np.zeros(4, np.float32)], output_shapes=[(4,)], output_dtypes=[np.float32],
+            grid=(4, 1, 1), threadgroup=(4, 1, 1),
+        )

@@ -1,5 +1,6 @@
-// One kernel launch: threadgroups spread over a few OS threads (workers), each worker running
-// whole threadgroups; the launching thread waits and acts as the watchdog.
+// One kernel launch: threadgroups spread over a pool of OS threads (workers, started on first
+// use and kept), each running whole threadgroups; the launching thread waits and acts as the
+// watchdog.
 //
 // Watchdog: a thread that spins on memory without ever reaching a barrier never yields to the
 // runtime, so nothing on its own OS thread can stop it. Each worker counts its progress (fiber
@@ -43,16 +44,35 @@ struct LaunchState {
 
 LaunchState* g_state = nullptr;
 
-void on_watchdog_signal(int) {
+struct sigaction g_old_usr2, g_old_segv, g_old_bus;
+
+// Hand a signal that is not for this runtime to the handler installed before it (another copy of
+// the runtime loaded from another cache directory, a fault handler, or the default action).
+void chain_signal(int sig, siginfo_t* info, void* uctx, const struct sigaction* old) {
+    if (old->sa_flags & SA_SIGINFO) {
+        if (old->sa_sigaction) old->sa_sigaction(sig, info, uctx);
+        return;
+    }
+    if (old->sa_handler == SIG_IGN) return;
+    if (old->sa_handler == SIG_DFL) {
+        if (sig == SIGUSR2) return;  // a stray watchdog signal must not kill the process
+        signal(sig, SIG_DFL);
+        raise(sig);
+        return;
+    }
+    old->sa_handler(sig);
+}
+
+void on_watchdog_signal(int sig, siginfo_t* info, void* uctx) {
     Worker* w = tm_tl_worker;
     if (w && w->jump_armed.load()) {
         w->watchdog_fiber = tm_tl_fiber ? (int)tm_tl_fiber->index : -1;
         siglongjmp(w->jump, 2);
     }
+    chain_signal(sig, info, uctx, &g_old_usr2);
 }
 
 #ifndef TM_ASAN
-struct sigaction g_old_segv, g_old_bus;
 
 // A kernel that touches unmapped memory (an out-of-bounds access, a fiber stack overflowing into
 // its guard page) faults on a worker: turn that into an error for the launch instead of killing
@@ -64,18 +84,7 @@ void on_fault(int sig, siginfo_t* info, void* uctx) {
         w->watchdog_fiber = tm_tl_fiber ? (int)tm_tl_fiber->index : -1;
         siglongjmp(w->jump, 3);
     }
-    struct sigaction* old = sig == SIGSEGV ? &g_old_segv : &g_old_bus;
-    if (old->sa_flags & SA_SIGINFO) {
-        if (old->sa_sigaction) old->sa_sigaction(sig, info, uctx);
-        return;
-    }
-    if (old->sa_handler == SIG_IGN) return;
-    if (old->sa_handler == SIG_DFL) {
-        signal(sig, SIG_DFL);
-        raise(sig);
-        return;
-    }
-    old->sa_handler(sig);
+    chain_signal(sig, info, uctx, sig == SIGSEGV ? &g_old_segv : &g_old_bus);
 }
 #endif
 
@@ -84,10 +93,10 @@ void install_signal_handler() {
     std::call_once(once, [] {
         struct sigaction sa;
         memset(&sa, 0, sizeof sa);
-        sa.sa_handler = on_watchdog_signal;
+        sa.sa_sigaction = on_watchdog_signal;
         sigemptyset(&sa.sa_mask);
-        sa.sa_flags = 0;
-        sigaction(SIGUSR2, &sa, nullptr);
+        sa.sa_flags = SA_SIGINFO;
+        sigaction(SIGUSR2, &sa, &g_old_usr2);
 #ifndef TM_ASAN  // under ASan, its own fault reports are the better ones
         struct sigaction fault;
         memset(&fault, 0, sizeof fault);
@@ -179,30 +188,10 @@ void describe_fault(Worker* w, const tm_launch_desc* d) {
     }
 }
 
-void* worker_main(void* arg) {
-    Worker* w = static_cast<Worker*>(arg);
-    LaunchState* st = g_state;
+// Runs this worker's share of one launch (on the worker's own thread).
+void run_launch(Worker* w, LaunchState* st) {
     tm_launch_desc* d = st->desc;
-    tm_tl_worker = w;
     tm_tl_fiber = nullptr;
-#ifndef TM_ASAN  // ASan keeps its own signal stack
-    stack_t alt;
-    memset(&alt, 0, sizeof alt);
-    alt.ss_sp = w->altstack;
-    alt.ss_size = kAltStackBytes;
-    sigaltstack(&alt, nullptr);
-#endif
-#if defined(TM_ASAN) && defined(__linux__)
-    // ASan must know the stack it returns to when a fiber switches back to this thread.
-    pthread_attr_t attr;
-    pthread_getattr_np(pthread_self(), &attr);
-    void* addr;
-    size_t size;
-    pthread_attr_getstack(&attr, &addr, &size);
-    pthread_attr_destroy(&attr);
-    w->main_stack_bottom = addr;
-    w->main_stack_size = size;
-#endif
     int jumped = sigsetjmp(w->jump, 1);
     if (jumped) {
         w->jump_armed.store(0);
@@ -221,10 +210,9 @@ void* worker_main(void* arg) {
                      g.gpos[0], g.gpos[1], g.gpos[2], d->watchdog_seconds);
             w->error = buf;
             if (d->use_fibers && w->watchdog_fiber >= 0) {
-                const tm_group_info& gi = w->group;
                 unsigned i = (unsigned)w->watchdog_fiber;
-                snprintf(buf, sizeof buf, "\n  spinning: thread (%u,%u,%u)", i % gi.dtpt[0],
-                         (i / gi.dtpt[0]) % gi.dtpt[1], i / (gi.dtpt[0] * gi.dtpt[1]));
+                snprintf(buf, sizeof buf, "\n  spinning: thread (%u,%u,%u)", i % g.dtpt[0],
+                         (i / g.dtpt[0]) % g.dtpt[1], i / (g.dtpt[0] * g.dtpt[1]));
                 w->error += buf;
                 tm_describe_waits(w, w->error);
             }
@@ -260,7 +248,77 @@ void* worker_main(void* arg) {
         st->finished++;
     }
     st->cv.notify_all();
+}
+
+// Worker threads persist between launches (starting threads per launch costs more than a small
+// kernel): each waits for a new launch generation and joins in if its index is below the number
+// of workers that launch wants.
+struct Pool {
+    std::mutex mutex;
+    std::condition_variable wake;
+    unsigned long generation = 0;
+    unsigned active = 0;
+    unsigned threads = 0;
+};
+Pool* g_pool = new Pool;  // never destroyed: its threads outlive static destructors
+
+void* pool_thread(void* arg) {
+    Worker* w = static_cast<Worker*>(arg);
+    tm_tl_worker = w;
+    tm_tl_fiber = nullptr;
+#ifndef TM_ASAN  // ASan keeps its own signal stack
+    stack_t alt;
+    memset(&alt, 0, sizeof alt);
+    alt.ss_sp = w->altstack;
+    alt.ss_size = kAltStackBytes;
+    sigaltstack(&alt, nullptr);
+#endif
+#if defined(TM_ASAN) && defined(__linux__)
+    // ASan must know the stack it returns to when a fiber switches back to this thread.
+    pthread_attr_t attr;
+    pthread_getattr_np(pthread_self(), &attr);
+    void* addr;
+    size_t size;
+    pthread_attr_getstack(&attr, &addr, &size);
+    pthread_attr_destroy(&attr);
+    w->main_stack_bottom = addr;
+    w->main_stack_size = size;
+#endif
+    Pool* pool = g_pool;
+    unsigned long seen = 0;
+    for (;;) {
+        LaunchState* st;
+        {
+            std::unique_lock<std::mutex> lock(pool->mutex);
+            pool->wake.wait(lock, [&] { return pool->generation != seen; });
+            seen = pool->generation;
+            if (w->index >= pool->active) continue;
+            st = g_state;
+        }
+        run_launch(w, st);
+    }
     return nullptr;
+}
+
+// After fork() only the forking thread exists in the child: it needs a pool of its own.
+void reset_pool_in_child() { g_pool = new Pool; }
+
+// Make sure `n` pool threads exist; returns how many do.
+unsigned ensure_threads(unsigned n) {
+    static std::once_flag once;
+    std::call_once(once, [] { pthread_atfork(nullptr, nullptr, reset_pool_in_child); });
+    while (g_pool->threads < n) {
+        Worker* w = &g_workers[g_pool->threads];
+        w->index = g_pool->threads;
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        int rc = pthread_create(&w->thread, &attr, pool_thread, w);
+        pthread_attr_destroy(&attr);
+        if (rc != 0) break;
+        g_pool->threads++;
+    }
+    return g_pool->threads < n ? g_pool->threads : n;
 }
 
 double now_seconds() {
@@ -299,10 +357,6 @@ extern "C" int tm_launch(tm_launch_desc* d) {
     if (nworkers > total) nworkers = (unsigned)total;
     unsigned stack_bytes = d->stack_bytes ? d->stack_bytes : 128 * 1024;
 
-    LaunchState st;
-    st.desc = d;
-    st.total_groups = total;
-    g_state = &st;
     unsigned started = 0;
     for (unsigned i = 0; i < nworkers; ++i) {
         Worker* w = &g_workers[i];
@@ -314,13 +368,22 @@ extern "C" int tm_launch(tm_launch_desc* d) {
         w->watchdog_fiber = -1;
         w->nvars = 0;
         for (unsigned v = 0; v < TM_MAX_TG_VARS; ++v) w->tg_ptr[v] = nullptr;
-        if (pthread_create(&w->thread, nullptr, worker_main, w) != 0) break;
         ++started;
     }
-    if (started == 0) {
-        g_state = nullptr;
-        return bad_launch(d, "could not start a worker thread or allocate fiber stacks");
+    if (started > 0) started = ensure_threads(started);
+    if (started == 0) return bad_launch(d, "could not start a worker thread or allocate fiber stacks");
+
+    LaunchState st;
+    st.desc = d;
+    st.total_groups = total;
+    Pool* pool = g_pool;
+    {
+        std::lock_guard<std::mutex> lock(pool->mutex);
+        g_state = &st;
+        pool->active = started;
+        pool->generation++;
     }
+    pool->wake.notify_all();
 
     // Watchdog loop.
     unsigned long last_progress[kMaxWorkers];
@@ -350,8 +413,10 @@ extern "C" int tm_launch(tm_launch_desc* d) {
             }
         }
     }
-    for (unsigned i = 0; i < started; ++i) pthread_join(g_workers[i].thread, nullptr);
-    g_state = nullptr;
+    {
+        std::lock_guard<std::mutex> lock(pool->mutex);
+        g_state = nullptr;
+    }
 
     for (unsigned i = 0; i < started; ++i) {
         Worker* w = &g_workers[i];

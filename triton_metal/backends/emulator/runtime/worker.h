@@ -90,6 +90,7 @@ struct Worker {
     std::atomic<unsigned long> progress{0};
     std::atomic<int> running_group{0};
     pthread_t thread{};
+    unsigned index = 0;               // position in the worker pool
 };
 
 extern thread_local Worker* tm_tl_worker;
