@@ -37,6 +37,7 @@ def _terminator(op: Op, r: Region, name: str, what: str) -> Op:
 
 class ForOp(Op):
     name: ClassVar[str] = "scf.for"
+    is_pure: ClassVar[bool] = False  # its regions may store; a pass must look inside
     lower: Value = operand()
     upper: Value = operand()
     step: Value = operand()
@@ -66,6 +67,7 @@ class ForOp(Op):
 
 class IfOp(Op):
     name: ClassVar[str] = "scf.if"
+    is_pure: ClassVar[bool] = False  # its regions may store; a pass must look inside
     condition: Value = operand()
     then_region: Region = region(text="then")
     else_region: Region = region(text="else")
@@ -87,6 +89,7 @@ class IfOp(Op):
 
 class WhileOp(Op):
     name: ClassVar[str] = "scf.while"
+    is_pure: ClassVar[bool] = False  # its regions may store; a pass must look inside
     inits: tuple[Value, ...] = var_operand(positional=True)
     before: Region = region()
     after: Region = region()
