@@ -437,3 +437,24 @@ def tuple_shape_change(x_ptr, n):
 def test_tuple_carried_value_must_keep_its_structure() -> None:
     with pytest.raises(Exception, match=r"loop-carried variable 'state' changes from \(fp32, i32\) before the loop to fp32"):
         ir_text(tuple_shape_change, "*fp32", "i32")
+
+
+@jit
+def masked_load(ptr, mask=None):
+    if mask is not None:
+        return tl.load(ptr, mask=mask, other=0.0)
+    return tl.load(ptr)
+
+
+def optional_mask(x_ptr, n):
+    offs = tl.arange(0, 16)
+    a = masked_load(x_ptr + offs, offs < n)
+    b = masked_load(x_ptr + offs)
+    tl.store(x_ptr + offs, a + b)
+
+
+def test_is_none_on_an_optional_tensor_argument_folds() -> None:
+    text = ir_text(optional_mask, "*fp32", "i32")
+    assert "scf.if" not in text
+    assert re.search(r"%a = tt.load %\w+, mask %\w+, other %\w+", text)
+    assert re.search(r"%b = tt.load %\w+ \{volatile = false\}", text)

@@ -299,7 +299,8 @@ class CodeGenerator(ControlFlowMixin, CallsMixin, ast.NodeVisitor):
 
     def compare(self, op: ast.cmpop, lhs: Any, rhs: Any) -> Any:
         if isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)):
-            if is_tensor(lhs) or is_tensor(rhs):
+            # `mask is not None` on a tensor is a compile-time fact (a tensor is never None).
+            if isinstance(op, (ast.In, ast.NotIn)) and (is_tensor(lhs) or is_tensor(rhs)):
                 raise refusal("unsupported_operator", name=type(op).__name__ + " on tensors")
             a, b = to_python(lhs), to_python(rhs)
             return tlc.constexpr({
