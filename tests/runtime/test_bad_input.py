@@ -6,11 +6,9 @@ from __future__ import annotations
 import mlx.core as mx
 import numpy as np
 import pytest
-
-import triton_metal as triton
-from triton_metal.errors import CompilationError, LaunchError
-
 from runtime_kernels import axpy_kernel
+
+from triton_metal.errors import CompilationError, LaunchError
 
 N = 40
 

@@ -5,13 +5,12 @@ from __future__ import annotations
 import mlx.core as mx
 import numpy as np
 import pytest
+from runtime_kernels import axpy_kernel, copy_kernel, program_id_kernel
 
 import triton_metal as triton
 import triton_metal.frontend as frontend
 import triton_metal.language as tl
 from triton_metal.language.jit_marker import JITCallable
-
-from runtime_kernels import axpy_kernel, copy_kernel, program_id_kernel
 
 
 def _identity(x):

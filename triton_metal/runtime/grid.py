@@ -52,7 +52,11 @@ def normalize_grid(value: object, kernel: str, where: str = "grid is") -> Grid3:
                 return (x, 1, 1)
         elif n == 2:
             x, y = value
-            if type(x) is int and type(y) is int and 0 < x <= MAX_PROGRAMS_PER_DIM and 0 < y <= MAX_PROGRAMS_PER_DIM:
+            if (
+                type(x) is int and type(y) is int
+                and 0 < x <= MAX_PROGRAMS_PER_DIM
+                and 0 < y <= MAX_PROGRAMS_PER_DIM
+            ):
                 return (x, y, 1)
         elif n == 3:
             x, y, z = value

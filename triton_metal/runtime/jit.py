@@ -23,7 +23,6 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any, overload
 
-from ..errors import LaunchError
 from ..language.jit_marker import JITCallable
 from .backend import INTERPRETER, active_backend_name, interpret_mode
 from .binder import Param, explain_binding_error, make_binder
@@ -33,7 +32,7 @@ from .grid import GridSpec, check_num_warps, resolve_grid
 from .launch import launch_on_interpreter, to_launch_args
 from .log import debug_level, log
 from .signature import kernel_signature
-from .specialization import ArgumentError, ArgSpec, SpecializationKey
+from .specialization import ArgSpec, ArgumentError, SpecializationKey
 
 DEFAULT_NUM_WARPS = 4
 
@@ -274,4 +273,4 @@ def jit(
     return decorator
 
 
-__all__ = ["JITFunction", "jit", "LaunchError"]
+__all__ = ["JITFunction", "jit"]

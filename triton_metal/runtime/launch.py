@@ -20,7 +20,10 @@ from .grid import Grid3
 from .specialization import ArgSpec, ConstexprArg
 
 
-def to_launch_args(names: list[str], values: tuple[object, ...], facts: tuple[ArgSpec, ...]) -> dict[str, object]:
+def to_launch_args(
+    names: list[str], values: tuple[object, ...], facts: tuple[ArgSpec, ...]
+) -> dict[str, object]:
+    """Name -> value for the backend, in parameter order (see the module docstring)."""
     args: dict[str, object] = {}
     for name, value, fact in zip(names, values, facts):
         if isinstance(fact, ConstexprArg):
