@@ -435,6 +435,11 @@ class Module:
     def ops(self) -> list[Op]:
         return self.body.ops
 
+    @property
+    def funcs(self) -> list[Op]:
+        """The module's functions (`tt.func` ops), in order."""
+        return [op for op in self.body.ops if op.name == "tt.func"]
+
     def append(self, op: Op) -> Op:
         return self.body.append(op)
 
