@@ -230,3 +230,19 @@ def test_launch_in_a_forked_child():
             os._exit(2)
     _, status = os.waitpid(pid, 0)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+
+def test_threadgroup_array_parameters_are_not_declarations():
+    header = "inline float first(threadgroup float v[4], int k) { return v[k]; }\n"
+    src = """
+    threadgroup float buf[4];
+    buf[thread_index_in_threadgroup] = 2.0f;
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    out[thread_position_in_grid.x] = first(buf, 3);
+    """
+    kernel = metal_kernel("tgparam", ["x"], ["out"], src, header=header)
+    (out,) = kernel(
+        inputs=[np.zeros(1, np.float32)], output_shapes=[(4,)], output_dtypes=[mx.float32],
+        grid=(4, 1, 1), threadgroup=(4, 1, 1),
+    )
+    np.testing.assert_array_equal(np.array(out), np.full(4, 2.0, np.float32))

@@ -335,3 +335,20 @@ def test_watchdog_works_with_two_runtime_copies_loaded(tmp_path, monkeypatch):
             inputs=[np.zeros(4, np.float32)], output_shapes=[(4,)], output_dtypes=[np.float32],
             grid=(4, 1, 1), threadgroup=(4, 1, 1),
         )
+
+
+@pytest.mark.parametrize(
+    "decl,reason",
+    [
+        ("threadgroup float buf[4] = {0, 0, 0, 0};", "cannot have an initializer"),
+        ("threadgroup float a[4], b[4];", "one threadgroup variable per statement"),
+    ],
+)
+def test_threadgroup_declarations_msl_refuses(decl, reason):
+    src = f"""
+    {decl}  // here
+    out[thread_position_in_grid.x] = 0;
+    """
+    with pytest.raises(MSLCompileError, match=reason) as info:
+        run("tgdecl", src)
+    assert info.value.loc.line == body_line("tgdecl", src, "// here")

@@ -18,9 +18,12 @@ import re
 from triton_metal.backends.emulator.errors import MSLCompileError
 from triton_metal.errors import Loc
 
+_TG_TYPE = r"(?:const\s+|volatile\s+)*[A-Za-z_][\w:]*(?:\s*<[^;<>]*(?:<[^;<>]*>[^;<>]*)*>)?"
+_TG_HEAD = r"\bthreadgroup\s+" + _TG_TYPE + r"\s+[A-Za-z_]\w*\s*(?:\[[^\[\];]+\]\s*)*"
+# A declaration statement starts a line or follows `;`, `{` or `}` (parameters follow `(` or `,`).
+_STATEMENT = r"(?:^|(?<=[;{}]))\s*"
 _DECL = re.compile(
-    r"\bthreadgroup\s+"
-    r"(?P<type>(?:const\s+|volatile\s+)*[A-Za-z_][\w:]*(?:\s*<[^;<>]*(?:<[^;<>]*>[^;<>]*)*>)?)"
+    r"\bthreadgroup\s+(?P<type>" + _TG_TYPE + r")"
     r"\s+(?P<name>[A-Za-z_]\w*)\s*(?P<dims>(?:\[[^\[\];]+\]\s*)*);"
 )
 
@@ -46,6 +49,14 @@ _FORBIDDEN = (
     (re.compile(r"\bthread_local\b"), "MSL has no `thread_local`"),
     (re.compile(r"\b(?:new|delete)\b"), "MSL has no dynamic allocation (`new`/`delete`)"),
     (re.compile(r"\b(?:try|catch|throw)\b"), "MSL has no exceptions"),
+    (
+        re.compile(_STATEMENT + _TG_HEAD + r"\s*=", re.M),
+        "a threadgroup variable cannot have an initializer in MSL; assign it in the body",
+    ),
+    (
+        re.compile(_STATEMENT + _TG_HEAD + r"\s*,", re.M),
+        "declare one threadgroup variable per statement (the emulator rewrites each declaration)",
+    ),
 )
 
 
@@ -93,8 +104,9 @@ def check_msl_restrictions(text: str, file: str, kernel: str, first_line: int = 
         match = pattern.search(scan)
         if match is None:
             continue
-        line_index = scan.count("\n", 0, match.start())
-        col = match.start() - (scan.rfind("\n", 0, match.start()) + 1)
+        start = match.start() + len(match.group(0)) - len(match.group(0).lstrip())
+        line_index = scan.count("\n", 0, start)
+        col = start - (scan.rfind("\n", 0, start) + 1)
         source_line = text.splitlines()[line_index]
         raise MSLCompileError(
             reason, Loc(file, first_line + line_index, col), kernel=kernel, source_line=source_line
