@@ -9,12 +9,12 @@
     kernel[(triton.cdiv(n, 1024),)](x, n, BLOCK=1024)
 
 The host-side API has Triton's names (`jit`, `JITFunction`, `cdiv`, `next_power_of_2`,
-`reinterpret`, and the error classes), so ported code keeps working.
+`reinterpret`, `testing.do_bench`, and the error classes), so ported code keeps working.
 """
 
 from __future__ import annotations
 
-from . import language
+from . import language, testing
 from .errors import (
     CompilationError,
     InterpreterError,
@@ -46,4 +46,5 @@ __all__ = [
     "language",
     "next_power_of_2",
     "reinterpret",
+    "testing",
 ]
