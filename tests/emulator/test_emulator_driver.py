@@ -246,3 +246,19 @@ def test_threadgroup_array_parameters_are_not_declarations():
         grid=(4, 1, 1), threadgroup=(4, 1, 1),
     )
     np.testing.assert_array_equal(np.array(out), np.full(4, 2.0, np.float32))
+
+
+@pytest.mark.parametrize(
+    "in_dtype,out_dtype,message",
+    [
+        (mx.complex64, mx.float32, "does not support arrays of complex64_t"),
+        (mx.float32, mx.float64, "double \\(float64\\), which Metal does not support"),
+    ],
+)
+def test_unsupported_dtypes_are_refused(in_dtype, out_dtype, message):
+    kernel = metal_kernel("dt", ["x"], ["o"], "o[thread_position_in_grid.x] = 0;")
+    with pytest.raises(ValueError, match=message):
+        kernel(
+            inputs=[mx.zeros(4, dtype=in_dtype)], output_shapes=[(1,)], output_dtypes=[out_dtype],
+            grid=(1, 1, 1), threadgroup=(1, 1, 1),
+        )

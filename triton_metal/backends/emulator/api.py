@@ -128,6 +128,9 @@ class MetalKernel:
                 f"{len(self.output_names)}."
             )
         converted = [_to_numpy(v) for v in inputs]
+        for type_string in [t for _, t in converted] + [TYPE_STRINGS[dtype_name(d)] for d in output_dtypes]:
+            if type_string not in NUMPY_DTYPES and type_string != "double":  # refused below
+                raise ValueError(f"the Metal emulator does not support arrays of {type_string}")
         specs = [
             InputSpec(n, t, a.ndim, int(a.size)) for n, (a, t) in zip(self.input_names, converted)
         ]
