@@ -333,7 +333,8 @@ class EmulatorKernel:
         # Quote the kernel line the runtime or ASan points at.
         where = re.search(rf"{re.escape(self.source.kernel_name)}\.metal:(\d+)", message)
         lines = self.source.text.splitlines()
-        if where and 1 <= int(where.group(1)) <= len(lines):
+        # (Not for the watchdog: the line it would find is where the other threads wait.)
+        if where and status != _STATUS_WATCHDOG and 1 <= int(where.group(1)) <= len(lines):
             head, _, rest = text.partition("\n")
             quoted = f"\n    {where.group(1)} | {lines[int(where.group(1)) - 1].strip()}"
             text = head + quoted + ("\n" + rest if rest else "")
