@@ -14,6 +14,7 @@ load the kernel. Contract:
 
 from __future__ import annotations
 
+import platform
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -39,9 +40,11 @@ KERNEL_FLAGS = (
     # Kernels are called from the generated loop in the same file: hidden symbols let the
     # compiler inline them (an exported symbol could be interposed, so calls go through the PLT).
     "-fvisibility=hidden",
+) + (
     # Probe every stack page, so a thread whose locals outgrow its fiber stack hits the guard
-    # page instead of silently writing into its neighbour's stack.
-    "-fstack-clash-protection",
+    # page instead of silently writing into its neighbour's stack. (Apple's clang does not take
+    # the flag for every target; there an overflow may go unnoticed.)
+    () if platform.system() == "Darwin" else ("-fstack-clash-protection",)
 )
 """Flags of every kernel translation unit (plus -O2, or the ASan flags)."""
 
