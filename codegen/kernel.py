@@ -1,0 +1,109 @@
+"""The compiled-kernel record: what the code generator hands the runtime.
+
+An `MSLKernel` is everything a backend needs to build one `mx.fast.metal_kernel` (or the
+emulator's twin) and to bind a launch's arguments onto it: the body and header text, the input
+and output names in order, how each kernel parameter maps onto them, the threadgroup size and
+what the compiler proved about which output elements a launch writes.
+
+Contract:
+* `source` is a `metal_kernel(source=...)` body: pure ASCII, references
+  `thread_position_in_grid`, names no local after an MLX attribute or `<input>_shape/_strides/
+  _ndim`, reads runtime scalars from 0-d inputs (`const constant T&`).
+* A pointer parameter feeds one input when it is read and one output when it is written. A
+  `pointer_inout` or `pointer_atomic` parameter feeds both: the input carries the old contents,
+  which the body copies into the output before anything else when `copy_in` says so (see
+  `ParamBinding.copy_in`), so untouched elements keep their values without a host-side merge.
+* `stored_coverage` lists, per output, the condition under which the launch writes every element
+  of the output; an output absent from it (or with `proven=False`) must be merged by the host.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+PARAM_KINDS = ("pointer_in", "pointer_out", "pointer_inout", "pointer_atomic", "scalar", "constexpr")
+
+
+@dataclass(frozen=True)
+class ParamBinding:
+    """How one kernel parameter reaches the MSL body."""
+
+    name: str
+    """The kernel parameter's name."""
+    kind: str
+    """One of `PARAM_KINDS`: "pointer_in" (only read), "pointer_out" (stored to, never read),
+    "pointer_inout" (read and stored), "pointer_atomic" (updated atomically), "scalar" (a
+    runtime value passed as a 0-d input), "constexpr" (baked into the text, feeds nothing)."""
+    msl_inputs: tuple[str, ...]
+    """Names of the metal_kernel inputs this parameter feeds (in `MSLKernel.input_names`)."""
+    msl_outputs: tuple[str, ...]
+    """Names of the metal_kernel outputs it receives (in `MSLKernel.output_names`)."""
+    dtype: str
+    """MLX/MSL element type string ("float", "half", "bfloat16_t", "int32_t", ...); for a
+    scalar the type of its 0-d input; "" for a constexpr."""
+    copy_in: bool = False
+    """The body starts by copying the input into the output (whole buffer, grid-strided, then a
+    device barrier is NOT implied: the copy is per element and each program only copies what it
+    owns, see docs/codegen.md). Set for pointer_inout/pointer_atomic parameters when the
+    compiler emits the copy itself; False means the host must provide the old contents."""
+
+    def __post_init__(self) -> None:
+        if self.kind not in PARAM_KINDS:
+            raise ValueError(f"unknown parameter kind '{self.kind}' (expected one of {PARAM_KINDS})")
+
+
+@dataclass(frozen=True)
+class OutputCoverage:
+    """Which elements of one output a launch writes, as far as the compiler can prove.
+
+    With `proven`, every flat element index `i < bound` of the output is stored by the launch
+    provided `grid[grid_axis] * block >= bound`, where `bound` is the runtime scalar parameter
+    `bound_param` or, when that is None, the constant `bound_value`. The runtime must also check
+    `bound >= output.size` (the array's element count, contiguous row-major) before skipping the
+    merge of the old contents."""
+
+    output: str
+    """The metal_kernel output name."""
+    proven: bool
+    grid_axis: int = 0
+    block: int = 0
+    """Elements each program covers along the flat index."""
+    bound_param: str | None = None
+    bound_value: int | None = None
+    reason: str = ""
+    """Why coverage could not be proven (for the debug log) when `proven` is False."""
+
+
+@dataclass(frozen=True)
+class MSLKernel:
+    """One compiled specialization, ready for `metal_kernel(...)`."""
+
+    name: str
+    """Sanitized kernel name + "_" + a short hash of the MSL."""
+    source: str
+    """The body for metal_kernel(source=...)."""
+    header: str
+    """Helpers placed before the kernel (metal_kernel(header=...))."""
+    input_names: tuple[str, ...]
+    output_names: tuple[str, ...]
+    params: tuple[ParamBinding, ...]
+    threads_per_program: int
+    """32 * num_warps: the threadgroup is (threads_per_program, 1, 1)."""
+    atomic_outputs: bool
+    """metal_kernel(atomic_outputs=...): outputs are declared `device atomic<T>*`."""
+    stored_coverage: tuple[OutputCoverage, ...] = ()
+    metadata: Mapping[str, object] = field(default_factory=dict)
+    """threadgroup_memory_bytes, num_warps, math_mode, index_bits, ... (for logs and dumps)."""
+
+    def param(self, name: str) -> ParamBinding:
+        for p in self.params:
+            if p.name == name:
+                return p
+        raise KeyError(name)
+
+    def coverage(self, output: str) -> OutputCoverage | None:
+        for c in self.stored_coverage:
+            if c.output == output:
+                return c
+        return None

@@ -1,0 +1,34 @@
+"""Options of the code generator (what the runtime's launch options turn into)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MATH_MODES = ("safe", "relaxed", "fast")
+
+
+@dataclass(frozen=True)
+class CodegenOptions:
+    num_warps: int = 4
+    """A program is one threadgroup of 32 * num_warps threads (1 to 32 warps, a power of two)."""
+    math_mode: str = "safe"
+    """"safe": `metal::precise::` transcendental functions; "relaxed": the default `metal::`
+    functions; "fast": `metal::fast::`."""
+    debug: bool = False
+    """Keep `tl.device_assert`/`tl.device_print` (documented as elided on Metal) and bounds notes."""
+    index_bits: int = 32
+    """64: pointer offsets computed in `long` (arrays past 2**31 elements)."""
+    kernel_name: str | None = None
+    """Overrides the module's function name in the MSLKernel name."""
+
+    def __post_init__(self) -> None:
+        if self.num_warps not in (1, 2, 4, 8, 16, 32):
+            raise ValueError(f"num_warps must be a power of two from 1 to 32, got {self.num_warps}")
+        if self.math_mode not in MATH_MODES:
+            raise ValueError(f"math_mode must be one of {MATH_MODES}, got {self.math_mode!r}")
+        if self.index_bits not in (32, 64):
+            raise ValueError(f"index_bits must be 32 or 64, got {self.index_bits}")
+
+    @property
+    def threads_per_program(self) -> int:
+        return 32 * self.num_warps
