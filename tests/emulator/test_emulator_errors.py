@@ -352,3 +352,17 @@ def test_threadgroup_declarations_msl_refuses(decl, reason):
     with pytest.raises(MSLCompileError, match=reason) as info:
         run("tgdecl", src)
     assert info.value.loc.line == body_line("tgdecl", src, "// here")
+
+
+def test_compile_error_follows_the_kernels_own_line_directives(tmp_path):
+    # A code generator may point #line at its own source; errors then cite that file and line,
+    # and the line is quoted from it.
+    py = tmp_path / "my_kernel.py"
+    py.write_text("def kernel():\n    x = 1\n    y = oops + x  # the bad line\n")
+    body = f'#line 3 "{py}"\nout[thread_position_in_grid.x] = x[0] + oops;\n'
+    with pytest.raises(MSLCompileError) as info:
+        run("linedir", body)
+    err = info.value
+    assert err.loc.file == str(py) and err.loc.line == 3
+    assert "y = oops + x  # the bad line" in str(err)
+    assert "oops" in err.reason

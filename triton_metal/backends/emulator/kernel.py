@@ -52,7 +52,7 @@ from triton_metal.backends.emulator.signature import (
     ParamKind,
     build_kernel_source,
 )
-from triton_metal.backends.emulator.toolchain import BuildFailure, build
+from triton_metal.backends.emulator.toolchain import BuildFailure, build, cache_dir
 from triton_metal.backends.emulator.standalone import KERNEL_FLAGS
 from triton_metal.backends.emulator.wrapper import PRELUDE, translation_unit
 from triton_metal.errors import Loc
@@ -131,24 +131,34 @@ def dispatch_dims(
     return (g[0], g[1], g[2]), (tpt[0], tpt[1], tpt[2])
 
 
+_DIAGNOSTIC = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+):(?P<col>\d+):\s*(?P<rest>.*)$")
+
+
 def _map_diagnostics(stderr: str, source: KernelSource, kernel_file: str) -> MSLCompileError:
-    """The compiler's first error, placed at the MSL line it concerns."""
+    """The compiler's first error, placed at the first kernel line the diagnostics name.
+
+    A kernel line is one in the MSL text (`<kernel>.metal`) or in whatever file the kernel's own
+    `#line` directives name (a code generator may point them at its Python source); lines in the
+    shim, the runtime and the generated wrapper are the emulator's, not the kernel's.
+    """
     lines = source.text.splitlines()
     first_error = None
     loc: Loc | None = None
-    pattern = re.compile(rf"^{re.escape(kernel_file)}:(\d+):(\d+):\s*(error|note|warning)?:?\s*(.*)$")
+    emulator_paths = tuple(str(p) for p in (*include_dirs(), cache_dir(), Path("/usr")))
     for raw in stderr.splitlines():
         if first_error is None:
             m = re.search(r"error:\s*(.*)$", raw)
             if m:
                 first_error = m.group(1)
-        m = pattern.match(raw)
-        if m and loc is None and (m.group(3) == "error" or "required from" in raw or first_error):
-            loc = Loc(kernel_file, int(m.group(1)), int(m.group(2)) - 1)
-        if loc is not None and first_error is not None:
-            break
+        m = _DIAGNOSTIC.match(raw)
+        if m is None or loc is not None:
+            continue
+        file = m.group("file")
+        ours = file == "kernel.cpp" or file.endswith(".wrapper") or file.startswith(emulator_paths)
+        if not ours:
+            loc = Loc(file, int(m.group("line")), int(m.group("col")) - 1)
     source_line = None
-    if loc is not None and 1 <= loc.line <= len(lines):
+    if loc is not None and loc.file == kernel_file and 1 <= loc.line <= len(lines):
         source_line = lines[loc.line - 1]
     shown = "\n".join(stderr.strip().splitlines()[:40])
     return MSLCompileError(
