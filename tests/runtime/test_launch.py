@@ -223,3 +223,21 @@ def test_signature_given_to_the_front_end():
     )
     assert sig.num_warps == 2 and sig.debug  # the decorator's debug is the default
     assert not k.warmup(x, 48, 1, 2**40, 2.0, BLOCK=64, grid=(1,), debug=False).signature.debug
+
+
+def test_warmup_with_dtypes_in_place_of_arrays():
+    @triton.jit
+    def k(src_ptr, dst_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(dst_ptr + offs, tl.load(src_ptr + offs, mask=offs < n), mask=offs < n)
+
+    from_numpy = k.warmup(np.float16, np.dtype(np.float16), 64, BLOCK=64, grid=(1,))
+    from_mlx = k.warmup(mx.float16, dst_ptr=mx.float16, n=64, BLOCK=64, grid=(1,))
+    assert from_numpy.key == from_mlx.key and len(k.cache) == 1
+    src = np.arange(64, dtype=np.float16)
+    dst = np.zeros(64, np.float16)
+    k[(1,)](src, dst, 64, BLOCK=64)  # the warmed-up variant serves real arrays
+    np.testing.assert_array_equal(dst, src)
+    assert len(k.cache) == 1 and k.cache.hits >= 2
+    with pytest.raises(triton.LaunchError, match="no fp64"):
+        k.warmup(np.float64, np.float64, 64, BLOCK=64, grid=(1,))

@@ -32,7 +32,7 @@ from .grid import GridSpec, check_num_warps, resolve_grid
 from .launch import launch_on_interpreter, to_launch_args
 from .log import debug_level, log
 from .signature import kernel_signature
-from .specialization import ArgSpec, ArgumentError, SpecializationKey
+from .specialization import ArgSpec, ArgumentError, MockArray, SpecializationKey
 
 DEFAULT_NUM_WARPS = 4
 
@@ -146,9 +146,17 @@ class JITFunction(JITCallable):
     def warmup(self, *args: object, grid: GridSpec, **kwargs: object) -> CompiledKernel | None:
         """Check the arguments and compile the variant they select, without running it.
 
-        Returns the compiled variant (`None` under `TRITON_METAL_INTERPRET=1`, which compiles
-        nothing)."""
-        return self.run(*args, grid=grid, warmup=True, **kwargs)
+        A NumPy or MLX dtype may stand for an array (`kernel.warmup(np.float32, ...)`): it
+        compiles as an aligned pointer to that type. Returns the compiled variant (`None` under
+        `TRITON_METAL_INTERPRET=1`, which compiles nothing)."""
+        wrapped = [
+            a if i < len(self.params) and self.params[i].is_constexpr else MockArray.wrap_dtype(a)
+            for i, a in enumerate(args)
+        ]
+        named = {
+            k: v if k in self.constexpr_names else MockArray.wrap_dtype(v) for k, v in kwargs.items()
+        }
+        return self.run(*wrapped, grid=grid, warmup=True, **named)
 
     def specialization(self, *args: object, **kwargs: object) -> SpecializationKey:
         """The key a launch with these arguments compiles (and caches) under; checks them too."""

@@ -211,6 +211,30 @@ class ReinterpretedArray:
         return f"reinterpret({self.base!r}, {self.dtype!r})"
 
 
+class MockArray:
+    """A stand-in for an array in `kernel.warmup`: only its element type (an aligned pointer).
+
+    `warmup` wraps NumPy and MLX dtypes given in place of arrays in one of these, as Triton's
+    `MockTensor` does for torch dtypes, so a variant can be compiled before any data exists."""
+
+    __slots__ = ("element",)
+
+    def __init__(self, element: tlt.dtype) -> None:
+        self.element = element
+
+    @staticmethod
+    def wrap_dtype(value: object) -> object:
+        """`value` as a `MockArray` if it is a NumPy or MLX dtype, else unchanged."""
+        if isinstance(value, np.dtype) or (isinstance(value, type) and issubclass(value, np.generic)):
+            return MockArray(tl_dtype_of_numpy(np.dtype(value), "warmup"))
+        if _mx is not None and isinstance(value, _mx.Dtype):
+            return MockArray(tl_dtype_of_mlx(value, "warmup"))
+        return value
+
+    def __repr__(self) -> str:
+        return f"MockArray({self.element!r})"
+
+
 def _int_spec(value: int, name: str, specialize: bool, align: bool) -> ArgSpec:
     if specialize and value == 1:
         return _ONE
@@ -279,6 +303,8 @@ def _specialize_other(value: object, name: str, specialize: bool, align: bool) -
         return _mlx_spec(value, name, specialize, align)
     if isinstance(value, ReinterpretedArray):
         return _reinterpreted_spec(value, name, specialize, align)
+    if isinstance(value, MockArray):
+        return _POINTER_SPECS[(value.element, specialize and align)]
     if isinstance(value, np.bool_):
         return _I1
     if isinstance(value, np.integer):
