@@ -366,3 +366,20 @@ def test_compile_error_follows_the_kernels_own_line_directives(tmp_path):
     assert err.loc.file == str(py) and err.loc.line == 3
     assert "y = oops + x  # the bad line" in str(err)
     assert "oops" in err.reason
+
+
+def test_runtime_error_quotes_the_line_named_by_line_directives(tmp_path):
+    py = tmp_path / "gen.py"
+    py.write_text("a = 1\nbarrier_here()  # generated barrier\n")
+    body = (
+        "uint i = thread_position_in_grid.x;\n"
+        "if (i < 10) return;\n"
+        f'#line 2 "{py}"\n'
+        "threadgroup_barrier(mem_flags::mem_threadgroup);\n"
+        "out[i] = 1;\n"
+    )
+    with pytest.raises(KernelFault) as info:
+        run("linedir_rt", body)
+    msg = str(info.value)
+    assert f"({py}:2)" in msg
+    assert "barrier_here()  # generated barrier" in msg

@@ -18,6 +18,7 @@ stuck, default 30), `TRITON_METAL_EMULATOR_STACK` (bytes per fiber stack, defaul
 from __future__ import annotations
 
 import ctypes
+import linecache
 import os
 import re
 from collections.abc import Sequence
@@ -340,14 +341,22 @@ class EmulatorKernel:
 
     def _error(self, status: int, message: str) -> Exception:
         text = f"kernel '{self.source.kernel_name}': {message}"
-        # Quote the kernel line the runtime or ASan points at.
-        where = re.search(rf"{re.escape(self.source.kernel_name)}\.metal:(\d+)", message)
-        lines = self.source.text.splitlines()
-        # (Not for the watchdog: the line it would find is where the other threads wait.)
-        if where and status != _STATUS_WATCHDOG and 1 <= int(where.group(1)) <= len(lines):
+        # Quote the kernel line the runtime or ASan points at: a line of the MSL text, or of the
+        # file the kernel's own #line directives name. (Not for the watchdog: the line it would
+        # find is where the other threads wait, not where one spins.)
+        quoted = ""
+        kernel_file = f"{self.source.kernel_name}.metal"
+        where = re.search(r"([^\s():]+):(\d+)", message)
+        if where and status != _STATUS_WATCHDOG:
+            file, number = where.group(1), int(where.group(2))
+            lines = self.source.text.splitlines()
+            if file.endswith(kernel_file) and 1 <= number <= len(lines):
+                quoted = lines[number - 1].strip()
+            elif not file.endswith(kernel_file):
+                quoted = linecache.getline(file, number).strip()
+        if quoted:
             head, _, rest = text.partition("\n")
-            quoted = f"\n    {where.group(1)} | {lines[int(where.group(1)) - 1].strip()}"
-            text = head + quoted + ("\n" + rest if rest else "")
+            text = head + f"\n    {where.group(2)} | {quoted}" + ("\n" + rest if rest else "")
         if status == _STATUS_TG_MEMORY:
             m = re.search(r"(\d+) bytes in all", message)
             return ThreadgroupMemoryError(text, int(m.group(1)) if m else 0)
