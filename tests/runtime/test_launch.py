@@ -241,3 +241,28 @@ def test_warmup_with_dtypes_in_place_of_arrays():
     assert len(k.cache) == 1 and k.cache.hits >= 2
     with pytest.raises(triton.LaunchError, match="no fp64"):
         k.warmup(np.float64, np.float64, 64, BLOCK=64, grid=(1,))
+
+
+@pytest.mark.parametrize(
+    "dtype",
+    [np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
+     np.float16, np.float32],
+)
+def test_every_array_element_type_compiles_and_runs(dtype):
+    rng = np.random.default_rng(0)
+    src = (rng.random(50) * 100).astype(dtype)
+    dst = np.zeros(50, dtype)
+    copy_kernel[(2,)](src, dst, 50, BLOCK=32)
+    np.testing.assert_array_equal(dst, src)
+
+
+@pytest.mark.parametrize("n", [2**31 + 5, 2**63 + 7])
+def test_wide_integer_scalars_compile_and_run(n):
+    @triton.jit
+    def store_scalar(out_ptr, value):
+        tl.store(out_ptr, value)
+
+    dtype = np.int64 if n < 2**63 else np.uint64
+    out = np.zeros(1, dtype)
+    store_scalar[(1,)](out, n)
+    assert int(out[0]) == n
