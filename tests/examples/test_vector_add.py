@@ -47,3 +47,12 @@ def test_strided_numpy_views_are_addresses_of_their_first_element():
     vector_add.add_kernel[(1,)](base[5:25], base[10:30], out[3:23], 20, BLOCK_SIZE=32)
     np.testing.assert_array_equal(out[3:23], base[5:25] + base[10:30])
     assert not out[:3].any() and not out[23:].any()
+
+
+def test_every_example_main(capsys):
+    from examples.__main__ import EXAMPLES, main
+
+    assert main() == 0
+    out = capsys.readouterr().out
+    assert out.count("OK (backend: interpreter)") == len(EXAMPLES) + 1  # attention reports twice
+    assert "FAILED" not in out

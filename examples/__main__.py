@@ -1,0 +1,23 @@
+"""`python -m examples`: run every example and check it against NumPy."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+EXAMPLES = (
+    "vector_add", "softmax", "layer_norm", "matmul", "dropout", "cumsum", "histogram",
+    "flash_attention",
+)
+
+
+def main() -> int:
+    failures = 0
+    for name in EXAMPLES:
+        module = importlib.import_module(f"examples.{name}")
+        failures += module.main() != 0
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
