@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass
 from typing import ClassVar, Union
 
+from .layouts import Layout, layout_rank, parse_layout
+
 _SCALAR_NAMES = ("i1", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32", "f64")
 
 
@@ -67,12 +69,16 @@ ElementType = Union[ScalarType, PointerType]
 
 @dataclass(frozen=True)
 class TensorType:
-    """A block of `element` values with a static, non-empty `shape`."""
+    """A block of `element` values with a static, non-empty `shape`, distributed over the threads
+    by `layout` once the layout passes have run (None before)."""
 
     shape: tuple[int, ...]
     element: ElementType
+    layout: Layout | None = None
 
     def __post_init__(self) -> None:
+        if self.layout is not None and layout_rank(self.layout) != len(self.shape):
+            raise ValueError(f"layout {self.layout} has rank {layout_rank(self.layout)}, the shape {self.shape} {len(self.shape)}")
         if not self.shape or any(not isinstance(d, int) or d <= 0 for d in self.shape):
             raise ValueError(f"a tensor shape must be a non-empty tuple of positive ints, got {self.shape}")
         if isinstance(self.element, TensorType):
@@ -90,13 +96,21 @@ class TensorType:
         return n
 
     def with_element(self, element: ElementType) -> TensorType:
-        return TensorType(self.shape, element)
+        """Same shape and layout, another element type."""
+        return TensorType(self.shape, element, self.layout)
 
     def with_shape(self, shape: tuple[int, ...]) -> TensorType:
+        """Another shape (the layout is dropped: it was made for this shape's rank)."""
         return TensorType(tuple(shape), self.element)
 
+    def with_layout(self, layout: Layout | None) -> TensorType:
+        return TensorType(self.shape, self.element, layout)
+
     def __str__(self) -> str:
-        return "tensor<" + "".join(f"{d}x" for d in self.shape) + f"{self.element}>"
+        text = "tensor<" + "".join(f"{d}x" for d in self.shape) + f"{self.element}"
+        if self.layout is not None:
+            text += f", {self.layout}"
+        return text + ">"
 
 
 Type = Union[ScalarType, PointerType, TensorType]
@@ -127,8 +141,13 @@ def shape_of(ty: Type) -> tuple[int, ...]:
 
 
 def with_element(ty: Type, element: ElementType) -> Type:
-    """`ty` with its element type replaced, keeping the shape (or the scalar-ness)."""
-    return TensorType(ty.shape, element) if isinstance(ty, TensorType) else element
+    """`ty` with its element type replaced, keeping the shape and layout (or the scalar-ness)."""
+    return TensorType(ty.shape, element, ty.layout) if isinstance(ty, TensorType) else element
+
+
+def layout_of(ty: Type) -> Layout | None:
+    """The tensor's layout; None for scalars, pointers and tensors not yet laid out."""
+    return ty.layout if isinstance(ty, TensorType) else None
 
 
 def make_type(shape: tuple[int, ...], element: ElementType) -> Type:
@@ -140,14 +159,15 @@ def parse_type(text: str) -> Type:
     """Read a type's text form; raises `ValueError` on malformed text."""
     text = text.strip()
     if text.startswith("tensor<"):
-        m = re.fullmatch(r"tensor<((?:\d+x)+)(.+)>", text)
+        m = re.fullmatch(r"tensor<((?:\d+x)+)(.+?)(?:, *(#.*))?>", text)
         if m is None:
             raise ValueError(f"malformed tensor type '{text}'")
         shape = tuple(int(d) for d in m.group(1)[:-1].split("x"))
         element = parse_type(m.group(2))
         if isinstance(element, TensorType):
             raise ValueError(f"malformed tensor type '{text}'")
-        return TensorType(shape, element)
+        layout = parse_layout(m.group(3)) if m.group(3) is not None else None
+        return TensorType(shape, element, layout)
     if text.startswith("!tt.ptr<") and text.endswith(">"):
         inner = text[len("!tt.ptr<"):-1]
         space = 1

@@ -12,7 +12,7 @@ from typing import ClassVar
 
 from ..core import Op, Region, Value, attr, operand, region, var_operand
 from ..types import ScalarType, make_type
-from .common import num_results, scalar_element, tensor_type
+from .common import num_results, result_is, scalar_element, tensor_type
 
 INPUT_PRECISIONS = ("ieee", "tf32", "tf32x3", "bf16x3", "bf16x6")
 
@@ -84,8 +84,7 @@ class ReduceOp(Op):
         elements = [scalar_element(self, v, "operands") for v in self.srcs]
         out_shape = shape[: self.axis] + shape[self.axis + 1:]
         for i, el in enumerate(elements):
-            if self.results[i].type != make_type(out_shape, el):
-                raise self.error(f"result #{i} must be {make_type(out_shape, el)}, got {self.results[i].type}")
+            result_is(self, make_type(out_shape, el), i)
         _check_combine(self, self.combine, elements, "tt.reduce.return")
 
 
