@@ -1,0 +1,598 @@
+"""The transfer rules of the axis info analysis (one per op class) and its driver.
+
+Each rule takes the op and the facts of its operands and returns the facts of its results; ops
+without a rule get pessimistic facts. The driver walks a function in order, recursing into
+regions; loop-carried values are iterated to a fixed point. See `axis_info.py` for what the facts
+mean; every rule below keeps those meanings true (the comments say why where it is not obvious).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+from ..ir import Op, Value
+from ..ir.ops import arith as A
+from ..ir.ops import scf, tt
+from ..ir.ops.func import FuncOp
+from ..ir.ops.tt_debug import HintKind, HintOp
+from ..ir.types import ScalarType, element_type, shape_of
+from .axis_info import (
+    MAX_DIVISIBILITY,
+    AxisInfo,
+    _cap,
+    dims_of,
+    is_tracked,
+    is_unsigned,
+    meet,
+    pointee_bytes,
+    pow2_divisor,
+    rank_of,
+)
+
+Rule = Callable[["AxisInfoAnalysis", Any], list[AxisInfo]]
+RULES: dict[type[Op], Rule] = {}
+
+MAX_LOOP_ITERATIONS = 16
+"""Fixed-point rounds for loop-carried values before falling back to pessimistic facts."""
+
+
+def rule(*classes: type[Op]) -> Callable[[Rule], Rule]:
+    def deco(fn: Rule) -> Rule:
+        for c in classes:
+            RULES[c] = fn
+        return fn
+
+    return deco
+
+
+def _wrap(value: int, ty: Any) -> int | None:
+    """`value` reduced to the integer type of `ty` (None for non-integers)."""
+    el = element_type(ty)
+    if not isinstance(el, ScalarType) or not el.is_int():
+        return None
+    bits = el.bitwidth
+    value &= (1 << bits) - 1
+    if el.is_signed() and value >= 1 << (bits - 1):
+        value -= 1 << bits
+    return value
+
+
+def _wrap_int(value: int, ty: Any) -> int:
+    wrapped = _wrap(value, ty)
+    assert wrapped is not None, ty
+    return wrapped
+
+
+class AxisInfoAnalysis:
+    """Holds the facts found so far; `run_func` fills them for one function."""
+
+    def __init__(self) -> None:
+        self.facts: dict[Value, AxisInfo] = {}
+
+    def get(self, v: Value) -> AxisInfo:
+        found = self.facts.get(v)
+        if found is not None:
+            return found
+        return AxisInfo.pessimistic(rank_of(v.type), is_unsigned(v.type))
+
+    def set(self, v: Value, info: AxisInfo) -> None:
+        if is_tracked(v.type):
+            self.facts[v] = _clip(info, v)
+
+    # -- driver --------------------------------------------------------------------------------
+    def run_func(self, f: Op) -> None:
+        assert isinstance(f, FuncOp)
+        block = f.body.block
+        for i, arg in enumerate(block.args):
+            attrs = f.arg_attrs[i] if i < len(f.arg_attrs) else {}
+            div = int(attrs.get("tt.divisibility", 1))
+            info = AxisInfo.pessimistic(rank_of(arg.type), is_unsigned(arg.type))
+            self.set(arg, AxisInfo(info.contiguity, (pow2_divisor(div),) * info.rank, info.constancy, None,
+                                   info.non_negative))
+        self.run_block(block.ops)
+
+    def run_block(self, ops: list[Op]) -> None:
+        for op in ops:
+            self.run_op(op)
+
+    def run_op(self, op: Op) -> None:
+        if isinstance(op, scf.ForOp):
+            self._for(op)
+            return
+        if isinstance(op, scf.IfOp):
+            self._if(op)
+            return
+        if isinstance(op, scf.WhileOp):
+            self._while(op)
+            return
+        fn = RULES.get(type(op))
+        if fn is not None:
+            infos = fn(self, op)
+        else:
+            for r in op.regions:  # unknown ops with regions (reduce, scan): analyse inside anyway
+                for b in r.blocks:
+                    self.run_block(b.ops)
+            infos = [AxisInfo.pessimistic(rank_of(r.type), is_unsigned(r.type)) for r in op.results]
+        for r, info in zip(op.results, infos):
+            self.set(r, info)
+
+    def _for(self, op: scf.ForOp) -> None:
+        block = op.body.block
+        lb, step = self.get(op.lower), self.get(op.step)
+        iv_div = min(lb.element_divisibility, step.element_divisibility)
+        # iv = lb + k * step with step > 0 (scf.for's contract), so iv >= lb
+        self.set(block.args[0], AxisInfo((1,), (iv_div,), (1,), None, lb.non_negative))
+        carried = [self.get(v) for v in op.iter_args]
+        for _ in range(MAX_LOOP_ITERATIONS):
+            for arg, info in zip(block.args[1:], carried):
+                self.set(arg, info)
+            self.run_block(block.ops)
+            yielded = [self.get(v) for v in block.ops[-1].operands]
+            new = [meet(c, y) for c, y in zip(carried, yielded)]
+            if new == carried:
+                break
+            carried = new
+        else:
+            carried = [AxisInfo.pessimistic(c.rank) for c in carried]
+            for arg, info in zip(block.args[1:], carried):
+                self.set(arg, info)
+            self.run_block(block.ops)
+        for r, info in zip(op.results, carried):
+            self.set(r, info)
+
+    def _if(self, op: scf.IfOp) -> None:
+        outs: list[list[AxisInfo]] = []
+        for r in (op.then_region, op.else_region):
+            block = r.block
+            self.run_block(block.ops)
+            term = block.ops[-1] if block.ops else None
+            outs.append([self.get(v) for v in term.operands] if term is not None and term.name == "scf.yield" else [])
+        for i, res in enumerate(op.results):
+            self.set(res, meet(outs[0][i], outs[1][i]))
+
+    def _while(self, op: scf.WhileOp) -> None:
+        before, after = op.before.block, op.after.block
+        carried = [self.get(v) for v in op.inits]
+        forwarded: list[AxisInfo] = []
+        for _ in range(MAX_LOOP_ITERATIONS + 1):
+            for arg, info in zip(before.args, carried):
+                self.set(arg, info)
+            self.run_block(before.ops)
+            forwarded = [self.get(v) for v in before.ops[-1].operands[1:]]
+            for arg, info in zip(after.args, forwarded):
+                self.set(arg, info)
+            self.run_block(after.ops)
+            new = [meet(c, self.get(y)) for c, y in zip(carried, after.ops[-1].operands)]
+            if new == carried:
+                break
+            carried = new
+        else:
+            carried = [AxisInfo.pessimistic(c.rank) for c in carried]
+            for arg, info in zip(before.args, carried):
+                self.set(arg, info)
+            self.run_block(before.ops)
+            forwarded = [AxisInfo.pessimistic(rank_of(v.type)) for v in before.ops[-1].operands[1:]]
+            for arg, info in zip(after.args, forwarded):
+                self.set(arg, info)
+            self.run_block(after.ops)
+        for r, info in zip(op.results, forwarded):
+            self.set(r, info)
+
+
+def _clip(info: AxisInfo, v: Value) -> AxisInfo:
+    """Keep contiguity and constancy within the shape (and at least 1); zero is the only
+    integer both contiguous and constant over more than one element, which cannot happen."""
+    dims = dims_of(v.type)
+    if len(dims) != info.rank:
+        return AxisInfo.pessimistic(len(dims), is_unsigned(v.type))
+    contiguity = tuple(max(1, min(c, n)) for c, n in zip(info.contiguity, dims))
+    constancy = tuple(max(1, min(k, n)) for k, n in zip(info.constancy, dims))
+    non_negative = info.non_negative or is_unsigned(v.type)
+    if contiguity == info.contiguity and constancy == info.constancy and non_negative == info.non_negative:
+        return info
+    return AxisInfo(contiguity, info.divisibility, constancy, info.constant, non_negative)
+
+
+# -- sources ------------------------------------------------------------------------------------
+
+
+@rule(A.ConstantOp)
+def _constant(an: AxisInfoAnalysis, op: A.ConstantOp) -> list[AxisInfo]:
+    if isinstance(op.value, float):
+        return [AxisInfo.pessimistic(rank_of(op.result.type))]
+    return [AxisInfo.of_constant(int(op.value), dims_of(op.result.type))]
+
+
+@rule(tt.MakeRangeOp)
+def _make_range(an: AxisInfoAnalysis, op: tt.MakeRangeOp) -> list[AxisInfo]:
+    n = op.end - op.start
+    return [AxisInfo((n,), (pow2_divisor(op.start),), (1,), None, op.start >= 0)]
+
+
+@rule(tt.GetProgramIdOp, tt.GetNumProgramsOp)
+def _program_id(an: AxisInfoAnalysis, op: Op) -> list[AxisInfo]:
+    return [AxisInfo.pessimistic(1, non_negative=True)]
+
+
+@rule(HintOp)
+def _hint(an: AxisInfoAnalysis, op: HintOp) -> list[AxisInfo]:
+    src = an.get(op.src)
+    values = tuple(op.values)
+    if len(values) != src.rank:
+        return [src]
+    contiguity, divisibility, constancy = list(src.contiguity), list(src.divisibility), list(src.constancy)
+    for d, v in enumerate(values):
+        # A hint is a promise; the stronger of it and what the analysis proved holds.
+        if op.kind is HintKind.MULTIPLE_OF:
+            divisibility[d] = max(divisibility[d], pow2_divisor(v))
+        elif op.kind is HintKind.MAX_CONTIGUOUS:
+            contiguity[d] = max(contiguity[d], v)
+        elif op.kind is HintKind.MAX_CONSTANCY:
+            constancy[d] = max(constancy[d], v)
+    return [AxisInfo(tuple(contiguity), tuple(divisibility), tuple(constancy), src.constant, src.non_negative)]
+
+
+# -- shape ops ----------------------------------------------------------------------------------
+
+
+@rule(tt.SplatOp)
+def _splat(an: AxisInfoAnalysis, op: tt.SplatOp) -> list[AxisInfo]:
+    src = an.get(op.src)
+    dims = dims_of(op.result.type)
+    div = src.element_divisibility
+    return [AxisInfo((1,) * len(dims), (div,) * len(dims), dims, src.constant, src.non_negative)]
+
+
+@rule(tt.BroadcastOp)
+def _broadcast(an: AxisInfoAnalysis, op: tt.BroadcastOp) -> list[AxisInfo]:
+    src = an.get(op.src)
+    src_dims, dims = dims_of(op.src.type), dims_of(op.result.type)
+    contiguity, divisibility, constancy = list(src.contiguity), list(src.divisibility), list(src.constancy)
+    for d, (s, n) in enumerate(zip(src_dims, dims)):
+        if s == 1 and n != 1:
+            # every element along d is a copy of the single source element
+            contiguity[d], constancy[d] = 1, n
+            divisibility[d] = src.element_divisibility
+    return [AxisInfo(tuple(contiguity), tuple(divisibility), tuple(constancy), src.constant, src.non_negative)]
+
+
+@rule(tt.ExpandDimsOp)
+def _expand_dims(an: AxisInfoAnalysis, op: tt.ExpandDimsOp) -> list[AxisInfo]:
+    src = an.get(op.src)
+    if not shape_of(op.src.type):  # a scalar becomes a one-element tensor
+        return [AxisInfo((1,), (src.element_divisibility,), (1,), src.constant, src.non_negative)]
+    contiguity, divisibility, constancy = list(src.contiguity), list(src.divisibility), list(src.constancy)
+    contiguity.insert(op.axis, 1)
+    divisibility.insert(op.axis, src.element_divisibility)
+    constancy.insert(op.axis, 1)
+    return [AxisInfo(tuple(contiguity), tuple(divisibility), tuple(constancy), src.constant, src.non_negative)]
+
+
+@rule(tt.TransOp)
+def _trans(an: AxisInfoAnalysis, op: tt.TransOp) -> list[AxisInfo]:
+    src = an.get(op.src)
+    order = op.order
+    return [AxisInfo(
+        tuple(src.contiguity[i] for i in order), tuple(src.divisibility[i] for i in order),
+        tuple(src.constancy[i] for i in order), src.constant, src.non_negative,
+    )]
+
+
+def _identity(an: AxisInfoAnalysis, op: Op) -> list[AxisInfo]:
+    return [an.get(op.operands[0])]
+
+
+def register_identity(cls: type[Op]) -> None:
+    """Ops whose result holds the operand's elements in place (layout conversions)."""
+    RULES[cls] = _identity
+
+
+# -- arithmetic ---------------------------------------------------------------------------------
+
+
+def _add_like(a: AxisInfo, b: AxisInfo, sub: bool, ty: Any) -> AxisInfo:
+    """`a + b` (or `a - b`): a contiguous run plus a constant run stays contiguous (a constant
+    minus a contiguous run decreases, so subtraction keeps only the first case)."""
+    rank = a.rank
+    contiguity: list[int] = []
+    for d in range(rank):
+        c = math.gcd(a.contiguity[d], b.constancy[d])
+        if not sub:
+            c = max(c, math.gcd(a.constancy[d], b.contiguity[d]))
+        contiguity.append(c)
+    divisibility = tuple(
+        min(a.divisibility_at(d, contiguity[d]), b.divisibility_at(d, contiguity[d])) for d in range(rank)
+    )
+    constancy = tuple(math.gcd(x, y) for x, y in zip(a.constancy, b.constancy))
+    constant = None
+    non_negative = False
+    if a.constant is not None and b.constant is not None:
+        constant = _wrap(a.constant - b.constant if sub else a.constant + b.constant, ty)
+    if not sub:
+        non_negative = a.non_negative and b.non_negative
+    return AxisInfo(tuple(contiguity), divisibility, constancy, constant, non_negative)
+
+
+@rule(A.AddIOp)
+def _addi(an: AxisInfoAnalysis, op: A.AddIOp) -> list[AxisInfo]:
+    return [_add_like(an.get(op.lhs), an.get(op.rhs), False, op.result.type)]
+
+
+@rule(A.SubIOp)
+def _subi(an: AxisInfoAnalysis, op: A.SubIOp) -> list[AxisInfo]:
+    return [_add_like(an.get(op.lhs), an.get(op.rhs), True, op.result.type)]
+
+
+@rule(tt.AddPtrOp)
+def _addptr(an: AxisInfoAnalysis, op: tt.AddPtrOp) -> list[AxisInfo]:
+    p, off = an.get(op.ptr), an.get(op.offset)
+    scale = pointee_bytes(op.ptr.type)
+    # Contiguity counts elements: ptr + run of consecutive offsets is a run of consecutive
+    # elements; divisibility counts bytes, so the offset's divisibility is scaled.
+    rank = p.rank
+    contiguity = tuple(
+        max(math.gcd(p.contiguity[d], off.constancy[d]), math.gcd(p.constancy[d], off.contiguity[d]))
+        for d in range(rank)
+    )
+    divisibility = tuple(
+        min(p.divisibility_at(d, contiguity[d]), _cap(off.divisibility_at(d, contiguity[d]) * scale))
+        for d in range(rank)
+    )
+    constancy = tuple(math.gcd(x, y) for x, y in zip(p.constancy, off.constancy))
+    return [AxisInfo(contiguity, divisibility, constancy)]
+
+
+@rule(A.MulIOp)
+def _muli(an: AxisInfoAnalysis, op: A.MulIOp) -> list[AxisInfo]:
+    a, b = an.get(op.lhs), an.get(op.rhs)
+    rank = a.rank
+    contiguity = tuple(
+        a.contiguity[d] if b.constant == 1 else b.contiguity[d] if a.constant == 1 else 1 for d in range(rank)
+    )
+    divisibility = tuple(
+        _cap(a.divisibility_at(d, contiguity[d]) * b.divisibility_at(d, contiguity[d])) for d in range(rank)
+    )
+    constancy = tuple(math.gcd(x, y) for x, y in zip(a.constancy, b.constancy))
+    if a.constant == 0 or b.constant == 0:
+        return [AxisInfo.of_constant(0, dims_of(op.result.type))]
+    constant = _wrap(a.constant * b.constant, op.result.type) if a.constant is not None and b.constant is not None else None
+    return [AxisInfo(contiguity, divisibility, constancy, constant, a.non_negative and b.non_negative)]
+
+
+def _block_constancy(a: AxisInfo, d: int, c: int) -> int:
+    """Group size over which `floor(a / c)` is constant: aligned groups of g = gcd(C, D, c)
+    consecutive values starting at multiples of g lie in one block of c values."""
+    return math.gcd(math.gcd(a.contiguity[d], a.divisibility[d]), c)
+
+
+def _div_or_shift(a: AxisInfo, c: int, floor_ok: bool) -> AxisInfo:
+    """`a / c` for a positive constant `c`. Truncating division only equals floor division on
+    non-negative values, hence `floor_ok` (unsigned division, arithmetic shifts)."""
+    rank = a.rank
+    if c == 1:
+        return a
+    blocks = floor_ok or a.non_negative
+    constancy = tuple(
+        max(a.constancy[d], _block_constancy(a, d, c) if blocks else 1) for d in range(rank)
+    )
+    divisibility: list[int] = []
+    for d in range(rank):
+        # Where the quotient is constant over a's contiguous group, every element equals the
+        # group start divided by c; elsewhere only constant runs of a keep their divisibility.
+        if a.contiguity[d] == 1 or constancy[d] >= a.contiguity[d]:
+            base = a.divisibility[d]
+            cd = pow2_divisor(c)
+            divisibility.append(base // c if c == cd and base >= c and base % c == 0 else 1)
+        else:
+            divisibility.append(1)
+    return AxisInfo((1,) * rank, tuple(divisibility), constancy, None, a.non_negative)
+
+
+@rule(A.DivSIOp, A.DivUIOp)
+def _div(an: AxisInfoAnalysis, op: Op) -> list[AxisInfo]:
+    a, b = an.get(op.lhs), an.get(op.rhs)  # type: ignore[attr-defined]
+    if b.constant is None or b.constant <= 0:
+        return [_generic_elementwise(a, b)]
+    info = _div_or_shift(a, b.constant, False)  # unsigned values are non-negative already
+    if a.constant is None:
+        return [info]
+    q = abs(a.constant) // b.constant  # C division truncates toward zero
+    return [AxisInfo.of_constant(_wrap_int(q if a.constant >= 0 else -q, op.result.type), dims_of(op.result.type))]
+
+
+@rule(A.ShRSIOp, A.ShRUIOp)
+def _shr(an: AxisInfoAnalysis, op: Op) -> list[AxisInfo]:
+    a, b = an.get(op.lhs), an.get(op.rhs)  # type: ignore[attr-defined]
+    bits = element_type(op.result.type).bitwidth  # type: ignore[union-attr]
+    if b.constant is None or not 0 <= b.constant < bits:
+        return [_generic_elementwise(a, b)]
+    info = _div_or_shift(a, 1 << b.constant, True)  # shifts floor, for either sign
+    constant = None if a.constant is None else _wrap(a.constant >> b.constant, op.result.type)
+    if isinstance(op, A.ShRUIOp) and a.constant is not None and a.constant < 0:
+        constant = None
+    return [AxisInfo(info.contiguity, info.divisibility, info.constancy, constant, info.non_negative)]
+
+
+@rule(A.ShLIOp)
+def _shl(an: AxisInfoAnalysis, op: A.ShLIOp) -> list[AxisInfo]:
+    a, b = an.get(op.lhs), an.get(op.rhs)
+    bits = element_type(op.result.type).bitwidth  # type: ignore[union-attr]
+    if b.constant is None or not 0 <= b.constant < bits:
+        return [_generic_elementwise(a, b)]
+    if b.constant == 0:
+        return [a]
+    k = 1 << b.constant
+    rank = a.rank
+    divisibility = tuple(_cap(a.divisibility_at(d, 1) * k) for d in range(rank))
+    constant = None if a.constant is None else _wrap(a.constant << b.constant, op.result.type)
+    return [AxisInfo((1,) * rank, divisibility, a.constancy, constant, False)]
+
+
+def _rem(a: AxisInfo, c: int, floor_ok: bool) -> AxisInfo:
+    """`a mod c` for a positive constant c: a contiguous group that stays inside one block of c
+    values stays contiguous (only for non-negative values under truncating remainder)."""
+    rank = a.rank
+    blocks = floor_ok or a.non_negative
+    contiguity = tuple(_block_constancy(a, d, c) if blocks else 1 for d in range(rank))
+    cd = pow2_divisor(c)
+    divisibility = tuple(min(a.divisibility_at(d, contiguity[d]), cd) for d in range(rank))
+    return AxisInfo(contiguity, divisibility, a.constancy, None, a.non_negative)
+
+
+@rule(A.RemSIOp, A.RemUIOp)
+def _remi(an: AxisInfoAnalysis, op: Op) -> list[AxisInfo]:
+    a, b = an.get(op.lhs), an.get(op.rhs)  # type: ignore[attr-defined]
+    if b.constant is None or b.constant <= 0:
+        return [_generic_elementwise(a, b)]
+    info = _rem(a, b.constant, isinstance(op, A.RemUIOp))
+    if a.constant is not None:
+        r = abs(a.constant) % b.constant
+        return [AxisInfo.of_constant(r if a.constant >= 0 else -r, dims_of(op.result.type))]
+    return [info]
+
+
+@rule(A.AndIOp)
+def _andi(an: AxisInfoAnalysis, op: A.AndIOp) -> list[AxisInfo]:
+    a, b = an.get(op.lhs), an.get(op.rhs)
+    if b.constant is None and a.constant is not None:
+        a, b = b, a
+    if b.constant is not None and b.constant > 0 and b.constant & (b.constant + 1) == 0:
+        # x & (2**k - 1) is the floor remainder by 2**k, for any sign
+        return [_rem(a, b.constant + 1, True)]
+    info = _generic_elementwise(a, b)
+    # a bit clear in either operand is clear in the result
+    div = max(a.element_divisibility, b.element_divisibility)
+    rank = info.rank
+    return [AxisInfo(info.contiguity, (div,) * rank, info.constancy, None, a.non_negative or b.non_negative)]
+
+
+def _generic_elementwise(a: AxisInfo, b: AxisInfo) -> AxisInfo:
+    """Any elementwise function of `a` and `b`: constant where both are."""
+    constancy = tuple(math.gcd(x, y) for x, y in zip(a.constancy, b.constancy))
+    return AxisInfo((1,) * a.rank, (1,) * a.rank, constancy)
+
+
+@rule(A.OrIOp, A.XOrIOp)
+def _or_xor(an: AxisInfoAnalysis, op: Op) -> list[AxisInfo]:
+    a, b = an.get(op.lhs), an.get(op.rhs)  # type: ignore[attr-defined]
+    info = _generic_elementwise(a, b)
+    div = min(a.element_divisibility, b.element_divisibility)  # low zero bits common to both
+    non_negative = a.non_negative and b.non_negative
+    return [AxisInfo(info.contiguity, (div,) * info.rank, info.constancy, None, non_negative)]
+
+
+@rule(A.MinSIOp, A.MinUIOp, A.MaxSIOp, A.MaxUIOp)
+def _min_max(an: AxisInfoAnalysis, op: Op) -> list[AxisInfo]:
+    a, b = an.get(op.lhs), an.get(op.rhs)  # type: ignore[attr-defined]
+    info = _generic_elementwise(a, b)
+    div = min(a.element_divisibility, b.element_divisibility)  # the result is one of them
+    if isinstance(op, (A.MaxSIOp, A.MaxUIOp)):
+        non_negative = a.non_negative or b.non_negative
+    else:
+        non_negative = a.non_negative and b.non_negative
+    return [AxisInfo(info.contiguity, (div,) * info.rank, info.constancy, None, non_negative)]
+
+
+@rule(A.MulHiOp, A.AbsIOp, A.NegIOp, A.NotIOp)
+def _elementwise_unknown(an: AxisInfoAnalysis, op: Op) -> list[AxisInfo]:
+    infos = [an.get(v) for v in op.operands]
+    info = infos[0]
+    for other in infos[1:]:
+        info = _generic_elementwise(info, other)
+    # (abs is not non-negative either: abs(INT_MIN) wraps to INT_MIN)
+    return [AxisInfo((1,) * info.rank, (1,) * info.rank, info.constancy)]
+
+
+@rule(A.SelectOp)
+def _select(an: AxisInfoAnalysis, op: A.SelectOp) -> list[AxisInfo]:
+    c, a, b = an.get(op.condition), an.get(op.true_value), an.get(op.false_value)
+    if c.constant is not None:
+        return [a if c.constant else b]
+    rank = a.rank
+    scalar_cond = not shape_of(op.condition.type)
+    cond_const = tuple(dims_of(op.result.type)) if scalar_cond else c.constancy
+    contiguity = tuple(math.gcd(math.gcd(a.contiguity[d], b.contiguity[d]), cond_const[d]) for d in range(rank))
+    divisibility = tuple(
+        min(a.divisibility_at(d, contiguity[d]), b.divisibility_at(d, contiguity[d])) for d in range(rank)
+    )
+    constancy = tuple(math.gcd(math.gcd(a.constancy[d], b.constancy[d]), cond_const[d]) for d in range(rank))
+    constant = a.constant if a.constant is not None and a.constant == b.constant else None
+    return [AxisInfo(contiguity, divisibility, constancy, constant, a.non_negative and b.non_negative)]
+
+
+_LESS = {A.CmpPredicate.SLT, A.CmpPredicate.ULT, A.CmpPredicate.SGE, A.CmpPredicate.UGE}
+_GREATER = {A.CmpPredicate.SGT, A.CmpPredicate.UGT, A.CmpPredicate.SLE, A.CmpPredicate.ULE}
+
+
+@rule(A.CmpIOp)
+def _cmpi(an: AxisInfoAnalysis, op: A.CmpIOp) -> list[AxisInfo]:
+    a, b = an.get(op.lhs), an.get(op.rhs)
+    rank = a.rank
+    constancy = list(math.gcd(x, y) for x, y in zip(a.constancy, b.constancy))
+    for d in range(rank):
+        # x < y (and x >= y) is constant over an aligned run of g consecutive x whose start is
+        # a multiple of g when y is constant there and also a multiple of g: the run cannot
+        # straddle y. With the constant on the left, y > x and y <= x are the same tests.
+        if op.predicate in _LESS:
+            run, const = a, b
+        elif op.predicate in _GREATER:
+            run, const = b, a
+        else:
+            continue
+        g = math.gcd(run.contiguity[d], const.constancy[d])
+        if g <= 1:
+            continue
+        g = math.gcd(g, math.gcd(run.divisibility_at(d, g), const.divisibility_at(d, g)))
+        constancy[d] = max(constancy[d], g)
+    constant = None
+    if a.constant is not None and b.constant is not None:
+        constant = _cmp_constants(op.predicate, a.constant, b.constant, op.lhs.type)
+    return [AxisInfo((1,) * rank, (1,) * rank, tuple(constancy), constant, True)]
+
+
+def _cmp_constants(pred: A.CmpPredicate, x: int, y: int, ty: Any) -> int:
+    el = element_type(ty)
+    if pred.value.startswith("u") and isinstance(el, ScalarType):
+        mask = (1 << el.bitwidth) - 1
+        x, y = x & mask, y & mask
+    table = {
+        "eq": x == y, "ne": x != y, "slt": x < y, "sle": x <= y, "sgt": x > y, "sge": x >= y,
+        "ult": x < y, "ule": x <= y, "ugt": x > y, "uge": x >= y,
+    }
+    return int(table[pred.value])
+
+
+# -- casts --------------------------------------------------------------------------------------
+
+
+@rule(A.ExtSIOp, A.ExtUIOp)
+def _ext(an: AxisInfoAnalysis, op: Op) -> list[AxisInfo]:
+    src = an.get(op.operands[0])
+    if isinstance(op, A.ExtUIOp) and not src.non_negative:
+        # zero extension of a negative value changes it (but not its low zero bits)
+        return [AxisInfo(src.contiguity, src.divisibility, src.constancy, None, True)]
+    return [src]
+
+
+@rule(A.TruncIOp, A.BitcastOp)
+def _trunc(an: AxisInfoAnalysis, op: Op) -> list[AxisInfo]:
+    src = an.get(op.operands[0])
+    if not is_tracked(op.operands[0].type) or not is_tracked(op.result.type):
+        return [AxisInfo.pessimistic(rank_of(op.result.type))]
+    constant = None if src.constant is None else _wrap(src.constant, op.result.type)
+    # low bits, and with them power-of-two divisibility, survive truncation
+    return [AxisInfo(src.contiguity, src.divisibility, src.constancy, constant, False)]
+
+
+@rule(A.PtrToIntOp, A.IntToPtrOp, A.PtrBitcastOp)
+def _ptr_casts(an: AxisInfoAnalysis, op: Op) -> list[AxisInfo]:
+    src = an.get(op.operands[0])
+    # the address is unchanged; contiguity counts elements, which only ptr_to_int/int_to_ptr
+    # of byte-sized pointees would keep, so keep only divisibility (bytes) and constancy
+    rank = src.rank
+    return [AxisInfo((1,) * rank, (src.element_divisibility,) * rank, src.constancy)]
+
+
+__all__ = ["RULES", "AxisInfoAnalysis", "MAX_DIVISIBILITY", "register_identity"]

@@ -1,0 +1,43 @@
+"""`test-print-axis-info`: report the axis info of every integer and pointer result as remarks.
+
+For file tests (as Triton's `test-print-alignment`): one remark line per op with tracked results,
+in program order, `%name = op.name: contiguity = [...], divisibility = [...], constancy = [...],
+constant_value = ...` (names as the printer will print them), then the function's arguments.
+The module is left unchanged; run it as `-p test-print-axis-info 2>&1 >/dev/null | filecheck`.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from ..ir import Module
+from ..ir.printer import Printer
+from .axis_info import analyze_axis_info
+from .axis_info_rules import is_tracked
+from .pass_base import ModulePass, PassContext, register_pass, remark
+
+
+@register_pass
+class TestPrintAxisInfo(ModulePass):
+    name: ClassVar[str] = "test-print-axis-info"
+
+    def apply(self, ctx: PassContext | None, module: Module) -> None:
+        result = analyze_axis_info(module)
+        for func in module.funcs:
+            printer = Printer()
+            printer.op(func, 0)  # assigns the names the module printer will use
+            remark(ctx, f"func @{getattr(func, 'sym_name', '?')}:")
+            for arg in func.body.block.args:
+                if is_tracked(arg.type):
+                    remark(ctx, f"{printer.name(arg)} = argument: {result.get(arg)}")
+            for op in func.walk():
+                if op is func:
+                    continue
+                for r in op.results:
+                    if is_tracked(r.type):
+                        remark(ctx, f"{printer.name(r)} = {op.name}: {result.get(r)}")
+                for reg in op.regions:
+                    for b in reg.blocks:
+                        for a in b.args:
+                            if is_tracked(a.type):
+                                remark(ctx, f"{printer.name(a)} = block argument: {result.get(a)}")
