@@ -1,0 +1,163 @@
+"""`LoweringContext`: the state the lowering rules share while one kernel is lowered.
+
+It maps IR values to their per-thread form (`values.Val`), collects statements into the current
+body (a stack: one body per nested region being lowered), hoists per-thread coordinate
+expressions into the prologue, names temporaries (always `tm_` + a number: never an MLX
+attribute name, never `<input>_shape`), records which header helpers the body needs and how much
+threadgroup scratch it uses, and builds errors located at the op being lowered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from triton_metal.errors import CompilationError, internal_error
+from triton_metal.ir import Op, Value
+from triton_metal.ir.types import PointerType, ScalarType, TensorType, Type, element_type
+
+from .distribution import Distribution, distribution
+from .msl_types import literal, msl_type
+from .options import CodegenOptions
+from .program import Apply, Assign, Body, Declare, Expr, Index, Lit, Stmt, Var
+from .values import PtrValue, RegValue, Val
+
+LANE = Var("tm_lane")
+WARP = Var("tm_warp")
+TID = Var("tm_tid")
+
+
+class LoweringContext:
+    def __init__(self, options: CodegenOptions, kernel_name: str) -> None:
+        self.options = options
+        self.kernel_name = kernel_name
+        self.num_warps = options.num_warps
+        self.values: dict[Value, Val] = {}
+        self.prologue = Body()
+        self._bodies: list[Body] = [Body()]
+        self._counter = 0
+        self._thread_coords: dict[tuple[Distribution, int], Expr] = {}
+        self.helpers: set[str] = set()
+        """Names of header helper templates (`templates/helpers/<name>.metal`) the body uses."""
+        self.scratch_high_water = 0
+        """Bytes of threadgroup scratch the body uses (the highest end offset)."""
+        self.current_op: Op | None = None
+        self.program_ids: set[int] = set()
+
+    # -- statements ----------------------------------------------------------------------------
+    @property
+    def body(self) -> Body:
+        return self._bodies[-1]
+
+    def emit(self, stmt: Stmt) -> None:
+        self._bodies[-1].add(stmt)
+
+    def push(self) -> None:
+        self._bodies.append(Body())
+
+    def pop(self) -> tuple[Stmt, ...]:
+        return self._bodies.pop().freeze()
+
+    def fresh(self) -> str:
+        self._counter += 1
+        return f"tm_{self._counter}"
+
+    # -- values --------------------------------------------------------------------------------
+    def bind(self, value: Value, val: Val) -> None:
+        self.values[value] = val
+
+    def lookup(self, value: Value) -> Val:
+        try:
+            return self.values[value]
+        except KeyError:
+            raise internal_error(f"value {value!r} used before it was lowered") from None
+
+    def reg(self, value: Value) -> RegValue:
+        v = self.lookup(value)
+        if not isinstance(v, RegValue):
+            raise self.error(f"a pointer ({value.type}) is used where a number is expected")
+        return v
+
+    def ptr(self, value: Value) -> PtrValue:
+        v = self.lookup(value)
+        if not isinstance(v, PtrValue):
+            raise internal_error(f"value {value!r} is not a pointer")
+        return v
+
+    def dist_of(self, ty: Type) -> Distribution | None:
+        """The distribution of a tensor type (None for scalars); the layout must be assigned."""
+        if not isinstance(ty, TensorType):
+            return None
+        if ty.layout is None:
+            raise internal_error(
+                f"tensor {ty} reached the code generator without a layout (run the layout passes first)"
+            )
+        return distribution(ty.layout, ty.shape, self.num_warps)
+
+    def materialize(self, exprs: Sequence[Expr], ctype: str, force: bool = False) -> tuple[Expr, ...]:
+        """Store computed expressions in a fresh variable (an array for tensors) and return
+        expressions reading it; plain variables and literals are kept as they are."""
+        if not force and all(isinstance(e, (Var, Lit, Index)) for e in exprs):
+            return tuple(exprs)
+        name = self.fresh()
+        if len(exprs) == 1 and not force:
+            self.emit(Declare(name, ctype, None, exprs[0]))
+            return (Var(name),)
+        self.emit(Declare(name, ctype, len(exprs)))
+        out = []
+        for i, e in enumerate(exprs):
+            target = Index(Var(name), Lit(str(i)))
+            self.emit(Assign(target, e))
+            out.append(target)
+        return tuple(out)
+
+    def declare_array(self, ctype: str, count: int) -> tuple[Expr, ...]:
+        """A fresh uninitialised register array (loop-carried and branch results)."""
+        name = self.fresh()
+        self.emit(Declare(name, ctype, count))
+        return tuple(Index(Var(name), Lit(str(i))) for i in range(count))
+
+    def const(self, value: bool | int | float, ty: ScalarType) -> Lit:
+        return Lit(literal(value, ty))
+
+    # -- coordinates ---------------------------------------------------------------------------
+    def thread_coord(self, dist: Distribution, dim: int) -> Expr | None:
+        """This thread's part of coordinate `dim` (hoisted into the prologue; None when zero)."""
+        key = (dist, dim)
+        if key not in self._thread_coords:
+            terms = dist.thread_terms(dim)
+            expr: Expr | None = None
+            for which, shift, mask, scale in terms:
+                src: Expr = LANE if which == "lane" else WARP
+                if shift:
+                    src = Apply("shr_raw", (src, Lit(f"{shift}u")))
+                if mask != (31 >> shift if which == "lane" else (self.num_warps - 1) >> shift):
+                    src = Apply("and", (src, Lit(f"{mask}u")))
+                if scale != 1:
+                    src = Apply("mul", (src, Lit(f"{scale}u")))
+                expr = src if expr is None else Apply("add", (expr, src))
+            if expr is not None:
+                name = self.fresh()
+                self.prologue.add(Declare(name, "int", None, Apply("cast_int", (expr,)), const=True))
+                expr = Var(name)
+            self._thread_coords[key] = expr
+        return self._thread_coords[key]
+
+    def coord(self, dist: Distribution, reg: int, dim: int) -> Expr:
+        """Coordinate `dim` of the element register `reg` holds (an int expression)."""
+        base = dist.reg_coords[reg][dim]
+        t = self.thread_coord(dist, dim)
+        if t is None:
+            return Lit(str(base))
+        return t if base == 0 else Apply("add", (t, Lit(str(base))))
+
+    # -- errors --------------------------------------------------------------------------------
+    def error(self, message: str, hint: str | None = None, op: Op | None = None) -> CompilationError:
+        op = op if op is not None else self.current_op
+        return CompilationError(message, op.loc if op is not None else None, hint, self.kernel_name)
+
+
+def ctype_of(ty: Type) -> str:
+    el = element_type(ty)
+    if isinstance(el, PointerType):
+        raise internal_error(f"pointer type {ty} has no register type")
+    return msl_type(el)

@@ -1,0 +1,61 @@
+"""What an IR value becomes in the per-thread program.
+
+* `RegValue`: a scalar (one register, no distribution, the same in every thread) or a tensor
+  (one expression per register of this thread, placed by its layout's `Distribution`).
+* `PtrValue`: a pointer or a tensor of pointers, kept as a buffer plus per-register element
+  offsets. Buffers are kernel parameters; keeping the base apart lets loads read the parameter's
+  input and stores write its output, and sidesteps MSL's address-space rules for pointer
+  temporaries (inputs under 8 elements arrive as `constant`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from triton_metal.ir.types import ScalarType, Type
+
+from .distribution import Distribution
+from .program import Expr
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """A pointer parameter of the kernel as the body sees it."""
+
+    param: str
+    pointee: ScalarType
+    input_name: str | None
+    """The metal_kernel input read by loads (None: never read)."""
+    output_name: str | None
+    """The metal_kernel output written by stores and atomics (None: never written)."""
+    aligned16: bool = False
+    """The parameter's address is a multiple of 16 bytes (`tt.divisibility = 16`)."""
+
+
+@dataclass(frozen=True)
+class RegValue:
+    type: Type
+    regs: tuple[Expr, ...]
+    dist: Distribution | None
+    """None for scalars."""
+
+    @property
+    def is_scalar(self) -> bool:
+        return self.dist is None
+
+
+@dataclass(frozen=True)
+class PtrValue:
+    type: Type
+    buffer: Buffer
+    offsets: tuple[Expr, ...]
+    offset_ctype: str
+    """"int" or "long" (64-bit indexing)."""
+    dist: Distribution | None
+
+    @property
+    def is_scalar(self) -> bool:
+        return self.dist is None
+
+
+Val = RegValue | PtrValue

@@ -1,0 +1,15 @@
+"""Package list for setuptools (the rest of the metadata is in pyproject.toml).
+
+`codegen/` and `templates/` sit at the top of the repository but install inside the package as
+`triton_metal.codegen` and `triton_metal.templates`, so nothing named `codegen` reaches
+site-packages; discovery alone cannot express that mapping.
+"""
+
+from setuptools import find_packages, setup
+
+MAPPED = {"triton_metal.codegen": "codegen", "triton_metal.templates": "templates"}
+
+setup(
+    packages=find_packages(include=["triton_metal", "triton_metal.*"]) + list(MAPPED),
+    package_dir=MAPPED,
+)

@@ -1,0 +1,1 @@
+"""Jinja2 templates of the MSL scaffolding (package data; read by `triton_metal.codegen.templates`)."""
