@@ -26,6 +26,18 @@ from typing import Any
 import mlx.core as mx
 
 
+def mlx_version() -> tuple[int, ...]:
+    return tuple(int(part) for part in mx.__version__.split(".")[:3] if part.isdigit())
+
+
+MLX_SANITIZES_MINUS = mlx_version() >= (0, 32, 4)
+"""Whether MLX turns the `-` of negative template arguments into `_` in kernel names.
+
+Older versions leave it there, which makes an invalid identifier; `build_kernel_source` always
+follows the newer rule, so comparisons with negative template arguments need a newer MLX.
+"""
+
+
 @dataclass
 class CapturedText:
     """What was written to the captured descriptor; filled when the `with` block ends."""

@@ -25,9 +25,9 @@ from triton_metal.backends.emulator.signature import (
 from triton_metal.errors import LaunchError
 
 try:  # imported as part of a test package or as a top-level module, depending on the layout
-    from .mlx_capture import mlx_kernel_source
+    from .mlx_capture import MLX_SANITIZES_MINUS, mlx_kernel_source
 except ImportError:
-    from mlx_capture import mlx_kernel_source  # type: ignore[no-redef]
+    from mlx_capture import MLX_SANITIZES_MINUS, mlx_kernel_source  # type: ignore[no-redef]
 
 # The type strings of MLX's `get_type_string`, written out independently of the module under test.
 MX_TYPES: dict[mx.Dtype, str] = {
@@ -142,6 +142,9 @@ CASES: list[Case] = [
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_source_matches_mlx(case: Case) -> None:
+    negative = any(isinstance(v, int) and not isinstance(v, bool) and v < 0 for _, v in case.template)
+    if negative and not MLX_SANITIZES_MINUS:
+        pytest.skip(f"MLX {mx.__version__} keeps '-' of negative template arguments in kernel names")
     assert ours(case).text == theirs(case)
 
 
