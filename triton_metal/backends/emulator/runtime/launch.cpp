@@ -234,7 +234,7 @@ void run_launch(Worker* w, LaunchState* st) {
                 d->group_fn(d->buffers, &w->group);
             }
             w->running_group.store(0);
-            w->progress.fetch_add(1, std::memory_order_relaxed);
+            tm_count_progress(w->progress);
             if (w->failed) {
                 st->abort.store(1);
                 break;

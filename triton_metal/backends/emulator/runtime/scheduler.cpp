@@ -18,8 +18,8 @@
 #include <sanitizer/common_interface_defs.h>
 #endif
 
-thread_local Worker* tm_tl_worker = nullptr;
-thread_local Fiber* tm_tl_fiber = nullptr;
+TM_TLS Worker* tm_tl_worker = nullptr;
+TM_TLS Fiber* tm_tl_fiber = nullptr;
 
 namespace {
 
@@ -100,7 +100,7 @@ void switch_to(Worker* w, Fiber* from, Fiber* to, bool from_finished) {
     void** fake = from_finished ? nullptr : (from ? &from->asan_fake : &w->main_asan_fake);
     const void* bottom = to ? (const void*)to->stack : w->main_stack_bottom;
     size_t size = to ? w->stack_bytes : w->main_stack_size;
-    w->progress.fetch_add(1, std::memory_order_relaxed);
+    tm_count_progress(w->progress);
     tm_tl_fiber = to;
     asan_start(w, fake, bottom, size);
     tm_context_switch(from_ctx, to_ctx);

@@ -93,8 +93,16 @@ struct Worker {
     unsigned index = 0;               // position in the worker pool
 };
 
-extern thread_local Worker* tm_tl_worker;
-extern thread_local Fiber* tm_tl_fiber;
+// Initial-exec TLS: read on every switch and SIMD-group call, and the default model for a shared
+// library would call __tls_get_addr each time (two pointers fit glibc's reserve for dlopen).
+#define TM_TLS __attribute__((tls_model("initial-exec"))) thread_local
+extern TM_TLS Worker* tm_tl_worker;
+extern TM_TLS Fiber* tm_tl_fiber;
+
+// Only the owning worker writes its progress counter; the watchdog only reads it.
+inline void tm_count_progress(std::atomic<unsigned long>& counter) {
+    counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
 
 // Record an error for the running group and abandon it (never returns).
 [[noreturn]] void tm_fail(int status, const char* message);
