@@ -13,7 +13,6 @@ or fails when `TRITON_METAL_REQUIRE_CROSS=1` (set in CI, where the tools must be
 from __future__ import annotations
 
 import os
-import platform
 import shutil
 import subprocess
 from pathlib import Path
@@ -28,6 +27,7 @@ try:  # imported as part of a test package or as a top-level module, depending o
         assert_all_checks_pass,
         assert_returning_entry_traps,
         build_fiber_test,
+        machine,
         parse_switch_ns,
         run_fiber_test,
     )
@@ -39,6 +39,7 @@ except ImportError:
         assert_all_checks_pass,
         assert_returning_entry_traps,
         build_fiber_test,
+        machine,
         parse_switch_ns,
         run_fiber_test,
     )
@@ -99,9 +100,7 @@ def test_switch_runs_aarch64_qemu(tmp_path: Path) -> None:
     assert fast > 0 and slow > 0
 
 
-@pytest.mark.skipif(
-    platform.machine() == "aarch64", reason="this machine is aarch64: test_context.py runs it natively"
-)
+@pytest.mark.skipif(machine() == "aarch64", reason="this machine is aarch64: test_context.py runs it natively")
 def test_fibers_aarch64_clang_qemu(tmp_path: Path) -> None:
     require_tools("clang++", QEMU, sysroot=True)
     toolchain = Toolchain(

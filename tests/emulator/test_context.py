@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 import triton_metal.backends.emulator as emulator
+from triton_metal.backends.emulator.toolchain import find_compiler
 
 HERE = Path(__file__).resolve().parent
 RUNTIME_DIR = Path(emulator.__file__).resolve().parent / "runtime"
@@ -62,6 +63,12 @@ def assert_all_checks_pass(done: subprocess.CompletedProcess[str]) -> None:
     assert done.stdout.rstrip().endswith("ALL OK"), report
 
 
+def machine() -> str:
+    """This machine's architecture as the context switch names it (macOS says arm64)."""
+    name = platform.machine().lower()
+    return {"arm64": "aarch64", "amd64": "x86_64"}.get(name, name)
+
+
 def assert_returning_entry_traps(done: subprocess.CompletedProcess[str], under_qemu: bool) -> None:
     """An entry that returns must stop the program (ud2 / brk), never fall into the caller."""
     assert "returned" not in done.stdout
@@ -70,7 +77,7 @@ def assert_returning_entry_traps(done: subprocess.CompletedProcess[str], under_q
         # qemu-user re-raises the guest's signal on itself: the same signal, seen by the shell.
         assert done.returncode in (-signal.SIGTRAP, 128 + signal.SIGTRAP), done.stderr
     else:
-        assert done.returncode == -trap[platform.machine()], done.stderr
+        assert done.returncode == -trap[machine()], done.stderr
 
 
 def parse_switch_ns(done: subprocess.CompletedProcess[str]) -> tuple[float, float]:
@@ -79,35 +86,39 @@ def parse_switch_ns(done: subprocess.CompletedProcess[str]) -> tuple[float, floa
     return float(match.group(1)), float(match.group(2))
 
 
-NATIVE_SUPPORTED = platform.machine() in ("x86_64", "aarch64")
 needs_native = pytest.mark.skipif(
-    not NATIVE_SUPPORTED, reason=f"the context switch has no implementation for {platform.machine()}"
+    machine() not in ("x86_64", "aarch64"),
+    reason=f"the context switch has no implementation for {platform.machine()}",
 )
-GXX = Toolchain("g++")
+
+def native() -> Toolchain:
+    """The C++ compiler the emulator itself uses ($CXX, else g++, else clang++)."""
+    return Toolchain(find_compiler().path)
+
 
 
 @needs_native
 @pytest.mark.parametrize("opt", ["-O0", "-O2"])
-def test_fibers_gxx(tmp_path: Path, opt: str) -> None:
-    exe = build_fiber_test(GXX, tmp_path, opt)
-    assert_all_checks_pass(run_fiber_test(GXX, exe))
+def test_fibers_native(tmp_path: Path, opt: str) -> None:
+    exe = build_fiber_test(native(), tmp_path, opt)
+    assert_all_checks_pass(run_fiber_test(native(), exe))
 
 
 HARDENING_FLAGS = {"x86_64": "-fcf-protection=full", "aarch64": "-mbranch-protection=standard"}
 
 
 @needs_native
-def test_fibers_gxx_branch_protection(tmp_path: Path) -> None:
+def test_fibers_branch_protection(tmp_path: Path) -> None:
     """Built as hardened distributions build (ENDBR64 / BTI landing pads in the switch)."""
-    hardened = Toolchain("g++", target_flags=(HARDENING_FLAGS[platform.machine()],))
+    hardened = Toolchain(native().compiler, target_flags=(HARDENING_FLAGS[machine()],))
     exe = build_fiber_test(hardened, tmp_path, "-O2")
     assert_all_checks_pass(run_fiber_test(hardened, exe))
 
 
 @needs_native
 def test_returning_entry_traps(tmp_path: Path) -> None:
-    exe = build_fiber_test(GXX, tmp_path, "-O2")
-    assert_returning_entry_traps(run_fiber_test(GXX, exe, "return"), under_qemu=False)
+    exe = build_fiber_test(native(), tmp_path, "-O2")
+    assert_returning_entry_traps(run_fiber_test(native(), exe, "return"), under_qemu=False)
 
 
 @needs_native
@@ -121,8 +132,8 @@ def test_fibers_clang(tmp_path: Path) -> None:
 @needs_native
 def test_switch_cost(tmp_path: Path) -> None:
     """One switch should cost tens of nanoseconds; the bound is loose for shared CI machines."""
-    exe = build_fiber_test(GXX, tmp_path, "-O2")
-    fast, slow = parse_switch_ns(run_fiber_test(GXX, exe, "bench", "1000000"))
+    exe = build_fiber_test(native(), tmp_path, "-O2")
+    fast, slow = parse_switch_ns(run_fiber_test(native(), exe, "bench", "1000000"))
     print(f"context switch: {fast:.1f} ns (same FP mode), {slow:.1f} ns (FP mode reloaded)")
     assert 0 < fast < 150
     assert 0 < slow < 300

@@ -56,25 +56,31 @@ struct Probe {
 extern "C" void probe_switch(Probe* probe);  // load *_in, switch, store registers in *_out
 extern "C" u64 caller_stack_pointer(void);   // the caller's stack pointer at the call
 
+#if defined(__APPLE__)
+#define SYM(name) "_" #name  // Mach-O symbols carry a leading underscore
+#else
+#define SYM(name) #name
+#endif
+
 #if defined(__x86_64__)
 static_assert(__builtin_offsetof(Probe, int_in) == 16, "layout");
 static_assert(__builtin_offsetof(Probe, int_out) == 16 + 8 * 19, "layout");
 __asm__(
-    ".text\n.globl probe_switch\n.p2align 4\nprobe_switch:\n"
+    ".text\n.globl " SYM(probe_switch) "\n.p2align 4\n" SYM(probe_switch) ":\n"
     "    pushq %rbp\n    pushq %rbx\n    pushq %r12\n    pushq %r13\n    pushq %r14\n    pushq %r15\n"
     "    pushq %rdi\n"
     "    movq %rdi, %rax\n"
     "    movq 16(%rax), %rbx\n    movq 24(%rax), %rbp\n    movq 32(%rax), %r12\n"
     "    movq 40(%rax), %r13\n    movq 48(%rax), %r14\n    movq 56(%rax), %r15\n"
     "    movq 0(%rax), %rdi\n    movq 8(%rax), %rsi\n"
-    "    call tm_context_switch\n"
+    "    call " SYM(tm_context_switch) "\n"
     "    movq (%rsp), %rax\n"
     "    movq %rbx, 168(%rax)\n    movq %rbp, 176(%rax)\n    movq %r12, 184(%rax)\n"
     "    movq %r13, 192(%rax)\n    movq %r14, 200(%rax)\n    movq %r15, 208(%rax)\n"
     "    popq %rdi\n"
     "    popq %r15\n    popq %r14\n    popq %r13\n    popq %r12\n    popq %rbx\n    popq %rbp\n"
     "    ret\n"
-    ".globl caller_stack_pointer\n.p2align 4\ncaller_stack_pointer:\n"
+    ".globl " SYM(caller_stack_pointer) "\n.p2align 4\n" SYM(caller_stack_pointer) ":\n"
     "    leaq 8(%rsp), %rax\n    ret\n");
 
 static u64 get_fp_control() {
@@ -101,7 +107,7 @@ static_assert(__builtin_offsetof(Probe, fp_in) == 104, "layout");
 static_assert(__builtin_offsetof(Probe, int_out) == 168, "layout");
 static_assert(__builtin_offsetof(Probe, fp_out) == 256, "layout");
 __asm__(
-    ".text\n.globl probe_switch\n.p2align 4\nprobe_switch:\n"
+    ".text\n.globl " SYM(probe_switch) "\n.p2align 4\n" SYM(probe_switch) ":\n"
     "    sub sp, sp, #176\n"
     "    stp x19, x20, [sp, #0]\n    stp x21, x22, [sp, #16]\n    stp x23, x24, [sp, #32]\n"
     "    stp x25, x26, [sp, #48]\n    stp x27, x28, [sp, #64]\n    stp x29, x30, [sp, #80]\n"
@@ -112,7 +118,7 @@ __asm__(
     "    ldp d8, d9, [x0, #104]\n    ldp d10, d11, [x0, #120]\n    ldp d12, d13, [x0, #136]\n"
     "    ldp d14, d15, [x0, #152]\n"
     "    ldr x1, [x0, #8]\n    ldr x0, [x0, #0]\n"
-    "    bl tm_context_switch\n"
+    "    bl " SYM(tm_context_switch) "\n"
     "    ldr x0, [sp, #160]\n"
     "    stp x19, x20, [x0, #168]\n    stp x21, x22, [x0, #184]\n    stp x23, x24, [x0, #200]\n"
     "    stp x25, x26, [x0, #216]\n    stp x27, x28, [x0, #232]\n    str x29, [x0, #248]\n"
@@ -123,7 +129,7 @@ __asm__(
     "    ldp d8, d9, [sp, #96]\n    ldp d10, d11, [sp, #112]\n    ldp d12, d13, [sp, #128]\n"
     "    ldp d14, d15, [sp, #144]\n"
     "    add sp, sp, #176\n    ret\n"
-    ".globl caller_stack_pointer\n.p2align 4\ncaller_stack_pointer:\n"
+    ".globl " SYM(caller_stack_pointer) "\n.p2align 4\n" SYM(caller_stack_pointer) ":\n"
     "    mov x0, sp\n    ret\n");
 
 static u64 get_fp_control() {
