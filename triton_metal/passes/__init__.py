@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from . import print_axis_info as _print_axis_info  # noqa: F401  (registers the test pass)
 from .axis_info import AxisInfo, AxisInfoResult, analyze_axis_info
+from .canonicalize import Canonicalize
+from .cse import CommonSubexpressionElimination
+from .dead_code_elimination import DeadCodeElimination
 from .pass_base import (
     PASS_REGISTRY,
     ModulePass,
@@ -17,8 +20,10 @@ from .pass_base import (
     parse_pass_spec,
     register_pass,
 )
+from .pipeline import LAYOUT_PASSES, default_pipeline
 
 __all__ = [
-    "PASS_REGISTRY", "AxisInfo", "AxisInfoResult", "ModulePass", "PassContext", "PassPipeline",
-    "analyze_axis_info", "parse_pass_spec", "register_pass",
+    "PASS_REGISTRY", "AxisInfo", "AxisInfoResult", "Canonicalize", "CommonSubexpressionElimination",
+    "DeadCodeElimination", "LAYOUT_PASSES", "ModulePass", "PassContext", "PassPipeline",
+    "analyze_axis_info", "default_pipeline", "parse_pass_spec", "register_pass",
 ]

@@ -1,6 +1,6 @@
 """`triton-metal-opt`: read IR text, run named passes, print IR (the driver of file-based tests).
 
-    triton-metal-opt FILE [-p pass1,pass2] [--split-input-file] [--verify-diagnostics]
+    triton-metal-opt FILE [-p pass1,pass2{opt=val}] [--split-input-file] [--verify-diagnostics]
                      [--no-verify] [--print-locs] [--list-passes]
 
 With no passes the output is the input re-printed (parse -> verify -> print), the round trip the
@@ -36,14 +36,36 @@ def available_passes() -> dict[str, Any]:
 
 def _pipeline(names: Sequence[str]) -> list[Callable[[Module], None]]:
     registry = available_passes()
+    passes = importlib.import_module("triton_metal.passes") if registry else None
     steps: list[Callable[[Module], None]] = []
     for name in names:
-        if name not in registry:
+        base = name.split("{", 1)[0].strip()
+        if base not in registry:
             known = ", ".join(sorted(registry)) or "none registered"
-            raise SystemExit(f"triton-metal-opt: unknown pass '{name}' (known: {known})")
-        pass_obj = registry[name]() if isinstance(registry[name], type) else registry[name]
+            raise SystemExit(f"triton-metal-opt: unknown pass '{base}' (known: {known})")
+        if "{" in name and passes is not None:
+            try:
+                pass_obj = passes.parse_pass_spec(name)  # options: name{opt=val,...}
+            except ValueError as e:
+                raise SystemExit(f"triton-metal-opt: {e}") from None
+        else:
+            pass_obj = registry[name]() if isinstance(registry[name], type) else registry[name]
         steps.append(lambda m, p=pass_obj: p.apply(None, m))
     return steps
+
+
+def split_pass_list(text: str) -> list[str]:
+    """`a,b{x=1,y=2},c` split at the commas outside braces."""
+    out, depth, current = [], 0, ""
+    for ch in text:
+        depth += {"{": 1, "}": -1}.get(ch, 0)
+        if ch == "," and depth == 0:
+            out.append(current)
+            current = ""
+        else:
+            current += ch
+    out.append(current)
+    return [s.strip() for s in out if s.strip()]
 
 
 def split_cases(text: str) -> list[tuple[str, int]]:
@@ -89,7 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     text = sys.stdin.read() if args.file == "-" else open(args.file, encoding="utf-8").read()
     filename = "<stdin>" if args.file == "-" else args.file
-    steps = _pipeline([p for p in args.passes.split(",") if p])
+    steps = _pipeline(split_pass_list(args.passes))
     cases = split_cases(text) if args.split_input_file else [(text, 1)]
     outputs: list[str] = []
     status = 0

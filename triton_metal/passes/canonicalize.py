@@ -1,0 +1,273 @@
+"""`canonicalize`: constant folding, algebraic identities and control flow on constants.
+
+Rewrites (applied greedily until none applies):
+* an elementwise op whose operands are all constants becomes a constant, when
+  `fold_constants.evaluate` says the device computes exactly that value;
+* integer identities: `x + 0`, `x - 0`, `x * 1`, `x * 0 -> 0`, `x / 1`, `x | 0`, `x ^ 0`,
+  `x & 0 -> 0`, `x & -1`, shifts by 0, `x - x -> 0`, `x ^ x -> 0`, `x & x`, `x | x`, min/max of
+  equal operands, `cmpi x, x` (true for eq/le/ge, false otherwise); floats: `x * 1.0`,
+  `x + (-0.0)`, `x - 0.0` (exact in IEEE arithmetic; `x + 0.0` is not, for x = -0.0);
+* `select` on a constant condition, or of two equal values; `addptr p, 0 -> p`;
+* splat, broadcast, expand_dims, reshape and trans of a constant become a constant;
+  broadcast of a splat becomes a splat; expand_dims of a splat becomes a splat; a broadcast or
+  reshape to the operand's own type disappears;
+* `scf.if` on a constant condition is replaced by the ops of the region taken;
+* `scf.for` whose constant bounds give no trip is replaced by its initial values.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import ClassVar
+
+from ..ir import Module, Op, Value
+from ..ir.ops import arith as A
+from ..ir.ops import scf, tt
+from ..ir.types import ScalarType, element_type
+from .fold_constants import evaluate, signed, unsigned
+from .pass_base import ModulePass, PassContext, register_pass
+from .rewrite import PatternSet, Rewriter, apply_patterns_greedily
+
+PATTERNS = PatternSet()
+pattern = PATTERNS.pattern
+
+
+def constant_value(v: Value) -> bool | int | float | None:
+    """The value of every element of `v` when it comes from `arith.constant`."""
+    owner = getattr(v, "op", None)
+    if isinstance(owner, A.ConstantOp):
+        return owner.value
+    return None
+
+
+def _is_int(v: Value, x: int) -> bool:
+    c = constant_value(v)
+    el = element_type(v.type)
+    if c is None or isinstance(c, float) or not isinstance(el, ScalarType):
+        return False
+    return unsigned(c, el.bitwidth) == unsigned(x, el.bitwidth)
+
+
+def _is_float(v: Value, x: float) -> bool:
+    c = constant_value(v)
+    return isinstance(c, float) and c == x and math.copysign(1.0, c) == math.copysign(1.0, x)
+
+
+def _int_typed(v: Value) -> bool:
+    el = element_type(v.type)
+    return isinstance(el, ScalarType) and el.is_int()
+
+
+def _constant_like(rw: Rewriter, anchor: Op, value: bool | int | float, ty: object) -> Value:
+    """A constant of type `ty` before `anchor`, named like `anchor`'s result."""
+    el = element_type(ty)  # type: ignore[arg-type]
+    if isinstance(el, ScalarType) and el.is_bool():
+        value = bool(value)
+    elif isinstance(el, ScalarType) and el.is_int():
+        value = signed(value, el.bitwidth) if el.is_signed() else unsigned(value, el.bitwidth)
+    new = rw.constant(anchor, value, ty)  # type: ignore[arg-type]
+    if anchor.results:
+        new.name_hint = anchor.results[0].name_hint
+    return new
+
+
+# -- folding ------------------------------------------------------------------------------------
+
+
+@pattern(A.BinaryOp, A.UnaryOp, A.CmpIOp, A.CmpFOp, A.CastOp)
+def fold_constant_operands(rw: Rewriter, op: Op) -> bool:
+    values = [constant_value(v) for v in op.operands]
+    if not values or any(v is None for v in values):
+        return False
+    result = evaluate(op, values)  # type: ignore[arg-type]
+    if result is None:
+        return False
+    rw.replace_op(op, [_constant_like(rw, op, result, op.result.type)])
+    return True
+
+
+# -- identities ---------------------------------------------------------------------------------
+
+
+def _replace(rw: Rewriter, op: Op, v: Value) -> bool:
+    rw.replace_op(op, [v])
+    return True
+
+
+def _zero(rw: Rewriter, op: Op) -> bool:
+    rw.replace_op(op, [_constant_like(rw, op, 0, op.result.type)])
+    return True
+
+
+@pattern(A.AddIOp, A.OrIOp, A.XOrIOp)
+def _add_zero(rw: Rewriter, op: A.BinaryOp) -> bool:
+    if _is_int(op.rhs, 0):
+        return _replace(rw, op, op.lhs)
+    if _is_int(op.lhs, 0):
+        return _replace(rw, op, op.rhs)
+    if isinstance(op, A.XOrIOp) and op.lhs is op.rhs:
+        return _zero(rw, op)
+    if isinstance(op, A.OrIOp) and op.lhs is op.rhs:
+        return _replace(rw, op, op.lhs)
+    return False
+
+
+@pattern(A.SubIOp)
+def _sub(rw: Rewriter, op: A.SubIOp) -> bool:
+    if _is_int(op.rhs, 0):
+        return _replace(rw, op, op.lhs)
+    if op.lhs is op.rhs:
+        return _zero(rw, op)
+    return False
+
+
+@pattern(A.MulIOp)
+def _mul(rw: Rewriter, op: A.MulIOp) -> bool:
+    for x, y in ((op.lhs, op.rhs), (op.rhs, op.lhs)):
+        if _is_int(y, 1):
+            return _replace(rw, op, x)
+        if _is_int(y, 0):
+            return _zero(rw, op)
+    return False
+
+
+@pattern(A.DivSIOp, A.DivUIOp, A.ShLIOp, A.ShRUIOp, A.ShRSIOp)
+def _right_identity(rw: Rewriter, op: A.BinaryOp) -> bool:
+    neutral = 1 if isinstance(op, (A.DivSIOp, A.DivUIOp)) else 0
+    if _is_int(op.rhs, neutral):
+        return _replace(rw, op, op.lhs)
+    return False
+
+
+@pattern(A.AndIOp)
+def _and(rw: Rewriter, op: A.AndIOp) -> bool:
+    for x, y in ((op.lhs, op.rhs), (op.rhs, op.lhs)):
+        if _is_int(y, -1):
+            return _replace(rw, op, x)
+        if _is_int(y, 0):
+            return _zero(rw, op)
+    if op.lhs is op.rhs:
+        return _replace(rw, op, op.lhs)
+    return False
+
+
+@pattern(A.MinSIOp, A.MinUIOp, A.MaxSIOp, A.MaxUIOp)
+def _min_max_same(rw: Rewriter, op: A.BinaryOp) -> bool:
+    return _replace(rw, op, op.lhs) if op.lhs is op.rhs else False
+
+
+@pattern(A.CmpIOp)
+def _cmp_same(rw: Rewriter, op: A.CmpIOp) -> bool:
+    if op.lhs is not op.rhs:
+        return False
+    truth = op.predicate.value in ("eq", "sle", "sge", "ule", "uge")
+    rw.replace_op(op, [_constant_like(rw, op, truth, op.result.type)])
+    return True
+
+
+@pattern(A.MulFOp)
+def _mulf_one(rw: Rewriter, op: A.MulFOp) -> bool:
+    if _is_float(op.rhs, 1.0):
+        return _replace(rw, op, op.lhs)
+    if _is_float(op.lhs, 1.0):
+        return _replace(rw, op, op.rhs)
+    return False
+
+
+@pattern(A.AddFOp, A.SubFOp)
+def _addf_zero(rw: Rewriter, op: A.BinaryOp) -> bool:
+    # x + (-0.0) == x and x - 0.0 == x for every x, -0.0 included; x + 0.0 is not (-0.0 + 0.0 = 0.0)
+    neutral = -0.0 if isinstance(op, A.AddFOp) else 0.0
+    if _is_float(op.rhs, neutral):
+        return _replace(rw, op, op.lhs)
+    if isinstance(op, A.AddFOp) and _is_float(op.lhs, -0.0):
+        return _replace(rw, op, op.rhs)
+    return False
+
+
+@pattern(A.SelectOp)
+def _select(rw: Rewriter, op: A.SelectOp) -> bool:
+    cond = constant_value(op.condition)
+    if cond is not None:
+        return _replace(rw, op, op.true_value if cond else op.false_value)
+    if op.true_value is op.false_value:
+        return _replace(rw, op, op.true_value)
+    return False
+
+
+@pattern(tt.AddPtrOp)
+def _addptr_zero(rw: Rewriter, op: tt.AddPtrOp) -> bool:
+    return _replace(rw, op, op.ptr) if _is_int(op.offset, 0) else False
+
+
+# -- shape ops ----------------------------------------------------------------------------------
+
+
+@pattern(tt.SplatOp, tt.BroadcastOp, tt.ExpandDimsOp, tt.ReshapeOp, tt.TransOp)
+def _shape_of_constant(rw: Rewriter, op: Op) -> bool:
+    src = op.operands[0]
+    c = constant_value(src)
+    if c is not None:
+        rw.replace_op(op, [_constant_like(rw, op, c, op.result.type)])
+        return True
+    if isinstance(op, (tt.BroadcastOp, tt.ReshapeOp)) and src.type == op.result.type:
+        return _replace(rw, op, src)
+    owner = getattr(src, "op", None)
+    if isinstance(owner, tt.SplatOp):  # every element is the splatted scalar, wherever it goes
+        splat = tt.SplatOp(src=owner.src, result_types=[op.result.type], loc=op.loc)
+        rw.insert_before(op, splat)
+        splat.result.name_hint = op.result.name_hint
+        rw.replace_op(op, [splat.result])
+        return True
+    return False
+
+
+def _keep_name(old: Value, new: Value) -> None:
+    if new.name_hint is None and old.name_hint is not None:
+        new.name_hint = old.name_hint
+
+
+# -- control flow -------------------------------------------------------------------------------
+
+
+@pattern(scf.IfOp)
+def _if_constant(rw: Rewriter, op: scf.IfOp) -> bool:
+    cond = constant_value(op.condition)
+    if cond is None:
+        return False
+    taken = op.then_region if cond else op.else_region
+    values = rw.inline_block_before(taken.block, op)
+    if not values and op.results:
+        return False  # malformed (the verifier rejects it); leave it for the error
+    for r, v in zip(op.results, values):
+        _keep_name(r, v)
+    rw.replace_op(op, values)
+    return True
+
+
+@pattern(scf.ForOp)
+def _for_no_trip(rw: Rewriter, op: scf.ForOp) -> bool:
+    lo, hi = constant_value(op.lower), constant_value(op.upper)
+    el = element_type(op.lower.type)
+    if lo is None or hi is None or not isinstance(el, ScalarType):
+        return False
+    view = signed if el.is_signed() else unsigned
+    if view(lo, el.bitwidth) < view(hi, el.bitwidth):
+        return False
+    for r, v in zip(op.results, op.iter_args):
+        _keep_name(r, v)
+    rw.replace_op(op, list(op.iter_args))
+    return True
+
+
+@register_pass
+class Canonicalize(ModulePass):
+    """Fold constants, apply identities, simplify control flow on constants (greedy)."""
+
+    name: ClassVar[str] = "canonicalize"
+
+    def apply(self, ctx: PassContext | None, module: Module) -> None:
+        apply_patterns_greedily(module, PATTERNS)
+
+
+__all__ = ["Canonicalize", "PATTERNS", "constant_value"]
