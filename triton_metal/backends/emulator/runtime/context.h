@@ -24,12 +24,15 @@ struct tm_context {
 // [stack_base, stack_base + stack_size) (its top is aligned down to 16 bytes). The new context
 // starts with the floating-point control state (rounding, flush-to-zero) of the caller of
 // tm_context_make. `entry` must never return: it switches away for the last time instead
-// (returning traps).
+// (returning traps). The stack needs room for a 176-byte initial frame plus whatever entry uses;
+// nothing here detects an overflow (put a guard page below it).
 void tm_context_make(tm_context* ctx, void* stack_base, unsigned long stack_size,
                      void (*entry)(void*), void* arg);
 
 // Save the callee-saved registers and stack pointer of the running code in `from`, resume `to`.
 // Returns when some other code switches back to `from`. `from` and `to` may not be the same.
+// Resume a context only on the OS thread that last ran it: compiled code may keep the address of
+// a thread_local variable in a register across the call.
 extern "C" void tm_context_switch(tm_context* from, tm_context* to);
 
 #endif  // TRITON_METAL_EMULATOR_CONTEXT_H
