@@ -46,7 +46,12 @@ def test_wheel_contains_every_package_file(wheel: Path):
     names = set(zipfile.ZipFile(wheel).namelist())
     top_level = {name.split("/")[0] for name in names}
     assert {t for t in top_level if not t.endswith(".dist-info")} == {"triton_metal"}
-    missing = [path for path in _tracked() if path.startswith("triton_metal/") and path not in names]
+    expected = [path for path in _tracked() if path.startswith("triton_metal/")]
+    # the top-level code generator and templates install inside the package (DESIGN section 8)
+    expected += [
+        "triton_metal/" + path for path in _tracked() if path.startswith(("codegen/", "templates/"))
+    ]
+    missing = [path for path in expected if path not in names]
     assert not missing, f"package files missing from the wheel: {missing}"
 
 
