@@ -1,0 +1,317 @@
+"""Lowering of `tt.dot` (`d = a @ b + c`) on Metal's 8x8 `simdgroup_matrix` fragments.
+
+Float dots (fp32, fp16, bf16 operands; fp32 accumulation, or fp16 for fp16 operands with
+`out_dtype=float16`):
+* the accumulator `c` and the result are in a BLOCK layout: each register pair of a thread is the
+  `thread_elements()` of one fragment (`dot_tiling`), so the accumulator stays in registers, as
+  fragments, across the iterations of a loop carrying it; the dot rebuilds the fragment objects
+  from those registers (`tm_frag`, no data movement) and reads them back after the products;
+* operands in their dot-operand layouts (the layout passes put them there with a
+  `convert_layout`, which moves the data through threadgroup memory) are fragments the same way;
+  an operand in any other layout is staged here: every thread writes its registers into
+  threadgroup scratch (row-major), a barrier, then each SIMD group `simdgroup_load`s the
+  fragments it needs at its own origins;
+* each SIMD group then runs `simdgroup_multiply_accumulate` over its (row block, column block)
+  fragments for every K step of 8, all unrolled (shapes are compile-time constants).
+
+int8 dots accumulate in int32 exactly, without simdgroup matrices (they have no integer form):
+both operands are staged in threadgroup scratch and every thread computes the elements it holds
+as a K loop of `int(a) * int(b)` products, summed in 32-bit unsigned arithmetic so that overflow
+wraps as two's complement like Triton's int32 accumulator. About M*N*K / threads multiply-adds per
+thread from threadgroup memory: correct, not fast (see docs/dot.md).
+
+Refused at compile time with the kernel line: 3-D (batched) dots, M, N or K not a multiple of 8,
+operand dtypes that differ or that have no path (fp64, fp8, other integers), and staging that
+needs more than 32 KiB of threadgroup memory.
+"""
+
+from __future__ import annotations
+
+from triton_metal.errors import internal_error
+from triton_metal.ir.ops.tt_compute import DotOp
+from triton_metal.ir.types import ScalarType, TensorType
+
+from .context import WARP, LoweringContext
+from .distribution import Distribution
+from .dot_tiling import FRAG, DotPlan, Slot, plan_dot
+from .msl_types import msl_type
+from .program import (
+    Apply,
+    Assign,
+    Barrier,
+    Call,
+    Convert,
+    Declare,
+    Expr,
+    ExprStmt,
+    ForRange,
+    Index,
+    Lit,
+    Reinterpret,
+    Scope,
+    Var,
+)
+from .registry import lowers
+from .values import RegValue
+
+THREADGROUP_MEMORY = 32768
+"""Bytes of threadgroup memory on Apple GPUs."""
+
+_FLOAT_OPERANDS = ("f32", "f16", "bf16")
+_ACCUMULATORS = {"f32": ("f32",), "f16": ("f32", "f16"), "bf16": ("f32",), "i8": ("i32",)}
+
+
+@lowers(DotOp)
+def lower_dot(ctx: LoweringContext, op: DotOp) -> None:
+    a_ty, b_ty, c_ty = _checked_types(ctx, op)
+    a, b, c = ctx.reg(op.a), ctx.reg(op.b), ctx.reg(op.c)
+    dist = ctx.dist_of(op.result.type)
+    assert dist is not None and a.dist is not None and b.dist is not None
+    if c.dist != dist:
+        raise internal_error(f"tt.dot accumulator layout {c_ty} differs from its result's {op.result.type}")
+    if a_ty.element.name == "i8":
+        _lower_integer_dot(ctx, op, a, b, c, dist)
+        return
+    plan = plan_dot(dist, a.dist, b.dist)
+    if plan is None:
+        raise internal_error(
+            f"tt.dot result layout {op.result.type} does not hold whole 8x8 fragments "
+            "(the layout passes must give dot results a block layout)"
+        )
+    _lower_fragment_dot(ctx, op, plan, a, b, c, dist)
+
+
+# -- checks --------------------------------------------------------------------------------------
+
+
+def _checked_types(ctx: LoweringContext, op: DotOp) -> tuple[TensorType, TensorType, TensorType]:
+    a_ty, b_ty, c_ty = op.a.type, op.b.type, op.c.type
+    assert isinstance(a_ty, TensorType) and isinstance(b_ty, TensorType) and isinstance(c_ty, TensorType)
+    if a_ty.rank != 2:
+        raise ctx.error(
+            f"batched (3-D) tl.dot is not supported on Apple GPUs yet: {list(a_ty.shape)} @ {list(b_ty.shape)}",
+            hint="loop over the batch dimension (or put it in the grid) and use 2-D dots",
+        )
+    (m, k), n = a_ty.shape, b_ty.shape[1]
+    for name, size in (("M", m), ("N", n), ("K", k)):
+        if size % FRAG:
+            raise ctx.error(
+                f"tl.dot needs {name} to be a multiple of {FRAG} (simdgroup_matrix fragments are "
+                f"{FRAG}x{FRAG}), got M={m}, N={n}, K={k}",
+                hint=f"use block sizes that are multiples of {FRAG} (and at least 16)",
+            )
+    ea, eb, ec = a_ty.element, b_ty.element, c_ty.element
+    assert isinstance(ea, ScalarType) and isinstance(eb, ScalarType) and isinstance(ec, ScalarType)
+    if ea != eb:
+        raise ctx.error(f"tl.dot operands must have one dtype, got {ea} and {eb}", hint="cast one operand with .to()")
+    if ea.name not in _ACCUMULATORS:
+        raise ctx.error(
+            f"tl.dot has no Apple GPU path for {ea} operands",
+            hint="supported operand dtypes: float32, float16, bfloat16 (fp32 accumulation) and int8 (int32)",
+        )
+    if ec.name not in _ACCUMULATORS[ea.name]:
+        raise ctx.error(
+            f"tl.dot of {ea} operands cannot accumulate in {ec}",
+            hint=f"accumulate in {' or '.join(_ACCUMULATORS[ea.name])}",
+        )
+    return a_ty, b_ty, c_ty
+
+
+# -- float dots on simdgroup matrices ------------------------------------------------------------
+
+
+def _lower_fragment_dot(ctx: LoweringContext, op: DotOp, plan: DotPlan, a: RegValue, b: RegValue,
+                        c: RegValue, dist: Distribution) -> None:
+    ea, ec = _element(a), _element(c)
+    in_t, acc_t = msl_type(ea), msl_type(ec)
+    in_frag, acc_frag = f"simdgroup_matrix<{in_t}, 8, 8>", f"simdgroup_matrix<{acc_t}, 8, 8>"
+    ctx.helpers.add("dot_fragments")
+    out = ctx.declare_array(acc_t, dist.num_regs)
+
+    ctx.push()
+    n, k = plan.n, plan.k
+    staged = _stage_operands(ctx, op, a if plan.a is None else None, b if plan.b is None else None, in_t)
+    rows = _warp_offset(ctx, plan.warp_rows)
+    cols = _warp_offset(ctx, plan.warp_cols)
+
+    # fragments of A, B and the accumulator, each built once
+    a_frags = _fragments(ctx, in_frag, [(s.row, kk) for s in plan.acc for kk in range(0, k, FRAG)])
+    b_frags = _fragments(ctx, in_frag, [(kk, s.col) for s in plan.acc for kk in range(0, k, FRAG)])
+    for origin, target in a_frags.items():
+        if plan.a is not None:
+            ctx.emit(Assign(target, _from_regs(in_t, a, plan.a[origin])))
+        else:
+            ctx.emit(_load(target, staged[0], k, Lit(str(origin[1])), _plus(rows, origin[0])))
+    for origin, target in b_frags.items():
+        if plan.b is not None:
+            ctx.emit(Assign(target, _from_regs(in_t, b, plan.b[origin])))
+        else:
+            ctx.emit(_load(target, staged[1], n, _plus(cols, origin[1]), Lit(str(origin[0]))))
+    acc_name = ctx.fresh()
+    ctx.emit(Declare(acc_name, acc_frag, len(plan.acc)))
+    for i, slot in enumerate(plan.acc):
+        ctx.emit(Assign(Index(Var(acc_name), Lit(str(i))), _from_regs(acc_t, c, slot)))
+    for kk in range(0, k, FRAG):
+        for i, slot in enumerate(plan.acc):
+            d = Index(Var(acc_name), Lit(str(i)))
+            af, bf = a_frags[(slot.row, kk)], b_frags[(kk, slot.col)]
+            ctx.emit(ExprStmt(Call("simdgroup_multiply_accumulate", (d, af, bf, d))))
+    for i, slot in enumerate(plan.acc):
+        frag = Index(Var(acc_name), Lit(str(i)))
+        for e, r in enumerate(slot.regs):
+            ctx.emit(Assign(out[r], Call("tm_frag_elem", (frag, Lit(str(e))))))
+    _copy_replicas(ctx, dist, out)
+    if staged:
+        ctx.emit(Barrier())  # the scratch may be reused once every SIMD group has loaded
+    ctx.emit(Scope(ctx.pop()))
+    ctx.bind(op.result, RegValue(op.result.type, out, dist))
+
+
+def _fragments(ctx: LoweringContext, ctype: str, origins: list[tuple[int, int]]) -> dict[tuple[int, int], Expr]:
+    """One fragment variable per distinct origin (an array of them), in first-use order."""
+    unique = list(dict.fromkeys(origins))
+    name = ctx.fresh()
+    ctx.emit(Declare(name, ctype, len(unique)))
+    return {o: Index(Var(name), Lit(str(i))) for i, o in enumerate(unique)}
+
+
+def _from_regs(ctype: str, v: RegValue, slot: Slot) -> Expr:
+    return Call(f"tm_frag<{ctype}>", (v.regs[slot.regs[0]], v.regs[slot.regs[1]]))
+
+
+def _load(target: Expr, view: Expr, row_length: int, col: Expr, row: Expr) -> ExprStmt:
+    # simdgroup_load(matrix, base, elements_per_row, origin (x = column, y = row))
+    origin = Call("ulong2", tuple(Lit(f"{x.text}UL") if isinstance(x, Lit) else Convert("ulong", x) for x in (col, row)))
+    return ExprStmt(Call("simdgroup_load", (target, view, Lit(f"{row_length}UL"), origin)))
+
+
+def _plus(base: Expr | None, const: int) -> Expr:
+    if base is None:
+        return Lit(str(const))
+    return base if const == 0 else Apply("add", (base, Lit(str(const))))
+
+
+def _warp_offset(ctx: LoweringContext, bases: tuple[int, ...]) -> Expr | None:
+    """This SIMD group's offset (rows or columns) of its fragments, declared once in the scope."""
+    expr: Expr | None = None
+    for bit, v in enumerate(bases):
+        if not v:
+            continue
+        term: Expr = Apply("and", (Apply("shr_raw", (WARP, Lit(f"{bit}u"))), Lit("1u"))) if bit else Apply(
+            "and", (WARP, Lit("1u")))
+        term = Apply("mul", (term, Lit(f"{v}u")))
+        expr = term if expr is None else Apply("add", (expr, term))
+    if expr is None:
+        return None
+    name = ctx.fresh()
+    ctx.emit(Declare(name, "uint", None, expr, const=True))
+    return Var(name)
+
+
+def _copy_replicas(ctx: LoweringContext, dist: Distribution, out: tuple[Expr, ...]) -> None:
+    """Registers that repeat an element another register of the thread holds get its value."""
+    for r, first in enumerate(dist.first_registers()):
+        if not first:
+            src = dist.register_of(dist.reg_coords[r])
+            assert src is not None
+            ctx.emit(Assign(out[r], out[src]))
+
+
+# -- staging through threadgroup memory ----------------------------------------------------------
+
+
+def _stage_operands(ctx: LoweringContext, op: DotOp, a: RegValue | None, b: RegValue | None,
+                    ctype: str) -> tuple[Expr, Expr] | tuple[()]:
+    """Write the operands given (row-major, A as M x K, B as K x N) into threadgroup scratch,
+    between barriers; returns views of both (unused ones alias A's)."""
+    if a is None and b is None:
+        return ()
+    a_ty, b_ty = op.a.type, op.b.type
+    assert isinstance(a_ty, TensorType) and isinstance(b_ty, TensorType)
+    size = _element_bytes(a_ty.element)  # type: ignore[arg-type]
+    a_bytes = _round16(a_ty.shape[0] * a_ty.shape[1] * size) if a is not None else 0
+    b_bytes = _round16(b_ty.shape[0] * b_ty.shape[1] * size) if b is not None else 0
+    _check_scratch(ctx, op, a_bytes + b_bytes)
+    base = ctx.op_scratch(op, a_bytes + b_bytes)
+    a_view = ctx.scratch_view(ctype, base)
+    b_view = ctx.scratch_view(ctype, base + a_bytes)
+    ctx.emit(Barrier())  # earlier users of the scratch are done with it
+    if a is not None:
+        _write(ctx, a, a_view, a_ty.shape[1])
+    if b is not None:
+        _write(ctx, b, b_view, b_ty.shape[1])
+    ctx.emit(Barrier())
+    return a_view, b_view
+
+
+def _write(ctx: LoweringContext, v: RegValue, view: Expr, row_length: int) -> None:
+    dist = v.dist
+    assert dist is not None
+    for r, first in enumerate(dist.first_registers()):
+        if not first:
+            continue
+        idx = Apply("add", (Apply("mul", (ctx.coord(dist, r, 0), Lit(str(row_length)))), ctx.coord(dist, r, 1)))
+        ctx.emit(Assign(Index(view, idx), v.regs[r]))
+
+
+def _check_scratch(ctx: LoweringContext, op: DotOp, nbytes: int) -> None:
+    if nbytes > THREADGROUP_MEMORY:
+        a_ty, b_ty = op.a.type, op.b.type
+        raise ctx.error(
+            f"tl.dot of {a_ty} and {b_ty} stages {nbytes} bytes of operands in threadgroup memory; "
+            f"Apple GPUs have {THREADGROUP_MEMORY}",
+            hint="use smaller BLOCK sizes (M, N or K)",
+        )
+
+
+def _element_bytes(ty: ScalarType) -> int:
+    return max(1, ty.bitwidth // 8)
+
+
+def _round16(n: int) -> int:
+    return (n + 15) // 16 * 16
+
+
+def _element(v: RegValue) -> ScalarType:
+    t = v.type
+    assert isinstance(t, TensorType) and isinstance(t.element, ScalarType)
+    return t.element
+
+
+# -- int8 dots: exact int32 accumulation ---------------------------------------------------------
+
+
+def _lower_integer_dot(ctx: LoweringContext, op: DotOp, a: RegValue, b: RegValue, c: RegValue,
+                       dist: Distribution) -> None:
+    a_ty = op.a.type
+    assert isinstance(a_ty, TensorType)
+    k, n = a_ty.shape[1], op.b.type.shape[1]  # type: ignore[union-attr]
+    out = ctx.declare_array("int", dist.num_regs)
+    ctx.push()
+    staged = _stage_operands(ctx, op, a, b, "char")
+    assert staged
+    a_view, b_view = staged
+    firsts = dist.first_registers()
+    live = [r for r, f in enumerate(firsts) if f]
+    acc = ctx.fresh()
+    ctx.emit(Declare(acc, "uint", len(live)))
+    rows, cols = [], []
+    for i, r in enumerate(live):
+        ctx.emit(Assign(Index(Var(acc), Lit(str(i))), Reinterpret("uint", c.regs[r])))
+        rows.append(Apply("mul", (ctx.coord(dist, r, 0), Lit(str(k)))))
+        cols.append(ctx.coord(dist, r, 1))
+    kv = Var(ctx.fresh())
+    body = []
+    for i in range(len(live)):
+        x = Convert("int", Index(a_view, Apply("add", (rows[i], kv))))
+        y = Convert("int", Index(b_view, Apply("add", (Apply("mul", (kv, Lit(str(n)))), cols[i]))))
+        slot = Index(Var(acc), Lit(str(i)))
+        # unsigned sums wrap like Triton's int32 accumulator (signed overflow is undefined in MSL)
+        body.append(Assign(slot, Apply("add", (slot, Convert("uint", Apply("mul", (x, y)))))))
+    ctx.emit(ForRange(kv.name, "int", Lit("0"), Lit(str(k)), Lit("1"), tuple(body)))
+    for i, r in enumerate(live):
+        ctx.emit(Assign(out[r], Reinterpret("int", Index(Var(acc), Lit(str(i))))))
+    _copy_replicas(ctx, dist, out)
+    ctx.emit(Barrier())  # the scratch may be reused once every thread has read it
+    ctx.emit(Scope(ctx.pop()))
+    ctx.bind(op.result, RegValue(op.result.type, out, dist))
