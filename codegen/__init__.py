@@ -10,11 +10,13 @@ from .kernel import MSLKernel, OutputCoverage, ParamBinding
 from .options import CodegenOptions
 
 
-def compile_module(module, options: CodegenOptions) -> MSLKernel:  # noqa: ANN001 - ir.Module
-    """Lower `module` (its single kernel function) to an `MSLKernel`."""
+def compile_module(module, options: CodegenOptions, axis_info: object | None = None) -> MSLKernel:  # noqa: ANN001
+    """Lower `module` (one kernel function, layouts assigned by the layout passes) to an
+    `MSLKernel`. `axis_info` (the passes' `analyze_axis_info(module)` result, computed on this
+    module) lets loads and stores use vector accesses where it proves them safe."""
     from .driver import compile_module as _compile
 
-    return _compile(module, options)
+    return _compile(module, options, axis_info)
 
 
 __all__ = ["CodegenOptions", "MSLKernel", "OutputCoverage", "ParamBinding", "compile_module"]

@@ -9,7 +9,9 @@ threadgroup scratch it uses, and builds errors located at the op being lowered.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
 
 from triton_metal.errors import CompilationError, internal_error
 from triton_metal.ir import Op, Value
@@ -18,7 +20,7 @@ from triton_metal.ir.types import PointerType, ScalarType, TensorType, Type, ele
 from .distribution import Distribution, distribution
 from .msl_types import literal, msl_type
 from .options import CodegenOptions
-from .program import Apply, Assign, Body, Declare, Expr, Index, Lit, Stmt, Var
+from .program import Apply, Assign, Barrier, Body, Declare, Expr, If, Index, Lit, PtrCast, Stmt, Var
 from .values import PtrValue, RegValue, Val
 
 LANE = Var("tm_lane")
@@ -42,6 +44,22 @@ class LoweringContext:
         """Bytes of threadgroup scratch the body uses (the highest end offset)."""
         self.current_op: Op | None = None
         self.program_ids: set[int] = set()
+        self.int_helper_types: set[str] = set()
+        self.float_helper_types: set[str] = set()
+        self.cas_types: set[str] = set()
+        self.vector_inputs: set[str] = set()
+        """Inputs read through `const device` vector views (must arrive in device memory)."""
+        self.used_values: set[Value] = set()
+        """Values some op uses (the driver fills it before lowering)."""
+        self.scratch_base = 0
+        """Bytes of threadgroup scratch the layout passes allocated (their offsets lie below)."""
+        self.own_scratch_bytes = 0
+        """Bytes of scratch the lowering itself uses, placed at `scratch_base`."""
+        self.axis_info: Any = None
+        """Axis facts per value (`.get(value)` with contiguity, divisibility, constancy), given
+        by the caller; None: no vector accesses."""
+        self.lower_ops: Callable[[LoweringContext, Sequence[Op]], None] | None = None
+        """The driver's op loop (rules lower nested regions, e.g. combine functions, with it)."""
 
     # -- statements ----------------------------------------------------------------------------
     @property
@@ -56,6 +74,15 @@ class LoweringContext:
 
     def pop(self) -> tuple[Stmt, ...]:
         return self._bodies.pop().freeze()
+
+    @contextmanager
+    def outer(self) -> Iterator[None]:
+        """Emit into the enclosing body for a while (storage declared before a loop or branch)."""
+        top = self._bodies.pop()
+        try:
+            yield
+        finally:
+            self._bodies.append(top)
 
     def fresh(self) -> str:
         self._counter += 1
@@ -149,6 +176,40 @@ class LoweringContext:
         if t is None:
             return Lit(str(base))
         return t if base == 0 else Apply("add", (t, Lit(str(base))))
+
+    def is_used(self, value: Value) -> bool:
+        return value in self.used_values
+
+    # -- threadgroup scratch -------------------------------------------------------------------
+    def scratch_view(self, ctype: str, byte_offset: int) -> Expr:
+        """A `threadgroup ctype*` view of the scratch at `byte_offset`."""
+        return PtrCast("threadgroup", ctype, Var("tm_smem"), byte_offset)
+
+    def own_scratch(self, nbytes: int) -> int:
+        """Scratch for a lowering that brackets its use with barriers (so uses may share it)."""
+        self.own_scratch_bytes = max(self.own_scratch_bytes, (nbytes + 15) // 16 * 16)
+        return self.scratch_base
+
+    def op_scratch(self, op: Op, nbytes: int) -> int:
+        """The scratch offset for `op`: the layout passes' allocation when the op carries one
+        (checked to be large enough), else the lowering's own region."""
+        offset = getattr(op, "smem_offset", None)
+        size = getattr(op, "smem_bytes", None)
+        if offset is not None and size is not None and size >= nbytes:
+            return int(offset)
+        return self.own_scratch(nbytes)
+
+    def broadcast_from_thread0(self, value: Expr, ctype: str) -> Expr:
+        """Thread 0's `value` in every thread (through scratch, between barriers)."""
+        off = self.own_scratch(8)
+        view = self.scratch_view(ctype, off)
+        self.emit(Barrier())
+        self.emit(If(Apply("eq", (TID, Lit("0u"))), (Assign(Index(view, Lit("0")), value),)))
+        self.emit(Barrier())
+        name = self.fresh()
+        self.emit(Declare(name, ctype, None, Index(view, Lit("0"))))
+        self.emit(Barrier())
+        return Var(name)
 
     # -- errors --------------------------------------------------------------------------------
     def error(self, message: str, hint: str | None = None, op: Op | None = None) -> CompilationError:

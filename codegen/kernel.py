@@ -9,10 +9,10 @@ Contract:
 * `source` is a `metal_kernel(source=...)` body: pure ASCII, references
   `thread_position_in_grid`, names no local after an MLX attribute or `<input>_shape/_strides/
   _ndim`, reads runtime scalars from 0-d inputs (`const constant T&`).
-* A pointer parameter feeds one input when it is read and one output when it is written. A
-  `pointer_inout` or `pointer_atomic` parameter feeds both: the input carries the old contents,
-  which the body copies into the output before anything else when `copy_in` says so (see
-  `ParamBinding.copy_in`), so untouched elements keep their values without a host-side merge.
+* A pointer parameter feeds one input (`<param>_in`) when it is read and one output
+  (`<param>_out`) when it is written. Loads read the input (the contents before the launch),
+  stores and atomics write the output, which metal_kernel allocates fresh: elements the launch
+  does not write must come from the old array (host-side merge, or `init_value` for atomics).
 * `stored_coverage` lists, per output, the condition under which the launch writes every element
   of the output; an output absent from it (or with `proven=False`) must be merged by the host.
 """
@@ -42,11 +42,6 @@ class ParamBinding:
     dtype: str
     """MLX/MSL element type string ("float", "half", "bfloat16_t", "int32_t", ...); for a
     scalar the type of its 0-d input; "" for a constexpr."""
-    copy_in: bool = False
-    """The body starts by copying the input into the output (whole buffer, grid-strided, then a
-    device barrier is NOT implied: the copy is per element and each program only copies what it
-    owns, see docs/codegen.md). Set for pointer_inout/pointer_atomic parameters when the
-    compiler emits the copy itself; False means the host must provide the old contents."""
 
     def __post_init__(self) -> None:
         if self.kind not in PARAM_KINDS:
@@ -59,9 +54,9 @@ class OutputCoverage:
 
     With `proven`, every flat element index `i < bound` of the output is stored by the launch
     provided `grid[grid_axis] * block >= bound`, where `bound` is the runtime scalar parameter
-    `bound_param` or, when that is None, the constant `bound_value`. The runtime must also check
-    `bound >= output.size` (the array's element count, contiguous row-major) before skipping the
-    merge of the old contents."""
+    `bound_param`, or the constant `bound_value`, or (both None: an unmasked store) the launch's
+    own `grid[grid_axis] * block`. The runtime must also check `bound >= output.size` (the
+    array's element count, contiguous row-major) before skipping the merge of the old contents."""
 
     output: str
     """The metal_kernel output name."""

@@ -76,6 +76,12 @@ OPERATORS: dict[str, str] = {
     "gt": "({0} > {1})",
     "ge": "({0} >= {1})",
     "select": "({0} ? {1} : {2})",
+    # index arithmetic on thread ids, views
+    "shr_raw": "({0} >> {1})",
+    "cast_int": "int({0})",
+    "idiv_raw": "({0} / {1})",
+    "irem_raw": "({0} % {1})",
+    "atomic_ptr": "((device atomic<{0}>*)&{1})",
 }
 
 MATH_NAMESPACES = {"safe": "precise::", "relaxed": "", "fast": "fast::"}

@@ -1,0 +1,204 @@
+"""`compile_module`: one kernel function of a laid-out module -> an `MSLKernel`.
+
+Steps: analyse the parameters (`params`), bind them, lower the body op by op through the rule
+table (`registry`) into the per-thread program, print it with the `MSLPrinter`, and wrap it in
+the body and header templates. The driver loop is the only place that looks rules up: an op
+without a rule is reported with its kernel line. `#line` directives before each op's code map
+MSL compiler messages back to the kernel's Python source.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+
+from triton_metal.errors import CompilationError, internal_error
+from triton_metal.ir import Module, Op, Value
+from triton_metal.ir.types import PointerType, element_type
+
+# the rule modules register themselves on import
+from . import lower_control, lower_elementwise, lower_memory, lower_reduce, lower_scan, lower_tensor  # noqa: F401
+from .context import LoweringContext
+from .coverage import store_coverage
+from .kernel import MSLKernel
+from .msl_types import msl_type
+from .options import CodegenOptions
+from .params import analyse_params, make_buffers, sanitize
+from .printer import MSLPrinter
+from .program import Declare, LineMark, Lit, Var
+from .registry import rule_for
+from .scaffold import render
+from .values import Buffer, PtrValue, RegValue
+
+try:  # the dot lowering registers its rules when present
+    from . import lower_dot  # noqa: F401
+except ImportError:  # pragma: no cover - depends on the checkout
+    pass
+
+_INT_TYPES = {
+    "char": ("uchar", 8, True), "short": ("ushort", 16, True), "int": ("uint", 32, True), "long": ("ulong", 64, True),
+    "uchar": ("uchar", 8, False), "ushort": ("ushort", 16, False), "uint": ("uint", 32, False),
+    "ulong": ("ulong", 64, False),
+}
+
+
+def lower_ops(ctx: LoweringContext, ops: Sequence[Op]) -> None:
+    """Lower `ops` in order into the context's current body (terminators are the caller's)."""
+    for op in ops:
+        if op.is_terminator:
+            continue
+        rule = rule_for(op)
+        if rule is None:
+            raise CompilationError(
+                f"'{op.name}' cannot be compiled for Apple GPUs yet",
+                op.loc, hint="run the kernel with TRITON_METAL_INTERPRET=1, or avoid this operation",
+                kernel=ctx.kernel_name,
+            )
+        if op.loc is not None and op.loc.line != getattr(ctx, "_last_line", None):
+            ctx.emit(LineMark(op.loc.line, op.loc.file))
+            ctx._last_line = op.loc.line  # type: ignore[attr-defined]
+        outer = ctx.current_op
+        ctx.current_op = op
+        try:
+            rule(ctx, op)
+        except CompilationError as e:
+            raise e.with_context(op.loc, ctx.kernel_name) from None
+        finally:
+            ctx.current_op = outer
+
+
+def compile_module(module: Module, options: CodegenOptions, axis_info: object | None = None) -> MSLKernel:
+    funcs = module.funcs
+    if len(funcs) != 1:
+        raise internal_error(f"the code generator takes a module with one kernel function, got {len(funcs)}")
+    func = funcs[0]
+    name = options.kernel_name or func.sym_name  # type: ignore[attr-defined]
+    ctx = LoweringContext(options, name)
+    ctx.lower_ops = lower_ops
+    ctx.axis_info = axis_info
+    ctx.used_values = {v for op in func.walk() for v in op.operands}
+    ctx.scratch_base = _pass_scratch(func)
+
+    uses = analyse_params(func, name)
+    buffers, bindings = make_buffers(uses)
+    arg_attrs = func.arg_attrs or [{} for _ in func.body.block.args]  # type: ignore[attr-defined]
+    for arg, attrs in zip(func.body.block.args, arg_attrs):  # type: ignore[attr-defined]
+        if arg in buffers:
+            b = buffers[arg]
+            aligned = int(attrs.get("tt.divisibility", 1)) % 16 == 0
+            buf = Buffer(b.param, b.pointee, b.input_name, b.output_name, aligned)
+            ctype = "long" if options.index_bits == 64 else "int"
+            ctx.bind(arg, PtrValue(arg.type, buf, (Lit("0"),), ctype, None))
+        else:
+            ctx.bind(arg, RegValue(arg.type, (Var(f"{sanitize(arg.name_hint or f'arg{arg.index}')}_in"),), None))
+
+    lower_ops(ctx, func.body.block.ops)  # type: ignore[attr-defined]
+    code_stmts = ctx.pop()
+
+    printer = MSLPrinter(options.math_mode)
+    prologue = _program_ids(ctx) + list(ctx.prologue.stmts)
+    scratch = ctx.scratch_base + ctx.own_scratch_bytes
+    if scratch > 32768:
+        from triton_metal.errors import OutOfResources
+
+        raise OutOfResources(
+            f"kernel '{name}' needs {scratch} bytes of threadgroup memory; Apple GPUs have 32768"
+        )
+    body = render(
+        "body.metal",
+        threads=options.threads_per_program,
+        scratch_words=(scratch + 15) // 16,
+        prologue=printer.print_body(prologue),
+        code=printer.print_body(code_stmts),
+    )
+    header = render("header.metal", kernel_name=_ascii(name), helpers=_helpers(ctx))
+    _check_ascii(body + header)
+
+    input_names: list[str] = []
+    output_names: list[str] = []
+    for b in bindings:
+        input_names.extend(b.msl_inputs)
+        output_names.extend(b.msl_outputs)
+    if not output_names:
+        raise CompilationError(
+            f"kernel '{name}' stores to no array, so it has no effect",
+            func.loc, hint="store the results through a pointer argument", kernel=name,
+        )
+    digest = hashlib.sha256((header + "\n" + body + repr(output_names)).encode()).hexdigest()[:12]
+    coverage = store_coverage(func, buffers, uses)
+    atomic_info = {
+        u.arg.name_hint or "": {"kinds": sorted(u.atomic_kinds), "result_used": u.atomic_result_used}
+        for u in uses.values() if u.atomic
+    }
+    return MSLKernel(
+        name=f"{sanitize(name)}_{digest}",
+        source=body,
+        header=header,
+        input_names=tuple(input_names),
+        output_names=tuple(output_names),
+        params=tuple(bindings),
+        threads_per_program=options.threads_per_program,
+        atomic_outputs=False,
+        stored_coverage=coverage,
+        metadata={
+            "num_warps": options.num_warps,
+            "math_mode": options.math_mode,
+            "index_bits": options.index_bits,
+            "threadgroup_memory_bytes": scratch,
+            "atomics": atomic_info,
+            "vector_inputs": tuple(sorted(ctx.vector_inputs)),
+        },
+    )
+
+
+def _pass_scratch(func: Op) -> int:
+    """The end of the threadgroup scratch the layout passes allocated (0 when none)."""
+    end = 0
+    for op in func.walk():
+        off, size = getattr(op, "smem_offset", None), getattr(op, "smem_bytes", None)
+        if off is not None and size is not None:
+            end = max(end, int(off) + int(size))
+    return (end + 15) // 16 * 16
+
+
+def _program_ids(ctx: LoweringContext) -> list:
+    out = []
+    for axis in sorted(ctx.program_ids):
+        a = "xyz"[axis]
+        out.append(Declare(f"tm_pid_{a}", "int", None, Var(f"int(threadgroup_position_in_grid.{a})"), const=True))
+        out.append(Declare(f"tm_nprog_{a}", "int", None, Var(f"int(threadgroups_per_grid.{a})"), const=True))
+    return out
+
+
+def _helpers(ctx: LoweringContext) -> list[str]:
+    texts = []
+    for name in sorted(ctx.helpers):
+        if name == "int_ops":
+            types = []
+            for t in sorted(ctx.int_helper_types):
+                c = msl_type(__import__("triton_metal.ir.types", fromlist=["ScalarType"]).ScalarType(t))
+                u, bits, signed = _INT_TYPES[c]
+                types.append({"c": c, "u": u, "bits": bits, "signed": signed})
+            texts.append(render("helpers/int_ops.metal", types=types))
+        elif name == "float_ops":
+            texts.append(render("helpers/float_ops.metal", types=sorted(ctx.float_helper_types)))
+        elif name == "atomic_cas_op":
+            texts.append(render("helpers/atomic_cas_op.metal", types=sorted(ctx.cas_types)))
+        else:
+            texts.append(render(f"helpers/{name}.metal"))
+    return texts
+
+
+def _ascii(text: str) -> str:
+    return text.encode("ascii", "backslashreplace").decode("ascii")
+
+
+def _check_ascii(text: str) -> None:
+    bad = re.search(r"[^\x00-\x7f]", text)
+    if bad is not None:
+        raise internal_error(f"generated MSL holds a non-ASCII character {bad.group(0)!r}")
+
+
+def is_pointer(v: Value) -> bool:
+    return isinstance(element_type(v.type), PointerType)

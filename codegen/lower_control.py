@@ -1,0 +1,172 @@
+"""Lowering of structured control flow and of hints, assumptions, barriers, prints and asserts.
+
+`scf.for`, `scf.if` and `scf.while` become C loops and branches on scalar (program-uniform)
+conditions. Loop-carried values and branch results live in register arrays declared before the
+construct; each iteration (or branch) assigns the yielded values to them, through temporaries so
+that a yield of swapped values reads the old ones.
+
+`tl.device_print` and `tl.device_assert` are elided: MSL kernels run through MLX have no host
+console or trap to report to (docs/codegen.md). Hints and assumptions produce no code.
+"""
+
+from __future__ import annotations
+
+from triton_metal.ir.ops import scf, tt_debug
+from triton_metal.ir.types import ScalarType, element_type
+
+from .context import LoweringContext, ctype_of
+from .msl_types import msl_type
+from .program import Apply, Assign, Barrier, Break, Comment, Convert, Declare, Expr, ForRange, If, Loop, Var
+from .registry import lowers
+from .values import PtrValue, RegValue, Val
+
+
+def _storage(ctx: LoweringContext, val: Val) -> Val:
+    """Fresh registers shaped like `val` (declared, not initialised)."""
+    if isinstance(val, PtrValue):
+        n = len(val.offsets)
+        regs = ctx.declare_array(val.offset_ctype, n) if val.dist is not None else (_scalar(ctx, val.offset_ctype),)
+        return PtrValue(val.type, val.buffer, regs, val.offset_ctype, val.dist)
+    ctype = ctype_of(val.type)
+    regs = ctx.declare_array(ctype, len(val.regs)) if val.dist is not None else (_scalar(ctx, ctype),)
+    return RegValue(val.type, regs, val.dist)
+
+
+def _scalar(ctx: LoweringContext, ctype: str) -> Expr:
+    name = ctx.fresh()
+    ctx.emit(Declare(name, ctype))
+    return Var(name)
+
+
+def _regs(v: Val) -> tuple[Expr, ...]:
+    return v.offsets if isinstance(v, PtrValue) else v.regs
+
+
+def _assign_all(ctx: LoweringContext, targets: list[Val], values: list[Val]) -> None:
+    """targets := values, all at once (values are read before any target is written)."""
+    staged: list[tuple[Expr, Expr]] = []
+    for t, v in zip(targets, values):
+        if isinstance(t, PtrValue) != isinstance(v, PtrValue):
+            raise ctx.error("internal: a carried value changes between pointer and number")
+        if isinstance(t, PtrValue) and isinstance(v, PtrValue) and t.buffer != v.buffer:
+            raise ctx.error(
+                "a loop-carried or branch-merged pointer must point into one array",
+                hint="carry an integer offset and add it to the pointer inside the loop",
+            )
+        if (t.dist is None) != (v.dist is None) or (t.dist is not None and t.dist != v.dist):
+            raise ctx.error("internal: a carried value changes its layout (the layout passes must convert it)")
+        ctype = t.offset_ctype if isinstance(t, PtrValue) else ctype_of(t.type)
+        vals = _regs(v)
+        if isinstance(t, PtrValue) and isinstance(v, PtrValue) and v.offset_ctype != t.offset_ctype:
+            vals = tuple(Convert(ctype, x) for x in vals)
+        vals = ctx.materialize(vals, ctype, force=len(targets) > 1 and any(not isinstance(x, Var) for x in vals))
+        staged.extend(zip(_regs(t), vals))
+    for target, value in staged:
+        if target != value:
+            ctx.emit(Assign(target, value))
+
+
+def _yielded(ctx: LoweringContext, block) -> list[Val]:  # noqa: ANN001
+    term = block.ops[-1]
+    return [ctx.lookup(v) for v in term.operands]
+
+
+@lowers(scf.ForOp)
+def lower_for(ctx: LoweringContext, op: scf.ForOp) -> None:
+    lo, hi, step = ctx.reg(op.lower), ctx.reg(op.upper), ctx.reg(op.step)
+    inits = [ctx.lookup(v) for v in op.iter_args]
+    carried = [_storage(ctx, v) for v in inits]
+    _assign_all(ctx, carried, inits)
+    block = op.body.block
+    iv = ctx.fresh()
+    ivty = element_type(op.lower.type)
+    assert isinstance(ivty, ScalarType)
+    ctx.push()
+    ctx.bind(block.args[0], RegValue(block.args[0].type, (Var(iv),), None))
+    for arg, c in zip(block.args[1:], carried):
+        ctx.bind(arg, c)
+    assert ctx.lower_ops is not None
+    ctx.lower_ops(ctx, block.ops)
+    _assign_all(ctx, carried, _yielded(ctx, block))
+    body = ctx.pop()
+    ctx.emit(ForRange(iv, msl_type(ivty), lo.regs[0], hi.regs[0], step.regs[0], body))
+    for res, c in zip(op.results, carried):
+        ctx.bind(res, c)
+
+
+@lowers(scf.IfOp)
+def lower_if(ctx: LoweringContext, op: scf.IfOp) -> None:
+    cond = ctx.reg(op.condition).regs[0]
+    assert ctx.lower_ops is not None
+    results: list[Val] = []
+    branches = []
+    for region in (op.then_region, op.else_region):
+        ctx.push()
+        block = region.block
+        ctx.lower_ops(ctx, block.ops)
+        if op.results:
+            yielded = _yielded(ctx, block)
+            if not results:
+                # storage for the results goes before the `if`, shaped like the first yield
+                with ctx.outer():
+                    results = [_storage(ctx, v) for v in yielded]
+            _assign_all(ctx, results, yielded)
+        branches.append(ctx.pop())
+    ctx.emit(If(cond, branches[0], branches[1]))
+    for res, r in zip(op.results, results):
+        ctx.bind(res, r)
+
+
+@lowers(scf.WhileOp)
+def lower_while(ctx: LoweringContext, op: scf.WhileOp) -> None:
+    inits = [ctx.lookup(v) for v in op.inits]
+    carried = [_storage(ctx, v) for v in inits]
+    _assign_all(ctx, carried, inits)
+    before, after = op.before.block, op.after.block
+    assert ctx.lower_ops is not None
+    ctx.push()
+    for arg, c in zip(before.args, carried):
+        ctx.bind(arg, c)
+    ctx.lower_ops(ctx, before.ops)
+    cond_op = before.ops[-1]
+    cond = ctx.reg(cond_op.operands[0]).regs[0]
+    forwarded = [ctx.lookup(v) for v in cond_op.operands[1:]]
+    with ctx.outer():
+        results = [_storage(ctx, v) for v in forwarded]
+    _assign_all(ctx, results, forwarded)
+    ctx.emit(If(Apply("lnot", (cond,)), (Break(),)))
+    for arg, r in zip(after.args, results):
+        ctx.bind(arg, r)
+    ctx.lower_ops(ctx, after.ops)
+    _assign_all(ctx, carried, _yielded(ctx, after))
+    ctx.emit(Loop(ctx.pop()))
+    for res, r in zip(op.results, results):
+        ctx.bind(res, r)
+
+
+# -- hints, assumptions, barriers, debugging -----------------------------------------------------
+
+
+@lowers(tt_debug.HintOp)
+def lower_hint(ctx: LoweringContext, op: tt_debug.HintOp) -> None:
+    ctx.bind(op.result, ctx.lookup(op.src))
+
+
+@lowers(tt_debug.AssumeOp)
+def lower_assume(ctx: LoweringContext, op: tt_debug.AssumeOp) -> None:
+    return None  # a fact for the analyses; no code
+
+
+@lowers(tt_debug.BarrierOp)
+def lower_barrier(ctx: LoweringContext, op: tt_debug.BarrierOp) -> None:
+    ctx.emit(Barrier(device=True))
+
+
+@lowers(tt_debug.PrintOp)
+def lower_print(ctx: LoweringContext, op: tt_debug.PrintOp) -> None:
+    ctx.emit(Comment(f"tl.device_print({op.prefix!r}) elided: Metal kernels have no console"))
+
+
+@lowers(tt_debug.AssertOp)
+def lower_assert(ctx: LoweringContext, op: tt_debug.AssertOp) -> None:
+    ctx.emit(Comment("tl.device_assert elided: Metal kernels cannot trap"))

@@ -1,0 +1,458 @@
+"""Lowering of elementwise ops: constants, integer and float arithmetic, math functions,
+comparisons, select and casts.
+
+Each op maps register by register (operands share the result's layout: the layout passes made
+them agree). bf16 has no arithmetic of its own in the generated code: operands are converted to
+float, computed, and converted back explicitly (MSL refuses implicit float -> bfloat). Math
+functions of half and bfloat are computed in float as well (as the interpreter does), then
+rounded once. Integer division and remainder by zero give 0, and shifts by the width or more
+give 0 (or the sign), as the interpreter defines them (helpers in templates/helpers/int_ops.metal).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from triton_metal.ir import ops
+from triton_metal.ir.ops import arith
+from triton_metal.ir.types import PointerType, ScalarType, element_type
+
+from .context import LoweringContext, ctype_of
+from .msl_types import msl_type, uint_of_width
+from .program import Apply, Call, Convert, Expr, Lit, MathCall, Reinterpret
+from .registry import lowers
+from .values import PtrValue, RegValue
+
+# -- helpers -------------------------------------------------------------------------------------
+
+
+def elementwise(
+    ctx: LoweringContext, op: ops.arith.Op, operands: Sequence[RegValue], fn: Callable[..., Expr]
+) -> None:
+    """Bind `op`'s result to `fn` applied register by register (scalars broadcast)."""
+    result = op.result
+    dist = ctx.dist_of(result.type)
+    n = dist.num_regs if dist is not None else 1
+    for v in operands:
+        if v.dist is not None and v.dist != dist:
+            raise ctx.error(
+                f"internal layout mismatch: operand in {v.dist.shape} layout differs from the result's "
+                "(the layout passes must insert a convert_layout)"
+            )
+    regs = []
+    for r in range(n):
+        args = [v.regs[r] if v.dist is not None else v.regs[0] for v in operands]
+        regs.append(fn(*args))
+    ctype = ctype_of(result.type)
+    ctx.bind(result, RegValue(result.type, ctx.materialize(regs, ctype), dist))
+
+
+def as_float(e: Expr, ty: ScalarType) -> Expr:
+    return e if ty.name == "f32" else Convert("float", e)
+
+
+def from_float(e: Expr, ty: ScalarType) -> Expr:
+    return e if ty.name == "f32" else Convert(msl_type(ty), e)
+
+
+def _el(v: object) -> ScalarType:
+    t = element_type(v.type)  # type: ignore[attr-defined]
+    assert isinstance(t, ScalarType)
+    return t
+
+
+def _narrow(ty: ScalarType) -> bool:
+    """Integer types C promotes to int: results must be converted back (wrap-around)."""
+    return ty.is_int() and ty.bitwidth < 32
+
+
+def _unsigned(ty: ScalarType) -> str:
+    return "bool" if ty.is_bool() else uint_of_width(ty.bitwidth)
+
+
+def _signed(ty: ScalarType) -> str:
+    return {8: "char", 16: "short", 32: "int", 64: "long"}[ty.bitwidth]
+
+
+# -- constants -----------------------------------------------------------------------------------
+
+
+@lowers(arith.ConstantOp)
+def lower_constant(ctx: LoweringContext, op: arith.ConstantOp) -> None:
+    ty = op.result.type
+    lit = ctx.const(op.value, _el(op.result))
+    dist = ctx.dist_of(ty)
+    n = dist.num_regs if dist is not None else 1
+    ctx.bind(op.result, RegValue(ty, (lit,) * n, dist))
+
+
+# -- integer arithmetic --------------------------------------------------------------------------
+
+_INT_PLAIN = {
+    arith.AddIOp: "add", arith.SubIOp: "sub", arith.MulIOp: "mul",
+    arith.AndIOp: "and", arith.OrIOp: "or", arith.XOrIOp: "xor",
+}
+_BOOL_PLAIN = {arith.AndIOp: "land", arith.OrIOp: "lor", arith.XOrIOp: "lxor"}
+
+
+@lowers(*_INT_PLAIN)
+def lower_int_plain(ctx: LoweringContext, op: arith.BinaryOp) -> None:
+    ty = _el(op.lhs)
+    a, b = ctx.reg(op.lhs), ctx.reg(op.rhs)
+    if ty.is_bool():
+        key = _BOOL_PLAIN.get(type(op))
+        if key is None:
+            # i1 add/sub are xor, mul is and (arithmetic modulo 2)
+            key = {arith.AddIOp: "lxor", arith.SubIOp: "lxor", arith.MulIOp: "land"}[type(op)]
+        elementwise(ctx, op, [a, b], lambda x, y: Apply(key, (x, y)))
+        return
+    key = _INT_PLAIN[type(op)]
+    c = msl_type(ty)
+    if _narrow(ty):
+        elementwise(ctx, op, [a, b], lambda x, y: Convert(c, Apply(key, (x, y))))
+    elif ty.is_signed() and key in ("add", "sub", "mul"):
+        # signed overflow is undefined in C++: wrap through the unsigned type
+        u = _unsigned(ty)
+        elementwise(ctx, op, [a, b], lambda x, y: Reinterpret(c, Apply(key, (Reinterpret(u, x), Reinterpret(u, y)))))
+    else:
+        elementwise(ctx, op, [a, b], lambda x, y: Apply(key, (x, y)))
+
+
+def _int_helper(ctx: LoweringContext, ty: ScalarType) -> None:
+    ctx.helpers.add("int_ops")
+    ctx.int_helper_types.add(ty.name)
+
+
+@lowers(arith.DivSIOp, arith.DivUIOp, arith.RemSIOp, arith.RemUIOp)
+def lower_int_div(ctx: LoweringContext, op: arith.BinaryOp) -> None:
+    ty = _el(op.lhs)
+    key = "idiv" if isinstance(op, (arith.DivSIOp, arith.DivUIOp)) else "irem"
+    unsigned = isinstance(op, (arith.DivUIOp, arith.RemUIOp))
+    a, b = ctx.reg(op.lhs), ctx.reg(op.rhs)
+    if ty.is_bool():
+        # i1 / i1: defined only for a true divisor (x / 1 == x, x % 1 == 0)
+        if key == "idiv":
+            elementwise(ctx, op, [a, b], lambda x, y: Apply("land", (x, y)))
+        else:
+            elementwise(ctx, op, [a, b], lambda x, y: Lit("false"))
+        return
+    c = msl_type(ty)
+    work = ScalarType(("u" if unsigned else "i") + str(ty.bitwidth))
+    wc = msl_type(work)
+    _int_helper(ctx, work)
+    if wc == c:
+        elementwise(ctx, op, [a, b], lambda x, y: Apply(key, (x, y)))
+    else:
+        elementwise(ctx, op, [a, b], lambda x, y: Convert(c, Apply(key, (Convert(wc, x), Convert(wc, y)))))
+
+
+@lowers(arith.ShLIOp, arith.ShRUIOp, arith.ShRSIOp)
+def lower_shift(ctx: LoweringContext, op: arith.BinaryOp) -> None:
+    ty = _el(op.lhs)
+    a, b = ctx.reg(op.lhs), ctx.reg(op.rhs)
+    if ty.is_bool():
+        # shifting a 1-bit value by 0 keeps it, by 1 or more clears it (an arithmetic right
+        # shift of i1 keeps it: the bit is its own sign)
+        if isinstance(op, arith.ShRSIOp):
+            elementwise(ctx, op, [a, b], lambda x, y: x)
+        else:
+            elementwise(ctx, op, [a, b], lambda x, y: Apply("land", (x, Apply("lnot", (y,)))))
+        return
+    c = msl_type(ty)
+    if isinstance(op, arith.ShLIOp):
+        work, key = ty, "shl"
+    elif isinstance(op, arith.ShRUIOp):
+        work, key = ScalarType("u" + str(ty.bitwidth)), "shr"
+    else:
+        work, key = ScalarType("i" + str(ty.bitwidth)), "shr"
+    wc = msl_type(work)
+    _int_helper(ctx, work)
+    if wc == c:
+        elementwise(ctx, op, [a, b], lambda x, y: Apply(key, (x, y)))
+    else:
+        elementwise(ctx, op, [a, b], lambda x, y: Convert(c, Apply(key, (Convert(wc, x), Convert(wc, y)))))
+
+
+@lowers(arith.MinSIOp, arith.MinUIOp, arith.MaxSIOp, arith.MaxUIOp)
+def lower_int_minmax(ctx: LoweringContext, op: arith.BinaryOp) -> None:
+    ty = _el(op.lhs)
+    key = "min" if isinstance(op, (arith.MinSIOp, arith.MinUIOp)) else "max"
+    unsigned = isinstance(op, (arith.MinUIOp, arith.MaxUIOp))
+    a, b = ctx.reg(op.lhs), ctx.reg(op.rhs)
+    if ty.is_bool():
+        # false < true in both signednesses for tl's boolean min/max
+        elementwise(ctx, op, [a, b], lambda x, y: Apply("land" if key == "min" else "lor", (x, y)))
+        return
+    c = msl_type(ty)
+    wc = _unsigned(ty) if unsigned else _signed(ty)
+    if wc == c:
+        elementwise(ctx, op, [a, b], lambda x, y: Call(key, (x, y)))
+    else:
+        elementwise(ctx, op, [a, b], lambda x, y: Convert(c, Call(key, (Convert(wc, x), Convert(wc, y)))))
+
+
+@lowers(arith.MulHiOp)
+def lower_mulhi(ctx: LoweringContext, op: arith.MulHiOp) -> None:
+    ty = _el(op.lhs)
+    a, b = ctx.reg(op.lhs), ctx.reg(op.rhs)
+    if ty.bitwidth < 32:
+        raise ctx.error(f"umulhi on {ty} is not supported", hint="use 32- or 64-bit integers")
+    elementwise(ctx, op, [a, b], lambda x, y: Apply("mulhi", (x, y)))
+
+
+@lowers(arith.NegIOp, arith.NotIOp, arith.AbsIOp)
+def lower_int_unary(ctx: LoweringContext, op: arith.UnaryOp) -> None:
+    ty = _el(op.operand)
+    a = ctx.reg(op.operand)
+    c = msl_type(ty)
+    if ty.is_bool():
+        if isinstance(op, arith.NotIOp):
+            elementwise(ctx, op, [a], lambda x: Apply("lnot", (x,)))
+        else:
+            elementwise(ctx, op, [a], lambda x: x)  # -x == x and |x| == x modulo 2
+        return
+    if isinstance(op, arith.AbsIOp):
+        if not ty.is_signed():
+            elementwise(ctx, op, [a], lambda x: x)
+        else:
+            elementwise(ctx, op, [a], lambda x: Convert(c, Apply("iabs", (x,))))
+        return
+    key = "neg" if isinstance(op, arith.NegIOp) else "not"
+    if ty.is_signed() and key == "neg" and not _narrow(ty):
+        u = _unsigned(ty)
+        elementwise(ctx, op, [a], lambda x: Reinterpret(c, Apply("neg", (Reinterpret(u, x),))))
+    else:
+        elementwise(ctx, op, [a], lambda x: Convert(c, Apply(key, (x,))))
+
+
+# -- float arithmetic ----------------------------------------------------------------------------
+
+_FLOAT_OPS = {
+    arith.AddFOp: "add", arith.SubFOp: "sub", arith.MulFOp: "mul", arith.DivFOp: "fdiv",
+    arith.RemFOp: "frem", arith.MinNumFOp: "fminnum", arith.MaxNumFOp: "fmaxnum",
+    arith.MinimumFOp: "fminimum", arith.MaximumFOp: "fmaximum",
+}
+
+
+@lowers(*_FLOAT_OPS)
+def lower_float_binary(ctx: LoweringContext, op: arith.BinaryOp) -> None:
+    ty = _el(op.lhs)
+    key = _FLOAT_OPS[type(op)]
+    a, b = ctx.reg(op.lhs), ctx.reg(op.rhs)
+    if key in ("fminimum", "fmaximum"):
+        ctx.helpers.add("float_ops")
+        ctx.float_helper_types.add("float" if ty.name == "bf16" else msl_type(ty))
+    if ty.name == "bf16" or (ty.name == "f16" and key == "frem"):
+        elementwise(ctx, op, [a, b], lambda x, y: from_float(Apply(key, (as_float(x, ty), as_float(y, ty))), ty))
+    else:
+        elementwise(ctx, op, [a, b], lambda x, y: Apply(key, (x, y)))
+
+
+@lowers(arith.PowFOp)
+def lower_pow(ctx: LoweringContext, op: arith.PowFOp) -> None:
+    ty = _el(op.lhs)
+    a, b = ctx.reg(op.lhs), ctx.reg(op.rhs)
+    elementwise(ctx, op, [a, b], lambda x, y: from_float(MathCall("pow", (as_float(x, ty), as_float(y, ty))), ty))
+
+
+_MATH = {
+    arith.ExpOp: "exp", arith.Exp2Op: "exp2", arith.LogOp: "log", arith.Log2Op: "log2",
+    arith.CosOp: "cos", arith.SinOp: "sin", arith.SqrtOp: "sqrt", arith.RsqrtOp: "rsqrt",
+}
+_EXACT = {arith.FloorOp: "floor", arith.CeilOp: "ceil", arith.AbsFOp: "fabs"}
+
+
+@lowers(*_MATH)
+def lower_math(ctx: LoweringContext, op: arith.UnaryOp) -> None:
+    ty = _el(op.operand)
+    fn = _MATH[type(op)]
+    a = ctx.reg(op.operand)
+    elementwise(ctx, op, [a], lambda x: from_float(MathCall(fn, (as_float(x, ty),)), ty))
+
+
+@lowers(*_EXACT)
+def lower_exact_math(ctx: LoweringContext, op: arith.UnaryOp) -> None:
+    # floor, ceil and fabs are exact: no namespace choice, no precision question
+    ty = _el(op.operand)
+    fn = _EXACT[type(op)]
+    a = ctx.reg(op.operand)
+    elementwise(ctx, op, [a], lambda x: from_float(Call(fn, (as_float(x, ty),)), ty))
+
+
+@lowers(arith.PreciseSqrtOp)
+def lower_precise_sqrt(ctx: LoweringContext, op: arith.PreciseSqrtOp) -> None:
+    ty = _el(op.operand)
+    a = ctx.reg(op.operand)
+    elementwise(ctx, op, [a], lambda x: from_float(Call("precise::sqrt", (as_float(x, ty),)), ty))
+
+
+@lowers(arith.ErfOp)
+def lower_erf(ctx: LoweringContext, op: arith.ErfOp) -> None:
+    ty = _el(op.operand)
+    ctx.helpers.add("erf")
+    a = ctx.reg(op.operand)
+    elementwise(ctx, op, [a], lambda x: from_float(Apply("erf", (as_float(x, ty),)), ty))
+
+
+@lowers(arith.NegFOp)
+def lower_negf(ctx: LoweringContext, op: arith.NegFOp) -> None:
+    ty = _el(op.operand)
+    a = ctx.reg(op.operand)
+    elementwise(ctx, op, [a], lambda x: from_float(Apply("neg", (as_float(x, ty),)), ty) if ty.name == "bf16"
+                else Apply("neg", (x,)))
+
+
+@lowers(arith.FmaOp)
+def lower_fma(ctx: LoweringContext, op: arith.FmaOp) -> None:
+    ty = _el(op.a)
+    a, b, c = ctx.reg(op.a), ctx.reg(op.b), ctx.reg(op.c)
+    # fma in float rounds once to float; for half/bf16 the interpreter rounds the exact result
+    # once too, and float's 24 bits hold the product of two 11-bit (8-bit) significands exactly
+    elementwise(ctx, op, [a, b, c], lambda x, y, z: from_float(
+        Apply("fma", (as_float(x, ty), as_float(y, ty), as_float(z, ty))), ty))
+
+
+# -- comparisons and select ----------------------------------------------------------------------
+
+_PRED = {
+    "eq": "eq", "ne": "ne", "slt": "lt", "sle": "le", "sgt": "gt", "sge": "ge",
+    "ult": "lt", "ule": "le", "ugt": "gt", "uge": "ge",
+    "oeq": "eq", "une": "ne", "olt": "lt", "ole": "le", "ogt": "gt", "oge": "ge",
+}
+
+
+@lowers(arith.CmpIOp)
+def lower_cmpi(ctx: LoweringContext, op: arith.CmpIOp) -> None:
+    p = op.predicate.value
+    key = _PRED[p]
+    lhs, rhs = ctx.lookup(op.lhs), ctx.lookup(op.rhs)
+    if isinstance(lhs, PtrValue) or isinstance(rhs, PtrValue):
+        if not (isinstance(lhs, PtrValue) and isinstance(rhs, PtrValue)) or lhs.buffer != rhs.buffer:
+            raise ctx.error("comparing pointers into different arrays is not supported")
+        a = RegValue(op.lhs.type, lhs.offsets, lhs.dist)
+        b = RegValue(op.rhs.type, rhs.offsets, rhs.dist)
+        elementwise(ctx, op, [a, b], lambda x, y: Apply(key, (x, y)))
+        return
+    ty = _el(op.lhs)
+    a, b = ctx.reg(op.lhs), ctx.reg(op.rhs)
+    want_unsigned = p.startswith("u")
+    want_signed = p.startswith("s")
+    if ty.is_bool() or (not want_unsigned and not want_signed) or (want_unsigned != ty.is_signed()):
+        elementwise(ctx, op, [a, b], lambda x, y: Apply(key, (x, y)))
+        return
+    wc = _unsigned(ty) if want_unsigned else _signed(ty)
+    elementwise(ctx, op, [a, b], lambda x, y: Apply(key, (Convert(wc, x), Convert(wc, y))))
+
+
+@lowers(arith.CmpFOp)
+def lower_cmpf(ctx: LoweringContext, op: arith.CmpFOp) -> None:
+    key = _PRED[op.predicate.value]
+    ty = _el(op.lhs)
+    a, b = ctx.reg(op.lhs), ctx.reg(op.rhs)
+    if ty.name == "bf16":
+        elementwise(ctx, op, [a, b], lambda x, y: Apply(key, (as_float(x, ty), as_float(y, ty))))
+    else:
+        elementwise(ctx, op, [a, b], lambda x, y: Apply(key, (x, y)))
+
+
+@lowers(arith.SelectOp)
+def lower_select(ctx: LoweringContext, op: arith.SelectOp) -> None:
+    c = ctx.reg(op.condition)
+    t, f = ctx.lookup(op.true_value), ctx.lookup(op.false_value)
+    if isinstance(t, PtrValue) or isinstance(f, PtrValue):
+        if not (isinstance(t, PtrValue) and isinstance(f, PtrValue)) or t.buffer != f.buffer:
+            raise ctx.error("selecting between pointers into different arrays is not supported",
+                            hint="select between offsets and add them to one pointer")
+        ta = RegValue(op.true_value.type, t.offsets, t.dist)
+        fa = RegValue(op.false_value.type, f.offsets, f.dist)
+        dist = ctx.dist_of(op.result.type)
+        n = dist.num_regs if dist is not None else 1
+        pick = lambda v, r: v.regs[r] if v.dist is not None else v.regs[0]  # noqa: E731
+        regs = tuple(Apply("select", (pick(c, r), pick(ta, r), pick(fa, r))) for r in range(n))
+        ctype = "long" if "long" in (t.offset_ctype, f.offset_ctype) else "int"
+        ctx.bind(op.result, PtrValue(op.result.type, t.buffer, ctx.materialize(regs, ctype), ctype, dist))
+        return
+    elementwise(ctx, op, [c, ctx.reg(op.true_value), ctx.reg(op.false_value)],
+                lambda x, y, z: Apply("select", (x, y, z)))
+
+
+# -- casts ---------------------------------------------------------------------------------------
+
+
+@lowers(arith.ExtFOp, arith.TruncFOp, arith.SIToFPOp, arith.UIToFPOp, arith.FPToSIOp, arith.FPToUIOp,
+        arith.ExtSIOp, arith.ExtUIOp, arith.TruncIOp)
+def lower_convert(ctx: LoweringContext, op: arith.CastOp) -> None:
+    src, dst = _el(op.operand), _el(op.result)
+    a = ctx.reg(op.operand)
+    dc = msl_type(dst)
+    if isinstance(op, arith.TruncFOp) and op.rounding is arith.RoundingMode.RTZ:
+        raise ctx.error(f"conversion {src} -> {dst} rounding toward zero is not supported",
+                        hint="use the default rounding (round to nearest even)")
+    if dst.is_bool():
+        # to i1: nonzero is true for floats; an integer truncation keeps the low bit
+        if isinstance(op, arith.TruncIOp):
+            elementwise(ctx, op, [a], lambda x: Apply("ne", (Apply("and", (x, Lit("1"))), Lit("0"))))
+        else:
+            elementwise(ctx, op, [a], lambda x: Apply("ne", (x, Lit("0"))))
+        return
+    if isinstance(op, arith.ExtUIOp) and src.is_signed():
+        elementwise(ctx, op, [a], lambda x: Convert(dc, Convert(_unsigned(src), x)))
+        return
+    if isinstance(op, arith.ExtSIOp) and src.is_unsigned() and not src.is_bool():
+        elementwise(ctx, op, [a], lambda x: Convert(dc, Convert(_signed(src), x)))
+        return
+    if isinstance(op, arith.ExtSIOp) and src.is_bool():
+        # sign extension of i1: true is all ones
+        elementwise(ctx, op, [a], lambda x: Apply("select", (x, Convert(dc, Lit("-1")), Convert(dc, Lit("0")))))
+        return
+    if isinstance(op, arith.UIToFPOp) and src.is_signed():
+        elementwise(ctx, op, [a], lambda x: _to_float(Convert(_unsigned(src), x), dst))
+        return
+    if isinstance(op, arith.SIToFPOp) and src.is_unsigned() and not src.is_bool():
+        elementwise(ctx, op, [a], lambda x: _to_float(Convert(_signed(src), x), dst))
+        return
+    if isinstance(op, (arith.FPToSIOp, arith.FPToUIOp)):
+        elementwise(ctx, op, [a], lambda x: Convert(dc, as_float(x, src)))
+        return
+    if dst.is_float():
+        elementwise(ctx, op, [a], lambda x: _to_float(x, dst, src))
+        return
+    elementwise(ctx, op, [a], lambda x: Convert(dc, x))
+
+
+def _to_float(x: Expr, dst: ScalarType, src: ScalarType | None = None) -> Expr:
+    """A conversion to a float type; bf16 <-> f16 goes through float (no implicit path)."""
+    if dst.name == "bf16" and src is not None and src.name == "f16":
+        return Convert("bfloat", Convert("float", x))
+    if dst.name == "f16" and src is not None and src.name == "bf16":
+        return Convert("half", Convert("float", x))
+    return Convert(msl_type(dst), x)
+
+
+@lowers(arith.BitcastOp)
+def lower_bitcast(ctx: LoweringContext, op: arith.BitcastOp) -> None:
+    src, dst = _el(op.operand), _el(op.result)
+    a = ctx.reg(op.operand)
+    if src == dst:
+        elementwise(ctx, op, [a], lambda x: x)
+    elif src.is_int() and dst.is_int() and not src.is_bool():
+        elementwise(ctx, op, [a], lambda x: Convert(msl_type(dst), x))
+    else:
+        elementwise(ctx, op, [a], lambda x: Reinterpret(msl_type(dst), x))
+
+
+@lowers(arith.PtrToIntOp, arith.IntToPtrOp)
+def lower_ptr_int(ctx: LoweringContext, op: arith.CastOp) -> None:
+    raise ctx.error("converting between pointers and integers is not supported on Apple GPUs through MLX",
+                    hint="keep pointer arithmetic in tl pointers (ptr + offset)")
+
+
+@lowers(arith.PtrBitcastOp)
+def lower_ptr_bitcast(ctx: LoweringContext, op: arith.PtrBitcastOp) -> None:
+    src = ctx.ptr(op.operand)
+    dst_el = element_type(op.result.type)
+    assert isinstance(dst_el, PointerType)
+    if dst_el.pointee != src.buffer.pointee:
+        raise ctx.error(f"reinterpreting a pointer to {src.buffer.pointee} as {dst_el} is not supported",
+                        hint="load the values and bitcast them instead")
+    ctx.bind(op.result, PtrValue(op.result.type, src.buffer, src.offsets, src.offset_ctype, src.dist))

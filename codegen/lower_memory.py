@@ -1,0 +1,337 @@
+"""Lowering of pointer arithmetic, loads, stores and atomics.
+
+A pointer value is a buffer plus per-register element offsets (`values.PtrValue`). Loads read the
+parameter's input buffer, stores and atomics write its output buffer. A masked load reads memory
+only where the mask holds (`mask ? p[i] : other`, the conditional operator evaluates one arm).
+Stores and atomics run once per element: only from the first register holding it and only in
+owner threads (the layout's replicated lane and warp bits clear); a scalar store or atomic runs
+in thread 0 of the program.
+
+Atomics are relaxed (the only order MSL offers) on `device atomic<T>*` views of the output:
+int and uint get every operation; float gets add and exchange natively and max/min as
+compare-and-swap loops; 8-, 16- and 64-bit types are refused with the limit named.
+"""
+
+from __future__ import annotations
+
+from triton_metal.ir.ops import tt_memory as mem
+from triton_metal.ir.ops.tt import AddPtrOp
+from triton_metal.ir.types import ScalarType, element_type
+
+from .context import LoweringContext, ctype_of
+from .distribution import Distribution
+from .msl_types import literal, msl_type
+from .program import Apply, Assign, Call, Convert, Declare, Expr, ExprStmt, If, Index, Lit, Member, PtrCast, Var
+from .registry import lowers
+from .values import PtrValue, RegValue
+
+
+def _reg_at(v: RegValue | None, r: int) -> Expr | None:
+    if v is None:
+        return None
+    return v.regs[r] if v.dist is not None else v.regs[0]
+
+
+@lowers(AddPtrOp)
+def lower_addptr(ctx: LoweringContext, op: AddPtrOp) -> None:
+    p = ctx.ptr(op.ptr)
+    off = ctx.reg(op.offset)
+    oty = element_type(op.offset.type)
+    assert isinstance(oty, ScalarType)
+    wide = ctx.options.index_bits == 64 or oty.bitwidth == 64 or (oty.name == "u32") or p.offset_ctype == "long"
+    ctype = "long" if wide else "int"
+    dist = ctx.dist_of(op.result.type)
+    n = dist.num_regs if dist is not None else 1
+    regs = []
+    for r in range(n):
+        base = p.offsets[r] if p.dist is not None else p.offsets[0]
+        o = _reg_at(off, r)
+        assert o is not None
+        if ctype == "long":
+            base = base if p.offset_ctype == "long" else Convert("long", base)
+            o = o if oty.name == "i64" else Convert("long", o)
+        elif oty.bitwidth < 32 or oty.is_bool():
+            o = Convert("int", o)
+        regs.append(base if o == Lit("0") else (o if base == Lit("0") else Apply("add", (base, o))))
+    ctx.bind(op.result, PtrValue(op.result.type, p.buffer, ctx.materialize(regs, ctype), ctype, dist))
+
+
+def owner_condition(ctx: LoweringContext, dist: Distribution | None) -> Expr | None:
+    """The predicate of threads that store their registers' elements (None: every thread)."""
+    if dist is None:
+        return Apply("eq", (Var("tm_tid"), Lit("0u")))
+    lm, wm = dist.lane_replica_mask, dist.warp_replica_mask & (ctx.num_warps - 1)
+    parts: list[Expr] = []
+    if lm:
+        parts.append(Apply("eq", (Apply("and", (Var("tm_lane"), Lit(f"{lm}u"))), Lit("0u"))))
+    if wm:
+        parts.append(Apply("eq", (Apply("and", (Var("tm_warp"), Lit(f"{wm}u"))), Lit("0u"))))
+    if not parts:
+        return None
+    return parts[0] if len(parts) == 1 else Apply("land", (parts[0], parts[1]))
+
+
+def _and(a: Expr | None, b: Expr | None) -> Expr | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return Apply("land", (a, b))
+
+
+# -- vector width ---------------------------------------------------------------------------------
+
+_VECTOR_TYPES = frozenset({"f32", "f16", "i32", "u32", "i16", "u16", "i8", "u8"})
+_LANES = "xyzw"
+
+
+def vector_width(ctx: LoweringContext, op: mem.LoadOp | mem.StoreOp, dist: Distribution | None,
+                 ety: ScalarType) -> tuple[int, int]:
+    """(vec, dim): registers come in aligned runs of `vec` consecutive elements along `dim` that
+    one vector access may move, as the layout and the axis info (contiguity, byte alignment,
+    mask constancy) prove; vec 1 when nothing is proven."""
+    info = ctx.axis_info
+    if info is None or dist is None or ety.name not in _VECTOR_TYPES:
+        return 1, 0
+    rank = dist.rank
+    best = (1, 0)
+    for dim in range(rank):
+        unit = tuple(1 if d == dim else 0 for d in range(rank))
+        v = 1
+        while v * 2 <= min(4, 16 // (ety.bitwidth // 8)) and _runs(dist, dim, unit, v * 2):
+            v *= 2
+        if v == 1:
+            continue
+        pinfo = info.get(op.ptr)
+        while v > 1:
+            # groups of v start at multiples of v elements within contiguous runs of at least v, so
+            # their addresses keep the run starts' byte alignment up to v * element size
+            ok = pinfo.contiguity[dim] % v == 0 and pinfo.divisibility[dim] % (v * ety.bitwidth // 8) == 0
+            if op.mask is not None:
+                ok = ok and info.get(op.mask).constancy[dim] % v == 0
+            other = getattr(op, "other", None)
+            if other is not None:
+                ok = ok and info.get(other).constancy[dim] % v == 0
+            if ok:
+                break
+            v //= 2
+        if v > best[0]:
+            best = (v, dim)
+    return best
+
+
+def _runs(dist: Distribution, dim: int, unit: tuple[int, ...], v: int) -> bool:
+    """Registers r, r+1, .., r+v-1 (r a multiple of v) hold consecutive elements along `dim`,
+    starting at a multiple of v in every thread."""
+    if dist.num_regs % v:
+        return False
+    for r in range(0, dist.num_regs, v):
+        c0 = dist.reg_coords[r]
+        if c0[dim] % v:
+            return False
+        for i in range(1, v):
+            if dist.reg_coords[r + i] != tuple(a + i * b for a, b in zip(c0, unit)):
+                return False
+    return all(b[dim] % v == 0 for b in (*dist.lane_bases, *dist.warp_bases))
+
+
+@lowers(mem.LoadOp)
+def lower_load(ctx: LoweringContext, op: mem.LoadOp) -> None:
+    p = ctx.ptr(op.ptr)
+    mask = ctx.reg(op.mask) if op.mask is not None else None
+    other = ctx.reg(op.other) if op.other is not None else None
+    buf = p.buffer
+    if buf.input_name is None:
+        raise ctx.error(f"internal: '{buf.param}' is loaded but has no input buffer")
+    ety = element_type(op.result.type)
+    assert isinstance(ety, ScalarType)
+    zero = Lit(literal(0, ety) if not ety.is_bool() else "false")
+    dist = ctx.dist_of(op.result.type)
+    n = dist.num_regs if dist is not None else 1
+    src = Var(buf.input_name)
+    vec, _ = vector_width(ctx, op, p.dist, ety)
+    if vec > 1:
+        _vector_load(ctx, op, p, mask, other, vec, ety, zero, dist)
+        return
+    regs: list[Expr] = []
+    for r in range(n):
+        off = p.offsets[r] if p.dist is not None else p.offsets[0]
+        read: Expr = Index(src, off)
+        m = _reg_at(mask, r)
+        if m is not None:
+            o = _reg_at(other, r)
+            read = Apply("select", (m, read, o if o is not None else zero))
+        regs.append(read)
+    ctx.bind(op.result, RegValue(op.result.type, ctx.materialize(regs, ctype_of(op.result.type), force=True), dist))
+
+
+def _vector_load(ctx: LoweringContext, op: mem.LoadOp, p: PtrValue, mask: RegValue | None,
+                 other: RegValue | None, vec: int, ety: ScalarType, zero: Expr, dist: Distribution | None) -> None:
+    assert dist is not None and p.buffer.input_name is not None
+    # a vector view of the input: MLX passes inputs of fewer than 8 elements in the constant
+    # address space, so the runtime pads those the kernel reads this way (MSLKernel.metadata
+    # "vector_inputs")
+    ctx.vector_inputs.add(p.buffer.input_name)
+    ctype = msl_type(ety)
+    vtype = f"{ctype}{vec}"
+    regs: list[Expr] = []
+    for r in range(0, dist.num_regs, vec):
+        read: Expr = Index(PtrCast("const device", vtype, Apply("add", (Var(p.buffer.input_name), p.offsets[r]))), Lit("0"))
+        m = _reg_at(mask, r)
+        if m is not None:
+            fill = [(_reg_at(other, r + i) or zero) for i in range(vec)]
+            read = Apply("select", (m, read, Call(vtype, tuple(fill))))
+        name = ctx.fresh()
+        ctx.emit(Declare(name, vtype, None, read))
+        regs.extend(Member(Var(name), _LANES[i]) for i in range(vec))
+    ctx.bind(op.result, RegValue(op.result.type, ctx.materialize(regs, ctype, force=True), dist))
+
+
+def _vector_store(ctx: LoweringContext, op: mem.StoreOp, p: PtrValue, val: RegValue, mask: RegValue | None,
+                  vec: int, ety: ScalarType, own: Expr | None) -> None:
+    assert p.dist is not None and p.buffer.output_name is not None
+    vtype = f"{msl_type(ety)}{vec}"
+    firsts = p.dist.first_registers()
+    for r in range(0, p.dist.num_regs, vec):
+        if not firsts[r]:
+            continue
+        target = Index(PtrCast("device", vtype, Apply("add", (Var(p.buffer.output_name), p.offsets[r]))), Lit("0"))
+        value = Call(vtype, tuple(_reg_at(val, r + i) for i in range(vec)))  # type: ignore[misc]
+        stmt = Assign(target, value)
+        cond = _and(own, _reg_at(mask, r))
+        ctx.emit(If(cond, (stmt,)) if cond is not None else stmt)
+
+
+@lowers(mem.StoreOp)
+def lower_store(ctx: LoweringContext, op: mem.StoreOp) -> None:
+    p = ctx.ptr(op.ptr)
+    val = ctx.reg(op.value)
+    mask = ctx.reg(op.mask) if op.mask is not None else None
+    buf = p.buffer
+    if buf.output_name is None:
+        raise ctx.error(f"internal: '{buf.param}' is stored to but has no output buffer")
+    dst = Var(buf.output_name)
+    dist = p.dist
+    own = owner_condition(ctx, dist)
+    own_var = _hoist(ctx, own)
+    ety = element_type(op.value.type)
+    assert isinstance(ety, ScalarType)
+    vec, _ = vector_width(ctx, op, dist, ety)
+    if vec > 1:
+        _vector_store(ctx, op, p, val, mask, vec, ety, own_var)
+        return
+    firsts = dist.first_registers() if dist is not None else (True,)
+    for r, first in enumerate(firsts):
+        if not first:
+            continue
+        off = p.offsets[r] if p.dist is not None else p.offsets[0]
+        v = _reg_at(val, r)
+        assert v is not None
+        stmt = Assign(Index(dst, off), v)
+        cond = _and(own_var, _reg_at(mask, r))
+        ctx.emit(If(cond, (stmt,)) if cond is not None else stmt)
+
+
+def _hoist(ctx: LoweringContext, cond: Expr | None) -> Expr | None:
+    if cond is None:
+        return None
+    name = ctx.fresh()
+    ctx.emit(Declare(name, "bool", None, cond, const=True))
+    return Var(name)
+
+
+# -- atomics -------------------------------------------------------------------------------------
+
+_INT_FETCH = {
+    mem.AtomicRMWKind.ADD: "atomic_fetch_add_explicit", mem.AtomicRMWKind.FADD: "atomic_fetch_add_explicit",
+    mem.AtomicRMWKind.MAX: "atomic_fetch_max_explicit", mem.AtomicRMWKind.MIN: "atomic_fetch_min_explicit",
+    mem.AtomicRMWKind.AND: "atomic_fetch_and_explicit", mem.AtomicRMWKind.OR: "atomic_fetch_or_explicit",
+    mem.AtomicRMWKind.XOR: "atomic_fetch_xor_explicit", mem.AtomicRMWKind.XCHG: "atomic_exchange_explicit",
+}
+
+
+def _check_atomic_type(ctx: LoweringContext, ety: ScalarType, what: str) -> None:
+    if ety.name in ("i32", "u32", "f32"):
+        return
+    raise ctx.error(
+        f"{what} on {ety} is not supported: Metal atomics work on 32-bit int, uint and float only",
+        hint="accumulate in an int32/uint32/float32 array (convert afterwards), or reduce within the "
+             "program with tl.sum/tl.max and store the result",
+    )
+
+
+def _atomic_ptr(buf_name: str, off: Expr, ety: ScalarType) -> Expr:
+    return Apply("atomic_ptr", (Lit(msl_type(ety)), Index(Var(buf_name), off)))
+
+
+@lowers(mem.AtomicRMWOp)
+def lower_atomic_rmw(ctx: LoweringContext, op: mem.AtomicRMWOp) -> None:
+    p = ctx.ptr(op.ptr)
+    val = ctx.reg(op.value)
+    mask = ctx.reg(op.mask) if op.mask is not None else None
+    ety = element_type(op.result.type)
+    assert isinstance(ety, ScalarType)
+    _check_atomic_type(ctx, ety, f"atomic {op.kind.value}")
+    kind = op.kind
+    if ety.is_float() and kind in (mem.AtomicRMWKind.AND, mem.AtomicRMWKind.OR, mem.AtomicRMWKind.XOR):
+        raise ctx.error(f"atomic {kind.value} on float32 is not defined")
+    buf = p.buffer
+    assert buf.output_name is not None
+    _atomic(ctx, op, p, mask, lambda ptr, r: _rmw_call(ctx, kind, ety, ptr, _reg_at(val, r)))
+
+
+def _rmw_call(ctx: LoweringContext, kind: mem.AtomicRMWKind, ety: ScalarType, ptr: Expr, v: Expr | None) -> Expr:
+    assert v is not None
+    if ety.is_float() and kind in (mem.AtomicRMWKind.MAX, mem.AtomicRMWKind.MIN):
+        ctx.helpers.add("atomic_cas")
+        return Call("tm_atomic_fmax" if kind is mem.AtomicRMWKind.MAX else "tm_atomic_fmin", (ptr, v))
+    return Call(_INT_FETCH[kind], (ptr, v, Var("memory_order_relaxed")))
+
+
+@lowers(mem.AtomicCASOp)
+def lower_atomic_cas(ctx: LoweringContext, op: mem.AtomicCASOp) -> None:
+    p = ctx.ptr(op.ptr)
+    cmp = ctx.reg(op.cmp)
+    val = ctx.reg(op.value)
+    ety = element_type(op.result.type)
+    assert isinstance(ety, ScalarType)
+    _check_atomic_type(ctx, ety, "atomic_cas")
+    ctx.helpers.add("atomic_cas_op")
+    ctx.cas_types.add(msl_type(ety))
+    _atomic(ctx, op, p, None, lambda ptr, r: Call("tm_atomic_cas", (ptr, _reg_at(cmp, r), _reg_at(val, r))))  # type: ignore[arg-type]
+
+
+def _atomic(ctx: LoweringContext, op: mem.AtomicRMWOp | mem.AtomicCASOp, p: PtrValue, mask: RegValue | None,
+            make: object) -> None:
+    ety = element_type(op.result.type)
+    assert isinstance(ety, ScalarType)
+    ctype = msl_type(ety)
+    buf = p.buffer
+    assert buf.output_name is not None
+    dist = p.dist
+    used = ctx.is_used(op.result)
+    if used and dist is not None and (dist.lane_replica_mask or dist.warp_replica_mask or not all(dist.first_registers())):
+        raise ctx.error(
+            "the result of this atomic is used, but its layout holds each element in several threads",
+            hint="use a block of at least 32 * num_warps elements, or fewer warps",
+        )
+    own = _hoist(ctx, owner_condition(ctx, dist))
+    firsts = dist.first_registers() if dist is not None else (True,)
+    n = len(firsts)
+    results = ctx.declare_array(ctype, n) if used else ()
+    for r, first in enumerate(firsts):
+        if not first:
+            continue
+        off = p.offsets[r] if p.dist is not None else p.offsets[0]
+        call = make(_atomic_ptr(buf.output_name, off, ety), r)  # type: ignore[operator]
+        stmt = Assign(results[r], call) if used else ExprStmt(call)
+        cond = _and(own, _reg_at(mask, r))
+        if cond is None:
+            ctx.emit(stmt)
+        else:
+            zero = (Assign(results[r], Lit(literal(0, ety))),) if used else ()
+            ctx.emit(If(cond, (stmt,), zero))
+    if used:
+        if dist is None:
+            results = (ctx.broadcast_from_thread0(results[0], ctype),)
+        ctx.bind(op.result, RegValue(op.result.type, results, dist))

@@ -1,0 +1,240 @@
+"""Lowering of `tt.reduce`: within each thread, across the lanes of a SIMD group, then across
+SIMD groups through threadgroup memory.
+
+1. Thread: registers that differ only along the reduced axis are combined in axis order (copies a
+   thread holds twice are skipped).
+2. Lanes: lane bits along the axis are combined by `simd_shuffle_xor` butterflies with the
+   combine region inlined; when every lane bit lies along the axis and the combine region is a
+   single known operation (add, max, min, and, or, xor on a type the SIMD functions take), one
+   `simd_sum`/`simd_max`/... does it.
+3. SIMD groups: each thread writes its partials to threadgroup scratch, a barrier, each thread
+   combines the partials of the SIMD groups along the axis, and a barrier before the scratch is
+   reused.
+
+After the butterflies every lane holds the result of its line, so the result layout (the
+source's slice along the axis) is read from registers without further movement.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from triton_metal.ir import Region
+from triton_metal.ir.ops import arith
+from triton_metal.ir.ops.tt_compute import ReduceOp
+from triton_metal.ir.types import ScalarType, element_type
+
+from .context import LoweringContext
+from .distribution import Distribution
+from .msl_types import msl_type
+from .program import Apply, Assign, Barrier, Call, Convert, Expr, Index, Lit, Reinterpret, Var
+from .registry import lowers
+from .values import RegValue
+
+_SIMD_TYPES = frozenset({"f32", "f16", "i32", "u32", "i16", "u16", "i8", "u8"})
+
+_SIMD_OP = {
+    arith.AddFOp: "simd_sum", arith.AddIOp: "simd_sum",
+    arith.MaxNumFOp: "simd_max", arith.MaxSIOp: "simd_max", arith.MaxUIOp: "simd_max",
+    arith.MinNumFOp: "simd_min", arith.MinSIOp: "simd_min", arith.MinUIOp: "simd_min",
+    arith.AndIOp: "simd_and", arith.OrIOp: "simd_or", arith.XOrIOp: "simd_xor",
+}
+
+
+def combine(ctx: LoweringContext, region: Region, accs: Sequence[Expr], news: Sequence[Expr]) -> list[Expr]:
+    """Inline the combine region on (accs, news); returns the combined values (in variables)."""
+    block = region.block
+    for arg, e in zip(block.args, [*accs, *news]):
+        ctx.bind(arg, RegValue(arg.type, (e,), None))
+    assert ctx.lower_ops is not None
+    ctx.lower_ops(ctx, block.ops)
+    term = block.ops[-1]
+    out = []
+    for v in term.operands:
+        e = ctx.reg(v).regs[0]
+        out.append(ctx.materialize([e], msl_type(_scalar(v.type)))[0])
+    return out
+
+
+def _scalar(ty: object) -> ScalarType:
+    el = element_type(ty)  # type: ignore[arg-type]
+    assert isinstance(el, ScalarType)
+    return el
+
+
+def simd_op(region: Region) -> str | None:
+    """The SIMD-group reduction equal to the combine region, if it is one known operation."""
+    block = region.block
+    if len(block.ops) != 2 or len(block.args) != 2:
+        return None
+    op, term = block.ops
+    fn = _SIMD_OP.get(type(op))
+    if fn is None or list(term.operands) != [op.results[0]]:
+        return None
+    if {id(x) for x in op.operands} != {id(block.args[0]), id(block.args[1])}:
+        return None
+    return fn
+
+
+def shuffle_xor(x: Expr, mask: int, ety: ScalarType) -> Expr:
+    """`simd_shuffle_xor` for every element type (bool, bfloat and 64-bit go through others)."""
+    m = Lit(f"ushort({mask})")
+    if ety.name in _SIMD_TYPES:
+        return Call("simd_shuffle_xor", (x, m))
+    if ety.name == "bf16":
+        return Convert("bfloat", Call("simd_shuffle_xor", (Convert("float", x), m)))
+    if ety.is_bool():
+        return Apply("ne", (Call("simd_shuffle_xor", (Convert("ushort", x), m)), Lit("0")))
+    return Reinterpret(msl_type(ety), Call("simd_shuffle_xor", (Reinterpret("uint2", x), m)))
+
+
+@dataclass
+class Lines:
+    """The registers of a thread grouped by line (all coordinates but the axis)."""
+
+    keys: list[tuple[int, ...]]
+    regs: list[list[int]]
+
+
+def lines_of(dist: Distribution, axis: int) -> Lines:
+    firsts = dist.first_registers()
+    keys: list[tuple[int, ...]] = []
+    regs: list[list[int]] = []
+    index: dict[tuple[int, ...], int] = {}
+    for r, c in enumerate(dist.reg_coords):
+        if not firsts[r]:
+            continue
+        key = c[:axis] + (0,) + c[axis + 1:]
+        if key not in index:
+            index[key] = len(keys)
+            keys.append(key)
+            regs.append([])
+        regs[index[key]].append(r)
+    for rs in regs:
+        rs.sort(key=lambda r: dist.reg_coords[r][axis])
+    return Lines(keys, regs)
+
+
+@lowers(ReduceOp)
+def lower_reduce(ctx: LoweringContext, op: ReduceOp) -> None:
+    srcs = [ctx.reg(v) for v in op.srcs]
+    etys = [_scalar(v.type) for v in op.srcs]
+    dist = srcs[0].dist
+    assert dist is not None
+    if any(s.dist != dist for s in srcs):
+        raise ctx.error("internal: reduce operands have different layouts")
+    axis = op.axis
+    lines = lines_of(dist, axis)
+
+    # 1. within the thread
+    partial: list[list[Expr]] = []
+    for rs in lines.regs:
+        acc = [s.regs[rs[0]] for s in srcs]
+        for r in rs[1:]:
+            acc = combine(ctx, op.combine, acc, [s.regs[r] for s in srcs])
+        partial.append(list(acc))
+
+    # 2. across lanes
+    lane_bits = [i for i, b in enumerate(dist.lane_bases) if b[axis]]
+    if lane_bits:
+        fn = simd_op(op.combine)
+        native = fn is not None and len(lane_bits) == 5 and len(srcs) == 1 and etys[0].name in _SIMD_TYPES
+        for g, acc in enumerate(partial):
+            if native:
+                assert fn is not None
+                partial[g] = [ctx.materialize([Call(fn, (acc[0],))], msl_type(etys[0]))[0]]
+                continue
+            for i in lane_bits:
+                other = [ctx.materialize([shuffle_xor(a, 1 << i, t)], msl_type(t))[0] for a, t in zip(acc, etys)]
+                acc = combine(ctx, op.combine, acc, other)
+            partial[g] = acc
+
+    # 3. across SIMD groups
+    warp_bits = [j for j, b in enumerate(dist.warp_bases) if b[axis]]
+    if warp_bits:
+        partial = _across_warps(ctx, op, dist, partial, etys, warp_bits, axis)
+
+    # 4. the result
+    if len(op.results) and not hasattr(op.results[0].type, "shape"):
+        for k, res in enumerate(op.results):
+            ctx.bind(res, RegValue(res.type, (partial[0][k],), None))
+        return
+    out_dist = ctx.dist_of(op.results[0].type)
+    assert out_dist is not None
+    drop = lambda c: c[:axis] + c[axis + 1:]  # noqa: E731
+    for db, sb in zip(out_dist.lane_bases, dist.lane_bases):
+        if db != drop(sb):
+            raise ctx.error("internal: the reduce result's layout is not the slice of its operand's")
+    for db, sb in zip(out_dist.warp_bases, dist.warp_bases):
+        if db != drop(sb):
+            raise ctx.error("internal: the reduce result's layout is not the slice of its operand's")
+    index = {drop(k): g for g, k in enumerate(lines.keys)}
+    for k, res in enumerate(op.results):
+        regs = []
+        for c in out_dist.reg_coords:
+            g = index.get(c)
+            if g is None:
+                raise ctx.error("internal: a reduce result register has no line in its operand")
+            regs.append(partial[g][k])
+        ctx.bind(res, RegValue(res.type, tuple(regs), out_dist))
+
+
+def _across_warps(
+    ctx: LoweringContext, op: ReduceOp, dist: Distribution, partial: list[list[Expr]],
+    etys: list[ScalarType], warp_bits: list[int], axis: int,
+) -> list[list[Expr]]:
+    nw = ctx.num_warps
+    groups = len(partial)
+    sizes = [groups * nw * 32 * _bytes(t) for t in etys]
+    offsets = []
+    total = 0
+    for s in sizes:
+        offsets.append(total)
+        total += (s + 15) // 16 * 16
+    base = ctx.op_scratch(op, total)
+    views = [ctx.scratch_view(_store_type(t), base + o) for t, o in zip(etys, offsets)]
+    lane, warp = Var("tm_lane"), Var("tm_warp")
+
+    def slot(g: int, w: Expr) -> Expr:
+        # ((g * nw + w) * 32 + lane)
+        gw = Apply("add", (Lit(f"{g * nw}u"), w)) if g else w
+        return Apply("add", (Apply("mul", (gw, Lit("32u"))), lane))
+
+    for g, acc in enumerate(partial):
+        for v, a, t in zip(views, acc, etys):
+            ctx.emit(Assign(Index(v, slot(g, warp)), _to_store(a, t)))
+    ctx.emit(Barrier())
+    axis_mask = sum(1 << j for j in warp_bits)
+    rest = Apply("and", (warp, Lit(f"{(nw - 1) & ~axis_mask}u")))
+    # partners in the order of their coordinate along the axis
+    combos = sorted(range(1 << len(warp_bits)), key=lambda c: sum(
+        dist.warp_bases[warp_bits[i]][axis] for i in range(len(warp_bits)) if c >> i & 1))
+    out: list[list[Expr]] = []
+    for g in range(groups):
+        acc: list[Expr] | None = None
+        for c in combos:
+            bits = sum(1 << warp_bits[i] for i in range(len(warp_bits)) if c >> i & 1)
+            w = Apply("or", (rest, Lit(f"{bits}u"))) if bits else rest
+            vals = [ctx.materialize([_from_store(Index(v, slot(g, w)), t)], msl_type(t))[0] for v, t in zip(views, etys)]
+            acc = vals if acc is None else combine(ctx, op.combine, acc, vals)
+        assert acc is not None
+        out.append(acc)
+    ctx.emit(Barrier())
+    return out
+
+
+def _bytes(t: ScalarType) -> int:
+    return max(1, t.bitwidth // 8)
+
+
+def _store_type(t: ScalarType) -> str:
+    return "uchar" if t.is_bool() else msl_type(t)
+
+
+def _to_store(e: Expr, t: ScalarType) -> Expr:
+    return Convert("uchar", e) if t.is_bool() else e
+
+
+def _from_store(e: Expr, t: ScalarType) -> Expr:
+    return Apply("ne", (e, Lit("0"))) if t.is_bool() else e

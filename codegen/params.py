@@ -1,0 +1,152 @@
+"""Which kernel parameters are read, written or updated atomically, and the buffers they become.
+
+A pointer parameter reaches loads, stores and atomics through pointer arithmetic, splats, shape
+ops, selects and loop-carried values; this module follows those to find, per parameter, how the
+kernel uses it, and names its metal_kernel input (`<param>_in`) and output (`<param>_out`). The
+suffixes keep every name clear of MLX's `<input>_shape/_strides/_ndim` detection and of MSL
+keywords.
+
+A load of a parameter that an earlier op (in program order) has stored to is refused: on Metal
+the stores go to a fresh output array while loads read the input, so the load would not see them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from triton_metal.errors import CompilationError
+from triton_metal.ir import BlockArgument, Op, Value
+from triton_metal.ir.ops import scf
+from triton_metal.ir.ops import tt_memory as mem
+from triton_metal.ir.types import PointerType, ScalarType, element_type
+
+from .kernel import ParamBinding
+from .msl_types import mlx_type
+from .values import Buffer
+
+
+@dataclass
+class ParamUse:
+    arg: BlockArgument
+    loaded: bool = False
+    stored: bool = False
+    atomic: bool = False
+    atomic_kinds: set[str] = field(default_factory=set)
+    atomic_result_used: bool = False
+
+
+def sanitize(name: str) -> str:
+    """An ASCII C identifier from a Python one."""
+    out = re.sub(r"[^A-Za-z0-9_]", lambda m: f"u{ord(m.group(0)):x}", name)
+    return out if out and not out[0].isdigit() else "p" + out
+
+
+def pointer_roots(func: Op) -> dict[Value, BlockArgument]:
+    """Every pointer-typed value that derives from a pointer parameter, mapped to it."""
+    args = func.body.block.args  # type: ignore[attr-defined]
+    root: dict[Value, BlockArgument] = {a: a for a in args if isinstance(element_type(a.type), PointerType)}
+    changed = True
+    while changed:
+        changed = False
+
+        def set_root(v: Value, r: BlockArgument) -> None:
+            nonlocal changed
+            if v not in root:
+                root[v] = r
+                changed = True
+
+        for op in func.walk():
+            if isinstance(op, scf.ForOp):
+                for init, barg, res in zip(op.iter_args, op.body.block.args[1:], op.results):
+                    if init in root:
+                        set_root(barg, root[init])
+                        set_root(res, root[init])
+            elif isinstance(op, scf.WhileOp):
+                for init, barg in zip(op.inits, op.before.block.args):
+                    if init in root:
+                        set_root(barg, root[init])
+                cond = op.before.block.ops[-1]
+                for fwd, aarg, res in zip(cond.operands[1:], op.after.block.args, op.results):
+                    if fwd in root:
+                        set_root(aarg, root[fwd])
+                        set_root(res, root[fwd])
+            elif isinstance(op, scf.IfOp):
+                for r in (op.then_region, op.else_region):
+                    term = r.block.ops[-1] if r.block.ops else None
+                    if term is not None and term.name == "scf.yield":
+                        for y, res in zip(term.operands, op.results):
+                            if y in root:
+                                set_root(res, root[y])
+            else:
+                for res in op.results:
+                    if isinstance(element_type(res.type), PointerType):
+                        for v in op.operands:
+                            if v in root:
+                                set_root(res, root[v])
+                                break
+    return root
+
+
+def analyse_params(func: Op, kernel: str) -> dict[BlockArgument, ParamUse]:
+    root = pointer_roots(func)
+    uses = {a: ParamUse(a) for a in func.body.block.args}  # type: ignore[attr-defined]
+    used_values = {v for op in func.walk() for v in op.operands}
+    for op in func.walk():
+        if isinstance(op, mem.LoadOp) and op.ptr in root:
+            u = uses[root[op.ptr]]
+            if u.stored:
+                name = u.arg.name_hint or "?"
+                raise CompilationError(
+                    f"this load reads '{name}' after the kernel stored to it: on Apple GPUs the stores of a "
+                    "launch go to a new array, so the load would not see them",
+                    op.loc, hint=f"keep the stored values in registers, or read '{name}' in a second launch",
+                    kernel=kernel,
+                )
+            u.loaded = True
+        elif isinstance(op, mem.StoreOp) and op.ptr in root:
+            uses[root[op.ptr]].stored = True
+        elif isinstance(op, (mem.AtomicRMWOp, mem.AtomicCASOp)) and op.ptr in root:
+            u = uses[root[op.ptr]]
+            u.atomic = True
+            u.atomic_kinds.add(op.kind.value if isinstance(op, mem.AtomicRMWOp) else "cas")
+            u.atomic_result_used |= op.result in used_values
+    return uses
+
+
+def make_buffers(uses: dict[BlockArgument, ParamUse]) -> tuple[dict[BlockArgument, Buffer], list[ParamBinding]]:
+    """Buffers for pointer parameters and the bindings of every parameter, in order."""
+    buffers: dict[BlockArgument, Buffer] = {}
+    bindings: list[ParamBinding] = []
+    func_attrs = None
+    for arg, u in uses.items():
+        name = arg.name_hint or f"arg{arg.index}"
+        ident = sanitize(name)
+        el = element_type(arg.type)
+        if isinstance(el, PointerType):
+            pointee = el.pointee
+            if not isinstance(pointee, ScalarType):
+                raise CompilationError(f"parameter '{name}' points to pointers, which Metal buffers cannot hold")
+            written = u.stored or u.atomic
+            input_name = f"{ident}_in" if (u.loaded or not written) else None
+            output_name = f"{ident}_out" if written else None
+            if u.atomic:
+                kind = "pointer_atomic"
+            elif u.loaded and u.stored:
+                kind = "pointer_inout"
+            elif u.stored:
+                kind = "pointer_out"
+            else:
+                kind = "pointer_in"
+            if not (u.loaded or written):
+                input_name = None
+            buffers[arg] = Buffer(name, pointee, input_name, output_name)
+            bindings.append(ParamBinding(
+                name, kind, (input_name,) if input_name else (), (output_name,) if output_name else (),
+                mlx_type(pointee),
+            ))
+        else:
+            assert isinstance(el, ScalarType)
+            bindings.append(ParamBinding(name, "scalar", (f"{ident}_in",), (), mlx_type(el)))
+    del func_attrs
+    return buffers, bindings
