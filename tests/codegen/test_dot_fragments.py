@@ -17,7 +17,6 @@ import pytest
 
 from triton_metal.backends.emulator import metal_kernel
 from triton_metal.codegen.context import LoweringContext
-from triton_metal.codegen.driver import _helpers
 from triton_metal.codegen.lower_dot import lower_dot
 from triton_metal.codegen.options import CodegenOptions
 from triton_metal.codegen.printer import MSLPrinter
@@ -62,7 +61,8 @@ def build_dot(m: int, n: int, k: int, el: ScalarType, acc: ScalarType, la: Layou
     scratch = ctx.scratch_base + ctx.own_scratch_bytes
     body = render("body.metal", threads=32 * num_warps, scratch_words=(scratch + 15) // 16,
                   prologue=printer.print_body(list(ctx.prologue.stmts)), code=printer.print_body(ctx.pop()))
-    header = render("header.metal", kernel_name="dot_test", helpers=_helpers(ctx))
+    helpers = [render(f"helpers/{name}.metal") for name in sorted(ctx.helpers)]
+    header = render("header.metal", kernel_name="dot_test", helpers=helpers)
     return body, header, 32 * num_warps
 
 
