@@ -452,7 +452,11 @@ def lower_ptr_bitcast(ctx: LoweringContext, op: arith.PtrBitcastOp) -> None:
     src = ctx.ptr(op.operand)
     dst_el = element_type(op.result.type)
     assert isinstance(dst_el, PointerType)
-    if dst_el.pointee != src.buffer.pointee:
+    pointee = dst_el.pointee
+    # a bool buffer viewed as bytes (how i1 values are stored) converts values exactly: MLX's
+    # bool is one byte holding 0 or 1
+    bool_bytes = {getattr(pointee, "name", ""), src.buffer.pointee.name} <= {"i1", "i8", "u8"}
+    if pointee != src.buffer.pointee and not bool_bytes:
         raise ctx.error(f"reinterpreting a pointer to {src.buffer.pointee} as {dst_el} is not supported",
                         hint="load the values and bitcast them instead")
     ctx.bind(op.result, PtrValue(op.result.type, src.buffer, src.offsets, src.offset_ctype, src.dist))
