@@ -15,7 +15,7 @@ from triton_metal.ir.types import ScalarType
 from .context import LoweringContext
 from .lower_reduce import _bytes, _from_store, _scalar, _store_type, _to_store, combine
 from .msl_types import msl_type
-from .program import Apply, Assign, Barrier, Declare, Expr, ForRange, If, Index, Lit, Var
+from .program import Apply, Assign, Barrier, Declare, Expr, ForRange, Index, Lit, Var
 from .registry import lowers
 from .values import RegValue
 
@@ -103,8 +103,7 @@ def lower_scan(ctx: LoweringContext, op: ScanOp) -> None:
     threads = ctx.options.threads_per_program
     ctx.emit(ForRange(line, "int", Apply("cast_int", (Var("tm_tid"),)), Lit(str(lines)), Lit(str(threads)), per_line))
     ctx.emit(Barrier())
-    for k, (res, v, t) in enumerate(zip(op.results, views, etys)):
+    for res, v, t in zip(op.results, views, etys):
         regs = [_from_store(Index(v, flat_of_reg[r]), t) for r in range(dist.num_regs)]
         ctx.bind(res, RegValue(res.type, ctx.materialize(regs, msl_type(t), force=True), dist))
     ctx.emit(Barrier())
-    del If, k
