@@ -104,3 +104,59 @@ def run(kernel: MSLKernel, grid: tuple[int, ...], outputs: dict[str, np.ndarray]
     for name, r in zip(out_params, results):
         out[name] = np.array(r.astype(mx.float32) if r.dtype == mx.bfloat16 else r)
     return out
+
+
+def compile_2d(fn: Any, *params: Any, num_warps: int = 4, parent: CoalescedLayout | None = None,
+               **opts: Any) -> MSLKernel:
+    """Compile a kernel of 2-D tiles and their rows/columns: every 2-D tensor gets `parent`, and
+    each connected group of 1-D values (joined by the ops that keep shapes) gets the slice of
+    `parent` that its `expand_dims` or `reduce` asks for (a test-side assignment, so the
+    lowering of 2-D kernels is tested apart from the layout passes)."""
+    from triton_metal.ir.layouts import SliceLayout
+    from triton_metal.ir.ops import tt
+    from triton_metal.ir.ops.tt_compute import ReduceOp
+
+    if parent is None:
+        parent = CoalescedLayout((1, 1), (4, 8), (num_warps, 1), (1, 0))
+    module = compile_kernel(fn, *params, num_warps=num_warps)
+    default_pipeline({"layout_passes": False}).apply(None, module)
+    group: dict[Any, Any] = {}
+
+    def find(v: Any) -> Any:
+        while group.get(v, v) is not v:
+            v = group[v]
+        return v
+
+    def union(a: Any, b: Any) -> None:
+        ra, rb = find(a), find(b)
+        if ra is not rb:
+            group[ra] = rb
+
+    wanted: dict[Any, int] = {}
+    for op in module.walk():
+        if isinstance(op, tt.ExpandDimsOp) and op.src.type.rank == 1:
+            wanted[op.src] = op.axis
+        elif isinstance(op, ReduceOp) and op.srcs[0].type.rank == 2:
+            for r in op.results:
+                wanted[r] = op.axis
+        elif not isinstance(op, (tt.ExpandDimsOp, ReduceOp, tt.BroadcastOp)):
+            vals = [v for v in (*op.operands, *op.results) if isinstance(v.type, TensorType) and v.type.rank == 1]
+            for a, b in zip(vals, vals[1:]):
+                union(a, b)
+    slices: dict[Any, int] = {}
+    for v, axis in wanted.items():
+        r = find(v)
+        assert slices.get(r, axis) == axis, "a 1-D group is both a row and a column"
+        slices[r] = axis
+    for v in list(_all_values(module)):
+        t = v.type
+        if not isinstance(t, TensorType):
+            continue
+        if t.rank == 2:
+            v.type = t.with_layout(parent)
+        elif t.rank == 1:
+            v.type = t.with_layout(SliceLayout(slices.get(find(v), 0), parent))
+        else:
+            raise AssertionError(f"compile_2d takes tensors of rank 1 and 2, got {t}")
+    module.verify()
+    return compile_module(module, CodegenOptions(num_warps=num_warps, **opts), analyze_axis_info(module))
