@@ -18,7 +18,16 @@ from triton_metal.ir import Module, Op, Value
 from triton_metal.ir.types import PointerType, element_type
 
 # the rule modules register themselves on import
-from . import lower_control, lower_elementwise, lower_layout, lower_memory, lower_reduce, lower_scan, lower_tensor  # noqa: F401
+from . import (  # noqa: F401
+    lower_control,
+    lower_elementwise,
+    lower_gather,
+    lower_layout,
+    lower_memory,
+    lower_reduce,
+    lower_scan,
+    lower_tensor,
+)
 from .context import LoweringContext
 from .coverage import store_coverage
 from .kernel import MSLKernel

@@ -1,0 +1,128 @@
+"""Compiled kernels using gather, histogram, 64-bit indexing, pointer selects and scalar memory
+ops, against NumPy on the emulator; parameter bindings and coverage facts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from harness import C, compile_1d, run
+
+import triton_metal as triton
+import triton_metal.language as tl
+from triton_metal.errors import CompilationError
+
+RNG = np.random.default_rng(4)
+
+
+@triton.jit
+def hist_kernel(x_ptr, out_ptr, n, BINS: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0)
+    h = tl.histogram(x, BINS, mask=offs < n)
+    tl.store(out_ptr + tl.arange(0, BINS), h)
+
+
+@pytest.mark.parametrize("num_warps", [1, 4])
+def test_histogram(num_warps: int):
+    n, block, bins = 900, 1024, 64
+    x = RNG.integers(-5, 70, n).astype(np.int32)
+    k = compile_1d(hist_kernel, "*i32", "*i32", "i32", C(bins), C(block), num_warps=num_warps)
+    out = run(k, (1,), x_ptr=x, out_ptr=np.zeros(bins, np.int32), n=n)["out_ptr"]
+    want = np.bincount(x[(x >= 0) & (x < bins)], minlength=bins)
+    np.testing.assert_array_equal(out, want)
+
+
+@triton.jit
+def gather_kernel(src_ptr, idx_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    src = tl.load(src_ptr + offs)
+    idx = tl.load(idx_ptr + offs)
+    tl.store(out_ptr + offs, tl.gather(src, idx, 0))
+
+
+def test_gather():
+    block = 256
+    src = RNG.standard_normal(block).astype(np.float32)
+    idx = RNG.integers(0, block, block).astype(np.int32)
+    k = compile_1d(gather_kernel, "*fp32", "*i32", "*fp32", C(block))
+    out = run(k, (1,), src_ptr=src, idx_ptr=idx, out_ptr=np.zeros(block, np.float32))["out_ptr"]
+    np.testing.assert_array_equal(out, src[idx])
+
+
+@triton.jit
+def copy_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 2, mask=mask)
+
+
+def test_index_bits_64_computes_offsets_in_long():
+    k = compile_1d(copy_kernel, "*fp32", "*fp32", "i32", C(128), index_bits=64)
+    assert "long tm_" in k.source
+    n = 1000
+    x = RNG.standard_normal(n).astype(np.float32)
+    out = run(k, (triton.cdiv(n, 128),), x_ptr=x, out_ptr=np.zeros(n, np.float32), n=n)["out_ptr"]
+    np.testing.assert_array_equal(out, x * 2)
+
+
+def test_bindings_and_coverage():
+    k = compile_1d(copy_kernel, "*fp32", "*fp32", "i32", C(128))
+    kinds = {p.name: (p.kind, p.msl_inputs, p.msl_outputs, p.dtype) for p in k.params}
+    assert kinds == {
+        "x_ptr": ("pointer_in", ("x_ptr_in",), (), "float"),
+        "out_ptr": ("pointer_out", (), ("out_ptr_out",), "float"),
+        "n": ("scalar", ("n_in",), (), "int32_t"),
+    }
+    assert k.input_names == ("x_ptr_in", "n_in") and k.output_names == ("out_ptr_out",)
+    (cov,) = k.stored_coverage
+    assert (cov.output, cov.proven, cov.grid_axis, cov.block, cov.bound_param) == ("out_ptr_out", True, 0, 128, "n")
+    assert k.threads_per_program == 128 and not k.atomic_outputs
+    assert k.name.startswith("copy_kernel_") and k.source.isascii() and k.header.isascii()
+
+
+@triton.jit
+def inplace_kernel(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK) * 2
+    x = tl.load(x_ptr + offs, mask=offs < n)
+    tl.store(x_ptr + offs, x + 1, mask=offs < n)
+
+
+def test_inout_parameter_reads_input_and_writes_output_without_coverage():
+    k = compile_1d(inplace_kernel, "*fp32", "i32", C(64))
+    (p, _) = k.params
+    assert (p.kind, p.msl_inputs, p.msl_outputs) == ("pointer_inout", ("x_ptr_in",), ("x_ptr_out",))
+    assert not k.stored_coverage[0].proven
+    x = RNG.standard_normal(128).astype(np.float32)
+    out = run(k, (1,), x_ptr=x, n=128, init_value=-7.0)["x_ptr"]
+    np.testing.assert_array_equal(out[::2], x[::2] + 1)
+    np.testing.assert_array_equal(out[1::2], -7.0)  # untouched: the runtime merges these
+
+
+@triton.jit
+def read_after_write_kernel(x_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.full((BLOCK,), 1.0, tl.float32))
+    y = tl.load(x_ptr + offs)  # error
+    tl.store(x_ptr + offs, y + 1)
+
+
+def test_read_after_write_refused():
+    with pytest.raises(CompilationError, match="after the kernel stored to it") as e:
+        compile_1d(read_after_write_kernel, "*fp32", C(64))
+    assert "# error" in str(e.value)
+
+
+@triton.jit
+def scalar_kernel(x_ptr, out_ptr, flag):
+    v = tl.load(x_ptr + 3)
+    if flag:
+        v = v * 2
+    tl.store(out_ptr + 1, v)
+
+
+@pytest.mark.parametrize("flag", [True, False])
+def test_scalar_load_store_and_bool_parameter(flag: bool):
+    k = compile_1d(scalar_kernel, "*fp32", "*fp32", "i1")
+    x = np.arange(8, dtype=np.float32)
+    out = run(k, (3,), x_ptr=x, out_ptr=np.zeros(2, np.float32), flag=flag, init_value=5.0)["out_ptr"]
+    np.testing.assert_array_equal(out, [5.0, 6.0 if flag else 3.0])
