@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Union
 
 WARP_SIZE = 32
@@ -275,3 +276,185 @@ def parse_layout(text: str) -> Layout:
     if reader.pos != len(reader.text):
         raise reader.fail("trailing text")
     return layout
+
+
+# -- distribution -------------------------------------------------------------------------------
+
+
+def _log2(n: int) -> int:
+    return n.bit_length() - 1
+
+
+def _basis(rank: int, dim: int, value: int) -> tuple[int, ...]:
+    return tuple(value if d == dim else 0 for d in range(rank))
+
+
+@dataclass(frozen=True)
+class LinearLayout:
+    """A layout evaluated on one shape: the element held by `(warp, lane, reg)` is, per dim, the
+    XOR of the bases of the set bits of `reg`, `lane` and `warp`, modulo the shape.
+
+    Bases are the *unwrapped* coordinates (a CTA tile larger than the shape wraps); bits whose
+    wrapped basis is zero make copies, and the owner of an element is the thread/register with
+    all those bits clear (`owner_masks`). The code generator turns this into index arithmetic:
+    `coord[d] = const_of(reg)[d] + sum(((lane >> i) & 1) * lane_bases[i][d]) + ...` (the bits of
+    one dim are disjoint powers of two, so XOR, OR and + agree).
+    """
+
+    shape: tuple[int, ...]
+    reg_bases: tuple[tuple[int, ...], ...]
+    lane_bases: tuple[tuple[int, ...], ...]
+    warp_bases: tuple[tuple[int, ...], ...]
+
+    @property
+    def registers(self) -> int:
+        return 1 << len(self.reg_bases)
+
+    @property
+    def num_warps(self) -> int:
+        return 1 << len(self.warp_bases)
+
+    def wrapped(self, basis: tuple[int, ...]) -> tuple[int, ...]:
+        return tuple(b % s for b, s in zip(basis, self.shape))
+
+    @cached_property
+    def _wrapped_bases(self) -> tuple[tuple[tuple[int, ...], ...], ...]:
+        return tuple(tuple(self.wrapped(b) for b in bases) for bases in (self.reg_bases, self.lane_bases, self.warp_bases))
+
+    @staticmethod
+    def _apply(bases: tuple[tuple[int, ...], ...], bits: int, acc: list[int]) -> None:
+        for i, b in enumerate(bases):
+            if bits >> i & 1:
+                for d, v in enumerate(b):
+                    acc[d] ^= v
+
+    def coords(self, warp: int, lane: int, reg: int) -> tuple[int, ...]:
+        """The element `(warp, lane)` holds in register `reg`."""
+        if not (0 <= warp < self.num_warps and 0 <= lane < WARP_SIZE and 0 <= reg < self.registers):
+            raise ValueError(f"thread (warp {warp}, lane {lane}, reg {reg}) outside {self.num_warps} warps x "
+                             f"{WARP_SIZE} lanes x {self.registers} registers")
+        acc = [0] * len(self.shape)
+        regs, lanes, warps = self._wrapped_bases
+        self._apply(regs, reg, acc)
+        self._apply(lanes, lane, acc)
+        self._apply(warps, warp, acc)
+        return tuple(acc)
+
+    @cached_property
+    def _owner_masks(self) -> tuple[int, int, int]:
+        regs, lanes, warps = (sum(1 << i for i, b in enumerate(bases) if not any(b)) for bases in self._wrapped_bases)
+        return regs, lanes, warps
+
+    def owner_masks(self) -> tuple[int, int, int]:
+        """(reg_mask, lane_mask, warp_mask): `(warp, lane, reg)` owns its element iff
+        `reg & reg_mask == 0 and lane & lane_mask == 0 and warp & warp_mask == 0`."""
+        return self._owner_masks
+
+    def is_owner(self, warp: int, lane: int, reg: int) -> bool:
+        rm, lm, wm = self.owner_masks()
+        return reg & rm == 0 and lane & lm == 0 and warp & wm == 0
+
+    def is_replicated(self) -> bool:
+        """Some element is held by more than one (thread, register)."""
+        return any(self.owner_masks())
+
+    def slice(self, dim: int) -> LinearLayout:
+        """Drop `dim` (whose size is 1): registers along it go, threads along it become copies."""
+        def drop(b: tuple[int, ...]) -> tuple[int, ...]:
+            return b[:dim] + b[dim + 1:]
+        return LinearLayout(
+            drop(self.shape),
+            tuple(drop(b) for b in self.reg_bases if b[dim] == 0),
+            tuple(drop(b) for b in self.lane_bases),
+            tuple(drop(b) for b in self.warp_bases),
+        )
+
+
+def _check_shape(layout: Layout, shape: tuple[int, ...]) -> None:
+    if len(shape) != layout.rank:
+        raise ValueError(f"layout {layout} has rank {layout.rank}, the shape {list(shape)} has {len(shape)}")
+    if not all(_is_pow2(s) for s in shape):
+        raise ValueError(f"layouts distribute power-of-two shapes only, got {list(shape)}")
+
+
+def _coalesced(layout: CoalescedLayout, shape: tuple[int, ...]) -> LinearLayout:
+    rank = layout.rank
+    regs: list[tuple[int, ...]] = []
+    lanes: list[tuple[int, ...]] = []
+    warps: list[tuple[int, ...]] = []
+    tile = layout.cta_tile
+    for d in layout.order:
+        spt, tpw, wpc = layout.size_per_thread[d], layout.threads_per_warp[d], layout.warps_per_cta[d]
+        regs += [_basis(rank, d, 1 << i) for i in range(_log2(spt))]
+        regs += [_basis(rank, d, tile[d] << i) for i in range(_log2(max(1, shape[d] // tile[d])))]
+        lanes += [_basis(rank, d, spt << i) for i in range(_log2(tpw))]
+        warps += [_basis(rank, d, (spt * tpw) << i) for i in range(_log2(wpc))]
+    return LinearLayout(tuple(shape), tuple(regs), tuple(lanes), tuple(warps))
+
+
+# simdgroup_matrix lane layout (bits of the lane id -> row or column within the 8x8 fragment):
+# row = l1 + 2 l2 + 4 l4, columns 2 l0 + 4 l3 and the next one (the register's low bit).
+_FRAGMENT_LANES = ((0, 2), (1, 0), (2, 0), (0, 4), (4, 0))
+
+
+def _block_like(wpc: tuple[int, int], shape: tuple[int, ...], op_idx: int | None) -> LinearLayout:
+    """Result (op_idx None) or operand A (0) / B (1) fragments of a dot with warps `wpc`."""
+    wm, wn = wpc
+    m_tile, n_tile = FRAGMENT * wm, FRAGMENT * wn
+    regs: list[tuple[int, int]] = [(0, 1)]
+    if op_idx is None:
+        regs += [(0, n_tile << i) for i in range(_log2(max(1, shape[1] // n_tile)))]
+        regs += [(m_tile << i, 0) for i in range(_log2(max(1, shape[0] // m_tile)))]
+        warps = [(0, FRAGMENT << i) for i in range(_log2(wn))] + [(FRAGMENT << i, 0) for i in range(_log2(wm))]
+    elif op_idx == 0:  # A: M x K, every warp holds all of K
+        regs += [(0, FRAGMENT << i) for i in range(_log2(max(1, shape[1] // FRAGMENT)))]
+        regs += [(m_tile << i, 0) for i in range(_log2(max(1, shape[0] // m_tile)))]
+        warps = [(0, 0)] * _log2(wn) + [(FRAGMENT << i, 0) for i in range(_log2(wm))]
+    else:  # B: K x N, every warp holds all of K
+        regs += [(0, n_tile << i) for i in range(_log2(max(1, shape[1] // n_tile)))]
+        regs += [(FRAGMENT << i, 0) for i in range(_log2(max(1, shape[0] // FRAGMENT)))]
+        warps = [(0, FRAGMENT << i) for i in range(_log2(wn))] + [(0, 0)] * _log2(wm)
+    return LinearLayout(tuple(shape), tuple(regs), _FRAGMENT_LANES, tuple(warps))
+
+
+def linear_layout(layout: Layout, shape: tuple[int, ...], num_warps: int) -> LinearLayout:
+    """`layout` evaluated on `shape` for a program of `num_warps` warps."""
+    _check_shape(layout, shape)
+    own = layout_num_warps(layout)
+    if own is not None and own != num_warps:
+        raise ValueError(f"layout {layout} is made for {own} warps, not {num_warps}")
+    if isinstance(layout, CoalescedLayout):
+        return _coalesced(layout, shape)
+    if isinstance(layout, BlockLayout):
+        return _block_like(layout.warps_per_cta, shape, None)
+    if isinstance(layout, DotOperandLayout):
+        return _block_like(layout.parent.warps_per_cta, shape, layout.op_idx)
+    padded = shape[: layout.dim] + (1,) + shape[layout.dim:]
+    return linear_layout(layout.parent, padded, num_warps).slice(layout.dim)
+
+
+def registers_per_thread(layout: Layout, shape: tuple[int, ...], num_warps: int) -> int:
+    """How many elements (registers) each thread holds, copies included."""
+    return linear_layout(layout, shape, num_warps).registers
+
+
+def element_coords(layout: Layout, shape: tuple[int, ...], num_warps: int, warp: int, lane: int,
+                   reg: int) -> tuple[int, ...]:
+    """The coordinates of the element thread `(warp, lane)` holds in register `reg`."""
+    return linear_layout(layout, shape, num_warps).coords(warp, lane, reg)
+
+
+def is_owner(layout: Layout, shape: tuple[int, ...], num_warps: int, warp: int, lane: int, reg: int) -> bool:
+    """Whether `(warp, lane, reg)` is the one holder of its element that stores it (copies are not)."""
+    return linear_layout(layout, shape, num_warps).is_owner(warp, lane, reg)
+
+
+def same_distribution(a: Layout, b: Layout, shape: tuple[int, ...], num_warps: int) -> bool:
+    """Every thread holds the same elements in the same registers under both layouts, so a
+    conversion between them moves no data."""
+    la, lb = linear_layout(a, shape, num_warps), linear_layout(b, shape, num_warps)
+    if la.registers != lb.registers:
+        return False
+    wrap = la.wrapped
+    return ([wrap(x) for x in la.reg_bases], [wrap(x) for x in la.lane_bases], [wrap(x) for x in la.warp_bases]) == (
+        [wrap(x) for x in lb.reg_bases], [wrap(x) for x in lb.lane_bases], [wrap(x) for x in lb.warp_bases])
