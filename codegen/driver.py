@@ -13,9 +13,9 @@ import hashlib
 import re
 from collections.abc import Sequence
 
-from triton_metal.errors import CompilationError, internal_error
+from triton_metal.errors import CompilationError, OutOfResources, internal_error
 from triton_metal.ir import Module, Op, Value
-from triton_metal.ir.types import PointerType, element_type
+from triton_metal.ir.types import PointerType, ScalarType, element_type
 
 # the rule modules register themselves on import
 from . import (  # noqa: F401
@@ -109,11 +109,7 @@ def compile_module(module: Module, options: CodegenOptions, axis_info: object | 
     prologue = _program_ids(ctx) + list(ctx.prologue.stmts)
     scratch = ctx.scratch_base + ctx.own_scratch_bytes
     if scratch > 32768:
-        from triton_metal.errors import OutOfResources
-
-        raise OutOfResources(
-            f"kernel '{name}' needs {scratch} bytes of threadgroup memory; Apple GPUs have 32768"
-        )
+        raise OutOfResources(scratch, 32768, f"threadgroup memory of kernel '{name}' (bytes)")
     body = render(
         "body.metal",
         threads=options.threads_per_program,
@@ -186,7 +182,7 @@ def _helpers(ctx: LoweringContext) -> list[str]:
         if name == "int_ops":
             types = []
             for t in sorted(ctx.int_helper_types):
-                c = msl_type(__import__("triton_metal.ir.types", fromlist=["ScalarType"]).ScalarType(t))
+                c = msl_type(ScalarType(t))
                 u, bits, signed = _INT_TYPES[c]
                 types.append({"c": c, "u": u, "bits": bits, "signed": signed})
             texts.append(render("helpers/int_ops.metal", types=types))

@@ -49,7 +49,7 @@ def convert(ctx: LoweringContext, op: Op, src: Value, result: Value) -> None:
         return
     if isinstance(val, PtrValue):
         ctype = val.offset_ctype
-        stored, loaded = ctype, ctype
+        stored = ctype
     else:
         el = element_type(result.type)
         assert isinstance(el, ScalarType)

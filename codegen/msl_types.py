@@ -63,8 +63,8 @@ def literal(value: bool | int | float, ty: ScalarType) -> str:
     if ty.is_int():
         v = int(value)
         if name in ("i64",):
-            # -2**63 has no literal form; build it from a shift of its negation's neighbour
-            return f"(-9223372036854775807L - 1L)" if v == -(1 << 63) else f"{v}L"
+            # -2**63 has no literal form: write it as an expression
+            return "(-9223372036854775807L - 1L)" if v == -(1 << 63) else f"{v}L"
         if name == "u64":
             return f"{v}UL"
         if name in ("u32",):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import mlx.core as mx
 import numpy as np
 import pytest
@@ -44,9 +46,19 @@ def test_vector_add_half_types(dtype: str):
     np.testing.assert_array_equal(out, np.array(want))
 
 
-def test_vector_add_uses_vector_accesses_when_aligned():
+def test_vector_add_golden_vector_accesses_no_threadgroup_memory():
     k = compile_1d(add_kernel, "*fp32/16", "*fp32/16", "*fp32/16", "i32/16", C(1024), spt=4)
-    assert "const device float4*" in k.source and "device float4*" in k.source
+    src = k.source
+    # 2 float4 loads per input and 2 float4 stores per thread (8 registers of 4-element runs)
+    assert src.count("((const device float4*)(x_ptr_in + ") == 2
+    assert src.count("((const device float4*)(y_ptr_in + ") == 2
+    assert src.count("((device float4*)(output_ptr_out + ") == 0
+    assert src.count("((device float4*)(out_ptr_out + ") == 2
+    assert "threadgroup" not in src.replace("threadgroup_position_in_grid", "").replace("threadgroups_per_grid", "")
+    assert "barrier" not in src and "simd_" not in src
+    assert "thread_position_in_grid" in src
+    assert k.metadata["threadgroup_memory_bytes"] == 0 and k.metadata["vector_inputs"] == ("x_ptr_in", "y_ptr_in")
+    assert re.search(r'#line \d+ ".*test_compiled_elementwise.py"', src)
     n = 4096 + 16
     x = RNG.standard_normal(n).astype(np.float32)
     y = RNG.standard_normal(n).astype(np.float32)
