@@ -18,6 +18,7 @@ from ..ir.ops import scf, tt
 from ..ir.ops.func import FuncOp
 from ..ir.ops.tt_debug import HintKind, HintOp
 from ..ir.types import ScalarType, element_type, shape_of
+from .fold_constants import evaluate
 from .axis_info import (
     MAX_DIVISIBILITY,
     AxisInfo,
@@ -45,24 +46,6 @@ def rule(*classes: type[Op]) -> Callable[[Rule], Rule]:
         return fn
 
     return deco
-
-
-def _wrap(value: int, ty: Any) -> int | None:
-    """`value` reduced to the integer type of `ty` (None for non-integers)."""
-    el = element_type(ty)
-    if not isinstance(el, ScalarType) or not el.is_int():
-        return None
-    bits = el.bitwidth
-    value &= (1 << bits) - 1
-    if el.is_signed() and value >= 1 << (bits - 1):
-        value -= 1 << bits
-    return value
-
-
-def _wrap_int(value: int, ty: Any) -> int:
-    wrapped = _wrap(value, ty)
-    assert wrapped is not None, ty
-    return wrapped
 
 
 class AxisInfoAnalysis:
@@ -107,8 +90,11 @@ class AxisInfoAnalysis:
         if isinstance(op, scf.WhileOp):
             self._while(op)
             return
+        folded = self._fold(op)
         fn = RULES.get(type(op))
-        if fn is not None:
+        if folded is not None:
+            infos = [folded]
+        elif fn is not None:
             infos = fn(self, op)
         else:
             for r in op.regions:  # unknown ops with regions (reduce, scan): analyse inside anyway
@@ -117,6 +103,19 @@ class AxisInfoAnalysis:
             infos = [AxisInfo.pessimistic(rank_of(r.type), is_unsigned(r.type)) for r in op.results]
         for r, info in zip(op.results, infos):
             self.set(r, info)
+
+    def _fold(self, op: Op) -> AxisInfo | None:
+        """An elementwise op on operands of known constant value has a known constant value
+        (computed with the device's integer semantics)."""
+        if len(op.results) != 1 or not op.operands or not is_tracked(op.result.type):
+            return None
+        values = [self.facts[v].constant if v in self.facts else None for v in op.operands]
+        if any(v is None for v in values):
+            return None
+        value = evaluate(op, values)  # type: ignore[arg-type]
+        if value is None or isinstance(value, float):
+            return None
+        return AxisInfo.of_constant(int(value), dims_of(op.result.type))
 
     def _for(self, op: scf.ForOp) -> None:
         block = op.body.block
@@ -306,13 +305,8 @@ def _add_like(a: AxisInfo, b: AxisInfo, sub: bool, ty: Any) -> AxisInfo:
         min(a.divisibility_at(d, contiguity[d]), b.divisibility_at(d, contiguity[d])) for d in range(rank)
     )
     constancy = tuple(math.gcd(x, y) for x, y in zip(a.constancy, b.constancy))
-    constant = None
-    non_negative = False
-    if a.constant is not None and b.constant is not None:
-        constant = _wrap(a.constant - b.constant if sub else a.constant + b.constant, ty)
-    if not sub:
-        non_negative = a.non_negative and b.non_negative
-    return AxisInfo(tuple(contiguity), divisibility, constancy, constant, non_negative)
+    non_negative = not sub and a.non_negative and b.non_negative
+    return AxisInfo(tuple(contiguity), divisibility, constancy, None, non_negative)
 
 
 @rule(A.AddIOp)
@@ -357,8 +351,7 @@ def _muli(an: AxisInfoAnalysis, op: A.MulIOp) -> list[AxisInfo]:
     constancy = tuple(math.gcd(x, y) for x, y in zip(a.constancy, b.constancy))
     if a.constant == 0 or b.constant == 0:
         return [AxisInfo.of_constant(0, dims_of(op.result.type))]
-    constant = _wrap(a.constant * b.constant, op.result.type) if a.constant is not None and b.constant is not None else None
-    return [AxisInfo(contiguity, divisibility, constancy, constant, a.non_negative and b.non_negative)]
+    return [AxisInfo(contiguity, divisibility, constancy, None, a.non_negative and b.non_negative)]
 
 
 def _block_constancy(a: AxisInfo, d: int, c: int) -> int:
@@ -395,11 +388,9 @@ def _div(an: AxisInfoAnalysis, op: Op) -> list[AxisInfo]:
     a, b = an.get(op.lhs), an.get(op.rhs)  # type: ignore[attr-defined]
     if b.constant is None or b.constant <= 0:
         return [_generic_elementwise(a, b)]
-    info = _div_or_shift(a, b.constant, False)  # unsigned values are non-negative already
-    if a.constant is None:
-        return [info]
-    q = abs(a.constant) // b.constant  # C division truncates toward zero
-    return [AxisInfo.of_constant(_wrap_int(q if a.constant >= 0 else -q, op.result.type), dims_of(op.result.type))]
+    # truncating (divsi) and unsigned division of signed-typed values (divui) group values into
+    # blocks only where they are non-negative (unsigned types are)
+    return [_div_or_shift(a, b.constant, False)]
 
 
 @rule(A.ShRSIOp, A.ShRUIOp)
@@ -408,11 +399,8 @@ def _shr(an: AxisInfoAnalysis, op: Op) -> list[AxisInfo]:
     bits = element_type(op.result.type).bitwidth  # type: ignore[union-attr]
     if b.constant is None or not 0 <= b.constant < bits:
         return [_generic_elementwise(a, b)]
-    info = _div_or_shift(a, 1 << b.constant, True)  # shifts floor, for either sign
-    constant = None if a.constant is None else _wrap(a.constant >> b.constant, op.result.type)
-    if isinstance(op, A.ShRUIOp) and a.constant is not None and a.constant < 0:
-        constant = None
-    return [AxisInfo(info.contiguity, info.divisibility, info.constancy, constant, info.non_negative)]
+    # an arithmetic shift floors for either sign; a logical one only on non-negative values
+    return [_div_or_shift(a, 1 << b.constant, isinstance(op, A.ShRSIOp))]
 
 
 @rule(A.ShLIOp)
@@ -426,8 +414,7 @@ def _shl(an: AxisInfoAnalysis, op: A.ShLIOp) -> list[AxisInfo]:
     k = 1 << b.constant
     rank = a.rank
     divisibility = tuple(_cap(a.divisibility_at(d, 1) * k) for d in range(rank))
-    constant = None if a.constant is None else _wrap(a.constant << b.constant, op.result.type)
-    return [AxisInfo((1,) * rank, divisibility, a.constancy, constant, False)]
+    return [AxisInfo((1,) * rank, divisibility, a.constancy)]
 
 
 def _rem(a: AxisInfo, c: int, floor_ok: bool) -> AxisInfo:
@@ -446,11 +433,7 @@ def _remi(an: AxisInfoAnalysis, op: Op) -> list[AxisInfo]:
     a, b = an.get(op.lhs), an.get(op.rhs)  # type: ignore[attr-defined]
     if b.constant is None or b.constant <= 0:
         return [_generic_elementwise(a, b)]
-    info = _rem(a, b.constant, isinstance(op, A.RemUIOp))
-    if a.constant is not None:
-        r = abs(a.constant) % b.constant
-        return [AxisInfo.of_constant(r if a.constant >= 0 else -r, dims_of(op.result.type))]
-    return [info]
+    return [_rem(a, b.constant, False)]  # as for division: blocks only where non-negative
 
 
 @rule(A.AndIOp)
@@ -546,22 +529,7 @@ def _cmpi(an: AxisInfoAnalysis, op: A.CmpIOp) -> list[AxisInfo]:
             continue
         g = math.gcd(g, math.gcd(run.divisibility_at(d, g), const.divisibility_at(d, g)))
         constancy[d] = max(constancy[d], g)
-    constant = None
-    if a.constant is not None and b.constant is not None:
-        constant = _cmp_constants(op.predicate, a.constant, b.constant, op.lhs.type)
-    return [AxisInfo((1,) * rank, (1,) * rank, tuple(constancy), constant, True)]
-
-
-def _cmp_constants(pred: A.CmpPredicate, x: int, y: int, ty: Any) -> int:
-    el = element_type(ty)
-    if pred.value.startswith("u") and isinstance(el, ScalarType):
-        mask = (1 << el.bitwidth) - 1
-        x, y = x & mask, y & mask
-    table = {
-        "eq": x == y, "ne": x != y, "slt": x < y, "sle": x <= y, "sgt": x > y, "sge": x >= y,
-        "ult": x < y, "ule": x <= y, "ugt": x > y, "uge": x >= y,
-    }
-    return int(table[pred.value])
+    return [AxisInfo((1,) * rank, (1,) * rank, tuple(constancy), None, True)]
 
 
 # -- casts --------------------------------------------------------------------------------------
@@ -581,9 +549,8 @@ def _trunc(an: AxisInfoAnalysis, op: Op) -> list[AxisInfo]:
     src = an.get(op.operands[0])
     if not is_tracked(op.operands[0].type) or not is_tracked(op.result.type):
         return [AxisInfo.pessimistic(rank_of(op.result.type))]
-    constant = None if src.constant is None else _wrap(src.constant, op.result.type)
     # low bits, and with them power-of-two divisibility, survive truncation
-    return [AxisInfo(src.contiguity, src.divisibility, src.constancy, constant, False)]
+    return [AxisInfo(src.contiguity, src.divisibility, src.constancy)]
 
 
 @rule(A.PtrToIntOp, A.IntToPtrOp, A.PtrBitcastOp)
