@@ -1,0 +1,47 @@
+"""Layout ops: conversions between tensor layouts and threadgroup barriers.
+
+* `ttg.convert_layout %x : tensor<..., #new>`: the same elements in another layout (same shape
+  and element type). When the two layouts distribute the elements differently, the data moves
+  through threadgroup memory: the layout passes give the op `smem_offset`/`smem_bytes` (bytes,
+  16-aligned) within the program's threadgroup memory, and the lowering writes, waits for the
+  threadgroup, and reads back.
+* `ttg.barrier`: every thread of the program waits here and threadgroup memory writes before it
+  are visible after it. The layout passes insert it where a scratch buffer is reused; it never
+  sits in control flow that threads could take differently (all scalars are uniform).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from ..core import Op, Value, attr, operand
+from ..types import TensorType
+from .common import num_results, tensor_type
+
+
+class ConvertLayoutOp(Op):
+    name: ClassVar[str] = "ttg.convert_layout"
+    src: Value = operand()
+    smem_offset: int | None = attr(int, default=None)
+    smem_bytes: int | None = attr(int, default=None)
+
+    def verify_(self) -> None:
+        num_results(self, 1)
+        st = tensor_type(self, self.src, "operand")
+        rt = self.result.type
+        if not isinstance(rt, TensorType) or rt.shape != st.shape or rt.element != st.element:
+            raise self.error(f"result must have the operand's shape and element type ({st}), got {rt}")
+        if rt.layout is None:
+            raise self.error(f"result {rt} has no layout")
+        for name in ("smem_offset", "smem_bytes"):
+            v = getattr(self, name)
+            if v is not None and (v < 0 or v % 16 and name == "smem_offset"):
+                raise self.error(f"{name} must be a non-negative multiple of 16, got {v}")
+
+
+class BarrierOp(Op):
+    name: ClassVar[str] = "ttg.barrier"
+    is_pure: ClassVar[bool] = False
+
+    def verify_(self) -> None:
+        num_results(self, 0)
