@@ -121,11 +121,17 @@ class Evaluator:
             a, b = self.val(op.lhs), self.val(op.rhs)
             self.put(op.result, BINARY[t](a, b))
         elif t in (A.CmpIOp, A.CmpFOp):
-            self.put(op.result, COMPARE[op.predicate.value](self.val(op.lhs), self.val(op.rhs)))
+            pred = op.predicate.value
+            a, b = self.val(op.lhs), self.val(op.rhs)
+            if pred.startswith("u") and pred != "une":
+                a, b, pred = _unsigned(a), _unsigned(b), "s" + pred[1:]
+            self.put(op.result, COMPARE[pred](a, b))
         elif t is A.SelectOp:
             self.put(op.result, np.where(self.val(op.condition), self.val(op.true_value), self.val(op.false_value)))
-        elif t in (A.ExtSIOp, A.TruncIOp, A.SIToFPOp, A.ExtFOp, A.TruncFOp):
+        elif t in (A.ExtSIOp, A.TruncIOp, A.SIToFPOp, A.ExtFOp, A.TruncFOp, A.FPToSIOp):
             self.put(op.result, self.val(op.operand))
+        elif t is A.NegFOp:
+            self.put(op.result, -self.val(op.operand))
         elif t is HintOp:
             self.put(op.result, self.val(op.src))
         elif t is scf.IfOp:
