@@ -1,6 +1,7 @@
-"""Lowering of `tt.scan` through threadgroup memory.
+"""Lowering of `tt.scan`.
 
-Every thread writes its elements to scratch (row-major), a barrier, then one thread per line
+Forward scans whose layout suits it run in registers with SIMD shuffles (`scan_registers`).
+The general path goes through threadgroup memory: every thread writes its elements to scratch (row-major), a barrier, then one thread per line
 walks the line in order (from its end when `reverse`) with the combine region inlined, writing
 the inclusive prefixes back; a barrier, and every thread reads its registers back, then a barrier
 before the scratch is reused. Correct for every layout, combine function and element type; the
@@ -13,10 +14,12 @@ from triton_metal.ir.ops.tt_compute import ScanOp
 from triton_metal.ir.types import ScalarType
 
 from .context import LoweringContext
-from .lower_reduce import _bytes, _from_store, _scalar, _store_type, _to_store, combine
+from .distribution import Distribution
+from .lower_reduce import _SIMD_TYPES, _bytes, _from_store, _scalar, _store_type, _to_store, combine, simd_op
 from .msl_types import msl_type
 from .program import Apply, Assign, Barrier, Declare, Expr, ForRange, Index, Lit, Var
 from .registry import lowers
+from .scan_registers import plan_register_scan, scan_in_registers
 from .values import RegValue
 
 
@@ -37,6 +40,23 @@ def lower_scan(ctx: LoweringContext, op: ScanOp) -> None:
     etys: list[ScalarType] = [_scalar(v.type) for v in op.srcs]
     dist = srcs[0].dist
     assert dist is not None
+    if any(s.dist != dist for s in srcs):
+        raise ctx.error("internal: scan operands have different layouts")
+    plan = plan_register_scan(dist, op.axis) if not op.reverse else None
+    if plan is not None:
+        native = simd_op(op.combine) == "simd_sum" and len(srcs) == 1 and etys[0].name in _SIMD_TYPES
+        outs = scan_in_registers(
+            ctx, plan, dist, op.axis, [s.regs for s in srcs], etys,
+            lambda a, b: combine(ctx, op.combine, a, b), native, lambda n: ctx.op_scratch(op, n),
+        )
+        for res, regs in zip(op.results, outs):
+            ctx.bind(res, RegValue(res.type, tuple(regs), dist))
+        return
+    _scan_through_scratch(ctx, op, srcs, etys, dist)
+
+
+def _scan_through_scratch(ctx: LoweringContext, op: ScanOp, srcs: list[RegValue], etys: list[ScalarType],
+                          dist: Distribution) -> None:
     shape = dist.shape
     numel = 1
     for s in shape:

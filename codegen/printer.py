@@ -78,6 +78,7 @@ OPERATORS: dict[str, str] = {
     "select": "({0} ? {1} : {2})",
     # index arithmetic on thread ids, views
     "shr_raw": "({0} >> {1})",
+    "shl_raw": "({0} << {1})",
     "cast_int": "int({0})",
     "idiv_raw": "({0} / {1})",
     "irem_raw": "({0} % {1})",
