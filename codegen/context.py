@@ -55,6 +55,8 @@ class LoweringContext:
         """Bytes of threadgroup scratch the layout passes allocated (their offsets lie below)."""
         self.own_scratch_bytes = 0
         """Bytes of scratch the lowering itself uses, placed at `scratch_base`."""
+        self.scratch_end = 0
+        """The end of the scratch the body actually uses (the declaration's size)."""
         self.axis_info: Any = None
         """Axis facts per value (`.get(value)` with contiguity, divisibility, constancy), given
         by the caller; None: no vector accesses."""
@@ -188,6 +190,7 @@ class LoweringContext:
     def own_scratch(self, nbytes: int) -> int:
         """Scratch for a lowering that brackets its use with barriers (so uses may share it)."""
         self.own_scratch_bytes = max(self.own_scratch_bytes, (nbytes + 15) // 16 * 16)
+        self.scratch_end = max(self.scratch_end, self.scratch_base + self.own_scratch_bytes)
         return self.scratch_base
 
     def op_scratch(self, op: Op, nbytes: int) -> int:
@@ -196,6 +199,7 @@ class LoweringContext:
         offset = getattr(op, "smem_offset", None)
         size = getattr(op, "smem_bytes", None)
         if offset is not None and size is not None and size >= nbytes:
+            self.scratch_end = max(self.scratch_end, int(offset) + (nbytes + 15) // 16 * 16)
             return int(offset)
         return self.own_scratch(nbytes)
 

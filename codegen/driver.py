@@ -107,7 +107,7 @@ def compile_module(module: Module, options: CodegenOptions, axis_info: object | 
 
     printer = MSLPrinter(options.math_mode)
     prologue = _program_ids(ctx) + list(ctx.prologue.stmts)
-    scratch = ctx.scratch_base + ctx.own_scratch_bytes
+    scratch = ctx.scratch_end
     if scratch > 32768:
         raise OutOfResources(scratch, 32768, f"threadgroup memory of kernel '{name}' (bytes)")
     body = render(

@@ -147,6 +147,9 @@ def lower_load(ctx: LoweringContext, op: mem.LoadOp) -> None:
     assert isinstance(ety, ScalarType)
     zero = Lit(literal(0, ety) if not ety.is_bool() else "false")
     dist = ctx.dist_of(op.result.type)
+    for v in (p, mask, other):
+        if v is not None and v.dist is not None and v.dist != dist:
+            raise ctx.error("internal: a load's pointers, mask or other are laid out unlike its result")
     n = dist.num_regs if dist is not None else 1
     src = Var(buf.input_name)
     vec, _ = vector_width(ctx, op, p.dist, ety)
@@ -212,6 +215,9 @@ def lower_store(ctx: LoweringContext, op: mem.StoreOp) -> None:
         raise ctx.error(f"internal: '{buf.param}' is stored to but has no output buffer")
     dst = Var(buf.output_name)
     dist = p.dist
+    for v in (val, mask):
+        if v is not None and v.dist is not None and v.dist != dist:
+            raise ctx.error("internal: a store's value or mask is laid out unlike its pointers")
     own = owner_condition(ctx, dist)
     own_var = _hoist(ctx, own)
     ety = element_type(op.value.type)

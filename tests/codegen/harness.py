@@ -31,7 +31,7 @@ from triton_metal.passes import analyze_axis_info, default_pipeline
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "frontend"))
 from helpers import C, compile_kernel  # noqa: E402
 
-__all__ = ["C", "compile_source", "compile_1d", "compile_ir", "run", "MX_TYPES"]
+__all__ = ["C", "compile_kernel", "compile_source", "compile_1d", "compile_2d", "compile_ir", "run", "MX_TYPES"]
 
 MX_TYPES = {
     "float": mx.float32, "float16_t": mx.float16, "bfloat16_t": mx.bfloat16, "bool": mx.bool_,
