@@ -21,6 +21,7 @@ from .pass_base import (
     register_pass,
 )
 from .pipeline import LAYOUT_PASSES, default_pipeline
+from . import layout_passes as _layout_passes  # noqa: F401,E402  (registers the layout passes)
 
 __all__ = [
     "PASS_REGISTRY", "AxisInfo", "AxisInfoResult", "Canonicalize", "CommonSubexpressionElimination",

@@ -1,6 +1,6 @@
 """How a `tt.dot` tile is split over SIMD groups: the `BlockLayout` of its result.
 
-Contract: `block_layout_for(op, num_warps)` returns `BlockLayout(wpc)` with `wpc[0] * wpc[1] ==
+Contract: `block_layout_for(shape, num_warps, loc)` returns `BlockLayout(wpc)` with `wpc[0] * wpc[1] ==
 num_warps` such that every SIMD group owns whole 8x8 fragments of the M x N result (M and N
 multiples of `8 * wpc`), preferring the split whose per-warp tile is closest to square (it reads
 the fewest operand fragments). A tile that cannot be split so is refused with a
@@ -10,24 +10,21 @@ the fewest operand fragments). A tile that cannot be split so is refused with a
 
 from __future__ import annotations
 
-from ..errors import CompilationError
-from ..ir import Op
+from ..errors import CompilationError, Loc
 from ..ir.layouts import FRAGMENT, BlockLayout
-from ..ir.types import TensorType
 
 
-def block_layout_for(op: Op, num_warps: int) -> BlockLayout:
-    ty = op.results[0].type
-    assert isinstance(ty, TensorType)
-    if ty.rank != 2:
+def block_layout_for(shape: tuple[int, ...], num_warps: int, loc: Loc | None) -> BlockLayout:
+    """The split of an M x N fragment tile over `num_warps` SIMD groups (see the module doc)."""
+    if len(shape) != 2:
         raise CompilationError(
-            f"tl.dot of {ty.rank}-D operands is not supported (only 2-D tiles map onto simdgroup_matrix)",
-            op.loc, "loop over the batch dimension and call tl.dot on 2-D tiles")
-    m, n = ty.shape
+            f"tl.dot of {len(shape)}-D operands is not supported (only 2-D tiles map onto simdgroup_matrix)",
+            loc, "loop over the batch dimension and call tl.dot on 2-D tiles")
+    m, n = shape
     if m % FRAGMENT or n % FRAGMENT:
         raise CompilationError(
             f"tl.dot result of {m} x {n} is not made of 8x8 simdgroup_matrix fragments",
-            op.loc, "use BLOCK sizes for M and N that are multiples of 8 (pad and mask the edges)")
+            loc, "use BLOCK sizes for M and N that are multiples of 8 (pad and mask the edges)")
     best: tuple[float, int] | None = None
     wm = 1
     while wm <= num_warps:
@@ -42,6 +39,6 @@ def block_layout_for(op: Op, num_warps: int) -> BlockLayout:
         raise CompilationError(
             f"tl.dot result of {m} x {n} cannot give each of num_warps={num_warps} SIMD groups whole "
             f"8x8 fragments ({m * n // 64} fragments in all)",
-            op.loc, f"use num_warps <= {max(1, m * n // 64)} or larger BLOCK sizes for M and N")
+            loc, f"use num_warps <= {max(1, m * n // 64)} or larger BLOCK sizes for M and N")
     wm = best[1]
     return BlockLayout((wm, num_warps // wm))
