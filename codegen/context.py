@@ -57,6 +57,7 @@ class LoweringContext:
         """Bytes of scratch the lowering itself uses, placed at `scratch_base`."""
         self.scratch_end = 0
         """The end of the scratch the body actually uses (the declaration's size)."""
+        self._managed_ok: dict[Op, bool] = {}
         self.axis_info: Any = None
         """Axis facts per value (`.get(value)` with contiguity, divisibility, constancy), given
         by the caller; None: no vector accesses."""
@@ -200,14 +201,22 @@ class LoweringContext:
         size = getattr(op, "smem_bytes", None)
         if offset is not None and size is not None and size >= nbytes:
             self.scratch_end = max(self.scratch_end, int(offset) + (nbytes + 15) // 16 * 16)
+            self._managed_ok[op] = True
             return int(offset)
+        self._managed_ok[op] = False
         return self.own_scratch(nbytes)
+
+    def scratch_done(self, op: Op) -> None:
+        """End an op's use of scratch: a barrier, unless the layout passes manage the op's scratch
+        (they put a `ttg.barrier` where it is reused). Uses of the lowering's own region all end
+        with this barrier, so none needs one before it starts."""
+        if not self._managed_ok.get(op, False):
+            self.emit(Barrier())
 
     def broadcast_from_thread0(self, value: Expr, ctype: str) -> Expr:
         """Thread 0's `value` in every thread (through scratch, between barriers)."""
         off = self.own_scratch(8)
         view = self.scratch_view(ctype, off)
-        self.emit(Barrier())
         self.emit(If(Apply("eq", (TID, Lit("0u"))), (Assign(Index(view, Lit("0")), value),)))
         self.emit(Barrier())
         name = self.fresh()

@@ -66,7 +66,7 @@ def lower_gather(ctx: LoweringContext, op: tt.GatherOp) -> None:
     from .values import RegValue
 
     ctx.bind(op.result, RegValue(op.result.type, ctx.materialize(out, ctype, force=True), dst))
-    ctx.emit(Barrier())
+    ctx.scratch_done(op)
 
 
 @lowers(tt.HistogramOp)
@@ -103,4 +103,4 @@ def lower_histogram(ctx: LoweringContext, op: tt.HistogramOp) -> None:
 
     out = [Index(view, ctx.coord(dst, r, 0)) for r in range(dst.num_regs)]
     ctx.bind(op.result, RegValue(op.result.type, ctx.materialize(out, "int", force=True), dst))
-    ctx.emit(Barrier())
+    ctx.scratch_done(op)

@@ -76,7 +76,7 @@ def convert(ctx: LoweringContext, op: Op, src: Value, result: Value) -> None:
             x = Apply("ne", (x, Lit("0")))
         out.append(x)
     ctx.bind(result, with_regs(val, result.type, ctx.materialize(out, ctype, force=True), dst))
-    ctx.emit(Barrier())
+    ctx.scratch_done(op)
 
 
 def _size_of(ctype: str) -> int:

@@ -220,7 +220,7 @@ def _across_warps(
             acc = vals if acc is None else combine(ctx, op.combine, acc, vals)
         assert acc is not None
         out.append(acc)
-    ctx.emit(Barrier())
+    ctx.scratch_done(op)
     return out
 
 

@@ -74,7 +74,6 @@ def _scan_through_scratch(ctx: LoweringContext, op: ScanOp, srcs: list[RegValue]
         _flat(ctx, [ctx.coord(dist, r, d) for d in range(len(shape))], shape) for r in range(dist.num_regs)
     ]
     firsts = dist.first_registers()
-    ctx.emit(Barrier())
     for r in range(dist.num_regs):
         if firsts[r]:
             for v, s, t in zip(views, srcs, etys):
@@ -126,4 +125,4 @@ def _scan_through_scratch(ctx: LoweringContext, op: ScanOp, srcs: list[RegValue]
     for res, v, t in zip(op.results, views, etys):
         regs = [_from_store(Index(v, flat_of_reg[r]), t) for r in range(dist.num_regs)]
         ctx.bind(res, RegValue(res.type, ctx.materialize(regs, msl_type(t), force=True), dist))
-    ctx.emit(Barrier())
+    ctx.scratch_done(op)
