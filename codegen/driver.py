@@ -133,7 +133,8 @@ def compile_module(module: Module, options: CodegenOptions, axis_info: object | 
     digest = hashlib.sha256((header + "\n" + body + repr(output_names)).encode()).hexdigest()[:12]
     coverage = store_coverage(func, buffers, uses)
     atomic_info = {
-        u.arg.name_hint or "": {"kinds": sorted(u.atomic_kinds), "result_used": u.atomic_result_used}
+        u.arg.name_hint or "": {"kinds": sorted(u.atomic_kinds), "result_used": u.atomic_result_used,
+                                "loaded": u.loaded}
         for u in uses.values() if u.atomic
     }
     return MSLKernel(

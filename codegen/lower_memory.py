@@ -141,8 +141,9 @@ def lower_load(ctx: LoweringContext, op: mem.LoadOp) -> None:
     mask = ctx.reg(op.mask) if op.mask is not None else None
     other = ctx.reg(op.other) if op.other is not None else None
     buf = p.buffer
-    if buf.input_name is None:
-        raise ctx.error(f"internal: '{buf.param}' is loaded but has no input buffer")
+    source = buf.input_name or buf.output_name
+    if source is None:
+        raise ctx.error(f"internal: '{buf.param}' is loaded but has no buffer")
     ety = element_type(op.result.type)
     assert isinstance(ety, ScalarType)
     zero = Lit(literal(0, ety) if not ety.is_bool() else "false")
@@ -151,8 +152,8 @@ def lower_load(ctx: LoweringContext, op: mem.LoadOp) -> None:
         if v is not None and v.dist is not None and v.dist != dist:
             raise ctx.error("internal: a load's pointers, mask or other are laid out unlike its result")
     n = dist.num_regs if dist is not None else 1
-    src = Var(buf.input_name)
-    vec, _ = vector_width(ctx, op, p.dist, ety)
+    src = Var(source)
+    vec, _ = vector_width(ctx, op, p.dist, ety) if buf.input_name is not None else (1, 0)
     if vec > 1:
         _vector_load(ctx, op, p, mask, other, vec, ety, zero, dist)
         return

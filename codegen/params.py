@@ -8,6 +8,9 @@ keywords.
 
 A load of a parameter that an earlier op (in program order) has stored to is refused: on Metal
 the stores go to a fresh output array while loads read the input, so the load would not see them.
+A parameter updated by atomics is different: its loads read the output, the memory the atomics
+(and stores) update, so locks and counters work; the runtime must start that output with the
+array's contents (`MSLKernel.metadata["atomics"]`).
 """
 
 from __future__ import annotations
@@ -92,10 +95,12 @@ def analyse_params(func: Op, kernel: str) -> dict[BlockArgument, ParamUse]:
     root = pointer_roots(func)
     uses = {a: ParamUse(a) for a in func.body.block.args}  # type: ignore[attr-defined]
     used_values = {v for op in func.walk() for v in op.operands}
+    atomic_params = {root[op.ptr] for op in func.walk()
+                     if isinstance(op, (mem.AtomicRMWOp, mem.AtomicCASOp)) and op.ptr in root}
     for op in func.walk():
         if isinstance(op, mem.LoadOp) and op.ptr in root:
             u = uses[root[op.ptr]]
-            if u.stored:
+            if u.stored and u.arg not in atomic_params:
                 name = u.arg.name_hint or "?"
                 raise CompilationError(
                     f"this load reads '{name}' after the kernel stored to it: on Apple GPUs the stores of a "
@@ -128,7 +133,8 @@ def make_buffers(uses: dict[BlockArgument, ParamUse]) -> tuple[dict[BlockArgumen
             if not isinstance(pointee, ScalarType):
                 raise CompilationError(f"parameter '{name}' points to pointers, which Metal buffers cannot hold")
             written = u.stored or u.atomic
-            input_name = f"{ident}_in" if (u.loaded or not written) else None
+            # loads of an atomically updated array read its output, the memory the atomics update
+            input_name = f"{ident}_in" if (u.loaded and not u.atomic) else None
             output_name = f"{ident}_out" if written else None
             if u.atomic:
                 kind = "pointer_atomic"
@@ -138,8 +144,6 @@ def make_buffers(uses: dict[BlockArgument, ParamUse]) -> tuple[dict[BlockArgumen
                 kind = "pointer_out"
             else:
                 kind = "pointer_in"
-            if not (u.loaded or written):
-                input_name = None
             buffers[arg] = Buffer(name, pointee, input_name, output_name)
             bindings.append(ParamBinding(
                 name, kind, (input_name,) if input_name else (), (output_name,) if output_name else (),

@@ -126,3 +126,30 @@ def test_scalar_load_store_and_bool_parameter(flag: bool):
     x = np.arange(8, dtype=np.float32)
     out = run(k, (3,), x_ptr=x, out_ptr=np.zeros(2, np.float32), flag=flag, init_value=5.0)["out_ptr"]
     np.testing.assert_array_equal(out, [5.0, 6.0 if flag else 3.0])
+
+
+@triton.jit
+def live_atomic_kernel(flag_ptr, out_ptr, lock_ptr, total_ptr):
+    pid = tl.program_id(0)
+    tl.atomic_xchg(flag_ptr + pid, pid + 10)
+    tl.store(out_ptr + pid, tl.load(flag_ptr + pid))
+    # a spin lock around a read-modify-write of a plain element of the same array
+    while tl.atomic_cas(lock_ptr, 0, 1) == 1:
+        pass
+    tl.store(lock_ptr + 1, tl.load(lock_ptr + 1) + pid)
+    tl.debug_barrier()
+    tl.atomic_xchg(lock_ptr, 0)
+    tl.atomic_add(total_ptr, pid)
+
+
+def test_loads_of_atomic_arrays_read_the_updated_memory():
+    k = compile_1d(live_atomic_kernel, "*i32", "*i32", "*i32", "*i32")
+    kinds = {p.name: (p.kind, p.msl_inputs, p.msl_outputs) for p in k.params}
+    assert kinds["flag_ptr"] == ("pointer_atomic", (), ("flag_ptr_out",))
+    assert k.metadata["atomics"]["lock_ptr"] == {"kinds": ["cas", "xchg"], "result_used": True, "loaded": True}
+    grid = 16
+    outs = run(k, (grid,), flag_ptr=np.zeros(grid, np.int32), out_ptr=np.zeros(grid, np.int32),
+               lock_ptr=np.zeros(2, np.int32), total_ptr=np.zeros(1, np.int32), init_value=0)
+    np.testing.assert_array_equal(outs["out_ptr"], np.arange(grid) + 10)
+    np.testing.assert_array_equal(outs["lock_ptr"], [0, sum(range(grid))])
+    np.testing.assert_array_equal(outs["total_ptr"], [sum(range(grid))])
