@@ -17,6 +17,7 @@ from ..ir.ops import arith as A
 from ..ir.ops import scf, tt
 from ..ir.ops.func import FuncOp
 from ..ir.ops.tt_debug import HintKind, HintOp
+from ..ir.ops.ttg import ConvertLayoutOp
 from ..ir.types import ScalarType, element_type, shape_of
 from .fold_constants import evaluate
 from .axis_info import (
@@ -230,7 +231,14 @@ def _hint(an: AxisInfoAnalysis, op: HintOp) -> list[AxisInfo]:
             contiguity[d] = max(contiguity[d], v)
         elif op.kind is HintKind.MAX_CONSTANCY:
             constancy[d] = max(constancy[d], v)
-    return [AxisInfo(tuple(contiguity), tuple(divisibility), tuple(constancy), src.constant, src.non_negative)]
+    constant = src.constant
+    for d in range(src.rank):
+        # a run cannot be both contiguous and constant: the stated fact wins over the other
+        if op.kind is HintKind.MAX_CONTIGUOUS and contiguity[d] > 1:
+            constancy[d], constant = 1, None
+        elif op.kind is HintKind.MAX_CONSTANCY and constancy[d] > 1:
+            contiguity[d] = 1
+    return [AxisInfo(tuple(contiguity), tuple(divisibility), tuple(constancy), constant, src.non_negative)]
 
 
 # -- shape ops ----------------------------------------------------------------------------------
@@ -286,6 +294,9 @@ def _identity(an: AxisInfoAnalysis, op: Op) -> list[AxisInfo]:
 def register_identity(cls: type[Op]) -> None:
     """Ops whose result holds the operand's elements in place (layout conversions)."""
     RULES[cls] = _identity
+
+
+register_identity(ConvertLayoutOp)
 
 
 # -- arithmetic ---------------------------------------------------------------------------------
