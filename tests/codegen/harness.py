@@ -61,8 +61,15 @@ def compile_1d(fn: Any, *params: Any, num_warps: int = 4, spt: int = 1, **opts: 
 
 
 def compile_source(fn: Any, *params: Any, num_warps: int = 4, **opts: Any) -> MSLKernel:
+    """The whole compiler: front end, the default pipeline (and the layout assignment pass itself
+    where the pipeline does not list it yet), the code generator."""
+    from triton_metal.passes import PASS_REGISTRY
+
     module = compile_kernel(fn, *params, num_warps=num_warps)
     default_pipeline().apply(None, module)
+    if any(isinstance(v.type, TensorType) and v.type.layout is None for v in _all_values(module)):
+        PASS_REGISTRY["assign-layouts"]().apply(None, module)
+    module.verify()
     return compile_module(module, CodegenOptions(num_warps=num_warps, **opts), analyze_axis_info(module))
 
 
