@@ -12,17 +12,23 @@ Rewrites (applied greedily until none applies):
   broadcast of a splat becomes a splat; expand_dims of a splat becomes a splat; a broadcast or
   reshape to the operand's own type disappears;
 * `scf.if` on a constant condition is replaced by the ops of the region taken;
-* `scf.for` whose constant bounds give no trip is replaced by its initial values.
+* `scf.for` whose constant bounds give no trip is replaced by its initial values;
+* `tt.assume true` disappears.
+
+Option `fold_floats` (default true): with `canonicalize{fold_floats=false}` only integer and
+boolean values fold.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import ClassVar
 
 from ..ir import Module, Op, Value
 from ..ir.ops import arith as A
 from ..ir.ops import scf, tt
+from ..ir.ops.tt_debug import AssumeOp
 from ..ir.types import ScalarType, element_type
 from .fold_constants import evaluate, signed, unsigned
 from .pass_base import ModulePass, PassContext, register_pass
@@ -81,6 +87,8 @@ def fold_constant_operands(rw: Rewriter, op: Op) -> bool:
         return False
     result = evaluate(op, values)  # type: ignore[arg-type]
     if result is None:
+        return False
+    if not rw.options.get("fold_floats", True) and any(isinstance(x, float) for x in [*values, result]):
         return False
     rw.replace_op(op, [_constant_like(rw, op, result, op.result.type)])
     return True
@@ -227,6 +235,14 @@ def _keep_name(old: Value, new: Value) -> None:
         new.name_hint = old.name_hint
 
 
+@pattern(AssumeOp)
+def _assume_true(rw: Rewriter, op: AssumeOp) -> bool:
+    if constant_value(op.condition) is True:
+        rw.erase(op)
+        return True
+    return False
+
+
 # -- control flow -------------------------------------------------------------------------------
 
 
@@ -261,13 +277,16 @@ def _for_no_trip(rw: Rewriter, op: scf.ForOp) -> bool:
 
 
 @register_pass
+@dataclass(frozen=True)
 class Canonicalize(ModulePass):
     """Fold constants, apply identities, simplify control flow on constants (greedy)."""
 
     name: ClassVar[str] = "canonicalize"
+    fold_floats: bool = True
+    """Fold float arithmetic, conversions and comparisons on constants (off: only integers)."""
 
     def apply(self, ctx: PassContext | None, module: Module) -> None:
-        apply_patterns_greedily(module, PATTERNS)
+        apply_patterns_greedily(module, PATTERNS, {"fold_floats": self.fold_floats})
 
 
 __all__ = ["Canonicalize", "PATTERNS", "constant_value"]

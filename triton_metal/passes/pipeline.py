@@ -11,10 +11,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .pass_base import PASS_REGISTRY, AfterPass, ModulePass, PassPipeline
 from .canonicalize import Canonicalize
 from .cse import CommonSubexpressionElimination
 from .dead_code_elimination import DeadCodeElimination
+from .debug_dump import callback_from_env
+from .pass_base import PASS_REGISTRY, AfterPass, ModulePass, PassPipeline
 
 LAYOUT_PASSES: list[str] = []
 """Names of the layout passes, in order, run after the cleanup passes. The layout passes'
@@ -27,7 +28,8 @@ def cleanup_passes() -> tuple[ModulePass, ...]:
 
 def default_pipeline(options: Mapping[str, Any] | None = None, callback: AfterPass | None = None) -> PassPipeline:
     """The passes from front-end IR to IR with layouts, in order. `options` may hold
-    `"layout_passes": False` to stop after the cleanup passes."""
+    `"layout_passes": False` to stop after the cleanup passes. Without a `callback`, the
+    environment's IR dump (`debug_dump.callback_from_env`) runs after every pass."""
     options = dict(options or {})
     passes: list[ModulePass] = list(cleanup_passes())
     if options.get("layout_passes", True):
@@ -37,4 +39,4 @@ def default_pipeline(options: Mapping[str, Any] | None = None, callback: AfterPa
                 passes.append(cls())
         if any(name in PASS_REGISTRY for name in LAYOUT_PASSES):
             passes += [CommonSubexpressionElimination(), DeadCodeElimination()]
-    return PassPipeline(tuple(passes), callback)
+    return PassPipeline(tuple(passes), callback if callback is not None else callback_from_env())

@@ -45,8 +45,10 @@ class PatternSet:
 class Rewriter:
     """Edits a module while tracking which ops use each value."""
 
-    def __init__(self, module: Module) -> None:
+    def __init__(self, module: Module, options: dict[str, Any] | None = None) -> None:
         self.module = module
+        self.options: dict[str, Any] = dict(options or {})
+        """The running pass's options, for patterns that depend on them."""
         self.uses: dict[Value, list[Op]] = {}
         for op in module.walk():
             self._add_uses(op)
@@ -127,9 +129,10 @@ class Rewriter:
         return op.result
 
 
-def apply_patterns_greedily(module: Module, patterns: PatternSet) -> bool:
-    """Apply `patterns` until a sweep changes nothing; True when the IR changed."""
-    rewriter = Rewriter(module)
+def apply_patterns_greedily(module: Module, patterns: PatternSet, options: dict[str, Any] | None = None) -> bool:
+    """Apply `patterns` until a sweep changes nothing; True when the IR changed. `options`
+    reach the patterns as `rewriter.options`."""
+    rewriter = Rewriter(module, options)
     changed_any = False
     for _ in range(MAX_SWEEPS):
         changed = False
