@@ -28,7 +28,7 @@ from triton_metal.ir.types import ScalarType, element_type
 from .context import LoweringContext
 from .distribution import Distribution
 from .msl_types import msl_type
-from .program import Apply, Assign, Barrier, Call, Convert, Expr, Index, Lit, Reinterpret, Var
+from .program import Apply, Assign, Barrier, Call, Convert, Expr, If, Index, Lit, Reinterpret, Var
 from .registry import lowers
 from .values import RegValue
 
@@ -180,33 +180,68 @@ def lower_reduce(ctx: LoweringContext, op: ReduceOp) -> None:
         ctx.bind(res, RegValue(res.type, tuple(regs), out_dist))
 
 
+def scratch_slots(dist: Distribution, axis: int) -> tuple[int, int, int]:
+    """(slots per SIMD group, shift, width): the lanes of a SIMD group hold one partial per value
+    of their lane bits off the axis; when the axis's lane bits are contiguous (`width` bits from
+    `shift`) those lanes are numbered compactly, otherwise every lane has a slot (width 0)."""
+    bits = [i for i, b in enumerate(dist.lane_bases) if b[axis]]
+    if bits and bits == list(range(bits[0], bits[0] + len(bits))):
+        return 32 >> len(bits), bits[0], len(bits)
+    return 32, 0, 0
+
+
+def reduce_scratch_bytes(dist: Distribution, axis: int, etys: Sequence[ScalarType], num_warps: int) -> int:
+    """Threadgroup scratch a reduction across SIMD groups uses (one 16-aligned array per operand
+    of lines x SIMD groups x slots partials)."""
+    slots, _, _ = scratch_slots(dist, axis)
+    groups = len(lines_of(dist, axis).keys)
+    return sum((groups * num_warps * slots * _bytes(t) + 15) // 16 * 16 for t in etys)
+
+
 def _across_warps(
     ctx: LoweringContext, op: ReduceOp, dist: Distribution, partial: list[list[Expr]],
     etys: list[ScalarType], warp_bits: list[int], axis: int,
 ) -> list[list[Expr]]:
     nw = ctx.num_warps
     groups = len(partial)
-    sizes = [groups * nw * 32 * _bytes(t) for t in etys]
+    slots, shift, width = scratch_slots(dist, axis)
     offsets = []
     total = 0
-    for s in sizes:
+    for t in etys:
         offsets.append(total)
-        total += (s + 15) // 16 * 16
+        total += (groups * nw * slots * _bytes(t) + 15) // 16 * 16
     base = ctx.op_scratch(op, total)
     views = [ctx.scratch_view(_store_type(t), base + o) for t, o in zip(etys, offsets)]
     lane, warp = Var("tm_lane"), Var("tm_warp")
+    if width:
+        # the lane's bits off the axis, packed: (lane & low) | ((lane >> (shift + width)) << shift)
+        low = Apply("and", (lane, Lit(f"{(1 << shift) - 1}u")))
+        high = Apply("shl_raw", (Apply("shr_raw", (lane, Lit(f"{shift + width}u"))), Lit(f"{shift}u")))
+        packed = Apply("or", (low, high)) if shift + width < 5 else low
+        lane_slot: Expr = ctx.materialize([packed if shift else (high if shift + width < 5 else Lit("0u"))], "uint")[0]
+        writer: Expr | None = Apply("eq", (Apply("and", (lane, Lit(f"{((1 << width) - 1) << shift}u"))), Lit("0u")))
+    else:
+        lane_slot, writer = lane, None
 
     def slot(g: int, w: Expr) -> Expr:
-        # ((g * nw + w) * 32 + lane)
+        # (g * nw + w) * slots + lane_slot
         gw = Apply("add", (Lit(f"{g * nw}u"), w)) if g else w
-        return Apply("add", (Apply("mul", (gw, Lit("32u"))), lane))
+        return Apply("add", (Apply("mul", (gw, Lit(f"{slots}u"))), lane_slot)) if slots > 1 else gw
 
+    writes = []
     for g, acc in enumerate(partial):
         for v, a, t in zip(views, acc, etys):
-            ctx.emit(Assign(Index(v, slot(g, warp)), _to_store(a, t)))
+            writes.append(Assign(Index(v, slot(g, warp)), _to_store(a, t)))
+    # every lane of a line holds its partial; one of them writes it
+    if writer is not None:
+        ctx.emit(If(writer, tuple(writes)))
+    else:
+        for w_ in writes:
+            ctx.emit(w_)
     ctx.emit(Barrier())
     axis_mask = sum(1 << j for j in warp_bits)
-    rest = Apply("and", (warp, Lit(f"{(nw - 1) & ~axis_mask}u")))
+    rest_mask = (nw - 1) & ~axis_mask
+    rest: Expr | None = Apply("and", (warp, Lit(f"{rest_mask}u"))) if rest_mask else None
     # partners in the order of their coordinate along the axis
     combos = sorted(range(1 << len(warp_bits)), key=lambda c: sum(
         dist.warp_bases[warp_bits[i]][axis] for i in range(len(warp_bits)) if c >> i & 1))
@@ -215,7 +250,10 @@ def _across_warps(
         acc: list[Expr] | None = None
         for c in combos:
             bits = sum(1 << warp_bits[i] for i in range(len(warp_bits)) if c >> i & 1)
-            w = Apply("or", (rest, Lit(f"{bits}u"))) if bits else rest
+            if rest is None:
+                w: Expr = Lit(f"{bits}u")
+            else:
+                w = Apply("or", (rest, Lit(f"{bits}u"))) if bits else rest
             vals = [ctx.materialize([_from_store(Index(v, slot(g, w)), t)], msl_type(t))[0] for v, t in zip(views, etys)]
             acc = vals if acc is None else combine(ctx, op.combine, acc, vals)
         assert acc is not None
