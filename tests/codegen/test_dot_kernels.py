@@ -1,0 +1,271 @@
+"""`tl.dot` kernels compiled to MSL and run on the emulator, against NumPy.
+
+Every test goes through the whole compiler (front end, passes, layout assignment, code
+generator) and runs the MSL on the emulator through `metal_kernel`, launched the way the runtime
+does (`harness.run`). Inputs are small integers (or quarters) where the comparison is exact,
+random normals where it is toleranced.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from typing import Any
+
+import numpy as np
+import pytest
+from harness import C, compile_source, run
+
+import triton_metal as triton
+import triton_metal.language as tl
+from triton_metal.errors import CompilationError, TritonError
+
+RNG = np.random.default_rng(11)
+
+
+_SPECS = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "int8": "i8", "int32": "i32", "float64": "fp64"}
+
+
+def _spec(value: Any) -> Any:
+    if isinstance(value, (bool, int)) and not isinstance(value, bool):
+        return "i32"
+    if isinstance(value, float):
+        return "fp32"
+    return "*" + _SPECS[str(value.dtype).rsplit(".", 1)[-1]] + "/16"
+
+
+class Launcher:
+    """`launch(fn)[grid](*args, num_warps=..., **constexprs)`: compile and run on the emulator;
+    returns the written arrays by parameter name (NumPy; bfloat16 as float32)."""
+
+    def __init__(self, fn: Any) -> None:
+        self.fn = fn
+        self.names = list(inspect.signature(fn.fn).parameters)
+
+    def __getitem__(self, grid: tuple[int, ...]) -> Any:
+        def call(*args: Any, num_warps: int = 4, **constexprs: Any) -> dict[str, np.ndarray]:
+            values = dict(zip(self.names, args))
+            specs = [C(constexprs[n]) if n in constexprs else _spec(values[n]) for n in self.names]
+            kernel = compile_source(self.fn, *specs, num_warps=num_warps)
+            return run(kernel, grid, **values)
+
+        return call
+
+
+def launch(fn: Any) -> Launcher:
+    return Launcher(fn)
+
+
+@triton.jit
+def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, OUT_F16: tl.constexpr,
+                  INT: tl.constexpr):
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    a_ptrs = a_ptr + offs_m[:, None] * stride_am + offs_k[None, :] * stride_ak
+    b_ptrs = b_ptr + offs_k[:, None] * stride_bk + offs_n[None, :] * stride_bn
+    if OUT_F16:
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float16)
+    elif INT:
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.int32)
+    else:
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        a_mask = (offs_m[:, None] < M) & (offs_k[None, :] < K - k * BLOCK_K)
+        b_mask = (offs_k[:, None] < K - k * BLOCK_K) & (offs_n[None, :] < N)
+        a = tl.load(a_ptrs, mask=a_mask, other=0)
+        b = tl.load(b_ptrs, mask=b_mask, other=0)
+        if OUT_F16:
+            acc = tl.dot(a, b, acc, out_dtype=tl.float16)
+        else:
+            acc += tl.dot(a, b)
+        a_ptrs += BLOCK_K * stride_ak
+        b_ptrs += BLOCK_K * stride_bk
+    c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
+    tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+
+
+def bf16(x: np.ndarray):
+    import mlx.core as mx
+
+    return mx.array(x.astype(np.float32)).astype(mx.bfloat16)
+
+
+def run_matmul(a, b, c, bm: int, bn: int, bk: int, num_warps: int, out_f16: bool = False) -> np.ndarray:
+    M, K = a.shape
+    N = b.shape[1]
+    grid = (triton.cdiv(M, bm), triton.cdiv(N, bn))
+    out = launch(matmul_kernel)[grid](a, b, c, M, N, K, K, 1, N, 1, N, 1, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
+                                      OUT_F16=out_f16, INT=a.dtype == np.int8, num_warps=num_warps)
+    return out["c_ptr"]
+
+
+def quarters(shape: tuple[int, int]) -> np.ndarray:
+    return RNG.integers(-4, 5, shape).astype(np.float32) / 4
+
+
+@pytest.mark.parametrize("bm,bn,bk,num_warps", [
+    (16, 16, 16, 1), (32, 32, 16, 4), (32, 32, 32, 2), (64, 32, 16, 4), (32, 64, 32, 8), (64, 64, 16, 8),
+])
+def test_matmul_fp32(bm, bn, bk, num_warps):
+    M, N, K = 96, 80, 48
+    a, b = quarters((M, K)), quarters((K, N))
+    c = np.zeros((M, N), np.float32)
+    c = run_matmul(a, b, c, bm, bn, bk, num_warps)
+    np.testing.assert_array_equal(c, a @ b)
+
+
+@pytest.mark.parametrize("num_warps", [1, 4])
+def test_matmul_fp16(num_warps):
+    M, N, K = 64, 64, 64
+    a, b = quarters((M, K)).astype(np.float16), quarters((K, N)).astype(np.float16)
+    c = np.zeros((M, N), np.float16)
+    c = run_matmul(a, b, c, 32, 32, 32, num_warps)
+    np.testing.assert_array_equal(c.astype(np.float32), (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float16))
+
+
+def test_matmul_fp16_random_normals():
+    M, N, K = 64, 96, 128
+    a = RNG.standard_normal((M, K)).astype(np.float16)
+    b = RNG.standard_normal((K, N)).astype(np.float16)
+    c = np.zeros((M, N), np.float32)
+    c = run_matmul(a, b, c, 32, 32, 32, 4)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(c, ref, rtol=1e-5, atol=1e-4)
+
+
+def test_matmul_bf16():
+    import mlx.core as mx
+
+    M, N, K = 64, 64, 32
+    a, b = quarters((M, K)), quarters((K, N))
+    c = mx.zeros((M, N), mx.bfloat16)
+    out = run_matmul(bf16(a), bf16(b), c, 32, 32, 16, 4)
+    np.testing.assert_array_equal(out, (a @ b).astype(np.float32))
+
+
+def test_matmul_out_dtype_fp16():
+    M, N, K = 32, 32, 64
+    a, b = quarters((M, K)).astype(np.float16), quarters((K, N)).astype(np.float16)
+    c = np.zeros((M, N), np.float16)
+    c = run_matmul(a, b, c, 32, 32, 16, 4, out_f16=True)
+    np.testing.assert_array_equal(c, (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float16))
+
+
+@pytest.mark.parametrize("num_warps", [2, 4])
+def test_matmul_int8(num_warps):
+    M, N, K = 64, 32, 96
+    a = RNG.integers(-128, 128, (M, K)).astype(np.int8)
+    b = RNG.integers(-128, 128, (K, N)).astype(np.int8)
+    c = np.zeros((M, N), np.int32)
+    c = run_matmul(a, b, c, 32, 32, 32, num_warps)
+    np.testing.assert_array_equal(c, a.astype(np.int32) @ b.astype(np.int32))
+
+
+def test_masked_tails_in_m_n_and_k():
+    M, N, K = 37, 45, 53  # K tail of 5 in the last 16-wide step; partial tiles in M and N
+    a, b = quarters((M, K)), quarters((K, N))
+    c = np.full((M, N), 7.0, np.float32)
+    c = run_matmul(a, b, c, 32, 32, 16, 4)
+    np.testing.assert_array_equal(c, a @ b)
+
+
+@triton.jit
+def dot_acc_kernel(a_ptr, b_ptr, c_ptr, out_ptr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    rm, rn, rk = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)
+    a = tl.load(a_ptr + rm[:, None] * BK + rk[None, :])
+    b = tl.load(b_ptr + rk[:, None] * BN + rn[None, :])
+    c = tl.load(c_ptr + rm[:, None] * BN + rn[None, :])
+    d = tl.dot(a, b, acc=c)
+    tl.store(out_ptr + rm[:, None] * BN + rn[None, :], d)
+
+
+@pytest.mark.parametrize("bm,bn,bk,num_warps", [(16, 32, 16, 1), (32, 16, 64, 2), (64, 64, 32, 4)])
+def test_dot_with_acc_argument(bm, bn, bk, num_warps):
+    a, b = quarters((bm, bk)), quarters((bk, bn))
+    c = RNG.integers(-8, 9, (bm, bn)).astype(np.float32)
+    out = np.zeros((bm, bn), np.float32)
+    out = launch(dot_acc_kernel)[(1,)](a, b, c, out, BM=bm, BN=bn, BK=bk, num_warps=num_warps)["out_ptr"]
+    np.testing.assert_array_equal(out, a @ b + c)
+
+
+def test_mismatched_operand_dtypes_are_refused():
+    a = np.zeros((16, 16), np.float16)
+    b = np.zeros((16, 16), np.float32)
+    c = np.zeros((16, 16), np.float32)
+    out = np.zeros((16, 16), np.float32)
+    with pytest.raises(CompilationError, match="one dtype") as info:
+        launch(dot_acc_kernel)[(1,)](a, b, c, out, BM=16, BN=16, BK=16)
+    assert "d = tl.dot(a, b, acc=c)" in str(info.value)
+
+
+def test_fp64_operands_are_refused():
+    a = np.zeros((16, 16), np.float64)
+    out = np.zeros((16, 16), np.float64)
+    with pytest.raises(CompilationError):
+        launch(dot_acc_kernel)[(1,)](a, a, out, out, BM=16, BN=16, BK=16)
+
+
+def test_staging_larger_than_threadgroup_memory_is_refused():
+    a, b = quarters((128, 128)), quarters((128, 128))
+    c = np.zeros((128, 128), np.float32)
+    # 128x128 fp32 operands are 64 KiB each: staging cannot fit
+    with pytest.raises(TritonError, match="32768") as info:
+        launch(dot_acc_kernel)[(1,)](a, b, c, c.copy(), BM=128, BN=128, BK=128, num_warps=4)
+    assert re.search("[Rr]educ|smaller", str(info.value))
+
+
+@pytest.mark.parametrize("activation,bm,bn,bk,group,num_warps", [
+    ("", 32, 32, 32, 4, 4), ("leaky_relu", 64, 32, 16, 8, 4), ("leaky_relu", 16, 64, 32, 2, 2),
+])
+def test_examples_matmul_grouped_ordering(activation, bm, bn, bk, group, num_warps):
+    from examples import matmul as ex
+
+    M, K, N = 200, 150, 170
+    a = RNG.standard_normal((M, K)).astype(np.float16)
+    b = RNG.standard_normal((K, N)).astype(np.float16)
+    c = np.zeros((M, N), np.float16)
+    grid = (triton.cdiv(M, bm) * triton.cdiv(N, bn),)
+    out = launch(ex.matmul_kernel)[grid](
+        a, b, c, M, N, K, K, 1, N, 1, N, 1, BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk,
+        GROUP_SIZE_M=group, ACTIVATION=activation, num_warps=num_warps)["c_ptr"]
+    ref = ex.reference(a, b, activation)
+    # fp16 output: one rounding of an exactly accumulated fp32 value (plus summation order)
+    np.testing.assert_allclose(out.astype(np.float32), ref, rtol=2e-3, atol=2e-3)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("head_dim,block_m,block_n,num_warps", [(32, 32, 32, 4), (64, 32, 16, 2)])
+def test_examples_flash_attention(causal, head_dim, block_m, block_n, num_warps):
+    from examples import flash_attention as ex
+
+    Z, H, N_CTX = 1, 2, 64
+    shape = (Z, H, N_CTX, head_dim)
+    q, k, v = (RNG.standard_normal(shape).astype(np.float16) for _ in range(3))
+    o = np.zeros(shape, np.float16)
+    m = np.zeros((Z, H, N_CTX), np.float32)
+    st = [x // 2 for x in q.strides]  # element strides (fp16)
+    grid = (triton.cdiv(N_CTX, block_m), Z * H, 1)
+    out = launch(ex._attn_fwd)[grid](
+        q, k, v, 0.5, m, o, *st, *st, *st, *st, H, N_CTX,
+        HEAD_DIM=head_dim, BLOCK_M=block_m, BLOCK_N=block_n, STAGE=3 if causal else 1, num_warps=num_warps)
+    o_ref, m_ref = ex.reference(q, k, v, causal, 0.5)
+    np.testing.assert_allclose(out["Out"].astype(np.float32), o_ref, atol=1e-2, rtol=0)
+    np.testing.assert_allclose(out["M"], m_ref, atol=1e-3, rtol=0)
+
+
+def test_matmul_msl_uses_fragments_and_threadgroup_staging():
+    kernel = compile_source(matmul_kernel, "*fp16/16", "*fp16/16", "*fp32/16", "i32", "i32", "i32", "i32", "i32",
+                            "i32", "i32", "i32", "i32", C(32), C(32), C(32), C(False), C(False), num_warps=4)
+    body = kernel.source
+    # 2x2 SIMD groups over a 32x32 tile: each has 2x2 accumulator fragments, 4 K steps of 8
+    assert body.count("simdgroup_multiply_accumulate(") == 16
+    assert "simdgroup_matrix<half, 8, 8>" in body and "simdgroup_matrix<float, 8, 8>" in body
+    # operands go through threadgroup memory between barriers
+    assert re.search(r"\(threadgroup half\*\)", body)
+    assert "threadgroup_barrier(mem_flags::mem_threadgroup)" in body
+    # the accumulator is loop-carried in registers, not re-read from memory in the loop
+    assert re.search(r"for \(int", body)
