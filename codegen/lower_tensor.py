@@ -76,15 +76,18 @@ def with_regs(v: Val, ty: object, regs: tuple[Expr, ...], dist: Distribution | N
     return RegValue(ty, regs, dist)  # type: ignore[arg-type]
 
 
-def local_mapping(src: Distribution, dst: Distribution, f: Callable[[Coords], Coords]) -> list[int] | None:
+def local_mapping(src: Distribution, dst: Distribution, f: Callable[[Coords], Coords],
+                  linear: Callable[[Coords], Coords] | None = None) -> list[int] | None:
     """For each register of `dst`, the register of `src` that holds element `f(coords)` in the
     same thread, or None when some thread lacks it. `f` must be linear over bits (projections,
-    permutations, row-major reshapes of power-of-two shapes)."""
+    permutations, row-major reshapes of power-of-two shapes), or affine with `linear` its linear
+    part (which maps the thread bases)."""
+    lin = linear or f
     for db, sb in zip(dst.lane_bases, src.lane_bases):
-        if f(db) != sb:
+        if lin(db) != sb:
             return None
     for db, sb in zip(dst.warp_bases, src.warp_bases):
-        if f(db) != sb:
+        if lin(db) != sb:
             return None
     out = []
     for c in dst.reg_coords:
@@ -95,14 +98,15 @@ def local_mapping(src: Distribution, dst: Distribution, f: Callable[[Coords], Co
     return out
 
 
-def move(ctx: LoweringContext, op_value: Value, result: Value, f: Callable[[Coords], Coords], what: str) -> None:
+def move(ctx: LoweringContext, op_value: Value, result: Value, f: Callable[[Coords], Coords], what: str,
+         linear: Callable[[Coords], Coords] | None = None) -> None:
     src = ctx.lookup(op_value)
     dst = ctx.dist_of(result.type)
     assert dst is not None
     if src.dist is None:
         ctx.bind(result, with_regs(src, result.type, (src_regs(src)[0],) * dst.num_regs, dst))
         return
-    mapping = local_mapping(src.dist, dst, f)
+    mapping = local_mapping(src.dist, dst, f, linear)
     if mapping is None:
         raise ctx.error(
             f"internal: the layouts of this {what} move data between threads "
@@ -194,7 +198,7 @@ def lower_join(ctx: LoweringContext, op: tt.JoinOp) -> None:
 @lowers(tt.SplitOp)
 def lower_split(ctx: LoweringContext, op: tt.SplitOp) -> None:
     for k, res in enumerate(op.results):
-        move(ctx, op.src, res, lambda c, k=k: (*c, k), "split")
+        move(ctx, op.src, res, lambda c, k=k: (*c, k), "split", lambda c: (*c, 0))
 
 
 @lowers(tt.CatOp)
