@@ -162,7 +162,7 @@ def _lower_fragment_dot(ctx: LoweringContext, op: DotOp, plan: DotPlan, a: RegVa
             ctx.emit(Assign(out[r], Call("tm_frag_elem", (frag, Lit(str(e))))))
     _copy_replicas(ctx, dist, out)
     if staged:
-        ctx.emit(Barrier())  # the scratch may be reused once every SIMD group has loaded
+        ctx.scratch_done(op)  # the scratch may be reused once every SIMD group has loaded
     ctx.emit(Scope(ctx.pop()))
     ctx.bind(op.result, RegValue(op.result.type, out, dist))
 
@@ -222,8 +222,9 @@ def _copy_replicas(ctx: LoweringContext, dist: Distribution, out: tuple[Expr, ..
 
 def _stage_operands(ctx: LoweringContext, op: DotOp, a: RegValue | None, b: RegValue | None,
                     ctype: str) -> tuple[Expr, Expr] | tuple[()]:
-    """Write the operands given (row-major, A as M x K, B as K x N) into threadgroup scratch,
-    between barriers; returns views of both (unused ones alias A's)."""
+    """Write the operands given (row-major, A as M x K, B as K x N) into threadgroup scratch and
+    wait for every thread; returns views of both. Earlier uses of the scratch ended with a
+    barrier (or the layout passes placed one), so none is needed before the writes."""
     if a is None and b is None:
         return ()
     a_ty, b_ty = op.a.type, op.b.type
@@ -235,7 +236,6 @@ def _stage_operands(ctx: LoweringContext, op: DotOp, a: RegValue | None, b: RegV
     base = ctx.op_scratch(op, a_bytes + b_bytes)
     a_view = ctx.scratch_view(ctype, base)
     b_view = ctx.scratch_view(ctype, base + a_bytes)
-    ctx.emit(Barrier())  # earlier users of the scratch are done with it
     if a is not None:
         _write(ctx, a, a_view, a_ty.shape[1])
     if b is not None:
@@ -312,6 +312,6 @@ def _lower_integer_dot(ctx: LoweringContext, op: DotOp, a: RegValue, b: RegValue
     for i, r in enumerate(live):
         ctx.emit(Assign(out[r], Reinterpret("int", Index(Var(acc), Lit(str(i))))))
     _copy_replicas(ctx, dist, out)
-    ctx.emit(Barrier())  # the scratch may be reused once every thread has read it
+    ctx.scratch_done(op)  # the scratch may be reused once every thread has read it
     ctx.emit(Scope(ctx.pop()))
     ctx.bind(op.result, RegValue(op.result.type, out, dist))

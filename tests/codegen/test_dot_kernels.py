@@ -205,8 +205,24 @@ def test_mismatched_operand_dtypes_are_refused():
 def test_fp64_operands_are_refused():
     a = np.zeros((16, 16), np.float64)
     out = np.zeros((16, 16), np.float64)
-    with pytest.raises(CompilationError):
+    with pytest.raises(CompilationError, match="float64") as info:
         launch(dot_acc_kernel)[(1,)](a, a, out, out, BM=16, BN=16, BK=16)
+    assert "d = tl.dot(a, b, acc=c)" in str(info.value)
+
+
+@triton.jit
+def batched_dot_kernel(a_ptr, b_ptr, out_ptr, B: tl.constexpr, S: tl.constexpr):
+    rb, rs = tl.arange(0, B), tl.arange(0, S)
+    offs = rb[:, None, None] * S * S + rs[None, :, None] * S + rs[None, None, :]
+    d = tl.dot(tl.load(a_ptr + offs), tl.load(b_ptr + offs))
+    tl.store(out_ptr + offs, d)
+
+
+def test_batched_3d_dot_is_refused_clearly():
+    a = np.zeros((2, 16, 16), np.float32)
+    with pytest.raises(CompilationError, match="3-D") as info:
+        launch(batched_dot_kernel)[(1,)](a, a, a.copy(), B=2, S=16)
+    assert "d = tl.dot(" in str(info.value) and "2-D" in str(info.value)
 
 
 def test_staging_larger_than_threadgroup_memory_is_refused():
