@@ -45,6 +45,9 @@ try:  # the dot lowering registers its rules when present
 except ImportError:  # pragma: no cover - depends on the checkout
     pass
 
+GRID_INPUT = "tm_grid_in"
+"""With `spread_programs`: the last input, an int32 array (3,) holding the kernel's grid."""
+
 _INT_TYPES = {
     "char": ("uchar", 8, True), "short": ("ushort", 16, True), "int": ("uint", 32, True), "long": ("ulong", 64, True),
     "uchar": ("uchar", 8, False), "ushort": ("ushort", 16, False), "uint": ("uint", 32, False),
@@ -106,13 +109,15 @@ def compile_module(module: Module, options: CodegenOptions, axis_info: object | 
     code_stmts = ctx.pop()
 
     printer = MSLPrinter(options.math_mode)
-    prologue = _program_ids(ctx) + list(ctx.prologue.stmts)
+    prologue = list(ctx.prologue.stmts)
     scratch = ctx.scratch_end
     if scratch > 32768:
         raise OutOfResources(scratch, 32768, f"threadgroup memory of kernel '{name}' (bytes)")
     body = render(
         "body.metal",
         threads=options.threads_per_program,
+        axes=["xyz"[a] for a in sorted(ctx.program_ids)],
+        spread=options.spread_programs,
         scratch_words=(scratch + 15) // 16,
         prologue=printer.print_body(prologue),
         code=printer.print_body(code_stmts),
@@ -125,6 +130,8 @@ def compile_module(module: Module, options: CodegenOptions, axis_info: object | 
     for b in bindings:
         input_names.extend(b.msl_inputs)
         output_names.extend(b.msl_outputs)
+    if options.spread_programs:
+        input_names.append(GRID_INPUT)
     if not output_names:
         raise CompilationError(
             f"kernel '{name}' stores to no array, so it has no effect",
@@ -154,6 +161,7 @@ def compile_module(module: Module, options: CodegenOptions, axis_info: object | 
             "threadgroup_memory_bytes": scratch,
             "atomics": atomic_info,
             "vector_inputs": tuple(sorted(ctx.vector_inputs)),
+            "grid_input": GRID_INPUT if options.spread_programs else None,
         },
     )
 
@@ -166,15 +174,6 @@ def _pass_scratch(func: Op) -> int:
         if off is not None and size is not None:
             end = max(end, int(off) + int(size))
     return (end + 15) // 16 * 16
-
-
-def _program_ids(ctx: LoweringContext) -> list:
-    out = []
-    for axis in sorted(ctx.program_ids):
-        a = "xyz"[axis]
-        out.append(Declare(f"tm_pid_{a}", "int", None, Var(f"int(threadgroup_position_in_grid.{a})"), const=True))
-        out.append(Declare(f"tm_nprog_{a}", "int", None, Var(f"int(threadgroups_per_grid.{a})"), const=True))
-    return out
 
 
 def _helpers(ctx: LoweringContext) -> list[str]:

@@ -80,9 +80,10 @@ def compile_ir(text: str, num_warps: int = 4, **opts: Any) -> MSLKernel:
 
 
 def run(kernel: MSLKernel, grid: tuple[int, ...], outputs: dict[str, np.ndarray] | None = None,
-        init_value: float = 0.0, **args: Any) -> dict[str, np.ndarray]:
+        init_value: float = 0.0, launch: tuple[int, int, int] | None = None, **args: Any) -> dict[str, np.ndarray]:
     """Launch `kernel` with `grid` programs; `args` by parameter name (arrays or Python scalars).
-    Returns each written parameter's output array (shape and dtype of the argument)."""
+    Returns each written parameter's output array (shape and dtype of the argument). `launch`:
+    the threadgroups to launch per axis for a kernel compiled with `spread_programs`."""
     inputs: list[Any] = []
     out_shapes: list[tuple[int, ...]] = []
     out_dtypes: list[Any] = []
@@ -101,9 +102,12 @@ def run(kernel: MSLKernel, grid: tuple[int, ...], outputs: dict[str, np.ndarray]
             out_shapes.append(tuple(arr.shape))
             out_dtypes.append(arr.dtype)
             out_params.append(p.name)
+    g = tuple(grid) + (1,) * (3 - len(grid))
+    if kernel.metadata.get("grid_input"):
+        inputs.append(mx.array(list(g), dtype=mx.int32))
+        g = launch or g
     fn = metal_kernel(kernel.name, list(kernel.input_names), list(kernel.output_names), kernel.source,
                       header=kernel.header)
-    g = tuple(grid) + (1,) * (3 - len(grid))
     t = kernel.threads_per_program
     results = fn(inputs=inputs, output_shapes=out_shapes, output_dtypes=out_dtypes,
                  grid=(g[0] * t, g[1], g[2]), threadgroup=(t, 1, 1), init_value=init_value)
