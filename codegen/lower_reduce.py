@@ -79,7 +79,7 @@ def simd_op(region: Region) -> str | None:
 
 def shuffle_xor(x: Expr, mask: int, ety: ScalarType) -> Expr:
     """`simd_shuffle_xor` for every element type (bool, bfloat and 64-bit go through others)."""
-    m = Lit(f"ushort({mask})")
+    m = Convert("ushort", Lit(str(mask)))
     if ety.name in _SIMD_TYPES:
         return Call("simd_shuffle_xor", (x, m))
     if ety.name == "bf16":

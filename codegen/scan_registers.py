@@ -154,13 +154,13 @@ def scan_in_registers(ctx: LoweringContext, plan: ScanPlan, dist: Distribution, 
                     y = total
                     for step in range(plan.lane_bits):
                         d = 1 << step
-                        delta = Lit(f"ushort({d << plan.lane_shift})")
+                        delta = Convert("ushort", Lit(str(d << plan.lane_shift)))
                         other = [_mat(ctx, _shuffle("simd_shuffle_up", v, delta, t), ct)
                                  for v, t, ct in zip(y, etys, ctypes)]
                         both = combine(other, y)
                         keep = Apply("ge", (lane_pos, Lit(f"{d}u")))
                         y = [_mat(ctx, Apply("select", (keep, b, v)), ct) for b, v, ct in zip(both, y, ctypes)]
-                    delta = Lit(f"ushort({1 << plan.lane_shift})")
+                    delta = Convert("ushort", Lit(str(1 << plan.lane_shift)))
                     lane_excl = [_mat(ctx, _shuffle("simd_shuffle_up", v, delta, t), ct)
                                  for v, t, ct in zip(y, etys, ctypes)]
                     last = Apply("or", (Var("tm_lane"), Lit(f"{lane_mask}u")))
