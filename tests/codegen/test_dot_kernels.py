@@ -192,6 +192,23 @@ def test_dot_with_acc_argument(bm, bn, bk, num_warps):
     np.testing.assert_array_equal(out, a @ b + c)
 
 
+@triton.jit
+def dot_precision_kernel(a_ptr, b_ptr, out_ptr, S: tl.constexpr, PRECISION: tl.constexpr):
+    r = tl.arange(0, S)
+    offs = r[:, None] * S + r[None, :]
+    d = tl.dot(tl.load(a_ptr + offs), tl.load(b_ptr + offs), input_precision=PRECISION)
+    tl.store(out_ptr + offs, d)
+
+
+@pytest.mark.parametrize("precision", ["ieee", "tf32"])
+def test_fp32_dot_is_full_precision(precision):
+    # tf32 would keep 10 mantissa bits (errors near 1e-3 here); Apple GPUs compute in fp32
+    a = RNG.standard_normal((32, 32)).astype(np.float32)
+    b = RNG.standard_normal((32, 32)).astype(np.float32)
+    out = launch(dot_precision_kernel)[(1,)](a, b, np.zeros_like(a), S=32, PRECISION=precision)["out_ptr"]
+    np.testing.assert_allclose(out, a.astype(np.float64) @ b.astype(np.float64), rtol=0, atol=2e-5)
+
+
 def test_mismatched_operand_dtypes_are_refused():
     a = np.zeros((16, 16), np.float16)
     b = np.zeros((16, 16), np.float32)
