@@ -15,7 +15,8 @@ class CodegenOptions:
     """"safe": `metal::precise::` transcendental functions; "relaxed": the default `metal::`
     functions; "fast": `metal::fast::`."""
     debug: bool = False
-    """Keep `tl.device_assert`/`tl.device_print` (documented as elided on Metal) and bounds notes."""
+    """The launch's debug flag (part of the specialization). `tl.device_print` and
+    `tl.device_assert` are elided on Metal either way (docs/codegen.md)."""
     index_bits: int = 32
     """64: pointer offsets computed in `long` (arrays past 2**31 elements)."""
     kernel_name: str | None = None
