@@ -6,7 +6,8 @@ An op is removable when none of its results is used and
 * it is an `scf.for` or `scf.if` whose regions hold only removable ops (besides their
   terminators): a counted loop always ends, so dropping it changes nothing observable.
 Stores, atomics, prints, asserts, assumptions, barriers, calls and `scf.while` loops (which may
-not end) always stay. Loop-carried values that are only fed back to themselves stay as well.
+not end) always stay. A carried value of an `scf.for` whose result is unused and which only
+feeds its own next value goes, with its computation (`loop_carried.py`).
 
 The sweep goes backwards through each block (nested regions first), so a chain of dead ops goes
 in one pass.
@@ -21,6 +22,7 @@ from ..ir import Block, Module, Op, Value
 from ..ir.ops import scf
 from ..ir.ops.tt_compute import ReduceOp, ScanOp
 from ..ir.ops.tt_memory import LoadOp
+from .loop_carried import remove_dead_carried_values
 from .pass_base import ModulePass, PassContext, register_pass
 
 
@@ -39,12 +41,18 @@ def has_effects(op: Op) -> bool:
     return not op.is_pure
 
 
+def _count_uses(module: Module) -> Counter[Value]:
+    uses: Counter[Value] = Counter()
+    for op in module.walk():
+        for v in op.operands:
+            uses[v] += 1
+    return uses
+
+
 class _DeadCode:
     def __init__(self, module: Module) -> None:
-        self.uses: Counter[Value] = Counter()
-        for op in module.walk():
-            for v in op.operands:
-                self.uses[v] += 1
+        self.module = module
+        self.uses = _count_uses(module)
 
     def sweep(self, block: Block) -> bool:
         changed = False
@@ -53,6 +61,8 @@ class _DeadCode:
                 for b in r.blocks:
                     changed |= self.sweep(b)
             if any(self.uses[res] for res in op.results) or has_effects(op) or op.is_terminator:
+                if isinstance(op, scf.ForOp) and self._drop_carried(block, op):
+                    changed = True
                 continue
             for nested in op.walk():
                 for v in nested.operands:
@@ -60,6 +70,20 @@ class _DeadCode:
             block.remove(op)
             changed = True
         return changed
+
+    def _drop_carried(self, block: Block, op: scf.ForOp) -> bool:
+        found = remove_dead_carried_values(op, lambda v: self.uses[v] > 0, has_effects)
+        if found is None:
+            return False
+        new, keep = found  # `new` took over the body
+        block.insert_before(op, new)
+        block.remove(op)
+        for k, i in enumerate(keep):
+            if self.uses[op.results[i]]:
+                self.module.replace_all_uses(op.results[i], new.results[k])
+        self.uses = _count_uses(self.module)  # the body's yield lost operands: count afresh
+        self.sweep(new.body.block)
+        return True
 
 
 def eliminate_dead_code(module: Module) -> bool:
