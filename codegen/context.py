@@ -43,6 +43,8 @@ class LoweringContext:
         self.scratch_high_water = 0
         """Bytes of threadgroup scratch the body uses (the highest end offset)."""
         self.current_op: Op | None = None
+        self.last_line: tuple[str, int] | None = None
+        """The kernel line the last `#line` directive named."""
         self.program_ids: set[int] = set()
         self.int_helper_types: set[str] = set()
         self.float_helper_types: set[str] = set()

@@ -67,9 +67,9 @@ def lower_ops(ctx: LoweringContext, ops: Sequence[Op]) -> None:
                 op.loc, hint="run the kernel with TRITON_METAL_INTERPRET=1, or avoid this operation",
                 kernel=ctx.kernel_name,
             )
-        if op.loc is not None and op.loc.line != getattr(ctx, "_last_line", None):
+        if op.loc is not None and (op.loc.file, op.loc.line) != ctx.last_line:
             ctx.emit(LineMark(op.loc.line, op.loc.file))
-            ctx._last_line = op.loc.line  # type: ignore[attr-defined]
+            ctx.last_line = (op.loc.file, op.loc.line)
         outer = ctx.current_op
         ctx.current_op = op
         try:

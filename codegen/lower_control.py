@@ -16,7 +16,7 @@ from triton_metal.ir.types import ScalarType, element_type
 
 from .context import LoweringContext, ctype_of
 from .msl_types import msl_type
-from .program import Apply, Assign, Barrier, Break, Comment, Convert, Declare, Expr, ForRange, If, Loop, Var
+from .program import Apply, Assign, Barrier, Break, Comment, Convert, Declare, Expr, ForRange, If, Lit, Loop, Var
 from .registry import lowers
 from .values import PtrValue, RegValue, Val
 
@@ -59,7 +59,9 @@ def _assign_all(ctx: LoweringContext, targets: list[Val], values: list[Val]) -> 
         vals = _regs(v)
         if isinstance(t, PtrValue) and isinstance(v, PtrValue) and v.offset_ctype != t.offset_ctype:
             vals = tuple(Convert(ctype, x) for x in vals)
-        vals = ctx.materialize(vals, ctype, force=len(targets) > 1 and any(not isinstance(x, Var) for x in vals))
+        # stage through fresh registers: a yielded register may read another register of the same
+        # storage (a swap of carried values, a permutation like trans of a carried tile)
+        vals = ctx.materialize(vals, ctype, force=not all(isinstance(x, Lit) for x in vals))
         staged.extend(zip(_regs(t), vals))
     for target, value in staged:
         if target != value:

@@ -192,3 +192,26 @@ def test_atomic_dtype_refused_with_a_fix():
     with pytest.raises(CompilationError, match="32-bit int, uint and float") as e:
         compile_1d(bad, "*i64", C(128))
     assert "hint:" in str(e.value) and "# error" in str(e.value)
+
+
+@triton.jit
+def swap_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    rows = tl.arange(0, BLOCK)
+    a = tl.load(x_ptr + rows)
+    b = tl.load(x_ptr + BLOCK + rows)
+    for _ in range(n):
+        a, b = b, a + b
+    tl.store(out_ptr + rows, a)
+    tl.store(out_ptr + BLOCK + rows, b)
+
+
+@pytest.mark.parametrize("n", [0, 1, 5])
+def test_loop_carried_swap(n: int):
+    block = 128
+    x = RNG.integers(0, 10, 2 * block).astype(np.int32)
+    k = compile_1d(swap_kernel, "*i32", "*i32", "i32", C(block))
+    out = run(k, (1,), x_ptr=x, out_ptr=np.zeros(2 * block, np.int32), n=n)["out_ptr"]
+    a, b = x[:block].copy(), x[block:].copy()
+    for _ in range(n):
+        a, b = b, a + b
+    np.testing.assert_array_equal(out, np.concatenate([a, b]))
