@@ -12,6 +12,7 @@ import inspect
 import re
 from typing import Any
 
+import mlx.core as mx
 import numpy as np
 import pytest
 from harness import C, compile_source, run
@@ -88,9 +89,7 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk,
     tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 
 
-def bf16(x: np.ndarray):
-    import mlx.core as mx
-
+def bf16(x: np.ndarray) -> mx.array:
     return mx.array(x.astype(np.float32)).astype(mx.bfloat16)
 
 
@@ -109,6 +108,7 @@ def quarters(shape: tuple[int, int]) -> np.ndarray:
 
 @pytest.mark.parametrize("bm,bn,bk,num_warps", [
     (16, 16, 16, 1), (32, 32, 16, 4), (32, 32, 32, 2), (64, 32, 16, 4), (32, 64, 32, 8), (64, 64, 16, 8),
+    (16, 16, 16, 4), (16, 128, 16, 4), (128, 16, 32, 8),
 ])
 def test_matmul_fp32(bm, bn, bk, num_warps):
     M, N, K = 96, 80, 48
@@ -138,8 +138,6 @@ def test_matmul_fp16_random_normals():
 
 
 def test_matmul_bf16():
-    import mlx.core as mx
-
     M, N, K = 64, 64, 32
     a, b = quarters((M, K)), quarters((K, N))
     c = mx.zeros((M, N), mx.bfloat16)
@@ -271,22 +269,31 @@ def test_examples_matmul_grouped_ordering(activation, bm, bn, bk, group, num_war
 
 
 @pytest.mark.parametrize("causal", [False, True])
-@pytest.mark.parametrize("head_dim,block_m,block_n,num_warps", [(32, 32, 32, 4), (64, 32, 16, 2)])
-def test_examples_flash_attention(causal, head_dim, block_m, block_n, num_warps):
+@pytest.mark.parametrize("head_dim,block_m,block_n,num_warps,dtype", [
+    (32, 32, 32, 4, "float16"), (64, 32, 16, 2, "float16"), (16, 16, 16, 1, "float16"), (32, 32, 16, 4, "bfloat16"),
+])
+def test_examples_flash_attention(causal, head_dim, block_m, block_n, num_warps, dtype):
     from examples import flash_attention as ex
 
     Z, H, N_CTX = 1, 2, 64
     shape = (Z, H, N_CTX, head_dim)
     q, k, v = (RNG.standard_normal(shape).astype(np.float16) for _ in range(3))
+    st = [x // 2 for x in q.strides]  # element strides (2-byte elements)
     o = np.zeros(shape, np.float16)
     m = np.zeros((Z, H, N_CTX), np.float32)
-    st = [x // 2 for x in q.strides]  # element strides (fp16)
+    if dtype == "bfloat16":
+        q, k, v, o = (bf16(x) for x in (q, k, v, o))
+        q32, k32, v32 = (np.array(x.astype(mx.float32)) for x in (q, k, v))
+    else:
+        q32, k32, v32 = q, k, v
     grid = (triton.cdiv(N_CTX, block_m), Z * H, 1)
     out = launch(ex._attn_fwd)[grid](
         q, k, v, 0.5, m, o, *st, *st, *st, *st, H, N_CTX,
         HEAD_DIM=head_dim, BLOCK_M=block_m, BLOCK_N=block_n, STAGE=3 if causal else 1, num_warps=num_warps)
-    o_ref, m_ref = ex.reference(q, k, v, causal, 0.5)
-    np.testing.assert_allclose(out["Out"].astype(np.float32), o_ref, atol=1e-2, rtol=0)
+    o_ref, m_ref = ex.reference(q32, k32, v32, causal, 0.5)
+    # p is rounded to the input type before the second dot: bf16 keeps 8 bits
+    atol = 1e-2 if dtype == "float16" else 4e-2
+    np.testing.assert_allclose(out["Out"].astype(np.float32), o_ref, atol=atol, rtol=0)
     np.testing.assert_allclose(out["M"], m_ref, atol=1e-3, rtol=0)
 
 
