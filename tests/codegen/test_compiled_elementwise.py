@@ -280,3 +280,15 @@ def test_where_compare_program_ids():
     idx = np.arange(n)
     want = np.where((x > 0) & (idx % 3 != 0), x * 2, -x) + grid + idx // block
     np.testing.assert_allclose(out, want.astype(np.float32), rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype,spt,vec", [("fp16", 8, "half4"), ("i8", 4, "char4"), ("i32", 2, "int2")])
+def test_vector_accesses_for_narrow_types(dtype: str, spt: int, vec: str):
+    n, block = 4096 + 64, 1024
+    k = compile_1d(add_kernel, f"*{dtype}/16", f"*{dtype}/16", f"*{dtype}/16", "i32/16", C(block), spt=spt)
+    assert f"const device {vec}*" in k.source and f"(device {vec}*)" in k.source
+    np_t = {"fp16": np.float16, "i8": np.int8, "i32": np.int32}[dtype]
+    x = RNG.integers(-50, 50, n).astype(np_t)
+    y = RNG.integers(-50, 50, n).astype(np_t)
+    out = run(k, (triton.cdiv(n, block),), x_ptr=x, y_ptr=y, out_ptr=np.zeros(n, np_t), n=n)["out_ptr"]
+    np.testing.assert_array_equal(out, (x + y).astype(np_t))
