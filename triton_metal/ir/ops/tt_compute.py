@@ -70,6 +70,9 @@ class ReduceOp(Op):
     srcs: tuple[Value, ...] = var_operand(positional=True)
     axis: int = attr(int)
     combine: Region = region()
+    smem_offset: int | None = attr(int, default=None)
+    """Threadgroup scratch for partials across SIMD groups (set by the layout passes)."""
+    smem_bytes: int | None = attr(int, default=None)
 
     def verify_(self) -> None:
         if not self.srcs:
