@@ -15,10 +15,11 @@ Float dots (fp32, fp16, bf16 operands; fp32 accumulation, or fp16 for fp16 opera
   fragments for every K step of 8, all unrolled (shapes are compile-time constants).
 
 int8 dots accumulate in int32 exactly, without simdgroup matrices (they have no integer form):
-both operands are staged in threadgroup scratch and every thread computes the elements it holds
-as a K loop of `int(a) * int(b)` products, summed in 32-bit unsigned arithmetic so that overflow
-wraps as two's complement like Triton's int32 accumulator. About M*N*K / threads multiply-adds per
-thread from threadgroup memory: correct, not fast (see docs/dot.md).
+A (M x K) and B transposed (N x K) are staged in threadgroup scratch and every thread computes
+the elements it holds in a loop over K in steps of 4, reading one `char4` per distinct row of A
+and column of B it needs and summing `int4` products in 32-bit unsigned arithmetic, so overflow
+wraps as two's complement like Triton's int32 accumulator. M*N*K / threads multiply-adds per
+thread on the scalar ALUs: correct, not fast (see docs/dot.md).
 
 Refused at compile time with the kernel line: 3-D (batched) dots, M, N or K not a multiple of 8,
 operand dtypes that differ or that have no path (fp64, fp8, other integers), and staging that
@@ -47,8 +48,11 @@ from .program import (
     ForRange,
     Index,
     Lit,
+    Member,
+    PtrCast,
     Reinterpret,
     Scope,
+    Stmt,
     Var,
 )
 from .registry import lowers
@@ -221,10 +225,11 @@ def _copy_replicas(ctx: LoweringContext, dist: Distribution, out: tuple[Expr, ..
 
 
 def _stage_operands(ctx: LoweringContext, op: DotOp, a: RegValue | None, b: RegValue | None,
-                    ctype: str) -> tuple[Expr, Expr] | tuple[()]:
+                    ctype: str, b_transposed: bool = False) -> tuple[Expr, Expr] | tuple[()]:
     """Write the operands given (row-major, A as M x K, B as K x N) into threadgroup scratch and
     wait for every thread; returns views of both. Earlier uses of the scratch ended with a
-    barrier (or the layout passes placed one), so none is needed before the writes."""
+    barrier (or the layout passes placed one), so none is needed before the writes. With
+    `b_transposed` B is stored as its transpose (N x K, row-major)."""
     if a is None and b is None:
         return ()
     a_ty, b_ty = op.a.type, op.b.type
@@ -239,18 +244,19 @@ def _stage_operands(ctx: LoweringContext, op: DotOp, a: RegValue | None, b: RegV
     if a is not None:
         _write(ctx, a, a_view, a_ty.shape[1])
     if b is not None:
-        _write(ctx, b, b_view, b_ty.shape[1])
+        _write(ctx, b, b_view, b_ty.shape[0] if b_transposed else b_ty.shape[1], b_transposed)
     ctx.emit(Barrier())
     return a_view, b_view
 
 
-def _write(ctx: LoweringContext, v: RegValue, view: Expr, row_length: int) -> None:
+def _write(ctx: LoweringContext, v: RegValue, view: Expr, row_length: int, transposed: bool = False) -> None:
     dist = v.dist
     assert dist is not None
+    major, minor = (1, 0) if transposed else (0, 1)
     for r, first in enumerate(dist.first_registers()):
         if not first:
             continue
-        idx = Apply("add", (Apply("mul", (ctx.coord(dist, r, 0), Lit(str(row_length)))), ctx.coord(dist, r, 1)))
+        idx = Apply("add", (Apply("mul", (ctx.coord(dist, r, major), Lit(str(row_length)))), ctx.coord(dist, r, minor)))
         ctx.emit(Assign(Index(view, idx), v.regs[r]))
 
 
@@ -285,33 +291,51 @@ def _lower_integer_dot(ctx: LoweringContext, op: DotOp, a: RegValue, b: RegValue
                        dist: Distribution) -> None:
     a_ty = op.a.type
     assert isinstance(a_ty, TensorType)
-    k, n = a_ty.shape[1], op.b.type.shape[1]  # type: ignore[union-attr]
+    k4 = a_ty.shape[1] // 4
     out = ctx.declare_array("int", dist.num_regs)
     ctx.push()
-    staged = _stage_operands(ctx, op, a, b, "char")
+    # A as M x K and B transposed (N x K): both read along K, four bytes (a char4) at a time
+    staged = _stage_operands(ctx, op, a, b, "char", b_transposed=True)
     assert staged
-    a_view, b_view = staged
-    firsts = dist.first_registers()
-    live = [r for r, f in enumerate(firsts) if f]
+    base = _view_offset(staged[0]), _view_offset(staged[1])
+    a4, b4 = (ctx.scratch_view("char4", off) for off in base)
+    live = [r for r, f in enumerate(dist.first_registers()) if f]
     acc = ctx.fresh()
     ctx.emit(Declare(acc, "uint", len(live)))
-    rows, cols = [], []
     for i, r in enumerate(live):
         ctx.emit(Assign(Index(Var(acc), Lit(str(i))), Reinterpret("uint", c.regs[r])))
-        rows.append(Apply("mul", (ctx.coord(dist, r, 0), Lit(str(k)))))
-        cols.append(ctx.coord(dist, r, 1))
-    kv = Var(ctx.fresh())
-    body = []
-    for i in range(len(live)):
-        x = Convert("int", Index(a_view, Apply("add", (rows[i], kv))))
-        y = Convert("int", Index(b_view, Apply("add", (Apply("mul", (kv, Lit(str(n)))), cols[i]))))
+    q = Var(ctx.fresh())
+    body: list[Stmt] = []
+    # one char4 of A per distinct row and of B per distinct column this thread holds
+    rows: dict[int, Expr] = {}
+    cols: dict[int, Expr] = {}
+    for r in live:
+        row, col = dist.reg_coords[r]
+        for table, key, view, dim in ((rows, row, a4, 0), (cols, col, b4, 1)):
+            if key not in table:
+                idx = Apply("add", (Apply("mul", (ctx.coord(dist, r, dim), Lit(str(k4)))), q))
+                name = ctx.fresh()
+                body.append(Declare(name, "int4", None, Convert("int4", Index(view, idx))))
+                table[key] = Var(name)
+    for i, r in enumerate(live):
+        row, col = dist.reg_coords[r]
+        prod = ctx.fresh()
+        body.append(Declare(prod, "int4", None, Apply("mul", (rows[row], cols[col]))))
+        dot4 = Apply("add", (Apply("add", (Member(Var(prod), "x"), Member(Var(prod), "y"))),
+                             Apply("add", (Member(Var(prod), "z"), Member(Var(prod), "w")))))
         slot = Index(Var(acc), Lit(str(i)))
-        # unsigned sums wrap like Triton's int32 accumulator (signed overflow is undefined in MSL)
-        body.append(Assign(slot, Apply("add", (slot, Convert("uint", Apply("mul", (x, y)))))))
-    ctx.emit(ForRange(kv.name, "int", Lit("0"), Lit(str(k)), Lit("1"), tuple(body)))
+        # unsigned sums wrap like Triton's int32 accumulator (signed overflow is undefined in MSL);
+        # four int8 products cannot overflow an int
+        body.append(Assign(slot, Apply("add", (slot, Convert("uint", dot4)))))
+    ctx.emit(ForRange(q.name, "int", Lit("0"), Lit(str(k4)), Lit("1"), tuple(body)))
     for i, r in enumerate(live):
         ctx.emit(Assign(out[r], Reinterpret("int", Index(Var(acc), Lit(str(i))))))
     _copy_replicas(ctx, dist, out)
     ctx.scratch_done(op)  # the scratch may be reused once every thread has read it
     ctx.emit(Scope(ctx.pop()))
     ctx.bind(op.result, RegValue(op.result.type, out, dist))
+
+
+def _view_offset(view: Expr) -> int:
+    assert isinstance(view, PtrCast)
+    return view.byte_offset

@@ -67,12 +67,12 @@ def build_dot(m: int, n: int, k: int, el: ScalarType, acc: ScalarType, la: Layou
 
 
 def run_dot(m: int, n: int, k: int, el: ScalarType, acc: ScalarType, la: Layout, lb: Layout, lc: Layout,
-            num_warps: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+            num_warps: int, c_near: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     body, header, threads = build_dot(m, n, k, el, acc, la, lb, lc, num_warps)
     if el.name == "i8":
         a = RNG.integers(-128, 128, (m, k)).astype(np.int8)
         b = RNG.integers(-128, 128, (k, n)).astype(np.int8)
-        c = RNG.integers(-1000, 1000, (m, n)).astype(np.int32)
+        c = (c_near + RNG.integers(-1000, 1000, (m, n))).astype(np.int32)
     else:
         a = RNG.integers(-4, 5, (m, k)).astype(np.float32) / 4
         b = RNG.integers(-4, 5, (k, n)).astype(np.float32) / 4
@@ -139,6 +139,16 @@ def test_int8_dot_accumulates_exactly_in_int32(la, lb):
     pa, pb, lc = block_operands((2, 2))
     d, a, b, c = run_dot(32, 32, 64, i8, i32, la or pa, lb or pb, lc, 4)
     np.testing.assert_array_equal(d, reference(a, b, c, True))
+
+
+@pytest.mark.parametrize("c_near", [2**31 - 1000, -(2**31) + 1000])
+def test_int8_dot_wraps_like_int32(c_near):
+    pa, pb, lc = block_operands((1, 2))
+    d, a, b, c = run_dot(16, 32, 32, i8, i32, pa, pb, lc, 2, c_near=c_near)
+    ref = reference(a, b, c, True)
+    wide = a.astype(np.int64) @ b.astype(np.int64) + c
+    assert ((wide > 2**31 - 1) | (wide < -(2**31))).any()  # some sums do overflow
+    np.testing.assert_array_equal(d, ref)
 
 
 def test_msl_uses_simdgroup_matrices():
