@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import layout_assignment  # noqa: F401  (registers assign-layouts)
+from . import allocate_threadgroup_memory, insert_barriers, layout_assignment, remove_layout_conversions  # noqa: F401
 from .pipeline import LAYOUT_PASSES
 
 for _name in ("assign-layouts", "remove-layout-conversions", "allocate-threadgroup-memory", "insert-barriers"):

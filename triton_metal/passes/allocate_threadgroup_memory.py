@@ -1,0 +1,146 @@
+"""Threadgroup memory allocation (`allocate-threadgroup-memory`).
+
+Contract: every op that moves data between threads through threadgroup memory gets
+`smem_offset`/`smem_bytes` (bytes, offsets 16-aligned) and the module gets
+`threadgroup_memory_bytes`, the end of the highest buffer rounded to 16 (0 without scratch). The
+ops:
+* `ttg.convert_layout` between layouts that distribute the elements differently: the whole
+  tensor, row-major (`numel * element bytes`; booleans 1 byte, pointers 8);
+* `tt.reduce` whose axis spans several SIMD groups: one partial per result line held, per
+  thread, per operand.
+(Other lowerings that need scratch - scans, gathers, staged dot operands - size their own after
+this region.)
+
+A buffer is live from the op that writes it to the last op that reads it; each of the ops above
+writes and reads its buffer inside itself, so its live range is that op. Buffers whose live
+ranges do not overlap may share bytes: the allocator places buffers, largest first, at the
+lowest 16-aligned offset that does not collide with an already placed buffer whose range
+overlaps. Over 32 KiB (`THREADGROUP_MEMORY_LIMIT`) the kernel is refused with `OutOfResources`
+naming the bytes, the ops and a fix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+from ..errors import OutOfResources
+from ..ir import Module, Op
+from ..ir.layouts import linear_layout, registers_per_thread, same_distribution
+from ..ir.types import PointerType, ScalarType, TensorType
+from .pass_base import ModulePass, PassContext, register_pass
+
+THREADGROUP_MEMORY_LIMIT = 32768
+ALIGN = 16
+
+
+def _round(n: int) -> int:
+    return (n + ALIGN - 1) // ALIGN * ALIGN
+
+
+def element_bytes(ty: TensorType) -> int:
+    el = ty.element
+    if isinstance(el, PointerType):
+        return 8
+    assert isinstance(el, ScalarType)
+    return max(1, el.bitwidth // 8)
+
+
+def scratch_bytes(op: Op, num_warps: int) -> int:
+    """Bytes of threadgroup memory `op` needs (0: none)."""
+    if op.name == "ttg.convert_layout":
+        src, dst = op.operands[0].type, op.results[0].type
+        assert isinstance(src, TensorType) and isinstance(dst, TensorType)
+        if src.layout is None or dst.layout is None:
+            return 0
+        if same_distribution(src.layout, dst.layout, src.shape, num_warps):
+            return 0
+        return _round(src.numel * element_bytes(src))
+    if op.name == "tt.reduce":
+        src = op.operands[0].type
+        assert isinstance(src, TensorType)
+        if src.layout is None:
+            return 0
+        axis = op.axis  # type: ignore[attr-defined]
+        ll = linear_layout(src.layout, src.shape, num_warps)
+        if not any(b[axis] % src.shape[axis] for b in ll.warp_bases):
+            return 0
+        res = op.results[0].type
+        lines = registers_per_thread(res.layout, res.shape, num_warps) if isinstance(res, TensorType) and res.layout else 1
+        total = 0
+        for v in op.operands:
+            assert isinstance(v.type, TensorType)
+            total += _round(lines * num_warps * 32 * element_bytes(v.type))
+        return total
+    return 0
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """A scratch buffer: `size` bytes live over op positions `[start, end]`."""
+
+    size: int
+    start: int
+    end: int
+
+
+def allocate(buffers: Sequence[Buffer]) -> list[int]:
+    """Offsets for `buffers` (same order): largest first, lowest aligned offset free of every
+    placed buffer whose live range overlaps."""
+    offsets: list[int | None] = [None] * len(buffers)
+    order = sorted(range(len(buffers)), key=lambda i: (-buffers[i].size, buffers[i].start, i))
+    for i in order:
+        b = buffers[i]
+        busy = sorted(
+            (offsets[j], offsets[j] + buffers[j].size)  # type: ignore[operator]
+            for j in range(len(buffers))
+            if offsets[j] is not None and buffers[j].start <= b.end and b.start <= buffers[j].end
+        )
+        at = 0
+        for lo, hi in busy:
+            if at + b.size <= lo:
+                break
+            at = max(at, _round(hi))
+        offsets[i] = at
+    return [o for o in offsets if o is not None]
+
+
+def _positions(func: Op) -> dict[Op, int]:
+    return {op: i for i, op in enumerate(func.walk())}
+
+
+@register_pass
+@dataclass(frozen=True)
+class AllocateThreadgroupMemory(ModulePass):
+    """Give scratch-needing ops their offsets (see the module docstring)."""
+
+    name: ClassVar[str] = "allocate-threadgroup-memory"
+
+    def apply(self, ctx: PassContext | None, module: Module) -> None:
+        num_warps = int(module.attributes.get("num_warps", 4))
+        total = 0
+        for func in module.funcs:
+            pos = _positions(func)
+            users: list[Op] = []
+            buffers: list[Buffer] = []
+            for op in func.walk():
+                size = scratch_bytes(op, num_warps)
+                if size:
+                    users.append(op)
+                    buffers.append(Buffer(size, pos[op], pos[op]))
+                elif op.name in ("ttg.convert_layout", "tt.reduce"):
+                    op.smem_offset = op.smem_bytes = None  # type: ignore[attr-defined]
+            offsets = allocate(buffers)
+            for op, b, off in zip(users, buffers, offsets):
+                op.smem_offset, op.smem_bytes = off, b.size  # type: ignore[attr-defined]
+            end = max((off + b.size for b, off in zip(buffers, offsets)), default=0)
+            if end > THREADGROUP_MEMORY_LIMIT:
+                needs = ", ".join(f"{op.name} at {op.loc} needs {b.size}" if op.loc else f"{op.name} needs {b.size}"
+                                  for op, b in zip(users, buffers))
+                raise OutOfResources(
+                    _round(end), THREADGROUP_MEMORY_LIMIT,
+                    f"threadgroup memory in bytes of '{getattr(func, 'sym_name', '?')}' ({needs}; use smaller "
+                    f"BLOCK sizes or fewer num_warps)")
+            total = max(total, _round(end))
+        module.attributes["threadgroup_memory_bytes"] = total

@@ -1,0 +1,90 @@
+"""Barrier insertion (`insert-barriers`): order reuses of threadgroup scratch between ops.
+
+Contract: each op with `smem_offset`/`smem_bytes` (from `allocate-threadgroup-memory`) writes its
+buffer, waits for the threadgroup, and reads it, inside its own lowering; what that lowering
+leaves unordered is its reads against the *next* write of overlapping bytes by a later op (a
+write-after-read race between threads). This pass inserts a `ttg.barrier` right before an op
+whose buffer overlaps a buffer used since the last barrier on some path: in straight-line code,
+across both branches of an `scf.if`, around loop back edges (the first scratch op of an
+iteration against the last of the previous one) and after a loop that may run zero times. A
+`tt.barrier`/`ttg.barrier` already there counts. Kernels without scratch get none.
+
+Barriers are never placed in divergent control flow: `scf.if` and `scf.while` conditions are
+scalars, and scalars are uniform over the program's threads (every thread computes the same
+value; a scalar atomic is made by one thread and broadcast), so every thread reaches the same
+barriers. A tensor condition would be refused.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from ..errors import CompilationError
+from ..ir import Block, Module, Op
+from ..ir.ops.ttg import BarrierOp
+from ..ir.types import TensorType
+from .pass_base import ModulePass, PassContext, register_pass
+
+Ranges = frozenset[tuple[int, int]]
+
+
+def _range(op: Op) -> tuple[int, int] | None:
+    off, size = getattr(op, "smem_offset", None), getattr(op, "smem_bytes", None)
+    if off is None or not size:
+        return None
+    return (int(off), int(off) + int(size))
+
+
+def _overlaps(r: tuple[int, int], pending: Ranges) -> bool:
+    return any(lo < r[1] and r[0] < hi for lo, hi in pending)
+
+
+def _uniform(op: Op) -> None:
+    cond = op.operands[0] if op.name == "scf.if" else None
+    if cond is not None and isinstance(cond.type, TensorType):
+        raise CompilationError("a threadgroup barrier would sit under a tensor condition (divergent control flow)",
+                               op.loc, "make the condition a scalar")
+
+
+def _block(block: Block, pending: Ranges) -> Ranges:
+    """Insert barriers in `block` given the ranges pending on entry; returns those on exit."""
+    for op in list(block.ops):
+        if op.name in ("tt.barrier", "ttg.barrier"):
+            pending = frozenset()
+            continue
+        r = _range(op)
+        if r is not None:
+            if _overlaps(r, pending):
+                block.insert_before(op, BarrierOp(loc=op.loc))
+                pending = frozenset()
+            pending = pending | {r}
+        if op.name in ("tt.reduce", "tt.scan") or not op.regions:
+            continue
+        _uniform(op)
+        if op.name == "scf.if":
+            outs = [_block(reg.block, pending) for reg in op.regions]
+            pending = frozenset().union(*outs)
+        elif op.name in ("scf.for", "scf.while"):
+            entry = pending
+            for _ in range(3):  # the pending set only grows; two rounds reach the fixed point
+                out = entry
+                for reg in op.regions:
+                    out = _block(reg.block, out)
+                if out <= entry:
+                    break
+                entry = entry | out
+            pending = entry
+    return pending
+
+
+@register_pass
+@dataclass(frozen=True)
+class InsertBarriers(ModulePass):
+    """Insert `ttg.barrier` where threadgroup scratch is reused (see the module docstring)."""
+
+    name: ClassVar[str] = "insert-barriers"
+
+    def apply(self, ctx: PassContext | None, module: Module) -> None:
+        for func in module.funcs:
+            _block(func.regions[0].block, frozenset())
