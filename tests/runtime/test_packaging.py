@@ -83,4 +83,4 @@ def test_example_runs_against_the_installed_wheel(wheel: Path, tmp_path: Path):
     assert result.returncode == 0, result.stderr
     location, line = result.stdout.splitlines()[:2]
     assert location.startswith(str(site)), location
-    assert "max abs error vs NumPy: 0 OK (backend: interpreter)" in line
+    assert "max abs error vs NumPy: 0 OK (backend: emulator)" in line

@@ -167,7 +167,7 @@ def test_key_includes_num_warps_debug_backend_and_version():
     kd = pointer_kernel.specialization(x, 7, BLOCK=64, debug=True)
     assert k4.num_warps == 4 and k8.num_warps == 8 and k4 != k8
     assert kd.debug and not k4.debug and kd != k4
-    assert k4.backend == "interpreter"
+    assert k4.backend == "emulator"
     assert k4.compiler_version == triton.__version__
     # the ignored launch options do not split the cache
     assert pointer_kernel.specialization(x, 7, BLOCK=64, num_stages=2, num_ctas=1, maxnreg=64) == k4

@@ -2,13 +2,14 @@
 
 * `TRITON_METAL_INTERPRET=1`: the NumPy interpreter runs the kernel's Python body directly; the
   front end is not involved (as Triton's `TRITON_INTERPRET=1`).
-* otherwise the kernel is compiled to IR through the front end (so compile errors surface and the
-  IR is cached per specialization) and then executed. The code generator that turns IR into MSL
-  for the Metal and emulator backends is not part of this version, so the compiled path executes
-  on the interpreter as well; `active_backend_name()` says so, and `TRITON_METAL_DEBUG=1` logs it.
+* `TRITON_METAL_BACKEND=metal|emulator|interpreter` forces a backend for compiled launches:
+  `metal` runs through `mx.fast.metal_kernel` (refused where MLX has no Metal), `emulator`
+  runs the same MSL on the CPU, `interpreter` compiles to MSL (so compile errors surface) and
+  executes the Python body in the interpreter.
+* otherwise: `metal` when MLX reports Metal (`mx.metal.is_available()`), else `emulator`.
 
-`TRITON_METAL_BACKEND=metal|emulator` asks for a backend explicitly; asking for one that this
-version cannot run is an error rather than a silent substitution.
+The choice is read on every launch (tests and notebooks switch it); the answer for the
+automatic case is computed once, since it cannot change within a process.
 """
 
 from __future__ import annotations
@@ -18,10 +19,13 @@ import os
 from ..errors import LaunchError
 
 INTERPRETER = "interpreter"
-KNOWN_BACKENDS = ("metal", "emulator", "interpreter")
-AVAILABLE_BACKENDS = (INTERPRETER,)
+EMULATOR = "emulator"
+METAL = "metal"
+KNOWN_BACKENDS = (METAL, EMULATOR, INTERPRETER)
+AVAILABLE_BACKENDS = KNOWN_BACKENDS
 
 _FALSE_WORDS = ("", "0", "false", "no", "off")
+_metal: bool | None = None
 
 
 def interpret_mode() -> bool:
@@ -29,18 +33,37 @@ def interpret_mode() -> bool:
     return os.environ.get("TRITON_METAL_INTERPRET", "").strip().lower() not in _FALSE_WORDS
 
 
+def metal_available() -> bool:
+    """MLX has a Metal device (computed once per process)."""
+    global _metal
+    if _metal is None:
+        try:
+            import mlx.core as mx
+
+            _metal = bool(mx.metal.is_available())
+        except Exception:  # noqa: BLE001 - any failure to load MLX means no Metal
+            _metal = False
+    return _metal
+
+
 def active_backend_name() -> str:
-    """The backend a launch made now would execute on (`"interpreter"` in this version)."""
-    requested = os.environ.get("TRITON_METAL_BACKEND", "").strip().lower()
-    if requested and requested not in AVAILABLE_BACKENDS:
-        if requested in KNOWN_BACKENDS:
-            raise LaunchError(
-                f"TRITON_METAL_BACKEND={requested}: the {requested} backend needs the MSL code "
-                "generator, which this version does not have yet; unset TRITON_METAL_BACKEND to "
-                "run kernels in the NumPy interpreter"
-            )
+    """The backend a launch made now would execute on ("interpreter" under
+    `TRITON_METAL_INTERPRET=1`)."""
+    if interpret_mode():
+        return INTERPRETER
+    requested = os.environ.get("TRITON_METAL_BACKEND")
+    if not requested:
+        return METAL if metal_available() else EMULATOR
+    requested = requested.strip().lower()
+    if requested == METAL and not metal_available():
+        raise LaunchError(
+            "TRITON_METAL_BACKEND=metal: MLX reports no Metal device here (mx.metal.is_available() "
+            "is False); unset TRITON_METAL_BACKEND to run on the emulator, or run on a Mac with "
+            "Apple silicon"
+        )
+    if requested not in KNOWN_BACKENDS:
         raise LaunchError(
             f"TRITON_METAL_BACKEND={requested}: unknown backend (choose one of "
             f"{', '.join(KNOWN_BACKENDS)})"
         )
-    return INTERPRETER
+    return requested

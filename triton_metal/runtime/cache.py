@@ -3,8 +3,8 @@
 A variant is compiled once per `SpecializationKey` and kept for the life of the process; a
 later launch with the same key finds it without compiling. The key already names the backend,
 the compiler version, `num_warps` and the debug flag, so nothing else can make two launches with
-equal keys need different code. (The on-disk cache of generated MSL, keyed by a hash of the key
-and of the kernel's and its callees' sources, belongs with the code generator.)
+equal keys need different code. Below it sits the disk cache of generated MSL
+(`disk_cache.py`), which a fresh process reads instead of compiling.
 """
 
 from __future__ import annotations
@@ -35,14 +35,28 @@ class CompiledKernel:
     signature: Any
     """The `frontend.KernelSignature` it was compiled for."""
     module: Any
-    """The `ir.Module` the front end produced."""
+    """The laid-out `ir.Module` the code generator read (None when loaded from the disk cache)."""
     compile_seconds: float
     launches: int = 0
+    msl: Any = None
+    """The `codegen.MSLKernel`."""
+    ir_text: str = ""
+    origin: str = "compiled"
+    """"compiled" (front end and code generator ran) or "disk" (read from the disk cache)."""
+    launcher: Any = None
+    """The backend's launcher for this variant: called with (values, grid)."""
 
     @property
     def ir(self) -> str:
         """The IR as text."""
+        if self.ir_text:
+            return self.ir_text
         return str(self.module)
+
+    @property
+    def source(self) -> str:
+        """The MSL body (`metal_kernel(source=...)`)."""
+        return "" if self.msl is None else str(self.msl.source)
 
 
 @dataclass

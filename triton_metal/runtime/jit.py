@@ -10,8 +10,10 @@ A launch (`run`) does, in order, and refuses bad input before anything runs:
    specialization fact (`specialization.py`): argument count, names, array dtypes, value ranges;
 2. check the launch options (`num_warps`) and resolve the grid (`grid.py`);
 3. unless `TRITON_METAL_INTERPRET=1`: look the `SpecializationKey` up in this function's
-   in-memory cache (`cache.py`) and, on a miss, compile the kernel to IR through the front end;
-4. execute on the active backend (`backend.py`): in this version, the NumPy interpreter.
+   in-memory cache (`cache.py`); on a miss, read the disk cache or compile the kernel to MSL
+   (`launch.compile_variant`) and build the backend's launcher for it;
+4. execute: the launcher of the variant (Metal, the emulator, or the interpreter when forced),
+   or the NumPy interpreter under `TRITON_METAL_INTERPRET=1`.
 
 `kernel.warmup(*args, grid=..., **kwargs)` does steps 1-3 and returns the compiled variant.
 """
@@ -19,19 +21,19 @@ A launch (`run`) does, in order, and refuses bad input before anything runs:
 from __future__ import annotations
 
 import inspect
-import time
 from collections.abc import Callable, Iterable
 from typing import Any, overload
 
 from ..language.jit_marker import JITCallable
-from .backend import INTERPRETER, active_backend_name, interpret_mode
+from ..backends.metal.plan import LAUNCH_DIM_LIMIT
+from .backend import active_backend_name, interpret_mode
 from .binder import Param, explain_binding_error, make_binder
 from .cache import COMPILER_VERSION, CompiledKernel, KernelCache
 from .dependencies import cache_key
 from .grid import GridSpec, check_num_warps, resolve_grid
-from .launch import launch_on_interpreter, to_launch_args
+from .host_arrays import needs_64bit_indices
+from .launch import compile_variant, launch_on_interpreter, make_launcher, to_launch_args
 from .log import debug_level, log
-from .signature import kernel_signature
 from .specialization import ArgSpec, ArgumentError, MockArray, SpecializationKey
 
 DEFAULT_NUM_WARPS = 4
@@ -160,9 +162,10 @@ class JITFunction(JITCallable):
 
     def specialization(self, *args: object, **kwargs: object) -> SpecializationKey:
         """The key a launch with these arguments compiles (and caches) under; checks them too."""
-        _values, facts, warps, debug = self._bind(args, kwargs)
+        values, facts, warps, debug = self._bind(args, kwargs)
         return SpecializationKey(
-            self.__name__, facts, warps, debug, active_backend_name(), COMPILER_VERSION
+            self.__name__, facts, warps, debug, active_backend_name(), COMPILER_VERSION,
+            64 if needs_64bit_indices(values) else 32,
         )
 
     def _bind(
@@ -181,41 +184,36 @@ class JITFunction(JITCallable):
         name = self.__name__
         values, facts, warps, debug_flag = self._bind(args, kwargs)
         grid3 = resolve_grid(grid, lambda: dict(zip(self.arg_names, values)), name)
-        interpret = interpret_mode()
-        backend = INTERPRETER if interpret else active_backend_name()
+        if interpret_mode():
+            if warmup:
+                return None
+            if debug_level() >= 1:
+                log(f"launch {name} grid={grid3} num_warps={warps}: interpreted (TRITON_METAL_INTERPRET=1)")
+            launch_on_interpreter(self, grid3, to_launch_args(self.arg_names, values, facts))
+            return None
 
-        compiled: CompiledKernel | None = None
-        if not interpret:
-            key = SpecializationKey(name, facts, warps, debug_flag, backend, COMPILER_VERSION)
-            compiled = self.cache.get(key)
-            if compiled is None:
-                compiled = self._compile(key)
+        backend = active_backend_name()
+        key = SpecializationKey(
+            name, facts, warps, debug_flag, backend, COMPILER_VERSION,
+            64 if needs_64bit_indices(values) else 32,
+            grid3[0] * 32 * warps > LAUNCH_DIM_LIMIT,
+        )
+        compiled = self.cache.get(key)
+        if compiled is None:
+            compiled = self._compile(key)
         if warmup:
             return compiled
-
-        launch_args = to_launch_args(self.arg_names, values, facts)
         if debug_level() >= 1:
-            how = "interpreted (TRITON_METAL_INTERPRET=1)" if interpret else (
-                "compiled to IR; executed by the interpreter (no MSL code generator in this version)"
-            )
-            log(f"launch {name} grid={grid3} num_warps={warps} backend={backend}: {how}")
-        launch_on_interpreter(self, grid3, launch_args)
-        if compiled is not None:
-            compiled.launches += 1
+            log(f"launch {name} grid={grid3} num_warps={warps} backend={backend} "
+                f"kernel={compiled.msl.name} ({compiled.origin})")
+        compiled.launcher(values, grid3)
+        compiled.launches += 1
         return None
 
     def _compile(self, key: SpecializationKey) -> CompiledKernel:
-        from ..frontend import compile_to_ir
-
-        signature = kernel_signature(self, key)
-        start = time.perf_counter()
-        module = compile_to_ir(self, signature)
-        seconds = time.perf_counter() - start
-        compiled = CompiledKernel(key=key, signature=signature, module=module, compile_seconds=seconds)
+        compiled = compile_variant(self, key)
+        compiled.launcher = make_launcher(self, compiled)
         self.cache.put(compiled)
-        if debug_level() >= 1:
-            log(f"compile {key.kernel} [{describe_facts(self.arg_names, key.args)}] "
-                f"num_warps={key.num_warps} in {seconds * 1e3:.1f} ms")
         return compiled
 
     def __repr__(self) -> str:

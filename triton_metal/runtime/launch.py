@@ -1,29 +1,38 @@
-"""Handing a checked launch to the backend that executes it.
+"""Compiling a specialization and handing its launches to the backend that executes them.
 
-The binder returns the values as the caller passed them; backends take plain values: Python
-scalars for scalar parameters (NumPy scalars are converted), the unwrapped value for constexpr
-parameters (a `tl.constexpr(128)` argument arrives as `128`), and arrays untouched (NumPy arrays
-are written in place, MLX arrays are rebound by the backend).
+* `compile_variant(kernel, key) -> CompiledKernel`: the disk cache first (`disk_cache.py`: a hit
+  skips the front end and the code generator), else `compiler.compile_msl` and a store; logs
+  (`TRITON_METAL_DEBUG`) and dumps (`dumps.py`) follow.
+* `make_launcher(kernel, compiled)`: the backend's callable `(values, grid) -> None` for the
+  variant: `EmulatorLauncher`, the Metal driver's `MetalLauncher` (NumPy arguments turned into
+  the flat buffers it copies in and back), or the interpreter (`TRITON_METAL_BACKEND=
+  interpreter`: compiled so compile errors surface, executed from the Python body).
 
-`reinterpret` over a NumPy array as bfloat16 (which NumPy cannot express) arrives as a
-`ReinterpretedArray` (`.base`, `.dtype`), which the interpreter reads as the `uint16` bits of
-bfloat16 values.
+The binder returns values as the caller passed them. The interpreter takes plain values:
+Python scalars for scalar parameters (NumPy scalars are converted), the unwrapped value for
+constexpr parameters, and arrays untouched (`to_launch_args`).
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import numpy as np
 
+from .backend import EMULATOR, INTERPRETER, METAL
+from .cache import CompiledKernel
 from .grid import Grid3
-from .specialization import ArgSpec, ConstexprArg
+from .host_arrays import numpy_buffer
+from .log import debug_level, log
+from .signature import kernel_signature
+from .specialization import ArgSpec, ConstexprArg, ReinterpretedArray, SpecializationKey
 
 
 def to_launch_args(
     names: list[str], values: tuple[object, ...], facts: tuple[ArgSpec, ...]
 ) -> dict[str, object]:
-    """Name -> value for the backend, in parameter order (see the module docstring)."""
+    """Name -> value for the interpreter, in parameter order (see the module docstring)."""
     args: dict[str, object] = {}
     for name, value, fact in zip(names, values, facts):
         if isinstance(fact, ConstexprArg):
@@ -38,3 +47,77 @@ def launch_on_interpreter(kernel: Any, grid: Grid3, args: dict[str, object]) -> 
     from ..backends import interpreter
 
     interpreter.launch(kernel, grid, args)
+
+
+def compile_variant(kernel: Any, key: SpecializationKey) -> CompiledKernel:
+    """The compiled variant for `key`: from the disk cache, or compiled and stored there."""
+    from . import disk_cache, dumps
+    from .compiler import compile_msl, compiler_hash
+
+    start = time.perf_counter()
+    entry = disk_cache.entry_key(kernel.cache_key, key, compiler_hash())
+    hit = disk_cache.load(entry)
+    if hit is not None:
+        msl, ir_text = hit
+        seconds = time.perf_counter() - start
+        compiled = CompiledKernel(
+            key=key, signature=None, module=None, compile_seconds=seconds, msl=msl,
+            ir_text=ir_text, origin="disk",
+        )
+    else:
+        result = compile_msl(kernel, key)
+        disk_cache.store(entry, result.msl, result.ir_text, key)
+        seconds = time.perf_counter() - start
+        compiled = CompiledKernel(
+            key=key, signature=kernel_signature(kernel, key), module=result.module,
+            compile_seconds=seconds, msl=result.msl, ir_text=result.ir_text,
+        )
+    level = debug_level()
+    if level >= 1:
+        from .jit import describe_facts
+
+        how = "read from the disk cache" if hit is not None else "compiled"
+        log(f"compile {key.kernel} [{describe_facts(kernel.arg_names, key.args)}] "
+            f"num_warps={key.num_warps} index_bits={key.index_bits} backend={key.backend}: {how} "
+            f"in {seconds * 1e3:.1f} ms -> {compiled.msl.name}")
+    dumps.after_compile(compiled, level)
+    return compiled
+
+
+def make_launcher(kernel: Any, compiled: CompiledKernel) -> Any:
+    backend = compiled.key.backend
+    if backend == EMULATOR:
+        from .launch_emulator import EmulatorLauncher
+
+        return EmulatorLauncher(compiled.msl, kernel.arg_names)
+    if backend == METAL:
+        from ..backends.metal import LaunchPlan, MetalLauncher
+
+        launcher = MetalLauncher(compiled.msl, LaunchPlan.of(compiled.msl, kernel.arg_names), kernel.arg_names)
+        names = tuple(kernel.arg_names)
+
+        def metal(values: tuple[object, ...], grid: Grid3) -> None:
+            launcher(_metal_values(values, names), grid)
+
+        metal.launcher = launcher  # type: ignore[attr-defined]
+        return metal
+    assert backend == INTERPRETER
+    facts = compiled.key.args
+    names_list = list(kernel.arg_names)
+
+    def interpret(values: tuple[object, ...], grid: Grid3) -> None:
+        launch_on_interpreter(kernel, grid, to_launch_args(names_list, values, facts))
+
+    return interpret
+
+
+def _metal_values(values: tuple[object, ...], names: tuple[str, ...]) -> tuple[object, ...]:
+    """NumPy arrays as the flat buffers of their memory (the driver copies them in and back)."""
+    out: list[object] = []
+    for value, name in zip(values, names):
+        if isinstance(value, (np.ndarray, ReinterpretedArray)):
+            value = numpy_buffer(value, name)
+        elif isinstance(value, np.generic):
+            value = value.item()
+        out.append(value)
+    return tuple(out)

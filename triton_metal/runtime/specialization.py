@@ -116,6 +116,11 @@ class SpecializationKey:
     debug: bool
     backend: str
     compiler_version: str
+    index_bits: int = 32
+    """64 when an array argument holds 2**31 elements or more: offsets are computed in 64 bits."""
+    spread: bool = False
+    """The grid is too large for one launch dimension: programs are spread over y and z."""
+    math_mode: str = "safe"
 
 
 # -- interned facts ----------------------------------------------------------------------------

@@ -1,0 +1,18 @@
+"""The Metal backend: compiled kernels through MLX's `mx.fast.metal_kernel` on Apple GPUs.
+
+- `MetalLauncher`: one compiled variant's `metal_kernel` and its launches (`driver.py`);
+- `LaunchPlan`, `launch_dims`: how bound arguments map onto inputs and outputs (`plan.py`);
+- `chip_info()`: the GPU's architecture, generation and limits (`chip.py`).
+"""
+
+from __future__ import annotations
+
+from .chip import ChipInfo, chip_info, parse_architecture
+from .driver import MetalLauncher, PreparedLaunch, atomic_identity, map_metal_error, output_covered
+from .plan import InputSlot, LaunchPlan, OutputSlot, launch_dims, needs_spread
+
+__all__ = [
+    "ChipInfo", "InputSlot", "LaunchPlan", "MetalLauncher", "OutputSlot", "PreparedLaunch",
+    "atomic_identity", "chip_info", "launch_dims", "map_metal_error", "needs_spread",
+    "output_covered", "parse_architecture",
+]

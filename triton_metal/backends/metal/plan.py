@@ -1,0 +1,121 @@
+"""How a launch's bound values map onto a compiled kernel's inputs and outputs.
+
+`LaunchPlan.of(msl, arg_names)` is computed once per compiled variant from the `MSLKernel`'s
+parameter bindings: for every metal_kernel input, in order, which argument feeds it and how
+(an array, a runtime scalar of a given type, or the grid input of a kernel compiled with
+`spread_programs`); for every output, which argument receives it. Backends walk these tuples on
+each launch, so the hot path does no name lookups.
+
+`launch_dims(grid, threads, spread)` is the metal_kernel `grid`/`threadgroup` of a launch: MLX
+counts the grid in threads, `(gx * T, gy, gz)` with threadgroup `(T, 1, 1)`; with `spread` the
+programs are numbered over a launch grid whose every dimension stays below 2**31 threads (the
+kernel reads its logical grid from the extra input).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from triton_metal.errors import LaunchError
+
+LAUNCH_DIM_LIMIT = 2**31 - 1
+"""MLX passes grid and threadgroup sizes as C `int`s."""
+
+SCALAR_NUMPY = {
+    "bool": np.bool_, "int8_t": np.int8, "int16_t": np.int16, "int32_t": np.int32,
+    "int64_t": np.int64, "uint8_t": np.uint8, "uint16_t": np.uint16, "uint32_t": np.uint32,
+    "uint64_t": np.uint64, "float": np.float32, "float16_t": np.float16,
+}
+
+
+@dataclass(frozen=True)
+class InputSlot:
+    name: str
+    role: str
+    """"array", "scalar" or "grid"."""
+    arg: int
+    """Index of the feeding argument (-1 for the grid input)."""
+    dtype: str
+    """MSL/MLX type string."""
+    vector: bool
+    """Read through vector loads: must arrive in device memory (8 elements or more)."""
+
+
+@dataclass(frozen=True)
+class OutputSlot:
+    name: str
+    arg: int
+    param: str
+    kind: str
+    """The parameter's kind ("pointer_out", "pointer_inout", "pointer_atomic")."""
+    dtype: str
+
+
+@dataclass(frozen=True)
+class LaunchPlan:
+    inputs: tuple[InputSlot, ...]
+    outputs: tuple[OutputSlot, ...]
+    threads: int
+    spread: bool
+
+    @classmethod
+    def of(cls, msl: object, arg_names: Sequence[str]) -> LaunchPlan:
+        index = {name: i for i, name in enumerate(arg_names)}
+        metadata = getattr(msl, "metadata", {})
+        vector = set(metadata.get("vector_inputs", ()) or ())
+        grid_input = metadata.get("grid_input")
+        feeds: dict[str, InputSlot] = {}
+        outputs: list[OutputSlot] = []
+        for p in msl.params:  # type: ignore[attr-defined]
+            if p.kind == "constexpr":
+                continue
+            if p.name not in index:
+                raise LaunchError(f"compiled kernel parameter '{p.name}' is not a parameter of the kernel")
+            role = "scalar" if p.kind == "scalar" else "array"
+            for n in p.msl_inputs:
+                feeds[n] = InputSlot(n, role, index[p.name], p.dtype, n in vector or p.name in vector)
+            for n in p.msl_outputs:
+                outputs.append(OutputSlot(n, index[p.name], p.name, p.kind, p.dtype))
+        inputs: list[InputSlot] = []
+        for n in msl.input_names:  # type: ignore[attr-defined]
+            if n == grid_input:
+                inputs.append(InputSlot(n, "grid", -1, "int32_t", False))
+            elif n in feeds:
+                inputs.append(feeds[n])
+            else:
+                raise LaunchError(f"compiled kernel input '{n}' is fed by no parameter")
+        order = {n: k for k, n in enumerate(msl.output_names)}  # type: ignore[attr-defined]
+        outputs.sort(key=lambda o: order[o.name])
+        return cls(tuple(inputs), tuple(outputs), int(msl.threads_per_program), bool(grid_input))  # type: ignore[attr-defined]
+
+
+def launch_dims(
+    grid: tuple[int, int, int], threads: int, spread: bool
+) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """(grid in threads, threadgroup) for metal_kernel (module docstring)."""
+    gx, gy, gz = grid
+    if not spread:
+        if gx * threads > LAUNCH_DIM_LIMIT:
+            raise LaunchError(
+                f"grid {grid}: {gx} programs of {threads} threads pass the 2**31 threads a launch "
+                "dimension holds; this variant was compiled without program spreading"
+            )
+        return (gx * threads, gy, gz), (threads, 1, 1)
+    total = gx * gy * gz
+    if total >= 2**32:
+        raise LaunchError(
+            f"grid {grid}: {total} programs in one launch; at most 2**32 - 1 can be numbered"
+        )
+    per_row = LAUNCH_DIM_LIMIT // threads
+    x = min(total, per_row)
+    rows = -(-total // x)
+    y = min(rows, LAUNCH_DIM_LIMIT)
+    z = -(-rows // y)
+    return (x * threads, y, z), (threads, 1, 1)
+
+
+def needs_spread(grid: tuple[int, int, int], threads: int) -> bool:
+    return grid[0] * threads > LAUNCH_DIM_LIMIT

@@ -1,0 +1,117 @@
+"""What a compile shows under `TRITON_METAL_DEBUG` and writes under `TRITON_METAL_DUMP_DIR`.
+
+Levels (the IR after every pass is the pass pipeline's own dump, `passes/debug_dump.py`):
+* 2: the op-to-MSL mapping on stderr: each kernel source line (from the MSL's `#line`
+  directives) followed by the MSL it became;
+* 3: the full MSL as MLX will compile it (header, the signature `mx.fast.metal_kernel` writes,
+  the body) and the hardware: the chip (Metal) or the emulator's host.
+
+Files: at level 2 or more, or whenever `TRITON_METAL_DUMP_DIR` is set, the folder
+`<dump dir>/<MSL kernel name>/` (default dump dir `~/.triton/metal/shaders`) receives
+`kernel.metal` (the MSL as MLX will compile it, every array input in device memory),
+`body.metal`, `header.metal` and `launch.json` (the launch metadata: inputs, outputs, parameter
+bindings, threads per program, coverage, threadgroup memory, the specialization).
+"""
+
+from __future__ import annotations
+
+import json
+import linecache
+import os
+import platform
+import re
+from pathlib import Path
+from typing import Any
+
+from .log import log
+
+DEFAULT_DUMP_DIR = "~/.triton/metal/shaders"
+_LINE = re.compile(r'^\s*#line (\d+) "([^"]*)"\s*$')
+
+
+def dump_dir(level: int) -> Path | None:
+    explicit = os.environ.get("TRITON_METAL_DUMP_DIR")
+    if explicit:
+        return Path(explicit).expanduser()
+    if level >= 2:
+        return Path(DEFAULT_DUMP_DIR).expanduser()
+    return None
+
+
+def mlx_source(msl: Any) -> str:
+    """The kernel text `mx.fast.metal_kernel` builds for this MSLKernel (array inputs in device
+    memory, scalars as 0-d inputs)."""
+    from ..backends.emulator.signature import InputSpec, OutputSpec, build_kernel_source
+
+    scalars = {n for p in msl.params if p.kind == "scalar" for n in p.msl_inputs}
+    dtypes = {n: p.dtype for p in msl.params for n in (*p.msl_inputs, *p.msl_outputs)}
+    grid_input = msl.metadata.get("grid_input")
+    inputs = []
+    for n in msl.input_names:
+        if n == grid_input:
+            inputs.append(InputSpec(n, "int32_t", 1, 3))
+        elif n in scalars:
+            inputs.append(InputSpec(n, dtypes[n], 0, 1))
+        else:
+            inputs.append(InputSpec(n, dtypes[n], 1, 1024))
+    outputs = [OutputSpec(n, dtypes[n]) for n in msl.output_names]
+    return build_kernel_source(msl.name, inputs, outputs, msl.source, msl.header, (), msl.atomic_outputs).text
+
+
+def op_to_msl(msl: Any) -> str:
+    """The body grouped by the kernel source line each part came from."""
+    parts: list[str] = []
+    for raw in msl.source.splitlines():
+        m = _LINE.match(raw)
+        if m is not None:
+            line, file = int(m.group(1)), m.group(2)
+            text = linecache.getline(file, line).strip()
+            parts.append(f"--- {Path(file).name}:{line}: {text}")
+        elif raw.strip():
+            parts.append("    " + raw.strip())
+    return "\n".join(parts)
+
+
+def launch_metadata(compiled: Any) -> dict[str, object]:
+    from .disk_cache import dump_msl_kernel, key_text
+
+    data = dump_msl_kernel(compiled.msl)
+    data.pop("source")
+    data.pop("header")
+    data["specialization"] = key_text(compiled.key)
+    data["origin"] = compiled.origin
+    data["compile_seconds"] = compiled.compile_seconds
+    return data
+
+
+def hardware(backend: str) -> str:
+    if backend == "metal":
+        from ..backends.metal import chip_info
+
+        chip = chip_info()
+        return (f"{chip.device_name} ({chip.architecture}, {chip.family or 'unknown family'}), "
+                f"{chip.threadgroup_memory_bytes} B threadgroup memory, "
+                f"{chip.max_threads_per_threadgroup} threads per threadgroup, SIMD width {chip.simd_width}")
+    return (f"{backend} on {platform.machine()} ({os.cpu_count()} cores): 32768 B threadgroup memory, "
+            "1024 threads per threadgroup, SIMD width 32 (emulated)")
+
+
+def after_compile(compiled: Any, level: int) -> None:
+    msl = compiled.msl
+    if level >= 2:
+        log(f"op-to-MSL mapping of {msl.name}:\n{op_to_msl(msl)}")
+    if level >= 3:
+        log(f"MSL of {msl.name} as MLX compiles it:\n{mlx_source(msl)}")
+        log(f"hardware: {hardware(compiled.key.backend)}")
+    folder = dump_dir(level)
+    if folder is None:
+        return
+    target = folder / msl.name
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        (target / "kernel.metal").write_text(mlx_source(msl), encoding="ascii")
+        (target / "body.metal").write_text(msl.source, encoding="ascii")
+        (target / "header.metal").write_text(msl.header, encoding="ascii")
+        (target / "launch.json").write_text(json.dumps(launch_metadata(compiled), indent=2), encoding="utf-8")
+    except OSError as error:
+        log(f"could not write the dump folder {target}: {error}")

@@ -1,0 +1,112 @@
+"""Kernel arguments as the flat buffers a compiled kernel indexes.
+
+A compiled kernel reaches an array through integer offsets from its first element, using the
+strides the caller passes as arguments (Triton's pointer semantics). So every array argument
+becomes a 1-D buffer that starts at the first element:
+
+* a NumPy array: a view of the same memory (`flat_view`), from the first element to the last
+  element the array's strides can reach; nothing is copied, so the emulator writes in place. A
+  view with negative strides or strides that are not a whole number of elements is refused
+  (the first element is not its lowest address, which a Metal buffer cannot express).
+* `reinterpret(numpy_array, tl.bfloat16)`: the base array's 16-bit words.
+* an MLX array: a row-major copy (`mlx_to_numpy`; bfloat16 as its uint16 bits); the launcher
+  rebinds the caller's array to the result (`rebind_mlx`) when the kernel writes it.
+
+Element counts decide `index_bits` (`needs_64bit_indices`): a buffer of 2**31 elements or more
+needs 64-bit offsets.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..errors import LaunchError
+from .specialization import MLX_ARRAY, ReinterpretedArray
+
+INDEX32_LIMIT = 2**31
+
+
+def flat_view(arr: np.ndarray, name: str) -> np.ndarray:
+    """A 1-D view over `arr`'s memory from its first element (module docstring)."""
+    if arr.flags.c_contiguous:
+        return arr.reshape(-1)
+    item = arr.itemsize
+    extent = 1
+    for size, stride in zip(arr.shape, arr.strides):
+        if size == 0:
+            return arr.reshape(-1)[:0] if arr.size == 0 else arr.reshape(-1)
+        if stride < 0 or stride % item:
+            raise LaunchError(
+                f"argument '{name}': a view with strides {arr.strides} (bytes) cannot be passed to a "
+                "compiled kernel: strides must be non-negative multiples of the element size; pass "
+                "np.ascontiguousarray(...) and its strides instead"
+            )
+        extent += (size - 1) * (stride // item)
+    view = np.lib.stride_tricks.as_strided(
+        arr, shape=(extent,), strides=(item,), writeable=arr.flags.writeable
+    )
+    return view
+
+
+def element_extent(value: object) -> int:
+    """How many elements a kernel may address through `value` (0 for non-arrays)."""
+    if type(value) is np.ndarray:
+        if value.flags.c_contiguous:
+            return int(value.size)
+        if value.size == 0:
+            return 0
+        item = value.itemsize
+        return 1 + sum((n - 1) * abs(s) // item for n, s in zip(value.shape, value.strides))
+    if MLX_ARRAY is not None and type(value) is MLX_ARRAY:
+        return int(value.size)  # type: ignore[attr-defined]
+    if isinstance(value, ReinterpretedArray):
+        return element_extent(value.base)
+    if isinstance(value, np.ndarray):
+        return element_extent(np.asarray(value))
+    return 0
+
+
+def needs_64bit_indices(values: tuple[object, ...]) -> bool:
+    for v in values:
+        if element_extent(v) >= INDEX32_LIMIT:
+            return True
+    return False
+
+
+def is_mlx(value: object) -> bool:
+    return MLX_ARRAY is not None and isinstance(value, MLX_ARRAY)
+
+
+def mlx_to_numpy(value: Any) -> np.ndarray:
+    """A row-major NumPy copy of an MLX array, flattened (bfloat16 as uint16 bits)."""
+    import mlx.core as mx
+
+    if value.dtype == mx.bfloat16:
+        return np.array(value.view(mx.uint16)).reshape(-1)
+    return np.array(value).reshape(-1)
+
+
+def rebind_mlx(target: Any, flat: np.ndarray, name: str) -> None:
+    """`target[...] = result`: the caller's MLX array object now holds the kernel's result."""
+    import mlx.core as mx
+
+    result = mx.array(flat.reshape(target.shape))
+    if target.dtype == mx.bfloat16:
+        result = result.view(mx.bfloat16)
+    if result.dtype != target.dtype or result.shape != target.shape:
+        raise LaunchError(
+            f"argument '{name}': the kernel produced {result.dtype}{list(result.shape)} for an array of "
+            f"{target.dtype}{list(target.shape)}"
+        )
+    target[...] = result
+
+
+def numpy_buffer(value: object, name: str) -> np.ndarray:
+    """The flat NumPy buffer for a NumPy array or a bfloat16 reinterpretation of one."""
+    if isinstance(value, ReinterpretedArray):
+        return flat_view(value.base.view(np.uint16), name)
+    if isinstance(value, np.ndarray):
+        return flat_view(value, name)
+    raise LaunchError(f"argument '{name}' is a {type(value).__name__}, but the kernel takes an array here")

@@ -1,0 +1,111 @@
+"""Compiled launches on the emulator: the generated MSL run on the CPU, arrays written in place.
+
+`EmulatorLauncher(msl, arg_names)` is built once per compiled variant; calling it with a
+launch's bound values and grid runs the kernel through `backends.emulator.EmulatorKernel` (the
+same kernel text `mx.fast.metal_kernel` would build: `build_kernel_source`).
+
+Arrays (see `host_arrays.py`):
+* NumPy arrays are passed as flat views of their own memory, as inputs and as outputs alike, so
+  the kernel's stores land in the caller's array and elements it does not store keep their
+  values; atomics update the array itself (locks, counters and compare-and-swap loops see each
+  other). A parameter that is both read and written is one buffer seen through both names:
+  Triton's pointer semantics.
+* MLX arrays are copied to NumPy once per launch (an array passed to several parameters is
+  copied once), run as above, and the caller's array object is rebound to the result
+  (`arr[...] = result`) when the kernel writes it.
+
+Inputs that the kernel reads through vector loads are padded to 8 elements when smaller
+(metal_kernel passes smaller inputs in `constant` memory, which vector views cannot read).
+Compiled emulator binaries are cached on disk by source hash (`toolchain.cache_dir()`), and
+per launcher by the inputs' address spaces (0-d, under 8 elements, or device).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import LaunchError
+from .host_arrays import is_mlx, mlx_to_numpy, numpy_buffer, rebind_mlx
+from ..backends.metal.plan import SCALAR_NUMPY, LaunchPlan, launch_dims
+
+_BF16 = "bfloat16_t"
+
+
+class EmulatorLauncher:
+    """Runs one compiled variant on the emulator (module docstring)."""
+
+    def __init__(self, msl: Any, arg_names: Sequence[str]) -> None:
+        self.msl = msl
+        self.plan = LaunchPlan.of(msl, arg_names)
+        self.arg_names = tuple(arg_names)
+        self.fast_math = msl.metadata.get("math_mode") == "fast"
+        self._kernels: dict[tuple[int, ...], Any] = {}
+
+    def _kernel(self, inputs: list[np.ndarray]) -> Any:
+        # 0: 0-d, 1: under 8 elements (constant), 2: device memory
+        shape_key = tuple(0 if a.ndim == 0 else (1 if a.size < 8 else 2) for a in inputs)
+        kernel = self._kernels.get(shape_key)
+        if kernel is None:
+            from ..backends.emulator import EmulatorKernel
+            from ..backends.emulator.signature import InputSpec, OutputSpec, build_kernel_source
+
+            specs = [InputSpec(s.name, s.dtype, a.ndim, int(a.size)) for s, a in zip(self.plan.inputs, inputs)]
+            outs = [OutputSpec(o.name, o.dtype) for o in self.plan.outputs]
+            msl = self.msl
+            source = build_kernel_source(
+                msl.name, specs, outs, msl.source, msl.header, (), msl.atomic_outputs
+            )
+            kernel = EmulatorKernel.build(source, msl.source, msl.header, fast_math=self.fast_math)
+            self._kernels[shape_key] = kernel
+        return kernel
+
+    def __call__(self, values: tuple[object, ...], grid: tuple[int, int, int]) -> None:
+        plan = self.plan
+        buffers: dict[int, np.ndarray] = {}
+        copies: dict[int, np.ndarray] = {}  # id(mlx array) -> its NumPy copy
+
+        def buffer(arg: int) -> np.ndarray:
+            b = buffers.get(arg)
+            if b is None:
+                value = values[arg]
+                if is_mlx(value):
+                    b = copies.get(id(value))
+                    if b is None:
+                        b = copies[id(value)] = mlx_to_numpy(value)
+                else:
+                    b = numpy_buffer(value, self.arg_names[arg])
+                buffers[arg] = b
+            return b
+
+        inputs: list[np.ndarray] = []
+        for slot in plan.inputs:
+            if slot.role == "array":
+                arr = buffer(slot.arg)
+                if slot.vector and arr.size < 8:
+                    padded = np.zeros(8, dtype=arr.dtype)
+                    padded[: arr.size] = arr
+                    arr = padded
+                inputs.append(arr)
+            elif slot.role == "scalar":
+                inputs.append(np.asarray(values[slot.arg], dtype=SCALAR_NUMPY[slot.dtype]))
+            else:
+                inputs.append(np.asarray(grid, dtype=np.int32))
+        outputs: list[np.ndarray] = []
+        for out in plan.outputs:
+            arr = buffer(out.arg)
+            if not arr.flags.writeable:
+                raise LaunchError(
+                    f"argument '{out.param}': the kernel stores to it but the array is read-only"
+                )
+            outputs.append(arr)
+        kernel = self._kernel(inputs)
+        launch_grid, threadgroup = launch_dims(grid, plan.threads, plan.spread)
+        kernel.launch(inputs, outputs, launch_grid, threadgroup)
+        if copies:
+            for out in plan.outputs:
+                value = values[out.arg]
+                if is_mlx(value):
+                    rebind_mlx(value, buffers[out.arg], out.param)
