@@ -49,6 +49,23 @@ class ParamBinding:
 
 
 @dataclass(frozen=True)
+class CoveredDim:
+    """One dimension of a proven store pattern: indices `i < bound` along it are written when
+    `grid[grid_axis] * block >= bound`; each index contributes `i * stride` to the flat element
+    index."""
+
+    grid_axis: int
+    block: int
+    bound_param: str | None = None
+    """The runtime scalar parameter bounding the index (the mask `offs < bound`)."""
+    bound_value: int | None = None
+    """A constant bound; both None: unmasked, bounded by `grid[grid_axis] * block` itself."""
+    stride_param: str | None = None
+    """The runtime scalar parameter giving the stride, or None for the constant `stride_value`."""
+    stride_value: int = 1
+
+
+@dataclass(frozen=True)
 class OutputCoverage:
     """Which elements of one output a launch writes, as far as the compiler can prove.
 
@@ -68,6 +85,13 @@ class OutputCoverage:
     bound_value: int | None = None
     reason: str = ""
     """Why coverage could not be proven (for the debug log) when `proven` is False."""
+    tile: tuple[CoveredDim, ...] = ()
+    """The general form of the proof, for 1-D and multi-dimensional tiles: every flat index
+    `sum(i_d * stride_d)` with `i_d < bound_d` for all d is written when every dim's grid
+    condition holds. The output is fully written when, in addition, the strides are the
+    row-major strides of the bounds (innermost 1) and the bounds' product equals the array's
+    size. For 1-D proofs the fields above say the same (`proven`); a multi-dimensional proof has
+    `proven=False` there (the 1-D reading does not apply) and this field set."""
 
 
 @dataclass(frozen=True)
