@@ -112,6 +112,14 @@ def test_fragment_dot_from_operand_layouts(el, m, n, k, wpc):
     np.testing.assert_array_equal(d, reference(a, b, c, False))
 
 
+@pytest.mark.parametrize("wpc", [(4, 2), (2, 4), (8, 1)])
+def test_more_warps_than_fragments_replicate(wpc):
+    # a 16 x 16 result has 2 x 2 fragments: extra warps hold copies and compute the same values
+    la, lb, lc = block_operands(wpc)
+    d, a, b, c = run_dot(16, 16, 16, f16, f32, la, lb, lc, wpc[0] * wpc[1])
+    np.testing.assert_array_equal(d, reference(a, b, c, False))
+
+
 def test_fp16_accumulator():
     la, lb, lc = block_operands((2, 2))
     d, a, b, c = run_dot(32, 32, 32, f16, f16, la, lb, lc, 4)
