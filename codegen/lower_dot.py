@@ -61,7 +61,6 @@ from .values import RegValue
 THREADGROUP_MEMORY = 32768
 """Bytes of threadgroup memory on Apple GPUs."""
 
-_FLOAT_OPERANDS = ("f32", "f16", "bf16")
 _ACCUMULATORS = {"f32": ("f32",), "f16": ("f32", "f16"), "bf16": ("f32",), "i8": ("i32",)}
 
 
@@ -135,8 +134,9 @@ def _lower_fragment_dot(ctx: LoweringContext, op: DotOp, plan: DotPlan, a: RegVa
     ctx.push()
     n, k = plan.n, plan.k
     staged = _stage_operands(ctx, op, a if plan.a is None else None, b if plan.b is None else None, in_t)
-    rows = _warp_offset(ctx, plan.warp_rows)
-    cols = _warp_offset(ctx, plan.warp_cols)
+    # staged fragments are loaded at this SIMD group's origins
+    rows = _warp_offset(ctx, plan.warp_rows) if plan.a is None else None
+    cols = _warp_offset(ctx, plan.warp_cols) if plan.b is None else None
 
     # fragments of A, B and the accumulator, each built once
     a_frags = _fragments(ctx, in_frag, [(s.row, kk) for s in plan.acc for kk in range(0, k, FRAG)])
