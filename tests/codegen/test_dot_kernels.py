@@ -191,6 +191,27 @@ def test_dot_with_acc_argument(bm, bn, bk, num_warps):
 
 
 @triton.jit
+def dot_transposed_kernel(a_ptr, b_ptr, out_ptr, S: tl.constexpr):
+    r = tl.arange(0, S)
+    offs = r[:, None] * S + r[None, :]
+    a = tl.load(a_ptr + offs)
+    b = tl.load(b_ptr + offs)
+    d = tl.dot(a, tl.trans(b))  # a @ b.T, as attention computes q @ k.T
+    e = tl.dot(tl.trans(a), d.to(a.dtype))  # a.T @ (a @ b.T)
+    tl.store(out_ptr + offs, e)
+
+
+@pytest.mark.parametrize("num_warps", [1, 4])
+def test_dot_of_transposed_operands(num_warps):
+    a, b = quarters((32, 32)).astype(np.float16), quarters((32, 32)).astype(np.float16)
+    out = launch(dot_transposed_kernel)[(1,)](a, b, np.zeros((32, 32), np.float32), S=32,
+                                              num_warps=num_warps)["out_ptr"]
+    a32, b32 = a.astype(np.float64), b.astype(np.float64)
+    d = (a32 @ b32.T).astype(np.float16).astype(np.float64)
+    np.testing.assert_array_equal(out, a32.T @ d)
+
+
+@triton.jit
 def dot_precision_kernel(a_ptr, b_ptr, out_ptr, S: tl.constexpr, PRECISION: tl.constexpr):
     r = tl.arange(0, S)
     offs = r[:, None] * S + r[None, :]
