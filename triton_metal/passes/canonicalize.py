@@ -12,7 +12,9 @@ Rewrites (applied greedily until none applies):
   broadcast of a splat becomes a splat; expand_dims of a splat becomes a splat; a broadcast or
   reshape to the operand's own type disappears;
 * `scf.if` on a constant condition is replaced by the ops of the region taken;
-* `scf.for` whose constant bounds give no trip is replaced by its initial values;
+* `scf.for` whose constant bounds give no trip is replaced by its initial values; a carried
+  value the body yields unchanged is its initial value (inside the body and after the loop);
+* an `scf.if` result that both branches yield as the same value from outside is that value;
 * `tt.assume true` disappears.
 
 Option `fold_floats` (default true): with `canonicalize{fold_floats=false}` only integer and
@@ -25,7 +27,7 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ..ir import Module, Op, Value
+from ..ir import BlockArgument, Module, Op, Value
 from ..ir.ops import arith as A
 from ..ir.ops import scf, tt
 from ..ir.ops.tt_debug import AssumeOp
@@ -274,6 +276,51 @@ def _for_no_trip(rw: Rewriter, op: scf.ForOp) -> bool:
         _keep_name(r, v)
     rw.replace_op(op, list(op.iter_args))
     return True
+
+
+@pattern(scf.ForOp)
+def _for_invariant_carried(rw: Rewriter, op: scf.ForOp) -> bool:
+    """A carried value the body yields unchanged is its initial value throughout."""
+    block = op.body.block
+    term = block.ops[-1] if block.ops else None
+    if term is None:
+        return False
+    changed = False
+    for i, (init, arg) in enumerate(zip(op.iter_args, block.args[1:])):
+        if term.operands[i] is arg and (rw.has_uses(arg) and rw.users(arg) != [term] or rw.has_uses(op.results[i])):
+            for user in rw.users(arg):
+                if user is not term:
+                    user.replace_operand(arg, init)
+                    rw.uses[arg].remove(user)
+                    rw.uses.setdefault(init, []).append(user)
+            rw.replace_all_uses(op.results[i], init)
+            changed = True
+    return changed
+
+
+@pattern(scf.IfOp)
+def _if_same_yield(rw: Rewriter, op: scf.IfOp) -> bool:
+    """A result both branches yield as the same outside value is that value."""
+    if not op.results:
+        return False
+    then_term, else_term = op.then_region.block.ops[-1], op.else_region.block.ops[-1]
+    changed = False
+    for i, r in enumerate(op.results):
+        v = then_term.operands[i]
+        if v is else_term.operands[i] and rw.has_uses(r) and not _defined_inside(v, op):
+            rw.replace_all_uses(r, v)
+            changed = True
+    return changed
+
+
+def _defined_inside(v: Value, op: Op) -> bool:
+    block = v.block if isinstance(v, BlockArgument) else getattr(v, "op", None) and v.op.parent  # type: ignore[union-attr]
+    while block is not None:
+        owner = block.parent_op
+        if owner is op:
+            return True
+        block = owner.parent if owner is not None else None
+    return False
 
 
 @register_pass
