@@ -8,6 +8,6 @@ inline simdgroup_matrix<T, 8, 8> tm_frag(T x0, T x1) {
   return m;
 }
 template <typename T>
-inline T tm_frag_elem(simdgroup_matrix<T, 8, 8> m, int i) {
+inline T tm_frag_elem(thread simdgroup_matrix<T, 8, 8>& m, int i) {
   return m.thread_elements()[i];
 }
