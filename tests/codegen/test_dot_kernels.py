@@ -328,5 +328,20 @@ def test_matmul_msl_uses_fragments_and_threadgroup_staging():
     # operands go through threadgroup memory between barriers
     assert re.search(r"\(threadgroup half\*\)", body)
     assert "threadgroup_barrier(mem_flags::mem_threadgroup)" in body
-    # the accumulator is loop-carried in registers, not re-read from memory in the loop
-    assert re.search(r"for \(int", body)
+    # the fp32 accumulator stays in registers (as fragment elements) across the K loop: inside the
+    # loop only the fp16 operands go through threadgroup memory
+    loop = _loop_body(body)
+    assert loop.count("simdgroup_multiply_accumulate(") == 16
+    assert "(threadgroup half*)" in loop and "threadgroup float" not in loop
+    assert "(threadgroup float*)" in body[body.index(loop) + len(loop):]  # converted for the store after
+
+
+def _loop_body(text: str) -> str:
+    """The text of the first `for` loop's body (braces matched)."""
+    start = text.index("{", re.search(r"\bfor \(", text).start())
+    depth = 0
+    for i in range(start, len(text)):
+        depth += {"{": 1, "}": -1}.get(text[i], 0)
+        if depth == 0:
+            return text[start:i + 1]
+    raise AssertionError("unbalanced braces")
