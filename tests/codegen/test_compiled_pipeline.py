@@ -61,8 +61,6 @@ def test_histogram_atomics():
     np.testing.assert_array_equal(out, histogram.reference(x, bins))
 
 
-@pytest.mark.xfail(raises=IndexError, strict=False,
-                   reason="the layout assignment pass fails on scalar stores (tl.store(Mean + row, mean))")
 def test_layer_norm_forward():
     rows, n = 9, 700
     x = RNG.standard_normal((rows, n)).astype(np.float32)

@@ -73,6 +73,8 @@ def rewrite_op(a: _Assigner, op: Op) -> None:
 
     name = op.name
     if name == "tt.store":
+        if not _tensor(op.operands[0]):
+            return  # a scalar store: nothing to lay out
         lay = _store_layout(a, op)
         for v in list(op.operands):
             a.ensure(op, v, lay)
