@@ -86,3 +86,22 @@ def test_layer_norm_dwdb_2d_reduction():
                FINAL_DB=np.zeros(n, np.float32), M=m, N=n)
     np.testing.assert_allclose(outs["FINAL_DW"], dw.sum(axis=0), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(outs["FINAL_DB"], db.sum(axis=0), rtol=1e-5, atol=1e-5)
+
+
+def test_golden_vector_add_through_the_pipeline():
+    k = compile_source(vector_add.add_kernel, "*fp32/16", "*fp32/16", "*fp32/16", "i32/16", C(1024))
+    src = k.source
+    assert src.count("const device float4*") == 4 and src.count("(device float4*)") == 2
+    assert "tm_smem" not in src and "barrier" not in src
+    assert k.metadata["threadgroup_memory_bytes"] == 0
+
+
+def test_golden_softmax_through_the_pipeline():
+    k = compile_source(softmax.softmax_kernel, "*fp32/16", "*fp32/16", "i32", "i32", "i32", "i32", C(1024), C(2))
+    src = k.source
+    assert src.count("simd_max(") == 1 and src.count("simd_sum(") == 1
+    # partials of 4 SIMD groups, 16 bytes; per reduction one barrier between the partials' writes
+    # and reads, and one before the scratch is written again (the loop over rows reuses it)
+    assert k.metadata["threadgroup_memory_bytes"] == 16
+    assert src.count("threadgroup_barrier(mem_flags::mem_threadgroup)") == 4
+    assert "precise::exp(" in src
