@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import triton_metal
+
 import numpy as np
 import pytest
 
@@ -8,7 +10,7 @@ from examples import cumsum
 
 def test_main(mode, capsys):
     assert cumsum.main() == 0
-    assert "OK (backend: interpreter)" in capsys.readouterr().out
+    assert f"OK (backend: {triton_metal.active_backend_name()})" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("shape", [(1, 1), (4, 16), (9, 100), (3, 513)])

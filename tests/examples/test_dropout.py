@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import triton_metal
+
 import numpy as np
 import pytest
 
@@ -8,7 +10,7 @@ from examples import dropout
 
 def test_main(mode, capsys):
     assert dropout.main() == 0
-    assert "OK (backend: interpreter)" in capsys.readouterr().out
+    assert f"OK (backend: {triton_metal.active_backend_name()})" in capsys.readouterr().out
 
 
 def test_reference_philox_matches_the_published_test_vectors():

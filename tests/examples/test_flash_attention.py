@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import triton_metal
+
 import numpy as np
 import pytest
 
@@ -9,7 +11,7 @@ from examples import flash_attention
 def test_main(mode, capsys):
     assert flash_attention.main() == 0
     out = capsys.readouterr().out
-    assert out.count("OK (backend: interpreter)") == 2
+    assert out.count(f"OK (backend: {triton_metal.active_backend_name()})") == 2
 
 
 @pytest.mark.parametrize("causal", [False, True])

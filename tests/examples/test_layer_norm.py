@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import triton_metal
+
 import numpy as np
 import pytest
 
@@ -8,7 +10,7 @@ from examples import layer_norm
 
 def test_main(mode, capsys):
     assert layer_norm.main() == 0
-    assert "OK (backend: interpreter)" in capsys.readouterr().out
+    assert f"OK (backend: {triton_metal.active_backend_name()})" in capsys.readouterr().out
 
 
 def _data(M, N, dtype, seed=0):

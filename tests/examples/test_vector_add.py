@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import triton_metal
+
 import mlx.core as mx
 import numpy as np
 import pytest
@@ -9,7 +11,7 @@ from examples import vector_add
 
 def test_main(mode, capsys):
     assert vector_add.main() == 0
-    assert "max abs error vs NumPy: 0 OK (backend: interpreter)" in capsys.readouterr().out
+    assert f"max abs error vs NumPy: 0 OK (backend: {triton_metal.active_backend_name()})" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("size", [1, 15, 1024, 1025, 3000])
@@ -54,5 +56,5 @@ def test_every_example_main(capsys):
 
     assert main() == 0
     out = capsys.readouterr().out
-    assert out.count("OK (backend: interpreter)") == len(EXAMPLES) + 1  # attention reports twice
+    assert out.count(f"OK (backend: {triton_metal.active_backend_name()})") == len(EXAMPLES) + 1  # attention reports twice
     assert "FAILED" not in out

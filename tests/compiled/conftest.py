@@ -1,0 +1,32 @@
+"""Compiled differential tests: the runtime's default path (the emulator on this machine)
+against the NumPy interpreter and NumPy, with a clean environment."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from differential import run_both  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _compiled_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("TRITON_METAL_INTERPRET", "TRITON_METAL_DEBUG", "TRITON_METAL_DUMP_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("TRITON_METAL_BACKEND", "emulator")
+
+
+@pytest.fixture
+def run() -> Callable[..., None]:
+    """The interpreter tests' `run(fn, grid, **args)`, run in both modes and compared."""
+    return run_both
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "compiled: runs kernels compiled on the emulator")
