@@ -164,3 +164,21 @@ def test_constants_and_ranges() -> None:
     assert facts.get(const.result) == AxisInfo((1,), (1024,), (1,), 1024, True)
     addptrs = ops_of(m, AddPtrOp)
     assert all(facts.get(a.result).contiguity == (1024,) for a in addptrs)
+
+
+def masked_with_other(x_ptr, out_ptr, n, scale, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    tl.store(out_ptr + offs, x * scale + 1.0, mask=offs < n)
+
+
+def test_floats_carry_constancy_only() -> None:
+    m = compile_kernel(masked_with_other, "*fp32/16", "*fp32/16", "i32/16", "fp32", C(128))
+    facts = analyze_axis_info(m)
+    load = ops_of(m, LoadOp)[0]
+    assert facts.get(load.other) == AxisInfo((1,), (1,), (128,))  # the splatted 0.0
+    assert facts.get(load.result) == AxisInfo((1,), (1,), (1,))  # loaded data: nothing known
+    mul = next(op for op in m.walk() if op.name == "arith.mulf")
+    scale = mul.rhs if mul.lhs is load.result else mul.lhs
+    assert facts.get(scale).constancy == (128,)  # the splatted scalar argument
+    assert facts.get(mul.result).constancy == (1,)

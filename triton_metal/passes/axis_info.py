@@ -12,6 +12,9 @@ one dimension of size 1):
   address), as Triton counts it. With `C == 1` that is every element.
 * `constancy[d] = K`: within aligned groups of `K` indices along `d` the value does not change.
 
+Floats carry only constancy (their contiguity and divisibility are always 1): a masked load's
+`other` or a splatted float is constant over whole runs, which vector accesses need to know.
+
 Two extras ride along: `constant` (the value, when every element is one known integer) and
 `non_negative` (every element is >= 0 read in its type's signedness), which makes the division
 and remainder rules sound for signed integers.
@@ -140,7 +143,13 @@ def dims_of(ty: Type) -> tuple[int, ...]:
 
 
 def is_tracked(ty: Type) -> bool:
-    """Integers (i1 included) and pointers carry axis info; floats do not."""
+    """Integers (i1 included) and pointers carry all the facts; floats only constancy."""
+    el = element_type(ty)
+    return isinstance(el, (PointerType, ScalarType))
+
+
+def is_integral(ty: Type) -> bool:
+    """Integers (i1 included) and pointers: the values contiguity and divisibility speak of."""
     el = element_type(ty)
     return isinstance(el, PointerType) or (isinstance(el, ScalarType) and el.is_int())
 

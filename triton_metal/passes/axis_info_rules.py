@@ -25,6 +25,7 @@ from .axis_info import (
     AxisInfo,
     _cap,
     dims_of,
+    is_integral,
     is_tracked,
     is_unsigned,
     meet,
@@ -49,6 +50,14 @@ def rule(*classes: type[Op]) -> Callable[[Rule], Rule]:
     return deco
 
 
+def _rule_for(op: Op) -> Rule | None:
+    for cls in type(op).__mro__:
+        fn = RULES.get(cls)  # type: ignore[arg-type]
+        if fn is not None:
+            return fn
+    return None
+
+
 class AxisInfoAnalysis:
     """Holds the facts found so far; `run_func` fills them for one function."""
 
@@ -63,6 +72,9 @@ class AxisInfoAnalysis:
 
     def set(self, v: Value, info: AxisInfo) -> None:
         if is_tracked(v.type):
+            if not is_integral(v.type):  # floats: constancy only
+                ones = (1,) * info.rank
+                info = AxisInfo(ones, ones, info.constancy)
             self.facts[v] = _clip(info, v)
 
     # -- driver --------------------------------------------------------------------------------
@@ -92,7 +104,7 @@ class AxisInfoAnalysis:
             self._while(op)
             return
         folded = self._fold(op)
-        fn = RULES.get(type(op))
+        fn = _rule_for(op)
         if folded is not None:
             infos = [folded]
         elif fn is not None:
@@ -201,7 +213,8 @@ def _clip(info: AxisInfo, v: Value) -> AxisInfo:
 @rule(A.ConstantOp)
 def _constant(an: AxisInfoAnalysis, op: A.ConstantOp) -> list[AxisInfo]:
     if isinstance(op.value, float):
-        return [AxisInfo.pessimistic(rank_of(op.result.type))]
+        dims = dims_of(op.result.type)
+        return [AxisInfo((1,) * len(dims), (1,) * len(dims), dims)]
     return [AxisInfo.of_constant(int(op.value), dims_of(op.result.type))]
 
 
@@ -489,8 +502,9 @@ def _min_max(an: AxisInfoAnalysis, op: Op) -> list[AxisInfo]:
     return [AxisInfo(info.contiguity, (div,) * info.rank, info.constancy, None, non_negative)]
 
 
-@rule(A.MulHiOp, A.AbsIOp, A.NegIOp, A.NotIOp)
+@rule(A.MulHiOp, A.AbsIOp, A.NegIOp, A.NotIOp, A.FloatBinaryOp, A.UnaryOp, A.FmaOp, A.CmpFOp, A.CastOp)
 def _elementwise_unknown(an: AxisInfoAnalysis, op: Op) -> list[AxisInfo]:
+    """Any elementwise function: constant where all its operands are."""
     infos = [an.get(v) for v in op.operands]
     info = infos[0]
     for other in infos[1:]:
@@ -558,7 +572,7 @@ def _ext(an: AxisInfoAnalysis, op: Op) -> list[AxisInfo]:
 @rule(A.TruncIOp, A.BitcastOp)
 def _trunc(an: AxisInfoAnalysis, op: Op) -> list[AxisInfo]:
     src = an.get(op.operands[0])
-    if not is_tracked(op.operands[0].type) or not is_tracked(op.result.type):
+    if not is_integral(op.operands[0].type) or not is_integral(op.result.type):
         return [AxisInfo.pessimistic(rank_of(op.result.type))]
     # low bits, and with them power-of-two divisibility, survive truncation
     return [AxisInfo(src.contiguity, src.divisibility, src.constancy)]
