@@ -173,16 +173,21 @@ def test_msl_uses_simdgroup_matrices():
 @pytest.mark.parametrize("shape_a,shape_b,el,acc,match", [
     ((16, 12), (12, 16), f32, f32, "K to be a multiple of 8"),
     ((16, 16), (16, 16), f32, f16, "cannot accumulate in f16"),
+    ((16, 16), (16, 16), bf16, f16, "cannot accumulate in f16"),
     ((16, 16), (16, 16), i32, i32, "no Apple GPU path for i32"),
+    ((20, 16), (16, 16), f16, f32, "M to be a multiple of 8"),
+    ((2, 16, 16), (2, 16, 16), f32, f32, "batched \\(3-D\\) tl.dot"),
 ])
 def test_refusals(shape_a, shape_b, el, acc, match):
-    la, lb, lc = block_operands((1, 1))
-    m, n = shape_a[0], shape_b[1]
-    layout_a = la if shape_a[1] % 8 == 0 else None
+    flat = len(shape_a) == 2
+    la, lb, lc = block_operands((1, 1)) if flat else (None, None, None)
+    m, n = shape_a[-2], shape_b[-1]
+    layout_a = la if shape_a[-1] % 8 == 0 else None
     a = Value(TensorType(shape_a, el, layout_a), "a")
-    b = Value(TensorType(shape_b, el, lb if shape_b[0] % 8 == 0 else None), "b")
-    c = Value(TensorType((m, n), acc, lc), "c")
-    op = DotOp(a=a, b=b, c=c, result_types=[TensorType((m, n), acc, lc)])
+    b = Value(TensorType(shape_b, el, lb if shape_b[-2] % 8 == 0 else None), "b")
+    c_shape = (*shape_a[:-1], n)
+    c = Value(TensorType(c_shape, acc, lc), "c")
+    op = DotOp(a=a, b=b, c=c, result_types=[TensorType(c_shape, acc, lc)])
     ctx = LoweringContext(CodegenOptions(num_warps=1), "dot_test")
     ctx.current_op = op
     with pytest.raises(CompilationError, match=match):
