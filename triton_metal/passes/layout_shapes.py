@@ -11,7 +11,8 @@ whose current layout does not fit is asked for in one that does (the caller conv
 * reshape: the default row-major layouts of both shapes (spt 1): the flat index splits into
   lane, warp and register bits the same way in both.
 * join: the operands' layout plus a new fastest dim of 2 elements held in registers; split the
-  reverse; cat: the operands' layout when its CTA tile fits in one half along dim 0.
+  reverse; cat: the operands' layout when its CTA tile fits in one half along dim 0, else a
+  layout whose threads each hold all of dim 0.
 * gather: the result takes the index's layout; histogram the default 1-D layout.
 """
 
@@ -85,9 +86,10 @@ def natural_layout(op: Op, srcs: Sequence[Layout | None], nw: int) -> Natural:
         for cand in (srcs[0], srcs[1], default_coalesced(half, nw)):
             if isinstance(cand, CoalescedLayout) and cand.cta_tile[0] <= half[0]:
                 return Natural((cand, cand), (cand,))
-        raise CompilationError(
-            f"tl.cat of two {list(half)} blocks: the program's {32 * nw} threads do not fit in one half",
-            op.loc, "concatenate larger blocks or use fewer num_warps")
+        # small blocks: every thread holds all of dim 0 (the other dims spread as usual)
+        out_shape = _shape(op.results[0])
+        whole = default_coalesced(out_shape, nw, None, (out_shape[0],) + (1,) * (len(out_shape) - 1))
+        return Natural((whole, whole), (whole,))
     if name == "tt.gather":
         index = _coalesced_or_default(srcs[1], _shape(op.operands[1]), nw) if srcs[1] is None else srcs[1]
         src = srcs[0] if srcs[0] is not None else default_coalesced(_shape(op.operands[0]), nw)

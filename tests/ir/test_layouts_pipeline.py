@@ -1,0 +1,262 @@
+"""The layout passes on real kernels: every tensor laid out, the IR valid, and the compiled MSL
+right on the emulator (against NumPy); plus the allocator, the 32 KiB refusal and dot tiling."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import triton_metal.language as tl
+from triton_metal import ir
+from triton_metal.errors import CompilationError, OutOfResources
+from triton_metal.ir.layouts import BlockLayout, CoalescedLayout, linear_layout
+from triton_metal.ir.types import TensorType
+from triton_metal.passes import PASS_REGISTRY, default_pipeline
+from triton_metal.passes.accelerate_dot import block_layout_for
+from triton_metal.passes.allocate_threadgroup_memory import Buffer, allocate
+from triton_metal.passes.coalesce import default_coalesced
+
+TESTS = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(TESTS / "codegen"))
+sys.path.insert(0, str(TESTS / "frontend"))
+from harness import C, compile_kernel, compile_source, run  # noqa: E402
+
+
+def laid_out(fn, *params, num_warps: int = 4) -> ir.Module:  # noqa: ANN001
+    m = compile_kernel(fn, *params, num_warps=num_warps)
+    default_pipeline().apply(None, m)
+    m.verify()
+    for op in m.walk():
+        values = list(op.results) + [a for r in op.regions for a in r.block.args]
+        for v in values:
+            if isinstance(v.type, TensorType):
+                assert v.type.layout is not None, f"{op.name} result without a layout"
+    text = ir.print_module(m)
+    assert ir.print_module(ir.parse_module(text)) == text
+    return m
+
+
+def count(m: ir.Module, name: str) -> int:
+    return sum(1 for op in m.walk() if op.name == name)
+
+
+def test_layout_passes_are_registered_in_order() -> None:
+    names = [p.name for p in default_pipeline().passes]
+    order = ["assign-layouts", "remove-layout-conversions", "allocate-threadgroup-memory", "insert-barriers"]
+    assert all(n in PASS_REGISTRY for n in order)
+    assert [n for n in names if n in order] == order
+
+
+# -- kernels ------------------------------------------------------------------------------------
+
+
+def add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
+
+
+def test_vector_add_has_no_conversion_and_no_barrier() -> None:
+    m = laid_out(add, "*fp32/16", "*fp32/16", "*fp32/16", "i32", C(1024))
+    assert count(m, "ttg.convert_layout") == 0 and count(m, "ttg.barrier") == 0
+    assert m.attributes["threadgroup_memory_bytes"] == 0
+    loads = [op for op in m.walk() if op.name == "tt.load"]
+    assert all(op.results[0].type.layout == CoalescedLayout((4,), (32,), (4,), (0,)) for op in loads)
+    k = compile_source(add, "*fp32/16", "*fp32/16", "*fp32/16", "i32", C(1024))
+    rng = np.random.default_rng(1)
+    x, y = rng.standard_normal(2500).astype(np.float32), rng.standard_normal(2500).astype(np.float32)
+    out = run(k, (3,), x_ptr=x, y_ptr=y, out_ptr=np.zeros(2500, np.float32), n=2500)
+    np.testing.assert_array_equal(out["out_ptr"], x + y)
+
+
+def transpose(x_ptr, y_ptr, M: tl.constexpr, N: tl.constexpr):
+    rm = tl.arange(0, M)
+    rn = tl.arange(0, N)
+    x = tl.load(x_ptr + rm[:, None] * N + rn[None, :])
+    tl.store(y_ptr + rn[None, :] * M + rm[:, None], x * 2.0)
+
+
+def test_transpose_converts_once_and_is_right() -> None:
+    m = laid_out(transpose, "*fp32/16", "*fp32/16", C(32), C(64))
+    assert count(m, "ttg.convert_layout") == 1
+    k = compile_source(transpose, "*fp32/16", "*fp32/16", C(32), C(64))
+    x = np.random.default_rng(2).standard_normal((32, 64)).astype(np.float32)
+    out = run(k, (1,), x_ptr=x, y_ptr=np.zeros((64, 32), np.float32))
+    np.testing.assert_array_equal(out["y_ptr"], (x * 2).T)
+
+
+def row_stats(x_ptr, s_ptr, z_ptr, M: tl.constexpr, N: tl.constexpr):
+    rm = tl.arange(0, M)
+    rn = tl.arange(0, N)
+    x = tl.load(x_ptr + rm[:, None] * N + rn[None, :])
+    s = tl.sum(x, axis=1)
+    tl.store(s_ptr + rm, s)
+    c = tl.max(x, axis=0)
+    tl.store(z_ptr + rm[:, None] * N + rn[None, :], x - s[:, None] + c[None, :])
+
+
+@pytest.mark.parametrize("num_warps", [1, 4, 8])
+def test_reductions_over_rows_and_columns(num_warps: int) -> None:
+    params = ("*fp32/16", "*fp32/16", "*fp32/16", C(16), C(64))
+    laid_out(row_stats, *params, num_warps=num_warps)
+    k = compile_source(row_stats, *params, num_warps=num_warps)
+    x = np.random.default_rng(3).standard_normal((16, 64)).astype(np.float32)
+    out = run(k, (1,), x_ptr=x, s_ptr=np.zeros(16, np.float32), z_ptr=np.zeros((16, 64), np.float32))
+    np.testing.assert_allclose(out["s_ptr"], x.sum(1), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(out["z_ptr"], x - x.sum(1)[:, None] + x.max(0)[None, :], rtol=1e-5, atol=1e-5)
+
+
+def matmul(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr, BK: tl.constexpr):
+    rm = tl.arange(0, M)
+    rn = tl.arange(0, N)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((M, N), dtype=tl.float32)
+    a_ptrs = a_ptr + rm[:, None] * K + rk[None, :]
+    b_ptrs = b_ptr + rk[:, None] * N + rn[None, :]
+    for _ in range(0, K, BK):
+        acc += tl.dot(tl.load(a_ptrs), tl.load(b_ptrs))
+        a_ptrs += BK
+        b_ptrs += BK * N
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc)
+
+
+@pytest.mark.parametrize("num_warps, shape", [(4, (32, 32)), (2, (16, 64)), (1, (16, 16)), (8, (64, 32))])
+def test_dot_in_a_loop(num_warps: int, shape: tuple[int, int]) -> None:
+    mm, nn = shape
+    params = ("*fp16/16", "*fp16/16", "*fp32/16", C(mm), C(nn), C(32), C(16))
+    m = laid_out(matmul, *params, num_warps=num_warps)
+    dot = next(op for op in m.walk() if op.name == "tt.dot")
+    blk = dot.results[0].type.layout
+    assert isinstance(blk, BlockLayout) and blk.num_warps == num_warps
+    k = compile_source(matmul, *params, num_warps=num_warps)
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((mm, 32)).astype(np.float16)
+    b = rng.standard_normal((32, nn)).astype(np.float16)
+    out = run(k, (1,), a_ptr=a, b_ptr=b, c_ptr=np.zeros((mm, nn), np.float32))
+    np.testing.assert_allclose(out["c_ptr"], a.astype(np.float32) @ b.astype(np.float32), rtol=1e-3, atol=1e-3)
+
+
+def shapes(x_ptr, i_ptr, o_ptr):
+    r = tl.arange(0, 8)
+    x = tl.load(x_ptr + r[:, None] * 4 + tl.arange(0, 4)[None, :])
+    t = tl.trans(x)
+    y = tl.reshape(t, (32,))
+    a, b = tl.split(tl.join(y, y * 10.0))
+    c = tl.cat(a, b, can_reorder=True)
+    idx = tl.load(i_ptr + r)
+    g = tl.gather(r.to(tl.float32), idx, 0)
+    h = tl.histogram(idx, 8)
+    tl.store(o_ptr + tl.arange(0, 64), c)
+    tl.store(o_ptr + 64 + tl.arange(0, 32)[:, None] * 0 + tl.arange(0, 32)[:, None], y[:, None])
+    tl.store(o_ptr + 96 + r, g)
+    tl.store(o_ptr + 104 + r, h.to(tl.float32))
+
+
+def test_shape_ops_keep_their_data_in_thread() -> None:
+    m = laid_out(shapes, "*fp32", "*i32", "*fp32")
+    for op in m.walk():
+        if op.name in ("tt.trans", "tt.reshape", "tt.join", "tt.split", "tt.cat"):
+            assert all(isinstance(v.type.layout, CoalescedLayout) for v in (*op.operands, *op.results))
+    k = compile_source(shapes, "*fp32", "*i32", "*fp32")
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((8, 4)).astype(np.float32)
+    idx = rng.integers(0, 8, 8).astype(np.int32)
+    out = run(k, (1,), x_ptr=x, i_ptr=idx, o_ptr=np.zeros(112, np.float32))["o_ptr"]
+    y = x.T.reshape(32)
+    np.testing.assert_array_equal(out[:64], np.concatenate([y, y * 10]))
+    np.testing.assert_array_equal(out[64:96], y)
+    np.testing.assert_array_equal(out[96:104], np.arange(8, dtype=np.float32)[idx])
+    np.testing.assert_array_equal(out[104:112], np.bincount(idx, minlength=8).astype(np.float32))
+
+
+def softmax_loop(out_ptr, in_ptr, stride, n_rows, n_cols, BLOCK: tl.constexpr):
+    for row in range(tl.program_id(0), n_rows, tl.num_programs(0)):
+        cols = tl.arange(0, BLOCK)
+        x = tl.load(in_ptr + row * stride + cols, mask=cols < n_cols, other=-float("inf"))
+        e = tl.exp(x - tl.max(x, axis=0))
+        tl.store(out_ptr + row * stride + cols, e / tl.sum(e, axis=0), mask=cols < n_cols)
+
+
+def test_cross_warp_reductions_get_scratch_and_barriers() -> None:
+    params = ("*fp32/16", "*fp32/16", "i32", "i32", "i32", C(256))
+    m = laid_out(softmax_loop, *params)
+    reduces = [op for op in m.walk() if op.name == "tt.reduce"]
+    assert all(op.smem_bytes == 4 * 32 * 4 and op.smem_offset == 0 for op in reduces)
+    assert count(m, "ttg.barrier") >= 1
+    k = compile_source(softmax_loop, *params)
+    x = np.random.default_rng(6).standard_normal((5, 200)).astype(np.float32)
+    out = run(k, (2,), out_ptr=np.zeros((5, 200), np.float32), in_ptr=x, stride=200, n_rows=5, n_cols=200)
+    e = np.exp(x - x.max(1, keepdims=True))
+    np.testing.assert_allclose(out["out_ptr"], e / e.sum(1, keepdims=True), rtol=1e-5, atol=1e-6)
+
+
+# -- pieces -------------------------------------------------------------------------------------
+
+
+def test_allocator_shares_only_between_disjoint_live_ranges() -> None:
+    bufs = [Buffer(512, 0, 3), Buffer(256, 2, 5), Buffer(1024, 6, 6), Buffer(100, 4, 4)]
+    offs = allocate(bufs)
+    for i, (a, oa) in enumerate(zip(bufs, offs)):
+        assert oa % 16 == 0
+        for b, ob in list(zip(bufs, offs))[i + 1:]:
+            if a.start <= b.end and b.start <= a.end:
+                assert oa + a.size <= ob or ob + b.size <= oa, (a, b)
+    # largest first: 1024 lives alone; 512 and 256 overlap in time; 100 fits below 256's bytes
+    assert offs == [0, 512, 0, 0]
+
+
+def too_big(x_ptr, y_ptr, N: tl.constexpr):
+    r = tl.arange(0, N)
+    x = tl.load(x_ptr + r[:, None] * N + r[None, :])
+    tl.store(y_ptr + r[None, :] * N + r[:, None], x)
+
+
+def test_threadgroup_memory_over_32k_is_refused() -> None:
+    laid_out(too_big, "*fp32/16", "*fp32/16", C(64))  # 16 KiB fits
+    with pytest.raises(OutOfResources) as e:
+        laid_out(too_big, "*fp32/16", "*fp32/16", C(128))  # a 64 KiB transpose
+    text = str(e.value)
+    assert "65536" in text and "32768" in text and "ttg.convert_layout" in text and "BLOCK" in text
+
+
+@pytest.mark.parametrize("shape, nw, wpc", [((32, 32), 4, (2, 2)), ((16, 64), 4, (1, 4)), ((64, 16), 4, (4, 1)),
+                                           ((8, 8), 1, (1, 1)), ((128, 8), 8, (8, 1))])
+def test_dot_tiling_gives_each_warp_whole_fragments(shape: tuple[int, int], nw: int, wpc: tuple[int, int]) -> None:
+    blk = block_layout_for(shape, nw, None)
+    assert blk.warps_per_cta == wpc
+    ll = linear_layout(blk, shape, nw)
+    assert not ll.is_replicated()
+
+
+@pytest.mark.parametrize("shape, nw, words", [((8, 8), 4, ["8 x 8", "num_warps=4", "num_warps <= 1"]),
+                                              ((12, 16), 1, ["12 x 16", "multiples of 8"]),
+                                              ((2, 8, 8), 1, ["3-D"])])
+def test_dot_tiling_refusals(shape: tuple[int, ...], nw: int, words: list[str]) -> None:
+    with pytest.raises(CompilationError) as e:
+        block_layout_for(shape, nw, None)
+    for w in words:
+        assert w in str(e.value)
+
+
+@pytest.mark.parametrize("src, dst, nw", [((4, 8), (32,), 1), ((8, 16), (128,), 4), ((2, 4, 16), (8, 16), 4),
+                                          ((4, 4), (16,), 4), ((64,), (8, 8), 2)])
+def test_default_layouts_split_the_flat_index_alike(src: tuple[int, ...], dst: tuple[int, ...], nw: int) -> None:
+    """Row-major reshapes between default layouts move no data: in every thread, register r of
+    the result holds the element at the same flat index as some register of the source."""
+    ls = linear_layout(default_coalesced(src, nw), src, nw)
+    ld = linear_layout(default_coalesced(dst, nw), dst, nw)
+
+    def flat(c: tuple[int, ...], shape: tuple[int, ...]) -> int:
+        i = 0
+        for x, s in zip(c, shape):
+            i = i * s + x
+        return i
+
+    for w in range(nw):
+        for ln in range(32):
+            have = {flat(ls.coords(w, ln, r), src) for r in range(ls.registers)}
+            want = {flat(ld.coords(w, ln, r), dst) for r in range(ld.registers)}
+            assert want <= have
