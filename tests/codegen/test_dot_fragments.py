@@ -192,3 +192,11 @@ def test_refusals(shape_a, shape_b, el, acc, match):
     ctx.current_op = op
     with pytest.raises(CompilationError, match=match):
         lower_dot(ctx, op)
+
+
+def test_staging_over_threadgroup_memory_is_refused():
+    _, _, lc = block_operands((2, 2))
+    a_layout = CoalescedLayout((1, 4), (8, 4), (4, 1), (1, 0))
+    with pytest.raises(CompilationError, match="stages 131072 bytes") as info:
+        build_dot(128, 128, 128, f32, f32, a_layout, a_layout, lc, 4)
+    assert "smaller BLOCK sizes" in str(info.value)
