@@ -13,9 +13,8 @@ from collections.abc import Callable
 
 from triton_metal.ir import Value
 from triton_metal.ir.ops import tt
-from triton_metal.ir.types import PointerType, element_type
 
-from .context import LoweringContext, ctype_of
+from .context import LoweringContext
 from .distribution import Distribution
 from .program import Apply, Expr, Lit, Var
 from .registry import lowers
@@ -211,11 +210,3 @@ def lower_cat(ctx: LoweringContext, op: tt.CatOp) -> None:
     inner = lambda c: (c[0] % half, *c[1:])  # noqa: E731
     piecewise(ctx, op.result, [(ctx.lookup(op.lhs), inner), (ctx.lookup(op.rhs), inner)],
               lambda c: int(c[0] >= half), "cat")
-
-
-def index_ctype(ctx: LoweringContext, ty: object) -> str:
-    el = element_type(ty)  # type: ignore[arg-type]
-    if isinstance(el, PointerType):
-        return "long" if ctx.options.index_bits == 64 else "int"
-    return ctype_of(ty)  # type: ignore[arg-type]
-
