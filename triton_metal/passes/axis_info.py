@@ -217,7 +217,8 @@ class AxisInfoResult:
 
 def analyze_axis_info(target: FuncOp | Module | Op) -> AxisInfoResult:
     """Analyse a function (or every function of a module)."""
-    from .axis_info_rules import AxisInfoAnalysis
+    from . import axis_info_rules  # noqa: F401  (registers the rules)
+    from .axis_info_driver import AxisInfoAnalysis
 
     analysis = AxisInfoAnalysis()
     funcs = target.funcs if isinstance(target, Module) else [target]

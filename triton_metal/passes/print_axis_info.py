@@ -12,8 +12,7 @@ from typing import ClassVar
 
 from ..ir import Module
 from ..ir.printer import Printer
-from .axis_info import analyze_axis_info
-from .axis_info_rules import is_tracked
+from .axis_info import analyze_axis_info, is_tracked
 from .pass_base import ModulePass, PassContext, register_pass, remark
 
 
