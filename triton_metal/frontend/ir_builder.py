@@ -266,12 +266,14 @@ class IRBuilder:
             raise internal_error(f"memory op on non-pointer {ptr.type}")
         return T.with_element(ptr.type, el.pointee)
 
-    def create_load(self, ptr: Value, mask: Value | None, other: Value | None, volatile: bool) -> Value:
+    def create_load(self, ptr: Value, mask: Value | None, other: Value | None, volatile: bool,
+                    layout: str | None = None) -> Value:
         rt = self._pointee_type(ptr)
-        return self._one(M.LoadOp(ptr=ptr, mask=mask, other=other, volatile=bool(volatile), result_types=[rt]))
+        return self._one(M.LoadOp(ptr=ptr, mask=mask, other=other, volatile=bool(volatile), layout=layout,
+                                  result_types=[rt]))
 
-    def create_store(self, ptr: Value, value: Value, mask: Value | None) -> None:
-        self.insert(M.StoreOp(ptr=ptr, value=value, mask=mask))
+    def create_store(self, ptr: Value, value: Value, mask: Value | None, layout: str | None = None) -> None:
+        self.insert(M.StoreOp(ptr=ptr, value=value, mask=mask, layout=layout))
 
     def create_atomic_rmw(
         self, op: lb.AtomicOp, ptr: Value, value: Value, mask: Value | None, sem: str, scope: str

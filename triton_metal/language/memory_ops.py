@@ -22,11 +22,15 @@ def load(
     cache_modifier: Any = "",
     eviction_policy: Any = "",
     volatile: Any = False,
+    layout: Any = None,
     _semantic: Semantic = None,  # type: ignore[assignment]
 ) -> tensor:
+    """`layout="COALESCED" | "BLOCK"` (triton_metal only) overrides the layout the compiler picks
+    for the loaded block; the interpreter ignores it."""
     return _semantic.load(
         _unwrap(pointer), _unwrap(mask), _unwrap(other), _unwrap(boundary_check),
         _unwrap(padding_option), _unwrap(cache_modifier), _unwrap(eviction_policy), _unwrap(volatile),
+        _unwrap(layout),
     )
 
 
@@ -38,11 +42,14 @@ def store(
     boundary_check: Any = (),
     cache_modifier: Any = "",
     eviction_policy: Any = "",
+    layout: Any = None,
     _semantic: Semantic = None,  # type: ignore[assignment]
 ) -> None:
+    """`layout="COALESCED" | "BLOCK"` (triton_metal only) overrides the layout the compiler
+    stores the block from; the interpreter ignores it."""
     _semantic.store(
         _unwrap(pointer), _unwrap(value), _unwrap(mask), _unwrap(boundary_check),
-        _unwrap(cache_modifier), _unwrap(eviction_policy),
+        _unwrap(cache_modifier), _unwrap(eviction_policy), _unwrap(layout),
     )
 
 

@@ -330,7 +330,8 @@ class NumpyBuilder:
 
     # -- memory ---------------------------------------------------------------------------------
     def create_load(
-        self, ptr: TensorHandle, mask: TensorHandle | None, other: TensorHandle | None, volatile: bool
+        self, ptr: TensorHandle, mask: TensorHandle | None, other: TensorHandle | None, volatile: bool,
+        layout: str | None = None,  # a compiler hint: no meaning here
     ) -> TensorHandle:
         elt = ptr.dtype.element_ty
         mdt = memory_dtype(elt)
@@ -350,7 +351,8 @@ class NumpyBuilder:
             return f32_to_bf16_bits(value.data)
         return np.asarray(value.data).astype(memory_dtype(value.dtype), copy=False)
 
-    def create_store(self, ptr: TensorHandle, value: TensorHandle, mask: TensorHandle | None) -> None:
+    def create_store(self, ptr: TensorHandle, value: TensorHandle, mask: TensorHandle | None,
+                     layout: str | None = None) -> None:
         addrs = np.asarray(ptr.data)
         vals = np.broadcast_to(self._to_memory(value), addrs.shape)
         self.memory.store(addrs, vals, None if mask is None else np.asarray(mask.data))

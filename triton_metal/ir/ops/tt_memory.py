@@ -35,6 +35,12 @@ def _check_sem_scope(op: Op, sem: str, scope: str) -> None:
         raise op.error(f"scope must be one of {', '.join(MEM_SCOPES)}, got '{scope}'")
 
 
+
+def _check_layout_hint(op: Op) -> None:
+    hint = getattr(op, "layout", None)
+    if hint is not None and hint not in ("COALESCED", "BLOCK"):
+        raise op.error(f"layout hint must be COALESCED or BLOCK, got {hint!r}")
+
 class LoadOp(Op):
     name: ClassVar[str] = "tt.load"
     is_pure: ClassVar[bool] = False
@@ -42,8 +48,11 @@ class LoadOp(Op):
     mask: Value | None = opt_operand()
     other: Value | None = opt_operand()
     volatile: bool = attr(bool, default=False)
+    layout: str | None = attr(str, default=None)
+    """The `layout=` hint: "COALESCED" or "BLOCK" (the layout passes honour it)."""
 
     def verify_(self) -> None:
+        _check_layout_hint(self)
         num_results(self, 1)
         pt = pointer_element(self, self.ptr, "ptr")
         expected = with_element(self.ptr.type, pt.pointee)
@@ -63,8 +72,11 @@ class StoreOp(Op):
     ptr: Value = operand()
     value: Value = operand()
     mask: Value | None = opt_operand()
+    layout: str | None = attr(str, default=None)
+    """The `layout=` hint: "COALESCED" or "BLOCK" (the layout passes honour it)."""
 
     def verify_(self) -> None:
+        _check_layout_hint(self)
         num_results(self, 0)
         pt = pointer_element(self, self.ptr, "ptr")
         expected = with_element(self.ptr.type, pt.pointee)

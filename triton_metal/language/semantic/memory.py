@@ -35,6 +35,10 @@ def _opt(x: Any) -> Any:
     return x.value if isinstance(x, constexpr) else x
 
 
+
+LAYOUT_HINTS = ("COALESCED", "BLOCK")
+"""Values of the `layout=` hint of tl.load / tl.store (a triton_metal extension)."""
+
 class MemoryMixin(SemanticBase):
     def _check_hint(self, value: Any, allowed: tuple[str, ...], what: str) -> None:
         value = _opt(value)
@@ -72,6 +76,7 @@ class MemoryMixin(SemanticBase):
         cache_modifier: Any = "",
         eviction_policy: Any = "",
         volatile: Any = False,
+        layout: Any = None,
     ) -> tensor:
         self._check_hint(cache_modifier, _LOAD_CACHE, "cache_modifier")
         self._check_hint(eviction_policy, _EVICTION, "eviction_policy")
@@ -102,11 +107,13 @@ class MemoryMixin(SemanticBase):
             if is_block:
                 other = self.broadcast_impl_shape(other, ptr.type.shape)
         ty = with_element(ptr.type, load_elt)
+        extra = self._layout_hint(layout, is_block, "load")
         h = self.builder.create_load(
             ptr.handle,
             None if mask is None else mask.handle,
             None if other is None else other.handle,
             bool(_opt(volatile)),
+            **extra,
         )
         out = tensor(h, ty)
         return self.cast(out, int1) if elt == int1 else out
@@ -119,6 +126,7 @@ class MemoryMixin(SemanticBase):
         boundary_check: Any = (),
         cache_modifier: Any = "",
         eviction_policy: Any = "",
+        layout: Any = None,
     ) -> None:
         self._check_hint(cache_modifier, _STORE_CACHE, "cache_modifier")
         self._check_hint(eviction_policy, _EVICTION, "eviction_policy")
@@ -149,7 +157,21 @@ class MemoryMixin(SemanticBase):
             ptr = self.cast(ptr, pointer_type(int8))
             elt = int8
         value = self.cast(value, elt)
-        self.builder.create_store(ptr.handle, value.handle, None if mask is None else mask.handle)
+        extra = self._layout_hint(layout, ptr.type.is_block(), "store")
+        self.builder.create_store(ptr.handle, value.handle, None if mask is None else mask.handle, **extra)
+
+    def _layout_hint(self, layout: Any, is_block: bool, what: str) -> dict[str, str]:
+        """The `layout=` hint as builder keywords (none when absent, so builders without layouts
+        need not know it)."""
+        layout = _opt(layout)
+        if layout is None:
+            return {}
+        if layout not in LAYOUT_HINTS:
+            raise error(f"tl.{what}: layout must be one of {', '.join(map(repr, LAYOUT_HINTS))}, got {layout!r}")
+        if not is_block:
+            raise error(f"tl.{what}: layout= applies to blocks, not to a scalar pointer",
+                        hint="drop the layout hint")
+        return {"layout": layout}
 
     def _broadcast_to_ptr(self, x: tensor, shape: tuple[int, ...], what: str) -> tensor:
         if x.type.is_block():
