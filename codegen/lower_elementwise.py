@@ -386,8 +386,12 @@ def lower_convert(ctx: LoweringContext, op: arith.CastOp) -> None:
     a = ctx.reg(op.operand)
     dc = msl_type(dst)
     if isinstance(op, arith.TruncFOp) and op.rounding is arith.RoundingMode.RTZ:
-        raise ctx.error(f"conversion {src} -> {dst} rounding toward zero is not supported",
-                        hint="use the default rounding (round to nearest even)")
+        ctx.helpers.add("round_rtz")
+        fn = {"f16": "tm_half_rtz", "bf16": "tm_bfloat_rtz"}.get(dst.name)
+        if fn is None:
+            raise ctx.error(f"conversion {src} -> {dst} rounding toward zero is not supported")
+        elementwise(ctx, op, [a], lambda x: Call(fn, (as_float(x, src),)))
+        return
     if dst.is_bool():
         # to i1: nonzero is true for floats; an integer truncation keeps the low bit
         if isinstance(op, arith.TruncIOp):

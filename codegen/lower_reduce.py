@@ -254,7 +254,9 @@ def _across_warps(
                 w: Expr = Lit(f"{bits}u")
             else:
                 w = Apply("or", (rest, Lit(f"{bits}u"))) if bits else rest
-            vals = [ctx.materialize([_from_store(Index(v, slot(g, w)), t)], msl_type(t))[0] for v, t in zip(views, etys)]
+            # read into registers now: the scratch may be rewritten after the closing barrier
+            vals = [ctx.materialize([_from_store(Index(v, slot(g, w)), t)], msl_type(t), force=True)[0]
+                    for v, t in zip(views, etys)]
             acc = vals if acc is None else combine(ctx, op.combine, acc, vals)
         assert acc is not None
         out.append(acc)

@@ -186,7 +186,9 @@ def scan_in_registers(ctx: LoweringContext, plan: ScanPlan, dist: Distribution, 
                     vals = []
                     for v, t, ct in zip(views, etys, ctypes):
                         x: Expr = Index(v, slot(w))
-                        vals.append(_mat(ctx, Apply("ne", (x, Lit("0"))) if t.is_bool() else x, ct))
+                        # read into a register now: the scratch may be rewritten after the barrier
+                        vals.append(ctx.materialize([Apply("ne", (x, Lit("0"))) if t.is_bool() else x], ct,
+                                                    force=True)[0])
                     running = vals if running is None else combine(running, vals)
                     prefixes.append(running)
                 ctx.emit(Barrier())
