@@ -97,3 +97,65 @@ def test_rtz_narrowing_matches_the_interpreter():
     np.testing.assert_array_equal(got["h_ptr"], want["h_ptr"])
     np.testing.assert_array_equal(got["b_ptr"], want["b_ptr"])
     assert np.all(np.abs(got["h_ptr"].astype(np.float32)) <= np.abs(x))
+
+
+def tile_mix(x_ptr, i_ptr, out_ptr, M: tl.constexpr, N: tl.constexpr):
+    rm = tl.arange(0, M)
+    rn = tl.arange(0, N)
+    x = tl.load(x_ptr + rm[:, None] * N + rn[None, :])
+    i = tl.load(i_ptr + rm[:, None] * N + rn[None, :])
+    am0 = tl.argmax(x, 0).to(tl.float32)
+    am1 = tl.argmin(x, 1).to(tl.float32)
+    mx1 = tl.max(x, 1)
+    cs0 = tl.cumsum(i, 0)
+    cs1 = tl.cumsum(i, 1, reverse=True)
+    sx = tl.sum(x * x, 0)
+    y = x - mx1[:, None] + am0[None, :] + am1[:, None] + sx[None, :] + (cs0 + cs1).to(tl.float32)
+    acc = tl.zeros((M, N), dtype=tl.float32)
+    k = 0
+    while k < 3:
+        if k % 2 == 0:
+            acc += tl.trans(tl.trans(y))
+        else:
+            acc -= y * 0.5
+        k += 1
+    tl.store(out_ptr + rm[:, None] * N + rn[None, :], acc)
+
+
+@pytest.mark.parametrize("shape", [(8, 16), (16, 64), (4, 8), (32, 32)])
+@pytest.mark.parametrize("num_warps", [1, 4, 8])
+def test_tile_reductions_scans_and_control_flow_agree(shape: tuple[int, int], num_warps: int):
+    m, n = shape
+    x = RNG.standard_normal((m, n)).astype(np.float32)
+    i = RNG.integers(-100, 100, (m, n)).astype(np.int32)
+    want = interpret(tile_mix, (1,), x_ptr=x, i_ptr=i, out_ptr=np.zeros((m, n), np.float32), M=m, N=n)["out_ptr"]
+    k = compile_source(JITCallable(tile_mix), "*fp32", "*i32", "*fp32", C(m), C(n), num_warps=num_warps)
+    got = run(k, (1,), x_ptr=x, i_ptr=i, out_ptr=np.zeros((m, n), np.float32))["out_ptr"]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
+
+
+def atomic_mix(x_ptr, cnt_ptr, hist_ptr, idx_ptr, out_ptr, N: tl.constexpr, BINS: tl.constexpr):
+    pid = tl.program_id(0)
+    r = tl.arange(0, N)
+    x = tl.load(x_ptr + pid * N + r)
+    b = (tl.abs(x) * 4).to(tl.int32) % BINS
+    tl.atomic_add(hist_ptr + b, 1)
+    h = tl.histogram(b, BINS)
+    ticket = tl.atomic_add(cnt_ptr, 1)
+    g = tl.gather(x, tl.load(idx_ptr + r), 0)
+    tl.store(out_ptr + pid * N + r, g + h.to(tl.float32).sum() * 0.0 + (ticket >= 0).to(tl.float32))
+
+
+@pytest.mark.parametrize("num_warps", [1, 4])
+def test_atomics_histogram_gather_agree(num_warps: int):
+    n, bins, grid = 64, 16, 5
+    x = RNG.standard_normal(grid * n).astype(np.float32)
+    idx = RNG.integers(0, n, n).astype(np.int32)
+    args = dict(x_ptr=x, cnt_ptr=np.zeros(1, np.int32), hist_ptr=np.zeros(bins, np.int32), idx_ptr=idx,
+                out_ptr=np.zeros(grid * n, np.float32))
+    want = interpret(atomic_mix, (grid,), **args, N=n, BINS=bins)
+    k = compile_source(JITCallable(atomic_mix), "*fp32", "*i32", "*i32", "*i32", "*fp32", C(n), C(bins),
+                       num_warps=num_warps)
+    got = run(k, (grid,), **args)
+    for name in ("cnt_ptr", "hist_ptr", "out_ptr"):
+        np.testing.assert_array_equal(got[name], want[name], err_msg=name)
