@@ -30,3 +30,19 @@ def run() -> Callable[..., None]:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "compiled: runs kernels compiled on the emulator")
+
+
+KNOWN_BUGS: dict[str, str] = {
+    "test_scalar_load_store_and_bool_memory__memory":
+        "code generator: an int1 -> int32 cast gives -1 for True (test_known_bugs.py reproduces it)",
+    "test_associative_scan_custom_and_bool_cumsum__reduce":
+        "code generator: an int1 -> int32 cast gives -1 for True (test_known_bugs.py reproduces it)",
+}
+"""Tests of other suites that fail compiled because of a bug owned elsewhere, by test name."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        reason = KNOWN_BUGS.get(getattr(item, "originalname", item.name))
+        if reason is not None and str(item.fspath).endswith("test_interpreter_ops.py"):
+            item.add_marker(pytest.mark.xfail(strict=True, reason=reason))

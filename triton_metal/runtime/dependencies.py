@@ -7,7 +7,11 @@ and the global `tl.constexpr` values it reads. `cache_key(fn)` is the SHA-256 of
 * for every name the body loads that resolves (through the function's globals, its closure, or
   an attribute of a module it can see) to a `@jit` function: that name and the function's own
   `cache_key`, recursively, each function hashed once;
-* for every name that resolves to a `tl.constexpr`: the name and the value's `repr`.
+* for every name that resolves to a `tl.constexpr`: the name and the value's `repr`;
+* for every other name that resolves through the closure or the globals to something that is
+  not a module (a `tl` function or dtype captured by a kernel factory, ...): the name and a
+  stable text of the value (`_stable_text`), so two closures of one source that capture
+  different functions or dtypes never share a disk-cache entry.
 
 This is what the on-disk cache keys on (DESIGN section 6), so an edit to a helper chosen through
 a constexpr invalidates the kernels that call it. The walk reads the AST once per function and
@@ -43,13 +47,16 @@ def _hash(fn: JITCallable, seen: dict[int, str]) -> str:
             digest.update(f"\njit {name} {_hash(value, seen)}".encode())
         elif isinstance(value, constexpr):
             digest.update(f"\nconstexpr {name} {value.value!r}".encode())
+        else:
+            digest.update(f"\nvalue {name} {_stable_text(value)}".encode())
     key = digest.hexdigest()
     seen[id(fn)] = key
     return key
 
 
 def _referenced(fn: JITCallable) -> dict[str, Any]:
-    """Names the body loads that resolve to `@jit` functions or constexprs, with their values."""
+    """Names the body loads that resolve (through the closure, the globals or module attributes)
+    to something other than a module, with their values."""
     if not fn.src:
         return {}
     tree = ast.parse(textwrap.dedent(fn.src))
@@ -71,9 +78,20 @@ def _referenced(fn: JITCallable) -> dict[str, Any]:
             dotted, value = _resolve_attribute(node, scope)
         else:
             continue
-        if isinstance(value, (JITCallable, constexpr)):
+        if value is not None and not isinstance(value, types.ModuleType):
             found[dotted] = value
     return found
+
+
+def _stable_text(value: object) -> str:
+    """What a value the kernel names compiles into: functions by their qualified name, other
+    objects by `repr` (tl dtypes print their names); an object whose repr is its address gets
+    the address, which only costs disk-cache hits across processes, never a wrong kernel."""
+    qualname = getattr(value, "__qualname__", None)
+    module = getattr(value, "__module__", None)
+    if callable(value) and isinstance(qualname, str):
+        return f"{type(value).__name__} {module}.{qualname}"
+    return f"{type(value).__qualname__} {value!r}"
 
 
 def _resolve_attribute(node: ast.Attribute, scope: dict[str, Any]) -> tuple[str, Any]:

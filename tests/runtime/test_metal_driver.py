@@ -1,0 +1,225 @@
+"""The Metal driver against a recording stand-in of `mx.fast.metal_kernel` (fake_mlx.py).
+
+The whole runtime runs with the backend "metal" (as on a Mac), and the stand-in runs each
+`metal_kernel` call on the emulator, so these tests check both the calls the driver makes
+(names, typed scalars, grid in threads, one factory per variant, `init_value`) and the results
+(coverage proofs, merges of partly written outputs, atomics combined with old contents,
+rebinding of MLX arrays, NumPy arrays copied back).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import mlx.core as mx
+import numpy as np
+import pytest
+
+import triton_metal as triton
+import triton_metal.language as tl
+from triton_metal.backends.metal import (
+    ChipInfo,
+    atomic_identity,
+    chip_info,
+    driver,
+    launch_dims,
+    parse_architecture,
+)
+from triton_metal.runtime import backend
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fake_mlx import FakeMx  # noqa: E402
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch) -> FakeMx:
+    stand_in = FakeMx()
+    monkeypatch.setattr(backend, "_metal", True)
+    monkeypatch.setattr(driver, "_mlx", lambda: stand_in)
+    return stand_in
+
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
+
+
+@triton.jit
+def strided_fill(out_ptr, n, value, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs * 2, value + offs.to(tl.float32), mask=offs * 2 < n)
+
+
+@triton.jit
+def scale_in_place(x_ptr, n, factor, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=mask) * factor, mask=mask)
+
+
+@triton.jit
+def histogram_kernel(x_ptr, hist_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    bins = tl.load(x_ptr + offs, mask=mask, other=0)
+    tl.atomic_add(hist_ptr + bins, tl.full((BLOCK,), 1, tl.int32), mask=mask)
+
+
+@triton.jit
+def atomic_max_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.atomic_max(out_ptr + offs % 4, tl.load(x_ptr + offs, mask=mask, other=-1e30), mask=mask)
+
+
+@triton.jit
+def counter_kernel(count_ptr, out_ptr, BLOCK: tl.constexpr):
+    old = tl.atomic_add(count_ptr, 1)
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr + tl.program_id(0) * BLOCK + offs, old + offs * 0)
+
+
+def test_covered_store_is_one_call_with_typed_scalars_and_rebinds(fake: FakeMx):
+    rng = np.random.default_rng(0)
+    x = mx.array(rng.standard_normal(1000).astype(np.float32))
+    y = mx.array(rng.standard_normal(1000).astype(np.float32))
+    out = mx.zeros((1000,), mx.float32)
+    before = out
+    add_kernel[(triton.cdiv(1000, 256),)](x, y, out, 1000, BLOCK=256)
+    assert out is before  # the caller's object now holds the result
+    np.testing.assert_array_equal(np.array(out), np.array(x) + np.array(y))
+    assert triton.active_backend_name() == "metal"
+    (factory,) = fake.fast.factory_calls
+    assert factory["compile_options"] == {"math_mode": "safe"}
+    assert factory["name"].startswith("add_kernel_") and factory["ensure_row_contiguous"] is True
+    (launch,) = fake.fast.launches
+    assert launch["grid"] == (4 * 128, 1, 1) and launch["threadgroup"] == (128, 1, 1)
+    assert launch["init_value"] is None  # coverage proven: no merge
+    scalar = launch["inputs"][2]
+    assert scalar.ndim == 0 and scalar.dtype == mx.int32 and scalar.item() == 1000
+    assert fake.evals == 1  # the first launch of a variant evaluates eagerly
+
+
+def test_factory_is_built_once_per_variant(fake: FakeMx):
+    x = mx.ones((64,), mx.float32)
+    for _ in range(3):
+        out = mx.zeros((64,), mx.float32)
+        add_kernel[(1,)](x, x, out, 64, BLOCK=64)
+        np.testing.assert_array_equal(np.array(out), np.full(64, 2, np.float32))
+    assert len(fake.fast.factory_calls) == 1 and len(fake.fast.launches) == 3
+    assert fake.evals == 1
+
+
+def test_partial_store_merges_with_the_old_contents(fake: FakeMx):
+    # n < out.size: elements past n are not written and must keep their values
+    x = mx.arange(100, dtype=mx.float32)
+    old = np.full(100, 7.0, np.float32)
+    out = mx.array(old)
+    add_kernel[(1,)](x, x, out, 60, BLOCK=64)
+    want = old.copy()
+    want[:60] = 2 * np.arange(60, dtype=np.float32)
+    np.testing.assert_array_equal(np.array(out), want)
+    (launch_a, launch_b) = fake.fast.launches
+    assert (launch_a["init_value"], launch_b["init_value"]) == (0.0, 1.0)
+
+
+def test_strided_store_merges_and_nan_results_count_as_written(fake: FakeMx):
+    out = mx.array(np.full(20, -1.0, np.float32))
+    strided_fill[(1,)](out, 20, float("nan"), BLOCK=16)
+    got = np.array(out)
+    assert np.isnan(got[0:20:2]).all()
+    np.testing.assert_array_equal(got[1:20:2], np.full(10, -1.0, np.float32))
+
+
+def test_numpy_arrays_are_copied_in_and_back(fake: FakeMx):
+    x = np.arange(50, dtype=np.float32)
+    scale_in_place[(1,)](x, 40, 3.0, BLOCK=64)
+    want = np.arange(50, dtype=np.float32)
+    want[:40] *= 3
+    np.testing.assert_array_equal(x, want)
+    factor = fake.fast.launches[0]["inputs"][2]
+    assert factor.dtype == mx.float32 and factor.ndim == 0
+
+
+def test_atomic_add_starts_at_identity_and_adds_the_old_counts(fake: FakeMx):
+    rng = np.random.default_rng(1)
+    data = rng.integers(0, 16, 500).astype(np.int32)
+    hist = mx.array(np.full(16, 5, np.int32))
+    histogram_kernel[(triton.cdiv(500, 128),)](mx.array(data), hist, 500, BLOCK=128)
+    np.testing.assert_array_equal(np.array(hist), np.bincount(data, minlength=16) + 5)
+    (launch,) = fake.fast.launches
+    assert launch["init_value"] == 0.0
+
+
+def test_atomic_max_starts_at_minus_infinity(fake: FakeMx):
+    x = np.array([1.0, -5.0, 3.0, 2.0, 9.0, -1.0, 0.5, 8.0], np.float32)
+    out = mx.array(np.array([4.0, 0.0, 10.0, -3.0], np.float32))
+    atomic_max_kernel[(1,)](mx.array(x), out, 8, BLOCK=8)
+    np.testing.assert_array_equal(np.array(out), np.maximum([4.0, 0.0, 10.0, -3.0], x.reshape(2, 4).max(0)))
+    assert fake.fast.launches[0]["init_value"] == -np.inf
+
+
+def test_atomics_whose_old_values_are_used_are_refused_on_metal(fake: FakeMx):
+    count = mx.zeros((1,), mx.int32)
+    out = mx.zeros((8,), mx.int32)
+    with pytest.raises(triton.LaunchError, match="cannot run on the Metal backend.*old values"):
+        counter_kernel[(1,)](count, out, BLOCK=8)
+    assert not fake.fast.launches
+
+
+def test_mlx_without_compile_options_gets_the_plain_factory(monkeypatch: pytest.MonkeyPatch):
+    stand_in = FakeMx(accepts_compile_options=False)
+    monkeypatch.setattr(backend, "_metal", True)
+    monkeypatch.setattr(driver, "_mlx", lambda: stand_in)
+    out = mx.zeros((32,), mx.float32)
+    add_kernel[(1,)](mx.ones((32,)), mx.ones((32,)), out, 32, BLOCK=32, num_warps=1)
+    np.testing.assert_array_equal(np.array(out), np.full(32, 2, np.float32))
+    (factory,) = stand_in.fast.factory_calls
+    assert "compile_options" not in factory
+
+
+def test_metal_compile_error_maps_to_the_kernel_line(monkeypatch: pytest.MonkeyPatch):
+    line = add_kernel.starting_line + 3
+    message = (
+        "[metal::Device] Unable to build metal library from source\n"
+        f"{__file__}:{line}:5: error: use of undeclared identifier 'tm_9'\n"
+    )
+    stand_in = FakeMx(eval_error=RuntimeError(message))
+    monkeypatch.setattr(backend, "_metal", True)
+    monkeypatch.setattr(driver, "_mlx", lambda: stand_in)
+    with pytest.raises(triton.CompilationError) as info:
+        add_kernel[(1,)](mx.ones((16,)), mx.ones((16,)), mx.zeros((16,)), 16, BLOCK=16, num_warps=2)
+    text = str(info.value)
+    assert f"{__file__}:{line}" in text and "undeclared identifier" in text
+    assert "tl.store(out_ptr + offs" in text  # the kernel's own source line is quoted
+
+
+def test_launch_dims_count_threads_and_spread_huge_grids():
+    assert launch_dims((10, 3, 2), 128, False) == ((1280, 3, 2), (128, 1, 1))
+    with pytest.raises(triton.LaunchError, match="program spreading"):
+        launch_dims((2**24, 1, 1), 256, False)
+    grid, group = launch_dims((2**24, 1, 1), 256, True)
+    assert group == (256, 1, 1) and all(g < 2**31 for g in grid)
+    assert (grid[0] // 256) * grid[1] * grid[2] >= 2**24
+
+
+def test_atomic_identities():
+    assert atomic_identity("add", "float") == 0.0
+    assert atomic_identity("max", "float") == -np.inf
+    assert atomic_identity("max", "int32_t") == -(2.0**31)
+    assert atomic_identity("max", "uint32_t") == 0.0
+    assert atomic_identity("min", "float") == np.inf
+    assert atomic_identity("min", "int32_t") is None  # 2**31 - 1 is not a float32
+    assert atomic_identity("xchg", "int32_t") is None
+
+
+def test_chip_parsing_and_the_cpu_build():
+    assert parse_architecture("applegpu_g15s") == (15, "s")
+    assert parse_architecture("x86_64") == (None, None)
+    assert ChipInfo("applegpu_g16s", "Apple M4 Max", 16, "s").family == "M4"
+    assert ChipInfo("applegpu_g18p", "Apple A19", 18, "p").family is None
+    info = chip_info()  # MLX's CPU build: the host architecture, no GPU generation
+    assert info.generation is None and info.threadgroup_memory_bytes == 32768
