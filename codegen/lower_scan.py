@@ -42,12 +42,12 @@ def lower_scan(ctx: LoweringContext, op: ScanOp) -> None:
     assert dist is not None
     if any(s.dist != dist for s in srcs):
         raise ctx.error("internal: scan operands have different layouts")
-    plan = plan_register_scan(dist, op.axis) if not op.reverse else None
+    plan = plan_register_scan(dist, op.axis)
     if plan is not None:
         native = simd_op(op.combine) == "simd_sum" and len(srcs) == 1 and etys[0].name in _SIMD_TYPES
         outs = scan_in_registers(
             ctx, plan, dist, op.axis, [s.regs for s in srcs], etys,
-            lambda a, b: combine(ctx, op.combine, a, b), native, lambda n: ctx.op_scratch(op, n),
+            lambda a, b: combine(ctx, op.combine, a, b), native, lambda n: ctx.op_scratch(op, n), op.reverse,
         )
         for res, regs in zip(op.results, outs):
             ctx.bind(res, RegValue(res.type, tuple(regs), dist))

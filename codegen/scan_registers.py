@@ -96,8 +96,10 @@ Combine = Callable[[Sequence[Expr], Sequence[Expr]], list[Expr]]
 
 def scan_in_registers(ctx: LoweringContext, plan: ScanPlan, dist: Distribution, axis: int,
                       srcs: Sequence[Sequence[Expr]], etys: Sequence[ScalarType], combine: Combine,
-                      native_sum: bool, scratch_offset: Callable[[int], int]) -> list[list[Expr]]:
-    """The inclusive scan of each source's registers (same layout), per register."""
+                      native_sum: bool, scratch_offset: Callable[[int], int], reverse: bool = False) -> list[list[Expr]]:
+    """The inclusive scan of each source's registers (same layout), per register. `reverse` scans
+    from the end: the same algorithm in the mirrored order (positions counted from the end,
+    shuffles down instead of up)."""
     ctypes = [msl_type(t) for t in etys]
     nw = ctx.num_warps
     firsts = dist.first_registers()
@@ -107,8 +109,14 @@ def scan_in_registers(ctx: LoweringContext, plan: ScanPlan, dist: Distribution, 
             lines.setdefault(c[:axis] + (0,) + c[axis + 1:], []).append(r)
     out: list[list[Expr | None]] = [[None] * dist.num_regs for _ in srcs]
     lane_mask = ((1 << plan.lane_bits) - 1) << plan.lane_shift
-    lane_pos = _hoist(ctx, Apply("and", (Apply("shr_raw", (Var("tm_lane"), Lit(f"{plan.lane_shift}u"))),
-                                         Lit(f"{(1 << plan.lane_bits) - 1}u"))), "uint") if plan.lane_bits else None
+    lane_pos = None
+    if plan.lane_bits:
+        pos: Expr = Apply("and", (Apply("shr_raw", (Var("tm_lane"), Lit(f"{plan.lane_shift}u"))),
+                                  Lit(f"{(1 << plan.lane_bits) - 1}u")))
+        if reverse:
+            pos = Apply("sub", (Lit(f"{(1 << plan.lane_bits) - 1}u"), pos))
+        lane_pos = _hoist(ctx, pos, "uint")
+    shuffle_toward = "simd_shuffle_down" if reverse else "simd_shuffle_up"
     warp_pos = None
     if plan.warp_bits:
         e: Expr | None = None
@@ -117,6 +125,8 @@ def scan_in_registers(ctx: LoweringContext, plan: ScanPlan, dist: Distribution, 
             term = bit if k == 0 else Apply("shl_raw", (bit, Lit(f"{k}u")))
             e = term if e is None else Apply("or", (e, term))
         assert e is not None
+        if reverse:
+            e = Apply("sub", (Lit(f"{(1 << len(plan.warp_bits)) - 1}u"), e))
         warp_pos = _hoist(ctx, e, "uint")
     views: list[Expr] = []
     if plan.warp_bits:
@@ -130,12 +140,12 @@ def scan_in_registers(ctx: LoweringContext, plan: ScanPlan, dist: Distribution, 
         views = [ctx.scratch_view("uchar" if t.is_bool() else msl_type(t), base + o) for t, o in zip(etys, offs)]
 
     for g, regs in enumerate(lines.values()):
-        regs.sort(key=lambda r: dist.reg_coords[r][axis])
+        regs.sort(key=lambda r: dist.reg_coords[r][axis], reverse=reverse)
         chunks: dict[int, list[int]] = {}
         for r in regs:
             chunks.setdefault(dist.reg_coords[r][axis] // plan.chunk, []).append(r)
         carry: list[Expr] | None = None
-        for c in sorted(chunks):
+        for c in sorted(chunks, reverse=reverse):
             rs = chunks[c]
             # 1. the thread's consecutive registers
             incl = [[s[rs[0]] for s in srcs]]
@@ -147,7 +157,7 @@ def scan_in_registers(ctx: LoweringContext, plan: ScanPlan, dist: Distribution, 
             lane_incl = total
             if plan.lane_bits:
                 assert lane_pos is not None
-                if native_sum and plan.lane_bits == 5:
+                if native_sum and plan.lane_bits == 5 and not reverse:
                     lane_excl = [_mat(ctx, Call("simd_prefix_exclusive_sum", (total[0],)), ctypes[0])]
                     lane_incl = [_mat(ctx, Call("simd_sum", (total[0],)), ctypes[0])]
                 else:
@@ -155,15 +165,19 @@ def scan_in_registers(ctx: LoweringContext, plan: ScanPlan, dist: Distribution, 
                     for step in range(plan.lane_bits):
                         d = 1 << step
                         delta = Convert("ushort", Lit(str(d << plan.lane_shift)))
-                        other = [_mat(ctx, _shuffle("simd_shuffle_up", v, delta, t), ct)
+                        other = [_mat(ctx, _shuffle(shuffle_toward, v, delta, t), ct)
                                  for v, t, ct in zip(y, etys, ctypes)]
                         both = combine(other, y)
                         keep = Apply("ge", (lane_pos, Lit(f"{d}u")))
                         y = [_mat(ctx, Apply("select", (keep, b, v)), ct) for b, v, ct in zip(both, y, ctypes)]
                     delta = Convert("ushort", Lit(str(1 << plan.lane_shift)))
-                    lane_excl = [_mat(ctx, _shuffle("simd_shuffle_up", v, delta, t), ct)
+                    lane_excl = [_mat(ctx, _shuffle(shuffle_toward, v, delta, t), ct)
                                  for v, t, ct in zip(y, etys, ctypes)]
-                    last = Apply("or", (Var("tm_lane"), Lit(f"{lane_mask}u")))
+                    # the line's last lane in scan order holds its total
+                    if reverse:
+                        last: Expr = Apply("and", (Var("tm_lane"), Lit(f"{31 & ~lane_mask}u")))
+                    else:
+                        last = Apply("or", (Var("tm_lane"), Lit(f"{lane_mask}u")))
                     lane_incl = [_mat(ctx, _shuffle("simd_shuffle", v, Convert("ushort", last), t), ct)
                                  for v, t, ct in zip(y, etys, ctypes)]
             # 3. across SIMD groups
@@ -180,8 +194,10 @@ def scan_in_registers(ctx: LoweringContext, plan: ScanPlan, dist: Distribution, 
                 rest = Apply("and", (Var("tm_warp"), Lit(f"{(nw - 1) & ~axis_mask}u")))
                 running: list[Expr] | None = None
                 prefixes: list[list[Expr]] = []
-                for p in range(1 << len(plan.warp_bits)):
-                    bits = sum(1 << j for k, j in enumerate(plan.warp_bits) if p >> k & 1)
+                nwb = len(plan.warp_bits)
+                for p in range(1 << nwb):
+                    q = (1 << nwb) - 1 - p if reverse else p  # the SIMD group's position in the axis
+                    bits = sum(1 << j for k, j in enumerate(plan.warp_bits) if q >> k & 1)
                     w = Apply("or", (rest, Lit(f"{bits}u"))) if bits else rest
                     vals = []
                     for v, t, ct in zip(views, etys, ctypes):

@@ -96,3 +96,26 @@ def test_tile_scans(layout: CoalescedLayout, axis: int, reverse: bool):
     out = run(k, (1,), x_ptr=x, out_ptr=np.zeros_like(x))["out_ptr"]
     want = np.flip(np.cumsum(np.flip(x, axis), axis), axis) if reverse else np.cumsum(x, axis)
     np.testing.assert_array_equal(out, want.astype(np.int32))
+
+
+def reverse_recurrence(a_ptr, b_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    a = tl.load(a_ptr + offs)
+    b = tl.load(b_ptr + offs)
+    _, x = tl.associative_scan((a, b), 0, _affine, reverse=True)
+    tl.store(out_ptr + offs, x)
+
+
+@pytest.mark.parametrize("num_warps,block", [(1, 32), (1, 256), (4, 1024), (4, 64), (8, 512)])
+def test_reverse_non_commutative_scan_in_registers_matches_the_interpreter(num_warps: int, block: int):
+    from test_compiled_vs_interpreter import interpret
+
+    from triton_metal.language import JITCallable
+
+    a = RNG.integers(0, 5, block).astype(np.uint32)
+    b = RNG.integers(0, 100, block).astype(np.uint32)
+    want = interpret(reverse_recurrence, (1,), a_ptr=a, b_ptr=b, out_ptr=np.zeros(block, np.uint32), BLOCK=block)
+    k = compile_1d(JITCallable(reverse_recurrence), "*u32", "*u32", "*u32", C(block), num_warps=num_warps)
+    assert "simd_shuffle_down(" in k.source
+    got = run(k, (1,), a_ptr=a, b_ptr=b, out_ptr=np.zeros(block, np.uint32))["out_ptr"]
+    np.testing.assert_array_equal(got, want["out_ptr"])
