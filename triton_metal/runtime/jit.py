@@ -34,6 +34,7 @@ from .grid import GridSpec, check_num_warps, resolve_grid
 from .host_arrays import needs_64bit_indices
 from .launch import compile_variant, launch_on_interpreter, make_launcher, to_launch_args
 from .log import debug_level, log
+from .observer import OBSERVER
 from .specialization import ArgSpec, ArgumentError, MockArray, SpecializationKey
 
 DEFAULT_NUM_WARPS = 4
@@ -199,14 +200,20 @@ class JITFunction(JITCallable):
             grid3[0] * 32 * warps > LAUNCH_DIM_LIMIT,
         )
         compiled = self.cache.get(key)
+        observer = OBSERVER.current
         if compiled is None:
             compiled = self._compile(key)
+            if observer is not None:
+                observer.compiled(self, compiled)
         if warmup:
             return compiled
         if debug_level() >= 1:
             log(f"launch {name} grid={grid3} num_warps={warps} backend={backend} "
                 f"kernel={compiled.msl.name} ({compiled.origin})")
-        compiled.launcher(values, grid3)
+        if observer is None:
+            compiled.launcher(values, grid3)
+        else:
+            observer.launch(self, compiled, values, grid3)
         compiled.launches += 1
         return None
 
