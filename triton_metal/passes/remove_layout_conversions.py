@@ -31,10 +31,6 @@ def _layout(v: Value) -> Layout | None:
     return v.type.layout if isinstance(v.type, TensorType) else None
 
 
-def _users(func: Op, v: Value) -> list[Op]:
-    return [op for op in func.walk() if any(x is v for x in op.operands)]
-
-
 def _replace(func: Op, old: Value, new: Value) -> None:
     for op in func.walk():
         op.replace_operand(old, new)
@@ -59,6 +55,11 @@ def _is_remat(v: Value) -> bool:
 
 
 def _step(func: Op) -> bool:
+    """One rewrite (True), or none left (False). The use lists are valid until the first rewrite."""
+    uses: dict[Value, list[Op]] = {}
+    for op in func.walk():
+        for v in op.operands:
+            uses.setdefault(v, []).append(op)
     for op in list(func.walk()):
         if op.parent is None:
             continue
@@ -84,15 +85,14 @@ def _step(func: Op) -> bool:
                 _erase(op)
                 return True
         elif is_elementwise(op) and len(op.results) == 1 and isinstance(op.results[0].type, TensorType):
-            if _sink(func, op):
+            if _sink(func, op, uses.get(op.results[0], [])):
                 return True
     return False
 
 
-def _sink(func: Op, op: Op) -> bool:
+def _sink(func: Op, op: Op, users: list[Op]) -> bool:
     """Compute `op` in layout L when its inputs come converted from L and its uses convert to L."""
     res = op.results[0]
-    users = _users(func, res)
     if not users or not all(isinstance(u, ConvertLayoutOp) for u in users):
         return False
     target = _layout(users[0].results[0])
