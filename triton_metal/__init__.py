@@ -9,7 +9,8 @@
     kernel[(triton.cdiv(n, 1024),)](x, n, BLOCK=1024)
 
 The host-side API has Triton's names (`jit`, `JITFunction`, `cdiv`, `next_power_of_2`,
-`reinterpret`, `testing.do_bench`, and the error classes), so ported code keeps working.
+`reinterpret`, `autotune`, `Config`, `heuristics`, `testing.do_bench`, and the error classes), so
+ported code keeps working.
 """
 
 from __future__ import annotations
@@ -30,10 +31,16 @@ from .runtime import (
     next_power_of_2,
     reinterpret,
 )
+from .runtime.autotune_config import Config
+from .runtime.autotuner import Autotuner, autotune
 from .runtime.cache import COMPILER_VERSION as __version__
+from .runtime.heuristics import Heuristics, heuristics
 
 __all__ = [
+    "Autotuner",
     "CompilationError",
+    "Config",
+    "Heuristics",
     "InterpreterError",
     "JITFunction",
     "LaunchError",
@@ -41,7 +48,9 @@ __all__ = [
     "TritonError",
     "__version__",
     "active_backend_name",
+    "autotune",
     "cdiv",
+    "heuristics",
     "jit",
     "language",
     "next_power_of_2",

@@ -1,11 +1,25 @@
 """Benchmarking and comparison helpers with Triton's names: `do_bench`, `assert_close`.
 
-`do_bench` times a callable the way Triton's does (a time-boxed warm-up and repetition, results
-in milliseconds), waiting for MLX's queue after every call so lazy work is counted.
+`do_bench(fn, warmup=25, rep=100, grad_to_none=None, quantiles=None, return_mode="mean")` times a
+callable as Triton's does: one call (which compiles), an estimate from 5 calls, then about
+`warmup` ms of untimed calls and about `rep` ms of timed ones (both are time budgets, at least one
+call each), each call timed on its own; the result is in milliseconds.
+
+How a call is timed depends on where kernels run (`timing_path()`):
+* "metal" (MLX has a Metal device and no other backend is forced): GPU work is asynchronous and
+  MLX has no GPU timestamps (mlx_api.md section 7), so each timed call starts after
+  `mx.synchronize()` (earlier queued work is not counted) and ends when the MLX arrays it returned
+  are evaluated (`mx.eval`) and `mx.synchronize()` returns: the time includes commit and wait
+  (about 10-100 us per call).
+* "host" (the emulator and the interpreter): launches run synchronously on the CPU, so the wall
+  time of the call is the kernel's; MLX arrays it returns are still evaluated inside the timing.
+Unlike Triton's, no cache is flushed between calls (MLX's own benchmarks do not either), so small
+kernels are timed with warm caches.
 """
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -19,23 +33,48 @@ except ImportError:  # pragma: no cover - MLX is a dependency
     _mx = None
 
 RETURN_MODES = ("min", "max", "mean", "median", "all")
+_FALSE_WORDS = ("", "0", "false", "no", "off")
+_now: Callable[[], float] = time.perf_counter  # seconds; a test may substitute a fake clock
 
 
-def _wait(result: object) -> None:
-    """Finish any lazy MLX work the call produced."""
+def timing_path() -> str:
+    """"metal" when launches run on the GPU through MLX, else "host" (module docstring)."""
+    if _mx is None:
+        return "host"
+    if os.environ.get("TRITON_METAL_INTERPRET", "").strip().lower() not in _FALSE_WORDS:
+        return "host"
+    forced = os.environ.get("TRITON_METAL_BACKEND", "").strip().lower()
+    if forced and forced != "metal":
+        return "host"
+    try:
+        return "metal" if bool(_mx.metal.is_available()) else "host"
+    except Exception:  # noqa: BLE001 - an MLX without the metal module has no GPU
+        return "host"
+
+
+def _evaluate(result: object) -> None:
+    """Finish the lazy MLX work the call returned."""
     if _mx is None:
         return
     arrays = [r for r in (result if isinstance(result, (tuple, list)) else (result,))
               if isinstance(r, _mx.array)]
     if arrays:
         _mx.eval(*arrays)
-    _mx.synchronize()
 
 
-def _timed(fn: Callable[[], object]) -> float:
-    start = time.perf_counter()
-    _wait(fn())
-    return (time.perf_counter() - start) * 1e3
+def _timer(path: str) -> Callable[[Callable[[], object]], float]:
+    gpu = path == "metal"
+
+    def timed(fn: Callable[[], object]) -> float:
+        if gpu:
+            _mx.synchronize()
+        start = _now()
+        _evaluate(fn())
+        if gpu:
+            _mx.synchronize()
+        return (_now() - start) * 1e3
+
+    return timed
 
 
 def do_bench(
@@ -56,13 +95,14 @@ def do_bench(
         raise ValueError(f"return_mode must be one of {RETURN_MODES}, not {return_mode!r}")
     if grad_to_none:
         raise ValueError("do_bench: grad_to_none has no meaning without autograd; pass None")
-    _wait(fn())
-    estimate = statistics.mean(_timed(fn) for _ in range(5))
+    timed = _timer(timing_path())
+    timed(fn)
+    estimate = sum(timed(fn) for _ in range(5)) / 5
     n_warmup = max(1, int(warmup / max(estimate, 1e-6)))
     n_repeat = max(1, int(rep / max(estimate, 1e-6)))
     for _ in range(n_warmup):
-        _wait(fn())
-    times = [_timed(fn) for _ in range(n_repeat)]
+        timed(fn)
+    times = [timed(fn) for _ in range(n_repeat)]
     if quantiles is not None:
         values = np.quantile(np.array(times), list(quantiles)).tolist()
         return values[0] if len(values) == 1 else values

@@ -255,7 +255,10 @@ def jit(
     do_not_specialize_on_alignment: Iterable[int | str] | None = None,
     debug: bool | None = None,
     noinline: bool | None = None,
-) -> Callable[[Callable[..., Any]], JITFunction]: ...
+    autotune: bool = False,
+    configs: Iterable[Any] | None = None,
+    key: Iterable[str] | None = None,
+) -> Callable[[Callable[..., Any]], Any]: ...
 def jit(
     fn: Callable[..., Any] | None = None,
     *,
@@ -266,8 +269,16 @@ def jit(
     do_not_specialize_on_alignment: Iterable[int | str] | None = None,
     debug: bool | None = None,
     noinline: bool | None = None,
-) -> JITFunction | Callable[[Callable[..., Any]], JITFunction]:
-    """Make a Python function a kernel: `@jit`, `@jit(...)` or `jit(fn, ...)`, as in Triton."""
+    autotune: bool = False,
+    configs: Iterable[Any] | None = None,
+    key: Iterable[str] | None = None,
+) -> Any:
+    """Make a Python function a kernel: `@jit`, `@jit(...)` or `jit(fn, ...)`, as in Triton.
+
+    The seed form `@jit(autotune=True, configs=[Config(...), ...], key=[...])` is
+    `@autotune(configs, key)` over `@jit` (`autotuner.py`; `key` defaults to none: the dtypes)."""
+    if not autotune and (configs is not None or key is not None):
+        raise ValueError("@jit(configs=..., key=...) tunes the kernel only with autotune=True")
 
     def decorator(f: Callable[..., Any]) -> JITFunction:
         return JITFunction(
@@ -281,6 +292,13 @@ def jit(
             noinline=noinline,
         )
 
+    if autotune:
+        from .autotuner import autotune as make_autotuner
+
+        def tuned(f: Callable[..., Any]) -> Any:
+            return make_autotuner(list(configs or ()), list(key or ()))(decorator(f))
+
+        return tuned(fn) if fn is not None else tuned
     if fn is not None:
         return decorator(fn)
     return decorator

@@ -1,0 +1,421 @@
+"""`autotune`: pick the fastest `Config` per tuning key, and remember it per chip.
+
+    @triton_metal.autotune(configs=[Config({"BLOCK": 256}, num_warps=2), Config({"BLOCK": 1024})],
+                           key=["n"])
+    @triton_metal.jit
+    def kernel(x_ptr, n, BLOCK: tl.constexpr): ...
+
+    kernel[lambda META: (triton_metal.cdiv(n, META["BLOCK"]),)](x, n)
+
+Triton's semantics (reference: triton.md section 4):
+* The tuning key is the values of the `key` arguments (defaults included) plus the dtype of every
+  argument that has one; dtypes are named alike for NumPy and MLX arrays (`float16`).
+* On a key not seen in this process: the stored result for this chip is used if there is one
+  (`autotune_cache.py`: the user's, then the shipped default), without benchmarking. Otherwise the
+  configs are pruned (`prune_configs_by`: `early_config_prune(configs, named_args, **kwargs)`, then
+  `perf_model(**named_args, **kwargs, **config.all_kwargs())` keeping the `top_k` best, a float
+  <= 1 being a fraction of the list, at least one kept); a single survivor is chosen without
+  benchmarking; else each survivor is compiled and timed with `do_bench(call, quantiles=(0.5, 0.2,
+  0.8))` and the best is the least (p50, p20, p80), compared in that order.
+* A config that cannot compile (`OutOfResources`: threadgroup memory; `CompilationError`;
+  `LaunchError`: e.g. `num_warps` over 32, more than 1024 threads) is skipped and the reason
+  logged on stderr; when every config fails, `AutotunerError` lists each config with its reason.
+* Every benchmark run calls the config's `pre_hook`, then the autotuner's `pre_hook(args,
+  reset_only=False)` (by default: zero the `reset_to_zero` arrays, snapshot the `restore_value`
+  ones), launches, then `post_hook(args, exception)` (by default: restore the snapshots). After
+  tuning, `pre_hook(args, reset_only=True)` zeroes the `reset_to_zero` arrays once more, so the
+  real launch starts from zeros.
+* A keyword given by the caller that a config also sets raises
+  `ValueError("Conflicting meta-parameters: ...")`; names in `key`, `reset_to_zero` or
+  `restore_value` that are not kernel parameters raise `ValueError` at decoration.
+* `do_bench=` replaces the benchmark (called as `do_bench(fn, quantiles=(0.5, 0.2, 0.8))`; a float
+  result counts as p50 = p20 = p80); otherwise `testing.do_bench(fn, warmup, rep, quantiles=...)`,
+  looked up at call time.
+* `cache_results=True` (the default here: per-chip tuning is the point) persists each benchmarked
+  choice; nothing is persisted under the interpreter or when a config has a `pre_hook`.
+* `TRITON_METAL_PRINT_AUTOTUNING=1` prints each choice, where it came from and the tuning time.
+
+After a launch, `best_config`, `last_origin` ("benchmark", "single", "user", "shipped", "memory"),
+`configs_timings` (config -> [p50, p20, p80] of the last tuning) and `bench_time` (seconds) say
+what happened; `cache` maps tuning keys to the chosen configs.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from ..errors import CompilationError, LaunchError, OutOfResources, TritonError
+from .autotune_config import Config
+from .backend import active_backend_name, interpret_mode
+from .grid import GridSpec
+from .heuristics import base_jit_function, default_arguments
+from .log import log
+
+QUANTILES = (0.5, 0.2, 0.8)
+SKIPPABLE = (OutOfResources, CompilationError, LaunchError)
+_TRUE_WORDS = ("1", "true", "yes", "on")
+
+
+class AutotunerError(TritonError):
+    """No config could be used (every one failed to compile, or pruning left none)."""
+
+
+def _print_autotuning() -> bool:
+    return os.environ.get("TRITON_METAL_PRINT_AUTOTUNING", "").strip().lower() in _TRUE_WORDS
+
+
+def dtype_name(dtype: object) -> str:
+    """`float16` for NumPy's and MLX's float16 alike."""
+    text = str(dtype)
+    return text.rsplit(".", 1)[-1] if text.startswith("mlx.core.") else text
+
+
+# -- arrays the hooks reset and restore (NumPy in place; MLX rebound, as a kernel's stores are) ----
+def _zero(value: object, name: str) -> None:
+    try:
+        value[...] = 0  # type: ignore[index]
+    except (TypeError, ValueError) as error:
+        raise TypeError(f"autotune(reset_to_zero=...): cannot zero argument '{name}' ({type(value).__name__})") from error
+
+
+def _snapshot(value: object, name: str) -> object:
+    copy = getattr(value, "copy", None)
+    if callable(copy):
+        return copy()
+    try:
+        import mlx.core as mx
+
+        if isinstance(value, mx.array):
+            return mx.array(value)
+    except ImportError:  # pragma: no cover - MLX is a dependency
+        pass
+    raise TypeError(f"autotune(restore_value=...): cannot copy argument '{name}' ({type(value).__name__})")
+
+
+def _check_names(kind: str, names: Iterable[str], arg_names: Sequence[str], kernel: str) -> list[str]:
+    names = list(names or ())
+    unknown = [n for n in names if n not in arg_names]
+    if unknown:
+        raise ValueError(
+            f"autotune({kind}=...): {', '.join(repr(n) for n in unknown)} "
+            f"{'is not a parameter' if len(unknown) == 1 else 'are not parameters'} of kernel "
+            f"'{kernel}' (its parameters: {', '.join(arg_names)})"
+        )
+    return names
+
+
+class Autotuner:
+    """A kernel launched with the best of several configs (module docstring)."""
+
+    def __init__(
+        self,
+        fn: Any,
+        configs: Sequence[Config],
+        key: Sequence[str],
+        prune_configs_by: Mapping[str, Any] | None = None,
+        reset_to_zero: Sequence[str] | None = None,
+        restore_value: Sequence[str] | None = None,
+        pre_hook: Callable[..., object] | None = None,
+        post_hook: Callable[..., object] | None = None,
+        warmup: float | None = None,
+        rep: float | None = None,
+        do_bench: Callable[..., Any] | None = None,
+        cache_results: bool = True,
+    ) -> None:
+        base = base_jit_function(fn)
+        self.fn = fn
+        self.__name__: str = base.__name__
+        self.arg_names: list[str] = list(base.arg_names)
+        configs = list(configs or ())
+        for c in configs:
+            if not isinstance(c, Config):
+                raise TypeError(f"autotune(configs=...): expected Config objects, got {type(c).__name__}")
+        self.configs: list[Config] = configs or [Config({}, num_warps=4, num_stages=3, num_ctas=1)]
+        if isinstance(key, str):
+            raise TypeError("autotune(key=...): key is a list of parameter names, e.g. key=['n']")
+        self.keys = _check_names("key", key, self.arg_names, self.__name__)
+        self.reset_to_zero = _check_names("reset_to_zero", reset_to_zero or (), self.arg_names, self.__name__)
+        self.restore_value = _check_names("restore_value", restore_value or (), self.arg_names, self.__name__)
+        prune = dict(prune_configs_by or {})
+        unknown = set(prune) - {"early_config_prune", "perf_model", "top_k"}
+        if unknown:
+            raise ValueError(
+                f"autotune(prune_configs_by=...): unknown entries {sorted(unknown)}; "
+                "use early_config_prune, perf_model and top_k"
+            )
+        self.early_config_prune = prune.get("early_config_prune")
+        self.perf_model = prune.get("perf_model")
+        self.top_k: int | float = prune.get("top_k", 10)
+        self.user_pre_hook = pre_hook
+        self.user_post_hook = post_hook
+        self.warmup_ms = 25.0 if warmup is None else float(warmup)
+        self.rep_ms = 100.0 if rep is None else float(rep)
+        self.custom_do_bench = do_bench
+        self.cache_results = bool(cache_results)
+        self._defaults = default_arguments(fn)
+        self._restore_copies: dict[str, object] = {}
+        self.cache: dict[tuple[object, ...], Config] = {}
+        self.best_config: Config | None = None
+        self.last_origin: str | None = None
+        self.configs_timings: dict[Config, list[float]] = {}
+        self.bench_time: float = 0.0
+        self.skipped: dict[Config, str] = {}
+
+    @property
+    def cache_key(self) -> str:
+        return base_jit_function(self.fn).cache_key
+
+    # -- hooks ---------------------------------------------------------------------------------
+    def pre_hook(self, args: dict[str, Any], reset_only: bool = False) -> None:
+        if self.user_pre_hook is not None:
+            self.user_pre_hook(args, reset_only=reset_only)
+            return
+        for name in self.reset_to_zero:
+            _zero(args[name], name)
+        if not reset_only:
+            self._restore_copies = {n: _snapshot(args[n], n) for n in self.restore_value}
+
+    def post_hook(self, args: dict[str, Any], exception: BaseException | None) -> None:
+        if self.user_post_hook is not None:
+            self.user_post_hook(args, exception)
+            return
+        for name, saved in self._restore_copies.items():
+            args[name][...] = saved
+        self._restore_copies = {}
+
+    # -- the tuning key ------------------------------------------------------------------------
+    def tuning_key(self, named: Mapping[str, object]) -> tuple[object, ...]:
+        values = tuple(named[k] for k in self.keys if k in named)
+        dtypes = tuple(dtype_name(v.dtype) for v in named.values() if hasattr(v, "dtype"))
+        return values + dtypes
+
+    # -- launching -----------------------------------------------------------------------------
+    def __getitem__(self, grid: GridSpec) -> Callable[..., None]:
+        return lambda *args, **kwargs: self.run(*args, grid=grid, warmup=False, **kwargs)
+
+    def _check_conflicts(self, kwargs: Mapping[str, object]) -> None:
+        for config in self.configs:
+            conflicts = sorted(set(kwargs) & set(config.all_kwargs()))
+            if conflicts:
+                raise ValueError(
+                    f"Conflicting meta-parameters: {', '.join(conflicts)}. Make sure that you don't "
+                    f"re-define auto-tuned symbols (kernel '{self.__name__}': the configs set them)."
+                )
+
+    def run(self, *args: object, grid: GridSpec, warmup: bool = False, **kwargs: object) -> Any:
+        self._check_conflicts(kwargs)
+        named = {**self._defaults, **dict(zip(self.arg_names, args)), **kwargs}
+        key = self.tuning_key(named)
+        config = self.cache.get(key)
+        if config is not None:
+            self.last_origin = "memory"
+        else:
+            config = self._choose(key, named, args, kwargs, grid)
+            self.cache[key] = config
+        self.best_config = config
+        full = {**named, **config.all_kwargs()}
+        if config.pre_hook is not None:
+            config.pre_hook(full)
+        return self.fn.run(*args, grid=grid, warmup=warmup, **kwargs, **config.all_kwargs())
+
+    def warmup(self, *args: object, grid: GridSpec, **kwargs: object) -> list[Any]:
+        """Compile the variant of every (pruned) config for these arguments; run nothing."""
+        self._check_conflicts(kwargs)
+        named = {**self._defaults, **dict(zip(self.arg_names, args)), **kwargs}
+        return [self.fn.run(*args, grid=grid, warmup=True, **kwargs, **c.all_kwargs())
+                for c in self.prune_configs(named, kwargs)]
+
+    # -- choosing ------------------------------------------------------------------------------
+    def prune_configs(self, named: Mapping[str, object], kwargs: Mapping[str, object]) -> list[Config]:
+        pruned = list(self.configs)
+        if self.early_config_prune is not None:
+            pruned = list(self.early_config_prune(self.configs, dict(named), **kwargs) or ())
+            if not pruned:
+                raise AutotunerError(
+                    f"autotune of '{self.__name__}': no config left after early_config_prune; it must "
+                    "return at least one config"
+                )
+        if self.perf_model is not None:
+            top_k = self.top_k
+            if isinstance(top_k, float) and top_k <= 1.0:
+                top_k = max(1, int(len(self.configs) * top_k))
+            elif not isinstance(top_k, int) or isinstance(top_k, bool):
+                raise TypeError("autotune(prune_configs_by=...): top_k must be an int, or a float <= 1")
+            if len(pruned) > top_k:
+                estimates = {
+                    c: self.perf_model(**{**named, **kwargs, **c.all_kwargs()}) for c in pruned
+                }
+                pruned = sorted(pruned, key=lambda c: estimates[c])[: max(1, top_k)]
+        return pruned
+
+    def _persisting(self) -> bool:
+        if not self.cache_results or interpret_mode():
+            return False
+        return all(c.pre_hook is None for c in self.configs)
+
+    def _entry(self, key: tuple[object, ...]) -> tuple[Any, str, list[dict[str, Any]]] | None:
+        """(entry name, key text, config dicts) for persistence, or None where nothing persists."""
+        if not self._persisting():
+            return None
+        from . import autotune_cache
+
+        chip = autotune_cache.current_chip(active_backend_name())
+        if chip is None:
+            return None
+        try:
+            dicts = [c.to_dict() for c in self.configs]
+        except ValueError as error:
+            log(f"autotune of '{self.__name__}': results not saved: {error}")
+            return None
+        key_text = repr(key)
+        digest = autotune_cache.entry_hash(self.cache_key, key_text, [repr(d) for d in dicts])
+        return autotune_cache.EntryName(chip, self.__name__, digest), key_text, dicts
+
+    def _choose(self, key: tuple[object, ...], named: dict[str, object], args: tuple[object, ...],
+                kwargs: dict[str, object], grid: GridSpec) -> Config:
+        entry = self._entry(key)
+        if entry is not None:
+            from . import autotune_cache
+
+            found = autotune_cache.lookup(*entry)
+            if found is not None:
+                data, path, origin = found
+                config = self.configs[entry[2].index(data["best"])]
+                self.last_origin = origin
+                if _print_autotuning():
+                    measured = data.get("measured", {})
+                    print(f"autotuning of {self.__name__} for key {key}: reused the {origin} result "
+                          f"{path} (chip {data['chip']}, measured {measured.get('date', '?')} on "
+                          f"{measured.get('backend', '?')}); config selected: {config}", flush=True)
+                return config
+        pruned = self.prune_configs(named, kwargs)
+        if len(pruned) == 1:
+            self.last_origin = "single"
+            self.configs_timings = {}
+            self.bench_time = 0.0
+            if _print_autotuning():
+                print(f"autotuning of {self.__name__} for key {key}: one config left after pruning, "
+                      f"chosen without benchmarking: {pruned[0]}", flush=True)
+            return pruned[0]
+        start = time.perf_counter()
+        timings = self._bench_all(pruned, named, args, kwargs, grid)
+        self.bench_time = time.perf_counter() - start
+        best = min(timings, key=lambda c: tuple(timings[c]))
+        self.last_origin = "benchmark"
+        self.configs_timings = timings
+        full = {**named, **best.all_kwargs()}
+        self.pre_hook(full, reset_only=True)
+        if _print_autotuning():
+            print(f"autotuning of {self.__name__} for key {key} finished after {self.bench_time:.2f}s; "
+                  f"best config selected: {best}", flush=True)
+        if entry is not None:
+            self._save(entry, best, timings)
+        return best
+
+    def _bench_all(self, pruned: list[Config], named: dict[str, object], args: tuple[object, ...],
+                   kwargs: dict[str, object], grid: GridSpec) -> dict[Config, list[float]]:
+        timings: dict[Config, list[float]] = {}
+        self.skipped = {}
+        for config in pruned:
+            try:
+                timings[config] = self._bench(config, named, args, kwargs, grid)
+            except SKIPPABLE as error:
+                reason = f"{type(error).__name__}: {error}"
+                self.skipped[config] = reason
+                log(f"autotune of '{self.__name__}': skipped config {{{config}}}: {reason}")
+        if not timings:
+            lines = "\n".join(f"  {{{c}}}: {r}" for c, r in self.skipped.items())
+            raise AutotunerError(f"autotune of '{self.__name__}': every config failed:\n{lines}")
+        return timings
+
+    def _bench(self, config: Config, named: dict[str, object], args: tuple[object, ...],
+               kwargs: dict[str, object], grid: GridSpec) -> list[float]:
+        options = config.all_kwargs()
+        full = {**named, **options}
+        # compile first, so that a config that cannot compile is skipped before anything runs
+        self.fn.run(*args, grid=grid, warmup=True, **kwargs, **options)
+
+        def kernel_call() -> None:
+            if config.pre_hook is not None:
+                config.pre_hook(full)
+            self.pre_hook(full)
+            try:
+                self.fn.run(*args, grid=grid, warmup=False, **kwargs, **options)
+            except Exception as error:
+                self.post_hook(full, exception=error)
+                raise
+            self.post_hook(full, exception=None)
+
+        if self.custom_do_bench is not None:
+            result = self.custom_do_bench(kernel_call, quantiles=QUANTILES)
+        else:
+            from .. import testing
+
+            result = testing.do_bench(kernel_call, warmup=self.warmup_ms, rep=self.rep_ms, quantiles=QUANTILES)
+        if isinstance(result, (int, float)):
+            return [float(result)] * 3
+        return [float(v) for v in result]
+
+    def _save(self, entry: tuple[Any, str, list[dict[str, Any]]], best: Config,
+              timings: dict[Config, list[float]]) -> None:
+        from datetime import datetime, timezone
+
+        from . import autotune_cache
+        from .cache import COMPILER_VERSION
+
+        name, key_text, dicts = entry
+        how = ("custom do_bench" if self.custom_do_bench is not None else
+               f"triton_metal.testing.do_bench(warmup={self.warmup_ms:g} ms, rep={self.rep_ms:g} ms)")
+        data = {
+            "format": autotune_cache.FORMAT_VERSION,
+            "kernel": self.__name__,
+            "kernel_cache_key": self.cache_key,
+            "chip": name.chip,
+            "key": key_text,
+            "configs": dicts,
+            "best": best.to_dict(),
+            "timings_ms": [
+                {"config": c.to_dict(), **({"p50_p20_p80": timings[c]} if c in timings
+                                           else {"skipped": self.skipped.get(c, "pruned")})}
+                for c in self.configs
+            ],
+            "measured": {
+                "date": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "backend": active_backend_name(),
+                "how": f"{how}, quantiles (0.5, 0.2, 0.8), best = least (p50, p20, p80)",
+                "compiler_version": COMPILER_VERSION,
+                "tuning_seconds": round(self.bench_time, 3),
+            },
+        }
+        autotune_cache.store(name, data)
+
+    def __repr__(self) -> str:
+        return f"Autotuner({len(self.configs)} configs, key={self.keys}; {self.fn!r})"
+
+
+def autotune(
+    configs: Sequence[Config],
+    key: Sequence[str],
+    prune_configs_by: Mapping[str, Any] | None = None,
+    reset_to_zero: Sequence[str] | None = None,
+    restore_value: Sequence[str] | None = None,
+    pre_hook: Callable[..., object] | None = None,
+    post_hook: Callable[..., object] | None = None,
+    warmup: float | None = None,
+    rep: float | None = None,
+    do_bench: Callable[..., Any] | None = None,
+    cache_results: bool = True,
+) -> Callable[[Any], Autotuner]:
+    """Decorator over a `@jit` kernel (or a `@heuristics` one): see the module docstring."""
+
+    def decorator(fn: Any) -> Autotuner:
+        return Autotuner(fn, configs, key, prune_configs_by, reset_to_zero, restore_value,
+                         pre_hook, post_hook, warmup, rep, do_bench, cache_results)
+
+    return decorator
+
+
+__all__ = ["Autotuner", "AutotunerError", "Config", "autotune", "dtype_name"]
