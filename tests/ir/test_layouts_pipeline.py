@@ -260,3 +260,37 @@ def test_default_layouts_split_the_flat_index_alike(src: tuple[int, ...], dst: t
             have = {flat(ls.coords(w, ln, r), src) for r in range(ls.registers)}
             want = {flat(ld.coords(w, ln, r), dst) for r in range(ld.registers)}
             assert want <= have
+
+
+def chained(q_ptr, k_ptr, v_ptr, o_ptr, M: tl.constexpr, D: tl.constexpr, N: tl.constexpr):
+    rm = tl.arange(0, M)
+    rd = tl.arange(0, D)
+    rn = tl.arange(0, N)
+    q = tl.load(q_ptr + rm[:, None] * D + rd[None, :])
+    k = tl.load(k_ptr + rd[:, None] * N + rn[None, :])
+    s = tl.dot(q, k)
+    p = tl.exp(s - tl.max(s, axis=1)[:, None]).to(tl.float16)
+    v = tl.load(v_ptr + rn[:, None] * D + rd[None, :])
+    o = tl.dot(p, v)
+    tl.store(o_ptr + rm[:, None] * D + rd[None, :], o / tl.sum(p.to(tl.float32), axis=1)[:, None])
+
+
+def test_chained_dots_share_the_row_split() -> None:
+    """Attention-like: with two dots all warps go along M, so the row maxima stay in their
+    warps (no scratch) and the first product feeds the second without moving."""
+    params = ("*fp16/16", "*fp16/16", "*fp16/16", "*fp32/16", C(32), C(16), C(32))
+    m = laid_out(chained, *params)
+    dots = [op for op in m.walk() if op.name == "tt.dot"]
+    assert [d.results[0].type.layout for d in dots] == [BlockLayout((4, 1))] * 2
+    assert all(op.smem_bytes is None for op in m.walk() if op.name == "tt.reduce")
+    p_conv = dots[1].operands[0].op
+    assert p_conv.name == "ttg.convert_layout" and p_conv.smem_bytes is None
+    k = compile_source(chained, *params)
+    rng = np.random.default_rng(7)
+    q = rng.standard_normal((32, 16)).astype(np.float16)
+    kk = rng.standard_normal((16, 32)).astype(np.float16)
+    v = rng.standard_normal((32, 16)).astype(np.float16)
+    out = run(k, (1,), q_ptr=q, k_ptr=kk, v_ptr=v, o_ptr=np.zeros((32, 16), np.float32))["o_ptr"]
+    s = q.astype(np.float32) @ kk.astype(np.float32)
+    p = np.exp(s - s.max(1, keepdims=True)).astype(np.float16).astype(np.float32)
+    np.testing.assert_allclose(out, (p @ v.astype(np.float32)) / p.sum(1, keepdims=True), rtol=2e-3, atol=2e-3)

@@ -13,7 +13,8 @@ How layouts are chosen:
    of elementwise ops, broadcasts, loads and atomics, scans, hints, and the values a loop or an
    `scf.if` carries. Related classes: a reduction's result is `#slice<axis, src>`, an
    expand_dims source `#slice<axis, result>`.
-3. A class holding a dot result is a `#block` (`accelerate_dot`); a class touched by memory ops is
+3. A class holding a dot result is a `#block` (`accelerate_dot`; with several dots in the kernel
+   all warps go along M, so chained dots share their row split); a class touched by memory ops is
    `#coalesced` by the vector-width rule (`coalesce`); then slices propagate; the rest get the
    default coalesced layout, or the layout a shape op (trans, reshape, join, split, cat) keeps
    its data in.
@@ -106,6 +107,7 @@ class _Assigner:
         self.nw = num_warps
         self.info = info
         self.free: set[Value] = set()
+        self.chained_dots = False
         self.classes = _Classes()
         self.members: list[Value] = []  # non-free tensor values, in definition order
         self.accesses: dict[Value, list[MemoryAccess]] = {}
@@ -139,6 +141,7 @@ class _Assigner:
         for op in _walk(self.func):
             if self._free_op(op):
                 self.free.add(op.results[0])
+        self.chained_dots = sum(1 for op in _walk(self.func) if op.name == "tt.dot") > 1
         for op in _walk(self.func):
             for r in op.regions:
                 if op.name not in ("tt.reduce", "tt.scan"):
@@ -176,7 +179,8 @@ class _Assigner:
             self.slices.append(_Slice(op.src, op.axis, op.results[0]))  # type: ignore[attr-defined]
         elif name == "tt.dot":
             self._union(op.c, op.results[0])  # type: ignore[attr-defined]
-            self.blocks[self.classes.find(op.results[0])] = block_layout_for(op.results[0].type.shape, self.nw, op.loc)  # type: ignore[union-attr]
+            self.blocks[self.classes.find(op.results[0])] = block_layout_for(
+                op.results[0].type.shape, self.nw, op.loc, rows_first=self.chained_dots)  # type: ignore[union-attr]
         elif name == "scf.for":
             body = op.regions[0].block
             term = body.terminator
