@@ -294,3 +294,88 @@ def test_chained_dots_share_the_row_split() -> None:
     s = q.astype(np.float32) @ kk.astype(np.float32)
     p = np.exp(s - s.max(1, keepdims=True)).astype(np.float16).astype(np.float32)
     np.testing.assert_allclose(out, (p @ v.astype(np.float32)) / p.sum(1, keepdims=True), rtol=2e-3, atol=2e-3)
+
+
+def control(x_ptr, o_ptr, n, flag, BLOCK: tl.constexpr):
+    r = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + r)
+    i = 0
+    acc = tl.zeros((BLOCK,), tl.float32)
+    while i < n:
+        acc = acc * 0.5 + x
+        i += 1
+    if flag > 0:
+        y = acc + tl.sum(x, axis=0)
+    else:
+        y = tl.cumsum(acc, 0)
+    tl.store(o_ptr + r, y)
+
+
+@pytest.mark.parametrize("flag", [0, 1])
+def test_loops_and_branches_carry_layouts(flag: int) -> None:
+    params = ("*fp32/16", "*fp32/16", "i32", "i32", C(256))
+    m = laid_out(control, *params)
+    assert count(m, "scf.while") == 1 and count(m, "scf.if") == 1
+    k = compile_source(control, *params)
+    x = np.random.default_rng(8).standard_normal(256).astype(np.float32)
+    out = run(k, (1,), x_ptr=x, o_ptr=np.zeros(256, np.float32), n=3, flag=flag)["o_ptr"]
+    acc = np.zeros(256, np.float32)
+    for _ in range(3):
+        acc = acc * np.float32(0.5) + x
+    want = acc + x.sum() if flag else np.cumsum(acc)
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-4)
+
+
+def hinted(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    rm = tl.arange(0, M)
+    rn = tl.arange(0, N)
+    rk = tl.arange(0, K)
+    a = tl.load(a_ptr + rm[:, None] * K + rk[None, :], layout="BLOCK")
+    b = tl.load(b_ptr + rk[:, None] * N + rn[None, :], layout="COALESCED")
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], tl.dot(a, b), layout="BLOCK")
+
+
+def test_layout_hint_overrides_the_choice() -> None:
+    from triton_metal.ir.layouts import DotOperandLayout
+
+    params = ("*fp32/16", "*fp32/16", "*fp32/16", C(32), C(32), C(16))
+    raw = compile_kernel(hinted, *params)
+    hints = [(op.name, op.layout) for op in raw.walk() if op.name in ("tt.load", "tt.store")]
+    assert hints == [("tt.load", "BLOCK"), ("tt.load", "COALESCED"), ("tt.store", "BLOCK")]
+    assert 'layout = "BLOCK"' in ir.print_module(raw)
+    m = laid_out(hinted, *params)
+    loads = [op for op in m.walk() if op.name == "tt.load"]
+    assert isinstance(loads[0].results[0].type.layout, DotOperandLayout)  # loaded as fragments
+    assert isinstance(loads[1].results[0].type.layout, CoalescedLayout)
+    store = next(op for op in m.walk() if op.name == "tt.store")
+    assert isinstance(store.value.type.layout, BlockLayout)  # stored from the fragments, no conversion
+    k = compile_source(hinted, *params)
+    rng = np.random.default_rng(9)
+    a = rng.standard_normal((32, 16)).astype(np.float32)
+    b = rng.standard_normal((16, 32)).astype(np.float32)
+    out = run(k, (1,), a_ptr=a, b_ptr=b, c_ptr=np.zeros((32, 32), np.float32))["c_ptr"]
+    np.testing.assert_allclose(out, a @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_layout_hint_is_checked_and_ignored_by_the_interpreter() -> None:
+    from triton_metal.backends.interpreter.launch import launch
+    from triton_metal.language.jit_marker import JITCallable
+
+    rng = np.random.default_rng(10)
+    a = rng.standard_normal((32, 16)).astype(np.float32)
+    b = rng.standard_normal((16, 32)).astype(np.float32)
+    c = np.zeros((32, 32), np.float32)
+    launch(JITCallable(hinted), (1, 1, 1), {"a_ptr": a, "b_ptr": b, "c_ptr": c, "M": 32, "N": 32, "K": 16})
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+
+    def bad(x_ptr):
+        tl.store(x_ptr + tl.arange(0, 32), 1.0, layout="ROWS")
+
+    with pytest.raises(CompilationError, match="layout must be one of"):
+        compile_kernel(bad, "*fp32")
+
+    def scalar(x_ptr):
+        tl.store(x_ptr, 1.0, layout="BLOCK")
+
+    with pytest.raises(CompilationError, match="applies to blocks"):
+        compile_kernel(scalar, "*fp32")
