@@ -10,13 +10,14 @@
 Triton's semantics (reference: triton.md section 4):
 * The tuning key is the values of the `key` arguments (defaults included) plus the dtype of every
   argument that has one; dtypes are named alike for NumPy and MLX arrays (`float16`).
-* On a key not seen in this process: the stored result for this chip is used if there is one
-  (`autotune_cache.py`: the user's, then the shipped default), without benchmarking. Otherwise the
-  configs are pruned (`prune_configs_by`: `early_config_prune(configs, named_args, **kwargs)`, then
-  `perf_model(**named_args, **kwargs, **config.all_kwargs())` keeping the `top_k` best, a float
-  <= 1 being a fraction of the list, at least one kept); a single survivor is chosen without
-  benchmarking; else each survivor is compiled and timed with `do_bench(call, quantiles=(0.5, 0.2,
-  0.8))` and the best is the least (p50, p20, p80), compared in that order.
+* On a key not seen in this process, the configs are pruned (`prune_configs_by`:
+  `early_config_prune(configs, named_args, **kwargs)`, then `perf_model(**named_args, **kwargs,
+  **config.all_kwargs())` keeping the `top_k` best, a float <= 1 being a fraction of the list, at
+  least one kept); a single survivor is chosen without benchmarking. Otherwise the stored result
+  for this chip, key and pruned list is used if there is one (`autotune_cache.py`: the user's,
+  then the shipped default), without benchmarking; else each survivor is compiled and timed with
+  `do_bench(call, quantiles=(0.5, 0.2, 0.8))` and the best is the least (p50, p20, p80), compared
+  in that order.
 * A config that cannot compile (`OutOfResources`: threadgroup memory; `CompilationError`;
   `LaunchError`: e.g. `num_warps` over 32, more than 1024 threads) is skipped and the reason
   logged on stderr; when every config fails, `AutotunerError` lists each config with its reason.
@@ -256,8 +257,10 @@ class Autotuner:
             return False
         return all(c.pre_hook is None for c in self.configs)
 
-    def _entry(self, key: tuple[object, ...]) -> tuple[Any, str, list[dict[str, Any]]] | None:
-        """(entry name, key text, config dicts) for persistence, or None where nothing persists."""
+    def _entry(self, key: tuple[object, ...], pruned: list[Config]
+               ) -> tuple[Any, str, list[dict[str, Any]]] | None:
+        """(entry name, key text, config dicts) of the pruned configs for persistence, or None
+        where nothing persists."""
         if not self._persisting():
             return None
         from . import autotune_cache
@@ -266,7 +269,7 @@ class Autotuner:
         if chip is None:
             return None
         try:
-            dicts = [c.to_dict() for c in self.configs]
+            dicts = [c.to_dict() for c in pruned]
         except ValueError as error:
             log(f"autotune of '{self.__name__}': results not saved: {error}")
             return None
@@ -276,21 +279,6 @@ class Autotuner:
 
     def _choose(self, key: tuple[object, ...], named: dict[str, object], args: tuple[object, ...],
                 kwargs: dict[str, object], grid: GridSpec) -> Config:
-        entry = self._entry(key)
-        if entry is not None:
-            from . import autotune_cache
-
-            found = autotune_cache.lookup(*entry)
-            if found is not None:
-                data, path, origin = found
-                config = self.configs[entry[2].index(data["best"])]
-                self.last_origin = origin
-                if _print_autotuning():
-                    measured = data.get("measured", {})
-                    print(f"autotuning of {self.__name__} for key {key}: reused the {origin} result "
-                          f"{path} (chip {data['chip']}, measured {measured.get('date', '?')} on "
-                          f"{measured.get('backend', '?')}); config selected: {config}", flush=True)
-                return config
         pruned = self.prune_configs(named, kwargs)
         if len(pruned) == 1:
             self.last_origin = "single"
@@ -300,6 +288,21 @@ class Autotuner:
                 print(f"autotuning of {self.__name__} for key {key}: one config left after pruning, "
                       f"chosen without benchmarking: {pruned[0]}", flush=True)
             return pruned[0]
+        entry = self._entry(key, pruned)
+        if entry is not None:
+            from . import autotune_cache
+
+            found = autotune_cache.lookup(*entry)
+            if found is not None:
+                data, path, origin = found
+                config = pruned[entry[2].index(data["best"])]
+                self.last_origin = origin
+                if _print_autotuning():
+                    measured = data.get("measured", {})
+                    print(f"autotuning of {self.__name__} for key {key}: reused the {origin} result "
+                          f"{path} (chip {data['chip']}, measured {measured.get('date', '?')} on "
+                          f"{measured.get('backend', '?')}); config selected: {config}", flush=True)
+                return config
         start = time.perf_counter()
         timings = self._bench_all(pruned, named, args, kwargs, grid)
         self.bench_time = time.perf_counter() - start
@@ -312,7 +315,7 @@ class Autotuner:
             print(f"autotuning of {self.__name__} for key {key} finished after {self.bench_time:.2f}s; "
                   f"best config selected: {best}", flush=True)
         if entry is not None:
-            self._save(entry, best, timings)
+            self._save(entry, pruned, best, timings)
         return best
 
     def _bench_all(self, pruned: list[Config], named: dict[str, object], args: tuple[object, ...],
@@ -323,9 +326,12 @@ class Autotuner:
             try:
                 timings[config] = self._bench(config, named, args, kwargs, grid)
             except SKIPPABLE as error:
-                reason = f"{type(error).__name__}: {error}"
-                self.skipped[config] = reason
-                log(f"autotune of '{self.__name__}': skipped config {{{config}}}: {reason}")
+                log(f"autotune of '{self.__name__}': skipped config {{{config}}}: "
+                    f"{type(error).__name__}: {error}")
+                # the saved reason leaves out file paths and source lines
+                short = error.reason if isinstance(error, CompilationError) else str(error)
+                self.skipped[config] = f"{type(error).__name__}: {short}"
+
         if not timings:
             lines = "\n".join(f"  {{{c}}}: {r}" for c, r in self.skipped.items())
             raise AutotunerError(f"autotune of '{self.__name__}': every config failed:\n{lines}")
@@ -359,8 +365,8 @@ class Autotuner:
             return [float(result)] * 3
         return [float(v) for v in result]
 
-    def _save(self, entry: tuple[Any, str, list[dict[str, Any]]], best: Config,
-              timings: dict[Config, list[float]]) -> None:
+    def _save(self, entry: tuple[Any, str, list[dict[str, Any]]], pruned: list[Config],
+              best: Config, timings: dict[Config, list[float]]) -> None:
         from datetime import datetime, timezone
 
         from . import autotune_cache
@@ -379,8 +385,8 @@ class Autotuner:
             "best": best.to_dict(),
             "timings_ms": [
                 {"config": c.to_dict(), **({"p50_p20_p80": timings[c]} if c in timings
-                                           else {"skipped": self.skipped.get(c, "pruned")})}
-                for c in self.configs
+                                           else {"skipped": self.skipped.get(c, "?")})}
+                for c in pruned
             ],
             "measured": {
                 "date": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -390,6 +396,11 @@ class Autotuner:
                 "tuning_seconds": round(self.bench_time, 3),
             },
         }
+        if data["measured"]["backend"] != "metal":
+            data["measured"]["note"] = (
+                f"measured on the {data['measured']['backend']} (the CPU), not on a GPU: it says which "
+                "config runs fastest there and nothing about any Apple GPU"
+            )
         autotune_cache.store(name, data)
 
     def __repr__(self) -> str:

@@ -1,0 +1,122 @@
+"""Autotuned matrix multiplication: the tile sizes are chosen per chip and remembered.
+
+The kernel is tutorial 03's grouped-order `tl.dot` loop; `@autotune` times each `Config` on the
+first launch for a shape and dtype (`key=["M", "N", "K"]`, dtypes always join the key), launches
+the fastest, and files the choice under this chip in `$TRITON_METAL_CACHE_DIR/autotune/`. A later
+process with the same kernel, shapes and configs reads the choice instead of benchmarking; so does
+a user without results of their own when `autotune_cache/` in the repository ships one for the
+chip. One config asks for 8x8 tiles, which `tl.dot` refuses: it is skipped with the reason logged.
+
+    python -m examples.matmul_autotuned          # TRITON_METAL_PRINT_AUTOTUNING=1 to see the choice
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+import numpy as np
+
+import triton_metal as triton
+import triton_metal.language as tl
+
+from ._common import empty, report, strides, to_numpy
+
+CONFIGS = [
+    triton.Config({"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32, "GROUP_M": 8}, num_warps=4),
+    triton.Config({"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8}, num_warps=4),
+    triton.Config({"BLOCK_M": 32, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 4}, num_warps=2),
+    triton.Config({"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 8}, num_warps=1),
+    # refused by tl.dot (tiles under 16): shows a config that cannot compile being skipped
+    triton.Config({"BLOCK_M": 8, "BLOCK_N": 8, "BLOCK_K": 8, "GROUP_M": 8}, num_warps=1),
+]
+DEFAULT_CONFIG = CONFIGS[0]
+
+
+@triton.jit
+def matmul_kernel(
+        a_ptr, b_ptr, c_ptr,
+        M, N, K,
+        stride_am, stride_ak,
+        stride_bk, stride_bn,
+        stride_cm, stride_cn,
+        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+        GROUP_M: tl.constexpr,
+):
+    # grouped ordering: programs that run together share rows of A and columns of B
+    pid = tl.program_id(axis=0)
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    num_pid_in_group = GROUP_M * num_pid_n
+    first_pid_m = (pid // num_pid_in_group) * GROUP_M
+    group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
+    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
+    pid_n = (pid % num_pid_in_group) // group_size_m
+
+    # rows and columns past the edge wrap around and are masked off when C is stored
+    offs_am = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
+    offs_bn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
+    offs_k = tl.arange(0, BLOCK_K)
+    a_ptrs = a_ptr + (offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak)
+    b_ptrs = b_ptr + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
+    accumulator = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BLOCK_K, other=0.0)
+        b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_K, other=0.0)
+        accumulator = tl.dot(a, b, accumulator)
+        a_ptrs += BLOCK_K * stride_ak
+        b_ptrs += BLOCK_K * stride_bk
+    c = accumulator.to(c_ptr.dtype.element_ty)
+
+    offs_cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
+    tl.store(c_ptrs, c, mask=(offs_cm[:, None] < M) & (offs_cn[None, :] < N))
+
+
+matmul_tuned = triton.autotune(configs=CONFIGS, key=["M", "N", "K"])(matmul_kernel)
+
+
+def _grid(M: int, N: int) -> Any:
+    return lambda META: (triton.cdiv(M, META["BLOCK_M"]) * triton.cdiv(N, META["BLOCK_N"]),)
+
+
+def matmul(a: Any, b: Any) -> Any:
+    """`a @ b` (M x K times K x N) with the tuned tile sizes; C has `a`'s dtype."""
+    assert a.shape[1] == b.shape[0], "incompatible dimensions"
+    assert a.dtype == b.dtype, "a and b must have the same dtype"
+    M, K = a.shape
+    N = b.shape[1]
+    c = empty((M, N), a.dtype, like=a)
+    matmul_tuned[_grid(M, N)](a, b, c, M, N, K, *strides(a), *strides(b), *strides(c))
+    return c
+
+
+def matmul_with(config: triton.Config, a: Any, b: Any, c: Any) -> None:
+    """One launch of the untuned kernel with `config` (benchmarks compare configs with this)."""
+    M, K = a.shape
+    N = b.shape[1]
+    matmul_kernel[_grid(M, N)](a, b, c, M, N, K, *strides(a), *strides(b), *strides(c),
+                               **config.all_kwargs())
+
+
+def inputs(M: int = 256, N: int = 256, K: int = 128, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal((M, K)).astype(np.float16), rng.standard_normal((K, N)).astype(np.float16))
+
+
+def main() -> int:
+    a, b = inputs()
+    start = time.perf_counter()
+    c = to_numpy(matmul(a, b)).astype(np.float32)
+    seconds = time.perf_counter() - start
+    print(f"matmul_autotuned: config {{{matmul_tuned.best_config}}} from {matmul_tuned.last_origin} "
+          f"in {seconds:.2f} s")
+    ref = a.astype(np.float32) @ b.astype(np.float32)
+    error = float(np.max(np.abs(c - ref)))
+    return 0 if report("matmul_autotuned (fp16)", error, 1e-2 * float(np.max(np.abs(ref)))) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
