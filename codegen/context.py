@@ -2,7 +2,7 @@
 
 It maps IR values to their per-thread form (`values.Val`), collects statements into the current
 body (a stack: one body per nested region being lowered), hoists per-thread coordinate
-expressions into the prologue, names temporaries (always `tm_` + a number: never an MLX
+expressions into the prologue, names temporaries (always `km_` + a number: never an MLX
 attribute name, never `<input>_shape`), records which header helpers the body needs and how much
 threadgroup scratch it uses, and builds errors located at the op being lowered.
 """
@@ -23,9 +23,9 @@ from .options import CodegenOptions
 from .program import Apply, Assign, Barrier, Body, Declare, Expr, If, Index, Lit, PtrCast, Stmt, Var
 from .values import PtrValue, RegValue, Val
 
-LANE = Var("tm_lane")
-WARP = Var("tm_warp")
-TID = Var("tm_tid")
+LANE = Var("km_lane")
+WARP = Var("km_warp")
+TID = Var("km_tid")
 
 
 class LoweringContext:
@@ -91,7 +91,7 @@ class LoweringContext:
 
     def fresh(self) -> str:
         self._counter += 1
-        return f"tm_{self._counter}"
+        return f"km_{self._counter}"
 
     # -- values --------------------------------------------------------------------------------
     def bind(self, value: Value, val: Val) -> None:
@@ -188,7 +188,7 @@ class LoweringContext:
     # -- threadgroup scratch -------------------------------------------------------------------
     def scratch_view(self, ctype: str, byte_offset: int) -> Expr:
         """A `threadgroup ctype*` view of the scratch at `byte_offset`."""
-        return PtrCast("threadgroup", ctype, Var("tm_smem"), byte_offset)
+        return PtrCast("threadgroup", ctype, Var("km_smem"), byte_offset)
 
     def own_scratch(self, nbytes: int) -> int:
         """Scratch for a lowering that brackets its use with barriers (so uses may share it)."""

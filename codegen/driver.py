@@ -45,7 +45,7 @@ try:  # the dot lowering registers its rules when present
 except ImportError:  # pragma: no cover - depends on the checkout
     pass
 
-GRID_INPUT = "tm_grid_in"
+GRID_INPUT = "km_grid"
 """With `spread_programs`: the last input, an int32 array (3,) holding the kernel's grid."""
 
 _INT_TYPES = {

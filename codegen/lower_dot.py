@@ -5,7 +5,7 @@ Float dots (fp32, fp16, bf16 operands; fp32 accumulation, or fp16 for fp16 opera
 * the accumulator `c` and the result are in a BLOCK layout: each register pair of a thread is the
   `thread_elements()` of one fragment (`dot_tiling`), so the accumulator stays in registers, as
   fragments, across the iterations of a loop carrying it; the dot rebuilds the fragment objects
-  from those registers (`tm_frag`, no data movement) and reads them back after the products;
+  from those registers (`km_frag`, no data movement) and reads them back after the products;
 * operands in their dot-operand layouts (the layout passes put them there with a
   `convert_layout`, which moves the data through threadgroup memory) are fragments the same way;
   an operand in any other layout is staged here: every thread writes its registers into
@@ -163,7 +163,7 @@ def _lower_fragment_dot(ctx: LoweringContext, op: DotOp, plan: DotPlan, a: RegVa
     for i, slot in enumerate(plan.acc):
         frag = Index(Var(acc_name), Lit(str(i)))
         for e, r in enumerate(slot.regs):
-            ctx.emit(Assign(out[r], Call("tm_frag_elem", (frag, Lit(str(e))))))
+            ctx.emit(Assign(out[r], Call("km_frag_elem", (frag, Lit(str(e))))))
     _copy_replicas(ctx, dist, out)
     if staged:
         ctx.scratch_done(op)  # the scratch may be reused once every SIMD group has loaded
@@ -180,7 +180,7 @@ def _fragments(ctx: LoweringContext, ctype: str, origins: list[tuple[int, int]])
 
 
 def _from_regs(ctype: str, v: RegValue, slot: Slot) -> Expr:
-    return Call(f"tm_frag<{ctype}>", (v.regs[slot.regs[0]], v.regs[slot.regs[1]]))
+    return Call(f"km_frag<{ctype}>", (v.regs[slot.regs[0]], v.regs[slot.regs[1]]))
 
 
 def _load(target: Expr, view: Expr, row_length: int, col: Expr, row: Expr) -> ExprStmt:

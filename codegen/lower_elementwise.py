@@ -387,7 +387,7 @@ def lower_convert(ctx: LoweringContext, op: arith.CastOp) -> None:
     dc = msl_type(dst)
     if isinstance(op, arith.TruncFOp) and op.rounding is arith.RoundingMode.RTZ:
         ctx.helpers.add("round_rtz")
-        fn = {"f16": "tm_half_rtz", "bf16": "tm_bfloat_rtz"}.get(dst.name)
+        fn = {"f16": "km_half_rtz", "bf16": "km_bfloat_rtz"}.get(dst.name)
         if fn is None:
             raise ctx.error(f"conversion {src} -> {dst} rounding toward zero is not supported")
         elementwise(ctx, op, [a], lambda x: Call(fn, (as_float(x, src),)))

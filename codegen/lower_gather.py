@@ -79,9 +79,9 @@ def lower_histogram(ctx: LoweringContext, op: tt.HistogramOp) -> None:
     bins = op.result.type.shape[0]  # type: ignore[union-attr]
     off = ctx.op_scratch(op, bins * 4)
     view = ctx.scratch_view("int", off)
-    atomics = PtrCast("threadgroup", "atomic_int", Var("tm_smem"), off)
+    atomics = PtrCast("threadgroup", "atomic_int", Var("km_smem"), off)
     i = ctx.fresh()
-    ctx.emit(ForRange(i, "int", Apply("cast_int", (Var("tm_tid"),)), Lit(str(bins)),
+    ctx.emit(ForRange(i, "int", Apply("cast_int", (Var("km_tid"),)), Lit(str(bins)),
                       Lit(str(ctx.options.threads_per_program)), (Assign(Index(view, Var(i)), Lit("0")),)))
     ctx.emit(Barrier())
     own = owner_condition(ctx, src.dist)

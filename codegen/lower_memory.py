@@ -59,13 +59,13 @@ def lower_addptr(ctx: LoweringContext, op: AddPtrOp) -> None:
 def owner_condition(ctx: LoweringContext, dist: Distribution | None) -> Expr | None:
     """The predicate of threads that store their registers' elements (None: every thread)."""
     if dist is None:
-        return Apply("eq", (Var("tm_tid"), Lit("0u")))
+        return Apply("eq", (Var("km_tid"), Lit("0u")))
     lm, wm = dist.lane_replica_mask, dist.warp_replica_mask & (ctx.num_warps - 1)
     parts: list[Expr] = []
     if lm:
-        parts.append(Apply("eq", (Apply("and", (Var("tm_lane"), Lit(f"{lm}u"))), Lit("0u"))))
+        parts.append(Apply("eq", (Apply("and", (Var("km_lane"), Lit(f"{lm}u"))), Lit("0u"))))
     if wm:
-        parts.append(Apply("eq", (Apply("and", (Var("tm_warp"), Lit(f"{wm}u"))), Lit("0u"))))
+        parts.append(Apply("eq", (Apply("and", (Var("km_warp"), Lit(f"{wm}u"))), Lit("0u"))))
     if not parts:
         return None
     return parts[0] if len(parts) == 1 else Apply("land", (parts[0], parts[1]))
@@ -291,7 +291,7 @@ def _rmw_call(ctx: LoweringContext, kind: mem.AtomicRMWKind, ety: ScalarType, pt
     assert v is not None
     if ety.is_float() and kind in (mem.AtomicRMWKind.MAX, mem.AtomicRMWKind.MIN):
         ctx.helpers.add("atomic_cas")
-        return Call("tm_atomic_fmax" if kind is mem.AtomicRMWKind.MAX else "tm_atomic_fmin", (ptr, v))
+        return Call("km_atomic_fmax" if kind is mem.AtomicRMWKind.MAX else "km_atomic_fmin", (ptr, v))
     return Call(_INT_FETCH[kind], (ptr, v, Var("memory_order_relaxed")))
 
 
@@ -305,7 +305,7 @@ def lower_atomic_cas(ctx: LoweringContext, op: mem.AtomicCASOp) -> None:
     _check_atomic_type(ctx, ety, "atomic_cas")
     ctx.helpers.add("atomic_cas_op")
     ctx.cas_types.add(msl_type(ety))
-    _atomic(ctx, op, p, None, lambda ptr, r: Call("tm_atomic_cas", (ptr, _reg_at(cmp, r), _reg_at(val, r))))  # type: ignore[arg-type]
+    _atomic(ctx, op, p, None, lambda ptr, r: Call("km_atomic_cas", (ptr, _reg_at(cmp, r), _reg_at(val, r))))  # type: ignore[arg-type]
 
 
 def _atomic(ctx: LoweringContext, op: mem.AtomicRMWOp | mem.AtomicCASOp, p: PtrValue, mask: RegValue | None,

@@ -212,7 +212,7 @@ def _across_warps(
         total += (groups * nw * slots * _bytes(t) + 15) // 16 * 16
     base = ctx.op_scratch(op, total)
     views = [ctx.scratch_view(_store_type(t), base + o) for t, o in zip(etys, offsets)]
-    lane, warp = Var("tm_lane"), Var("tm_warp")
+    lane, warp = Var("km_lane"), Var("km_warp")
     if width:
         # the lane's bits off the axis, packed: (lane & low) | ((lane >> (shift + width)) << shift)
         low = Apply("and", (lane, Lit(f"{(1 << shift) - 1}u")))

@@ -104,7 +104,7 @@ def _scan_through_scratch(ctx: LoweringContext, op: ScanOp, srcs: list[RegValue]
 
     accs = [ctx.materialize([_from_store(Index(v, at(first_pos)), t)], msl_type(t), force=True) for v, t in zip(views, etys)]
     acc_vars = [a[0] for a in accs]
-    # accs are one-element arrays: tm_k[0]; the walk updates them
+    # accs are one-element arrays: km_k[0]; the walk updates them
     step = ctx.fresh()
     ctx.push()
     pos: Expr = Apply("sub", (Lit(str(n_axis - 1)), Var(step))) if op.reverse else Var(step)
@@ -120,7 +120,7 @@ def _scan_through_scratch(ctx: LoweringContext, op: ScanOp, srcs: list[RegValue]
     ctx.emit(ForRange(step, "int", Lit("1"), Lit(str(n_axis)), Lit("1"), walk))
     per_line = ctx.pop()
     threads = ctx.options.threads_per_program
-    ctx.emit(ForRange(line, "int", Apply("cast_int", (Var("tm_tid"),)), Lit(str(lines)), Lit(str(threads)), per_line))
+    ctx.emit(ForRange(line, "int", Apply("cast_int", (Var("km_tid"),)), Lit(str(lines)), Lit(str(threads)), per_line))
     ctx.emit(Barrier())
     for res, v, t in zip(op.results, views, etys):
         regs = [_from_store(Index(v, flat_of_reg[r]), t) for r in range(dist.num_regs)]

@@ -30,13 +30,13 @@ _AXES = "xyz"
 @lowers(tt.GetProgramIdOp)
 def lower_program_id(ctx: LoweringContext, op: tt.GetProgramIdOp) -> None:
     ctx.program_ids.add(op.axis)
-    ctx.bind(op.result, RegValue(op.result.type, (Var(f"tm_pid_{_AXES[op.axis]}"),), None))
+    ctx.bind(op.result, RegValue(op.result.type, (Var(f"km_pid_{_AXES[op.axis]}"),), None))
 
 
 @lowers(tt.GetNumProgramsOp)
 def lower_num_programs(ctx: LoweringContext, op: tt.GetNumProgramsOp) -> None:
     ctx.program_ids.add(op.axis)
-    ctx.bind(op.result, RegValue(op.result.type, (Var(f"tm_nprog_{_AXES[op.axis]}"),), None))
+    ctx.bind(op.result, RegValue(op.result.type, (Var(f"km_nprog_{_AXES[op.axis]}"),), None))
 
 
 # -- creation ------------------------------------------------------------------------------------

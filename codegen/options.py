@@ -23,7 +23,7 @@ class CodegenOptions:
     """Overrides the module's function name in the MSLKernel name."""
     spread_programs: bool = False
     """Program ids count threadgroups over the whole launch grid (x fastest, then y, z) and the
-    kernel's grid arrives in the extra last input `tm_grid_in` (int32, shape (3,)): the runtime
+    kernel's grid arrives in the extra last input `km_grid` (int32, shape (3,)): the runtime
     may then launch any grid of at least that many threadgroups (grids whose x extent times the
     threadgroup size passes 2**32 threads). Off: program id a is the threadgroup position along a."""
 

@@ -111,7 +111,7 @@ def scan_in_registers(ctx: LoweringContext, plan: ScanPlan, dist: Distribution, 
     lane_mask = ((1 << plan.lane_bits) - 1) << plan.lane_shift
     lane_pos = None
     if plan.lane_bits:
-        pos: Expr = Apply("and", (Apply("shr_raw", (Var("tm_lane"), Lit(f"{plan.lane_shift}u"))),
+        pos: Expr = Apply("and", (Apply("shr_raw", (Var("km_lane"), Lit(f"{plan.lane_shift}u"))),
                                   Lit(f"{(1 << plan.lane_bits) - 1}u")))
         if reverse:
             pos = Apply("sub", (Lit(f"{(1 << plan.lane_bits) - 1}u"), pos))
@@ -121,7 +121,7 @@ def scan_in_registers(ctx: LoweringContext, plan: ScanPlan, dist: Distribution, 
     if plan.warp_bits:
         e: Expr | None = None
         for k, j in enumerate(plan.warp_bits):
-            bit = Apply("and", (Apply("shr_raw", (Var("tm_warp"), Lit(f"{j}u"))), Lit("1u")))
+            bit = Apply("and", (Apply("shr_raw", (Var("km_warp"), Lit(f"{j}u"))), Lit("1u")))
             term = bit if k == 0 else Apply("shl_raw", (bit, Lit(f"{k}u")))
             e = term if e is None else Apply("or", (e, term))
         assert e is not None
@@ -175,9 +175,9 @@ def scan_in_registers(ctx: LoweringContext, plan: ScanPlan, dist: Distribution, 
                                  for v, t, ct in zip(y, etys, ctypes)]
                     # the line's last lane in scan order holds its total
                     if reverse:
-                        last: Expr = Apply("and", (Var("tm_lane"), Lit(f"{31 & ~lane_mask}u")))
+                        last: Expr = Apply("and", (Var("km_lane"), Lit(f"{31 & ~lane_mask}u")))
                     else:
-                        last = Apply("or", (Var("tm_lane"), Lit(f"{lane_mask}u")))
+                        last = Apply("or", (Var("km_lane"), Lit(f"{lane_mask}u")))
                     lane_incl = [_mat(ctx, _shuffle("simd_shuffle", v, Convert("ushort", last), t), ct)
                                  for v, t, ct in zip(y, etys, ctypes)]
             # 3. across SIMD groups
@@ -186,12 +186,12 @@ def scan_in_registers(ctx: LoweringContext, plan: ScanPlan, dist: Distribution, 
             if plan.warp_bits:
                 assert warp_pos is not None
                 slot = lambda w: Apply("add", (Apply("mul", (  # noqa: E731
-                    Apply("add", (Lit(f"{g * nw}u"), w)), Lit("32u"))), Var("tm_lane")))
+                    Apply("add", (Lit(f"{g * nw}u"), w)), Lit("32u"))), Var("km_lane")))
                 for v, x, t in zip(views, lane_incl, etys):
-                    ctx.emit(Assign(Index(v, slot(Var("tm_warp"))), Convert("uchar", x) if t.is_bool() else x))
+                    ctx.emit(Assign(Index(v, slot(Var("km_warp"))), Convert("uchar", x) if t.is_bool() else x))
                 ctx.emit(Barrier())
                 axis_mask = sum(1 << j for j in plan.warp_bits)
-                rest = Apply("and", (Var("tm_warp"), Lit(f"{(nw - 1) & ~axis_mask}u")))
+                rest = Apply("and", (Var("km_warp"), Lit(f"{(nw - 1) & ~axis_mask}u")))
                 running: list[Expr] | None = None
                 prefixes: list[list[Expr]] = []
                 nwb = len(plan.warp_bits)

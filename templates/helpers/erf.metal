@@ -1,6 +1,6 @@
 {# erf has no MSL builtin: W. J. Cody's rational approximations of erf (|x| < 0.5) and erfc
    (0.5 <= |x| < 4, and |x| >= 4), evaluated in float. #}
-inline float tm_erf(float x) {
+inline float km_erf(float x) {
   float ax = fabs(x);
   if (ax < 0.5f) {
     // erf(x) = x * P(x^2) / Q(x^2)

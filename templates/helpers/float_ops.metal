@@ -1,6 +1,6 @@
 {# NaN-propagating minimum and maximum (tl.minimum/maximum with propagate_nan), per float type
    in `types` (MSL names). #}
 {% for t in types %}
-inline {{ t }} tm_fminimum({{ t }} a, {{ t }} b) { return (isnan(a) || isnan(b)) ? {{ t }}(NAN) : fmin(a, b); }
-inline {{ t }} tm_fmaximum({{ t }} a, {{ t }} b) { return (isnan(a) || isnan(b)) ? {{ t }}(NAN) : fmax(a, b); }
+inline {{ t }} km_fminimum({{ t }} a, {{ t }} b) { return (isnan(a) || isnan(b)) ? {{ t }}(NAN) : fmin(a, b); }
+inline {{ t }} km_fmaximum({{ t }} a, {{ t }} b) { return (isnan(a) || isnan(b)) ? {{ t }}(NAN) : fmax(a, b); }
 {% endfor %}

@@ -2,12 +2,12 @@
    them undefined: x / 0 == 0, x % 0 == 0, a shift by the width or more gives 0 (or the sign for
    an arithmetic right shift). Per type: `types` = [{c: "int", u: "uint", bits: 32, signed: true}]. #}
 {% for t in types %}
-inline {{ t.c }} tm_idiv({{ t.c }} a, {{ t.c }} b) { return b == {{ t.c }}(0) ? {{ t.c }}(0) : {{ t.c }}(a / b); }
-inline {{ t.c }} tm_irem({{ t.c }} a, {{ t.c }} b) { return b == {{ t.c }}(0) ? {{ t.c }}(0) : {{ t.c }}(a % b); }
-inline {{ t.c }} tm_shl({{ t.c }} a, {{ t.c }} b) {
+inline {{ t.c }} km_idiv({{ t.c }} a, {{ t.c }} b) { return b == {{ t.c }}(0) ? {{ t.c }}(0) : {{ t.c }}(a / b); }
+inline {{ t.c }} km_irem({{ t.c }} a, {{ t.c }} b) { return b == {{ t.c }}(0) ? {{ t.c }}(0) : {{ t.c }}(a % b); }
+inline {{ t.c }} km_shl({{ t.c }} a, {{ t.c }} b) {
   return ({{ t.u }})b >= {{ t.bits }}u ? {{ t.c }}(0) : {{ t.c }}(({{ t.u }})a << ({{ t.u }})b);
 }
-inline {{ t.c }} tm_shr({{ t.c }} a, {{ t.c }} b) {
+inline {{ t.c }} km_shr({{ t.c }} a, {{ t.c }} b) {
 {% if t.signed %}
   return ({{ t.u }})b >= {{ t.bits }}u ? {{ t.c }}(a < {{ t.c }}(0) ? -1 : 0) : {{ t.c }}(a >> b);
 {% else %}

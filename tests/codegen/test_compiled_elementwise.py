@@ -54,7 +54,7 @@ def test_vector_add_golden_vector_accesses_no_threadgroup_memory():
     assert src.count("((const device float4*)(y_ptr_in + ") == 2
     assert src.count("((device float4*)(output_ptr_out + ") == 0
     assert src.count("((device float4*)(out_ptr_out + ") == 2
-    assert "tm_smem" not in src and not re.search(r"^\s*threadgroup ", src, re.M)
+    assert "km_smem" not in src and not re.search(r"^\s*threadgroup ", src, re.M)
     assert "barrier" not in src and "simd_" not in src
     assert "thread_position_in_grid" in src
     assert k.metadata["threadgroup_memory_bytes"] == 0 and k.metadata["vector_inputs"] == ("x_ptr_in", "y_ptr_in")

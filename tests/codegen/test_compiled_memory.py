@@ -58,7 +58,7 @@ def copy_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
 
 def test_index_bits_64_computes_offsets_in_long():
     k = compile_1d(copy_kernel, "*fp32", "*fp32", "i32", C(128), index_bits=64)
-    assert "long tm_" in k.source
+    assert "long km_" in k.source
     n = 1000
     x = RNG.standard_normal(n).astype(np.float32)
     out = run(k, (triton.cdiv(n, 128),), x_ptr=x, out_ptr=np.zeros(n, np.float32), n=n)["out_ptr"]

@@ -92,7 +92,7 @@ def test_golden_vector_add_through_the_pipeline():
     k = compile_source(vector_add.add_kernel, "*fp32/16", "*fp32/16", "*fp32/16", "i32/16", C(1024))
     src = k.source
     assert src.count("const device float4*") == 4 and src.count("(device float4*)") == 2
-    assert "tm_smem" not in src and "barrier" not in src
+    assert "km_smem" not in src and "barrier" not in src
     assert k.metadata["threadgroup_memory_bytes"] == 0
 
 

@@ -81,6 +81,6 @@ def test_same_distribution_is_a_renaming():
     parent = CoalescedLayout((1, 4), (8, 4), (4, 1), (1, 0))
     same = CoalescedLayout((1, 4), (8, 4), (4, 1), (1, 0))
     k = _build(parent, same, 32, 16)
-    assert "threadgroup_barrier" not in k.source and "tm_smem" not in k.source
+    assert "threadgroup_barrier" not in k.source and "km_smem" not in k.source
     x = RNG.integers(-1000, 1000, (32, 16)).astype(np.int32)
     np.testing.assert_array_equal(run(k, (1,), x_ptr=x, y_ptr=np.zeros_like(x))["y_ptr"], x * 2)

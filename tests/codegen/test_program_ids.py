@@ -47,7 +47,7 @@ def test_program_ids(grid: tuple[int, int, int]):
 @pytest.mark.parametrize("grid,launch", [((7, 3, 2), (5, 9, 1)), ((40, 1, 1), (4, 4, 4))])
 def test_spread_programs(grid: tuple[int, int, int], launch: tuple[int, int, int]):
     k = compile_1d(ids_kernel_simple, "*i32", spread_programs=True)
-    assert k.input_names[-1] == "tm_grid_in" and k.metadata["grid_input"] == "tm_grid_in"
+    assert k.input_names[-1] == "km_grid" and k.metadata["grid_input"] == "km_grid"
     n = int(np.prod(grid)) * 4
     out = run(k, grid, out_ptr=np.full(n, -1, np.int32), init_value=-1, launch=launch)["out_ptr"]
     np.testing.assert_array_equal(out, _want(grid))
