@@ -18,6 +18,7 @@ entry is a miss (it is rewritten after compiling). `TRITON_METAL_CACHE_DIR` is r
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -90,11 +91,7 @@ def dump_msl_kernel(msl: Any) -> dict[str, object]:
         ],
         "threads_per_program": msl.threads_per_program,
         "atomic_outputs": msl.atomic_outputs,
-        "stored_coverage": [
-            {"output": c.output, "proven": c.proven, "grid_axis": c.grid_axis, "block": c.block,
-             "bound_param": c.bound_param, "bound_value": c.bound_value, "reason": c.reason}
-            for c in msl.stored_coverage
-        ],
+        "stored_coverage": [dataclasses.asdict(c) for c in msl.stored_coverage],
         "metadata": _jsonable(dict(msl.metadata)),
     }
 
@@ -109,7 +106,7 @@ def _tuples(value: object) -> object:
 
 
 def load_msl_kernel(data: dict[str, Any]) -> Any:
-    from ..codegen import MSLKernel, OutputCoverage, ParamBinding
+    from ..codegen import MSLKernel, ParamBinding
 
     metadata = _tuples(data["metadata"])
     assert isinstance(metadata, dict)
@@ -125,9 +122,18 @@ def load_msl_kernel(data: dict[str, Any]) -> Any:
         ),
         threads_per_program=int(data["threads_per_program"]),
         atomic_outputs=bool(data["atomic_outputs"]),
-        stored_coverage=tuple(OutputCoverage(**c) for c in data["stored_coverage"]),
+        stored_coverage=tuple(_coverage(c) for c in data["stored_coverage"]),
         metadata=metadata,
     )
+
+
+def _coverage(data: dict[str, Any]) -> Any:
+    from ..codegen.kernel import CoveredDim, OutputCoverage
+
+    fields = dict(data)
+    if "tile" in fields:
+        fields["tile"] = tuple(CoveredDim(**d) for d in fields["tile"])
+    return OutputCoverage(**fields)
 
 
 def load(entry: str) -> tuple[Any, str] | None:

@@ -123,21 +123,51 @@ class PreparedLaunch:
         }
 
 
+def _scalar(values: Sequence[object], names: Sequence[str], name: str | None) -> int | None:
+    if name is None or name not in names:
+        return None
+    value = values[list(names).index(name)]
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        return None
+    return int(value)
+
+
 def output_covered(msl: Any, slot: OutputSlot, values: Sequence[object], names: Sequence[str],
                    grid: tuple[int, int, int], size: int) -> bool:
-    """The compiler's proof that this launch writes every element of the output holds here."""
+    """The compiler's proof that this launch writes every element of the output holds here
+    (`codegen.kernel.OutputCoverage`: the 1-D form, or a tile of several dimensions)."""
     cov = msl.coverage(slot.name)
-    if cov is None or not cov.proven or cov.block <= 0:
+    if cov is None:
+        return False
+    tile = tuple(getattr(cov, "tile", ()) or ())
+    if tile:
+        bounds: list[int] = []
+        for dim in tile:
+            reach = grid[dim.grid_axis] * dim.block
+            if dim.bound_param is not None:
+                bound = _scalar(values, names, dim.bound_param)
+            elif dim.bound_value is not None:
+                bound = int(dim.bound_value)
+            else:
+                bound = reach
+            stride = _scalar(values, names, dim.stride_param) if dim.stride_param else dim.stride_value
+            if bound is None or stride is None or reach < bound:
+                return False
+            bounds.append(bound)
+        expected = 1
+        for dim, bound in zip(reversed(tile), reversed(bounds)):
+            stride = _scalar(values, names, dim.stride_param) if dim.stride_param else dim.stride_value
+            if bound > 1 and stride != expected:
+                return False
+            expected *= bound
+        return expected == size
+    if not cov.proven or cov.block <= 0:
         return False
     reach = grid[cov.grid_axis] * cov.block
     if cov.bound_param is not None:
-        try:
-            bound = values[list(names).index(cov.bound_param)]
-        except ValueError:
+        bound = _scalar(values, names, cov.bound_param)
+        if bound is None:
             return False
-        if not isinstance(bound, (int, np.integer)) or isinstance(bound, bool):
-            return False
-        bound = int(bound)
     elif cov.bound_value is not None:
         bound = int(cov.bound_value)
     else:
