@@ -289,3 +289,18 @@ def test_same_distribution() -> None:
     c = L.CoalescedLayout((1, 1), (1, 32), (4, 1), (1, 0))
     d = L.CoalescedLayout((1, 1), (1, 32), (4, 1), (0, 1))
     assert L.same_distribution(c, d, (1, 32), 4)
+
+
+def test_thread_local_conversions() -> None:
+    shape = (4, 256)
+    a = L.CoalescedLayout((2, 2), (1, 32), (1, 4), (1, 0))
+    # the same placement with the registers walked in another order
+    b = L.CoalescedLayout((2, 2), (1, 32), (1, 4), (0, 1))
+    assert not L.same_distribution(a, b, shape, 4) and L.is_thread_local(a, b, shape, 4)
+    assert [L.element_coords(a, shape, 4, 0, 0, r) for r in range(4)] == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    assert [L.element_coords(b, shape, 4, 0, 0, r) for r in range(4)] == [(0, 0), (1, 0), (2, 0), (3, 0)]
+    assert not L.is_thread_local(a, L.CoalescedLayout((1, 4), (1, 32), (1, 4), (1, 0)), shape, 4)
+    # the row split of a dot result is that of the next dot's A operand, not of its B operand
+    blk = L.BlockLayout((4, 1))
+    assert L.is_thread_local(blk, L.DotOperandLayout(0, blk), (32, 32), 4)
+    assert not L.is_thread_local(blk, L.DotOperandLayout(1, blk), (32, 32), 4)

@@ -458,3 +458,15 @@ def same_distribution(a: Layout, b: Layout, shape: tuple[int, ...], num_warps: i
     wrap = la.wrapped
     return ([wrap(x) for x in la.reg_bases], [wrap(x) for x in la.lane_bases], [wrap(x) for x in la.warp_bases]) == (
         [wrap(x) for x in lb.reg_bases], [wrap(x) for x in lb.lane_bases], [wrap(x) for x in lb.warp_bases])
+
+
+def is_thread_local(src: Layout, dst: Layout, shape: tuple[int, ...], num_warps: int) -> bool:
+    """Every thread already holds, under `src`, each element it holds under `dst` (the lanes and
+    warps place elements alike and `dst`'s registers span no more than `src`'s): a conversion
+    from `src` to `dst` is a register renaming, with no threadgroup memory."""
+    ls, ld = linear_layout(src, shape, num_warps), linear_layout(dst, shape, num_warps)
+    s_regs, s_lanes, s_warps = ls._wrapped_bases
+    d_regs, d_lanes, d_warps = ld._wrapped_bases
+    if s_lanes != d_lanes or s_warps != d_warps:
+        return False
+    return {b for b in d_regs if any(b)} <= {b for b in s_regs if any(b)}

@@ -4,7 +4,7 @@ Contract: every op that moves data between threads through threadgroup memory ge
 `smem_offset`/`smem_bytes` (bytes, offsets 16-aligned) and the module gets
 `threadgroup_memory_bytes`, the end of the highest buffer rounded to 16 (0 without scratch). The
 ops:
-* `ttg.convert_layout` between layouts that distribute the elements differently: the whole
+* `ttg.convert_layout` that moves elements between threads (`is_thread_local` false): the whole
   tensor, row-major (`numel * element bytes`; booleans 1 byte, pointers 8);
 * `tt.reduce` whose axis spans several SIMD groups: one partial per result line held, per
   thread, per operand.
@@ -27,7 +27,7 @@ from typing import ClassVar
 
 from ..errors import OutOfResources
 from ..ir import Module, Op
-from ..ir.layouts import linear_layout, registers_per_thread, same_distribution
+from ..ir.layouts import is_thread_local, linear_layout, registers_per_thread
 from ..ir.types import PointerType, ScalarType, TensorType
 from .pass_base import ModulePass, PassContext, register_pass
 
@@ -54,7 +54,7 @@ def scratch_bytes(op: Op, num_warps: int) -> int:
         assert isinstance(src, TensorType) and isinstance(dst, TensorType)
         if src.layout is None or dst.layout is None:
             return 0
-        if same_distribution(src.layout, dst.layout, src.shape, num_warps):
+        if is_thread_local(src.layout, dst.layout, src.shape, num_warps):
             return 0
         return _round(src.numel * element_bytes(src))
     if op.name == "tt.reduce":
