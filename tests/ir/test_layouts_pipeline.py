@@ -379,3 +379,29 @@ def test_layout_hint_is_checked_and_ignored_by_the_interpreter() -> None:
 
     with pytest.raises(CompilationError, match="applies to blocks"):
         compile_kernel(scalar, "*fp32")
+
+
+@pytest.mark.parametrize("block", [16, 128, 4096])
+@pytest.mark.parametrize("num_warps", [1, 8])
+def test_vector_add_sizes_and_warps(block: int, num_warps: int) -> None:
+    params = ("*fp32/16", "*fp32/16", "*fp32/16", "i32", C(block))
+    laid_out(add, *params, num_warps=num_warps)
+    k = compile_source(add, *params, num_warps=num_warps)
+    n = block * 2 + 3
+    rng = np.random.default_rng(block + num_warps)
+    x, y = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+    out = run(k, (3,), x_ptr=x, y_ptr=y, out_ptr=np.zeros(n, np.float32), n=n)
+    np.testing.assert_array_equal(out["out_ptr"], x + y)
+
+
+@pytest.mark.parametrize("shape", [(1, 64), (2, 32), (64, 2), (32, 128)])
+@pytest.mark.parametrize("num_warps", [2, 8])
+def test_tile_shapes_and_warps(shape: tuple[int, int], num_warps: int) -> None:
+    mm, nn = shape
+    params = ("*fp32/16", "*fp32/16", "*fp32/16", C(mm), C(nn))
+    laid_out(row_stats, *params, num_warps=num_warps)
+    k = compile_source(row_stats, *params, num_warps=num_warps)
+    x = np.random.default_rng(mm * nn).standard_normal(shape).astype(np.float32)
+    out = run(k, (1,), x_ptr=x, s_ptr=np.zeros(mm, np.float32), z_ptr=np.zeros(shape, np.float32))
+    np.testing.assert_allclose(out["s_ptr"], x.sum(1), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(out["z_ptr"], x - x.sum(1)[:, None] + x.max(0)[None, :], rtol=1e-5, atol=1e-5)
