@@ -36,6 +36,9 @@ def test_profile_counts_launches_compiles_and_bytes():
     assert s.bytes_moved == 3 * 6 * 2 * 512 * 4 and s.bytes_exact
     assert s.gb_per_s == pytest.approx(s.bytes_moved / (s.run_ms * 1e-3) / 1e9)
     assert s.mean_ms == pytest.approx(s.run_ms / 3)
+    # the first launch of the variant is reported apart from the steady ones
+    assert s.first_launches == 1 and 0 < s.first_run_ms < s.run_ms
+    assert s.steady_mean_ms == pytest.approx((s.run_ms - s.first_run_ms) / 2)
     c = report["copy_rows"]
     assert c.launches == 1 and c.bytes_moved == 2 * 2 * 1024 * 4
     text = str(report)
@@ -85,6 +88,7 @@ class _Compiled:
         self.module = None
         self.ir_text = ""
         self.compile_seconds = 0.001
+        self.launches = 0
 
         class Key:
             backend = "metal"

@@ -35,6 +35,11 @@ class KernelProfile:
     compiles: int = 0
     compile_ms: float = 0.0
     run_ms: float = 0.0
+    first_launches: int = 0
+    """Launches that were the first of their compiled variant."""
+    first_run_ms: float = 0.0
+    """Their time: on Metal the first evaluation builds the pipeline, on the emulator the first
+    launch builds the C++ kernel, so they are reported apart."""
     bytes_moved: int = 0
     bytes_exact: bool = True
     """False when a loop or branch of some launch could not be fixed from its scalars."""
@@ -44,6 +49,12 @@ class KernelProfile:
         return self.run_ms / self.launches if self.launches else 0.0
 
     @property
+    def steady_mean_ms(self) -> float:
+        """Mean over the launches that were not the first of their variant (0 when none)."""
+        n = self.launches - self.first_launches
+        return (self.run_ms - self.first_run_ms) / n if n else 0.0
+
+    @property
     def gb_per_s(self) -> float:
         return self.bytes_moved / (self.run_ms * 1e-3) / 1e9 if self.run_ms > 0 else 0.0
 
@@ -51,7 +62,8 @@ class KernelProfile:
         return {
             "name": self.name, "backend": self.backend, "launches": self.launches,
             "compiles": self.compiles, "compile_ms": self.compile_ms, "run_ms": self.run_ms,
-            "mean_ms": self.mean_ms, "bytes_moved": self.bytes_moved, "bytes_exact": self.bytes_exact,
+            "mean_ms": self.mean_ms, "first_launches": self.first_launches, "first_run_ms": self.first_run_ms,
+            "steady_mean_ms": self.steady_mean_ms, "bytes_moved": self.bytes_moved, "bytes_exact": self.bytes_exact,
             "gb_per_s": self.gb_per_s,
         }
 
@@ -69,16 +81,19 @@ class ProfileReport:
         return self.kernels[name]
 
     def __str__(self) -> str:
-        rows = [("kernel", "backend", "launches", "compiles", "compile ms", "total ms", "mean ms", "MB moved", "GB/s")]
+        rows = [("kernel", "backend", "launches", "compiles", "compile ms", "total ms", "mean ms", "steady ms",
+                 "MB moved", "GB/s")]
         for k in self.kernels.values():
             rows.append((
                 k.name, k.backend, str(k.launches), str(k.compiles), f"{k.compile_ms:.1f}", f"{k.run_ms:.3f}",
-                f"{k.mean_ms:.3f}", f"{k.bytes_moved / 1e6:.2f}" + ("" if k.bytes_exact else "~"), f"{k.gb_per_s:.2f}",
+                f"{k.mean_ms:.3f}", f"{k.steady_mean_ms:.3f}" if k.launches > k.first_launches else "-",
+                f"{k.bytes_moved / 1e6:.2f}" + ("" if k.bytes_exact else "~"), f"{k.gb_per_s:.2f}",
             ))
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
         lines = [f"triton_metal profile ({self.wall_ms:.1f} ms wall)"]
         lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
-        lines.append("MB moved: elements addressed by every lane (masked lanes included); ~ marks loops "
+        lines.append("steady ms: mean without each variant's first launch (which builds the pipeline); "
+                     "MB moved: elements addressed by every lane (masked lanes included); ~ marks loops "
                      "or branches the launch's scalars did not fix")
         return "\n".join(lines)
 
@@ -114,6 +129,9 @@ class Profiler:
         entry = self._profile(kernel, compiled)
         entry.launches += 1
         entry.run_ms += elapsed
+        if compiled.launches == 0:  # the launch path counts it after this returns
+            entry.first_launches += 1
+            entry.first_run_ms += elapsed
         moved = self._launch_bytes(kernel, compiled, values, grid)
         if moved is not None:
             entry.bytes_moved += moved.total
