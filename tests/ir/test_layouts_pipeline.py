@@ -405,3 +405,26 @@ def test_tile_shapes_and_warps(shape: tuple[int, int], num_warps: int) -> None:
     out = run(k, (1,), x_ptr=x, s_ptr=np.zeros(mm, np.float32), z_ptr=np.zeros(shape, np.float32))
     np.testing.assert_allclose(out["s_ptr"], x.sum(1), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(out["z_ptr"], x - x.sum(1)[:, None] + x.max(0)[None, :], rtol=1e-5, atol=1e-5)
+
+
+def add_transposed(x_ptr, y_ptr, z_ptr, M: tl.constexpr, N: tl.constexpr):
+    rm = tl.arange(0, M)
+    rn = tl.arange(0, N)
+    x = tl.load(x_ptr + rm[:, None] * N + rn[None, :])
+    y = tl.load(y_ptr + rn[None, :] * M + rm[:, None])  # y is stored N x M
+    tl.store(z_ptr + rm[:, None] * N + rn[None, :], x + y)
+
+
+def test_each_load_reads_along_its_own_contiguous_dim() -> None:
+    params = ("*fp32/16", "*fp32/16", "*fp32/16", C(32), C(64))
+    m = laid_out(add_transposed, *params)
+    loads = [op for op in m.walk() if op.name == "tt.load"]
+    orders = [op.results[0].type.layout.order for op in loads]
+    assert orders == [(1, 0), (0, 1)]
+    assert count(m, "ttg.convert_layout") == 1
+    k = compile_source(add_transposed, *params)
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((32, 64)).astype(np.float32)
+    y = rng.standard_normal((64, 32)).astype(np.float32)
+    out = run(k, (1,), x_ptr=x, y_ptr=y, z_ptr=np.zeros((32, 64), np.float32))["z_ptr"]
+    np.testing.assert_array_equal(out, x + y.T)

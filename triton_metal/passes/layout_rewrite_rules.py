@@ -68,6 +68,21 @@ def _store_layout(a: _Assigner, op: Op) -> Layout:
     return own
 
 
+def _own_load_layout(a: _Assigner, op: Op) -> Layout | None:
+    """A load whose class is coalesced along another dim (two loads of transposed tiles in one
+    expression) reads in its own coalesced layout and converts, when its address arithmetic is
+    free (recomputed in any layout); None: the class layout suits it."""
+    lay = a.layout_of(op.results[0])
+    acc = memory_access(op, a.info)
+    if acc is None or op.operands[0] not in a.free or not isinstance(lay, CoalescedLayout):
+        return None
+    if lay.order[0] == acc.order[0] or a.info is None:
+        return None
+    if a.info.get(op.operands[0]).contiguity[acc.order[0]] == 1:
+        return None  # nothing contiguous to coalesce along
+    return coalesced_for(acc.shape, [acc], a.nw)
+
+
 def rewrite_op(a: _Assigner, op: Op) -> None:
     from .layout_assignment import is_elementwise
 
@@ -84,6 +99,8 @@ def rewrite_op(a: _Assigner, op: Op) -> None:
             return
         res = op.results[0]
         hinted = _hinted(a, op, shape_of(res.type)) if name == "tt.load" else None
+        if hinted is None and name == "tt.load":
+            hinted = _own_load_layout(a, op)
         if hinted is not None:
             a.set_result(op, 0, hinted)
             lay = hinted
