@@ -87,8 +87,9 @@ def current_chip(backend: str, mx: Any = None) -> str | None:
 
 def chip_slug(chip: str) -> str:
     """The chip as a folder name: runs of characters other than letters, digits, `.`, `_` and
-    `-` become one `_` (`applegpu_g15s-Apple M3 Max` -> `applegpu_g15s-Apple_M3_Max`)."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", chip).strip("_") or "unknown"
+    `-` become one `_` (`applegpu_g15s-Apple M3 Max` -> `applegpu_g15s-Apple_M3_Max`); leading
+    dots go, so the name never leaves the root."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", chip).strip("_").lstrip(".") or "unknown"
 
 
 # -- where entries live ---------------------------------------------------------------------------

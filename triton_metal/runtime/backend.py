@@ -27,6 +27,14 @@ AVAILABLE_BACKENDS = KNOWN_BACKENDS
 _FALSE_WORDS = ("", "0", "false", "no", "off")
 _metal: bool | None = None
 
+# os.environ.get costs about a microsecond (it encodes the key and decodes the value); the
+# launch path reads three variables, so it looks at the bytes mapping behind os.environ, which
+# os.environ keeps in step with every change made through it (POSIX; elsewhere the plain way).
+_ENV_BYTES: dict[bytes, bytes] | None = getattr(os.environ, "_data", None)
+if not isinstance(_ENV_BYTES, dict) or not all(isinstance(k, bytes) for k in list(_ENV_BYTES)[:1]):
+    _ENV_BYTES = None
+_LEVELS = {b"": 0, b"0": 0, b"1": 1, b"2": 2, b"3": 3}
+
 
 def interpret_mode() -> bool:
     """`TRITON_METAL_INTERPRET` is set to a true value."""
@@ -44,6 +52,30 @@ def metal_available() -> bool:
         except Exception:  # noqa: BLE001 - any failure to load MLX means no Metal
             _metal = False
     return _metal
+
+
+def launch_environment() -> tuple[bool, str, int]:
+    """(interpret mode, backend, debug level) for one launch, read quickly (see `_ENV_BYTES`)."""
+    env = _ENV_BYTES
+    if env is None:
+        from .log import debug_level
+
+        interpret = interpret_mode()
+        return interpret, active_backend_name(), debug_level()
+    raw = env.get(b"TRITON_METAL_INTERPRET")
+    interpret = raw is not None and raw.strip().lower().decode(errors="replace") not in _FALSE_WORDS
+    level_raw = env.get(b"TRITON_METAL_DEBUG", b"")
+    level = _LEVELS.get(level_raw)
+    if level is None:
+        from .log import debug_level
+
+        level = debug_level()
+    if interpret:
+        return True, INTERPRETER, level
+    requested = env.get(b"TRITON_METAL_BACKEND")
+    if not requested:
+        return False, (METAL if metal_available() else EMULATOR), level
+    return False, active_backend_name(), level
 
 
 def active_backend_name() -> str:

@@ -66,6 +66,9 @@ class KernelCache:
     entries: dict[SpecializationKey, CompiledKernel] = field(default_factory=dict)
     hits: int = 0
     misses: int = 0
+    by_facts: dict[tuple[Any, ...], CompiledKernel] = field(default_factory=dict)
+    """The launch path's index: (facts, num_warps, debug, backend, index bits, spreading) ->
+    variant, a plain tuple lookup that skips building a `SpecializationKey` on a hit."""
 
     def get(self, key: SpecializationKey) -> CompiledKernel | None:
         entry = self.entries.get(key)
@@ -75,11 +78,14 @@ class KernelCache:
             self.hits += 1
         return entry
 
-    def put(self, entry: CompiledKernel) -> None:
+    def put(self, entry: CompiledKernel, fast_key: tuple[Any, ...] | None = None) -> None:
         self.entries[entry.key] = entry
+        if fast_key is not None:
+            self.by_facts[fast_key] = entry
 
     def clear(self) -> None:
         self.entries.clear()
+        self.by_facts.clear()
         self.hits = 0
         self.misses = 0
 

@@ -26,7 +26,7 @@ from typing import Any, overload
 
 from ..language.jit_marker import JITCallable
 from ..backends.metal.plan import LAUNCH_DIM_LIMIT
-from .backend import active_backend_name, interpret_mode
+from .backend import active_backend_name, launch_environment
 from .binder import Param, explain_binding_error, make_binder
 from .cache import COMPILER_VERSION, CompiledKernel, KernelCache
 from .dependencies import cache_key
@@ -185,29 +185,36 @@ class JITFunction(JITCallable):
         name = self.__name__
         values, facts, warps, debug_flag = self._bind(args, kwargs)
         grid3 = resolve_grid(grid, lambda: dict(zip(self.arg_names, values)), name)
-        if interpret_mode():
+        interpret, backend, level = launch_environment()
+        if interpret:
             if warmup:
                 return None
-            if debug_level() >= 1:
+            if level >= 1:
                 log(f"launch {name} grid={grid3} num_warps={warps}: interpreted (TRITON_METAL_INTERPRET=1)")
             launch_on_interpreter(self, grid3, to_launch_args(self.arg_names, values, facts))
             return None
 
-        backend = active_backend_name()
-        key = SpecializationKey(
-            name, facts, warps, debug_flag, backend, COMPILER_VERSION,
-            64 if needs_64bit_indices(values) else 32,
-            grid3[0] * 32 * warps > LAUNCH_DIM_LIMIT,
-        )
-        compiled = self.cache.get(key)
+        index_bits = 64 if needs_64bit_indices(values) else 32
+        spread = grid3[0] * 32 * warps > LAUNCH_DIM_LIMIT
+        cache = self.cache
+        fast_key = (facts, warps, debug_flag, backend, index_bits, spread)
+        compiled = cache.by_facts.get(fast_key)
         observer = OBSERVER.current
-        if compiled is None:
-            compiled = self._compile(key)
-            if observer is not None:
-                observer.compiled(self, compiled)
+        if compiled is not None:
+            cache.hits += 1
+        else:
+            key = SpecializationKey(
+                name, facts, warps, debug_flag, backend, COMPILER_VERSION, index_bits, spread
+            )
+            compiled = cache.get(key)
+            if compiled is None:
+                compiled = self._compile(key)
+                if observer is not None:
+                    observer.compiled(self, compiled)
+            cache.by_facts[fast_key] = compiled
         if warmup:
             return compiled
-        if debug_level() >= 1:
+        if level >= 1:
             log(f"launch {name} grid={grid3} num_warps={warps} backend={backend} "
                 f"kernel={compiled.msl.name} ({compiled.origin})")
         if observer is None:

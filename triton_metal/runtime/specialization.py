@@ -33,6 +33,7 @@ Errors name the parameter and are raised before anything runs.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -261,11 +262,35 @@ _NUMPY_POINTERS: dict[np.dtype[Any], tuple[PointerArg, PointerArg]] = {
 }
 
 
+_ALIGNED: dict[int, tuple[Any, tuple[int, ...], bool]] = {}
+"""id(array) -> (weak reference, shape, first element 16-byte aligned). Reading an address
+(`arr.ctypes.data`) costs about a microsecond; an array's address is fixed for its lifetime
+unless `ndarray.resize` reallocates it, which also changes its shape (checked). Entries leave
+with their arrays (the weak reference's callback)."""
+
+
+def _forget(key: int) -> Callable[[Any], None]:
+    return lambda _ref: _ALIGNED.pop(key, None)
+
+
+def _aligned16(value: np.ndarray[Any, Any]) -> bool:
+    key = id(value)
+    entry = _ALIGNED.get(key)
+    if entry is not None and entry[0]() is value and entry[1] == value.shape:
+        return entry[2]
+    aligned = value.ctypes.data % 16 == 0
+    try:
+        _ALIGNED[key] = (weakref.ref(value, _forget(key)), value.shape, aligned)
+    except TypeError:  # pragma: no cover - an array type without weak references
+        pass
+    return aligned
+
+
 def _numpy_spec(value: np.ndarray[Any, Any], name: str, specialize: bool, align: bool) -> ArgSpec:
     pair = _NUMPY_POINTERS.get(value.dtype)
     if pair is None:
         raise _bad_dtype(str(value.dtype), name)
-    return pair[specialize and align and value.ctypes.data % 16 == 0]
+    return pair[specialize and align and _aligned16(value)]
 
 
 def _mlx_spec(value: Any, name: str, specialize: bool, align: bool) -> ArgSpec:
