@@ -75,7 +75,8 @@ def matmul_kernel(
     tl.store(c_ptrs, c, mask=(offs_cm[:, None] < M) & (offs_cn[None, :] < N))
 
 
-matmul_tuned = triton.autotune(configs=CONFIGS, key=["M", "N", "K"])(matmul_kernel)
+# rep: a time budget in ms; 300 gives a few timed runs per config even on the CPU emulator
+matmul_tuned = triton.autotune(configs=CONFIGS, key=["M", "N", "K"], rep=300)(matmul_kernel)
 
 
 def _grid(M: int, N: int) -> Any:
@@ -119,4 +120,8 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # run the module's importable copy: a kernel's cache key includes its module's name, and
+    # tuning results saved by `python -m examples.matmul_autotuned` must serve `import` too
+    from examples.matmul_autotuned import main as imported_main
+
+    sys.exit(imported_main())

@@ -9,7 +9,7 @@ where `<root>` is `$TRITON_METAL_CACHE_DIR/autotune` (default `~/.cache/triton_m
 for the user's results, and the repository's `autotune_cache/` folder for the shipped defaults
 (`TRITON_METAL_AUTOTUNE_SHIPPED_DIR` points elsewhere). The entry hash is the SHA-256 of the
 format version, the kernel's `cache_key` (its source, the `@jit` functions it calls and the global
-constexprs it reads), the tuning key's text and every config's text; the chip is the folder.
+constexprs it reads), the tuning key's text and every config's JSON text; the chip is the folder.
 
 The chip (`current_chip`):
 * Metal: `<architecture>-<device name>` from `mx.device_info()` (`applegpu_g15s-Apple M3 Max`);
@@ -113,8 +113,10 @@ def shipped_root() -> Path | None:
     return None
 
 
-def entry_hash(kernel_cache_key: str, key_text: str, config_texts: Sequence[str]) -> str:
-    text = "\n".join([f"v{FORMAT_VERSION}", kernel_cache_key, key_text, *config_texts])
+def entry_hash(kernel_cache_key: str, key_text: str, config_dicts: Sequence[dict[str, Any]]) -> str:
+    """The SHA-256 that names an entry (configs as canonical JSON: sorted keys)."""
+    configs = [json.dumps(d, sort_keys=True) for d in config_dicts]
+    text = "\n".join([f"v{FORMAT_VERSION}", kernel_cache_key, key_text, *configs])
     return hashlib.sha256(text.encode()).hexdigest()
 
 

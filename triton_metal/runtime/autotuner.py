@@ -274,7 +274,7 @@ class Autotuner:
             log(f"autotune of '{self.__name__}': results not saved: {error}")
             return None
         key_text = repr(key)
-        digest = autotune_cache.entry_hash(self.cache_key, key_text, [repr(d) for d in dicts])
+        digest = autotune_cache.entry_hash(self.cache_key, key_text, dicts)
         return autotune_cache.EntryName(chip, self.__name__, digest), key_text, dicts
 
     def _choose(self, key: tuple[object, ...], named: dict[str, object], args: tuple[object, ...],
