@@ -352,7 +352,7 @@ class LaunchBytes:
 
 
 class _ByteCounter:
-    def __init__(self, info: Any) -> None:
+    def __init__(self) -> None:
         self.exact = True
         self.per_op: dict[Op, int] = {}
 
@@ -431,9 +431,7 @@ class _ByteCounter:
 
 def launch_bytes(module: Module, args: Mapping[str, object], grid: tuple[int, int, int]) -> LaunchBytes:
     """Bytes a launch of `module` over `grid` addresses (see `LaunchBytes`)."""
-    from ..passes import analyze_axis_info
-
-    counter = _ByteCounter(analyze_axis_info(module))
+    counter = _ByteCounter()
     programs = grid[0] * grid[1] * grid[2]
     total = 0
     for func in _functions(module):
