@@ -1,1 +1,1 @@
-"""Command-line tools (`triton-metal-opt`)."""
+"""Command-line tools (`triton-metal-opt`) and the diagnostics (docs/diagnostics.md): profiler, hardware, memory analysis."""
