@@ -14,8 +14,8 @@ import re
 from collections.abc import Sequence
 
 from triton_metal.errors import CompilationError, OutOfResources, internal_error
-from triton_metal.ir import Module, Op, Value
-from triton_metal.ir.types import PointerType, ScalarType, element_type
+from triton_metal.ir import Module, Op
+from triton_metal.ir.types import ScalarType
 
 # the rule modules register themselves on import
 from . import (  # noqa: F401
@@ -35,7 +35,7 @@ from .msl_types import msl_type
 from .options import CodegenOptions
 from .params import analyse_params, make_buffers, sanitize
 from .printer import MSLPrinter
-from .program import Declare, LineMark, Lit, Var
+from .program import LineMark, Lit, Var
 from .registry import rule_for
 from .scaffold import render
 from .values import Buffer, PtrValue, RegValue
@@ -203,7 +203,3 @@ def _check_ascii(text: str) -> None:
     bad = re.search(r"[^\x00-\x7f]", text)
     if bad is not None:
         raise internal_error(f"generated MSL holds a non-ASCII character {bad.group(0)!r}")
-
-
-def is_pointer(v: Value) -> bool:
-    return isinstance(element_type(v.type), PointerType)

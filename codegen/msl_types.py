@@ -49,12 +49,6 @@ def uint_of_width(bits: int) -> str:
     return _UINT_OF_WIDTH[bits]
 
 
-def is_narrow_float(ty: ScalarType) -> bool:
-    """Types whose math the generated code does in float (bf16 has no MSL arithmetic of its own
-    in the functions it needs; half math functions follow float's for agreement with NumPy)."""
-    return ty.name in ("f16", "bf16")
-
-
 def literal(value: bool | int | float, ty: ScalarType) -> str:
     """An MSL literal of type `ty` with exactly `value` (pure ASCII)."""
     name = ty.name

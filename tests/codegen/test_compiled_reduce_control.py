@@ -215,3 +215,15 @@ def test_loop_carried_swap(n: int):
     for _ in range(n):
         a, b = b, a + b
     np.testing.assert_array_equal(out, np.concatenate([a, b]))
+
+
+def test_reduce_scratch_bytes_match_the_declared_scratch():
+    from triton_metal.codegen.distribution import distribution
+    from triton_metal.codegen.lower_reduce import reduce_scratch_bytes
+    from triton_metal.ir.layouts import CoalescedLayout
+    from triton_metal.ir.types import f32
+
+    k = compile_1d(sum_kernel, "*fp32", "*fp32", "i32", C("sum"), C(256), num_warps=4)
+    dist = distribution(CoalescedLayout((1,), (32,), (4,), (0,)), (256,), 4)
+    # one partial per SIMD group: 4 floats
+    assert reduce_scratch_bytes(dist, 0, [f32], 4) == 16 == k.metadata["threadgroup_memory_bytes"]
