@@ -19,6 +19,7 @@ calls, not a read of every source.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 import time
 from dataclasses import dataclass
@@ -81,33 +82,43 @@ def compile_msl(kernel: Any, key: SpecializationKey) -> CompileResult:
     return CompileResult(msl, module, print_module(module), seconds)
 
 
-def _compiler_files() -> list[Path]:
-    files: list[Path] = []
-    roots = [_PACKAGE_DIR / part for part in _COMPILER_PARTS]
+def _compiler_roots() -> list[str]:
+    roots = [str(_PACKAGE_DIR / part) for part in _COMPILER_PARTS]
     # codegen/ and templates/ sit beside the package in a source checkout and inside it when
-    # installed; the package's __path__ points at whichever is in use.
+    # installed; their import specs say where (found without running them)
     for name in ("codegen", "templates"):
-        try:
-            module = __import__(f"triton_metal.{name}", fromlist=["__path__"])
-            roots.extend(Path(p) for p in getattr(module, "__path__", []))
-        except ImportError:  # pragma: no cover - a broken install; the hash still covers the rest
-            pass
-    seen: set[Path] = set()
+        spec = importlib.util.find_spec(f"triton_metal.{name}")
+        if spec is not None and spec.submodule_search_locations:
+            roots.extend(spec.submodule_search_locations)
+    unique: dict[str, None] = {}
     for root in roots:
-        if not root.is_dir():
+        unique.setdefault(os.path.normpath(root), None)
+    return list(unique)
+
+
+def _compiler_files() -> list[tuple[str, os.stat_result]]:
+    """(path, stat) of every compiler source, sorted (os.scandir: no pathlib on this path)."""
+    found: dict[str, os.stat_result] = {}
+    pending = _compiler_roots()
+    while pending:
+        folder = pending.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
             continue
-        for path in sorted(root.rglob("*")):
-            if path.suffix in (".py", ".lark", ".metal") and path not in seen:
-                seen.add(path)
-                files.append(path)
-    return files
+        for entry in entries:
+            if entry.is_dir():
+                if entry.name != "__pycache__":
+                    pending.append(entry.path)
+            elif entry.name.endswith((".py", ".lark", ".metal")):
+                found[entry.path] = entry.stat()
+    return sorted(found.items())
 
 
 def _compute_compiler_hash(memo_dir: Path | None) -> str:
     files = _compiler_files()
     stamp = hashlib.sha256()
-    for path in files:
-        st = path.stat()
+    for path, st in files:
         stamp.update(f"{path}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
     memo = memo_dir / f"compiler-{stamp.hexdigest()[:24]}.txt" if memo_dir is not None else None
     if memo is not None and memo.is_file():
@@ -115,9 +126,10 @@ def _compute_compiler_hash(memo_dir: Path | None) -> str:
         if len(text) == 64:
             return text
     digest = hashlib.sha256()
-    for path in files:
-        digest.update(path.name.encode() + b"\0")
-        digest.update(path.read_bytes())
+    for path, _st in files:
+        digest.update(os.path.basename(path).encode() + b"\0")
+        with open(path, "rb") as f:
+            digest.update(f.read())
     result = digest.hexdigest()
     if memo is not None:
         try:

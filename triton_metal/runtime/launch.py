@@ -15,6 +15,7 @@ constexpr parameters, and arrays untouched (`to_launch_args`).
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
@@ -51,7 +52,7 @@ def launch_on_interpreter(kernel: Any, grid: Grid3, args: dict[str, object]) -> 
 
 def compile_variant(kernel: Any, key: SpecializationKey) -> CompiledKernel:
     """The compiled variant for `key`: from the disk cache, or compiled and stored there."""
-    from . import disk_cache, dumps
+    from . import disk_cache
     from .compiler import compile_msl, compiler_hash
 
     start = time.perf_counter()
@@ -80,7 +81,10 @@ def compile_variant(kernel: Any, key: SpecializationKey) -> CompiledKernel:
         log(f"compile {key.kernel} [{describe_facts(kernel.arg_names, key.args)}] "
             f"num_warps={key.num_warps} index_bits={key.index_bits} backend={key.backend}: {how} "
             f"in {seconds * 1e3:.1f} ms -> {compiled.msl.name}")
-    dumps.after_compile(compiled, level)
+    if level >= 2 or os.environ.get("TRITON_METAL_DUMP_DIR"):
+        from . import dumps
+
+        dumps.after_compile(compiled, level)
     return compiled
 
 

@@ -1,0 +1,158 @@
+"""Compile and launch costs of the runtime: `python benchmarks/compile.py [--repeat N]`.
+
+Prints medians of
+1. cold compile, Python source to MSL text (front end, passes, code generator; no cache), per
+   example kernel, for the specializations the examples launch;
+2. the first launch in a fresh process with a warm disk cache (the MSL read from the cache
+   and the backend's kernel loaded; no front end, no code generator), vector add on the
+   active backend;
+3. the Python-side cost of a cached launch (binding, specialization, cache lookup) with the
+   backend call stubbed out.
+
+Targets: cold compile < 50 ms for the tutorial kernels and < 150 ms for flash attention;
+warm-cache first launch < 5 ms; cached launch < 10 us.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import numpy as np  # noqa: E402
+
+import triton_metal as triton  # noqa: E402
+from examples import (  # noqa: E402
+    cumsum,
+    dropout,
+    flash_attention,
+    histogram,
+    layer_norm,
+    matmul,
+    softmax,
+    vector_add,
+)
+from triton_metal.runtime.compiler import compile_msl  # noqa: E402
+
+EXAMPLES = (vector_add, softmax, layer_norm, matmul, dropout, cumsum, histogram, flash_attention)
+TARGETS_MS = {"_attn_fwd": 150.0}
+
+
+def example_kernels() -> list[tuple[str, triton.JITFunction]]:
+    found: list[tuple[str, triton.JITFunction]] = []
+    for module in EXAMPLES:
+        for name, value in vars(module).items():
+            if isinstance(value, triton.JITFunction) and value.fn.__module__ == module.__name__:
+                found.append((f"{module.__name__.split('.')[-1]}.{name}", value))
+    return found
+
+
+def cold_compiles(repeat: int) -> list[tuple[str, float, float]]:
+    """(kernel, median ms, target ms) for each specialization the examples' main() launches."""
+    with contextlib.redirect_stdout(io.StringIO()):
+        for module in EXAMPLES:
+            module.main()
+    rows = []
+    for label, kernel in example_kernels():
+        for key in list(kernel.cache.entries):
+            compile_msl(kernel, key)  # imports and first-use work stay out of the timing
+            times = []
+            for _ in range(repeat):
+                start = time.perf_counter()
+                compile_msl(kernel, key)
+                times.append(time.perf_counter() - start)
+            target = TARGETS_MS.get(kernel.__name__, 50.0)
+            rows.append((label, statistics.median(times) * 1e3, target))
+    return rows
+
+
+_FIRST_LAUNCH = """
+import sys, time
+sys.path.insert(0, {root!r})
+import numpy as np
+from examples.vector_add import add_kernel
+x = np.arange(4096, dtype=np.float32)
+out = np.zeros_like(x)
+start = time.perf_counter()
+add_kernel[(4,)](x, x, out, 4096, BLOCK_SIZE=1024)
+seconds = time.perf_counter() - start
+assert (out == 2 * x).all()
+(compiled,) = add_kernel.cache.entries.values()
+print(compiled.origin, seconds, compiled.compile_seconds)
+"""
+
+
+def warm_first_launch(repeat: int) -> tuple[float, float, list[str]]:
+    """Median seconds of the first launch in a fresh process whose disk cache is warm, and of
+    its part that finds the variant (disk cache read; the rest loads the backend's kernel)."""
+    env = dict(os.environ)
+    env.pop("TRITON_METAL_INTERPRET", None)
+    with tempfile.TemporaryDirectory() as tmp:
+        msl_cache = Path(tmp) / "cache"
+        env["TRITON_METAL_CACHE_DIR"] = str(msl_cache)
+        script = _FIRST_LAUNCH.format(root=str(ROOT))
+        times, lookups, origins = [], [], []
+        for i in range(repeat + 1):
+            result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+            origin, seconds, lookup = result.stdout.split()
+            if i > 0:  # the first process fills the cache
+                times.append(float(seconds))
+                lookups.append(float(lookup))
+                origins.append(origin)
+    return statistics.median(times), statistics.median(lookups), origins
+
+
+def cached_launch_overhead(repeat: int) -> float:
+    """Median seconds of Python work per cached launch (backend call stubbed)."""
+    kernel = triton.jit(vector_add.add_kernel.fn)
+    x = np.zeros(1024, np.float32)
+    out = np.zeros_like(x)
+    kernel[(1,)](x, x, out, 1024, BLOCK_SIZE=1024)
+    for compiled in kernel.cache.entries.values():
+        compiled.launcher = lambda values, grid: None
+    launch = kernel[(1,)]
+    for _ in range(1000):
+        launch(x, x, out, 1024, BLOCK_SIZE=1024)
+    batches = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        for _ in range(2000):
+            launch(x, x, out, 1024, BLOCK_SIZE=1024)
+        batches.append((time.perf_counter() - start) / 2000)
+    return statistics.median(batches)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args(argv)
+    print(f"backend: {triton.active_backend_name()}, python {sys.version.split()[0]}, "
+          f"{os.cpu_count()} cores")
+    print("cold compile, Python to MSL (median of %d):" % args.repeat)
+    ok = True
+    for label, ms, target in cold_compiles(args.repeat):
+        verdict = "ok" if ms < target else "OVER TARGET"
+        ok &= ms < target
+        print(f"  {label:42s} {ms:7.1f} ms  (target < {target:.0f} ms) {verdict}")
+    first, lookup, origins = warm_first_launch(args.repeat)
+    print(f"first launch, fresh process, warm disk cache: {first * 1e3:.2f} ms (target < 5 ms), of which "
+          f"{lookup * 1e3:.2f} ms finds the variant (from: {', '.join(sorted(set(origins)))}) and the rest "
+          "imports and loads the backend's kernel")
+    overhead = cached_launch_overhead(args.repeat)
+    print(f"cached launch, Python side (backend stubbed): {overhead * 1e6:.2f} us (target < 10 us)")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
