@@ -227,3 +227,16 @@ def test_reduce_scratch_bytes_match_the_declared_scratch():
     dist = distribution(CoalescedLayout((1,), (32,), (4,), (0,)), (256,), 4)
     # one partial per SIMD group: 4 floats
     assert reduce_scratch_bytes(dist, 0, [f32], 4) == 16 == k.metadata["threadgroup_memory_bytes"]
+
+
+@pytest.mark.parametrize("num_warps", [16, 32])
+def test_reductions_and_scans_with_many_warps(num_warps: int):
+    n = 2048
+    x = RNG.integers(-100, 100, n).astype(np.int32)
+    k = compile_1d(cumsum_kernel, "*i32", "*i32", "i32", C(False), C(n), num_warps=num_warps)
+    out = run(k, (1,), x_ptr=x, out_ptr=np.zeros(n, np.int32), n=n)["out_ptr"]
+    np.testing.assert_array_equal(out, np.cumsum(x).astype(np.int32))
+    xf = RNG.standard_normal(n).astype(np.float32)
+    k2 = compile_1d(sum_kernel, "*fp32", "*fp32", "i32", C("max"), C(n), num_warps=num_warps)
+    out2 = run(k2, (1,), x_ptr=xf, out_ptr=np.zeros(1, np.float32), n=n)["out_ptr"]
+    assert out2[0] == xf.max()
