@@ -58,3 +58,12 @@ class ScriptedBench:
         if self.timings:
             return list(self.timings.pop(0))
         return [1.0, 1.0, 1.0]
+
+
+@triton.jit
+def transpose_tile(x_ptr, y_ptr, BLOCK: tl.constexpr):
+    """y = x.T for one BLOCK x BLOCK tile: the layout change goes through threadgroup memory
+    (BLOCK * BLOCK * 4 bytes), so BLOCK = 128 needs 64 KiB, over Apple's 32 KiB."""
+    r = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + r[:, None] * BLOCK + r[None, :])
+    tl.store(y_ptr + r[None, :] * BLOCK + r[:, None], x)

@@ -68,10 +68,22 @@ def _print_autotuning() -> bool:
     return os.environ.get("TRITON_METAL_PRINT_AUTOTUNING", "").strip().lower() in _TRUE_WORDS
 
 
+_DTYPE_NAMES: dict[object, str] = {}
+
+
 def dtype_name(dtype: object) -> str:
-    """`float16` for NumPy's and MLX's float16 alike."""
+    """`float16` for NumPy's and MLX's float16 alike (memoised: this runs on every launch)."""
+    try:
+        return _DTYPE_NAMES[dtype]
+    except (KeyError, TypeError):
+        pass
     text = str(dtype)
-    return text.rsplit(".", 1)[-1] if text.startswith("mlx.core.") else text
+    name = text.rsplit(".", 1)[-1] if text.startswith("mlx.core.") else text
+    try:
+        _DTYPE_NAMES[dtype] = name
+    except TypeError:  # an unhashable dtype object: not memoised
+        pass
+    return name
 
 
 # -- arrays the hooks reset and restore (NumPy in place; MLX rebound, as a kernel's stores are) ----
@@ -157,6 +169,7 @@ class Autotuner:
         self.custom_do_bench = do_bench
         self.cache_results = bool(cache_results)
         self._defaults = default_arguments(fn)
+        self._config_names = frozenset(n for c in self.configs for n in c.all_kwargs())
         self._restore_copies: dict[str, object] = {}
         self.cache: dict[tuple[object, ...], Config] = {}
         self.best_config: Config | None = None
@@ -190,7 +203,8 @@ class Autotuner:
     # -- the tuning key ------------------------------------------------------------------------
     def tuning_key(self, named: Mapping[str, object]) -> tuple[object, ...]:
         values = tuple(named[k] for k in self.keys if k in named)
-        dtypes = tuple(dtype_name(v.dtype) for v in named.values() if hasattr(v, "dtype"))
+        dtypes = tuple(dtype_name(d) for d in (getattr(v, "dtype", None) for v in named.values())
+                       if d is not None)
         return values + dtypes
 
     # -- launching -----------------------------------------------------------------------------
@@ -198,6 +212,8 @@ class Autotuner:
         return lambda *args, **kwargs: self.run(*args, grid=grid, warmup=False, **kwargs)
 
     def _check_conflicts(self, kwargs: Mapping[str, object]) -> None:
+        if not kwargs or self._config_names.isdisjoint(kwargs):
+            return  # the usual launch: one set operation
         for config in self.configs:
             conflicts = sorted(set(kwargs) & set(config.all_kwargs()))
             if conflicts:
@@ -217,10 +233,10 @@ class Autotuner:
             config = self._choose(key, named, args, kwargs, grid)
             self.cache[key] = config
         self.best_config = config
-        full = {**named, **config.all_kwargs()}
+        options = config.all_kwargs()
         if config.pre_hook is not None:
-            config.pre_hook(full)
-        return self.fn.run(*args, grid=grid, warmup=warmup, **kwargs, **config.all_kwargs())
+            config.pre_hook({**named, **options})
+        return self.fn.run(*args, grid=grid, warmup=warmup, **kwargs, **options)
 
     def warmup(self, *args: object, grid: GridSpec, **kwargs: object) -> list[Any]:
         """Compile the variant of every (pruned) config for these arguments; run nothing."""
