@@ -8,8 +8,10 @@ Rewrites, repeated until none applies:
   target layout (no data moves);
 * an elementwise op whose tensor operands are all conversions from one layout `L` (or values
   recomputable in any layout), and whose every use is a conversion back to `L`, is computed in
-  `L` instead: both sets of conversions go.
-Conversions left without uses are erased. Values of other ops keep their layouts.
+  `L` instead: both sets of conversions go;
+* a chain of single-use elementwise ops from a conversion out of `L` to a conversion back to `L`
+  (each op's other operands recomputable) runs in `L`: both conversions go.
+Conversions (and ranges, splats, constants) left without uses are erased. Values of other ops keep their layouts.
 """
 
 from __future__ import annotations
@@ -84,10 +86,55 @@ def _step(func: Op) -> bool:
                 _replace(func, res, _remat(src.op, target))
                 _erase(op)
                 return True
+            if _hoist(func, op, uses):
+                return True
         elif is_elementwise(op) and len(op.results) == 1 and isinstance(op.results[0].type, TensorType):
             if _sink(func, op, uses.get(op.results[0], [])):
                 return True
     return False
+
+
+def _hoist(func: Op, conv: ConvertLayoutOp, uses: dict[Value, list[Op]]) -> bool:
+    """`convert(e_k(...e_1(convert(x, B))...), A)` with `x` in A, every `e_i` elementwise with one
+    use and no other operand than the chain's and recomputable values: the chain runs in A."""
+    target = _layout(conv.results[0])
+    chain: list[Op] = []
+    v: Value = conv.src
+    while True:
+        if not isinstance(v, OpResult) or len(uses.get(v, [])) != 1:
+            return False
+        op = v.op
+        if isinstance(op, ConvertLayoutOp):
+            if not chain or _layout(op.src) != target:
+                return False
+            top_src: Value | None = op.src
+            break
+        if not is_elementwise(op) or len(op.results) != 1:
+            return False
+        rest = [w for w in op.operands if isinstance(w.type, TensorType) and not _is_remat(w)]
+        chain.append(op)
+        if not rest:
+            top_src = None
+            break
+        if len(rest) != 1:
+            return False
+        v = rest[0]
+    assert target is not None
+    below: Value | None = top_src
+    for op in reversed(chain):  # from the top of the chain down to `conv`
+        for w in list(op.operands):
+            if not isinstance(w.type, TensorType):
+                continue
+            if _is_remat(w):
+                assert isinstance(w, OpResult)
+                op.replace_operand(w, _remat(w.op, target))
+            elif below is not None:
+                op.replace_operand(w, below)
+        op.results[0].type = op.results[0].type.with_layout(target)  # type: ignore[union-attr]
+        below = op.results[0]
+    _replace(func, conv.results[0], chain[0].results[0])
+    _erase(conv)
+    return True
 
 
 def _sink(func: Op, op: Op, users: list[Op]) -> bool:
@@ -128,7 +175,8 @@ def _erase_dead(func: Op) -> None:
     for op in func.walk():
         used.update(op.operands)
     for op in reversed(list(func.walk())):
-        if isinstance(op, ConvertLayoutOp) and op.results[0] not in used:
+        dead = op.results and op.results[0] not in used
+        if dead and (isinstance(op, ConvertLayoutOp) or _is_remat(op.results[0])):
             _erase(op)
 
 
