@@ -428,3 +428,14 @@ def test_each_load_reads_along_its_own_contiguous_dim() -> None:
     y = rng.standard_normal((64, 32)).astype(np.float32)
     out = run(k, (1,), x_ptr=x, y_ptr=y, z_ptr=np.zeros((32, 64), np.float32))["z_ptr"]
     np.testing.assert_array_equal(out, x + y.T)
+
+
+def test_block_hint_on_a_tile_without_whole_fragments_is_refused() -> None:
+    def small(x_ptr):
+        r = tl.arange(0, 4)
+        c = tl.arange(0, 16)
+        x = tl.load(x_ptr + r[:, None] * 16 + c[None, :], layout="BLOCK")
+        tl.store(x_ptr + r[:, None] * 16 + c[None, :], x + 1.0)
+
+    with pytest.raises(CompilationError, match=r'layout="BLOCK" block of 4 x 16 is not made of 8x8'):
+        laid_out(small, "*fp32/16")

@@ -14,7 +14,8 @@ from ..errors import CompilationError, Loc
 from ..ir.layouts import FRAGMENT, BlockLayout
 
 
-def block_layout_for(shape: tuple[int, ...], num_warps: int, loc: Loc | None, rows_first: bool = False) -> BlockLayout:
+def block_layout_for(shape: tuple[int, ...], num_warps: int, loc: Loc | None, rows_first: bool = False,
+                     what: str = "tl.dot result") -> BlockLayout:
     """The split of an M x N fragment tile over `num_warps` SIMD groups (see the module doc).
     `rows_first`: all warps along M when M allows (chained dots, as in attention: the dots then
     share their row split, so row statistics and the operand of the next dot stay in place)."""
@@ -25,7 +26,7 @@ def block_layout_for(shape: tuple[int, ...], num_warps: int, loc: Loc | None, ro
     m, n = shape
     if m % FRAGMENT or n % FRAGMENT:
         raise CompilationError(
-            f"tl.dot result of {m} x {n} is not made of 8x8 simdgroup_matrix fragments",
+            f"{what} of {m} x {n} is not made of 8x8 simdgroup_matrix fragments",
             loc, "use BLOCK sizes for M and N that are multiples of 8 (pad and mask the edges)")
     if rows_first and m % (FRAGMENT * num_warps) == 0:
         return BlockLayout((num_warps, 1))
@@ -41,7 +42,7 @@ def block_layout_for(shape: tuple[int, ...], num_warps: int, loc: Loc | None, ro
         wm *= 2
     if best is None:
         raise CompilationError(
-            f"tl.dot result of {m} x {n} cannot give each of num_warps={num_warps} SIMD groups whole "
+            f"{what} of {m} x {n} cannot give each of num_warps={num_warps} SIMD groups whole "
             f"8x8 fragments ({m * n // 64} fragments in all)",
             loc, f"use num_warps <= {max(1, m * n // 64)} or larger BLOCK sizes for M and N")
     wm = best[1]

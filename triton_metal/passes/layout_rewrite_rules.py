@@ -38,7 +38,7 @@ def _hinted(a: _Assigner, op: Op, shape: tuple[int, ...]) -> Layout | None:
     if len(shape) != 2:
         raise CompilationError(f"layout=\"BLOCK\" needs a 2-D block, got shape {list(shape)}", op.loc,
                                "drop the layout hint or use layout=\"COALESCED\"")
-    blk = block_layout_for(shape, a.nw, op.loc)
+    blk = block_layout_for(shape, a.nw, op.loc, what='a layout="BLOCK" block')
     if op.name == "tt.load":
         for user in _dot_users(a, op.results[0]):
             idx = 0 if user.operands[0] is op.results[0] else 1
