@@ -1,7 +1,7 @@
 """Where each register of a tensor lives: the layout's distribution as index arithmetic.
 
-The layout functions of `ir.layouts` (`registers_per_thread`, `element_coords`) say which element
-register `reg` of thread `(warp, lane)` holds. Over power-of-two shapes every layout is linear
+The layout functions of `ir.layouts` (`registers_per_thread`, `element_coords`, evaluated through
+`linear_layout`) say which element register `reg` of thread `(warp, lane)` holds. Over power-of-two shapes every layout is linear
 over bits (docs in `ir/layouts.py`), so the code generator needs only the element of each
 register of thread (0, 0) plus one basis vector per lane bit and per warp bit: the coordinate of
 register `r` in thread `(w, l)` is `reg_coords[r] + sum(lane_bases[i] for set bits i of l) +
@@ -107,14 +107,15 @@ class Distribution:
 @lru_cache(maxsize=None)
 def distribution(layout: L.Layout, shape: tuple[int, ...], num_warps: int) -> Distribution:
     """The tables of `layout` over `shape` (checked for the bit-disjointness the code relies on)."""
+    ll = L.linear_layout(layout, tuple(shape), num_warps)
     nregs = L.registers_per_thread(layout, shape, num_warps)
-    reg_coords = tuple(tuple(L.element_coords(layout, shape, num_warps, 0, 0, r)) for r in range(nregs))
+    reg_coords = tuple(tuple(ll.coords(0, 0, r)) for r in range(nregs))
     zero = reg_coords[0]
     if any(zero):
         raise internal_error(f"layout {layout} over {shape}: register 0 of thread 0 holds {zero}, not the origin")
-    lane_bases = tuple(tuple(L.element_coords(layout, shape, num_warps, 0, 1 << i, 0)) for i in range(5))
+    lane_bases = tuple(tuple(ll.coords(0, 1 << i, 0)) for i in range(5))
     warp_bits = num_warps.bit_length() - 1
-    warp_bases = tuple(tuple(L.element_coords(layout, shape, num_warps, 1 << j, 0, 0)) for j in range(warp_bits))
+    warp_bases = tuple(tuple(ll.coords(1 << j, 0, 0)) for j in range(warp_bits))
     dist = Distribution(tuple(shape), num_warps, reg_coords, lane_bases, warp_bases)
     _check(layout, dist)
     return dist

@@ -94,12 +94,15 @@ class MSLPrinter:
     def __init__(self, math_mode: str = "safe", indent: str = "  ") -> None:
         self.math_ns = MATH_NAMESPACES[math_mode]
         self.indent_unit = indent
+        # singledispatchmethod builds a dispatcher on every attribute access: bind them once
+        self._stmt = self.stmt
+        self._expr = self.expr
 
     # -- statements ----------------------------------------------------------------------------
     def print_body(self, stmts: tuple[Stmt, ...] | list[Stmt], depth: int = 1) -> str:
         lines: list[str] = []
         for s in stmts:
-            self.stmt(s, depth, lines)
+            self._stmt(s, depth, lines)
         return "\n".join(lines) + ("\n" if lines else "")
 
     def _pad(self, depth: int) -> str:
@@ -121,27 +124,27 @@ class MSLPrinter:
         if node.count is not None:
             decl += f"[{node.count}]"
         if node.init is not None:
-            decl += " = " + self.expr(node.init)
+            decl += " = " + self._expr(node.init)
         out.append(self._pad(depth) + decl + ";")
 
     @stmt.register
     def _(self, node: Assign, depth: int, out: list[str]) -> None:
-        out.append(f"{self._pad(depth)}{self.expr(node.target)} = {self.expr(node.value)};")
+        out.append(f"{self._pad(depth)}{self._expr(node.target)} = {self._expr(node.value)};")
 
     @stmt.register
     def _(self, node: ExprStmt, depth: int, out: list[str]) -> None:
-        out.append(f"{self._pad(depth)}{self.expr(node.expr)};")
+        out.append(f"{self._pad(depth)}{self._expr(node.expr)};")
 
     @stmt.register
     def _(self, node: If, depth: int, out: list[str]) -> None:
         pad = self._pad(depth)
         out.append(f"{pad}if ({self._cond(node.cond)}) {{")
         for s in node.then:
-            self.stmt(s, depth + 1, out)
+            self._stmt(s, depth + 1, out)
         if node.orelse:
             out.append(f"{pad}}} else {{")
             for s in node.orelse:
-                self.stmt(s, depth + 1, out)
+                self._stmt(s, depth + 1, out)
         out.append(f"{pad}}}")
 
     @stmt.register
@@ -149,11 +152,11 @@ class MSLPrinter:
         pad = self._pad(depth)
         v = node.var
         out.append(
-            f"{pad}for ({node.ctype} {v} = {self.expr(node.lower)}; {v} < {self.expr(node.upper)}; "
-            f"{v} += {self.expr(node.step)}) {{"
+            f"{pad}for ({node.ctype} {v} = {self._expr(node.lower)}; {v} < {self._expr(node.upper)}; "
+            f"{v} += {self._expr(node.step)}) {{"
         )
         for s in node.body:
-            self.stmt(s, depth + 1, out)
+            self._stmt(s, depth + 1, out)
         out.append(f"{pad}}}")
 
     @stmt.register
@@ -161,7 +164,7 @@ class MSLPrinter:
         pad = self._pad(depth)
         out.append(f"{pad}while (true) {{")
         for s in node.body:
-            self.stmt(s, depth + 1, out)
+            self._stmt(s, depth + 1, out)
         out.append(f"{pad}}}")
 
     @stmt.register
@@ -178,7 +181,7 @@ class MSLPrinter:
         pad = self._pad(depth)
         out.append(f"{pad}{{")
         for s in node.body:
-            self.stmt(s, depth + 1, out)
+            self._stmt(s, depth + 1, out)
         out.append(f"{pad}}}")
 
     @stmt.register
@@ -192,7 +195,7 @@ class MSLPrinter:
 
     # -- expressions ---------------------------------------------------------------------------
     def _cond(self, e: object) -> str:
-        text = self.expr(e)
+        text = self._expr(e)
         return text[1:-1] if _wrapped(text) else text
 
     @singledispatchmethod
@@ -209,7 +212,7 @@ class MSLPrinter:
 
     @expr.register
     def _(self, node: Index) -> str:
-        return f"{self.expr(node.base)}[{self.expr(node.index)}]"
+        return f"{self._expr(node.base)}[{self._expr(node.index)}]"
 
     @expr.register
     def _(self, node: Apply) -> str:
@@ -217,15 +220,15 @@ class MSLPrinter:
             fmt = OPERATORS[node.op]
         except KeyError:
             raise internal_error(f"MSLPrinter: unknown operator '{node.op}'") from None
-        return fmt.format(*(self.expr(a) for a in node.args))
+        return fmt.format(*(self._expr(a) for a in node.args))
 
     @expr.register
     def _(self, node: Call) -> str:
-        return f"{node.fn}(" + ", ".join(self.expr(a) for a in node.args) + ")"
+        return f"{node.fn}(" + ", ".join(self._expr(a) for a in node.args) + ")"
 
     @expr.register
     def _(self, node: MathCall) -> str:
-        return f"{self.math_ns}{node.fn}(" + ", ".join(self.expr(a) for a in node.args) + ")"
+        return f"{self.math_ns}{node.fn}(" + ", ".join(self._expr(a) for a in node.args) + ")"
 
     @expr.register
     def _(self, node: Convert) -> str:
@@ -237,11 +240,11 @@ class MSLPrinter:
 
     @expr.register
     def _(self, node: Member) -> str:
-        return f"{self.expr(node.base)}.{node.field}"
+        return f"{self._expr(node.base)}.{node.field}"
 
     @expr.register
     def _(self, node: PtrCast) -> str:
-        base = self.expr(node.base)
+        base = self._expr(node.base)
         if node.byte_offset:
             return f"(({node.space} {node.ctype}*)((({node.space} uchar*){base}) + {node.byte_offset}))"
         return f"(({node.space} {node.ctype}*){base})"
