@@ -172,6 +172,17 @@ def test_reset_to_zero_lets_the_real_launch_start_from_zero():
     assert total[0] == pytest.approx(3 * x.sum())
 
 
+def test_reset_to_zero_on_mlx_arrays():
+    import mlx.core as mx
+
+    x = mx.arange(N).astype(mx.float32)
+    total = mx.zeros((1,), mx.float32)
+    tuned = triton.autotune(configs(64, 128), key=["n"], do_bench=ScriptedBench(),
+                            reset_to_zero=["total_ptr"])(accumulate)
+    tuned[grid_of(N)](x, total, N)
+    assert float(np.array(total)[0]) == pytest.approx(float(np.arange(N).sum()))
+
+
 def test_restore_value_undoes_the_benchmark_runs():
     x0 = np.linspace(-1, 1, N).astype(np.float32)
     x = x0.copy()
