@@ -79,7 +79,7 @@ def compile_ir(text: str, num_warps: int = 4, **opts: Any) -> MSLKernel:
     return compile_module(module, CodegenOptions(num_warps=num_warps, **opts), analyze_axis_info(module))
 
 
-def run(kernel: MSLKernel, grid: tuple[int, ...], outputs: dict[str, np.ndarray] | None = None,
+def run(kernel: MSLKernel, grid: tuple[int, ...],
         init_value: float = 0.0, launch: tuple[int, int, int] | None = None, **args: Any) -> dict[str, np.ndarray]:
     """Launch `kernel` with `grid` programs; `args` by parameter name (arrays or Python scalars).
     Returns each written parameter's output array (shape and dtype of the argument). `launch`:
