@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.passes.ir_eval import Evaluator
 from tests.passes.test_axis_info_soundness import Program
@@ -150,4 +152,92 @@ def test_loops_keep_results() -> None:
     assert "scf.if" not in text and text.count("scf.for") == 2  # the second loop may run
     assert "%d2" not in text  # the dead carried value and its computation went
     for args in ((0, 5), (4, -3), (-2, 1)):
+        _same(Evaluator().run(original.funcs[0], list(args)), Evaluator().run(cleaned.funcs[0], list(args)))
+
+
+def _random_program(data: st.DataObject) -> str:
+    """Nested scalar control flow with constants, identities and foldable branches."""
+    counter = [0]
+    consts: list[str] = []
+
+    def operand(vals: list[str]) -> str:
+        # constants half the time: folds, identities and constant branches are the point
+        visible = [c for c in consts if c in vals]
+        if visible and data.draw(st.booleans()):
+            return data.draw(st.sampled_from(visible))
+        return data.draw(st.sampled_from(vals))
+
+    def fresh() -> str:
+        counter[0] += 1
+        return f"%v{counter[0]}"
+
+    def block(values: list[str], depth: int, indent: str) -> tuple[list[str], list[str]]:
+        lines: list[str] = []
+        vals = list(values)
+        for _ in range(data.draw(st.integers(1, 6))):
+            kind = data.draw(st.sampled_from(["const", "bin", "bin", "if", "for"] if depth < 2 else ["const", "bin"]))
+            if kind == "const":
+                name = fresh()
+                lines.append(f"{indent}{name} = arith.constant {{value = {data.draw(st.sampled_from([0, 1, -1, 2, 7, -3]))}}} : i32")
+                vals.append(name)
+                consts.append(name)
+            elif kind == "bin":
+                op = data.draw(st.sampled_from(["addi", "subi", "muli", "andi", "ori", "xori", "maxsi"]))
+                a, b = operand(vals), operand(vals)
+                name = fresh()
+                lines.append(f"{indent}{name} = arith.{op} {a}, {b} : i32")
+                vals.append(name)
+            elif kind == "if":
+                a, b = operand(vals), operand(vals)
+                cond = fresh()
+                if data.draw(st.booleans()):
+                    lines.append(f"{indent}{cond} = arith.constant {{value = {str(data.draw(st.booleans())).lower()}}} : i1")
+                else:
+                    lines.append(f"{indent}{cond} = arith.cmpi {a}, {b} {{predicate = slt}} : i1")
+                res = fresh()
+                then_lines, then_vals = block(vals, depth + 1, indent + "  ")
+                else_lines, else_vals = block(vals, depth + 1, indent + "  ")
+                lines.append(f"{indent}{res} = scf.if {cond} then {{")
+                lines += then_lines + [f"{indent}  scf.yield {data.draw(st.sampled_from(then_vals))}", f"{indent}}} else {{"]
+                lines += else_lines + [f"{indent}  scf.yield {data.draw(st.sampled_from(else_vals))}", f"{indent}}} : i32"]
+                vals.append(res)
+            else:
+                lo, hi = fresh(), fresh()
+                lines.append(f"{indent}{lo} = arith.constant {{value = {data.draw(st.sampled_from([0, 2, 5]))}}} : i32")
+                bound = data.draw(st.sampled_from(["const", "arg"]))
+                if bound == "const":
+                    lines.append(f"{indent}{hi} = arith.constant {{value = {data.draw(st.sampled_from([0, 3, 4]))}}} : i32")
+                else:
+                    lines.append(f"{indent}{hi} = arith.andi %n, {lo} : i32")
+                one = fresh()
+                lines.append(f"{indent}{one} = arith.constant {{value = 1}} : i32")
+                init, init2 = data.draw(st.sampled_from(vals)), data.draw(st.sampled_from(vals))
+                res, res2 = fresh(), fresh()
+                iv, acc, acc2 = fresh(), fresh(), fresh()
+                body_lines, body_vals = block([*vals, iv, acc, acc2], depth + 1, indent + "  ")
+                y1, y2 = data.draw(st.sampled_from(body_vals)), data.draw(st.sampled_from([acc2, *body_vals]))
+                lines.append(f"{indent}{res}, {res2} = scf.for {lo}, {hi}, {one}, iter_args({init}, {init2}) body {{")
+                lines.append(f"{indent}^bb0({iv}: i32, {acc}: i32, {acc2}: i32):")
+                lines += body_lines + [f"{indent}  scf.yield {y1}, {y2}", f"{indent}}} : i32, i32"]
+                vals += [res, res2]
+        return lines, vals
+
+    lines, vals = block(["%n", "%m"], 0, "    ")
+    outs = [data.draw(st.sampled_from(vals)) for _ in range(3)]
+    return ("module {\n  tt.func @f(%n: i32, %m: i32) -> (i32, i32, i32) {\n" + "\n".join(lines)
+            + f"\n    tt.return {', '.join(outs)}\n  }}\n}}\n")
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_random_control_flow_keeps_results(data: st.DataObject) -> None:
+    text = _random_program(data)
+    original = ir.parse_module(text)
+    original.verify()
+    cleaned = ir.parse_module(text)
+    PassPipeline.parse("canonicalize,cse,dce").apply(None, cleaned)
+    cleaned.verify()
+    again = ir.print_module(cleaned)
+    assert ir.print_module(ir.parse_module(again)) == again
+    for args in ((0, 0), (7, -3), (-5, 11)):
         _same(Evaluator().run(original.funcs[0], list(args)), Evaluator().run(cleaned.funcs[0], list(args)))

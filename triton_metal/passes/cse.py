@@ -61,13 +61,14 @@ class _CSE:
                         self.mapping[old] = new
                         if new.name_hint is None:
                             new.name_hint = old.name_hint
-                    block.remove(op)
+                    op.parent = None  # dropped from the block's list below
                     self.replaced += 1
                     continue
                 local[key] = op
             for r in op.regions:
                 for b in r.blocks:
                     self.block(b, local)
+        block.ops = [o for o in block.ops if o.parent is block]
 
 
 def eliminate_common_subexpressions(module: Module) -> int:

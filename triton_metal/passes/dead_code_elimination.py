@@ -67,8 +67,10 @@ class _DeadCode:
             for nested in op.walk():
                 for v in nested.operands:
                     self.uses[v] -= 1
-            block.remove(op)
+            op.parent = None  # dropped from the block's list below (one scan for all)
             changed = True
+        if changed:
+            block.ops = [o for o in block.ops if o.parent is block]
         return changed
 
     def _drop_carried(self, block: Block, op: scf.ForOp) -> bool:

@@ -50,6 +50,12 @@ class Rewriter:
         self.options: dict[str, Any] = dict(options or {})
         """The running pass's options, for patterns that depend on them."""
         self.uses: dict[Value, list[Op]] = {}
+        self._dirty: dict[int, Block] = {}
+        """Blocks whose op lists are out of date (see `compact`): erased ops linger in them and
+        inserted ops wait in `_pending`. Editing a list op by op costs a scan each time."""
+        self._pending: dict[tuple[int, int], list[Op]] = {}
+        """By (block id, anchor id): ops to insert in that block before that op, in order (the
+        block is the anchor's when they were placed; the anchor may move or go later)."""
         for op in module.walk():
             self._add_uses(op)
 
@@ -83,19 +89,47 @@ class Rewriter:
             self.uses.setdefault(new, []).append(user)
 
     def insert_before(self, anchor: Op, op: Op) -> Op:
-        block = anchor.parent
-        assert block is not None, anchor
-        block.insert_before(anchor, op)
+        self._place(anchor, op)
         for nested in op.walk():
             self._add_uses(nested)
         return op
 
+    def _place(self, anchor: Op, op: Op) -> None:
+        block = anchor.parent
+        assert block is not None, anchor
+        op.parent = block
+        self._pending.setdefault((id(block), id(anchor)), []).append(op)
+        self._dirty[id(block)] = block
+
     def erase(self, op: Op) -> None:
-        """Detach `op` (and its regions); its results must be unused by then."""
-        for nested in op.walk():
+        """Detach `op` (and its regions); its results must be unused by then. The op leaves its
+        block's list at the next `compact` (removing ops one by one costs a scan each)."""
+        for nested in _walk_current(op):
             self._drop_uses(nested)
-        if op.parent is not None:
-            op.parent.remove(op)
+        block = op.parent
+        if block is not None:
+            self._dirty[id(block)] = block
+            op.parent = None
+
+    def compact(self) -> None:
+        """Bring the op lists of edited blocks up to date (erased ops out, inserted ops in)."""
+        for block in list(self._dirty.values()):
+            self._compact(block)
+        self._dirty.clear()
+        self._pending.clear()
+
+    def _compact(self, block: Block) -> None:
+        out: list[Op] = []
+
+        def emit(op: Op) -> None:
+            for new in self._pending.pop((id(block), id(op)), ()):
+                emit(new)  # ops inserted before an inserted op come first
+            if op.parent is block:
+                out.append(op)
+
+        for op in block.ops:
+            emit(op)
+        block.ops = out
 
     def replace_op(self, op: Op, values: list[Value]) -> None:
         """Replace the results of `op` by `values`, then erase it."""
@@ -108,18 +142,25 @@ class Rewriter:
     def move_before(self, anchor: Op, op: Op) -> None:
         """Move `op` (with its regions, uses unchanged) just before `anchor`."""
         assert op.parent is not None and anchor.parent is not None
-        op.parent.remove(op)
-        anchor.parent.insert_before(anchor, op)
+        if op.parent is anchor.parent:
+            self._compact(op.parent)
+            op.parent.remove(op)
+        else:
+            self._dirty[id(op.parent)] = op.parent
+            op.parent = None  # leaves the old block's list at the next compact
+        self._place(anchor, op)
 
     def inline_block_before(self, block: Block, anchor: Op) -> list[Value]:
         """Move every op of `block` but its terminator before `anchor`; returns the terminator's
         operands (the values the block produced). The block must take no arguments."""
         assert not block.args
+        self._compact(block)  # its list must be complete: ops inserted into it are moved too
         ops = list(block.ops)
         term = ops[-1] if ops and ops[-1].is_terminator else None
         for op in ops:
             if op is not term:
                 self.move_before(anchor, op)
+        block.ops = [term] if term is not None else []
         return list(term.operands) if term is not None else []
 
     def constant(self, anchor: Op, value: bool | int | float, ty: Type) -> Value:
@@ -127,6 +168,17 @@ class Rewriter:
         op = A.ConstantOp(value=value, result_types=[ty], loc=anchor.loc)
         self.insert_before(anchor, op)
         return op.result
+
+
+def _walk_current(op: Op) -> Iterator[Op]:
+    """`op` and the ops nested in it that still belong to their blocks (lists may hold ops
+    erased or moved away until the next compaction)."""
+    yield op
+    for r in op.regions:
+        for b in r.blocks:
+            for o in list(b.ops):
+                if o.parent is b:
+                    yield from _walk_current(o)
 
 
 def apply_patterns_greedily(module: Module, patterns: PatternSet, options: dict[str, Any] | None = None) -> bool:
@@ -143,6 +195,7 @@ def apply_patterns_greedily(module: Module, patterns: PatternSet, options: dict[
                 if fn(rewriter, op):
                     changed = True
                     break
+        rewriter.compact()
         changed_any |= changed
         if not changed:
             return changed_any
