@@ -439,3 +439,18 @@ def test_block_hint_on_a_tile_without_whole_fragments_is_refused() -> None:
 
     with pytest.raises(CompilationError, match=r'layout="BLOCK" block of 4 x 16 is not made of 8x8'):
         laid_out(small, "*fp32/16")
+
+
+def scalars(x_ptr, o_ptr, N: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, N))
+    tl.store(o_ptr, tl.sum(x, axis=0))
+    tl.atomic_add(o_ptr + 1, 1.0)
+    tl.store(o_ptr + 2, tl.load(x_ptr + 5))
+
+
+def test_scalar_memory_ops_need_no_layout() -> None:
+    laid_out(scalars, "*fp32", "*fp32", C(64))
+    k = compile_source(scalars, "*fp32", "*fp32", C(64))
+    x = np.arange(64, dtype=np.float32)
+    out = run(k, (1,), x_ptr=x, o_ptr=np.zeros(3, np.float32))["o_ptr"]
+    np.testing.assert_array_equal(out, [x.sum(), 1.0, 5.0])
