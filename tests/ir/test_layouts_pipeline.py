@@ -454,3 +454,28 @@ def test_scalar_memory_ops_need_no_layout() -> None:
     x = np.arange(64, dtype=np.float32)
     out = run(k, (1,), x_ptr=x, o_ptr=np.zeros(3, np.float32))["o_ptr"]
     np.testing.assert_array_equal(out, [x.sum(), 1.0, 5.0])
+
+
+def chained_hinted(q_ptr, k_ptr, v_ptr, o_ptr, M: tl.constexpr, D: tl.constexpr, N: tl.constexpr):
+    rm = tl.arange(0, M)
+    rd = tl.arange(0, D)
+    rn = tl.arange(0, N)
+    s = tl.dot(tl.load(q_ptr + rm[:, None] * D + rd[None, :]), tl.load(k_ptr + rd[:, None] * N + rn[None, :]))
+    o = tl.dot(s.to(tl.float16), tl.load(v_ptr + rn[:, None] * D + rd[None, :]))
+    tl.store(o_ptr + rm[:, None] * D + rd[None, :], o, layout="BLOCK")
+
+
+def test_block_hint_on_a_store_keeps_the_dot_fragments() -> None:
+    params = ("*fp16/16", "*fp16/16", "*fp16/16", "*fp32/16", C(32), C(16), C(32))
+    m = laid_out(chained_hinted, *params)
+    store = next(op for op in m.walk() if op.name == "tt.store")
+    assert store.value.type.layout == BlockLayout((4, 1))
+    assert store.value.op.name == "tt.dot"  # no conversion before the store
+    k = compile_source(chained_hinted, *params)
+    rng = np.random.default_rng(12)
+    q = rng.standard_normal((32, 16)).astype(np.float16)
+    kk = rng.standard_normal((16, 32)).astype(np.float16)
+    v = rng.standard_normal((32, 16)).astype(np.float16)
+    out = run(k, (1,), q_ptr=q, k_ptr=kk, v_ptr=v, o_ptr=np.zeros((32, 16), np.float32))["o_ptr"]
+    s = (q.astype(np.float32) @ kk.astype(np.float32)).astype(np.float16).astype(np.float32)
+    np.testing.assert_allclose(out, s @ v.astype(np.float32), rtol=2e-2, atol=2e-2)

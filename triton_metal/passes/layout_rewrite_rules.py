@@ -38,12 +38,15 @@ def _hinted(a: _Assigner, op: Op, shape: tuple[int, ...]) -> Layout | None:
     if len(shape) != 2:
         raise CompilationError(f"layout=\"BLOCK\" needs a 2-D block, got shape {list(shape)}", op.loc,
                                "drop the layout hint or use layout=\"COALESCED\"")
-    blk = block_layout_for(shape, a.nw, op.loc, what='a layout="BLOCK" block')
     if op.name == "tt.load":
         for user in _dot_users(a, op.results[0]):
             idx = 0 if user.operands[0] is op.results[0] else 1
             return DotOperandLayout(idx, a.layout_of(user.results[0]))  # type: ignore[arg-type]
-    return blk
+    else:
+        value = op.operands[1]
+        if _tensor(value) and value not in a.free and isinstance(a.layout_of(value), BlockLayout):
+            return a.layout_of(value)  # a dot result: stored from its own fragments
+    return block_layout_for(shape, a.nw, op.loc, rows_first=a.chained_dots, what='a layout="BLOCK" block')
 
 
 def _dot_users(a: _Assigner, v: Value) -> list[Op]:
