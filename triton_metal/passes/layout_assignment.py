@@ -35,24 +35,19 @@ from typing import ClassVar
 
 from ..errors import CompilationError
 from ..ir import BlockArgument, Module, Op, OpResult, Value
-from ..ir.layouts import BlockLayout, CoalescedLayout, DotOperandLayout, Layout, SliceLayout
+from ..ir.layouts import BlockLayout, Layout, SliceLayout
 from ..ir.ops import ConvertLayoutOp
 from ..ir.types import TensorType
 from .accelerate_dot import block_layout_for
 from .axis_info import AxisInfoResult, analyze_axis_info
 from .coalesce import MemoryAccess, coalesced_for, default_coalesced, memory_access
+from .layout_rewrite_rules import is_elementwise, layout_hint, rewrite_op
 from .layout_shapes import natural_layout
 from .pass_base import ModulePass, PassContext, register_pass
 
-_ELEMENTWISE_PREFIXES = ("arith.", "math.")
-_ELEMENTWISE_TT = {"tt.mulhi", "tt.precise_sqrt", "tt.ptr_to_int", "tt.int_to_ptr", "tt.bitcast", "tt.addptr"}
 _FREE_SOURCES = {"tt.make_range", "tt.splat", "arith.constant"}
 _SHAPE_OPS = {"tt.trans", "tt.reshape", "tt.join", "tt.split", "tt.cat", "tt.gather", "tt.histogram"}
 _MEMORY = {"tt.load", "tt.atomic_rmw", "tt.atomic_cas"}
-
-
-def is_elementwise(op: Op) -> bool:
-    return (op.name.startswith(_ELEMENTWISE_PREFIXES) and op.name != "arith.constant") or op.name in _ELEMENTWISE_TT
 
 
 def _is_tensor(v: Value) -> bool:
@@ -66,10 +61,6 @@ def _walk(op: Op) -> Iterator[Op]:
             yield child
             if child.name not in ("tt.reduce", "tt.scan"):
                 yield from _walk(child)
-
-
-def layout_hint(op: Op) -> str | None:
-    return getattr(op, "layout", None)
 
 
 class _Classes:
@@ -332,15 +323,10 @@ class _Assigner:
         for op in list(_walk(self.func)):
             if op.results and op.results[0] in self.free:
                 continue
-            self._rewrite_op(op)
+            rewrite_op(self, op)
         for op in reversed(list(_walk(self.func))):
             if op.results and op.results[0] in self.free and op.parent is not None:
                 op.parent.remove(op)
-
-    def _rewrite_op(self, op: Op) -> None:
-        from .layout_rewrite_rules import rewrite_op
-
-        rewrite_op(self, op)
 
 
 def _users(func: Op, v: Value) -> Iterator[Op]:

@@ -20,6 +20,19 @@ from .layout_shapes import natural_layout
 if TYPE_CHECKING:
     from .layout_assignment import _Assigner
 
+_ELEMENTWISE_PREFIXES = ("arith.", "math.")
+_ELEMENTWISE_TT = {"tt.mulhi", "tt.precise_sqrt", "tt.ptr_to_int", "tt.int_to_ptr", "tt.bitcast", "tt.addptr"}
+
+
+def is_elementwise(op: Op) -> bool:
+    """One result element per operand element at the same coordinates (operands share a layout)."""
+    return (op.name.startswith(_ELEMENTWISE_PREFIXES) and op.name != "arith.constant") or op.name in _ELEMENTWISE_TT
+
+
+def layout_hint(op: Op) -> str | None:
+    """The `layout=` hint of a load or store ("COALESCED" | "BLOCK"), if any."""
+    return getattr(op, "layout", None)
+
 
 def _tensor(v: Value) -> bool:
     return isinstance(v.type, TensorType)
@@ -27,8 +40,6 @@ def _tensor(v: Value) -> bool:
 
 def _hinted(a: _Assigner, op: Op, shape: tuple[int, ...]) -> Layout | None:
     """The layout the op's `layout` hint asks for (None without a hint)."""
-    from .layout_assignment import layout_hint
-
     hint = layout_hint(op)
     if hint is None:
         return None
@@ -87,8 +98,7 @@ def _own_load_layout(a: _Assigner, op: Op) -> Layout | None:
 
 
 def rewrite_op(a: _Assigner, op: Op) -> None:
-    from .layout_assignment import is_elementwise
-
+    """Lay out `op`'s results and put its operands in the layouts they must have."""
     name = op.name
     if name == "tt.store":
         if not _tensor(op.operands[0]):

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from ..errors import CompilationError
 from ..ir import Op
 from ..ir.layouts import CoalescedLayout, Layout
-from ..ir.types import TensorType, shape_of
+from ..ir.types import shape_of
 from .coalesce import default_coalesced
 
 
@@ -98,7 +98,3 @@ def natural_layout(op: Op, srcs: Sequence[Layout | None], nw: int) -> Natural:
         src = srcs[0] if srcs[0] is not None else default_coalesced(_shape(op.operands[0]), nw)
         return Natural((src,), (default_coalesced(_shape(op.results[0]), nw),))
     raise CompilationError(f"internal error: no natural layout for '{name}'", op.loc)
-
-
-def is_tensor_type(t: object) -> bool:
-    return isinstance(t, TensorType)

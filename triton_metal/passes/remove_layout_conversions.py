@@ -23,7 +23,7 @@ from ..ir import Module, Op, OpResult, Value
 from ..ir.layouts import Layout
 from ..ir.ops.ttg import ConvertLayoutOp
 from ..ir.types import TensorType
-from .layout_assignment import is_elementwise
+from .layout_rewrite_rules import is_elementwise
 from .pass_base import ModulePass, PassContext, register_pass
 
 _REMAT = ("tt.make_range", "tt.splat", "arith.constant")
