@@ -479,3 +479,41 @@ def test_block_hint_on_a_store_keeps_the_dot_fragments() -> None:
     out = run(k, (1,), q_ptr=q, k_ptr=kk, v_ptr=v, o_ptr=np.zeros((32, 16), np.float32))["o_ptr"]
     s = (q.astype(np.float32) @ kk.astype(np.float32)).astype(np.float16).astype(np.float32)
     np.testing.assert_allclose(out, s @ v.astype(np.float32), rtol=2e-2, atol=2e-2)
+
+
+def tile_3d(x_ptr, o_ptr, a_ptr, A: tl.constexpr, B: tl.constexpr, D: tl.constexpr):
+    ra = tl.arange(0, A)
+    rb = tl.arange(0, B)
+    rd = tl.arange(0, D)
+    x = tl.load(x_ptr + ra[:, None, None] * (B * D) + rb[None, :, None] * D + rd[None, None, :])
+    tl.store(o_ptr + rb, tl.sum(tl.sum(x, axis=2), axis=0))  # a slice of a slice
+    tl.store(a_ptr, tl.argmax(tl.reshape(x, (A * B * D,)), 0))
+
+
+def test_3d_tile_with_slices_of_slices() -> None:
+    params = ("*fp32/16", "*fp32/16", "*i32", C(4), C(8), C(16))
+    laid_out(tile_3d, *params)
+    x = np.random.default_rng(13).standard_normal((4, 8, 16)).astype(np.float32)
+    out = run(compile_source(tile_3d, *params), (1,), x_ptr=x, o_ptr=np.zeros(8, np.float32), a_ptr=np.zeros(1, np.int32))
+    np.testing.assert_allclose(out["o_ptr"], x.sum(2).sum(0), rtol=1e-5, atol=1e-4)
+    assert out["a_ptr"][0] == x.argmax()
+
+
+def dot_then_shapes(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    rm = tl.arange(0, M)
+    rn = tl.arange(0, N)
+    rk = tl.arange(0, K)
+    c = tl.trans(tl.dot(tl.load(a_ptr + rm[:, None] * K + rk[None, :]), tl.load(b_ptr + rk[:, None] * N + rn[None, :])))
+    lo, hi = tl.split(tl.reshape(c, (N, M // 2, 2)))
+    tl.store(c_ptr + rn[:, None] * (M // 2) + tl.arange(0, M // 2)[None, :], lo + hi)
+
+
+def test_shape_ops_on_a_dot_result() -> None:
+    params = ("*fp32/16", "*fp32/16", "*fp32/16", C(32), C(32), C(16))
+    laid_out(dot_then_shapes, *params)
+    rng = np.random.default_rng(14)
+    a = rng.standard_normal((32, 16)).astype(np.float32)
+    b = rng.standard_normal((16, 32)).astype(np.float32)
+    out = run(compile_source(dot_then_shapes, *params), (1,), a_ptr=a, b_ptr=b, c_ptr=np.zeros((32, 16), np.float32))
+    ct = (a @ b).T.reshape(32, 16, 2)
+    np.testing.assert_allclose(out["c_ptr"], ct[..., 0] + ct[..., 1], rtol=1e-4, atol=1e-4)
