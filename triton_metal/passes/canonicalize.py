@@ -61,11 +61,6 @@ def _is_float(v: Value, x: float) -> bool:
     return isinstance(c, float) and c == x and math.copysign(1.0, c) == math.copysign(1.0, x)
 
 
-def _int_typed(v: Value) -> bool:
-    el = element_type(v.type)
-    return isinstance(el, ScalarType) and el.is_int()
-
-
 def _constant_like(rw: Rewriter, anchor: Op, value: bool | int | float, ty: object) -> Value:
     """A constant of type `ty` before `anchor`, named like `anchor`'s result."""
     el = element_type(ty)  # type: ignore[arg-type]
