@@ -1,8 +1,9 @@
 """`test-print-axis-info`: report the axis info of every integer and pointer result as remarks.
 
 For file tests (as Triton's `test-print-alignment`): one remark line per op with tracked results,
-in program order, `%name = op.name: contiguity = [...], divisibility = [...], constancy = [...],
-constant_value = ...` (names as the printer will print them), then the function's arguments.
+in program order (a region's block arguments before its ops), `%name = op.name: contiguity =
+[...], divisibility = [...], constancy = [...], constant_value = ...` (names as the printer will
+print them), after the function's arguments.
 The module is left unchanged; run it as `-p test-print-axis-info 2>&1 >/dev/null | filecheck`.
 """
 
@@ -10,9 +11,9 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from ..ir import Module
+from ..ir import Block, Module
 from ..ir.printer import Printer
-from .axis_info import analyze_axis_info, is_tracked
+from .axis_info import AxisInfoResult, analyze_axis_info, is_tracked
 from .pass_base import ModulePass, PassContext, register_pass, remark
 
 
@@ -29,14 +30,18 @@ class TestPrintAxisInfo(ModulePass):
             for arg in func.body.block.args:
                 if is_tracked(arg.type):
                     remark(ctx, f"{printer.name(arg)} = argument: {result.get(arg)}")
-            for op in func.walk():
-                if op is func:
-                    continue
-                for r in op.results:
-                    if is_tracked(r.type):
-                        remark(ctx, f"{printer.name(r)} = {op.name}: {result.get(r)}")
-                for reg in op.regions:
-                    for b in reg.blocks:
-                        for a in b.args:
-                            if is_tracked(a.type):
-                                remark(ctx, f"{printer.name(a)} = block argument: {result.get(a)}")
+            self._block(ctx, func.body.block, printer, result, skip_args=True)
+
+    def _block(self, ctx: PassContext | None, block: Block, printer: Printer, result: AxisInfoResult,
+               skip_args: bool = False) -> None:
+        if not skip_args:
+            for a in block.args:
+                if is_tracked(a.type):
+                    remark(ctx, f"{printer.name(a)} = block argument: {result.get(a)}")
+        for op in block.ops:
+            for r in op.results:
+                if is_tracked(r.type):
+                    remark(ctx, f"{printer.name(r)} = {op.name}: {result.get(r)}")
+            for reg in op.regions:
+                for b in reg.blocks:
+                    self._block(ctx, b, printer, result)
