@@ -17,9 +17,10 @@ the device, or when the op has no folding rule. Rules:
   folded either. Comparisons of floats fold only when neither operand is NaN (fast math may
   assume there are none).
 * Casts: integer extensions, truncations and same-width bitcasts fold exactly; int -> f32/f16
-  rounds to nearest even (as Metal converts), for magnitudes below 2**53; f32/f16 -> int
-  truncates toward zero, only for results in range; `extf` is exact; `truncf` f32 -> f16 folds
-  with round-to-nearest-even (and toward zero only when exact).
+  rounds to nearest even (as Metal converts), for magnitudes below 2**53 and results in range;
+  f32/f16 -> int truncates toward zero, only for results in range; `extf` is exact; `truncf`
+  f32 -> f16 folds with round-to-nearest-even (toward zero only when exact), unless it
+  overflows.
 """
 
 from __future__ import annotations
@@ -247,7 +248,8 @@ def _int_to_float(op: Op, v: list[Scalar], el: ScalarType) -> Scalar | None:
     if abs(x) >= 1 << 53:
         return None  # the conversion through a double would round twice
     with np.errstate(all="ignore"):
-        return float(_NP_FLOAT[dst.name](float(x)))
+        r = float(_NP_FLOAT[dst.name](float(x)))
+    return r if math.isfinite(r) else None  # out of the type's range: left to the device
 
 
 @evaluates(A.FPToSIOp, A.FPToUIOp)
@@ -279,4 +281,6 @@ def _truncf(op: A.TruncFOp, v: list[Scalar], el: ScalarType) -> Scalar | None:
         r = float(np.float16(x))
     if op.rounding is A.RoundingMode.RTZ and r != x and not math.isnan(x):
         return None
+    if math.isinf(r) and math.isfinite(x):
+        return None  # overflow: whether it saturates or gives inf is the device's business
     return r
