@@ -331,3 +331,19 @@ def test_cached_launch_overhead_is_small():
         best = min(best, (time.perf_counter() - start) / 1000)
     # the target is 10 us on a quiet machine; the bound leaves room for a loaded CI runner
     assert best < 40e-6, f"{best * 1e6:.1f} us per cached launch"
+
+
+def test_bfloat16_through_numpy_words_and_mlx_arrays():
+    rng = np.random.default_rng(4)
+    x = mx.array(rng.standard_normal(100).astype(np.float32)).astype(mx.bfloat16)
+    twice = np.array((x.astype(mx.float32) * 2).astype(mx.bfloat16).view(mx.uint16))
+    words = np.array(x.view(mx.uint16))
+    out_words = np.zeros(100, np.uint16)
+    as_bf16 = triton.reinterpret
+    add_kernel[(1,)](as_bf16(words, tl.bfloat16), as_bf16(words, tl.bfloat16), as_bf16(out_words, tl.bfloat16),
+                     100, BLOCK=128)
+    np.testing.assert_array_equal(out_words, twice)  # written in place, bit for bit
+    out = mx.zeros((100,), mx.bfloat16)
+    add_kernel[(1,)](x, x, out, 100, BLOCK=128)
+    assert out.dtype == mx.bfloat16
+    np.testing.assert_array_equal(np.array(out.view(mx.uint16)), twice)
