@@ -134,3 +134,17 @@ def test_small_inputs_arrive_in_constant_memory_and_still_run():
     x = np.arange(5, dtype=np.float32)
     (out,) = _run_contract(add_kernel, (1,), [mx.array(x), mx.array(x), mx.zeros((5,)), 5], BLOCK=32, num_warps=1)
     np.testing.assert_array_equal(out, 2 * x)
+
+
+@triton.jit
+def histogram_kernel(x_ptr, hist_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.atomic_add(hist_ptr + tl.load(x_ptr + offs, mask=mask, other=0), 1, mask=mask)
+
+
+def test_atomic_histogram_through_mlx_source():
+    data = np.random.default_rng(3).integers(0, 16, 700).astype(np.int32)
+    # the driver starts an atomic-add output at 0 (its init_value) and adds the old counts after
+    (hist,) = _run_contract(histogram_kernel, (3,), [mx.array(data), mx.zeros((16,), mx.int32), 700], BLOCK=256)
+    np.testing.assert_array_equal(hist, np.bincount(data, minlength=16))
