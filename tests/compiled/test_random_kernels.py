@@ -1,6 +1,6 @@
 """Property test: random elementwise and reduction kernels agree compiled and interpreted.
 
-Hypothesis draws an expression over two loaded tensors (float32 or int32: arithmetic,
+Hypothesis draws an expression over two loaded tensors (float32, float16 or int32: arithmetic,
 comparisons with `tl.where`, min/max, bitwise ops for integers, a few math functions for
 floats), a kernel shape (1-D elementwise with a masked tail, 1-D reduction per program, or a
 2-D tile reduced along one axis), a block size, a size that is usually not a multiple of it and
@@ -104,7 +104,8 @@ def load_kernel(source: str, tmp_dir: Path) -> triton.JITFunction:
 
 @st.composite
 def kernels(draw: st.DrawFn) -> dict[str, Any]:
-    is_float = draw(st.booleans())
+    dtype = draw(st.sampled_from(["float32", "float16", "int32"]))
+    is_float = dtype != "int32"
     expr = draw(expressions(is_float))
     shape = draw(st.sampled_from(["elementwise", "reduce1d", "reduce2d"]))
     reduce = draw(st.sampled_from(["sum", "max", "min"]))
@@ -112,7 +113,7 @@ def kernels(draw: st.DrawFn) -> dict[str, Any]:
     n = draw(st.integers(1, 3 * block))
     num_warps = draw(st.sampled_from([1, 2, 4, 8]))
     axis = draw(st.sampled_from([0, 1]))
-    return {"is_float": is_float, "expr": expr, "shape": shape, "reduce": reduce, "block": block,
+    return {"dtype": dtype, "is_float": is_float, "expr": expr, "shape": shape, "reduce": reduce, "block": block,
             "n": n, "num_warps": num_warps, "axis": axis, "seed": draw(st.integers(0, 2**16))}
 
 
@@ -129,7 +130,7 @@ def _source(case: dict[str, Any]) -> str:
     return _REDUCE_2D.format(expr=case["expr"], neutral=neutral, reduce=case["reduce"], axis=case["axis"], store=store)
 
 
-@settings(max_examples=30, deadline=None, derandomize=True,
+@settings(max_examples=40, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(case=kernels())
 def test_random_kernel_compiled_matches_interpreter(case: dict[str, Any], tmp_path_factory: Any) -> None:
@@ -140,8 +141,8 @@ def test_random_kernel_compiled_matches_interpreter(case: dict[str, Any], tmp_pa
     n, block = case["n"], case["block"]
     rows = 4 if case["shape"] == "reduce2d" else 1
     if case["is_float"]:
-        x = rng.uniform(-2, 2, rows * n).astype(np.float32)
-        y = rng.uniform(-2, 2, rows * n).astype(np.float32)
+        x = rng.uniform(-2, 2, rows * n).astype(case["dtype"])
+        y = rng.uniform(-2, 2, rows * n).astype(case["dtype"])
     else:
         x = rng.integers(-1000, 1000, rows * n).astype(np.int32)
         y = rng.integers(-1000, 1000, rows * n).astype(np.int32)
