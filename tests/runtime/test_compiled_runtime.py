@@ -152,6 +152,8 @@ def test_arrays_of_2_to_the_31_elements_compile_with_64_bit_indices():
     assert key.index_bits == 64
     compiled = add_kernel.warmup(huge, huge, huge, 4, BLOCK=16, grid=(1,))
     assert compiled.msl.metadata["index_bits"] == 64 and "long" in compiled.msl.source
+    assert compiled.asm["msl"].count("[[kernel]] void custom_kernel_add_kernel_") == 1
+    assert "tt.store" in compiled.asm["ir"]
     # a strided NumPy view whose reach passes 2**31 elements
     wide = np.lib.stride_tricks.as_strided(np.zeros(2, np.float32), shape=(2,), strides=(4 * 2**31,))
     assert add_kernel.specialization(wide, wide, wide, 2, BLOCK=16).index_bits == 64

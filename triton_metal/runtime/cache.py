@@ -54,6 +54,14 @@ class CompiledKernel:
         return str(self.module)
 
     @property
+    def asm(self) -> dict[str, str]:
+        """Triton's `compiled.asm`: "ir" (the laid-out IR the code generator read) and "msl" (the
+        kernel text `mx.fast.metal_kernel` compiles, array inputs in device memory)."""
+        from .dumps import mlx_source
+
+        return {"ir": self.ir, "msl": "" if self.msl is None else mlx_source(self.msl)}
+
+    @property
     def source(self) -> str:
         """The MSL body (`metal_kernel(source=...)`)."""
         return "" if self.msl is None else str(self.msl.source)
