@@ -15,7 +15,8 @@ the device, or when the op has no folding rule. Rules:
   them with a different rounding (fast math, approximate `exp`, `divide`), and a folded constant
   must equal what the kernel computes unfolded. bf16 arithmetic and bf16 conversions are not
   folded either. Comparisons of floats fold only when neither operand is NaN (fast math may
-  assume there are none).
+  assume there are none); no fold produces a NaN (its bits are the device's choice, and the IR
+  text keeps no payload).
 * Casts: integer extensions, truncations and same-width bitcasts fold exactly; int -> f32/f16
   rounds to nearest even (as Metal converts), for magnitudes below 2**53 and results in range;
   f32/f16 -> int truncates toward zero, only for results in range; `extf` is exact; `truncf`
@@ -59,7 +60,10 @@ def evaluate(op: Op, values: list[Scalar]) -> Scalar | None:
     el = element_type(op.operands[0].type) if op.operands else None
     if not isinstance(el, ScalarType):
         return None
-    return fn(op, values, el)
+    result = fn(op, values, el)
+    if isinstance(result, float) and math.isnan(result):
+        return None  # which NaN (sign, payload) the device makes is its own; the text keeps none
+    return result
 
 
 # -- integer views ------------------------------------------------------------------------------
