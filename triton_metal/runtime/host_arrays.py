@@ -35,8 +35,8 @@ def flat_view(arr: np.ndarray, name: str) -> np.ndarray:
     item = arr.itemsize
     extent = 1
     for size, stride in zip(arr.shape, arr.strides):
-        if size == 0:
-            return arr.reshape(-1)[:0] if arr.size == 0 else arr.reshape(-1)
+        if size == 0:  # nothing to address
+            return arr.reshape(-1)
         if stride < 0 or stride % item:
             raise LaunchError(
                 f"argument '{name}': a view with strides {arr.strides} (bytes) cannot be passed to a "

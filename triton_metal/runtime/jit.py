@@ -33,7 +33,7 @@ from .dependencies import cache_key
 from .grid import GridSpec, check_num_warps, resolve_grid
 from .host_arrays import needs_64bit_indices
 from .launch import compile_variant, launch_on_interpreter, make_launcher, to_launch_args
-from .log import debug_level, log
+from .log import log
 from .observer import OBSERVER
 from .specialization import ArgSpec, ArgumentError, MockArray, SpecializationKey
 

@@ -31,8 +31,6 @@ from ..errors import LaunchError
 from .host_arrays import is_mlx, mlx_to_numpy, numpy_buffer, rebind_mlx
 from ..backends.metal.plan import SCALAR_NUMPY, LaunchPlan, launch_dims
 
-_BF16 = "bfloat16_t"
-
 
 class EmulatorLauncher:
     """Runs one compiled variant on the emulator (module docstring)."""

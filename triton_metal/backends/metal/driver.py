@@ -47,7 +47,7 @@ import numpy as np
 
 from triton_metal.errors import CompilationError, LaunchError, Loc
 
-from .plan import SCALAR_NUMPY, LaunchPlan, OutputSlot, launch_dims
+from .plan import LaunchPlan, OutputSlot, launch_dims
 
 MLX_DTYPE_NAMES = {
     "float": "float32", "float16_t": "float16", "bfloat16_t": "bfloat16", "bool": "bool_",
