@@ -6,8 +6,8 @@ Contract: every op that moves data between threads through threadgroup memory ge
 ops:
 * `ttg.convert_layout` that moves elements between threads (`is_thread_local` false): the whole
   tensor, row-major (`numel * element bytes`; booleans 1 byte, pointers 8);
-* `tt.reduce` whose axis spans several SIMD groups: one partial per result line held, per
-  thread, per operand.
+* `tt.reduce` whose axis spans several SIMD groups: one partial per result line held, per SIMD
+  group and per lane slot (lanes along the axis share one), per operand.
 (Other lowerings that need scratch - scans, gathers, staged dot operands - size their own after
 this region.)
 
@@ -15,7 +15,10 @@ A buffer is live from the op that writes it to the last op that reads it; each o
 writes and reads its buffer inside itself, so its live range is that op. Buffers whose live
 ranges do not overlap may share bytes: the allocator places buffers, largest first, at the
 lowest 16-aligned offset that does not collide with an already placed buffer whose range
-overlaps. Over 32 KiB (`THREADGROUP_MEMORY_LIMIT`) the kernel is refused with `OutOfResources`
+overlaps. To spare barriers, each buffer is first kept live until the next scratch op (in
+program order), so consecutive scratch ops get disjoint bytes and `insert-barriers` needs no
+barrier between them; when that takes more than 16 KiB (`SPARE_BARRIERS_LIMIT`: threadgroup
+memory costs occupancy), buffers live only inside their op. Over 32 KiB (`THREADGROUP_MEMORY_LIMIT`) the kernel is refused with `OutOfResources`
 naming the bytes, the ops and a fix.
 """
 
@@ -27,11 +30,14 @@ from typing import ClassVar
 
 from ..errors import OutOfResources
 from ..ir import Module, Op
-from ..ir.layouts import is_thread_local, linear_layout, registers_per_thread
+from ..ir.layouts import WARP_SIZE, is_thread_local, linear_layout
 from ..ir.types import PointerType, ScalarType, TensorType
 from .pass_base import ModulePass, PassContext, register_pass
 
 THREADGROUP_MEMORY_LIMIT = 32768
+SPARE_BARRIERS_LIMIT = 16384
+"""Up to this many bytes, buffers stay live until the next scratch op (fewer barriers); more
+threadgroup memory per program would cost occupancy, so beyond it buffers share."""
 ALIGN = 16
 
 
@@ -64,14 +70,18 @@ def scratch_bytes(op: Op, num_warps: int) -> int:
             return 0
         axis = op.axis  # type: ignore[attr-defined]
         ll = linear_layout(src.layout, src.shape, num_warps)
-        if not any(b[axis] % src.shape[axis] for b in ll.warp_bases):
-            return 0
-        res = op.results[0].type
-        lines = registers_per_thread(res.layout, res.shape, num_warps) if isinstance(res, TensorType) and res.layout else 1
+        _, lanes, warps = ll._wrapped_bases
+        if not any(b[axis] for b in warps):
+            return 0  # the axis stays inside each SIMD group
+        # one partial per result line held, per SIMD group, per lane slot: lanes along the axis
+        # (when their bits are consecutive) share a slot, the others keep their own
+        bits = [i for i, b in enumerate(lanes) if b[axis]]
+        slots = WARP_SIZE >> len(bits) if bits and bits == list(range(bits[0], bits[0] + len(bits))) else WARP_SIZE
+        lines = {ll.coords(0, 0, r)[:axis] + ll.coords(0, 0, r)[axis + 1:] for r in range(ll.registers)}
         total = 0
         for v in op.operands:
             assert isinstance(v.type, TensorType)
-            total += _round(lines * num_warps * 32 * element_bytes(v.type))
+            total += _round(len(lines) * num_warps * slots * element_bytes(v.type))
         return total
     return 0
 
@@ -123,15 +133,24 @@ class AllocateThreadgroupMemory(ModulePass):
         for func in module.funcs:
             pos = _positions(func)
             users: list[Op] = []
-            buffers: list[Buffer] = []
+            sizes: list[int] = []
             for op in func.walk():
                 size = scratch_bytes(op, num_warps)
                 if size:
                     users.append(op)
-                    buffers.append(Buffer(size, pos[op], pos[op]))
+                    sizes.append(size)
                 elif op.name in ("ttg.convert_layout", "tt.reduce"):
                     op.smem_offset = op.smem_bytes = None  # type: ignore[attr-defined]
+            # First try: each buffer stays live until the next scratch op, so consecutive scratch
+            # ops use disjoint bytes and need no barrier between them. Over 16 KiB: buffers live
+            # only inside their op.
+            starts = [pos[op] for op in users]
+            ends = starts[1:] + starts[-1:]
+            buffers = [Buffer(n, a, b) for n, a, b in zip(sizes, starts, ends)]
             offsets = allocate(buffers)
+            if max((off + b.size for b, off in zip(buffers, offsets)), default=0) > SPARE_BARRIERS_LIMIT:
+                buffers = [Buffer(n, a, a) for n, a in zip(sizes, starts)]
+                offsets = allocate(buffers)
             for op, b, off in zip(users, buffers, offsets):
                 op.smem_offset, op.smem_bytes = off, b.size  # type: ignore[attr-defined]
             end = max((off + b.size for b, off in zip(buffers, offsets)), default=0)
