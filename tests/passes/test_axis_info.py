@@ -182,3 +182,23 @@ def test_floats_carry_constancy_only() -> None:
     scale = mul.rhs if mul.lhs is load.result else mul.lhs
     assert facts.get(scale).constancy == (128,)  # the splatted scalar argument
     assert facts.get(mul.result).constancy == (1,)
+
+
+def hinted_2d(x_ptr, out_ptr, stride, BLOCK: tl.constexpr):
+    rows = tl.arange(0, BLOCK)
+    offs = rows[:, None] * stride + rows[None, :]
+    offs = tl.multiple_of(offs, [1, 16])
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs))
+
+
+def test_2d_hint_per_dimension() -> None:
+    m = compile_kernel(hinted_2d, "*fp32/16", "*fp32/16", "i32", C(32))
+    (hint,) = ops_of(m, HintOp)
+    assert hint.values == (1, 16)
+    facts = analyze_axis_info(m)
+    # the stride is unknown, so only the hint makes each row start a multiple of 16 elements
+    assert facts.get(hint.result).divisibility == (1, 16)
+    load = ops_of(m, LoadOp)[0]
+    assert facts.get(load.ptr).contiguity == (1, 32)
+    assert facts.get(load.ptr).divisibility == (4, 16)
+    assert facts.pointer_alignment(load.ptr) == 4
