@@ -1,8 +1,8 @@
 """A small NumPy evaluator for the integer and float subset of the IR (test oracle).
 
 It runs one `tt.func` on concrete arguments (ints, floats, pointers as byte addresses) and
-returns the values of every SSA value plus what `tt.return` returns. Loads, stores and other
-memory ops are not supported: the tests that use it build programs without them. Integer
+returns what `tt.return` returns; `stores` records every unmasked scalar `tt.store` in order
+(address, value). Loads and other memory ops are not supported. Integer
 arithmetic wraps in the value's own NumPy dtype; division truncates toward zero (C).
 """
 
@@ -17,6 +17,7 @@ from triton_metal import ir
 from triton_metal.ir.ops import arith as A
 from triton_metal.ir.ops import scf, tt
 from triton_metal.ir.ops.tt_debug import HintOp
+from triton_metal.ir.ops.tt_memory import StoreOp
 from triton_metal.ir.types import PointerType, ScalarType, element_type, shape_of
 
 NP = {
@@ -69,6 +70,7 @@ class Evaluator:
     def __init__(self, program_ids: tuple[int, int, int] = (0, 0, 0)) -> None:
         self.env: dict[ir.Value, np.ndarray] = {}
         self.program_ids = program_ids
+        self.stores: list[tuple[int, Any]] = []
         self.on_put: Callable[[ir.Value, np.ndarray], None] | None = None
         """Called with every value computed (each loop iteration's values included)."""
 
@@ -130,6 +132,8 @@ class Evaluator:
             self.put(op.result, np.where(self.val(op.condition), self.val(op.true_value), self.val(op.false_value)))
         elif t in (A.ExtSIOp, A.TruncIOp, A.SIToFPOp, A.ExtFOp, A.TruncFOp, A.FPToSIOp):
             self.put(op.result, self.val(op.operand))
+        elif t is StoreOp and op.mask is None and not shape_of(op.ptr.type):
+            self.stores.append((int(self.val(op.ptr)), self.val(op.value).item()))
         elif t is A.NegFOp:
             self.put(op.result, -self.val(op.operand))
         elif t is HintOp:

@@ -182,7 +182,7 @@ def _random_program(data: st.DataObject) -> str:
         lines: list[str] = []
         vals = list(values)
         for _ in range(data.draw(st.integers(1, 6))):
-            kind = data.draw(st.sampled_from(["const", "bin", "bin", "if", "for"] if depth < 2 else ["const", "bin"]))
+            kind = data.draw(st.sampled_from(["const", "bin", "bin", "if", "for", "store"] if depth < 2 else ["const", "bin", "store"]))
             if kind == "const":
                 name = fresh()
                 lines.append(f"{indent}{name} = arith.constant {{value = {data.draw(st.sampled_from([0, 1, -1, 2, 7, -3]))}}} : i32")
@@ -194,6 +194,8 @@ def _random_program(data: st.DataObject) -> str:
                 name = fresh()
                 lines.append(f"{indent}{name} = arith.{op} {a}, {b} : i32")
                 vals.append(name)
+            elif kind == "store":
+                lines.append(f"{indent}tt.store %p, {operand(vals)}")
             elif kind == "if":
                 a, b = operand(vals), operand(vals)
                 cond = fresh()
@@ -231,7 +233,7 @@ def _random_program(data: st.DataObject) -> str:
 
     lines, vals = block(["%n", "%m"], 0, "    ")
     outs = [data.draw(st.sampled_from(vals)) for _ in range(3)]
-    return ("module {\n  tt.func @f(%n: i32, %m: i32) -> (i32, i32, i32) {\n" + "\n".join(lines)
+    return ("module {\n  tt.func @f(%n: i32, %m: i32, %p: !tt.ptr<i32>) -> (i32, i32, i32) {\n" + "\n".join(lines)
             + f"\n    tt.return {', '.join(outs)}\n  }}\n}}\n")
 
 
@@ -246,5 +248,7 @@ def test_random_control_flow_keeps_results(data: st.DataObject) -> None:
     cleaned.verify()
     again = ir.print_module(cleaned)
     assert ir.print_module(ir.parse_module(again)) == again
-    for args in ((0, 0), (7, -3), (-5, 11)):
-        _same(Evaluator().run(original.funcs[0], list(args)), Evaluator().run(cleaned.funcs[0], list(args)))
+    for args in ((0, 0, 4096), (7, -3, 4096), (-5, 11, 4096)):
+        before, after = Evaluator(), Evaluator()
+        _same(before.run(original.funcs[0], list(args)), after.run(cleaned.funcs[0], list(args)))
+        assert before.stores == after.stores

@@ -21,7 +21,10 @@ def _live_values(body: Block, roots: set[Value], has_effects: Callable[[Op], boo
     ops = [op for op in body.walk()]
     for op in ops:
         if has_effects(op):
-            live.update(op.operands)
+            # an op with effects needs everything inside it too (a loop that stores needs the
+            # values its body yields: they feed the stores of later trips)
+            for nested in op.walk():
+                live.update(nested.operands)
     changed = True
     while changed:
         changed = False
