@@ -3,8 +3,9 @@
 Contract: each op with `smem_offset`/`smem_bytes` (from `allocate-threadgroup-memory`) writes its
 buffer, waits for the threadgroup, and reads it, inside its own lowering; what that lowering
 leaves unordered is its reads against the *next* write of overlapping bytes by a later op (a
-write-after-read race between threads). This pass inserts a `ttg.barrier` right before an op
-whose buffer overlaps a buffer used since the last barrier on some path: in straight-line code,
+write-after-read race between threads). Its own barrier also completes every access made before
+it, so after such an op only its reads are pending. This pass inserts a `ttg.barrier` right
+before an op whose buffer overlaps a buffer still pending on some path: in straight-line code,
 across both branches of an `scf.if`, around loop back edges (the first scratch op of an
 iteration against the last of the previous one) and after a loop that may run zero times. A
 `tt.barrier`/`ttg.barrier` already there counts. Kernels without scratch get none.
@@ -57,8 +58,9 @@ def _block(block: Block, pending: Ranges) -> Ranges:
         if r is not None:
             if _overlaps(r, pending):
                 block.insert_before(op, BarrierOp(loc=op.loc))
-                pending = frozenset()
-            pending = pending | {r}
+            # the op's own barrier (between its write and its reads) completes every earlier
+            # access: only its reads remain pending
+            pending = frozenset({r})
         if op.name in ("tt.reduce", "tt.scan") or not op.regions:
             continue
         _uniform(op)
