@@ -20,7 +20,9 @@ How layouts are chosen:
    its data in.
 4. Stores use their value's layout when it is coalesced along the pointer's contiguous dim,
    otherwise their own coalesced layout (a transpose, a dot result, a reduction result: one
-   conversion before the store). Dot operands are converted to `#dot_op`.
+   conversion before the store). Likewise a load contiguous along another dim than its class's
+   layout reads in its own layout and converts (when its address arithmetic is free). Dot
+   operands are converted to `#dot_op`.
 
 The `layout` attribute of a load or store (`"COALESCED"` | `"BLOCK"`, from the `layout=` hint)
 overrides the choice: COALESCED makes the op use its own coalesced layout, BLOCK the
