@@ -12,7 +12,8 @@ Rewrites (applied greedily until none applies):
   broadcast of a splat becomes a splat; expand_dims of a splat becomes a splat; a broadcast or
   reshape to the operand's own type disappears;
 * `scf.if` on a constant condition is replaced by the ops of the region taken;
-* `scf.for` whose constant bounds give no trip is replaced by its initial values; a carried
+* `scf.for` whose constant bounds give no trip is replaced by its initial values, one whose
+  bounds give exactly one trip by its body (iv = lower bound); a carried
   value the body yields unchanged is its initial value (inside the body and after the loop);
 * an `scf.if` result that both branches yield as the same value from outside is that value;
 * `tt.assume true` disappears.
@@ -270,6 +271,28 @@ def _for_no_trip(rw: Rewriter, op: scf.ForOp) -> bool:
     for r, v in zip(op.results, op.iter_args):
         _keep_name(r, v)
     rw.replace_op(op, list(op.iter_args))
+    return True
+
+
+@pattern(scf.ForOp)
+def _for_one_trip(rw: Rewriter, op: scf.ForOp) -> bool:
+    """A loop whose constant bounds give exactly one trip is its body, run once with iv = lb."""
+    lo, hi, step = constant_value(op.lower), constant_value(op.upper), constant_value(op.step)
+    el = element_type(op.lower.type)
+    if lo is None or hi is None or step is None or not isinstance(el, ScalarType):
+        return False
+    view = signed if el.is_signed() else unsigned
+    lo_v, hi_v, step_v = (view(x, el.bitwidth) for x in (lo, hi, step))
+    if not (step_v > 0 and lo_v < hi_v <= lo_v + step_v):
+        return False
+    block = op.body.block
+    for arg, value in zip(block.args, [op.lower, *op.iter_args]):
+        rw.replace_all_uses(arg, value)
+    block.args = []
+    values = rw.inline_block_before(block, op)
+    for r, v in zip(op.results, values):
+        _keep_name(r, v)
+    rw.replace_op(op, values)
     return True
 
 
