@@ -566,3 +566,15 @@ def test_a_conversion_in_a_loop_waits_for_its_previous_iteration() -> None:
     x = np.random.default_rng(15).standard_normal((5, 32, 64)).astype(np.float32)
     out = run(compile_source(transposes, *params), (1,), x_ptr=x, y_ptr=np.zeros((5, 64, 32), np.float32), n_tiles=5)
     np.testing.assert_array_equal(out["y_ptr"], x.transpose(0, 2, 1))
+
+
+def test_store_only_classes_take_the_narrowest_store_width() -> None:
+    from triton_metal.passes.coalesce import MemoryAccess, coalesced_for
+
+    wide = MemoryAccess((1024,), (0,), 4, is_load=False)
+    narrow = MemoryAccess((1024,), (0,), 2, is_load=False)
+    assert coalesced_for((1024,), [wide, narrow], 4).size_per_thread == (2,)
+    load = MemoryAccess((1024,), (0,), 4, is_load=True)
+    assert coalesced_for((1024,), [narrow, load], 4).size_per_thread == (4,)
+    # capped so that each of the 128 threads has work
+    assert coalesced_for((256,), [load], 4).size_per_thread == (2,)

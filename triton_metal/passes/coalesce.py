@@ -10,8 +10,10 @@ Contract (pure functions; `layout_assignment` applies them):
   order (dims by decreasing pointer contiguity) and the elements a thread should own along the
   fastest dim: `min(divisibility_bytes / elem_bytes, contiguity, 16 bytes / elem_bytes)`.
 * `coalesced_for(shape, accesses, num_warps)`: one layout for tensors of `shape` accessed by
-  `accesses`: the order of the first access, the widest vector among accesses of that shape and
-  order, capped so that every thread has work.
+  `accesses`: the order of the first load (else the first access), the widest vector among the
+  accesses of that shape and order (stores alone: the narrowest, a store being capped at its own
+  width), capped so that every thread has work. A store in a class with wider loads keeps the
+  class layout; the code generator narrows its accesses to the width it proves.
 """
 
 from __future__ import annotations
@@ -105,7 +107,10 @@ def coalesced_for(shape: tuple[int, ...], accesses: Sequence[MemoryAccess], num_
         return default_coalesced(shape, num_warps)
     first = next((a for a in accesses if a.is_load), accesses[0])
     same = [a for a in accesses if a.order == first.order and a.shape == first.shape]
-    per = max(a.per_thread for a in same)
+    if first.is_load:
+        per = max(a.per_thread for a in same)
+    else:  # stores only: each capped at its own width, so the narrowest
+        per = min(a.per_thread for a in same)
     per = min(per, max(1, _prod(shape) // (WARP_SIZE * num_warps)), shape[first.order[0]])
     spt = tuple(per if d == first.order[0] else 1 for d in range(len(shape)))
     return default_coalesced(shape, num_warps, first.order, spt)
