@@ -349,3 +349,28 @@ def test_bfloat16_through_numpy_words_and_mlx_arrays():
     add_kernel[(1,)](x, x, out, 100, BLOCK=128)
     assert out.dtype == mx.bfloat16
     np.testing.assert_array_equal(np.array(out.view(mx.uint16)), twice)
+
+
+@triton.jit
+def counter_kernel(count_ptr, out_ptr, BLOCK: tl.constexpr):
+    old = tl.atomic_add(count_ptr, 1)
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, old + offs * 0)
+
+
+def test_mlx_arrays_on_the_emulator_follow_the_metal_path():
+    # NumPy arrays: the emulator updates the counter array in place, whatever it holds
+    count = np.array([0, 7], np.int32)
+    out = np.zeros(32, np.int32)
+    counter_kernel[(4,)](count, out, BLOCK=8)
+    np.testing.assert_array_equal(count, [4, 7])
+    assert sorted(out.reshape(4, 8)[:, 0].tolist()) == [0, 1, 2, 3]
+    # MLX arrays take mx.fast.metal_kernel's path: the counter array must start as it is, which
+    # metal_kernel can only do for an array holding one value
+    mx_out = mx.zeros((32,), mx.int32)
+    with pytest.raises(triton.LaunchError, match="cannot run through mx.fast.metal_kernel"):
+        counter_kernel[(4,)](mx.array(np.array([0, 7], np.int32)), mx_out, BLOCK=8)
+    mx_count = mx.zeros((2,), mx.int32)
+    counter_kernel[(4,)](mx_count, mx_out, BLOCK=8)
+    np.testing.assert_array_equal(np.array(mx_count), [4, 0])
+    assert sorted(np.array(mx_out).reshape(4, 8)[:, 0].tolist()) == [0, 1, 2, 3]

@@ -78,8 +78,8 @@ def atomic_max_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
 @triton.jit
 def counter_kernel(count_ptr, out_ptr, BLOCK: tl.constexpr):
     old = tl.atomic_add(count_ptr, 1)
-    offs = tl.arange(0, BLOCK)
-    tl.store(out_ptr + tl.program_id(0) * BLOCK + offs, old + offs * 0)
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, old + offs * 0)
 
 
 def test_covered_store_is_one_call_with_typed_scalars_and_rebinds(fake: FakeMx):
@@ -162,10 +162,22 @@ def test_atomic_max_starts_at_minus_infinity(fake: FakeMx):
     assert fake.fast.launches[0]["init_value"] == -np.inf
 
 
-def test_atomics_whose_old_values_are_used_are_refused_on_metal(fake: FakeMx):
-    count = mx.zeros((1,), mx.int32)
+def test_counters_start_from_a_uniform_array(fake: FakeMx):
+    # the returned old values are used: the output must start as the array, which init_value
+    # can do when every element holds one value
+    count = mx.full((2,), 3, mx.int32)
+    out = mx.zeros((4 * 8,), mx.int32)
+    counter_kernel[(4,)](count, out, BLOCK=8)
+    olds = np.array(out).reshape(4, 8)[:, 0]
+    assert sorted(olds.tolist()) == [3, 4, 5, 6] and (np.array(out).reshape(4, 8).T == olds).all()
+    np.testing.assert_array_equal(np.array(count), [7, 3])
+    assert {launch["init_value"] for launch in fake.fast.launches} == {3.0}
+
+
+def test_atomics_needing_varied_contents_are_refused_on_metal(fake: FakeMx):
+    count = mx.array(np.array([0, 7], np.int32))
     out = mx.zeros((8,), mx.int32)
-    with pytest.raises(triton.LaunchError, match="cannot run on the Metal backend.*old values"):
+    with pytest.raises(triton.LaunchError, match="cannot run through mx.fast.metal_kernel.*old values"):
         counter_kernel[(1,)](count, out, BLOCK=8)
     assert not fake.fast.launches
 

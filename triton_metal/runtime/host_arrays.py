@@ -110,3 +110,16 @@ def numpy_buffer(value: object, name: str) -> np.ndarray:
     if isinstance(value, np.ndarray):
         return flat_view(value, name)
     raise LaunchError(f"argument '{name}' is a {type(value).__name__}, but the kernel takes an array here")
+
+
+def metal_values(values: tuple[object, ...], names: tuple[str, ...]) -> tuple[object, ...]:
+    """The values as the Metal driver takes them: NumPy arrays (and bfloat16 reinterpretations)
+    as the flat buffers of their memory, NumPy scalars as Python scalars, the rest as given."""
+    out: list[object] = []
+    for value, name in zip(values, names):
+        if isinstance(value, (np.ndarray, ReinterpretedArray)):
+            value = numpy_buffer(value, name)
+        elif isinstance(value, np.generic):
+            value = value.item()
+        out.append(value)
+    return tuple(out)

@@ -24,10 +24,10 @@ import numpy as np
 from .backend import EMULATOR, INTERPRETER, METAL
 from .cache import CompiledKernel
 from .grid import Grid3
-from .host_arrays import numpy_buffer
+from .host_arrays import metal_values
 from .log import debug_level, log
 from .signature import kernel_signature
-from .specialization import ArgSpec, ConstexprArg, ReinterpretedArray, SpecializationKey
+from .specialization import ArgSpec, ConstexprArg, SpecializationKey
 
 
 def to_launch_args(
@@ -101,7 +101,7 @@ def make_launcher(kernel: Any, compiled: CompiledKernel) -> Any:
         names = tuple(kernel.arg_names)
 
         def metal(values: tuple[object, ...], grid: Grid3) -> None:
-            launcher(_metal_values(values, names), grid)
+            launcher(metal_values(values, names), grid)
 
         metal.launcher = launcher  # type: ignore[attr-defined]
         return metal
@@ -113,15 +113,3 @@ def make_launcher(kernel: Any, compiled: CompiledKernel) -> Any:
         launch_on_interpreter(kernel, grid, to_launch_args(names_list, values, facts))
 
     return interpret
-
-
-def _metal_values(values: tuple[object, ...], names: tuple[str, ...]) -> tuple[object, ...]:
-    """NumPy arrays as the flat buffers of their memory (the driver copies them in and back)."""
-    out: list[object] = []
-    for value, name in zip(values, names):
-        if isinstance(value, (np.ndarray, ReinterpretedArray)):
-            value = numpy_buffer(value, name)
-        elif isinstance(value, np.generic):
-            value = value.item()
-        out.append(value)
-    return tuple(out)

@@ -10,9 +10,12 @@ Arrays (see `host_arrays.py`):
   values; atomics update the array itself (locks, counters and compare-and-swap loops see each
   other). A parameter that is both read and written is one buffer seen through both names:
   Triton's pointer semantics.
-* MLX arrays are copied to NumPy once per launch (an array passed to several parameters is
-  copied once), run as above, and the caller's array object is rebound to the result
-  (`arr[...] = result`) when the kernel writes it.
+* a launch with an MLX array argument takes the Metal driver's path (`backends.metal.
+  MetalLauncher`) with the emulator's `metal_kernel` in place of `mx.fast.metal_kernel`: inputs
+  hold the contents from before the launch, outputs start fresh and are merged, started from
+  an atomic identity or from a uniform array exactly as on a Mac, and the caller's arrays are
+  rebound (`arr[...] = result`). So what runs with MLX arrays here runs the same way on Metal,
+  and what Metal must refuse is refused here too.
 
 Inputs that the kernel reads through vector loads are padded to 8 elements when smaller
 (metal_kernel passes smaller inputs in `constant` memory, which vector views cannot read).
@@ -23,13 +26,29 @@ per launcher by the inputs' address spaces (0-d, under 8 elements, or device).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 
-from ..errors import LaunchError
-from .host_arrays import is_mlx, mlx_to_numpy, numpy_buffer, rebind_mlx
 from ..backends.metal.plan import SCALAR_NUMPY, LaunchPlan, launch_dims
+from ..errors import LaunchError
+from .host_arrays import is_mlx, metal_values, numpy_buffer
+
+
+class EmulatedMlx:
+    """`mlx.core` whose `fast.metal_kernel` is the emulator's (same calls, same rules)."""
+
+    def __init__(self) -> None:
+        import mlx.core as mx
+
+        from ..backends.emulator import metal_kernel
+
+        self._mx = mx
+        self.fast = SimpleNamespace(metal_kernel=metal_kernel)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._mx, name)
 
 
 class EmulatorLauncher:
@@ -41,6 +60,10 @@ class EmulatorLauncher:
         self.arg_names = tuple(arg_names)
         self.fast_math = msl.metadata.get("math_mode") == "fast"
         self._kernels: dict[tuple[int, ...], Any] = {}
+        self._array_args = tuple(sorted(
+            {s.arg for s in self.plan.inputs if s.role == "array"} | {o.arg for o in self.plan.outputs}
+        ))
+        self._metal: Any = None
 
     def _kernel(self, inputs: list[np.ndarray]) -> Any:
         # 0: 0-d, 1: under 8 elements (constant), 2: device memory
@@ -61,21 +84,17 @@ class EmulatorLauncher:
         return kernel
 
     def __call__(self, values: tuple[object, ...], grid: tuple[int, int, int]) -> None:
+        for arg in self._array_args:
+            if is_mlx(values[arg]):
+                self._metal_path()(metal_values(values, self.arg_names), grid)
+                return
         plan = self.plan
         buffers: dict[int, np.ndarray] = {}
-        copies: dict[int, np.ndarray] = {}  # id(mlx array) -> its NumPy copy
 
         def buffer(arg: int) -> np.ndarray:
             b = buffers.get(arg)
             if b is None:
-                value = values[arg]
-                if is_mlx(value):
-                    b = copies.get(id(value))
-                    if b is None:
-                        b = copies[id(value)] = mlx_to_numpy(value)
-                else:
-                    b = numpy_buffer(value, self.arg_names[arg])
-                buffers[arg] = b
+                b = buffers[arg] = numpy_buffer(values[arg], self.arg_names[arg])
             return b
 
         inputs: list[np.ndarray] = []
@@ -102,8 +121,10 @@ class EmulatorLauncher:
         kernel = self._kernel(inputs)
         launch_grid, threadgroup = launch_dims(grid, plan.threads, plan.spread)
         kernel.launch(inputs, outputs, launch_grid, threadgroup)
-        if copies:
-            for out in plan.outputs:
-                value = values[out.arg]
-                if is_mlx(value):
-                    rebind_mlx(value, buffers[out.arg], out.param)
+
+    def _metal_path(self) -> Any:
+        if self._metal is None:
+            from ..backends.metal import MetalLauncher
+
+            self._metal = MetalLauncher(self.msl, self.plan, self.arg_names, mx=EmulatedMlx())
+        return self._metal

@@ -24,10 +24,12 @@ Per launch (`prepare` computes everything, `__call__` runs it):
     and the array's size): the result is used as is;
   - atomics whose old values are not read (add, max, min, and, or, xor): the output starts at
     the operation's identity (`init_value`) and is combined with the old array afterwards;
+  - other atomics (locks, counters, compare-and-swap loops) need the output to start as the
+    array itself: done with `init_value` when every element holds one value (a zeroed lock);
   - otherwise the kernel runs twice, with `init_value` 0 and 1: an element equal (bit for bit)
     in both runs was written, the others take the old array's value (`mx.where`).
-  Atomics that read the array, use returned old values or exchange values need the array's
-  contents in the output, which metal_kernel cannot give: refused with an explanation.
+  Atomics that need the array's contents in the output when the array is not uniform are
+  refused with an explanation, and so is a merge (two runs) next to such an atomic array.
 * results: an MLX argument is rebound (`arr[...] = result`, after checking dtype and shape); a
   NumPy buffer is copied back in place.
 * the first launch of a variant evaluates eagerly: a Metal compile error (raised by MLX at
@@ -256,6 +258,7 @@ class MetalLauncher:
         prepared = PreparedLaunch(inputs, [], [], launch_grid, threadgroup, (None,))
         identities: set[float] = set()
         merging = False
+        contents = False
         for slot in plan.outputs:
             value = values[slot.arg]
             is_numpy = isinstance(value, np.ndarray)
@@ -265,10 +268,12 @@ class MetalLauncher:
             prepared.output_dtypes.append(self._dtype(slot.dtype))
             out = OutputPlan(slot, "plain", target=value)
             if slot.kind == "pointer_atomic":
-                out.action, out.kind = "combine", self._atomic_kind(slot)
-                identity = atomic_identity(out.kind, slot.dtype)
-                assert identity is not None
-                identities.add(identity)
+                kind, start = self._atomic_start(slot, value)
+                if kind:
+                    out.action, out.kind = "combine", kind
+                else:  # the output starts as the array itself (its one repeated value)
+                    contents = True
+                identities.add(start)
             elif not output_covered(self.msl, slot, values, self.arg_names, grid, size):
                 out.action = "merge"
                 merging = True
@@ -280,7 +285,11 @@ class MetalLauncher:
         if len(identities) > 1:
             raise self._refuse("its atomic outputs need different starting values "
                                f"({sorted(identities)})")
-        first = identities.pop() if identities else 0.0
+        first = next(iter(identities)) if identities else 0.0
+        if merging and contents:
+            raise self._refuse("an output must be merged with its old contents by running the kernel "
+                               "twice, and an atomically updated array must start as it is: the "
+                               "second run would start it from another value")
         if merging:
             second = 1.0 if first == 0.0 else 0.0
             if not math.isfinite(first) and any(
@@ -289,14 +298,26 @@ class MetalLauncher:
                 raise self._refuse("an integer output must be merged next to an atomic output "
                                    "that starts at infinity")
             prepared.init_values = (first, second)
-        elif prepared.outputs and any(o.action == "combine" for o in prepared.outputs):
+        elif identities:
             prepared.init_values = (first,)
         return prepared
 
-    def _atomic_kind(self, slot: OutputSlot) -> str:
+    def _atomic_start(self, slot: OutputSlot, value: object) -> tuple[str, float]:
+        """(combining kind, init_value) for an atomically updated argument: an operation whose
+        identity starts the output, combined with the old array afterwards; or ("", v) when the
+        kernel needs the array's contents (it loads them, uses the values atomics return, or
+        exchanges) and every element of the array holds the same value v, which `init_value`
+        can then reproduce exactly. Anything else is refused."""
         info = self.atomics.get(slot.param, {})
         kinds = list(info.get("kinds", ()))
-        problem = ""
+        if (not info.get("loaded") and not info.get("result_used") and len(kinds) == 1
+                and kinds[0] in _COMBINABLE):
+            identity = atomic_identity(kinds[0], slot.dtype)
+            if identity is not None:
+                return kinds[0], identity
+        uniform = self._uniform_value(value, slot.dtype)
+        if uniform is not None:
+            return "", uniform
         if info.get("loaded"):
             problem = "it also loads from the array"
         elif info.get("result_used"):
@@ -305,20 +326,41 @@ class MetalLauncher:
             problem = f"it mixes atomic operations ({', '.join(kinds) or 'none recorded'})"
         elif kinds[0] not in _COMBINABLE:
             problem = f"atomic_{kinds[0]} replaces values"
-        elif atomic_identity(kinds[0], slot.dtype) is None:
+        else:
             problem = f"atomic_{kinds[0]} on {slot.dtype} has no starting value metal_kernel can express"
-        if problem:
-            raise self._refuse(
-                f"'{slot.param}' is updated atomically and {problem}: that needs the array's "
-                "current contents in the kernel's output, which mx.fast.metal_kernel cannot "
-                "provide (outputs start empty or at one scalar)"
-            )
-        return kinds[0]
+        raise self._refuse(
+            f"'{slot.param}' is updated atomically and {problem}: that needs the array's "
+            "current contents in the kernel's output, which mx.fast.metal_kernel cannot "
+            "provide unless every element holds one value (outputs start empty or at one scalar)"
+        )
+
+    def _uniform_value(self, value: object, type_string: str) -> float | None:
+        """The one value every element of the array holds, if there is one that metal_kernel's
+        float `init_value` reproduces exactly (this evaluates the array)."""
+        if type_string == "bfloat16_t":
+            return None
+        if isinstance(value, np.ndarray):
+            flat = value.reshape(-1)
+            if flat.size == 0 or not (flat == flat[0]).all():
+                return None
+            first = flat[0].item()
+        else:
+            mx = self.mx
+            flat = value.reshape(-1)  # type: ignore[attr-defined]
+            if flat.size == 0 or not bool(mx.all(flat == flat[0]).item()):
+                return None
+            first = flat[0].item()
+        start = float(first)
+        if type_string not in _FLOATS and (start != first or abs(start) >= 2**24):
+            return None  # not exactly a float32
+        if type_string == "float" and start != start:
+            return None  # NaN: comparisons above cannot have held
+        return start
 
     def _refuse(self, why: str) -> LaunchError:
         return LaunchError(
-            f"kernel '{self.msl.name}' cannot run on the Metal backend: {why}. Run it with "
-            "TRITON_METAL_BACKEND=emulator, or split the kernel"
+            f"kernel '{self.msl.name}' cannot run through mx.fast.metal_kernel: {why}. Split the "
+            "kernel, or (off Metal) pass NumPy arrays, which the emulator updates in place"
         )
 
     def __call__(self, values: Sequence[object], grid: tuple[int, int, int]) -> None:
