@@ -1,5 +1,5 @@
 """The layout passes on real kernels: every tensor laid out, the IR valid, and the compiled MSL
-right on the emulator (against NumPy); plus the allocator, the 32 KiB refusal and dot tiling."""
+right on the emulator (against NumPy). The passes' parts: test_layouts_pieces.py."""
 
 from __future__ import annotations
 
@@ -11,13 +11,10 @@ import pytest
 
 import triton_metal.language as tl
 from triton_metal import ir
-from triton_metal.errors import CompilationError, OutOfResources
-from triton_metal.ir.layouts import BlockLayout, CoalescedLayout, linear_layout
+from triton_metal.errors import CompilationError
+from triton_metal.ir.layouts import BlockLayout, CoalescedLayout
 from triton_metal.ir.types import TensorType
 from triton_metal.passes import PASS_REGISTRY, default_pipeline
-from triton_metal.passes.accelerate_dot import block_layout_for
-from triton_metal.passes.allocate_threadgroup_memory import Buffer, allocate
-from triton_metal.passes.coalesce import default_coalesced
 
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS / "codegen"))
@@ -195,75 +192,6 @@ def test_cross_warp_reductions_get_scratch_and_barriers() -> None:
     out = run(k, (2,), out_ptr=np.zeros((5, 200), np.float32), in_ptr=x, stride=200, n_rows=5, n_cols=200)
     e = np.exp(x - x.max(1, keepdims=True))
     np.testing.assert_allclose(out["out_ptr"], e / e.sum(1, keepdims=True), rtol=1e-5, atol=1e-6)
-
-
-# -- pieces -------------------------------------------------------------------------------------
-
-
-def test_allocator_shares_only_between_disjoint_live_ranges() -> None:
-    bufs = [Buffer(512, 0, 3), Buffer(256, 2, 5), Buffer(1024, 6, 6), Buffer(100, 4, 4)]
-    offs = allocate(bufs)
-    for i, (a, oa) in enumerate(zip(bufs, offs)):
-        assert oa % 16 == 0
-        for b, ob in list(zip(bufs, offs))[i + 1:]:
-            if a.start <= b.end and b.start <= a.end:
-                assert oa + a.size <= ob or ob + b.size <= oa, (a, b)
-    # largest first: 1024 lives alone; 512 and 256 overlap in time; 100 fits below 256's bytes
-    assert offs == [0, 512, 0, 0]
-
-
-def too_big(x_ptr, y_ptr, N: tl.constexpr):
-    r = tl.arange(0, N)
-    x = tl.load(x_ptr + r[:, None] * N + r[None, :])
-    tl.store(y_ptr + r[None, :] * N + r[:, None], x)
-
-
-def test_threadgroup_memory_over_32k_is_refused() -> None:
-    laid_out(too_big, "*fp32/16", "*fp32/16", C(64))  # 16 KiB fits
-    with pytest.raises(OutOfResources) as e:
-        laid_out(too_big, "*fp32/16", "*fp32/16", C(128))  # a 64 KiB transpose
-    text = str(e.value)
-    assert "65536" in text and "32768" in text and "ttg.convert_layout" in text and "BLOCK" in text
-
-
-@pytest.mark.parametrize("shape, nw, wpc", [((32, 32), 4, (2, 2)), ((16, 64), 4, (1, 4)), ((64, 16), 4, (4, 1)),
-                                           ((8, 8), 1, (1, 1)), ((128, 8), 8, (8, 1))])
-def test_dot_tiling_gives_each_warp_whole_fragments(shape: tuple[int, int], nw: int, wpc: tuple[int, int]) -> None:
-    blk = block_layout_for(shape, nw, None)
-    assert blk.warps_per_cta == wpc
-    ll = linear_layout(blk, shape, nw)
-    assert not ll.is_replicated()
-
-
-@pytest.mark.parametrize("shape, nw, words", [((8, 8), 4, ["8 x 8", "num_warps=4", "num_warps <= 1"]),
-                                              ((12, 16), 1, ["12 x 16", "multiples of 8"]),
-                                              ((2, 8, 8), 1, ["3-D"])])
-def test_dot_tiling_refusals(shape: tuple[int, ...], nw: int, words: list[str]) -> None:
-    with pytest.raises(CompilationError) as e:
-        block_layout_for(shape, nw, None)
-    for w in words:
-        assert w in str(e.value)
-
-
-@pytest.mark.parametrize("src, dst, nw", [((4, 8), (32,), 1), ((8, 16), (128,), 4), ((2, 4, 16), (8, 16), 4),
-                                          ((4, 4), (16,), 4), ((64,), (8, 8), 2)])
-def test_default_layouts_split_the_flat_index_alike(src: tuple[int, ...], dst: tuple[int, ...], nw: int) -> None:
-    """Row-major reshapes between default layouts move no data: in every thread, register r of
-    the result holds the element at the same flat index as some register of the source."""
-    ls = linear_layout(default_coalesced(src, nw), src, nw)
-    ld = linear_layout(default_coalesced(dst, nw), dst, nw)
-
-    def flat(c: tuple[int, ...], shape: tuple[int, ...]) -> int:
-        i = 0
-        for x, s in zip(c, shape):
-            i = i * s + x
-        return i
-
-    for w in range(nw):
-        for ln in range(32):
-            have = {flat(ls.coords(w, ln, r), src) for r in range(ls.registers)}
-            want = {flat(ld.coords(w, ln, r), dst) for r in range(ld.registers)}
-            assert want <= have
 
 
 def chained(q_ptr, k_ptr, v_ptr, o_ptr, M: tl.constexpr, D: tl.constexpr, N: tl.constexpr):
@@ -523,29 +451,6 @@ def test_shape_ops_on_a_dot_result() -> None:
     np.testing.assert_allclose(out["c_ptr"], ct[..., 0] + ct[..., 1], rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("layout, shape, axis", [
-    (CoalescedLayout((1,), (32,), (4,), (0,)), (256,), 0),
-    (CoalescedLayout((4,), (32,), (4,), (0,)), (1024,), 0),
-    (CoalescedLayout((1, 4), (2, 16), (1, 4), (1, 0)), (16, 256), 1),
-    (CoalescedLayout((1, 1), (4, 8), (2, 2), (0, 1)), (16, 64), 1),
-    (BlockLayout((1, 4)), (16, 64), 1),
-    (BlockLayout((2, 2)), (32, 32), 0),
-])
-def test_reduce_allocation_covers_what_the_lowering_uses(layout, shape, axis) -> None:  # noqa: ANN001
-    """The lowering uses the passes' allocation only when it is large enough (else it brackets
-    its own scratch with barriers): the allocation is exactly what it needs."""
-    from triton_metal.codegen.distribution import distribution
-    from triton_metal.codegen.lower_reduce import reduce_scratch_bytes
-    from triton_metal.ir.ops import ReduceOp
-    from triton_metal.ir.types import f32
-    from triton_metal.passes.allocate_threadgroup_memory import scratch_bytes
-
-    src = ir.Block([TensorType(shape, f32, layout)]).args[0]
-    op = ReduceOp(srcs=(src,), axis=axis, result_types=[f32])
-    want = reduce_scratch_bytes(distribution(layout, shape, 4), axis, [f32], 4)
-    assert scratch_bytes(op, 4) == want
-
-
 def transposes(x_ptr, y_ptr, n_tiles, M: tl.constexpr, N: tl.constexpr):
     rm = tl.arange(0, M)
     rn = tl.arange(0, N)
@@ -566,15 +471,3 @@ def test_a_conversion_in_a_loop_waits_for_its_previous_iteration() -> None:
     x = np.random.default_rng(15).standard_normal((5, 32, 64)).astype(np.float32)
     out = run(compile_source(transposes, *params), (1,), x_ptr=x, y_ptr=np.zeros((5, 64, 32), np.float32), n_tiles=5)
     np.testing.assert_array_equal(out["y_ptr"], x.transpose(0, 2, 1))
-
-
-def test_store_only_classes_take_the_narrowest_store_width() -> None:
-    from triton_metal.passes.coalesce import MemoryAccess, coalesced_for
-
-    wide = MemoryAccess((1024,), (0,), 4, is_load=False)
-    narrow = MemoryAccess((1024,), (0,), 2, is_load=False)
-    assert coalesced_for((1024,), [wide, narrow], 4).size_per_thread == (2,)
-    load = MemoryAccess((1024,), (0,), 4, is_load=True)
-    assert coalesced_for((1024,), [narrow, load], 4).size_per_thread == (4,)
-    # capped so that each of the 128 threads has work
-    assert coalesced_for((256,), [load], 4).size_per_thread == (2,)
