@@ -235,3 +235,26 @@ def test_chip_parsing_and_the_cpu_build():
     assert ChipInfo("applegpu_g18p", "Apple A19", 18, "p").family is None
     info = chip_info()  # MLX's CPU build: the host architecture, no GPU generation
     assert info.generation is None and info.threadgroup_memory_bytes == 32768
+
+
+@pytest.mark.parametrize("name", ["vector_add", "softmax", "matmul", "dropout", "cumsum", "histogram",
+                                  "flash_attention"])
+def test_examples_run_through_the_metal_driver(fake: FakeMx, name: str, capsys: pytest.CaptureFixture[str]):
+    import importlib
+
+    example = importlib.import_module(f"examples.{name}")
+    assert example.main() == 0  # NumPy arrays: copied in, results copied back
+    assert "(backend: metal)" in capsys.readouterr().out
+    assert fake.fast.launches and all(launch["threadgroup"][0] % 32 == 0 for launch in fake.fast.launches)
+
+
+def test_layer_norm_backward_is_refused_through_the_metal_driver(fake: FakeMx):
+    from examples import layer_norm
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((6, 40)).astype(np.float32)
+    w = rng.random(40).astype(np.float32)
+    y, mean, rstd = layer_norm.layer_norm_forward(x, w, w)
+    np.testing.assert_allclose(y, layer_norm.reference_forward(x, w, w, 1e-5)[0], atol=1e-5)
+    with pytest.raises(triton.LaunchError, match="cannot run through mx.fast.metal_kernel"):
+        layer_norm.layer_norm_backward(x, x, w, mean, rstd)
