@@ -35,19 +35,9 @@ def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
 
 
 @pytest.fixture
-def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A private MSL cache; the emulator's compiled binaries stay in the shared cache."""
-    shared = os.environ.get("TRITON_METAL_CACHE_DIR") or str(Path.home() / ".cache" / "triton_metal")
-    monkeypatch.setenv("TRITON_METAL_CACHE_DIR", str(tmp_path / "cache"))
-    from triton_metal.backends.emulator import toolchain
-
-    monkeypatch.setattr(toolchain, "cache_dir", lambda: _mkdir(Path(shared) / "emulator"))
+def cache_dir(tmp_path: Path) -> Path:
+    """This test's MSL cache folder's parent (conftest.py gives every test an empty one)."""
     return tmp_path / "cache"
-
-
-def _mkdir(path: Path) -> Path:
-    path.mkdir(parents=True, exist_ok=True)
-    return path
 
 
 def _fresh(fn: triton.JITFunction) -> triton.JITFunction:
