@@ -31,12 +31,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "compiled: runs kernels compiled on the emulator")
 
 
-KNOWN_BUGS: dict[str, str] = {
-    "test_scalar_load_store_and_bool_memory__memory":
-        "code generator: an int1 -> int32 cast gives -1 for True (test_known_bugs.py reproduces it)",
-    "test_associative_scan_custom_and_bool_cumsum__reduce":
-        "code generator: an int1 -> int32 cast gives -1 for True (test_known_bugs.py reproduces it)",
-}
+KNOWN_BUGS: dict[str, str] = {}
 """Tests of other suites that fail compiled because of a bug owned elsewhere, by test name."""
 
 
