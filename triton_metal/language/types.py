@@ -119,35 +119,18 @@ class dtype:
         return self.to_ir_name()
 
 
-class pointer_type(dtype):
-    """`*T`: a pointer to elements of `element_ty` in device memory."""
+class _derived_type(dtype):
+    """Shared part of pointer and block types: built on an element type, never a scalar kind.
 
-    def __init__(self, element_ty: dtype, address_space: int = 1, const: bool = False) -> None:
-        self._element_ty = element_ty
-        self.address_space = address_space
-        self.const = const
-        self.name = f"pointer<{element_ty}>"
+    The scalar classification answers no for them (a block of floats is not itself floating:
+    callers ask `scalar`); `is_ptr`/`is_block` are answered by each subclass.
+    """
+
+    _element_ty: dtype
 
     @property
     def element_ty(self) -> dtype:
         return self._element_ty
-
-    def __eq__(self, other: object) -> bool:
-        return (
-            isinstance(other, pointer_type)
-            and self._element_ty == other._element_ty
-            and self.address_space == other.address_space
-        )
-
-    def __hash__(self) -> int:
-        return hash(("pointer_type", self._element_ty, self.address_space))
-
-    @property
-    def primitive_bitwidth(self) -> int:
-        return 64
-
-    def is_ptr(self) -> bool:
-        return True
 
     def is_floating(self) -> bool:
         return False
@@ -167,6 +150,36 @@ class pointer_type(dtype):
     def is_bool(self) -> bool:
         return False
 
+    def __str__(self) -> str:
+        return self.to_ir_name()
+
+
+class pointer_type(_derived_type):
+    """`*T`: a pointer to elements of `element_ty` in device memory."""
+
+    def __init__(self, element_ty: dtype, address_space: int = 1, const: bool = False) -> None:
+        self._element_ty = element_ty
+        self.address_space = address_space
+        self.const = const
+        self.name = f"pointer<{element_ty}>"
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, pointer_type)
+            and self._element_ty == other._element_ty
+            and self.address_space == other.address_space
+        )
+
+    def __hash__(self) -> int:
+        return hash(("pointer_type", self._element_ty, self.address_space))
+
+    @property
+    def primitive_bitwidth(self) -> int:
+        return 64
+
+    def is_ptr(self) -> bool:
+        return True
+
     @property
     def scalar(self) -> dtype:
         return self
@@ -174,24 +187,17 @@ class pointer_type(dtype):
     def to_ir_name(self) -> str:
         return "*" + self.element_ty.to_ir_name()
 
-    def __str__(self) -> str:
-        return self.to_ir_name()
-
     def __repr__(self) -> str:
         return f"pointer_type({self.element_ty!r})"
 
 
-class block_type(dtype):
+class block_type(_derived_type):
     """A tensor type: `shape` of `element_ty` (a scalar dtype or a pointer type)."""
 
     def __init__(self, element_ty: dtype, shape: tuple[int, ...] | list[int]) -> None:
         self._element_ty = element_ty
         self.shape: tuple[int, ...] = tuple(int(s) for s in shape)
         self.name = f"<{self.shape}, {element_ty}>"
-
-    @property
-    def element_ty(self) -> dtype:
-        return self._element_ty
 
     def __eq__(self, other: object) -> bool:
         return (
@@ -221,32 +227,8 @@ class block_type(dtype):
     def is_block(self) -> bool:
         return True
 
-    def is_ptr(self) -> bool:
-        return False
-
-    def is_floating(self) -> bool:
-        return False
-
-    def is_int(self) -> bool:
-        return False
-
-    def is_int_signed(self) -> bool:
-        return False
-
-    def is_int_unsigned(self) -> bool:
-        return False
-
-    def is_void(self) -> bool:
-        return False
-
-    def is_bool(self) -> bool:
-        return False
-
     def to_ir_name(self) -> str:
         return f"tensor<{'x'.join(map(str, self.shape))}x{self.element_ty.to_ir_name()}>"
-
-    def __str__(self) -> str:
-        return self.to_ir_name()
 
     def __repr__(self) -> str:
         return f"block_type({self.element_ty!r}, {list(self.shape)})"
