@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 try:
-    from .shim.harness import TARGETS, NativeLibrary, QemuLibrary, compile_only, library
+    from .shim.shim_harness import TARGETS, NativeLibrary, QemuLibrary, compile_only, library
 except ImportError:
-    from shim.harness import TARGETS, NativeLibrary, QemuLibrary, compile_only, library  # type: ignore[no-redef]
+    from shim.shim_harness import TARGETS, NativeLibrary, QemuLibrary, compile_only, library  # type: ignore[no-redef]
 
 Library = NativeLibrary | QemuLibrary
 

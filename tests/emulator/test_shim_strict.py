@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 try:
-    from .shim.harness import (
+    from .shim.shim_harness import (
         INCLUDE_DIR,
         KERNEL_FLAGS,
         PRELUDE_MLX,
@@ -24,7 +24,7 @@ try:
         library,
     )
 except ImportError:
-    from shim.harness import (  # type: ignore[no-redef]
+    from shim.shim_harness import (  # type: ignore[no-redef]
         INCLUDE_DIR,
         KERNEL_FLAGS,
         PRELUDE_MLX,
