@@ -47,9 +47,12 @@ def test_wheel_contains_every_package_file(wheel: Path):
     top_level = {name.split("/")[0] for name in names}
     assert {t for t in top_level if not t.endswith(".dist-info")} == {"triton_metal"}
     expected = [path for path in _tracked() if path.startswith("triton_metal/")]
-    # the top-level code generator and templates install inside the package (DESIGN section 8)
+    # the top-level code generator, templates and shipped tuning results install inside the
+    # package (DESIGN section 8)
     expected += [
-        "triton_metal/" + path for path in _tracked() if path.startswith(("codegen/", "templates/"))
+        "triton_metal/" + path
+        for path in _tracked()
+        if path.startswith(("codegen/", "templates/", "autotune_cache/"))
     ]
     missing = [path for path in expected if path not in names]
     assert not missing, f"package files missing from the wheel: {missing}"
@@ -77,10 +80,13 @@ def test_example_runs_against_the_installed_wheel(wheel: Path, tmp_path: Path):
     result = subprocess.run(
         [str(python), "-c",
          "import triton_metal, sys; print(triton_metal.__file__); "
+         "from triton_metal.runtime.autotune_cache import shipped_root; print(shipped_root()); "
          "from examples import vector_add; sys.exit(vector_add.main())"],
         cwd=work, capture_output=True, text=True,
     )
     assert result.returncode == 0, result.stderr
-    location, line = result.stdout.splitlines()[:2]
+    location, shipped, line = result.stdout.splitlines()[:3]
     assert location.startswith(str(site)), location
+    # the shipped tuning results are found inside the installed package
+    assert shipped == str(site / "triton_metal" / "autotune_cache"), shipped
     assert "max abs error vs NumPy: 0 OK (backend: emulator)" in line
