@@ -13,9 +13,11 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import sys
 import time
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 
@@ -23,7 +25,9 @@ from triton_metal.backends.emulator import EmulatorKernel
 from triton_metal.backends.emulator.runtime_lib import runtime_library
 from triton_metal.backends.emulator.signature import InputSpec, OutputSpec, build_kernel_source
 
-VADD = "uint i = thread_position_in_grid.x;\nif (i < n) out[i] = a[i] + b[i];\n"
+# the kernels the emulator tests check against NumPy (tests/ is not a package)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "emulator"))
+from msl_kernels import SOFTMAX, VADD  # noqa: E402
 
 BARRIERS = """
 uint t = thread_index_in_threadgroup;
@@ -33,33 +37,6 @@ for (int k = 0; k < rounds; ++k) {
     threadgroup_barrier(mem_flags::mem_threadgroup);
 }
 out[t] = buf[255 - t];
-"""
-
-SOFTMAX = """
-uint row = threadgroup_position_in_grid.x;
-uint tid = thread_position_in_threadgroup.x;
-uint lane = thread_index_in_simdgroup;
-uint sg = simdgroup_index_in_threadgroup;
-uint nsg = simdgroups_per_threadgroup;
-uint step = threads_per_threadgroup.x;
-threadgroup float partial[32];
-const device float* xr = x + row * ncols;
-float m = -INFINITY;
-for (uint c = tid; c < ncols; c += step) m = max(m, xr[c]);
-m = simd_max(m);
-if (lane == 0) partial[sg] = m;
-threadgroup_barrier(mem_flags::mem_threadgroup);
-m = partial[0];
-for (uint s = 1; s < nsg; ++s) m = max(m, partial[s]);
-threadgroup_barrier(mem_flags::mem_threadgroup);
-float acc = 0.0f;
-for (uint c = tid; c < ncols; c += step) acc += exp(xr[c] - m);
-acc = simd_sum(acc);
-if (lane == 0) partial[sg] = acc;
-threadgroup_barrier(mem_flags::mem_threadgroup);
-float total = 0.0f;
-for (uint s = 0; s < nsg; ++s) total += partial[s];
-for (uint c = tid; c < ncols; c += step) out[row * ncols + c] = exp(xr[c] - m) / total;
 """
 
 

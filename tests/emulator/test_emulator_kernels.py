@@ -8,15 +8,16 @@ import pytest
 
 from triton_metal.backends.emulator import metal_kernel
 
+try:
+    from .msl_kernels import SOFTMAX, VADD
+except ImportError:
+    from msl_kernels import SOFTMAX, VADD  # type: ignore[no-redef]
+
 RNG = np.random.default_rng(1234)
 
 
 def test_vector_add_with_bounds_mask():
-    src = """
-    uint i = thread_position_in_grid.x;
-    if (i < n) out[i] = a[i] + b[i];
-    """
-    kernel = metal_kernel("vadd", ["a", "b", "n"], ["out"], src)
+    kernel = metal_kernel("vadd", ["a", "b", "n"], ["out"], VADD)
     n = 1000  # not a multiple of the threadgroup: the last group is masked
     a = RNG.standard_normal(n).astype(np.float32)
     b = RNG.standard_normal(n).astype(np.float32)
@@ -29,34 +30,6 @@ def test_vector_add_with_bounds_mask():
     )
     assert isinstance(out, mx.array) and out.dtype == mx.float32 and out.shape == (n,)
     np.testing.assert_array_equal(np.array(out), a + b)
-
-
-SOFTMAX = """
-uint row = threadgroup_position_in_grid.x;
-uint tid = thread_position_in_threadgroup.x;
-uint lane = thread_index_in_simdgroup;
-uint sg = simdgroup_index_in_threadgroup;
-uint nsg = simdgroups_per_threadgroup;
-uint step = threads_per_threadgroup.x;
-threadgroup float partial[32];
-const device float* xr = x + row * ncols;
-float m = -INFINITY;
-for (uint c = tid; c < ncols; c += step) m = max(m, xr[c]);
-m = simd_max(m);
-if (lane == 0) partial[sg] = m;
-threadgroup_barrier(mem_flags::mem_threadgroup);
-m = partial[0];
-for (uint s = 1; s < nsg; ++s) m = max(m, partial[s]);
-threadgroup_barrier(mem_flags::mem_threadgroup);
-float acc = 0.0f;
-for (uint c = tid; c < ncols; c += step) acc += exp(xr[c] - m);
-acc = simd_sum(acc);
-if (lane == 0) partial[sg] = acc;
-threadgroup_barrier(mem_flags::mem_threadgroup);
-float total = 0.0f;
-for (uint s = 0; s < nsg; ++s) total += partial[s];
-for (uint c = tid; c < ncols; c += step) out[row * ncols + c] = exp(xr[c] - m) / total;
-"""
 
 
 @pytest.mark.parametrize("rows,cols,threads", [(5, 100, 64), (3, 1000, 256), (2, 7, 32)])
