@@ -5,7 +5,8 @@ parameter's input buffer, stores and atomics write its output buffer. A masked l
 only where the mask holds (`mask ? p[i] : other`, the conditional operator evaluates one arm).
 Stores and atomics run once per element: only from the first register holding it and only in
 owner threads (the layout's replicated lane and warp bits clear); a scalar store or atomic runs
-in thread 0 of the program.
+in thread 0 of the program. A used atomic result reaches the threads that did not perform the
+atomic through scratch (thread 0's for a scalar, the elements' row-major slots otherwise).
 
 Atomics are relaxed (the only order MSL offers) on `device atomic<T>*` views of the output:
 int and uint get every operation; float gets add and exchange natively and max/min as
@@ -21,7 +22,7 @@ from triton_metal.ir.types import ScalarType, element_type
 from .context import LoweringContext, ctype_of
 from .distribution import Distribution
 from .msl_types import literal, msl_type
-from .program import Apply, Assign, Call, Convert, Declare, Expr, ExprStmt, If, Index, Lit, Member, PtrCast, Var
+from .program import Apply, Assign, Barrier, Call, Convert, Declare, Expr, ExprStmt, If, Index, Lit, Member, PtrCast, Var
 from .registry import lowers
 from .values import PtrValue, RegValue
 
@@ -317,11 +318,8 @@ def _atomic(ctx: LoweringContext, op: mem.AtomicRMWOp | mem.AtomicCASOp, p: PtrV
     assert buf.output_name is not None
     dist = p.dist
     used = ctx.is_used(op.result)
-    if used and dist is not None and (dist.lane_replica_mask or dist.warp_replica_mask or not all(dist.first_registers())):
-        raise ctx.error(
-            "the result of this atomic is used, but its layout holds each element in several threads",
-            hint="use a block of at least 32 * num_warps elements, or fewer warps",
-        )
+    replicated = dist is not None and bool(
+        dist.lane_replica_mask or dist.warp_replica_mask or not all(dist.first_registers()))
     own = _hoist(ctx, owner_condition(ctx, dist))
     firsts = dist.first_registers() if dist is not None else (True,)
     n = len(firsts)
@@ -341,4 +339,29 @@ def _atomic(ctx: LoweringContext, op: mem.AtomicRMWOp | mem.AtomicCASOp, p: PtrV
     if used:
         if dist is None:
             results = (ctx.broadcast_from_thread0(results[0], ctype),)
+        elif replicated:
+            results = _broadcast_to_replicas(ctx, dist, results, firsts, own, ctype)
         ctx.bind(op.result, RegValue(op.result.type, results, dist))
+
+
+def _broadcast_to_replicas(ctx: LoweringContext, dist: Distribution, results: tuple[Expr, ...],
+                           firsts: tuple[bool, ...], own: Expr | None, ctype: str) -> tuple[Expr, ...]:
+    """The old values the owners' atomics returned, in every register holding each element.
+
+    Only one thread and register performs the atomic on an element (it must run once); the
+    owners write what it returned into scratch at the element's row-major index, and after a
+    barrier every thread reads its registers from there (a second barrier frees the scratch)."""
+    from .lower_layout import flat_index  # lower_layout imports this module
+
+    numel = 1
+    for s in dist.shape:
+        numel *= s
+    view = ctx.scratch_view(ctype, ctx.own_scratch(numel * 4))  # atomics take 4-byte types only
+    for r, first in enumerate(firsts):
+        if first:
+            stmt = Assign(Index(view, flat_index(ctx, dist, r)), results[r])
+            ctx.emit(If(own, (stmt,)) if own is not None else stmt)
+    ctx.emit(Barrier())
+    out = ctx.materialize([Index(view, flat_index(ctx, dist, r)) for r in range(len(firsts))], ctype, force=True)
+    ctx.emit(Barrier())
+    return out

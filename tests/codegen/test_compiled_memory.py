@@ -153,3 +153,35 @@ def test_loads_of_atomic_arrays_read_the_updated_memory():
     np.testing.assert_array_equal(outs["out_ptr"], np.arange(grid) + 10)
     np.testing.assert_array_equal(outs["lock_ptr"], [0, sum(range(grid))])
     np.testing.assert_array_equal(outs["total_ptr"], [sum(range(grid))])
+
+
+@triton.jit
+def replicated_atomic_kernel(count_ptr, old_ptr, best_ptr, prev_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    # BLOCK < 32 * num_warps: every element is held by several threads; each atomic must still
+    # run once per element, and every copy of the element must see the value it returned
+    old = tl.atomic_add(count_ptr + offs % 4, 1)
+    tl.store(old_ptr + offs, old * 10 + offs)
+    tl.atomic_max(best_ptr + offs, offs.to(tl.float32) * 0.5 - 1.0, mask=offs < BLOCK - 2)
+    prev = tl.atomic_max(best_ptr + offs, 1.25, mask=offs < BLOCK - 2)
+    tl.store(prev_ptr + offs, prev)
+
+
+@pytest.mark.parametrize("num_warps,block", [(1, 8), (4, 16), (8, 64)])
+def test_used_atomic_results_in_replicated_layouts(num_warps: int, block: int):
+    k = compile_1d(replicated_atomic_kernel, "*i32", "*i32", "*fp32", "*fp32", C(block), num_warps=num_warps)
+    # the harness starts atomic outputs from init_value (0), as the runtime may for max
+    outs = run(k, (1,), count_ptr=np.zeros(4, np.int32), old_ptr=np.zeros(block, np.int32),
+               best_ptr=np.zeros(block, np.float32), prev_ptr=np.full(block, -1.0, np.float32), init_value=0)
+    per_slot = block // 4
+    np.testing.assert_array_equal(outs["count_ptr"], [per_slot] * 4)
+    offs = np.arange(block)
+    old = (outs["old_ptr"] - offs) // 10
+    # each slot's returned values are 0 .. per_slot - 1, each once (atomics ran once per element)
+    for slot in range(4):
+        np.testing.assert_array_equal(np.sort(old[offs % 4 == slot]), np.arange(per_slot))
+    live = offs < block - 2
+    first = np.maximum(0.0, offs * 0.5 - 1.0)
+    np.testing.assert_array_equal(outs["best_ptr"], np.where(live, np.maximum(first, 1.25), 0.0).astype(np.float32))
+    # masked-off elements return 0
+    np.testing.assert_array_equal(outs["prev_ptr"], np.where(live, first, 0.0).astype(np.float32))

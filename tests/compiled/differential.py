@@ -14,7 +14,7 @@ The interpreter runs any Python; the compiler accepts the kernel language only. 
 uses interpreter-only Python (a plain Python helper, a captured non-constexpr variable, a
 comprehension) or that has no effect once compiled (it only prints) is refused by the compiler
 with its own error, and so is a kernel past one of the compiler's stated limits (pointer and
-integer conversions, 3-D dots, atomics whose results are used in replicated layouts); the
+integer conversions, 3-D dots); the
 test is then skipped, quoting that error.
 """
 
@@ -134,7 +134,6 @@ _INTERPRETER_ONLY = (
     # limits of the compiler, refused with a precise error rather than compiled wrongly
     "converting between pointers and integers is not supported",
     "tl.dot of 3-D operands is not supported",
-    "the result of this atomic is used, but its layout holds each element in several threads",
 )
 
 
