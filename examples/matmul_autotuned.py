@@ -1,11 +1,12 @@
 """Autotuned matrix multiplication: the tile sizes are chosen per chip and remembered.
 
-The kernel is tutorial 03's grouped-order `tl.dot` loop; `@autotune` times each `Config` on the
-first launch for a shape and dtype (`key=["M", "N", "K"]`, dtypes always join the key), launches
-the fastest, and files the choice under this chip in `$TRITON_METAL_CACHE_DIR/autotune/`. A later
-process with the same kernel, shapes and configs reads the choice instead of benchmarking; so does
-a user without results of their own when `autotune_cache/` in the repository ships one for the
-chip. One config asks for 8x8 tiles, which `tl.dot` refuses: it is skipped with the reason logged.
+The kernel is tutorial 03's grouped-order `tl.dot` loop, `examples/matmul.py`'s kernel called as a
+`@jit` function; `@autotune` times each `Config` on the first launch for a shape and dtype
+(`key=["M", "N", "K"]`, dtypes always join the key), launches the fastest, and files the choice
+under this chip in `$TRITON_METAL_CACHE_DIR/autotune/`. A later process with the same kernel,
+shapes and configs reads the choice instead of benchmarking; so does a user without results of
+their own when `autotune_cache/` in the repository ships one for the chip. One config asks for
+8x8 tiles, which `tl.dot` refuses: it is skipped with the reason logged.
 
     python -m examples.matmul_autotuned          # TRITON_METAL_PRINT_AUTOTUNING=1 to see the choice
 """
@@ -22,6 +23,7 @@ import triton_metal as triton
 import triton_metal.language as tl
 
 from ._common import empty, report, strides, to_numpy
+from .matmul import matmul_kernel as tiled_matmul
 
 CONFIGS = [
     triton.Config({"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32, "GROUP_M": 8}, num_warps=4),
@@ -44,35 +46,16 @@ def matmul_kernel(
         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
         GROUP_M: tl.constexpr,
 ):
-    # grouped ordering: programs that run together share rows of A and columns of B
-    pid = tl.program_id(axis=0)
-    num_pid_m = tl.cdiv(M, BLOCK_M)
-    num_pid_n = tl.cdiv(N, BLOCK_N)
-    num_pid_in_group = GROUP_M * num_pid_n
-    first_pid_m = (pid // num_pid_in_group) * GROUP_M
-    group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
-    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
-    pid_n = (pid % num_pid_in_group) // group_size_m
-
-    # rows and columns past the edge wrap around and are masked off when C is stored
-    offs_am = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
-    offs_bn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
-    offs_k = tl.arange(0, BLOCK_K)
-    a_ptrs = a_ptr + (offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak)
-    b_ptrs = b_ptr + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
-    accumulator = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BLOCK_K)):
-        a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BLOCK_K, other=0.0)
-        b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_K, other=0.0)
-        accumulator = tl.dot(a, b, accumulator)
-        a_ptrs += BLOCK_K * stride_ak
-        b_ptrs += BLOCK_K * stride_bk
-    c = accumulator.to(c_ptr.dtype.element_ty)
-
-    offs_cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
-    tl.store(c_ptrs, c, mask=(offs_cm[:, None] < M) & (offs_cn[None, :] < N))
+    # tutorial 03's kernel (examples/matmul.py) with no activation, called as a @jit function:
+    # only the names of the tuned meta-parameters differ
+    tiled_matmul(
+        a_ptr, b_ptr, c_ptr,
+        M, N, K,
+        stride_am, stride_ak,
+        stride_bk, stride_bn,
+        stride_cm, stride_cn,
+        BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, "",
+    )
 
 
 # rep: a time budget in ms; 300 gives a few timed runs per config even on the CPU emulator
