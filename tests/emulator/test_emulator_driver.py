@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+
 import mlx.core as mx
 import numpy as np
 import pytest
@@ -72,7 +74,7 @@ def test_disk_cache_reuses_the_compiled_kernel(tmp_path, monkeypatch):
     def no_compiler(*args, **kwargs):
         raise AssertionError(f"compiler ran again: {args}")
 
-    monkeypatch.setattr(toolchain.subprocess, "run", no_compiler)
+    monkeypatch.setattr(subprocess, "run", no_compiler)
     second = EmulatorKernel.build(vadd_source(), VADD)
     assert second.artifact == first.artifact
     # No temporary files are left next to the artifacts.

@@ -27,7 +27,6 @@ from pathlib import Path
 
 import numpy as np
 
-from triton_metal.backends.emulator import asan as asan_mode
 from triton_metal.backends.emulator.errors import (
     KernelFault,
     MSLCompileError,
@@ -41,6 +40,7 @@ from triton_metal.backends.emulator.rewrite import (
 )
 from triton_metal.backends.emulator.runtime_lib import (
     ASAN_FLAGS,
+    headers_digest,
     include_dirs,
     precompiled_prelude,
     runtime_library,
@@ -204,7 +204,8 @@ class EmulatorKernel:
             flags.append("-ffast-math")
         for d in include_dirs():
             flags += ["-I", str(d)]
-        prelude = None if asan else precompiled_prelude(PRELUDE, flags)
+        headers = headers_digest()
+        prelude = None if asan else precompiled_prelude(PRELUDE, flags, headers)
         unit = translation_unit(source, text, fibers, asan, str(prelude) if prelude else None)
         if asan:
             command = [*flags, "-o", "{out}", "kernel.cpp", str(runtime), "-lm", "-pthread"]
@@ -212,10 +213,10 @@ class EmulatorKernel:
         else:
             command = [*flags, "-shared", *shared_flags(), "-o", "{out}", "kernel.cpp", str(runtime), "-lm"]
             suffix = ".so"
-        headers = [p.read_text() for d in include_dirs() for p in sorted(d.iterdir()) if p.is_file()]
         try:
             artifact = build(
-                "asan-kernel" if asan else "kernel", suffix, {"kernel.cpp": unit}, command, headers
+                "asan-kernel" if asan else "kernel", suffix, {"kernel.cpp": unit}, command,
+                [headers],
             )
         except BuildFailure as failure:
             raise _map_diagnostics(failure.stderr, source, kernel_file) from None
@@ -308,6 +309,8 @@ class EmulatorKernel:
         if 0 in g:
             return
         if self.asan:
+            from triton_metal.backends.emulator import asan as asan_mode  # imported by ASan launches only
+
             writeback = [p.kind is ParamKind.OUTPUT for p in self.source.params if p.buffer is not None]
             status, message = asan_mode.run(self.artifact, bufs, writeback, g, tpt, watchdog, workers)
         else:

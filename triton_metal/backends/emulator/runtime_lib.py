@@ -1,9 +1,12 @@
 """The emulator runtime library (fiber scheduler, workers, watchdog), built once per machine.
 
 Contract: `runtime_library(asan)` returns the path of `libtmrt` built from the C++ files in
-`runtime/` (cached by their text, the compiler and the flags); kernels link against it, so a
+`runtime/` (cached by their contents, the compiler and the flags); kernels link against it, so a
 kernel's cold compile never recompiles the runtime. `include_dirs()` lists the directories a
-kernel translation unit needs on its include path (the shim, then the runtime's kernel header).
+kernel translation unit needs on its include path (the shim, then the runtime's kernel header);
+`header_files()` every file in them, and `headers_digest()` their contents digest (part of every
+kernel's cache key; found from the files' stat stamps when they have not changed).
+`precompiled_prelude(prelude, flags)` builds the shim's precompiled header once per flags.
 """
 
 from __future__ import annotations
@@ -11,17 +14,18 @@ from __future__ import annotations
 import functools
 import os
 import platform
-import subprocess
-import tempfile
 from pathlib import Path
 
 from triton_metal.backends.emulator.toolchain import (
     BuildFailure,
+    SourceFiles,
     ToolchainError,
     build,
     cache_dir,
     cache_key,
+    files_digest,
     find_compiler,
+    run_compiler,
 )
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -37,16 +41,35 @@ def include_dirs() -> list[Path]:
     return [INCLUDE_DIR, RUNTIME_DIR]
 
 
-def runtime_sources(asan: bool) -> dict[str, str]:
-    """Every C++ file of the runtime, by name (the ASan one adds the standalone launcher)."""
-    sources: dict[str, str] = {}
+def header_files() -> list[Path]:
+    """Every file of the include directories, in a fixed order (what a kernel compile may read)."""
+    files: list[Path] = []
+    for folder in include_dirs():
+        with os.scandir(folder) as entries:
+            files.extend(sorted(Path(e.path) for e in entries if e.is_file()))
+    return files
+
+
+def headers_digest() -> str:
+    """Contents digest of `header_files()` (stat'ed, read only when a stamp changed)."""
+    return files_digest(header_files())
+
+
+def runtime_files(asan: bool) -> list[Path]:
+    """Every C++ file of the runtime (the ASan build adds the standalone launcher)."""
+    files: list[Path] = []
     for path in sorted(RUNTIME_DIR.iterdir()):
         if path.suffix not in (".cpp", ".h", ".S"):
             continue
         if path.name == "standalone_main.cpp" and not asan:
             continue
-        sources[path.name] = path.read_text()
-    return sources
+        files.append(path)
+    return files
+
+
+def runtime_sources(asan: bool) -> dict[str, str]:
+    """Every C++ file of the runtime, by name (the ASan one adds the standalone launcher)."""
+    return SourceFiles(tuple(runtime_files(asan))).read()
 
 
 def shared_flags() -> list[str]:
@@ -63,12 +86,13 @@ def runtime_library(asan: bool = False) -> Path:
 @functools.lru_cache(maxsize=None)
 def _runtime_library(asan: bool, cache: str) -> Path:
     del cache  # part of the memo key only: a new cache directory gets its own build
-    sources = runtime_sources(asan)
-    units = [name for name in sources if name.endswith((".cpp", ".S"))]
+    files = runtime_files(asan)
+    units = [p.name for p in files if p.name.endswith((".cpp", ".S"))]
     flags = _RUNTIME_FLAGS + (ASAN_FLAGS if asan else ["-O2"])
     command = [*flags, *shared_flags(), "-o", "{out}", *units]
     try:
-        return build("libtmrt-asan" if asan else "libtmrt", ".so", sources, command)
+        # Keyed by the files' contents digest: a cached library is found without reading them.
+        return build("libtmrt-asan" if asan else "libtmrt", ".so", SourceFiles(tuple(files)), command)
     except BuildFailure as failure:
         raise ToolchainError(
             "the emulator runtime failed to compile (a bug in triton_metal or an unsupported "
@@ -76,30 +100,29 @@ def _runtime_library(asan: bool, cache: str) -> Path:
         ) from None
 
 
-def precompiled_prelude(prelude: str, flags: list[str]) -> Path | None:
+def precompiled_prelude(prelude: str, flags: list[str], digest: str | None = None) -> Path | None:
     """A header holding `prelude`, with a precompiled `.gch` beside it (built once per flags).
 
     Parsing the shim dominates a kernel's compile time; a precompiled header built with the very
     flags of the kernel compile cuts it several-fold. Returns None where the compiler cannot
-    precompile headers (the caller then includes the prelude as text).
+    precompile headers (the caller then includes the prelude as text). `digest` is
+    `headers_digest()` when the caller has it already.
     """
     compiler = find_compiler()
-    headers = [p.read_text() for d in include_dirs() for p in sorted(d.iterdir()) if p.is_file()]
-    key = cache_key("prelude", compiler.identity, "\0".join(flags), prelude, *headers)
+    digest = headers_digest() if digest is None else digest
+    key = cache_key("prelude", compiler.cache_identity, "\0".join(flags), prelude, digest)
     header = cache_dir() / f"prelude-{key}.h"
     gch = Path(str(header) + ".gch")
     if header.exists() and gch.exists():
         return header
+    import tempfile
+
     with tempfile.TemporaryDirectory(prefix="tm-build-", dir=cache_dir()) as tmp:
         src = Path(tmp, "prelude.h")
         src.write_text(prelude)
         out = Path(tmp, "prelude.h.gch")
-        proc = subprocess.run(
-            [compiler.path, *flags, "-x", "c++-header", str(src), "-o", str(out)],
-            capture_output=True,
-            text=True,
-        )
-        if proc.returncode != 0 or not out.exists():
+        status, _ = run_compiler([compiler.path, *flags, "-x", "c++-header", str(src), "-o", str(out)])
+        if status != 0 or not out.exists():
             return None
         staged_h = cache_dir() / f".{header.name}.{os.getpid()}.tmp"
         staged_gch = cache_dir() / f".{gch.name}.{os.getpid()}.tmp"

@@ -1,11 +1,21 @@
 """The system C++ compiler and the emulator's disk cache.
 
 Contract: `find_compiler()` returns the C++ compiler to use (`$CXX`, else `g++`, else `clang++`)
-with a stable identity string, or raises `CompilerNotFound` naming the package to install.
-`build(kind, sources, command)` compiles once per distinct input: the cache key hashes every
-source text, the compiler identity and the full command line, and the artifact is written under
-`$TRITON_METAL_CACHE_DIR` (default `~/.cache/triton_metal`) through a temporary name and an
-atomic rename, so concurrent processes never see a half-written file.
+with a stable identity, or raises `CompilerNotFound` naming the package to install.
+`build(kind, suffix, sources, command)` compiles once per distinct input: the cache key hashes
+every source text, the compiler's identity and fingerprint and the full command line, and the
+artifact is written under `$TRITON_METAL_CACHE_DIR` (default `~/.cache/triton_metal`) through a
+temporary name and an atomic rename, so concurrent processes never see a half-written file.
+
+A process that finds its artifacts cached does no more than stat and hash: the compiler's
+`--version` answer is remembered on disk under the compiler's stat stamp (resolved path, size,
+modification and change times, inode), so a replaced or upgraded compiler is asked again and
+gets a new fingerprint; `files_digest` remembers the digest of a set of files (the shim and
+runtime headers) under their stat stamps the same way (a file changed in the last
+`RACY_SECONDS` is always read); `SourceFiles` lets `build` key on such
+a digest and read the files only when it compiles. Nothing the compiler reads can change
+without changing a stamp (an edit moves the change time even when the modification time is
+restored), so a stale artifact is never reused.
 """
 
 from __future__ import annotations
@@ -14,14 +24,15 @@ import functools
 import hashlib
 import os
 import platform
-import shutil
-import subprocess
-import tempfile
-from collections.abc import Sequence
+import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from triton_metal.errors import TritonError
+
+# subprocess, shutil and tempfile are imported where a compile runs: a process whose
+# artifacts are all cached never needs them (they cost milliseconds to import).
 
 
 class CompilerNotFound(TritonError, RuntimeError):
@@ -36,8 +47,15 @@ class ToolchainError(TritonError, RuntimeError):
 class Compiler:
     path: str
     identity: str
-    """First line of `--version` plus the path: part of every cache key."""
+    """First line of `--version` plus the path (shown to users; part of every cache key)."""
     is_clang: bool
+    fingerprint: str = ""
+    """Stat stamp of the resolved compiler binary: part of every cache key, so reinstalling or
+    replacing the compiler (even under the same version string) never reuses its artifacts."""
+
+    @property
+    def cache_identity(self) -> str:
+        return f"{self.identity}\0{self.fingerprint}"
 
 
 def _install_hint() -> str:
@@ -46,33 +64,103 @@ def _install_hint() -> str:
     return "install a C++ compiler, e.g. `apt-get install g++` (or `build-essential`) on Debian/Ubuntu"
 
 
+RACY_SECONDS = 2.0
+"""A file changed less than this long ago is not remembered by its stamp: file times tick
+coarsely (milliseconds), so a second write within one tick could keep the stamp (as git treats
+"racily clean" entries)."""
+
+
+def stat_stamp(path: str | os.PathLike[str]) -> tuple[str, bool]:
+    """(stamp, settled): the stamp changes whenever the file's contents can have changed (the
+    change time moves on every write, whatever the modification time is set back to); settled
+    is False while the file is too recently changed for its stamp to be trusted."""
+    st = os.stat(path)
+    settled = time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) > RACY_SECONDS * 1e9
+    return f"{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}", settled
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """Write `text` through a temporary name and a rename; a read-only cache only loses the memo."""
+    staged = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        staged.write_text(text)
+        os.replace(staged, path)
+    except OSError:
+        pass
+
+
+def _ask_version(path: str) -> tuple[str, bool] | None:
+    """(first line of `--version`, is clang), or None when the compiler cannot run."""
+    import subprocess
+
+    try:
+        out = subprocess.run([path, "--version"], capture_output=True, text=True, check=True)
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    first = out.stdout.splitlines()[0] if out.stdout else os.path.basename(path)
+    return first, "clang" in out.stdout.lower()
+
+
+def _compiler_at(path: str) -> Compiler | None:
+    """The compiler at `path`, its `--version` answer read from the disk memo when its stamp is
+    known there."""
+    real = os.path.realpath(path)
+    try:
+        stamp, settled = stat_stamp(real)
+    except OSError:
+        return None
+    fingerprint = f"{real}:{stamp}"
+    # The memo holds "clang" or "other", a newline, and the version line.
+    memo = cache_dir() / f"compiler-{cache_key(path, fingerprint)}.txt"
+    kind, version = "", ""
+    if settled:
+        try:
+            kind, _, version = memo.read_text().partition("\n")
+        except OSError:
+            pass
+    if kind not in ("clang", "other") or not version:
+        answer = _ask_version(path)
+        if answer is None:
+            return None
+        version, clang = answer
+        kind = "clang" if clang else "other"
+        if settled:
+            _write_atomically(memo, f"{kind}\n{version}")
+    is_clang = kind == "clang"
+    return Compiler(path, f"{version} ({path})", is_clang, fingerprint)
+
+
 @functools.lru_cache(maxsize=None)
 def find_compiler() -> Compiler:
     """The C++ compiler the emulator uses (cached for the process)."""
+    import shutil
+
     candidates = [os.environ["CXX"]] if os.environ.get("CXX") else ["g++", "clang++", "c++"]
     for name in candidates:
         path = shutil.which(name)
         if path is None:
             continue
-        try:
-            out = subprocess.run([path, "--version"], capture_output=True, text=True, check=True)
-        except (OSError, subprocess.CalledProcessError):
-            continue
-        first = out.stdout.splitlines()[0] if out.stdout else name
-        return Compiler(path, f"{first} ({path})", "clang" in out.stdout.lower())
+        compiler = _compiler_at(path)
+        if compiler is not None:
+            return compiler
     raise CompilerNotFound(
         "the Metal emulator needs a C++ compiler and found none "
         f"(tried {', '.join(candidates)}); {_install_hint()}, or set CXX"
     )
 
 
+_made_dirs: set[Path] = set()
+
+
 def cache_dir() -> Path:
-    """Root of the disk cache (created on demand)."""
+    """Root of the disk cache (created on demand; `TRITON_METAL_CACHE_DIR` is read per call)."""
     root = os.environ.get("TRITON_METAL_CACHE_DIR") or os.path.join(
         os.path.expanduser("~"), ".cache", "triton_metal"
     )
     path = Path(root) / "emulator"
-    path.mkdir(parents=True, exist_ok=True)
+    if path not in _made_dirs or not path.is_dir():
+        path.mkdir(parents=True, exist_ok=True)
+        _made_dirs.add(path)
     return path
 
 
@@ -83,6 +171,52 @@ def cache_key(*parts: str | bytes) -> str:
         h.update(len(data).to_bytes(8, "little"))
         h.update(data)
     return h.hexdigest()[:32]
+
+
+def _contents_digest(items: Sequence[tuple[str, bytes]]) -> str:
+    h = hashlib.sha256()
+    for name, data in items:
+        h.update(len(name).to_bytes(8, "little") + name.encode())
+        h.update(len(data).to_bytes(8, "little") + data)
+    return h.hexdigest()
+
+
+_digests: dict[str, str] = {}  # stat stamps of a file set -> its contents digest
+
+
+def files_digest(paths: Sequence[Path]) -> str:
+    """SHA-256 of the files' names and contents, remembered (in the process and on disk) under
+    their stat stamps: a file set that has not changed is stat'ed, not read."""
+    stamps = [stat_stamp(p) for p in paths]
+    if not all(settled for _, settled in stamps):
+        return _contents_digest([(p.name, p.read_bytes()) for p in paths])
+    key = cache_key(*(f"{p}\0{stamp}" for p, (stamp, _) in zip(paths, stamps)))
+    digest = _digests.get(key)
+    if digest is not None:
+        return digest
+    memo = cache_dir() / f"files-{key}.txt"
+    try:
+        digest = memo.read_text()
+    except OSError:
+        digest = ""
+    if len(digest) != 64:
+        digest = _contents_digest([(p.name, p.read_bytes()) for p in paths])
+        _write_atomically(memo, digest)
+    _digests[key] = digest
+    return digest
+
+
+@dataclass(frozen=True)
+class SourceFiles:
+    """Sources given as files: `build` keys them by `files_digest` and reads them only to compile."""
+
+    paths: tuple[Path, ...]
+
+    def digest(self) -> str:
+        return files_digest(self.paths)
+
+    def read(self) -> dict[str, str]:
+        return {p.name: p.read_text() for p in self.paths}
 
 
 class BuildFailure(Exception):
@@ -97,29 +231,39 @@ class BuildFailure(Exception):
 def build(
     kind: str,
     suffix: str,
-    sources: dict[str, str],
+    sources: Mapping[str, str] | SourceFiles,
     command: Sequence[str],
     key_parts: Sequence[str] = (),
 ) -> Path:
     """Compile into the cache and return the artifact's path (reused when already built).
 
-    `sources` maps file names to texts written into a fresh temporary directory; `command` is the
-    compiler command line in which `{out}` stands for the output path and `{dir}` for that
-    directory. Raises `BuildFailure` when the compiler fails.
+    `sources` maps file names to texts written into a fresh temporary directory (or names files
+    to copy there, `SourceFiles`); `command` is the compiler command line in which `{out}`
+    stands for the output path and `{dir}` for that directory. Raises `BuildFailure` when the
+    compiler fails.
     """
     compiler = find_compiler()
-    key = cache_key(
-        kind,
-        compiler.identity,
-        "\0".join(command),
-        *key_parts,
-        *(name + "\0" + text for name, text in sorted(sources.items())),
-    )
+    if isinstance(sources, SourceFiles):
+        source_parts: list[str] = ["files\0" + sources.digest()]
+    else:
+        source_parts = [name + "\0" + text for name, text in sorted(sources.items())]
+    key = cache_key(kind, compiler.cache_identity, "\0".join(command), *key_parts, *source_parts)
     target = cache_dir() / f"{kind}-{key}{suffix}"
     if target.exists():
         return target
+    texts = sources.read() if isinstance(sources, SourceFiles) else sources
+    return _compile(compiler, target, suffix, texts, command)
+
+
+def _compile(
+    compiler: Compiler, target: Path, suffix: str, texts: Mapping[str, str], command: Sequence[str]
+) -> Path:
+    import shutil
+    import subprocess
+    import tempfile
+
     with tempfile.TemporaryDirectory(prefix="tm-build-", dir=cache_dir()) as tmp:
-        for name, text in sources.items():
+        for name, text in texts.items():
             Path(tmp, name).write_text(text)
         out = Path(tmp, "out" + suffix)
         argv = [compiler.path] + [a.replace("{out}", str(out)).replace("{dir}", tmp) for a in command]
@@ -131,3 +275,27 @@ def build(
         shutil.move(str(out), staged)
         os.replace(staged, target)
     return target
+
+
+def run_compiler(argv: Sequence[str], cwd: str | None = None) -> tuple[int, str]:
+    """Run one compiler command (imports subprocess on first use): (return code, stderr)."""
+    import subprocess
+
+    proc = subprocess.run(list(argv), capture_output=True, text=True, cwd=cwd)
+    return proc.returncode, proc.stderr
+
+
+__all__ = [
+    "BuildFailure",
+    "Compiler",
+    "CompilerNotFound",
+    "SourceFiles",
+    "ToolchainError",
+    "build",
+    "cache_dir",
+    "cache_key",
+    "files_digest",
+    "find_compiler",
+    "run_compiler",
+    "stat_stamp",
+]
