@@ -12,6 +12,10 @@ the 1-D `tl.store(p + offs, v, mask=offs < n)`; 2-D tiles (`p + rm[:, None] * st
 masked by `(rm[:, None] < M) & (rn[None, :] < N)`) are the next. Every flat index
 `sum(i_d * stride_d)`, `i_d < bound_d`, is then written when `grid[a_d] * BLOCK_d >= bound_d`;
 the runtime checks that and that the index set is the whole array (`kernel.OutputCoverage`).
+A scalar term `program_id(a) * stride` (as in `X += row * stride` before `tl.store(X + cols, ...)`)
+is an outer dimension of block 1 along grid axis `a`. A lone `arange(0, BLOCK)` masked by
+`< bound` with `bound` a parameter has grid axis -1: it holds when `BLOCK >= bound`. Two dims
+indexed by one program id are refused (their index set is not a product).
 Anything else is merged with the old contents on the host.
 """
 
@@ -59,11 +63,14 @@ def _placed(v: Value) -> tuple[Value, int | None]:
 
 
 def _block_offsets(v: Value) -> tuple[int, int] | None:
-    """`pid(axis) * BLOCK + arange(0, BLOCK)` -> (axis, BLOCK); a lone arange -> (-1, BLOCK)."""
+    """`pid(axis) * BLOCK + arange(0, BLOCK)` -> (axis, BLOCK); a lone arange -> (-1, BLOCK); a
+    lone `pid(axis)` (a scalar: one index per program) -> (axis, 1)."""
     v = _strip(v)
     op = _def(v)
     if isinstance(op, tt.MakeRangeOp) and op.start == 0:
         return (-1, op.end)
+    if isinstance(op, tt.GetProgramIdOp) and not getattr(v.type, "shape", ()):
+        return (op.axis, 1)
     if not isinstance(op, arith.AddIOp):
         return None
     for a, b in ((op.lhs, op.rhs), (op.rhs, op.lhs)):
@@ -159,22 +166,29 @@ def _covering(store: mem.StoreOp, root: BlockArgument, args: dict[Value, str]) -
             return None
         parts.append(got)
     rank = len(getattr(store.ptr.type, "shape", ()))
-    if rank == 0 or len(parts) != rank or len({p[1] for p in parts}) != rank:
+    # program-id terms (`X += pid * stride`, a scalar offset) are outer dims of one index per
+    # program; the tensor terms are the tile's dims, one each
+    rows = [p for p in parts if not getattr(p[0].type, "shape", ())]
+    tile = [p for p in parts if getattr(p[0].type, "shape", ())]
+    if rank == 0 or len(tile) != rank or len({p[1] for p in tile}) != rank:
         return None
+    axes = [p[2] for p in parts if p[2] >= 0]
+    if len(set(axes)) != len(axes):
+        return None  # two dims indexed by one program id cover a diagonal, not a product
     bounds = _mask_bounds(store.mask, args) if store.mask is not None else {}
     if bounds is None:
         return None
-    if store.mask is not None and len(bounds) != rank:
+    if store.mask is not None and len(bounds) != rank + sum((p[2], p[3]) in bounds for p in rows):
         return None  # a dim without its own bound, or two dims sharing one index vector
     dims = []
-    for _, _, axis, block, sp, sv in sorted(parts, key=lambda p: p[1] or 0):
+    for _, _, axis, block, sp, sv in rows + sorted(tile, key=lambda p: p[1] or 0):
         bp, bv = bounds.pop((axis, block), (None, None)) if store.mask is not None else (None, None)
-        if axis < 0:
-            # a lone arange: every program writes the same indices [0, BLOCK)
-            if bp is not None:
-                return None
+        if axis < 0 and bp is None:
+            # a lone arange: every program writes the same indices [0, min(bound, BLOCK))
             bv = block if bv is None else min(bv, block)
             axis = 0
+        # (a lone arange bounded by a parameter keeps grid_axis -1: the runtime checks
+        # BLOCK >= bound, not the grid)
         dims.append(CoveredDim(axis, block, bp, bv, sp, sv))
     if bounds:
         return None  # the mask tests something else as well
@@ -188,8 +202,9 @@ def store_coverage(func: Op, buffers: dict[BlockArgument, Buffer], uses: dict[Bl
     for arg, buf in buffers.items():
         if buf.output_name is None:
             continue
-        if uses[arg].atomic:
-            out.append(OutputCoverage(buf.output_name, False, reason="updated by atomics"))
+        if uses[arg].atomic or uses[arg].live:
+            reason = "updated by atomics" if uses[arg].atomic else "loaded and stored under a lock"
+            out.append(OutputCoverage(buf.output_name, False, reason=reason))
             continue
         found = None
         for st in top:

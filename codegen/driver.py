@@ -142,7 +142,7 @@ def compile_module(module: Module, options: CodegenOptions, axis_info: object | 
     atomic_info = {
         u.arg.name_hint or "": {"kinds": sorted(u.atomic_kinds), "result_used": u.atomic_result_used,
                                 "loaded": u.loaded}
-        for u in uses.values() if u.atomic
+        for u in uses.values() if u.atomic or u.live
     }
     return MSLKernel(
         name=f"{sanitize(name)}_{digest}",

@@ -51,8 +51,9 @@ class ParamBinding:
 @dataclass(frozen=True)
 class CoveredDim:
     """One dimension of a proven store pattern: indices `i < bound` along it are written when
-    `grid[grid_axis] * block >= bound`; each index contributes `i * stride` to the flat element
-    index."""
+    `grid[grid_axis] * block >= bound` (`block >= bound` when `grid_axis` is -1: an index
+    vector that does not depend on the program); each index contributes `i * stride` to the
+    flat element index."""
 
     grid_axis: int
     block: int

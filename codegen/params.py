@@ -10,7 +10,10 @@ A load of a parameter that an earlier op (in program order) has stored to is ref
 the stores go to a fresh output array while loads read the input, so the load would not see them.
 A parameter updated by atomics is different: its loads read the output, the memory the atomics
 (and stores) update, so locks and counters work; the runtime must start that output with the
-array's contents (`MSLKernel.metadata["atomics"]`).
+array's contents (`MSLKernel.metadata["atomics"]`). So is a parameter both loaded and stored in a
+kernel that uses the value an atomic returns (programs that wait for each other, e.g. through a
+spin lock, read what other programs stored under the lock): it is "live", bound like an atomic
+parameter (kind `pointer_atomic`, no input, listed in the atomics metadata with no kinds).
 """
 
 from __future__ import annotations
@@ -37,6 +40,9 @@ class ParamUse:
     atomic: bool = False
     atomic_kinds: set[str] = field(default_factory=set)
     atomic_result_used: bool = False
+    live: bool = False
+    """Loaded and stored in a kernel whose programs synchronize through atomics (a lock): its
+    loads must see other programs' stores, so they read the output, as for atomics."""
 
 
 def sanitize(name: str) -> str:
@@ -95,12 +101,21 @@ def analyse_params(func: Op, kernel: str) -> dict[BlockArgument, ParamUse]:
     root = pointer_roots(func)
     uses = {a: ParamUse(a) for a in func.body.block.args}  # type: ignore[attr-defined]
     used_values = {v for op in func.walk() for v in op.operands}
-    atomic_params = {root[op.ptr] for op in func.walk()
-                     if isinstance(op, (mem.AtomicRMWOp, mem.AtomicCASOp)) and op.ptr in root}
+    atomics = [op for op in func.walk() if isinstance(op, (mem.AtomicRMWOp, mem.AtomicCASOp)) and op.ptr in root]
+    atomic_params = {root[op.ptr] for op in atomics}
+    # an atomic whose returned value is used lets programs wait for each other (a spin lock, a
+    # counter): then a plain array both loaded and stored may be read after another program's
+    # stores, and its loads must read the memory the stores update
+    synchronized = any(op.result in used_values for op in atomics)
+    loaded = {root[op.ptr] for op in func.walk() if isinstance(op, mem.LoadOp) and op.ptr in root}
+    stored = {root[op.ptr] for op in func.walk() if isinstance(op, mem.StoreOp) and op.ptr in root}
+    live = (loaded & stored) - atomic_params if synchronized else set()
+    for arg in live:
+        uses[arg].live = True
     for op in func.walk():
         if isinstance(op, mem.LoadOp) and op.ptr in root:
             u = uses[root[op.ptr]]
-            if u.stored and u.arg not in atomic_params:
+            if u.stored and u.arg not in atomic_params and not u.live:
                 name = u.arg.name_hint or "?"
                 raise CompilationError(
                     f"this load reads '{name}' after the kernel stored to it: on Apple GPUs the stores of a "
@@ -133,10 +148,11 @@ def make_buffers(uses: dict[BlockArgument, ParamUse]) -> tuple[dict[BlockArgumen
             if not isinstance(pointee, ScalarType):
                 raise CompilationError(f"parameter '{name}' points to pointers, which Metal buffers cannot hold")
             written = u.stored or u.atomic
-            # loads of an atomically updated array read its output, the memory the atomics update
-            input_name = f"{ident}_in" if (u.loaded and not u.atomic) else None
+            # loads of an atomically updated (or live) array read its output, the memory the
+            # atomics and other programs' stores update
+            input_name = f"{ident}_in" if (u.loaded and not u.atomic and not u.live) else None
             output_name = f"{ident}_out" if written else None
-            if u.atomic:
+            if u.atomic or u.live:
                 kind = "pointer_atomic"
             elif u.loaded and u.stored:
                 kind = "pointer_inout"

@@ -63,11 +63,6 @@ def test_float16():
     np.testing.assert_allclose(db.astype(np.float32), db_ref, atol=2e-2 * np.abs(db_ref).max())
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "MLX arrays take the mx.fast.metal_kernel path, where the backward kernel cannot run: its DW/DB "
-    "loads read the contents from before the launch although other programs store to them under the "
-    "lock (the code generator classifies them as in/out parameters), the lock array must start with "
-    "its contents, and DX is not proven fully written, so a merge would run the kernel twice"))
 def test_mlx_arrays():
     import mlx.core as mx
 

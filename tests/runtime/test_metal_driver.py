@@ -248,13 +248,40 @@ def test_examples_run_through_the_metal_driver(fake: FakeMx, name: str, capsys: 
     assert fake.fast.launches and all(launch["threadgroup"][0] % 32 == 0 for launch in fake.fast.launches)
 
 
-def test_layer_norm_backward_is_refused_through_the_metal_driver(fake: FakeMx):
+def test_layer_norm_backward_runs_through_the_metal_driver(fake: FakeMx):
     from examples import layer_norm
 
     rng = np.random.default_rng(0)
     x = rng.standard_normal((6, 40)).astype(np.float32)
     w = rng.random(40).astype(np.float32)
+    dy = rng.standard_normal((6, 40)).astype(np.float32)
     y, mean, rstd = layer_norm.layer_norm_forward(x, w, w)
     np.testing.assert_allclose(y, layer_norm.reference_forward(x, w, w, 1e-5)[0], atol=1e-5)
-    with pytest.raises(triton.LaunchError, match="cannot run through mx.fast.metal_kernel"):
-        layer_norm.layer_norm_backward(x, x, w, mean, rstd)
+    # the partial buffers are loaded and stored under the lock: their loads read the output,
+    # which starts at their one value (zeros); DX's row-strided stores are proven to cover it
+    fake.fast.launches.clear()
+    dx, dw, db = layer_norm.layer_norm_backward(dy, x, w, mean, rstd)
+    for got, want in zip((dx, dw, db), layer_norm.reference_backward(dy, x, w, 1e-5)):
+        np.testing.assert_allclose(got, want, atol=1e-4)
+    assert all(launch["init_value"] in (None, 0.0) for launch in fake.fast.launches)
+    assert len(fake.fast.launches) == 2  # one run per kernel: nothing merged
+
+
+@triton.jit
+def locked_accumulate(acc_ptr, lock_ptr, x_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    while tl.atomic_cas(lock_ptr, 0, 1) == 1:
+        pass
+    tl.store(acc_ptr + offs, tl.load(acc_ptr + offs) + tl.load(x_ptr + offs))
+    tl.debug_barrier()
+    tl.atomic_xchg(lock_ptr, 0)
+
+
+def test_arrays_loaded_and_stored_under_a_lock_start_as_their_one_value(fake: FakeMx):
+    x = np.arange(8, dtype=np.float32)
+    acc = np.zeros(8, np.float32)  # one init_value starts every output: the lock's 0 too
+    locked_accumulate[(3,)](acc, np.zeros(1, np.int32), x, N=8)
+    np.testing.assert_array_equal(acc, 3 * x)
+    assert {launch["init_value"] for launch in fake.fast.launches} == {0.0}
+    with pytest.raises(triton.LaunchError, match="'acc_ptr' is loaded and stored by programs that wait"):
+        locked_accumulate[(3,)](np.arange(8, dtype=np.float32), np.zeros(1, np.int32), x, N=8)

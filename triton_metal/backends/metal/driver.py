@@ -134,6 +134,12 @@ def _scalar(values: Sequence[object], names: Sequence[str], name: str | None) ->
     return int(value)
 
 
+def _reach(grid: tuple[int, int, int], axis: int, block: int) -> int:
+    """How far a proof's index reaches: `grid[axis] * block`, or `block` for an index that does
+    not depend on the program (axis -1)."""
+    return block if axis < 0 else grid[axis] * block
+
+
 def output_covered(msl: Any, slot: OutputSlot, values: Sequence[object], names: Sequence[str],
                    grid: tuple[int, int, int], size: int) -> bool:
     """The compiler's proof that this launch writes every element of the output holds here
@@ -145,7 +151,7 @@ def output_covered(msl: Any, slot: OutputSlot, values: Sequence[object], names: 
     if tile:
         bounds: list[int] = []
         for dim in tile:
-            reach = grid[dim.grid_axis] * dim.block
+            reach = _reach(grid, dim.grid_axis, dim.block)
             if dim.bound_param is not None:
                 bound = _scalar(values, names, dim.bound_param)
             elif dim.bound_value is not None:
@@ -165,7 +171,7 @@ def output_covered(msl: Any, slot: OutputSlot, values: Sequence[object], names: 
         return expected == size
     if not cov.proven or cov.block <= 0:
         return False
-    reach = grid[cov.grid_axis] * cov.block
+    reach = _reach(grid, cov.grid_axis, cov.block)
     if cov.bound_param is not None:
         bound = _scalar(values, names, cov.bound_param)
         if bound is None:
@@ -318,6 +324,13 @@ class MetalLauncher:
         uniform = self._uniform_value(value, slot.dtype)
         if uniform is not None:
             return "", uniform
+        if not kinds:
+            raise self._refuse(
+                f"'{slot.param}' is loaded and stored by programs that wait for each other through "
+                "atomics (a lock), so its loads must read the kernel's output, which must start as "
+                "the array's current contents: mx.fast.metal_kernel cannot provide them unless every "
+                "element holds one value (outputs start empty or at one scalar)"
+            )
         if info.get("loaded"):
             problem = "it also loads from the array"
         elif info.get("result_used"):
