@@ -108,6 +108,18 @@ class MSLPrinter:
     def _pad(self, depth: int) -> str:
         return self.indent_unit * depth
 
+    def _nested(self, body: tuple[Stmt, ...], depth: int, out: list[str]) -> None:
+        """The statements of a braced block, one level deeper."""
+        for s in body:
+            self._stmt(s, depth + 1, out)
+
+    def _block(self, header: str, body: tuple[Stmt, ...], depth: int, out: list[str]) -> None:
+        """`header {`, the body one level deeper, `}` (`header` is empty for a bare scope)."""
+        pad = self._pad(depth)
+        out.append(f"{pad}{header}{{")
+        self._nested(body, depth, out)
+        out.append(f"{pad}}}")
+
     @singledispatchmethod
     def stmt(self, node: object, depth: int, out: list[str]) -> None:
         raise internal_error(f"MSLPrinter has no rule for statement {type(node).__name__}: {node!r}")
@@ -139,33 +151,24 @@ class MSLPrinter:
     def _(self, node: If, depth: int, out: list[str]) -> None:
         pad = self._pad(depth)
         out.append(f"{pad}if ({self._cond(node.cond)}) {{")
-        for s in node.then:
-            self._stmt(s, depth + 1, out)
+        self._nested(node.then, depth, out)
         if node.orelse:
             out.append(f"{pad}}} else {{")
-            for s in node.orelse:
-                self._stmt(s, depth + 1, out)
+            self._nested(node.orelse, depth, out)
         out.append(f"{pad}}}")
 
     @stmt.register
     def _(self, node: ForRange, depth: int, out: list[str]) -> None:
-        pad = self._pad(depth)
         v = node.var
-        out.append(
-            f"{pad}for ({node.ctype} {v} = {self._expr(node.lower)}; {v} < {self._expr(node.upper)}; "
-            f"{v} += {self._expr(node.step)}) {{"
+        header = (
+            f"for ({node.ctype} {v} = {self._expr(node.lower)}; {v} < {self._expr(node.upper)}; "
+            f"{v} += {self._expr(node.step)}) "
         )
-        for s in node.body:
-            self._stmt(s, depth + 1, out)
-        out.append(f"{pad}}}")
+        self._block(header, node.body, depth, out)
 
     @stmt.register
     def _(self, node: Loop, depth: int, out: list[str]) -> None:
-        pad = self._pad(depth)
-        out.append(f"{pad}while (true) {{")
-        for s in node.body:
-            self._stmt(s, depth + 1, out)
-        out.append(f"{pad}}}")
+        self._block("while (true) ", node.body, depth, out)
 
     @stmt.register
     def _(self, node: Break, depth: int, out: list[str]) -> None:
@@ -178,11 +181,7 @@ class MSLPrinter:
 
     @stmt.register
     def _(self, node: Scope, depth: int, out: list[str]) -> None:
-        pad = self._pad(depth)
-        out.append(f"{pad}{{")
-        for s in node.body:
-            self._stmt(s, depth + 1, out)
-        out.append(f"{pad}}}")
+        self._block("", node.body, depth, out)
 
     @stmt.register
     def _(self, node: LineMark, depth: int, out: list[str]) -> None:
