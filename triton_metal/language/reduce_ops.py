@@ -8,14 +8,19 @@ from .core import _tensor_member_fn, _unwrap, builtin, tensor
 from .semantic import Semantic
 
 
+def _operands(input: Any) -> tuple[list[Any], bool]:  # noqa: A002
+    """The tensors a reduction or scan combines, and whether a single tensor (not a tuple) came."""
+    inputs = _unwrap(input)
+    single = isinstance(inputs, tensor) or not isinstance(inputs, (tuple, list))
+    return ([inputs] if single else list(inputs)), single
+
+
 @_tensor_member_fn
 @builtin
 def reduce(input: Any, axis: Any, combine_fn: Any, keep_dims: Any = False,  # noqa: A002
            _semantic: Semantic = None, _generator: Any = None) -> Any:  # type: ignore[assignment]
     """Reduce `input` (a tensor or a tuple of tensors) along `axis` with a `@jit` combine_fn."""
-    inputs = _unwrap(input)
-    single = isinstance(inputs, tensor) or not isinstance(inputs, (tuple, list))
-    xs = [inputs] if single else list(inputs)
+    xs, single = _operands(input)
     combine = _semantic.user_combine(_unwrap(combine_fn), _generator)
     out = _semantic.reduction(xs, _unwrap(axis), combine, _unwrap(keep_dims))
     return out[0] if single else out
@@ -26,9 +31,7 @@ def reduce(input: Any, axis: Any, combine_fn: Any, keep_dims: Any = False,  # no
 def associative_scan(input: Any, axis: Any, combine_fn: Any, reverse: Any = False,  # noqa: A002
                      _semantic: Semantic = None, _generator: Any = None) -> Any:  # type: ignore[assignment]
     """Inclusive scan of `input` (a tensor or a tuple of tensors) along `axis` with combine_fn."""
-    inputs = _unwrap(input)
-    single = isinstance(inputs, tensor) or not isinstance(inputs, (tuple, list))
-    xs = [inputs] if single else list(inputs)
+    xs, single = _operands(input)
     combine = _semantic.user_combine(_unwrap(combine_fn), _generator)
     out = _semantic.scan(xs, _unwrap(axis), combine, _unwrap(reverse))
     return out[0] if single else out
