@@ -9,7 +9,7 @@ the bit pattern, float-to-int conversion truncates toward zero, bf16 results rou
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,6 +54,23 @@ def _h(data: Any, ty: dtype) -> TensorHandle:
 
 
 _erf = np.frompyfunc(math.erf, 1, 1)
+
+# float math functions, on float32 data (float64 for fp64), rounded to the result type by `_h`
+_FLOAT_MATH: dict[MathOp, Callable[[np.ndarray], np.ndarray]] = {
+    MathOp.EXP: np.exp,
+    MathOp.EXP2: np.exp2,
+    MathOp.LOG: np.log,
+    MathOp.LOG2: np.log2,
+    MathOp.COS: np.cos,
+    MathOp.SIN: np.sin,
+    MathOp.SQRT: np.sqrt,
+    MathOp.SQRT_RN: np.sqrt,
+    MathOp.RSQRT: lambda f: 1.0 / np.sqrt(f),
+    MathOp.ERF: lambda f: _erf(f.astype(np.float64)).astype(np.float64),
+    MathOp.FLOOR: np.floor,
+    MathOp.CEIL: np.ceil,
+    MathOp.FABS: np.abs,
+}
 
 
 def _u8() -> dtype:
@@ -186,33 +203,10 @@ class NumpyBuilder:
         if op is MathOp.IABS:
             return _h(np.abs(a), ty)
         f = a.astype(np.float32) if ty.primitive_bitwidth <= 32 else a
-        if op is MathOp.EXP:
-            r = np.exp(f)
-        elif op is MathOp.EXP2:
-            r = np.exp2(f)
-        elif op is MathOp.LOG:
-            r = np.log(f)
-        elif op is MathOp.LOG2:
-            r = np.log2(f)
-        elif op is MathOp.COS:
-            r = np.cos(f)
-        elif op is MathOp.SIN:
-            r = np.sin(f)
-        elif op in (MathOp.SQRT, MathOp.SQRT_RN):
-            r = np.sqrt(f)
-        elif op is MathOp.RSQRT:
-            r = 1.0 / np.sqrt(f)
-        elif op is MathOp.ERF:
-            r = _erf(f.astype(np.float64)).astype(np.float64)
-        elif op is MathOp.FLOOR:
-            r = np.floor(f)
-        elif op is MathOp.CEIL:
-            r = np.ceil(f)
-        elif op is MathOp.FABS:
-            r = np.abs(f)
-        else:
+        fn = _FLOAT_MATH.get(op)
+        if fn is None:
             raise InterpreterError(f"unsupported math operation {op}")
-        return _h(r, ty)
+        return _h(fn(f), ty)
 
     def create_fma(self, a: TensorHandle, b: TensorHandle, c: TensorHandle) -> TensorHandle:
         r = a.data.astype(np.float64) * b.data.astype(np.float64) + c.data.astype(np.float64)
