@@ -123,6 +123,16 @@ def _int_helper(ctx: LoweringContext, ty: ScalarType) -> None:
     ctx.int_helper_types.add(ty.name)
 
 
+def _binary_in(ctx: LoweringContext, op: arith.BinaryOp, a: RegValue, b: RegValue, ctype: str, work: str,
+               build: Callable[[Expr, Expr], Expr]) -> None:
+    """`build(x, y)` elementwise, computed in the MSL type `work` (operands converted to it and the
+    result back to `ctype`) where that differs from the result type."""
+    if work == ctype:
+        elementwise(ctx, op, [a, b], build)
+    else:
+        elementwise(ctx, op, [a, b], lambda x, y: Convert(ctype, build(Convert(work, x), Convert(work, y))))
+
+
 @lowers(arith.DivSIOp, arith.DivUIOp, arith.RemSIOp, arith.RemUIOp)
 def lower_int_div(ctx: LoweringContext, op: arith.BinaryOp) -> None:
     ty = _el(op.lhs)
@@ -140,10 +150,7 @@ def lower_int_div(ctx: LoweringContext, op: arith.BinaryOp) -> None:
     work = ScalarType(("u" if unsigned else "i") + str(ty.bitwidth))
     wc = msl_type(work)
     _int_helper(ctx, work)
-    if wc == c:
-        elementwise(ctx, op, [a, b], lambda x, y: Apply(key, (x, y)))
-    else:
-        elementwise(ctx, op, [a, b], lambda x, y: Convert(c, Apply(key, (Convert(wc, x), Convert(wc, y)))))
+    _binary_in(ctx, op, a, b, c, wc, lambda x, y: Apply(key, (x, y)))
 
 
 @lowers(arith.ShLIOp, arith.ShRUIOp, arith.ShRSIOp)
@@ -167,10 +174,7 @@ def lower_shift(ctx: LoweringContext, op: arith.BinaryOp) -> None:
         work, key = ScalarType("i" + str(ty.bitwidth)), "shr"
     wc = msl_type(work)
     _int_helper(ctx, work)
-    if wc == c:
-        elementwise(ctx, op, [a, b], lambda x, y: Apply(key, (x, y)))
-    else:
-        elementwise(ctx, op, [a, b], lambda x, y: Convert(c, Apply(key, (Convert(wc, x), Convert(wc, y)))))
+    _binary_in(ctx, op, a, b, c, wc, lambda x, y: Apply(key, (x, y)))
 
 
 @lowers(arith.MinSIOp, arith.MinUIOp, arith.MaxSIOp, arith.MaxUIOp)
@@ -185,10 +189,7 @@ def lower_int_minmax(ctx: LoweringContext, op: arith.BinaryOp) -> None:
         return
     c = msl_type(ty)
     wc = _unsigned(ty) if unsigned else _signed(ty)
-    if wc == c:
-        elementwise(ctx, op, [a, b], lambda x, y: Call(key, (x, y)))
-    else:
-        elementwise(ctx, op, [a, b], lambda x, y: Convert(c, Call(key, (Convert(wc, x), Convert(wc, y)))))
+    _binary_in(ctx, op, a, b, c, wc, lambda x, y: Call(key, (x, y)))
 
 
 @lowers(arith.MulHiOp)
