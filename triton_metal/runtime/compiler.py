@@ -12,8 +12,8 @@ for one launch dimension).
 `COMPILER_HASH` is the SHA-256 of the compiler's own sources (front end, IR, passes, language,
 code generator, templates): part of every disk-cache key, so editing the compiler never reuses
 MSL an older compiler produced. Hashing the files is memoised per file set in the cache
-directory (keyed by paths, sizes and modification times), so a fresh process pays a few stat
-calls, not a read of every source.
+directory (keyed by paths, sizes, modification and change times; files changed in the last two
+seconds are always read), so a fresh process pays a few stat calls, not a read of every source.
 """
 
 from __future__ import annotations
@@ -115,11 +115,21 @@ def _compiler_files() -> list[tuple[str, os.stat_result]]:
     return sorted(found.items())
 
 
+RACY_NS = 2_000_000_000
+"""Files changed less than 2 s ago are hashed, not looked up by stamp: file times tick coarsely,
+so two writes within one tick could leave size, modification and change times alike."""
+
+
 def _compute_compiler_hash(memo_dir: Path | None) -> str:
     files = _compiler_files()
     stamp = hashlib.sha256()
+    newest = 0
     for path, st in files:
-        stamp.update(f"{path}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+        # The change time moves on every write, even when the modification time is put back.
+        stamp.update(f"{path}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\n".encode())
+        newest = max(newest, st.st_mtime_ns, st.st_ctime_ns)
+    if time.time_ns() - newest < RACY_NS:
+        memo_dir = None
     memo = memo_dir / f"compiler-{stamp.hexdigest()[:24]}.txt" if memo_dir is not None else None
     if memo is not None and memo.is_file():
         text = memo.read_text().strip()
