@@ -117,27 +117,27 @@ class ScanOp(Op):
         _check_combine(self, self.combine, elements, "tt.scan.return")
 
 
-class ReduceReturnOp(Op):
+class _CombineReturnOp(Op):
+    """The terminator of a combine region: yields the combined values to its `owner` op."""
+
+    is_terminator: ClassVar[bool] = True
+    owner: ClassVar[type[Op]]
+    values: tuple[Value, ...] = var_operand(positional=True)
+
+    def verify_(self) -> None:
+        num_results(self, 0)
+        parent = self.parent.parent_op if self.parent is not None else None
+        if not isinstance(parent, self.owner):
+            raise self.error(f"must end the combine region of a '{self.owner.name}'")
+
+
+class ReduceReturnOp(_CombineReturnOp):
     name: ClassVar[str] = "tt.reduce.return"
-    is_terminator: ClassVar[bool] = True
-    values: tuple[Value, ...] = var_operand(positional=True)
-
-    def verify_(self) -> None:
-        num_results(self, 0)
-        parent = self.parent.parent_op if self.parent is not None else None
-        if not isinstance(parent, ReduceOp):
-            raise self.error("must end the combine region of a 'tt.reduce'")
+    owner: ClassVar[type[Op]] = ReduceOp
 
 
-class ScanReturnOp(Op):
+class ScanReturnOp(_CombineReturnOp):
     name: ClassVar[str] = "tt.scan.return"
-    is_terminator: ClassVar[bool] = True
-    values: tuple[Value, ...] = var_operand(positional=True)
-
-    def verify_(self) -> None:
-        num_results(self, 0)
-        parent = self.parent.parent_op if self.parent is not None else None
-        if not isinstance(parent, ScanOp):
-            raise self.error("must end the combine region of a 'tt.scan'")
+    owner: ClassVar[type[Op]] = ScanOp
 
 
