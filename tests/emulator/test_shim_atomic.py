@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 
 import threading
 
@@ -10,19 +9,12 @@ import numpy as np
 import pytest
 
 try:
-    from .shim.shim_harness import TARGETS, NativeLibrary, QemuLibrary, compile_only, library
+    from .shim.shim_harness import Library, compile_only, library, library_fixture
 except ImportError:
-    from shim.shim_harness import TARGETS, NativeLibrary, QemuLibrary, compile_only, library  # type: ignore[no-redef]
-
-Library = NativeLibrary | QemuLibrary
+    from shim.shim_harness import Library, compile_only, library, library_fixture  # type: ignore[no-redef]
 
 
-@pytest.fixture(scope="module", params=TARGETS)
-def lib(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Library]:
-    built = library(request.param, "atomic_ops.cpp", tmp_path_factory.mktemp("atomic"))
-    yield built
-    if isinstance(built, QemuLibrary):
-        built.close()
+lib = library_fixture("atomic_ops.cpp")
 
 
 def test_int_operations_return_the_old_value(lib: Library) -> None:

@@ -3,29 +3,22 @@
 from __future__ import annotations
 
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import pytest
 
 try:
-    from .shim.shim_harness import TARGETS, NativeLibrary, QemuLibrary, compile_only, library
+    from .shim.shim_harness import Library, compile_only, library_fixture
 except ImportError:
-    from shim.shim_harness import TARGETS, NativeLibrary, QemuLibrary, compile_only, library  # type: ignore[no-redef]
+    from shim.shim_harness import Library, compile_only, library_fixture  # type: ignore[no-redef]
 
 N = 4096  # a multiple of 4, so the float4 variants cover every element
 F32, F16 = np.float32, np.float16
 
-Library = NativeLibrary | QemuLibrary
 
-
-@pytest.fixture(scope="module", params=TARGETS)
-def lib(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Library]:
-    built = library(request.param, "math_ops.cpp", tmp_path_factory.mktemp("math"))
-    yield built
-    if isinstance(built, QemuLibrary):
-        built.close()
+lib = library_fixture("math_ops.cpp")
 
 
 def _uniform(lo: float, hi: float) -> Callable[[np.random.Generator], np.ndarray]:

@@ -2,28 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 
 import mlx.core as mx
 import numpy as np
 import pytest
 
 try:
-    from .shim.shim_harness import TARGETS, NativeLibrary, QemuLibrary, compile_only, library
+    from .shim.shim_harness import Library, compile_only, library_fixture
 except ImportError:
-    from shim.shim_harness import TARGETS, NativeLibrary, QemuLibrary, compile_only, library  # type: ignore[no-redef]
+    from shim.shim_harness import Library, compile_only, library_fixture  # type: ignore[no-redef]
 
 F16 = np.float16
 
-Library = NativeLibrary | QemuLibrary
 
-
-@pytest.fixture(scope="module", params=TARGETS)
-def lib(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Library]:
-    built = library(request.param, "scalar_ops.cpp", tmp_path_factory.mktemp("scalar"))
-    yield built
-    if isinstance(built, QemuLibrary):
-        built.close()
+lib = library_fixture("scalar_ops.cpp")
 
 
 def _halves(rng: np.random.Generator, n: int) -> np.ndarray:

@@ -2,25 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 
 import numpy as np
 import pytest
 
 try:
-    from .shim.shim_harness import TARGETS, NativeLibrary, QemuLibrary, compile_only, library
+    from .shim.shim_harness import Library, compile_only, library_fixture
 except ImportError:
-    from shim.shim_harness import TARGETS, NativeLibrary, QemuLibrary, compile_only, library  # type: ignore[no-redef]
-
-Library = NativeLibrary | QemuLibrary
+    from shim.shim_harness import Library, compile_only, library_fixture  # type: ignore[no-redef]
 
 
-@pytest.fixture(scope="module", params=TARGETS)
-def lib(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Library]:
-    built = library(request.param, "vector_ops.cpp", tmp_path_factory.mktemp("vector"))
-    yield built
-    if isinstance(built, QemuLibrary):
-        built.close()
+lib = library_fixture("vector_ops.cpp")
 
 
 def test_constructors(lib: Library) -> None:

@@ -20,6 +20,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -210,6 +211,21 @@ def library(kind: str, source: str, out_dir: Path, prelude: str = PRELUDE) -> Na
 
 
 TARGETS = ("native", "clang", "aarch64")
+
+Library = NativeLibrary | QemuLibrary
+
+
+def library_fixture(source: str) -> Any:
+    """A module-scoped pytest fixture `lib`: `source` built for each of TARGETS in turn."""
+
+    @pytest.fixture(scope="module", params=TARGETS)
+    def lib(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Library]:
+        built = library(request.param, source, tmp_path_factory.mktemp(Path(source).stem))
+        yield built
+        if isinstance(built, QemuLibrary):
+            built.close()
+
+    return lib
 
 
 def ptr(a: np.ndarray) -> ctypes.c_void_p:
