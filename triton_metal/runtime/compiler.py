@@ -96,6 +96,9 @@ def _compiler_roots() -> list[str]:
     return list(unique)
 
 
+_SOURCE_SUFFIXES = (".py", ".lark", ".metal")
+
+
 def _compiler_files() -> list[tuple[str, os.stat_result]]:
     """(path, stat) of every compiler source, sorted (os.scandir: no pathlib on this path)."""
     found: dict[str, os.stat_result] = {}
@@ -103,15 +106,15 @@ def _compiler_files() -> list[tuple[str, os.stat_result]]:
     while pending:
         folder = pending.pop()
         try:
-            entries = list(os.scandir(folder))
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    if entry.is_dir():
+                        if entry.name != "__pycache__":
+                            pending.append(entry.path)
+                    elif entry.name.endswith(_SOURCE_SUFFIXES):
+                        found[entry.path] = entry.stat()
         except OSError:
             continue
-        for entry in entries:
-            if entry.is_dir():
-                if entry.name != "__pycache__":
-                    pending.append(entry.path)
-            elif entry.name.endswith((".py", ".lark", ".metal")):
-                found[entry.path] = entry.stat()
     return sorted(found.items())
 
 
@@ -122,12 +125,11 @@ so two writes within one tick could leave size, modification and change times al
 
 def _compute_compiler_hash(memo_dir: Path | None) -> str:
     files = _compiler_files()
-    stamp = hashlib.sha256()
-    newest = 0
-    for path, st in files:
-        # The change time moves on every write, even when the modification time is put back.
-        stamp.update(f"{path}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\n".encode())
-        newest = max(newest, st.st_mtime_ns, st.st_ctime_ns)
+    # The change time moves on every write, even when the modification time is put back.
+    stamp = hashlib.sha256(
+        "".join(f"{path}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\n" for path, st in files).encode()
+    )
+    newest = max((max(st.st_mtime_ns, st.st_ctime_ns) for _, st in files), default=0)
     if time.time_ns() - newest < RACY_NS:
         memo_dir = None
     memo = memo_dir / f"compiler-{stamp.hexdigest()[:24]}.txt" if memo_dir is not None else None

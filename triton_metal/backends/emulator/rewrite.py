@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
 from triton_metal.backends.emulator.errors import MSLCompileError
@@ -42,28 +43,31 @@ SYNC_FUNCTIONS = (
 ).split()
 _SYNC = re.compile(r"\b(?:" + "|".join(SYNC_FUNCTIONS) + r")\b")
 
-# (pattern, reason, words): the pattern can only match where one of the words occurs, so a
-# substring test skips the (much slower) regex search for most kernels.
+# (pattern, reason, hint): the pattern can only match where its hint does, and the hint (a
+# literal, or "threadgroup" and a space) is found by a fast literal scan, so most kernels skip
+# the much slower search (a pattern that starts with \b or a lookbehind is tried everywhere).
+_TG_HINT = re.compile(r"threadgroup\s")
 _FORBIDDEN = (
-    (re.compile(r"\bgoto\b"), "MSL has no `goto`", ("goto",)),
-    (re.compile(r"\b(?:asm|__asm__|__asm)\b"), "MSL has no inline assembly", ("asm",)),
-    (re.compile(r"\b__builtin_\w*"), "compiler builtins are not MSL; use the metal:: functions", ("__builtin_",)),
-    (re.compile(r"\bthread_local\b"), "MSL has no `thread_local`", ("thread_local",)),
-    (re.compile(r"\b(?:new|delete)\b"), "MSL has no dynamic allocation (`new`/`delete`)", ("new", "delete")),
-    (re.compile(r"\b(?:try|catch|throw)\b"), "MSL has no exceptions", ("try", "catch", "throw")),
+    (re.compile(r"\bgoto\b"), "MSL has no `goto`", re.compile("goto")),
+    (re.compile(r"\b(?:asm|__asm__|__asm)\b"), "MSL has no inline assembly", re.compile("asm")),
+    (re.compile(r"\b__builtin_\w*"), "compiler builtins are not MSL; use the metal:: functions", re.compile("__builtin_")),
+    (re.compile(r"\bthread_local\b"), "MSL has no `thread_local`", re.compile("thread_local")),
+    (re.compile(r"\b(?:new|delete)\b"), "MSL has no dynamic allocation (`new`/`delete`)", re.compile("new|delete")),
+    (re.compile(r"\b(?:try|catch|throw)\b"), "MSL has no exceptions", re.compile("try|catch|throw")),
     (
         re.compile(_STATEMENT + _TG_HEAD + r"\s*=", re.M),
         "a threadgroup variable cannot have an initializer in MSL; assign it in the body",
-        ("threadgroup",),
+        _TG_HINT,
     ),
     (
         re.compile(_STATEMENT + _TG_HEAD + r"\s*,", re.M),
         "declare one threadgroup variable per statement (the emulator rewrites each declaration)",
-        ("threadgroup",),
+        _TG_HINT,
     ),
 )
 
 
+@functools.lru_cache(maxsize=64)  # a build scans the same body and header several times
 def strip_comments(text: str) -> str:
     """`text` with comments and string/char literals blanked, newlines kept (for scanning)."""
 
@@ -104,8 +108,8 @@ def needs_fibers(*texts: str) -> bool:
 def check_msl_restrictions(text: str, file: str, kernel: str, first_line: int = 1) -> None:
     """Refuse C++ that MSL does not have; `first_line` is the line number of `text`'s first line."""
     scan = strip_comments(text)
-    for pattern, reason, words in _FORBIDDEN:
-        if not any(w in scan for w in words):
+    for pattern, reason, hint in _FORBIDDEN:
+        if hint.search(scan) is None:
             continue
         match = pattern.search(scan)
         if match is None:

@@ -41,12 +41,13 @@ def include_dirs() -> list[Path]:
     return [INCLUDE_DIR, RUNTIME_DIR]
 
 
-def header_files() -> list[Path]:
-    """Every file of the include directories, in a fixed order (what a kernel compile may read)."""
-    files: list[Path] = []
+def header_files() -> list[str]:
+    """Every file of the include directories, in a fixed order (what a kernel compile may read);
+    plain strings, as this runs on every kernel build."""
+    files: list[str] = []
     for folder in include_dirs():
         with os.scandir(folder) as entries:
-            files.extend(sorted(Path(e.path) for e in entries if e.is_file()))
+            files.extend(sorted(e.path for e in entries if e.is_file()))
     return files
 
 

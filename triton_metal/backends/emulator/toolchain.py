@@ -184,13 +184,19 @@ def _contents_digest(items: Sequence[tuple[str, bytes]]) -> str:
 _digests: dict[str, str] = {}  # stat stamps of a file set -> its contents digest
 
 
-def files_digest(paths: Sequence[Path]) -> str:
+def files_digest(paths: Sequence[str | os.PathLike[str]]) -> str:
     """SHA-256 of the files' names and contents, remembered (in the process and on disk) under
     their stat stamps: a file set that has not changed is stat'ed, not read."""
-    stamps = [stat_stamp(p) for p in paths]
-    if not all(settled for _, settled in stamps):
-        return _contents_digest([(p.name, p.read_bytes()) for p in paths])
-    key = cache_key(*(f"{p}\0{stamp}" for p, (stamp, _) in zip(paths, stamps)))
+    now = time.time_ns()
+    settled = True
+    stamps: list[str] = []
+    for p in paths:  # the warm path: one stat per file and no Path objects
+        st = os.stat(p)
+        stamps.append(f"{p}\0{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}")
+        settled = settled and now - max(st.st_mtime_ns, st.st_ctime_ns) > RACY_SECONDS * 1e9
+    if not settled:
+        return _read_digest(paths)
+    key = cache_key("\n".join(stamps))
     digest = _digests.get(key)
     if digest is not None:
         return digest
@@ -200,10 +206,14 @@ def files_digest(paths: Sequence[Path]) -> str:
     except OSError:
         digest = ""
     if len(digest) != 64:
-        digest = _contents_digest([(p.name, p.read_bytes()) for p in paths])
+        digest = _read_digest(paths)
         _write_atomically(memo, digest)
     _digests[key] = digest
     return digest
+
+
+def _read_digest(paths: Sequence[str | os.PathLike[str]]) -> str:
+    return _contents_digest([(os.path.basename(p), Path(p).read_bytes()) for p in paths])
 
 
 @dataclass(frozen=True)
