@@ -14,13 +14,17 @@ N = 16
 
 
 def cast_kernel(dst: Any, rounding: str | None = None, bitcast: bool = False) -> Any:
+    # The kernel reads the options as constexprs so that it compiles as well as it interprets.
+    ROUNDING = tl.constexpr(rounding)  # noqa: N806
+    BITCAST = tl.constexpr(bitcast)  # noqa: N806
+
     def kernel(x_ptr, o_ptr, N: tl.constexpr):  # noqa: ANN001, ANN202, N803
         offs = tl.arange(0, N)
         x = tl.load(x_ptr + offs)
-        if bitcast:
+        if BITCAST:
             y = x.to(dst, bitcast=True)
         else:
-            y = x.to(dst, fp_downcast_rounding=rounding)
+            y = x.to(dst, fp_downcast_rounding=ROUNDING)
         tl.store(o_ptr + offs, y)
 
     return kernel

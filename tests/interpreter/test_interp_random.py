@@ -23,8 +23,8 @@ def test_philox_known_answers(run: Any, ctr: Any, key: Any, expected: Any) -> No
     out = np.zeros(4, np.uint32)
 
     def kernel(c_ptr, k_ptr, o_ptr):  # noqa: ANN001, ANN202
-        c = [tl.load(c_ptr + i) for i in range(4)]
-        r0, r1, r2, r3 = tl.philox_impl(c[0], c[1], c[2], c[3], tl.load(k_ptr), tl.load(k_ptr + 1))
+        c0, c1, c2, c3 = tl.load(c_ptr), tl.load(c_ptr + 1), tl.load(c_ptr + 2), tl.load(c_ptr + 3)
+        r0, r1, r2, r3 = tl.philox_impl(c0, c1, c2, c3, tl.load(k_ptr), tl.load(k_ptr + 1))
         tl.store(o_ptr, r0)
         tl.store(o_ptr + 1, r1)
         tl.store(o_ptr + 2, r2)

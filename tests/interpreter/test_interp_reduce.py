@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+import triton_metal
 import triton_metal.language as tl
 from triton_metal.errors import CompilationError
 from triton_metal.language import JITCallable
@@ -14,7 +15,8 @@ from triton_metal.language import JITCallable
 M, K = 8, 16
 
 
-def load2d(ptr: Any) -> Any:
+@triton_metal.jit
+def load2d(ptr):  # noqa: ANN001, ANN201
     r = tl.arange(0, 8)
     c = tl.arange(0, 16)
     return tl.load(ptr + r[:, None] * 16 + c[None, :])
@@ -29,17 +31,19 @@ def test_float_reductions(run: Any, axis: Any, keep_dims: bool, name: str) -> No
     ref = getattr(np, name)(x, axis=axis, keepdims=keep_dims)
     out = np.zeros(np.asarray(ref).shape, np.float32)
     fn = getattr(tl, name)
+    AXIS = tl.constexpr(axis)  # noqa: N806
+    KEEP_DIMS = tl.constexpr(keep_dims)  # noqa: N806
 
     def kernel(x_ptr, o_ptr):  # noqa: ANN001, ANN202
-        r = fn(load2d(x_ptr), axis=axis, keep_dims=keep_dims)
-        if axis == 0:
+        r = fn(load2d(x_ptr), axis=AXIS, keep_dims=KEEP_DIMS)
+        if AXIS == 0:
             idx = tl.arange(0, 16)
-            idx = idx[None, :] if keep_dims else idx
-        elif axis == 1:
+            idx = idx[None, :] if KEEP_DIMS else idx
+        elif AXIS == 1:
             idx = tl.arange(0, 8)
-            idx = idx[:, None] if keep_dims else idx
+            idx = idx[:, None] if KEEP_DIMS else idx
         else:
-            idx = tl.zeros((1, 1), tl.int32) if keep_dims else 0
+            idx = tl.zeros((1, 1), tl.int32) if KEEP_DIMS else 0
         tl.store(o_ptr + idx, r)
 
     run(kernel, x_ptr=x, o_ptr=out)
@@ -47,7 +51,9 @@ def test_float_reductions(run: Any, axis: Any, keep_dims: bool, name: str) -> No
 
 
 def test_reduction_result_dtypes(run: Any) -> None:
-    def kernel():  # noqa: ANN202
+    out = np.zeros(1, np.int32)
+
+    def kernel(o_ptr):  # noqa: ANN001, ANN202
         i8 = tl.full((16,), 100, tl.int8)
         tl.static_assert(tl.sum(i8).dtype == tl.int32)
         tl.static_assert(tl.sum(i8.to(tl.uint8)).dtype == tl.uint32)
@@ -58,8 +64,10 @@ def test_reduction_result_dtypes(run: Any) -> None:
         tl.static_assert(tl.max(i8.to(tl.float16)).dtype == tl.float32)
         tl.static_assert(tl.cumsum(i8, 0).dtype == tl.int32)
         tl.device_assert(tl.sum(i8) == 1600, "small ints sum without overflow")
+        tl.store(o_ptr, tl.sum(i8))
 
-    run(kernel)
+    run(kernel, o_ptr=out)
+    assert out.tolist() == [1600]
 
 
 def test_argmax_argmin_break_ties_to_the_left(run: Any) -> None:
@@ -142,12 +150,14 @@ def test_cumsum_cumprod(run: Any, reverse: bool, axis: int) -> None:
     x = rng.integers(-3, 4, (M, K)).astype(np.int32)
     s = np.zeros((M, K), np.int32)
     p = np.zeros((M, K), np.int32)
+    AXIS = tl.constexpr(axis)  # noqa: N806
+    REVERSE = tl.constexpr(reverse)  # noqa: N806
 
     def kernel(x_ptr, s_ptr, p_ptr):  # noqa: ANN001, ANN202
         r = tl.arange(0, 8)[:, None] * 16 + tl.arange(0, 16)[None, :]
         v = tl.load(x_ptr + r)
-        tl.store(s_ptr + r, tl.cumsum(v, axis, reverse=reverse))
-        tl.store(p_ptr + r, v.cumprod(axis=axis, reverse=reverse))
+        tl.store(s_ptr + r, tl.cumsum(v, AXIS, reverse=REVERSE))
+        tl.store(p_ptr + r, v.cumprod(axis=AXIS, reverse=REVERSE))
 
     run(kernel, x_ptr=x, s_ptr=s, p_ptr=p)
     xs = np.flip(x, axis) if reverse else x

@@ -7,11 +7,13 @@ from typing import Any
 import numpy as np
 import pytest
 
+import triton_metal
 import triton_metal.language as tl
 from triton_metal.errors import CompilationError
 
 
-def idx2(rows: int, cols: int) -> Any:
+@triton_metal.jit
+def idx2(rows: tl.constexpr, cols: tl.constexpr):  # noqa: ANN201
     return tl.arange(0, rows)[:, None] * cols + tl.arange(0, cols)[None, :]
 
 
@@ -139,7 +141,7 @@ def test_full_zeros_zeros_like_and_cdiv(run: Any) -> None:
     def kernel(o_ptr, n_ptr, k):  # noqa: ANN001, ANN202
         z = tl.zeros((8,), tl.float16)
         tl.store(o_ptr + tl.arange(0, 8), tl.full((8,), 2.5, tl.float16) + tl.zeros_like(z))
-        c = tl.cdiv(10, 4)
+        c: tl.constexpr = tl.cdiv(10, 4)  # a plain assignment would make a run-time scalar
         tl.static_assert(c == 3)
         tl.store(n_ptr, tl.cdiv(k, 4))
         tl.store(n_ptr + 1, c)
