@@ -96,5 +96,6 @@ def natural_layout(op: Op, srcs: Sequence[Layout | None], nw: int) -> Natural:
         return Natural((src, index), (index,))
     if name == "tt.histogram":
         src = srcs[0] if srcs[0] is not None else default_coalesced(_shape(op.operands[0]), nw)
-        return Natural((src,), (default_coalesced(_shape(op.results[0]), nw),))
+        # the mask, when there is one, is read element by element beside the source
+        return Natural((src,) * len(op.operands), (default_coalesced(_shape(op.results[0]), nw),))
     raise CompilationError(f"internal error: no natural layout for '{name}'", op.loc)
