@@ -9,16 +9,79 @@ equal keys need different code. Below it sits the disk cache of generated MSL
 
 from __future__ import annotations
 
+import os
+import re
+import sys
 from dataclasses import dataclass, field
-from importlib import metadata
 from typing import Any
 
 from .specialization import SpecializationKey
 
+_DISTRIBUTION = "triton-metal-mlx"
+
+
+def _normalized(name: str) -> str:
+    return re.sub(r"[-_.]+", "_", name).lower()
+
+
+def _metadata_version(path: str) -> str | None:
+    """The `Version` header of a metadata file (METADATA, PKG-INFO); None when unreadable."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                if line.lower().startswith("version:"):
+                    return line.partition(":")[2].strip()
+                if not line.strip():  # the headers end at the first blank line
+                    return None
+    except OSError:
+        return None
+    return None
+
+
+def _version_from_path() -> str | None:
+    """What `importlib.metadata.version` answers, found the way it finds it (the first child of
+    the first sys.path entry named `<distribution>-*.dist-info` or `.egg-info`; its METADATA,
+    else PKG-INFO, else the file itself), without importing importlib.metadata, whose import
+    costs tens of milliseconds. None wherever that search could differ (a zip archive or an
+    egg on the path, another finder that lists distributions, an unreadable file): the caller
+    then asks importlib.metadata."""
+    import importlib.machinery
+
+    if any(hasattr(f, "find_distributions") and f is not importlib.machinery.PathFinder for f in sys.meta_path):
+        return None
+    wanted = _normalized(_DISTRIBUTION)
+    for entry in sys.path:
+        folder = entry or "."
+        if os.path.isfile(folder) or folder.lower().endswith(".egg"):
+            return None
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        for name in names:
+            low = name.lower()
+            if not low.endswith((".dist-info", ".egg-info")):
+                continue
+            if _normalized(low.rpartition(".")[0].partition("-")[0]) != wanted:
+                continue
+            path = os.path.join(folder, name)
+            if not os.path.isdir(path):
+                return _metadata_version(path)
+            for candidate in ("METADATA", "PKG-INFO"):
+                if os.path.isfile(os.path.join(path, candidate)):
+                    return _metadata_version(os.path.join(path, candidate))
+            return None
+    return None
+
 
 def _package_version() -> str:
+    version = _version_from_path()
+    if version:
+        return version
+    from importlib import metadata
+
     try:
-        return metadata.version("triton-metal-mlx")
+        return metadata.version(_DISTRIBUTION)
     except metadata.PackageNotFoundError:  # running from a source tree that is not installed
         return "0.0.0+unknown"
 
