@@ -20,7 +20,9 @@ Diagnostics (docs/diagnostics.md): `start_profiling` / `stop_profiling`,
 
 from __future__ import annotations
 
-from . import language, testing
+from typing import Any
+
+from . import language
 from .errors import (
     CompilationError,
     InterpreterError,
@@ -40,10 +42,39 @@ from .runtime.autotune_config import Config
 from .runtime.autotuner import Autotuner, autotune
 from .runtime.cache import COMPILER_VERSION as __version__
 from .runtime.heuristics import Heuristics, heuristics
-from .tools.hardware import clear_cache, get_hardware_capabilities, set_debug_option, synchronize
-from .tools.memory_analysis import analyze_memory_access
-from .tools.profiler import start_profiling, stop_profiling
-from .tools.throughput import test_compute_throughput, test_memory_bandwidth
+
+# Imported on first use (PEP 562): a process that only launches kernels never needs them, and
+# the memory analysis alone pulls in the IR and its parser (about half of the package's import
+# time).
+_LAZY = {
+    "testing": ".testing",
+    "clear_cache": ".tools.hardware",
+    "get_hardware_capabilities": ".tools.hardware",
+    "set_debug_option": ".tools.hardware",
+    "synchronize": ".tools.hardware",
+    "analyze_memory_access": ".tools.memory_analysis",
+    "start_profiling": ".tools.profiler",
+    "stop_profiling": ".tools.profiler",
+    "test_compute_throughput": ".tools.throughput",
+    "test_memory_bandwidth": ".tools.throughput",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _LAZY.get(name)
+    if module_name is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    module = importlib.import_module(module_name, __name__)
+    value = module if module_name == "." + name else getattr(module, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "Autotuner",
