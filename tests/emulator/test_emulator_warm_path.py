@@ -177,3 +177,16 @@ def test_numpy_launch_after_memo_is_correct(fresh_toolchain):
     out = np.zeros(64, np.float32)
     two.launch([a], [out], (64, 1, 1), (32, 1, 1))
     np.testing.assert_array_equal(out, a * 3)
+
+
+def test_which_finds_what_shutil_finds(tmp_path, monkeypatch):
+    import shutil
+
+    exe = tmp_path / "bin" / "fakecxx"
+    exe.parent.mkdir()
+    _fake_compiler(exe, "fakecxx 1.0")
+    plain = tmp_path / "bin" / "notexec"
+    plain.write_text("")
+    monkeypatch.setenv("PATH", os.pathsep.join([str(tmp_path / "missing"), str(exe.parent), os.environ["PATH"]]))
+    for name in ("fakecxx", "notexec", "bin", "g++", "no-such-compiler", str(exe), str(plain), "/nonexistent/g++"):
+        assert toolchain._which(name) == shutil.which(name), name

@@ -32,7 +32,7 @@ from pathlib import Path
 from triton_metal.errors import TritonError
 
 # subprocess, shutil and tempfile are imported where a compile runs: a process whose
-# artifacts are all cached never needs them (they cost milliseconds to import).
+# artifacts are all cached never needs them (each costs milliseconds to import).
 
 
 class CompilerNotFound(TritonError, RuntimeError):
@@ -130,14 +130,22 @@ def _compiler_at(path: str) -> Compiler | None:
     return Compiler(path, f"{version} ({path})", is_clang, fingerprint)
 
 
+def _which(name: str) -> str | None:
+    """`shutil.which` for an executable (shutil itself costs milliseconds to import)."""
+    folders = [""] if os.path.dirname(name) else os.get_exec_path()
+    for folder in folders:
+        path = os.path.join(folder, name)
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
+    return None
+
+
 @functools.lru_cache(maxsize=None)
 def find_compiler() -> Compiler:
     """The C++ compiler the emulator uses (cached for the process)."""
-    import shutil
-
     candidates = [os.environ["CXX"]] if os.environ.get("CXX") else ["g++", "clang++", "c++"]
     for name in candidates:
-        path = shutil.which(name)
+        path = _which(name)
         if path is None:
             continue
         compiler = _compiler_at(path)
