@@ -22,7 +22,6 @@ import dataclasses
 import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -150,6 +149,8 @@ def load(entry: str) -> tuple[Any, str] | None:
 
 def store(entry: str, msl: Any, ir_text: str, key: SpecializationKey) -> Path | None:
     """Write the entry atomically; None when the cache directory cannot be written."""
+    import tempfile  # only a miss writes: a warm launch need not import it (milliseconds)
+
     folder = msl_dir()
     data = {
         "format": FORMAT_VERSION,
