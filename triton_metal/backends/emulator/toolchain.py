@@ -12,10 +12,10 @@ A process that finds its artifacts cached does no more than stat and hash: the c
 modification and change times, inode), so a replaced or upgraded compiler is asked again and
 gets a new fingerprint; `files_digest` remembers the digest of a set of files (the shim and
 runtime headers) under their stat stamps the same way (a file changed in the last
-`RACY_SECONDS` is always read); `SourceFiles` lets `build` key on such
-a digest and read the files only when it compiles. Nothing the compiler reads can change
-without changing a stamp (an edit moves the change time even when the modification time is
-restored), so a stale artifact is never reused.
+`RACY_SECONDS` is always read); `SourceFiles` lets `build` key on such a digest and read the
+files only when it compiles. None of these files can change without changing its stamp (an
+edit moves the change time even when the modification time is put back), so a stale artifact
+is never reused.
 """
 
 from __future__ import annotations
