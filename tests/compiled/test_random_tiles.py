@@ -419,3 +419,148 @@ def test_loop_carried_tiles_and_runtime_if(case: dict[str, Any]) -> None:
         cur = cur * 0.5
     np.testing.assert_allclose(out, acc + 1 if case["flag"] > 0 else acc * 2, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(col, colacc, rtol=1e-4, atol=1e-4)
+
+
+# ---------------------------------------------------------------------------------------------
+# programs along two grid axes, chained reductions, layout changes inside loops
+
+
+@triton.jit
+def grid_tiles(x_ptr, out_ptr, rmax_ptr, M, N, BR: tl.constexpr, BC: tl.constexpr, KEEP: tl.constexpr):
+    pr = tl.program_id(0)
+    pc = tl.program_id(1)
+    rows = pr * BR + tl.arange(0, BR)
+    cols = pc * BC + tl.arange(0, BC)
+    mask = (rows[:, None] < M) & (cols[None, :] < N)
+    x = tl.load(x_ptr + rows[:, None] * N + cols[None, :], mask=mask, other=-1e30)
+    m = tl.max(x, axis=1, keep_dims=KEEP)
+    if KEEP:
+        e = tl.exp(x - m)
+        s = tl.sum(tl.where(mask, e, 0.0), axis=1, keep_dims=True)
+        y = e / s
+        tl.store(rmax_ptr + rows[:, None] * tl.num_programs(1) + pc, m, mask=rows[:, None] < M)
+    else:
+        e = tl.exp(x - m[:, None])
+        s = tl.sum(tl.where(mask, e, 0.0), axis=1)
+        y = e / s[:, None]
+        tl.store(rmax_ptr + rows * tl.num_programs(1) + pc, m, mask=rows < M)
+    tl.store(out_ptr + rows[:, None] * N + cols[None, :], y, mask=mask)
+
+
+def _grid_case(rng: random.Random) -> dict[str, Any]:
+    br, bc = rng.choice(_BLOCKS[1:]), rng.choice(_BLOCKS[1:])
+    return {"block": (br, bc), "m": rng.randint(1, 3 * br), "n": rng.randint(1, 3 * bc), "keep": rng.random() < 0.5,
+            "warps": rng.choice(_WARPS), "seed": rng.randrange(2**16)}
+
+
+@pytest.mark.parametrize("case", _cases(909, 16, _grid_case), ids=str)
+def test_two_axis_grid_softmax_pieces(case: dict[str, Any]) -> None:
+    br, bc = case["block"]
+    m, n = case["m"], case["n"]
+    x = _data(np.random.default_rng(case["seed"]), (m, n), "float32")
+    gr, gc = triton.cdiv(m, br), triton.cdiv(n, bc)
+    out = np.zeros((m, n), np.float32)
+    rmax = np.zeros((m, gc), np.float32)
+    run_both(grid_tiles, (gr, gc), num_warps=case["warps"], rtol=1e-4, atol=1e-5, x_ptr=x, out_ptr=out,
+             rmax_ptr=rmax, M=m, N=n, BR=br, BC=bc, KEEP=case["keep"])
+    for c in range(gc):
+        part = x[:, c * bc:(c + 1) * bc]
+        np.testing.assert_allclose(rmax[:, c], part.max(axis=1), rtol=1e-6)
+        e = np.exp(part - part.max(axis=1, keepdims=True))
+        np.testing.assert_allclose(out[:, c * bc:(c + 1) * bc], e / e.sum(axis=1, keepdims=True), rtol=1e-4,
+                                   atol=1e-6)
+
+
+@triton.jit
+def loop_layouts(x_ptr, out_ptr, vec_ptr, N, steps, BS: tl.constexpr, MODE: tl.constexpr):
+    r = tl.arange(0, BS)
+    mask = (r[:, None] < N) & (r[None, :] < N)
+    x = tl.load(x_ptr + r[:, None] * N + r[None, :], mask=mask, other=0)
+    v = tl.zeros((BS,), x.dtype)
+    for i in range(steps):
+        if MODE == 0:
+            x = tl.trans(x) + 1
+        elif MODE == 1:
+            x = x + tl.sum(x, axis=0)[None, :] * 0 + tl.trans(x)
+        else:
+            if i % 2 == 0:
+                x = tl.where(mask, tl.cumsum(x, axis=0) - x, 0)
+            else:
+                x = tl.where(mask, tl.cumsum(x, axis=1) - x, 0)
+        v = v + tl.max(tl.where(mask, x, -100000), axis=1) - tl.min(tl.trans(tl.where(mask, x, 100000)), axis=0)
+        if i % 2 == 1:
+            v = v * 2
+    tl.store(out_ptr + r[:, None] * N + r[None, :], x, mask=mask)
+    tl.store(vec_ptr + r, v, mask=r < N)
+
+
+def _loop_layout_case(rng: random.Random) -> dict[str, Any]:
+    bs = rng.choice([1, 2, 4, 8, 16, 32])
+    return {"bs": bs, "n": rng.randint(1, bs), "steps": rng.randint(0, 4), "mode": rng.randrange(3),
+            "dtype": rng.choice(["int32", "int64", "float32"]), "warps": rng.choice(_WARPS),
+            "seed": rng.randrange(2**16)}
+
+
+@pytest.mark.parametrize("case", _cases(1010, 20, _loop_layout_case), ids=str)
+def test_layout_changes_inside_loops(case: dict[str, Any]) -> None:
+    n, steps, mode = case["n"], case["steps"], case["mode"]
+    x = _data(np.random.default_rng(case["seed"]), (n, n), case["dtype"])
+    out = np.zeros_like(x)
+    vec = np.zeros(n, x.dtype)
+    run_both(loop_layouts, (1,), num_warps=case["warps"], rtol=1e-4, atol=1e-3, x_ptr=x, out_ptr=out, vec_ptr=vec,
+             N=n, steps=steps, BS=case["bs"], MODE=mode)
+    cur = x.copy()
+    v = np.zeros(n, x.dtype)
+    for i in range(steps):
+        if mode == 0:
+            cur = cur.T + 1
+        elif mode == 1:
+            cur = cur + cur.T
+        else:
+            cur = np.cumsum(cur, axis=i % 2).astype(x.dtype) - cur
+        v = v + cur.max(axis=1) - cur.T.min(axis=0)
+        if i % 2 == 1:
+            v = v * 2
+    np.testing.assert_allclose(out, cur, rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(vec, v, rtol=1e-4, atol=1e-3)
+
+
+@triton.jit
+def permute_3d(x_ptr, out_ptr, A: tl.constexpr, B: tl.constexpr, C: tl.constexpr, P0: tl.constexpr,
+               P1: tl.constexpr, P2: tl.constexpr, RED: tl.constexpr, D0: tl.constexpr, D1: tl.constexpr,
+               D2: tl.constexpr):
+    a = tl.arange(0, A)[:, None, None]
+    b = tl.arange(0, B)[None, :, None]
+    c = tl.arange(0, C)[None, None, :]
+    x = tl.load(x_ptr + a * B * C + b * C + c)
+    y = tl.permute(x, (P0, P1, P2))
+    i = tl.arange(0, D0)[:, None, None]
+    j = tl.arange(0, D1)[None, :, None]
+    k = tl.arange(0, D2)[None, None, :]
+    if RED >= 0:
+        z = tl.sum(y, axis=RED, keep_dims=True) + y
+    else:
+        z = y
+    tl.store(out_ptr + i * D1 * D2 + j * D2 + k, z)
+
+
+def _permute_case(rng: random.Random) -> dict[str, Any]:
+    dims = [rng.choice([1, 2, 4, 8]) for _ in range(3)]
+    perm = list(range(3))
+    rng.shuffle(perm)
+    return {"dims": tuple(dims), "perm": tuple(perm), "red": rng.choice([-1, 0, 1, 2]),
+            "dtype": rng.choice(["int32", "float32", "int16"]), "warps": rng.choice(_WARPS),
+            "seed": rng.randrange(2**16)}
+
+
+@pytest.mark.parametrize("case", _cases(1111, 12, _permute_case), ids=str)
+def test_permute_3d_feeding_store(case: dict[str, Any]) -> None:
+    a, b, c = case["dims"]
+    p = case["perm"]
+    x = _data(np.random.default_rng(case["seed"]), (a, b, c), case["dtype"])
+    out = np.zeros(tuple(x.shape[d] for d in p), x.dtype)
+    run_both(permute_3d, (1,), num_warps=case["warps"], rtol=1e-5, atol=1e-4, x_ptr=x, out_ptr=out, A=a, B=b, C=c,
+             P0=p[0], P1=p[1], P2=p[2], RED=case["red"], D0=out.shape[0], D1=out.shape[1], D2=out.shape[2])
+    y = np.transpose(x, p)
+    expect = y + y.sum(axis=case["red"], keepdims=True) if case["red"] >= 0 else y
+    np.testing.assert_allclose(out, expect.astype(x.dtype), rtol=1e-5, atol=1e-4)
