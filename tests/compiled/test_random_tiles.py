@@ -564,3 +564,123 @@ def test_permute_3d_feeding_store(case: dict[str, Any]) -> None:
     y = np.transpose(x, p)
     expect = y + y.sum(axis=case["red"], keepdims=True) if case["red"] >= 0 else y
     np.testing.assert_allclose(out, expect.astype(x.dtype), rtol=1e-5, atol=1e-4)
+
+
+# ---------------------------------------------------------------------------------------------
+# narrow types reduced and scanned (promotion), whole-tile reductions, large tiles, tuple combines
+
+
+@triton.jit
+def narrow_reduce(x_ptr, sum_ptr, row_ptr, scan_ptr, M, N, BR: tl.constexpr, BC: tl.constexpr, AXIS: tl.constexpr):
+    rows = tl.arange(0, BR)
+    cols = tl.arange(0, BC)
+    mask = (rows[:, None] < M) & (cols[None, :] < N)
+    offs = rows[:, None] * N + cols[None, :]
+    x = tl.load(x_ptr + offs, mask=mask, other=0)
+    total = tl.sum(x)
+    tl.store(sum_ptr, total)
+    r = tl.sum(x, axis=AXIS)
+    if AXIS == 0:
+        tl.store(row_ptr + cols, r, mask=cols < N)
+    else:
+        tl.store(row_ptr + rows, r, mask=rows < M)
+    tl.store(scan_ptr + offs, tl.cumsum(x, axis=AXIS), mask=mask)
+
+
+def _narrow_case(rng: random.Random) -> dict[str, Any]:
+    br, bc, m, n = _tile(rng, 4096)
+    return {"tile": (br, bc, m, n), "axis": rng.choice([0, 1]),
+            "dtype": rng.choice(["int8", "int16", "uint32", "float16", "bfloat16", "int64"]),
+            "warps": rng.choice(_WARPS), "seed": rng.randrange(2**16)}
+
+
+@pytest.mark.parametrize("case", _cases(1212, 24, _narrow_case), ids=str)
+def test_narrow_types_reduced_and_scanned(case: dict[str, Any]) -> None:
+    import mlx.core as mx
+
+    br, bc, m, n = case["tile"]
+    dtype = case["dtype"]
+    g = np.random.default_rng(case["seed"])
+    if dtype == "bfloat16":
+        host = g.integers(-8, 9, (m, n)).astype(np.float32)  # exact in bfloat16, sums stay exact
+        x = mx.array(host).astype(mx.bfloat16)
+        out_dtype = np.float32
+    else:
+        x = host = _data(g, (m, n), dtype)
+        if dtype == "float16":
+            x = host = np.round(host).astype(np.float16)  # integers: fp16 sums stay exact below 2048
+        out_dtype = np.float32 if dtype == "float16" else np.int64
+    # the stored sums are converted to the output's type by the store
+    total = np.zeros(1, out_dtype)
+    row = np.zeros(n if case["axis"] == 0 else m, out_dtype)
+    scan = np.zeros((m, n), out_dtype)
+    run_both(narrow_reduce, (1,), num_warps=case["warps"], rtol=1e-3, atol=1e-3, x_ptr=x, sum_ptr=total,
+             row_ptr=row, scan_ptr=scan, M=m, N=n, BR=br, BC=bc, AXIS=case["axis"])
+    wide = host.astype(np.float64 if out_dtype == np.float32 else np.int64)
+    if dtype == "uint32" or dtype.startswith("int"):
+        # integer sums are taken in int32 (int64 stays int64), narrow types promoted first
+        acc = np.int64 if dtype == "int64" else (np.uint32 if dtype == "uint32" else np.int32)
+        wide = host.astype(acc)
+    np.testing.assert_allclose(total[0], wide.sum(dtype=wide.dtype), rtol=1e-3)
+    np.testing.assert_allclose(row, wide.sum(axis=case["axis"], dtype=wide.dtype), rtol=1e-3)
+    np.testing.assert_allclose(scan, np.cumsum(wide, axis=case["axis"], dtype=wide.dtype), rtol=1e-3)
+
+
+@triton.jit
+def _argmax_combine(v1, i1, v2, i2):
+    take = (v1 > v2) | ((v1 == v2) & (i1 < i2))
+    return tl.where(take, v1, v2), tl.where(take, i1, i2)
+
+
+@triton.jit
+def tuple_reduce(x_ptr, v_ptr, i_ptr, cv_ptr, ci_ptr, M, N, BR: tl.constexpr, BC: tl.constexpr, AXIS: tl.constexpr):
+    rows = tl.arange(0, BR)
+    cols = tl.arange(0, BC)
+    mask = (rows[:, None] < M) & (cols[None, :] < N)
+    offs = rows[:, None] * N + cols[None, :]
+    x = tl.load(x_ptr + offs, mask=mask, other=-1000)
+    idx = tl.broadcast_to(rows[:, None] * 1000 + cols[None, :], (BR, BC))
+    v, i = tl.reduce((x, idx), AXIS, _argmax_combine)
+    cv, ci = tl.associative_scan((x, idx), AXIS, _argmax_combine)
+    if AXIS == 0:
+        tl.store(v_ptr + cols, v, mask=cols < N)
+        tl.store(i_ptr + cols, i, mask=cols < N)
+    else:
+        tl.store(v_ptr + rows, v, mask=rows < M)
+        tl.store(i_ptr + rows, i, mask=rows < M)
+    tl.store(cv_ptr + offs, cv, mask=mask)
+    tl.store(ci_ptr + offs, ci, mask=mask)
+
+
+def _tuple_case(rng: random.Random) -> dict[str, Any]:
+    br, bc, m, n = _tile(rng, 1024)
+    return {"tile": (br, bc, m, n), "axis": rng.choice([0, 1]), "dtype": rng.choice(["float32", "int32", "int16"]),
+            "warps": rng.choice(_WARPS), "seed": rng.randrange(2**16)}
+
+
+@pytest.mark.parametrize("case", _cases(1313, 16, _tuple_case), ids=str)
+def test_tuple_reduce_and_scan(case: dict[str, Any]) -> None:
+    br, bc, m, n = case["tile"]
+    g = np.random.default_rng(case["seed"])
+    x = g.integers(-5, 6, (m, n)).astype(case["dtype"])  # many ties: the index decides
+    size = n if case["axis"] == 0 else m
+    v, i = np.zeros(size, x.dtype), np.zeros(size, np.int32)
+    cv, ci = np.zeros_like(x), np.zeros((m, n), np.int32)
+    run_both(tuple_reduce, (1,), num_warps=case["warps"], x_ptr=x, v_ptr=v, i_ptr=i, cv_ptr=cv, ci_ptr=ci, M=m, N=n,
+             BR=br, BC=bc, AXIS=case["axis"])
+    arg = np.argmax(x, axis=case["axis"])
+    np.testing.assert_array_equal(v, x.max(axis=case["axis"]))
+    expect_i = arg * 1000 + np.arange(n) if case["axis"] == 0 else np.arange(m) * 1000 + arg
+    np.testing.assert_array_equal(i, expect_i)
+    np.testing.assert_array_equal(cv, np.maximum.accumulate(x, axis=case["axis"]))
+    # the running argmax: the first position holding the running maximum
+    lines = x if case["axis"] == 1 else x.T
+    running = np.zeros(lines.shape, np.int64)
+    for r, line in enumerate(lines):
+        for k in range(line.size):
+            running[r, k] = int(np.argmax(line[:k + 1]))
+    if case["axis"] == 1:
+        expect_ci = np.arange(m)[:, None] * 1000 + running
+    else:
+        expect_ci = running.T * 1000 + np.arange(n)[None, :]
+    np.testing.assert_array_equal(ci, expect_ci)
