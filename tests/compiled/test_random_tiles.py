@@ -684,3 +684,139 @@ def test_tuple_reduce_and_scan(case: dict[str, Any]) -> None:
     else:
         expect_ci = running.T * 1000 + np.arange(n)[None, :]
     np.testing.assert_array_equal(ci, expect_ci)
+
+
+# ---------------------------------------------------------------------------------------------
+# random chains of tile operations, written out as kernel source
+
+
+_CHAIN_HEAD = '''
+@triton.jit
+def kernel(x_ptr, out_ptr, M, N, BR: tl.constexpr, BC: tl.constexpr):
+    r0 = tl.arange(0, BR)
+    c0 = tl.arange(0, BC)
+    x = tl.load(x_ptr + r0[:, None] * N + c0[None, :], mask=(r0[:, None] < M) & (c0[None, :] < N), other=0)
+'''
+
+
+class _Chain:
+    """Builds a kernel's body and its NumPy meaning one tile operation at a time. The tile's
+    block shape and which logical size (M or N) bounds each axis are tracked, so every step can
+    rebuild the mask of the current orientation; padding is zeroed after each step."""
+
+    def __init__(self, rng: random.Random, br: int, bc: int, is_float: bool) -> None:
+        self.rng, self.is_float = rng, is_float
+        self.block = [("BR", br), ("BC", bc)]
+        self.bound = ["M", "N"]
+        self.lines: list[str] = []
+        self.ops: list[Any] = []
+        self.count = 0
+
+    def _mask(self) -> str:
+        self.count += 1
+        a, b = f"a{self.count}", f"b{self.count}"
+        self.lines.append(f"    {a} = tl.arange(0, {self.block[0][0]})")
+        self.lines.append(f"    {b} = tl.arange(0, {self.block[1][0]})")
+        return f"(({a}[:, None] < {self.bound[0]}) & ({b}[None, :] < {self.bound[1]}))"
+
+    def step(self) -> None:
+        kind = self.rng.choice(["trans", "permute", "reduce", "scan", "join", "affine", "where", "expand"])
+        if kind in ("trans", "permute"):
+            self.lines.append("    x = tl.trans(x)" if kind == "trans" else "    x = tl.permute(x, 1, 0)")
+            self.block.reverse()
+            self.bound.reverse()
+            self.ops.append(lambda x: x.T)
+            return
+        mask = self._mask()
+        if kind == "reduce":
+            op, axis, keep = self.rng.choice(["sum", "max", "min"]), self.rng.choice([0, 1]), self.rng.random() < 0.5
+            fill = {"sum": "0", "max": "-100000", "min": "100000"}[op]
+            self.lines.append(f"    red = tl.{op}(tl.where({mask}, x, {fill}), axis={axis}, keep_dims={keep})")
+            back = "red" if keep else ("red[None, :]" if axis == 0 else "red[:, None]")
+            self.lines.append(f"    x = tl.where({mask}, x - {back}, 0)")
+            fn = {"sum": np.sum, "max": np.max, "min": np.min}[op]
+            self.ops.append(lambda x, fn=fn, axis=axis: x - fn(x, axis=axis, keepdims=True))
+        elif kind == "scan":
+            axis = self.rng.choice([0, 1])
+            self.lines.append(f"    x = tl.where({mask}, tl.cumsum(x, axis={axis}) // 2, 0)" if not self.is_float else
+                              f"    x = tl.where({mask}, tl.cumsum(x, axis={axis}) * 0.5, 0)")
+            if self.is_float:
+                self.ops.append(lambda x, axis=axis: np.cumsum(x, axis=axis, dtype=x.dtype) * x.dtype.type(0.5))
+            else:
+                self.ops.append(lambda x, axis=axis: _trunc_div2(np.cumsum(x, axis=axis, dtype=x.dtype)))
+        elif kind == "join":
+            self.lines.append("    lo, hi = tl.split(tl.join(x, x * 2 - 1))")
+            self.lines.append(f"    x = tl.where({mask}, hi - lo, 0)")
+            self.ops.append(lambda x: x * 2 - 1 - x)
+        elif kind == "affine":
+            k, c = self.rng.choice([-3, -1, 2, 3]), self.rng.choice([-5, 0, 7])
+            self.lines.append(f"    x = tl.where({mask}, x * {k} + {c}, 0)")
+            self.ops.append(lambda x, k=k, c=c: x * x.dtype.type(k) + x.dtype.type(c))
+        elif kind == "where":
+            t, s = self.rng.choice([-2, 0, 3]), self.rng.choice([-9, 4])
+            self.lines.append(f"    x = tl.where({mask} & (x > {t}), x, {s})")
+            self.lines.append(f"    x = tl.where({mask}, x, 0)")
+            self.ops.append(lambda x, t=t, s=s: np.where(x > t, x, x.dtype.type(s)))
+        else:
+            # a row and a column of the tile broadcast back over it
+            self.lines.append(f"    row = tl.sum(tl.where({mask}, x, 0), axis=0)")
+            self.lines.append(f"    col = tl.max(tl.where({mask}, x, -100000), axis=1)")
+            self.lines.append(f"    x = tl.where({mask}, x + tl.expand_dims(row, 0) - "
+                              f"tl.broadcast_to(tl.expand_dims(col, 1), ({self.block[0][0]}, {self.block[1][0]})), 0)")
+            self.ops.append(lambda x: x + x.sum(axis=0, keepdims=True) - x.max(axis=1, keepdims=True))
+
+    def finish(self) -> None:
+        """The store of the final tile, in its final orientation."""
+        mask = self._mask()
+        r, c = self.block[0][0], self.block[1][0]
+        self.lines.append(f"    ro = tl.arange(0, {r})")
+        self.lines.append(f"    co = tl.arange(0, {c})")
+        self.lines.append(f"    tl.store(out_ptr + ro[:, None] * {self.bound[1]} + co[None, :], x, mask={mask})")
+
+    def source(self) -> str:
+        return _CHAIN_HEAD + "\n".join(self.lines) + "\n"
+
+    def reference(self, x: np.ndarray) -> np.ndarray:
+        with np.errstate(over="ignore"):
+            for op in self.ops:
+                x = op(x)
+        return x
+
+
+def _trunc_div2(x: np.ndarray) -> np.ndarray:
+    """Integer division rounding toward zero, as the kernel language's `//` does on integers."""
+    q = np.abs(x) // 2
+    return np.where(x < 0, -q, q).astype(x.dtype)
+
+
+def _chain_case(rng: random.Random) -> dict[str, Any]:
+    br, bc, m, n = _tile(rng, 1024)
+    dtype = rng.choice(["int32", "float32", "int64"])
+    chain = _Chain(rng, br, bc, dtype == "float32")
+    for _ in range(rng.randint(1, 7)):
+        chain.step()
+    chain.finish()
+    return {"tile": (br, bc, m, n), "dtype": dtype, "chain": chain, "warps": rng.choice(_WARPS),
+            "seed": rng.randrange(2**16)}
+
+
+_CHAINS = _cases(1414, 120, _chain_case)
+
+
+@pytest.mark.parametrize("index", range(len(_CHAINS)))
+def test_random_tile_chain(index: int, tmp_path_factory: Any) -> None:
+    from test_random_kernels import load_kernel
+
+    case = _CHAINS[index]
+    br, bc, m, n = case["tile"]
+    chain: _Chain = case["chain"]
+    tmp_dir = tmp_path_factory.getbasetemp() / "random_tiles"
+    tmp_dir.mkdir(exist_ok=True)
+    kernel = load_kernel(chain.source(), tmp_dir)
+    g = np.random.default_rng(case["seed"])
+    x = g.integers(-9, 10, (m, n)).astype(case["dtype"])
+    expect = chain.reference(x.copy())
+    out = np.zeros(expect.shape, x.dtype)
+    run_both(kernel, (1,), num_warps=case["warps"], rtol=1e-4, atol=1e-3, x_ptr=x, out_ptr=out, M=m, N=n,
+             BR=br, BC=bc)
+    np.testing.assert_allclose(out, expect, rtol=1e-4, atol=1e-3, err_msg=chain.source())
