@@ -820,3 +820,61 @@ def test_random_tile_chain(index: int, tmp_path_factory: Any) -> None:
     run_both(kernel, (1,), num_warps=case["warps"], rtol=1e-4, atol=1e-3, x_ptr=x, out_ptr=out, M=m, N=n,
              BR=br, BC=bc)
     np.testing.assert_allclose(out, expect, rtol=1e-4, atol=1e-3, err_msg=chain.source())
+
+
+# ---------------------------------------------------------------------------------------------
+# if/elif on runtime scalars yielding tiles made by different ops; while loops carrying them
+
+
+@triton.jit
+def branches_and_while(x_ptr, o_ptr, v_ptr, M, N, f, g, BR: tl.constexpr, BC: tl.constexpr):
+    r = tl.arange(0, BR)
+    c = tl.arange(0, BC)
+    mask = (r[:, None] < M) & (c[None, :] < N)
+    x = tl.load(x_ptr + r[:, None] * N + c[None, :], mask=mask, other=0)
+    v = tl.zeros((BR,), tl.int32)
+    if f > 0:
+        y = x * 2
+        v = tl.sum(x, axis=1)
+    elif f < -1:
+        y = tl.cumsum(x, axis=0)
+        v = tl.max(tl.where(mask, x, -1000), axis=1)
+    else:
+        y = tl.where(mask, x - tl.min(tl.where(mask, x, 1000), axis=0)[None, :], 0)
+    k = 0
+    while k < g:
+        y = y + tl.sum(tl.where(mask, y, 0), axis=1, keep_dims=True) % 7
+        if k % 2 == 0:
+            v = v + tl.min(tl.where(mask, y, 1000), axis=1)
+        k += 1
+    tl.store(o_ptr + r[:, None] * N + c[None, :], y, mask=mask)
+    tl.store(v_ptr + r, v, mask=r < M)
+
+
+def _branch_case(rng: random.Random) -> dict[str, Any]:
+    br, bc, m, n = _tile(rng, 1024)
+    return {"tile": (br, bc, m, n), "f": rng.choice([-3, -1, 0, 2]), "g": rng.randint(0, 3),
+            "warps": rng.choice(_WARPS), "seed": rng.randrange(2**16)}
+
+
+@pytest.mark.parametrize("case", _cases(1515, 16, _branch_case), ids=str)
+def test_runtime_branches_and_while_loops(case: dict[str, Any]) -> None:
+    br, bc, m, n = case["tile"]
+    f, g = case["f"], case["g"]
+    x = np.random.default_rng(case["seed"]).integers(-9, 10, (m, n)).astype(np.int32)
+    out, vec = np.zeros_like(x), np.zeros(m, np.int32)
+    run_both(branches_and_while, (1,), num_warps=case["warps"], x_ptr=x, o_ptr=out, v_ptr=vec, M=m, N=n, f=f, g=g,
+             BR=br, BC=bc)
+    v = np.zeros(m, np.int32)
+    if f > 0:
+        y, v = x * 2, x.sum(axis=1, dtype=np.int32)
+    elif f < -1:
+        y, v = np.cumsum(x, axis=0, dtype=np.int32), x.max(axis=1)
+    else:
+        y = x - x.min(axis=0, keepdims=True)
+    for k in range(g):
+        y = y + np.fmod(y.sum(axis=1, keepdims=True), 7).astype(np.int32)  # % keeps the dividend's sign
+        if k % 2 == 0:
+            v = v + y.min(axis=1)
+    np.testing.assert_array_equal(out, y)
+    np.testing.assert_array_equal(vec, v)
