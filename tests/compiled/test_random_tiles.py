@@ -95,7 +95,7 @@ def _reduce_case(rng: random.Random) -> dict[str, Any]:
             "warps": rng.choice(_WARPS), "seed": rng.randrange(2**16)}
 
 
-@pytest.mark.parametrize("case", _cases(101, 60, _reduce_case), ids=str)
+@pytest.mark.parametrize("case", _cases(101, 40, _reduce_case), ids=str)
 def test_reduce_and_broadcast_back(case: dict[str, Any]) -> None:
     br, bc, m, n = case["tile"]
     dtype = case["dtype"]
@@ -145,7 +145,7 @@ def _arg_case(rng: random.Random) -> dict[str, Any]:
             "warps": rng.choice(_WARPS), "seed": rng.randrange(2**16)}
 
 
-@pytest.mark.parametrize("case", _cases(202, 40, _arg_case), ids=str)
+@pytest.mark.parametrize("case", _cases(202, 30, _arg_case), ids=str)
 def test_argmax_argmin(case: dict[str, Any]) -> None:
     br, bc, m, n = case["tile"]
     x = _data(np.random.default_rng(case["seed"]), (m, n), case["dtype"])
@@ -191,7 +191,7 @@ def _scan_case(rng: random.Random) -> dict[str, Any]:
             "warps": rng.choice(_WARPS), "seed": rng.randrange(2**16)}
 
 
-@pytest.mark.parametrize("case", _cases(303, 40, _scan_case), ids=str)
+@pytest.mark.parametrize("case", _cases(303, 30, _scan_case), ids=str)
 def test_scan_along_axis(case: dict[str, Any]) -> None:
     br, bc, m, n = case["tile"]
     x = _data(np.random.default_rng(case["seed"]), (m, n), case["dtype"])
@@ -360,7 +360,7 @@ def _where_case(rng: random.Random) -> dict[str, Any]:
             "s": rng.choice([-7, 0, 5]), "warps": rng.choice(_WARPS), "seed": rng.randrange(2**16)}
 
 
-@pytest.mark.parametrize("case", _cases(707, 60, _where_case), ids=str)
+@pytest.mark.parametrize("case", _cases(707, 40, _where_case), ids=str)
 def test_where_and_casts(case: dict[str, Any]) -> None:
     br, bc, m, n = case["tile"]
     g = np.random.default_rng(case["seed"])
@@ -800,7 +800,7 @@ def _chain_case(rng: random.Random) -> dict[str, Any]:
             "seed": rng.randrange(2**16)}
 
 
-_CHAINS = _cases(1414, 120, _chain_case)
+_CHAINS = _cases(1414, 90, _chain_case)
 
 
 @pytest.mark.parametrize("index", range(len(_CHAINS)))
@@ -878,3 +878,172 @@ def test_runtime_branches_and_while_loops(case: dict[str, Any]) -> None:
             v = v + y.min(axis=1)
     np.testing.assert_array_equal(out, y)
     np.testing.assert_array_equal(vec, v)
+
+
+# ---------------------------------------------------------------------------------------------
+# reshapes between 2-D, 1-D and 3-D tiles; where on scalars reduced from the tile
+
+
+@triton.jit
+def reshape_tiles(x_ptr, o_ptr, s_ptr, R: tl.constexpr, C: tl.constexpr, R2: tl.constexpr, AX: tl.constexpr,
+                  C2: tl.constexpr, C3: tl.constexpr):
+    r = tl.arange(0, R)
+    c = tl.arange(0, C)
+    x = tl.load(x_ptr + r[:, None] * C + c[None, :])
+    y = tl.reshape(x, (R2, C2))
+    y = y - tl.max(y, axis=AX, keep_dims=True)
+    z = tl.reshape(tl.trans(y), (C2 * R2,))
+    w = tl.where(tl.sum(x) > 0, z, -z)
+    w = tl.where(tl.max(z) > 3, w + 1, w)
+    tl.store(o_ptr + tl.arange(0, R * C), w)
+    t3 = tl.reshape(x, (R2, C3, C2 // C3))
+    tl.store(s_ptr + tl.arange(0, R2), tl.sum(tl.sum(t3, axis=2), axis=1))
+
+
+def _reshape_case(rng: random.Random) -> dict[str, Any]:
+    r, c = rng.choice([1, 2, 4, 8, 16]), rng.choice([1, 2, 4, 8, 16, 32])
+    r2 = rng.choice([d for d in (1, 2, 4, 8, 16, 32, 64) if d <= r * c])
+    return {"r": r, "c": c, "r2": r2, "axis": rng.randrange(2), "warps": rng.choice(_WARPS),
+            "seed": rng.randrange(2**16)}
+
+
+@pytest.mark.parametrize("case", _cases(1616, 16, _reshape_case), ids=str)
+def test_reshapes_and_scalar_where(case: dict[str, Any]) -> None:
+    r, c, r2, axis = case["r"], case["c"], case["r2"], case["axis"]
+    c2 = r * c // r2
+    x = np.random.default_rng(case["seed"]).integers(-9, 10, (r, c)).astype(np.int32)
+    out, sums = np.zeros(r * c, np.int32), np.zeros(r2, np.int32)
+    run_both(reshape_tiles, (1,), num_warps=case["warps"], x_ptr=x, o_ptr=out, s_ptr=sums, R=r, C=c, R2=r2, AX=axis,
+             C2=c2, C3=min(c2, 2))
+    y = x.reshape(r2, c2)
+    z = (y - y.max(axis=axis, keepdims=True)).T.reshape(-1)
+    w = z if x.sum() > 0 else -z
+    np.testing.assert_array_equal(out, w + 1 if z.max() > 3 else w)
+    np.testing.assert_array_equal(sums, y.sum(axis=1))
+
+
+# ---------------------------------------------------------------------------------------------
+# atomics from masked strided 2-D tiles over several programs; gather and histogram
+
+
+@triton.jit
+def atomic_tiles(x_ptr, acc_ptr, cnt_ptr, mx_ptr, M, N, sxm, sxn, BR: tl.constexpr, BC: tl.constexpr):
+    r = tl.program_id(0) * BR + tl.arange(0, BR)
+    c = tl.arange(0, BC)
+    mask = (r[:, None] < M) & (c[None, :] < N)
+    x = tl.load(x_ptr + r[:, None] * sxm + c[None, :] * sxn, mask=mask, other=0)
+    tl.atomic_add(acc_ptr + c[None, :] + r[:, None] * 0, x, mask=mask)
+    tl.atomic_add(cnt_ptr + (x % 4 + 4) % 4, 1, mask=mask)
+    tl.atomic_max(mx_ptr + r[:, None] * 0 + c[None, :], x, mask=mask)
+    tl.atomic_add(acc_ptr + BC + c, tl.sum(x, axis=0), mask=c < N)
+
+
+def _atomic_case(rng: random.Random) -> dict[str, Any]:
+    br, bc = rng.choice([1, 2, 4, 8, 16]), rng.choice([1, 2, 4, 8, 16, 32])
+    return {"block": (br, bc), "m": rng.randint(1, 3 * br), "n": rng.randint(1, bc), "strided": rng.random() < 0.5,
+            "warps": rng.choice(_WARPS), "seed": rng.randrange(2**16)}
+
+
+@pytest.mark.parametrize("case", _cases(1717, 12, _atomic_case), ids=str)
+def test_atomics_from_masked_strided_tiles(case: dict[str, Any]) -> None:
+    br, bc = case["block"]
+    m, n = case["m"], case["n"]
+    wide = np.random.default_rng(case["seed"]).integers(-9, 10, (m, 2 * n)).astype(np.int32)
+    x = wide[:, ::2] if case["strided"] else np.ascontiguousarray(wide[:, :n])
+    acc, cnt, mxv = np.zeros(2 * bc, np.int32), np.zeros(4, np.int32), np.full(bc, -100, np.int32)
+    run_both(atomic_tiles, (triton.cdiv(m, br),), num_warps=case["warps"], x_ptr=x, acc_ptr=acc, cnt_ptr=cnt,
+             mx_ptr=mxv, M=m, N=n, sxm=x.strides[0] // 4, sxn=x.strides[1] // 4, BR=br, BC=bc)
+    np.testing.assert_array_equal(acc[:n], x.sum(axis=0))
+    np.testing.assert_array_equal(acc[bc:bc + n], x.sum(axis=0))
+    np.testing.assert_array_equal(cnt, np.bincount((x % 4).reshape(-1), minlength=4))
+    np.testing.assert_array_equal(mxv[:n], x.max(axis=0))
+
+
+@triton.jit
+def gather_histogram(x_ptr, i_ptr, o_ptr, h_ptr, BR: tl.constexpr, BC: tl.constexpr, AX: tl.constexpr,
+                     NB: tl.constexpr):
+    r = tl.arange(0, BR)
+    c = tl.arange(0, BC)
+    x = tl.load(x_ptr + r[:, None] * BC + c[None, :])
+    idx = tl.load(i_ptr + r[:, None] * BC + c[None, :])
+    tl.store(o_ptr + r[:, None] * BC + c[None, :], tl.gather(x, idx, AX))
+    tl.store(h_ptr + tl.arange(0, NB), tl.histogram(tl.reshape(x, (BR * BC,)) % NB, NB))
+
+
+def _gather_case(rng: random.Random) -> dict[str, Any]:
+    return {"block": (rng.choice([1, 2, 4, 8, 16]), rng.choice([1, 2, 4, 8, 16, 32])), "axis": rng.randrange(2),
+            "bins": rng.choice([2, 4, 8, 16]), "warps": rng.choice(_WARPS), "seed": rng.randrange(2**16)}
+
+
+@pytest.mark.parametrize("case", _cases(1818, 12, _gather_case), ids=str)
+def test_gather_and_histogram(case: dict[str, Any]) -> None:
+    br, bc = case["block"]
+    axis, bins = case["axis"], case["bins"]
+    g = np.random.default_rng(case["seed"])
+    x = g.integers(0, 50, (br, bc)).astype(np.int32)
+    idx = g.integers(0, (br, bc)[axis], (br, bc)).astype(np.int32)
+    out, hist = np.zeros_like(x), np.zeros(bins, np.int32)
+    run_both(gather_histogram, (1,), num_warps=case["warps"], x_ptr=x, i_ptr=idx, o_ptr=out, h_ptr=hist, BR=br,
+             BC=bc, AX=axis, NB=bins)
+    np.testing.assert_array_equal(out, np.take_along_axis(x, idx, axis))
+    np.testing.assert_array_equal(hist, np.bincount((x % bins).reshape(-1), minlength=bins))
+
+
+# ---------------------------------------------------------------------------------------------
+# NaN, infinities and signed zeros through min/max, where and arg-reductions
+
+
+_SPECIALS = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.5, -2.5, 3.0], np.float32)
+
+
+@triton.jit
+def special_floats(x_ptr, y_ptr, r_ptr, e_ptr, M, N, BR: tl.constexpr, BC: tl.constexpr, AX: tl.constexpr):
+    r = tl.arange(0, BR)
+    c = tl.arange(0, BC)
+    mask = (r[:, None] < M) & (c[None, :] < N)
+    offs = r[:, None] * N + c[None, :]
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
+    y = tl.load(y_ptr + offs, mask=mask, other=0.0)
+    e = tl.maximum(x, y) + tl.minimum(x, y) * 2 + tl.where(x < y, x, y) + tl.where(x != x, 1.0, 0.0)
+    tl.store(e_ptr + offs, e, mask=mask)
+    lo = tl.where(mask, x, -float("inf"))
+    hi = tl.where(mask, x, float("inf"))
+    parts = (tl.max(lo, axis=AX), tl.argmax(lo, axis=AX).to(x.dtype), tl.min(hi, axis=AX),
+             tl.argmin(hi, axis=AX).to(x.dtype))
+    if AX == 0:
+        for k in tl.static_range(4):
+            tl.store(r_ptr + k * BC + c, parts[k], mask=c < N)
+    else:
+        for k in tl.static_range(4):
+            tl.store(r_ptr + k * BR + r, parts[k], mask=r < M)
+
+
+def _special_case(rng: random.Random) -> dict[str, Any]:
+    br, bc, m, n = _tile(rng, 512)
+    return {"tile": (br, bc, m, n), "axis": rng.randrange(2), "dtype": rng.choice(["float32", "float16", "bfloat16"]),
+            "warps": rng.choice(_WARPS), "seed": rng.randrange(2**16)}
+
+
+@pytest.mark.parametrize("case", _cases(1919, 12, _special_case), ids=str)
+def test_special_floats_agree(case: dict[str, Any]) -> None:
+    """Compared with the interpreter only: NaN ordering in max/min is the language's own rule."""
+    import mlx.core as mx
+
+    br, bc, m, n = case["tile"]
+    g = np.random.default_rng(case["seed"])
+    x, y = g.choice(_SPECIALS, (m, n)), g.choice(_SPECIALS, (m, n))
+    size = 4 * max(br, bc)
+    if case["dtype"] == "bfloat16":
+        xa, ya = mx.array(x).astype(mx.bfloat16), mx.array(y).astype(mx.bfloat16)
+        e, res = mx.zeros((m, n), mx.bfloat16), mx.zeros((size,), mx.bfloat16)
+    else:
+        xa, ya = x.astype(case["dtype"]), y.astype(case["dtype"])
+        e, res = np.zeros((m, n), case["dtype"]), np.zeros(size, case["dtype"])
+    run_both(special_floats, (1,), num_warps=case["warps"], x_ptr=xa, y_ptr=ya, r_ptr=res, e_ptr=e, M=m, N=n,
+             BR=br, BC=bc, AX=case["axis"])
+    finite = ~np.isnan(x) & ~np.isnan(y)
+    got = np.array(e.astype(mx.float32)) if isinstance(e, mx.array) else e.astype(np.float32)
+    # where neither operand is NaN, the value is NumPy's (inf - inf gives NaN in both)
+    with np.errstate(invalid="ignore"):
+        expect = np.maximum(x, y) + np.minimum(x, y) * 2 + np.where(x < y, x, y)
+    np.testing.assert_array_equal(got[finite], expect[finite])
