@@ -1047,3 +1047,23 @@ def test_special_floats_agree(case: dict[str, Any]) -> None:
     with np.errstate(invalid="ignore"):
         expect = np.maximum(x, y) + np.minimum(x, y) * 2 + np.where(x < y, x, y)
     np.testing.assert_array_equal(got[finite], expect[finite])
+
+
+# ---------------------------------------------------------------------------------------------
+# found by the generator, not fixed: loops whose step is a run-time negative value
+
+
+@triton.jit
+def runtime_step_loop(o_ptr, lo, hi, st):
+    acc = 0
+    for i in range(lo, hi, st):
+        acc += i + 10
+    tl.store(o_ptr, acc)
+
+
+@pytest.mark.xfail(strict=True, reason="a run-time negative loop step is lowered as scf.for, which counts upward "
+                   "(no trip here; lo < hi with a negative step never ends); constant negative steps are right")
+def test_runtime_negative_loop_step() -> None:
+    out = np.zeros(1, np.int32)
+    runtime_step_loop[(1,)](out, 5, 0, -2)
+    assert out[0] == sum(i + 10 for i in range(5, 0, -2))
