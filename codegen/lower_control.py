@@ -11,7 +11,8 @@ console or trap to report to (docs/codegen.md). Hints and assumptions produce no
 
 from __future__ import annotations
 
-from triton_metal.ir.ops import scf, tt_debug
+from triton_metal.ir import OpResult, Value
+from triton_metal.ir.ops import arith, scf, tt_debug
 from triton_metal.ir.types import ScalarType, element_type
 
 from .context import LoweringContext, ctype_of
@@ -91,9 +92,17 @@ def lower_for(ctx: LoweringContext, op: scf.ForOp) -> None:
     ctx.lower_ops(ctx, block.ops)
     _assign_all(ctx, carried, _yielded(ctx, block))
     body = ctx.pop()
-    ctx.emit(ForRange(iv, msl_type(ivty), lo.regs[0], hi.regs[0], step.regs[0], body))
+    ctx.emit(ForRange(iv, msl_type(ivty), lo.regs[0], hi.regs[0], step.regs[0], body, _sign(op.step)))
     for res, c in zip(op.results, carried):
         ctx.bind(res, c)
+
+
+def _sign(step: Value) -> int:
+    """The sign of a constant loop step, or 0 when the step is known only at run time."""
+    if isinstance(step, OpResult) and isinstance(step.op, arith.ConstantOp):
+        value = step.op.value
+        return (value > 0) - (value < 0)
+    return 0
 
 
 @lowers(scf.IfOp)

@@ -159,11 +159,14 @@ class MSLPrinter:
 
     @stmt.register
     def _(self, node: ForRange, depth: int, out: list[str]) -> None:
-        v = node.var
-        header = (
-            f"for ({node.ctype} {v} = {self._expr(node.lower)}; {v} < {self._expr(node.upper)}; "
-            f"{v} += {self._expr(node.step)}) "
-        )
+        v, upper, step = node.var, self._expr(node.upper), self._expr(node.step)
+        if node.step_sign > 0:
+            cond = f"{v} < {upper}"
+        elif node.step_sign < 0:
+            cond = f"{v} > {upper}"
+        else:
+            cond = f"({step} > 0 ? {v} < {upper} : ({step} < 0 && {v} > {upper}))"
+        header = f"for ({node.ctype} {v} = {self._expr(node.lower)}; {cond}; {v} += {step}) "
         self._block(header, node.body, depth, out)
 
     @stmt.register

@@ -132,7 +132,9 @@ class If:
 
 @dataclass(frozen=True)
 class ForRange:
-    """`for (ctype var = lower; var < upper; var += step) { body }` (a kernel loop, not unrolled)."""
+    """`for (ctype var = lower; <var before upper>; var += step) { body }` (a kernel loop, not
+    unrolled), counting as Python's `range` does: up while `var < upper` for a positive step, down
+    while `var > upper` for a negative one; a step of zero runs no iteration."""
 
     var: str
     ctype: str
@@ -140,6 +142,8 @@ class ForRange:
     upper: Expr
     step: Expr
     body: tuple[Stmt, ...]
+    step_sign: int = 0
+    """+1 or -1 when the step is a known constant of that sign; 0 when only the run time knows."""
 
 
 @dataclass(frozen=True)

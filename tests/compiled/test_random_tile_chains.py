@@ -660,9 +660,8 @@ def runtime_step_loop(o_ptr, lo, hi, st):
     tl.store(o_ptr, acc)
 
 
-@pytest.mark.xfail(strict=True, reason="a run-time negative loop step is lowered as scf.for, which counts upward "
-                   "(no trip here; lo < hi with a negative step never ends); constant negative steps are right")
-def test_runtime_negative_loop_step() -> None:
+@pytest.mark.parametrize("lo, hi, st", [(5, 0, -2), (0, 5, -1), (0, 7, 3), (7, 0, 3), (-3, -9, -4)])
+def test_runtime_loop_step_counts_as_range(lo: int, hi: int, st: int) -> None:
     out = np.zeros(1, np.int32)
-    runtime_step_loop[(1,)](out, 5, 0, -2)
-    assert out[0] == sum(i + 10 for i in range(5, 0, -2))
+    runtime_step_loop[(1,)](out, lo, hi, st)
+    assert out[0] == sum(i + 10 for i in range(lo, hi, st))

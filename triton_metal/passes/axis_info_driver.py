@@ -115,8 +115,10 @@ class AxisInfoAnalysis:
         block = op.body.block
         lb, step = self.get(op.lower), self.get(op.step)
         iv_div = min(lb.element_divisibility, step.element_divisibility)
-        # iv = lb + k * step with step > 0 (scf.for's contract), so iv >= lb
-        self.set(block.args[0], AxisInfo((1,), (iv_div,), (1,), None, lb.non_negative))
+        # iv = lb + k * step: iv >= lb for a non-negative step; for a negative one ub < iv <= lb
+        hi = self.get(op.upper)
+        non_negative = lb.non_negative and (step.non_negative or hi.non_negative)
+        self.set(block.args[0], AxisInfo((1,), (iv_div,), (1,), None, non_negative))
         carried = [self.get(v) for v in op.iter_args]
         for _ in range(MAX_LOOP_ITERATIONS):
             for arg, info in zip(block.args[1:], carried):

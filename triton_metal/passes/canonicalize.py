@@ -261,12 +261,14 @@ def _if_constant(rw: Rewriter, op: scf.IfOp) -> bool:
 
 @pattern(scf.ForOp)
 def _for_no_trip(rw: Rewriter, op: scf.ForOp) -> bool:
-    lo, hi = constant_value(op.lower), constant_value(op.upper)
+    lo, hi, step = constant_value(op.lower), constant_value(op.upper), constant_value(op.step)
     el = element_type(op.lower.type)
-    if lo is None or hi is None or not isinstance(el, ScalarType):
+    if lo is None or hi is None or step is None or not isinstance(el, ScalarType):
         return False
     view = signed if el.is_signed() else unsigned
-    if view(lo, el.bitwidth) < view(hi, el.bitwidth):
+    lo_v, hi_v, step_v = (view(x, el.bitwidth) for x in (lo, hi, step))
+    # as Python's range: a positive step counts up to hi, a negative one down to it, zero never runs
+    if (step_v > 0 and lo_v < hi_v) or (step_v < 0 and lo_v > hi_v):
         return False
     for r, v in zip(op.results, op.iter_args):
         _keep_name(r, v)

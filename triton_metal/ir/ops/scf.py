@@ -1,8 +1,9 @@
 """Structured control flow: counted loops, conditionals and while loops with yielded values.
 
 * `scf.for %lb, %ub, %step iter_args(%init...) body {^bb0(%iv, %carried...): ... scf.yield ...}`:
-  the body runs for iv = lb, lb + step, ... while iv < ub (step > 0); the results are the values
-  carried out of the last iteration (the inits when it runs zero times).
+  the body runs for iv = lb, lb + step, ... as Python's `range` counts: while iv < ub for a
+  positive step, while iv > ub for a negative one, never for a zero step; the results are the
+  values carried out of the last iteration (the inits when it runs zero times).
 * `scf.if %cond then {...} else {...}`: each region yields the op's results.
 * `scf.while %inits before {^bb0(args): ... scf.condition %c, %forwarded...}
   after {^bb0(args): ... scf.yield %next...}`: `before` computes the condition; when it holds,
