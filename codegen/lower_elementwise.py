@@ -403,8 +403,7 @@ def lower_convert(ctx: LoweringContext, op: arith.CastOp) -> None:
     if isinstance(op, arith.ExtUIOp) and src.is_signed():
         elementwise(ctx, op, [a], lambda x: Convert(dc, Convert(_unsigned(src), x)))
         return
-    # ExtUIOp subclasses ExtSIOp (and UIToFPOp SIToFPOp) in the IR: test the exact class
-    signed_ext = type(op) is arith.ExtSIOp
+    signed_ext = isinstance(op, arith.ExtSIOp)
     if signed_ext and src.is_unsigned() and not src.is_bool():
         elementwise(ctx, op, [a], lambda x: Convert(dc, Convert(_signed(src), x)))
         return
@@ -415,7 +414,7 @@ def lower_convert(ctx: LoweringContext, op: arith.CastOp) -> None:
     if isinstance(op, arith.UIToFPOp) and src.is_signed():
         elementwise(ctx, op, [a], lambda x: _to_float(Convert(_unsigned(src), x), dst))
         return
-    if type(op) is arith.SIToFPOp and src.is_unsigned() and not src.is_bool():
+    if isinstance(op, arith.SIToFPOp) and src.is_unsigned() and not src.is_bool():
         elementwise(ctx, op, [a], lambda x: _to_float(Convert(_signed(src), x), dst))
         return
     if isinstance(op, (arith.FPToSIOp, arith.FPToUIOp)):

@@ -219,8 +219,7 @@ def _int_cast(op: Op, v: list[Scalar], el: ScalarType) -> Scalar | None:
     dst = _dst(op)
     if dst is None:
         return None
-    # (ExtUIOp derives from ExtSIOp: test the exact class)
-    x = signed(v[0], el.bitwidth) if type(op) is A.ExtSIOp and not el.is_bool() else unsigned(v[0], el.bitwidth)
+    x = signed(v[0], el.bitwidth) if isinstance(op, A.ExtSIOp) and not el.is_bool() else unsigned(v[0], el.bitwidth)
     return to_type(x, dst)
 
 
@@ -264,7 +263,7 @@ def _float_to_int(op: Op, v: list[Scalar], el: ScalarType) -> Scalar | None:
         return None
     t = int(x)  # truncates toward zero
     bits = dst.bitwidth
-    lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if type(op) is A.FPToSIOp else (0, (1 << bits) - 1)
+    lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if isinstance(op, A.FPToSIOp) else (0, (1 << bits) - 1)
     if not lo <= t <= hi:
         return None  # out of range: the device's answer is unspecified
     return to_type(t, dst)

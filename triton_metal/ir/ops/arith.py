@@ -441,38 +441,48 @@ class TruncFOp(CastOp):
         self._need(ok, src, dst, "needs a float type no wider")
 
 
-class SIToFPOp(CastOp):
-    name: ClassVar[str] = "arith.sitofp"
+# The signed and unsigned variants of a cast share their type rule through an unnamed base, not
+# by deriving one from the other: `isinstance(op, ExtSIOp)` must never match an `ExtUIOp`.
 
+
+class IntToFloatOp(CastOp):
     def check(self, src: object, dst: object) -> None:
         self._need(_is_int(src) and _is_float(dst), src, dst, "converts an integer to a float")
 
 
-class UIToFPOp(SIToFPOp):
+class SIToFPOp(IntToFloatOp):
+    name: ClassVar[str] = "arith.sitofp"
+
+
+class UIToFPOp(IntToFloatOp):
     name: ClassVar[str] = "arith.uitofp"
 
 
-class FPToSIOp(CastOp):
+class FloatToIntOp(CastOp):
     """Float to integer, truncating toward zero."""
-
-    name: ClassVar[str] = "arith.fptosi"
 
     def check(self, src: object, dst: object) -> None:
         self._need(_is_float(src) and _is_int(dst), src, dst, "converts a float to an integer")
 
 
-class FPToUIOp(FPToSIOp):
+class FPToSIOp(FloatToIntOp):
+    name: ClassVar[str] = "arith.fptosi"
+
+
+class FPToUIOp(FloatToIntOp):
     name: ClassVar[str] = "arith.fptoui"
 
 
-class ExtSIOp(CastOp):
-    name: ClassVar[str] = "arith.extsi"
-
+class IntExtOp(CastOp):
     def check(self, src: object, dst: object) -> None:
         self._need(_is_int(src) and _is_int(dst) and _bits(src) < _bits(dst), src, dst, "needs a wider integer type")
 
 
-class ExtUIOp(ExtSIOp):
+class ExtSIOp(IntExtOp):
+    name: ClassVar[str] = "arith.extsi"
+
+
+class ExtUIOp(IntExtOp):
     name: ClassVar[str] = "arith.extui"
 
 
