@@ -99,7 +99,8 @@ def compile_module(module: Module, options: CodegenOptions, axis_info: object | 
         if arg in buffers:
             b = buffers[arg]
             aligned = int(attrs.get("tt.divisibility", 1)) % 16 == 0
-            buf = Buffer(b.param, b.pointee, b.input_name, b.output_name, aligned)
+            written = _written_name(b.output_name) if b.output_name in options.written_masks else None
+            buf = Buffer(b.param, b.pointee, b.input_name, b.output_name, aligned, written)
             ctype = "long" if options.index_bits == 64 else "int"
             ctx.bind(arg, PtrValue(arg.type, buf, (Lit("0"),), ctype, None))
         else:
@@ -130,6 +131,9 @@ def compile_module(module: Module, options: CodegenOptions, axis_info: object | 
     for b in bindings:
         input_names.extend(b.msl_inputs)
         output_names.extend(b.msl_outputs)
+    masks = {b.output_name: _written_name(b.output_name) for b in buffers.values()
+             if b.output_name in options.written_masks}
+    output_names.extend(masks.values())
     if options.spread_programs:
         input_names.append(GRID_INPUT)
     if not output_names:
@@ -138,7 +142,7 @@ def compile_module(module: Module, options: CodegenOptions, axis_info: object | 
             func.loc, hint="store the results through a pointer argument", kernel=name,
         )
     digest = hashlib.sha256((header + "\n" + body + repr(output_names)).encode()).hexdigest()[:12]
-    coverage = store_coverage(func, buffers, uses)
+    coverage, program = store_coverage(func, buffers, uses, options.index_bits)
     atomic_info = {
         u.arg.name_hint or "": {"kinds": sorted(u.atomic_kinds), "result_used": u.atomic_result_used,
                                 "loaded": u.loaded}
@@ -154,6 +158,7 @@ def compile_module(module: Module, options: CodegenOptions, axis_info: object | 
         threads_per_program=options.threads_per_program,
         atomic_outputs=False,
         stored_coverage=coverage,
+        coverage_program=program,
         metadata={
             "num_warps": options.num_warps,
             "math_mode": options.math_mode,
@@ -162,8 +167,14 @@ def compile_module(module: Module, options: CodegenOptions, axis_info: object | 
             "atomics": atomic_info,
             "vector_inputs": tuple(sorted(ctx.vector_inputs)),
             "grid_input": GRID_INPUT if options.spread_programs else None,
+            "written_masks": masks,
         },
     )
+
+
+def _written_name(output: str) -> str:
+    """`x_out` -> `x_written`: the bool output a store sets beside `x_out`."""
+    return output[: -len("_out")] + "_written"
 
 
 def _pass_scratch(func: Op) -> int:

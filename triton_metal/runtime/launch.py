@@ -97,7 +97,13 @@ def make_launcher(kernel: Any, compiled: CompiledKernel) -> Any:
     if backend == METAL:
         from ..backends.metal import LaunchPlan, MetalLauncher
 
-        launcher = MetalLauncher(compiled.msl, LaunchPlan.of(compiled.msl, kernel.arg_names), kernel.arg_names)
+        def written_variant(outputs: tuple[str, ...]) -> Any:
+            from .compiler import compile_written_variant
+
+            return compile_written_variant(compiled, outputs)
+
+        launcher = MetalLauncher(compiled.msl, LaunchPlan.of(compiled.msl, kernel.arg_names), kernel.arg_names,
+                                 written_variant=written_variant)
         names = tuple(kernel.arg_names)
 
         def metal(values: tuple[object, ...], grid: Grid3) -> None:

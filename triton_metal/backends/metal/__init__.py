@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from .check_environment import check_environment
 from .chip import ChipInfo, chip_info, parse_architecture
-from .driver import MetalLauncher, PreparedLaunch, atomic_identity, map_metal_error, output_covered
+from .driver import LaunchCoverage, MetalLauncher, PreparedLaunch, atomic_identity, map_metal_error
 from .plan import InputSlot, LaunchPlan, OutputSlot, launch_dims, needs_spread
 
 __all__ = [
     "ChipInfo", "InputSlot", "LaunchPlan", "MetalLauncher", "OutputSlot", "PreparedLaunch",
     "atomic_identity", "check_environment", "chip_info", "launch_dims", "map_metal_error", "needs_spread",
-    "output_covered", "parse_architecture",
+    "LaunchCoverage", "parse_architecture",
 ]
