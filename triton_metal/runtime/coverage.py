@@ -179,6 +179,7 @@ class _Run:
         self.starts: dict[str, list[np.ndarray]] = {}
         self.ends: dict[str, list[np.ndarray]] = {}
         self.failed: dict[str, str] = {}
+        self.lines: dict[str, dict[str, None]] = {}
 
     # -- one statement over n instances --------------------------------------------------------
     def block(self, stmts: Any, env: dict[int, Any], n: int, pids: tuple[np.ndarray, ...]) -> None:
@@ -388,7 +389,8 @@ class _Run:
 
     # -- stores --------------------------------------------------------------------------------
     def store(self, st: Any, env: dict[int, Any], n: int) -> None:
-        _, name, pi, mi, _ = st
+        _, name, pi, mi, line = st
+        self.lines.setdefault(name, {})[line] = None
         p = self.get(env, pi)
         off = _as_tile(p.off, ())
         shape = off.shape
@@ -507,6 +509,8 @@ def check_coverage(program: Any, grid: tuple[int, int, int], scalars: dict[str, 
             continue
         why = run.failed.get(output) or left.get(output)
         if why is None:
-            why = "no store to it could be modelled" if output not in run.starts else "the stores reach no further"
+            lines = run.lines.get(output)
+            why = (f"no store reaches it: {'; '.join(lines)}" if lines
+                   else "no store to it runs at this launch")
         verdicts[output] = Verdict(False, f"element {gap} of {size} is not proven written; {why}")
     return verdicts

@@ -147,6 +147,7 @@ class LaunchCoverage:
     MEMO_LIMIT = 256
 
     def __init__(self, msl: Any, names: Sequence[str]) -> None:
+        self.name = msl.name
         self.program = msl.coverage_program
         self.static = {c.output: c for c in msl.stored_coverage}
         self.scalars = coverage_scalars(msl, names)
@@ -165,6 +166,7 @@ class LaunchCoverage:
 
     def _check(self, values: Sequence[object], grid: tuple[int, int, int],
                sizes: dict[str, int]) -> dict[str, Any]:
+        from triton_metal.runtime import dumps
         from triton_metal.runtime.coverage import Verdict, check_coverage
 
         verdicts: dict[str, Any] = {}
@@ -175,10 +177,11 @@ class LaunchCoverage:
                 verdicts[output] = Verdict(False, static.reason if static is not None else "no coverage facts")
             else:
                 checked[output] = size
+        scalars = {name: int(values[i]) for i, name in self.scalars  # type: ignore[call-overload]
+                   if isinstance(values[i], (int, np.integer, np.bool_))}
         if checked:
-            scalars = {name: int(values[i]) for i, name in self.scalars  # type: ignore[call-overload]
-                       if isinstance(values[i], (int, np.integer, np.bool_))}
             verdicts.update(check_coverage(self.program, grid, scalars, checked))
+        dumps.record_coverage(self.name, grid, scalars, verdicts)
         return verdicts
 
 
