@@ -420,14 +420,14 @@ class _Run:
             raise _NotProven(f"{count} intervals to check (more than {LIMIT})")
         start = off.base + sum((coefs[d] * lo[d] for d in range(len(shape)) if d not in others), np.int64(0))
         length = (hi[run] - lo[run]) if run is not None else np.ones(idx.size, np.int64)
-        for d in others:  # one interval per index along the other dimensions
+        for k, d in enumerate(others):  # one interval per index along the other dimensions
             i = np.arange(shape[d], dtype=np.int64)
             inside = (i[None, :] >= lo[d][:, None]) & (i[None, :] < hi[d][:, None])
             start = (start[:, None] + coefs[d][:, None] * i[None, :])[inside]
-            length = np.broadcast_to(length[:, None], inside.shape)[inside]
-            lo = [x if x is None else np.broadcast_to(x[:, None], inside.shape)[inside] for x in lo]
-            hi = [x if x is None else np.broadcast_to(x[:, None], inside.shape)[inside] for x in hi]
-            coefs = [np.broadcast_to(c[:, None], inside.shape)[inside] for c in coefs]
+            counts = inside.sum(axis=1)
+            length = np.repeat(length, counts)
+            for e in others[k + 1:]:  # the dimensions still to expand follow their rows
+                lo[e], hi[e], coefs[e] = np.repeat(lo[e], counts), np.repeat(hi[e], counts), np.repeat(coefs[e], counts)
         self.starts.setdefault(name, []).append(start)
         self.ends.setdefault(name, []).append(start + length)
 
