@@ -111,8 +111,8 @@ def test_stand_in_binds_like_pytorch_and_refuses_drift():
     lib = rec(
         "#include <metal_stdlib>\nusing namespace metal;\n"
         "kernel void fill(device float* out [[buffer(0)]], constant float& v [[buffer(1)]],\n"
-        "                 constant long& n [[buffer(2)]], uint3 i [[thread_position_in_grid]]) {\n"
-        "  if (long(i.x) < n) out[i.x] = v;\n}\n"
+        "                 constant long& n [[buffer(2)]], uint i [[thread_position_in_grid]]) {\n"
+        "  if (long(i) < n) out[i] = v;\n}\n"
     )
     base = torch.zeros(20)
     lib.fill(base[4:], 2.5, 10, threads=16, group_size=8)  # bound at the storage offset
@@ -154,6 +154,14 @@ class _OnDevice(torch.Tensor):
     @property
     def device(self):  # type: ignore[override]
         return torch.device(self.fake_device)
+
+    @property
+    def is_cpu(self):  # type: ignore[override]
+        return self.fake_device == "cpu"
+
+    @property
+    def is_mps(self):  # type: ignore[override]
+        return self.fake_device == "mps"
 
 
 @pytest.mark.parametrize(

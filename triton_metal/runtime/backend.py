@@ -98,22 +98,35 @@ def active_backend_name() -> str:
             "Apple silicon"
         )
     if requested == TORCH_MPS:
-        from ..backends.torch_mps import stand_in_active
-
-        if not stand_in_active():
-            import torch
-
-            if not torch.backends.mps.is_available():
-                raise LaunchError(
-                    "TRITON_METAL_BACKEND=torch_mps: PyTorch reports no MPS device here; unset "
-                    "TRITON_METAL_BACKEND to run CPU tensors on the emulator"
-                )
+        if not _torch_mps_ready():
+            raise LaunchError(
+                "TRITON_METAL_BACKEND=torch_mps: PyTorch reports no MPS device here; unset "
+                "TRITON_METAL_BACKEND to run CPU tensors on the emulator"
+            )
     if requested not in KNOWN_BACKENDS:
         raise LaunchError(
             f"TRITON_METAL_BACKEND={requested}: unknown backend (choose one of "
             f"{', '.join(KNOWN_BACKENDS)})"
         )
     return requested
+
+
+_mps: bool | None = None
+
+
+def _torch_mps_ready() -> bool:
+    """A torch_mps launch can run: a stand-in is installed, or PyTorch has an MPS device (the
+    latter computed once per process)."""
+    global _mps
+    from ..backends.torch_mps.driver import _ACTIVE
+
+    if _ACTIVE[0] is not None:
+        return True
+    if _mps is None:
+        import torch
+
+        _mps = bool(torch.backends.mps.is_available())
+    return _mps
 
 
 def backend_for_arrays(backend: str, facts: tuple[object, ...]) -> str:

@@ -29,6 +29,7 @@ from . import torch_arrays
 from .specialization import MLX_ARRAY, ReinterpretedArray
 
 INDEX32_LIMIT = 2**31
+_SCALAR_TYPES = frozenset({int, float, bool, type(None), str})
 
 
 def flat_view(arr: np.ndarray, name: str) -> np.ndarray:
@@ -55,7 +56,12 @@ def flat_view(arr: np.ndarray, name: str) -> np.ndarray:
 
 def element_extent(value: object) -> int:
     """How many elements a kernel may address through `value` (0 for non-arrays)."""
-    if type(value) is np.ndarray:
+    cls = type(value)
+    if cls in _SCALAR_TYPES:
+        return 0
+    if cls is torch_arrays.TENSOR_TYPE[0]:
+        return torch_arrays.element_extent(value)
+    if cls is np.ndarray:
         if value.flags.c_contiguous:
             return int(value.size)
         if value.size == 0:

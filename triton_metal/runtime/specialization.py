@@ -42,7 +42,7 @@ import numpy as np
 
 from ..errors import LaunchError
 from ..language import types as tlt
-from .torch_arrays import MPS, is_tensor, tensor_spec, tensor_type
+from .torch_arrays import TENSOR_TYPE, is_tensor, tensor_spec, tensor_type
 
 try:  # MLX is a dependency, but the interpreter and tests must work where it fails to load.
     import mlx.core as _mx
@@ -325,20 +325,23 @@ def specialize_arg(value: object, name: str, specialize: bool = True, align: boo
         return _FP32
     if cls is bool:
         return _I1
-    if cls is _TORCH_TENSOR[0]:
+    if cls is TENSOR_TYPE[0]:
         return _torch_spec(value, name, specialize, align)
     return _specialize_other(value, name, specialize, align)
 
 
-_TORCH_TENSOR: list[type | None] = [None]
-"""`torch.Tensor` once a launch has seen torch imported (torch is never imported here)."""
+_TORCH_POINTERS: dict[tuple[Any, bool], tuple[PointerArg, PointerArg]] = {}
+"""(torch dtype, on MPS) -> the (unaligned, aligned) facts: torch dtypes hash fast, tl dtypes
+do not."""
 
 
 def _torch_spec(value: Any, name: str, specialize: bool, align: bool) -> ArgSpec:
-    ty, device, address = tensor_spec(value, name)
-    aligned = specialize and align and address % 16 == 0
-    table = _MPS_POINTER_SPECS if device == MPS else _POINTER_SPECS
-    return table[(ty, aligned)]
+    dt, ty, mps, address = tensor_spec(value, name)
+    pair = _TORCH_POINTERS.get((dt, mps))
+    if pair is None:
+        table = _MPS_POINTER_SPECS if mps else _POINTER_SPECS
+        pair = _TORCH_POINTERS[(dt, mps)] = (table[(ty, False)], table[(ty, True)])
+    return pair[specialize and align and address % 16 == 0]
 
 
 def _specialize_other(value: object, name: str, specialize: bool, align: bool) -> ArgSpec:
@@ -354,7 +357,6 @@ def _specialize_other(value: object, name: str, specialize: bool, align: bool) -
         return _reinterpreted_spec(value, name, specialize, align)
     torch_tensor = tensor_type()
     if torch_tensor is not None and isinstance(value, torch_tensor):
-        _TORCH_TENSOR[0] = torch_tensor
         return _torch_spec(value, name, specialize, align)
     if isinstance(value, MockArray):
         return _POINTER_SPECS[(value.element, specialize and align)]

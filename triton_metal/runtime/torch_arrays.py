@@ -35,16 +35,22 @@ _TORCH_TO_TL_NAMES = {
     "uint64": tlt.uint64, "float16": tlt.float16, "bfloat16": tlt.bfloat16,
     "float32": tlt.float32,
 }
-_dtype_table: dict[Any, tlt.dtype] = {}
 
 MPS = "mps"
 CPU = "cpu"
 
 
+TENSOR_TYPE: list[type | None] = [None]
+"""`torch.Tensor`, once a launch has seen torch imported (for `type(x) is` checks)."""
+
+
 def tensor_type() -> type | None:
     """`torch.Tensor` when torch is imported, else None (never imports torch)."""
     torch = sys.modules.get("torch")
-    return getattr(torch, "Tensor", None) if torch is not None else None
+    cls = getattr(torch, "Tensor", None) if torch is not None else None
+    if cls is not None:
+        TENSOR_TYPE[0] = cls
+    return cls
 
 
 def is_tensor(value: object) -> bool:
@@ -52,65 +58,74 @@ def is_tensor(value: object) -> bool:
     return cls is not None and isinstance(value, cls)
 
 
-def _tl_dtype(t: Any, name: str) -> tlt.dtype:
-    if not _dtype_table:
-        import torch
-
+def _dtype_table() -> dict[Any, tlt.dtype]:
+    if not _DTYPES:
+        torch = sys.modules["torch"]
         for key, ty in _TORCH_TO_TL_NAMES.items():
-            _dtype_table[getattr(torch, key)] = ty
-    ty = _dtype_table.get(t.dtype)
-    if ty is not None:
-        return ty
-    from .specialization import ArgumentError
-
-    shown = str(t.dtype).removeprefix("torch.")
-    if shown in ("float64", "double"):
-        raise ArgumentError(f"argument '{name}' is a float64 tensor: {tlt.FP64_REFUSAL}")
-    if t.is_quantized:
-        raise ArgumentError(
-            f"argument '{name}' is a quantized tensor ({shown}); kernels take plain tensors: pass "
-            "tensor.int_repr() and the scale and zero point as separate arguments"
-        )
-    raise ArgumentError(
-        f"argument '{name}' is a tensor of {shown}, which a kernel cannot use (supported: bool, "
-        "int8-int64, uint8-uint64, float16, bfloat16, float32)"
-    )
+            _DTYPES[getattr(torch, key)] = ty
+        _STRIDED.append(torch.strided)
+    return _DTYPES
 
 
-def tensor_spec(t: Any, name: str) -> tuple[tlt.dtype, str, int]:
-    """(element type, device type "cpu" or "mps", data address) of a tensor argument, after the
-    checks of the module docstring."""
+_DTYPES: dict[Any, tlt.dtype] = {}
+_STRIDED: list[Any] = []
+
+
+def tensor_spec(t: Any, name: str) -> tuple[Any, tlt.dtype, bool, int]:
+    """(torch dtype, element type, on MPS, data address) of a tensor argument, after the checks
+    of the module docstring. The launch path: a few attribute reads, no allocation."""
+    dt = t.dtype
+    ty = (_DTYPES or _dtype_table()).get(dt)
+    if ty is None or t.layout is not _STRIDED[0] or t.is_neg():
+        _refuse(t, name)
+    if t.is_cpu:
+        return dt, ty, False, t.data_ptr()
+    if t.is_mps:
+        return dt, ty, True, t.data_ptr()
+    _refuse(t, name)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _refuse(t: Any, name: str) -> None:
+    """Raise the precise error for a tensor `tensor_spec` does not accept."""
     from .specialization import ArgumentError
 
     device = t.device.type
     if device not in (CPU, MPS):
-        hint = (
-            "; Apple GPUs run MPS tensors: move it with tensor.to('mps') (or .cpu() for the emulator)"
+        raise ArgumentError(
+            f"argument '{name}' is a tensor on device '{t.device}'; Apple GPUs run MPS tensors: "
+            "move it with tensor.to('mps') (or .cpu() for the emulator)"
         )
-        raise ArgumentError(f"argument '{name}' is a tensor on device '{t.device}'{hint}")
-    if t.layout is not _strided():
+    if t.layout is not _STRIDED[0]:
         raise ArgumentError(
             f"argument '{name}' is a {str(t.layout).removeprefix('torch.')} tensor; kernels take "
             "dense (strided) tensors: pass tensor.to_dense() or its index and value tensors"
         )
-    ty = _tl_dtype(t, name)
-    if t.is_conj() or t.is_neg():
+    shown = str(t.dtype).removeprefix("torch.")
+    if t.dtype not in _DTYPES:
+        if shown in ("float64", "double"):
+            raise ArgumentError(f"argument '{name}' is a float64 tensor: {tlt.FP64_REFUSAL}")
+        if t.is_quantized:
+            raise ArgumentError(
+                f"argument '{name}' is a quantized tensor ({shown}); kernels take plain tensors: "
+                "pass tensor.int_repr() and the scale and zero point as separate arguments"
+            )
         raise ArgumentError(
-            f"argument '{name}' is a lazily conjugated or negated view whose memory does not hold "
-            "the values it shows; pass tensor.resolve_conj().resolve_neg()"
+            f"argument '{name}' is a tensor of {shown}, which a kernel cannot use (supported: "
+            "bool, int8-int64, uint8-uint64, float16, bfloat16, float32)"
         )
-    return ty, device, int(t.data_ptr())
-
-
-def _strided() -> Any:
-    return sys.modules["torch"].strided
+    raise ArgumentError(
+        f"argument '{name}' is a lazily conjugated or negated view whose memory does not hold "
+        "the values it shows; pass tensor.resolve_conj().resolve_neg()"
+    )
 
 
 def element_extent(t: Any) -> int:
     """How many elements a kernel may address from the tensor's first element."""
-    if t.numel() == 0:
-        return 0
-    return 1 + sum((n - 1) * s for n, s in zip(t.shape, t.stride()))
+    n = t.numel()
+    if n == 0 or t.is_contiguous():
+        return n
+    return 1 + sum((size - 1) * stride for size, stride in zip(t.shape, t.stride()))
 
 
 def host_view(t: Any, name: str) -> Any:
@@ -122,7 +137,7 @@ def host_view(t: Any, name: str) -> Any:
             "(emulator or interpreter); pass CPU tensors, or MPS tensors only, on a Mac"
         )
     t = t.detach()
-    if _tl_dtype(t, name) is tlt.bfloat16:
+    if (_DTYPES or _dtype_table()).get(t.dtype) is tlt.bfloat16:
         import torch
 
         from .specialization import ReinterpretedArray

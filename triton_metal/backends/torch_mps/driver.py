@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import LaunchError
+from ...runtime.torch_arrays import is_tensor, tensor_type
 from ..metal.plan import launch_dims
 from .source import GRID, SCALAR, TorchKernelSource, build_source
 
@@ -67,6 +68,9 @@ class TorchMpsLauncher:
         self.arg_names = tuple(arg_names)
         self._function: Any = None
         self._device = ""
+        self._on_device = ""
+        """The tensor attribute saying a tensor is on the compiler's device ("is_mps")."""
+        self._tensor_type: type | None = None
 
     def _compiled(self) -> Any:
         if self._function is None:
@@ -74,6 +78,8 @@ class TorchMpsLauncher:
             library = compiler(self.source.text)
             self._function = getattr(library, self.source.function)
             self._device = device
+            self._on_device = f"is_{device}"
+            self._tensor_type = tensor_type()
         return self._function
 
     def __call__(self, values: tuple[object, ...], grid: tuple[int, int, int]) -> None:
@@ -92,12 +98,12 @@ class TorchMpsLauncher:
         function(*args, threads=list(threads), group_size=list(group))
 
     def _tensor(self, value: object, arg: int) -> object:
-        from ...runtime.torch_arrays import is_tensor
-
+        if type(value) is self._tensor_type and getattr(value, self._on_device):
+            return value  # the launch path: a tensor on the compiler's device
         name = self.arg_names[arg]
         if is_tensor(value):
-            device = value.device.type  # type: ignore[attr-defined]
-            if device != self._device:
+            if not getattr(value, self._on_device):
+                device = value.device.type  # type: ignore[attr-defined]
                 raise LaunchError(
                     f"argument '{name}' is a tensor on '{device}', but this launch binds "
                     f"'{self._device}' tensors: tensors on different devices cannot be mixed in "
