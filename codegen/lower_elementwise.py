@@ -259,8 +259,22 @@ def lower_pow(ctx: LoweringContext, op: arith.PowFOp) -> None:
 _MATH = {
     arith.ExpOp: "exp", arith.Exp2Op: "exp2", arith.LogOp: "log", arith.Log2Op: "log2",
     arith.CosOp: "cos", arith.SinOp: "sin", arith.SqrtOp: "sqrt", arith.RsqrtOp: "rsqrt",
+    arith.TanhOp: "tanh",
+    arith.SinhOp: "sinh",
+    arith.CoshOp: "cosh",
+    arith.TanOp: "tan",
+    arith.AsinOp: "asin",
+    arith.AcosOp: "acos",
+    arith.AtanOp: "atan",
+    arith.AsinhOp: "asinh",
+    arith.AcoshOp: "acosh",
+    arith.AtanhOp: "atanh",
+    arith.Log10Op: "log10",
 }
-_EXACT = {arith.FloorOp: "floor", arith.CeilOp: "ceil", arith.AbsFOp: "fabs"}
+_EXACT = {
+    arith.FloorOp: "floor", arith.CeilOp: "ceil", arith.AbsFOp: "fabs", arith.TruncOp: "trunc",
+    arith.RintOp: "rint", arith.RoundOp: "round",
+}
 
 
 @lowers(*_MATH)

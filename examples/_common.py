@@ -1,7 +1,10 @@
-"""Helpers the examples share: array allocation for NumPy or MLX inputs, and the result line."""
+"""Helpers the examples share: array allocation for NumPy, MLX or torch inputs, and the result line.
+
+torch is never imported here: a torch tensor is recognised only when torch is already imported."""
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import numpy as np
@@ -18,8 +21,15 @@ def is_mlx(a: object) -> bool:
     return mx is not None and isinstance(a, mx.array)
 
 
+def is_torch(a: object) -> bool:
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(a, torch.Tensor)
+
+
 def to_numpy(a: Any) -> np.ndarray:
-    """A NumPy copy of a NumPy or MLX array (bfloat16 widened to float32)."""
+    """A NumPy copy of a NumPy, MLX or torch array (bfloat16 widened to float32)."""
+    if is_torch(a):
+        return a.detach().float().numpy() if a.dtype == sys.modules["torch"].bfloat16 else a.detach().numpy()
     if is_mlx(a):
         if a.dtype == mx.bfloat16:
             a = a.astype(mx.float32)
@@ -30,12 +40,22 @@ def to_numpy(a: Any) -> np.ndarray:
 def empty(shape: tuple[int, ...], dtype: Any, like: Any) -> Any:
     """A new array of `shape` of the same library as `like` (zero-filled, so runs repeat).
 
-    `dtype` is a NumPy or an MLX dtype; NumPy dtypes are translated for MLX arrays."""
+    `dtype` is a NumPy, MLX or torch dtype; NumPy dtypes are translated for MLX and torch."""
+    if is_torch(like):
+        torch = sys.modules["torch"]
+        if not isinstance(dtype, torch.dtype):
+            dtype = getattr(torch, np.dtype(dtype).name)
+        return torch.zeros(shape, dtype=dtype)
     if is_mlx(like):
         if not isinstance(dtype, mx.Dtype):
             dtype = getattr(mx, np.dtype(dtype).name)
         return mx.zeros(shape, dtype=dtype)
     return np.zeros(shape, dtype=dtype)
+
+
+def numel(a: Any) -> int:
+    """The element count of a NumPy, MLX or torch array."""
+    return int(a.numel()) if is_torch(a) else int(a.size)
 
 
 def dtype_of(a: Any) -> Any:
@@ -52,7 +72,10 @@ def report(name: str, error: float, tolerance: float) -> bool:
 
 
 def strides(a: Any) -> tuple[int, ...]:
-    """Element strides of a NumPy array; MLX arrays seen by kernels are row-contiguous."""
+    """Element strides of a NumPy array or torch tensor; MLX arrays seen by kernels are
+    row-contiguous."""
+    if is_torch(a):
+        return tuple(a.stride())
     if is_mlx(a):
         out: list[int] = []
         step = 1

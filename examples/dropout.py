@@ -15,7 +15,7 @@ import numpy as np
 import triton_metal as triton
 import triton_metal.language as tl
 
-from ._common import empty, report, to_numpy
+from ._common import empty, numel, report, to_numpy
 
 
 @triton.jit
@@ -35,7 +35,7 @@ def _seeded_dropout(x_ptr, output_ptr, n_elements, p, seed, BLOCK_SIZE: tl.const
 
 def seeded_dropout(x: Any, p: float, seed: int, BLOCK_SIZE: int = 1024, num_warps: int = 4) -> Any:
     output = empty(x.shape, x.dtype, like=x)
-    n_elements = x.size
+    n_elements = numel(x)
     grid = lambda meta: (triton.cdiv(n_elements, meta["BLOCK_SIZE"]),)  # noqa: E731
     _seeded_dropout[grid](x, output, n_elements, p, seed, BLOCK_SIZE=BLOCK_SIZE, num_warps=num_warps)
     return output

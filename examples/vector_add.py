@@ -10,7 +10,7 @@ import numpy as np
 import triton_metal as triton
 import triton_metal.language as tl
 
-from ._common import empty, report, to_numpy
+from ._common import empty, numel, report, to_numpy
 
 
 @triton.jit
@@ -30,7 +30,7 @@ def add(x: Any, y: Any, BLOCK_SIZE: int = 1024, num_warps: int = 4) -> Any:
     """`x + y` for two vectors of the same shape and dtype (NumPy or MLX)."""
     assert x.shape == y.shape and x.dtype == y.dtype
     output = empty(x.shape, x.dtype, like=x)
-    n_elements = x.size
+    n_elements = numel(x)
     grid = lambda meta: (triton.cdiv(n_elements, meta["BLOCK_SIZE"]),)  # noqa: E731
     add_kernel[grid](x, y, output, n_elements, BLOCK_SIZE=BLOCK_SIZE, num_warps=num_warps)
     return output

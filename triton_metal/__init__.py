@@ -10,7 +10,9 @@
 
 The host-side API has Triton's names (`jit`, `JITFunction`, `cdiv`, `next_power_of_2`,
 `reinterpret`, `autotune`, `Config`, `heuristics`, `testing.do_bench`, and the error classes), so
-ported code keeps working.
+ported code keeps working. `install_as_triton()` (or `TRITON_METAL_AS_TRITON=1` when this package
+is imported, or `python -m triton_metal.as_triton script.py`) makes `import triton` resolve here,
+so libraries written for Triton run unchanged (docs/torch.md).
 
 Diagnostics (docs/diagnostics.md): `start_profiling` / `stop_profiling`,
 `get_hardware_capabilities`, `test_memory_bandwidth`, `test_compute_throughput`, `synchronize`,
@@ -20,6 +22,7 @@ Diagnostics (docs/diagnostics.md): `start_profiling` / `stop_profiling`,
 
 from __future__ import annotations
 
+import os as _os
 from typing import Any
 
 from . import language
@@ -42,6 +45,7 @@ from .runtime.autotune_config import Config
 from .runtime.autotuner import Autotuner, autotune
 from .runtime.cache import COMPILER_VERSION as __version__
 from .runtime.heuristics import Heuristics, heuristics
+from .as_triton import install_as_triton
 
 # Imported on first use (PEP 562): a process that only launches kernels never needs them, and
 # the memory analysis alone pulls in the IR and its parser (about half of the package's import
@@ -72,6 +76,10 @@ def __getattr__(name: str) -> Any:
     return value
 
 
+if _os.environ.get("TRITON_METAL_AS_TRITON", "").strip().lower() not in ("", "0", "false", "no", "off"):
+    install_as_triton()
+
+
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
 
@@ -94,6 +102,7 @@ __all__ = [
     "clear_cache",
     "get_hardware_capabilities",
     "heuristics",
+    "install_as_triton",
     "jit",
     "language",
     "next_power_of_2",

@@ -13,6 +13,8 @@ How a call is timed depends on where kernels run (`timing_path()`):
   (about 10-100 us per call).
 * "host" (the emulator and the interpreter): launches run synchronously on the CPU, so the wall
   time of the call is the kernel's; MLX arrays it returns are still evaluated inside the timing.
+* with PyTorch imported and an MPS device (torch_mps launches), each timed call also starts and
+  ends with `torch.mps.synchronize()`, so work queued on PyTorch's MPS stream is counted.
 Unlike Triton's, no cache is flushed between calls (MLX's own benchmarks do not either), so small
 kernels are timed with warm caches.
 """
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import os
 import statistics
+import sys
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -62,16 +65,33 @@ def _evaluate(result: object) -> None:
         _mx.eval(*arrays)
 
 
+def _torch_mps_synchronize() -> Callable[[], None] | None:
+    """`torch.mps.synchronize` when torch is imported and has an MPS device (never imports it)."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None
+    try:
+        return torch.mps.synchronize if torch.backends.mps.is_available() else None
+    except Exception:  # noqa: BLE001 - a torch build without MPS support
+        return None
+
+
 def _timer(path: str) -> Callable[[Callable[[], object]], float]:
     gpu = path == "metal"
+
+    mps_sync = _torch_mps_synchronize()
 
     def timed(fn: Callable[[], object]) -> float:
         if gpu:
             _mx.synchronize()
+        if mps_sync is not None:
+            mps_sync()
         start = _now()
         _evaluate(fn())
         if gpu:
             _mx.synchronize()
+        if mps_sync is not None:
+            mps_sync()
         return (_now() - start) * 1e3
 
     return timed
@@ -88,13 +108,24 @@ def do_bench(
     """Run `fn` for about `warmup` ms, then about `rep` ms, and summarise the run times in ms.
 
     `quantiles` (e.g. `[0.5, 0.2, 0.8]`) returns those quantiles instead of `return_mode`'s
-    statistic; `return_mode="all"` returns every time. `grad_to_none` is accepted for Triton
-    compatibility (there is no autograd here) and must be empty or None.
+    statistic; `return_mode="all"` returns every time. `grad_to_none`: torch tensors whose
+    `.grad` is reset before every call, as in Triton (MLX and NumPy arrays have no `.grad`).
     """
     if return_mode not in RETURN_MODES:
         raise ValueError(f"return_mode must be one of {RETURN_MODES}, not {return_mode!r}")
+    for x in grad_to_none or ():
+        if not hasattr(x, "grad"):
+            raise ValueError(
+                f"do_bench: grad_to_none takes tensors with a .grad (torch), not {type(x).__name__}"
+            )
     if grad_to_none:
-        raise ValueError("do_bench: grad_to_none has no meaning without autograd; pass None")
+        inner = fn
+
+        def fn() -> object:
+            for x in grad_to_none:
+                x.grad = None
+            return inner()
+
     timed = _timer(timing_path())
     timed(fn)
     estimate = sum(timed(fn) for _ in range(5)) / 5

@@ -1,10 +1,15 @@
 """Compiled differential tests: the runtime's default path (the emulator on this machine)
-against the NumPy interpreter and NumPy, with a clean environment."""
+against the NumPy interpreter and NumPy, with a clean environment.
+
+`TRITON_METAL_TEST_BACKEND=torch_mps` runs every compiled launch of these suites through the
+torch_mps backend instead (the complete source handed to the recording stand-in for
+`torch.mps.compile_shader`, which runs it on the emulator with the same buffers)."""
 
 from __future__ import annotations
 
+import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -14,11 +19,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from differential import run_both  # noqa: E402
 
 
+TEST_BACKEND = os.environ.get("TRITON_METAL_TEST_BACKEND", "emulator")
+
+
 @pytest.fixture(autouse=True)
-def _compiled_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+def _compiled_environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     for name in ("TRITON_METAL_INTERPRET", "TRITON_METAL_DEBUG", "TRITON_METAL_DUMP_DIR"):
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("TRITON_METAL_BACKEND", "emulator")
+    monkeypatch.setenv("TRITON_METAL_BACKEND", TEST_BACKEND)
+    if TEST_BACKEND != "torch_mps":
+        yield
+        return
+    from triton_metal.backends.torch_mps.standin import RecordingCompiler
+
+    with RecordingCompiler().installed():
+        yield
 
 
 @pytest.fixture

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
 
@@ -11,9 +13,20 @@ def _plain_environment(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
 
 
-@pytest.fixture(params=["compiled", "interpret"])
-def mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Run once through the front end (the default) and once with TRITON_METAL_INTERPRET=1."""
+@pytest.fixture(params=["compiled", "interpret", "torch_mps"])
+def mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Run once through the front end (the default), once with TRITON_METAL_INTERPRET=1 and once
+    through the torch_mps backend (its complete source run by the recording stand-in for
+    `torch.mps.compile_shader` on the emulator, NumPy arrays bound as zero-copy CPU tensors)."""
     if request.param == "interpret":
         monkeypatch.setenv("TRITON_METAL_INTERPRET", "1")
-    return request.param
+    if request.param != "torch_mps":
+        yield request.param
+        return
+    from triton_metal.backends.torch_mps.standin import RecordingCompiler
+
+    monkeypatch.setenv("TRITON_METAL_BACKEND", "torch_mps")
+    recorder = RecordingCompiler()
+    with recorder.installed():
+        yield request.param
+    assert recorder.calls, "the torch_mps path made no call"

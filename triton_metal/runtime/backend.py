@@ -2,11 +2,14 @@
 
 * `TRITON_METAL_INTERPRET=1`: the NumPy interpreter runs the kernel's Python body directly; the
   front end is not involved (as Triton's `TRITON_INTERPRET=1`).
-* `TRITON_METAL_BACKEND=metal|emulator|interpreter` forces a backend for compiled launches:
-  `metal` runs through `mx.fast.metal_kernel` (refused where MLX has no Metal), `emulator`
-  runs the same MSL on the CPU, `interpreter` compiles to MSL (so compile errors surface) and
-  executes the Python body in the interpreter.
+* `TRITON_METAL_BACKEND=metal|emulator|interpreter|torch_mps` forces a backend for compiled
+  launches: `metal` runs through `mx.fast.metal_kernel` (refused where MLX has no Metal),
+  `emulator` runs the same MSL on the CPU, `interpreter` compiles to MSL (so compile errors
+  surface) and executes the Python body in the interpreter, `torch_mps` runs through
+  `torch.mps.compile_shader` (or its installed stand-in).
 * otherwise: `metal` when MLX reports Metal (`mx.metal.is_available()`), else `emulator`.
+* whatever the environment says, a launch with a torch tensor on the MPS device runs on
+  `torch_mps` (`backend_for_arrays`): its memory belongs to PyTorch's MPS allocator.
 
 The choice is read on every launch (tests and notebooks switch it); the answer for the
 automatic case is computed once, since it cannot change within a process.
@@ -21,7 +24,8 @@ from ..errors import LaunchError
 INTERPRETER = "interpreter"
 EMULATOR = "emulator"
 METAL = "metal"
-KNOWN_BACKENDS = (METAL, EMULATOR, INTERPRETER)
+TORCH_MPS = "torch_mps"
+KNOWN_BACKENDS = (METAL, EMULATOR, INTERPRETER, TORCH_MPS)
 AVAILABLE_BACKENDS = KNOWN_BACKENDS
 
 _FALSE_WORDS = ("", "0", "false", "no", "off")
@@ -93,9 +97,47 @@ def active_backend_name() -> str:
             "is False); unset TRITON_METAL_BACKEND to run on the emulator, or run on a Mac with "
             "Apple silicon"
         )
+    if requested == TORCH_MPS:
+        if not _torch_mps_ready():
+            raise LaunchError(
+                "TRITON_METAL_BACKEND=torch_mps: PyTorch reports no MPS device here; unset "
+                "TRITON_METAL_BACKEND to run CPU tensors on the emulator"
+            )
     if requested not in KNOWN_BACKENDS:
         raise LaunchError(
             f"TRITON_METAL_BACKEND={requested}: unknown backend (choose one of "
             f"{', '.join(KNOWN_BACKENDS)})"
         )
     return requested
+
+
+_mps: bool | None = None
+
+
+def _torch_mps_ready() -> bool:
+    """A torch_mps launch can run: a stand-in is installed, or PyTorch has an MPS device (the
+    latter computed once per process)."""
+    global _mps
+    from ..backends.torch_mps.driver import _ACTIVE
+
+    if _ACTIVE[0] is not None:
+        return True
+    if _mps is None:
+        import torch
+
+        _mps = bool(torch.backends.mps.is_available())
+    return _mps
+
+
+def backend_for_arrays(backend: str, facts: tuple[object, ...]) -> str:
+    """The backend a launch runs on, given the environment's choice and the argument facts: a
+    torch tensor on the MPS device sends it to torch_mps."""
+    for fact in facts:
+        if getattr(fact, "mps", False):
+            if backend == INTERPRETER:
+                raise LaunchError(
+                    "a torch tensor on the MPS device cannot be run by the interpreter; pass CPU "
+                    "tensors (tensor.cpu()) or leave TRITON_METAL_BACKEND unset"
+                )
+            return TORCH_MPS
+    return backend

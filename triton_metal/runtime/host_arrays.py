@@ -9,6 +9,8 @@ becomes a 1-D buffer that starts at the first element:
   view with negative strides or strides that are not a whole number of elements is refused
   (the first element is not its lowest address, which a Metal buffer cannot express).
 * `reinterpret(numpy_array, tl.bfloat16)`: the base array's 16-bit words.
+* a torch CPU tensor: the NumPy view of its memory (`torch_arrays.host_view`), then as a NumPy
+  array; bfloat16 as its 16-bit words.
 * an MLX array: a row-major copy (`mlx_to_numpy`; bfloat16 as its uint16 bits); the launcher
   rebinds the caller's array to the result (`rebind_mlx`) when the kernel writes it.
 
@@ -23,9 +25,11 @@ from typing import Any
 import numpy as np
 
 from ..errors import LaunchError
+from . import torch_arrays
 from .specialization import MLX_ARRAY, ReinterpretedArray
 
 INDEX32_LIMIT = 2**31
+_SCALAR_TYPES = frozenset({int, float, bool, type(None), str})
 
 
 def flat_view(arr: np.ndarray, name: str) -> np.ndarray:
@@ -52,7 +56,12 @@ def flat_view(arr: np.ndarray, name: str) -> np.ndarray:
 
 def element_extent(value: object) -> int:
     """How many elements a kernel may address through `value` (0 for non-arrays)."""
-    if type(value) is np.ndarray:
+    cls = type(value)
+    if cls in _SCALAR_TYPES:
+        return 0
+    if cls is torch_arrays.TENSOR_TYPE[0]:
+        return torch_arrays.element_extent(value)
+    if cls is np.ndarray:
         if value.flags.c_contiguous:
             return int(value.size)
         if value.size == 0:
@@ -65,6 +74,8 @@ def element_extent(value: object) -> int:
         return element_extent(value.base)
     if isinstance(value, np.ndarray):
         return element_extent(np.asarray(value))
+    if torch_arrays.is_tensor(value):
+        return torch_arrays.element_extent(value)
     return 0
 
 
@@ -109,15 +120,17 @@ def numpy_buffer(value: object, name: str) -> np.ndarray:
         return flat_view(value.base.view(np.uint16), name)
     if isinstance(value, np.ndarray):
         return flat_view(value, name)
+    if torch_arrays.is_tensor(value):
+        return numpy_buffer(torch_arrays.host_view(value, name), name)
     raise LaunchError(f"argument '{name}' is a {type(value).__name__}, but the kernel takes an array here")
 
 
 def metal_values(values: tuple[object, ...], names: tuple[str, ...]) -> tuple[object, ...]:
-    """The values as the Metal driver takes them: NumPy arrays (and bfloat16 reinterpretations)
-    as the flat buffers of their memory, NumPy scalars as Python scalars, the rest as given."""
+    """The values as the Metal driver takes them: NumPy arrays, torch CPU tensors (and bfloat16
+    reinterpretations) as the flat buffers of their memory, NumPy scalars as Python scalars, the rest as given."""
     out: list[object] = []
     for value, name in zip(values, names):
-        if isinstance(value, (np.ndarray, ReinterpretedArray)):
+        if isinstance(value, (np.ndarray, ReinterpretedArray)) or torch_arrays.is_tensor(value):
             value = numpy_buffer(value, name)
         elif isinstance(value, np.generic):
             value = value.item()

@@ -26,7 +26,7 @@ from typing import Any, overload
 
 from ..language.jit_marker import JITCallable
 from ..backends.metal.plan import LAUNCH_DIM_LIMIT
-from .backend import active_backend_name, launch_environment
+from .backend import active_backend_name, backend_for_arrays, launch_environment
 from .binder import Param, explain_binding_error, make_binder
 from .cache import COMPILER_VERSION, CompiledKernel, KernelCache
 from .dependencies import cache_key
@@ -165,7 +165,8 @@ class JITFunction(JITCallable):
         """The key a launch with these arguments compiles (and caches) under; checks them too."""
         values, facts, warps, debug = self._bind(args, kwargs)
         return SpecializationKey(
-            self.__name__, facts, warps, debug, active_backend_name(), COMPILER_VERSION,
+            self.__name__, facts, warps, debug, backend_for_arrays(active_backend_name(), facts),
+            COMPILER_VERSION,
             64 if needs_64bit_indices(values) else 32,
         )
 
@@ -204,7 +205,8 @@ class JITFunction(JITCallable):
             cache.hits += 1
         else:
             key = SpecializationKey(
-                name, facts, warps, debug_flag, backend, COMPILER_VERSION, index_bits, spread
+                name, facts, warps, debug_flag, backend_for_arrays(backend, facts),
+                COMPILER_VERSION, index_bits, spread,
             )
             compiled = cache.get(key)
             if compiled is None:

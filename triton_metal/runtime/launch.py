@@ -5,12 +5,14 @@
   (`TRITON_METAL_DEBUG`) and dumps (`dumps.py`) follow.
 * `make_launcher(kernel, compiled)`: the backend's callable `(values, grid) -> None` for the
   variant: `EmulatorLauncher`, the Metal driver's `MetalLauncher` (NumPy arguments turned into
-  the flat buffers it copies in and back), or the interpreter (`TRITON_METAL_BACKEND=
+  the flat buffers it copies in and back), the torch_mps `TorchMpsLauncher` (tensors bound in
+  place through `torch.mps.compile_shader`), or the interpreter (`TRITON_METAL_BACKEND=
   interpreter`: compiled so compile errors surface, executed from the Python body).
 
 The binder returns values as the caller passed them. The interpreter takes plain values:
 Python scalars for scalar parameters (NumPy scalars are converted), the unwrapped value for
-constexpr parameters, and arrays untouched (`to_launch_args`).
+constexpr parameters, arrays untouched and torch CPU tensors as NumPy views of their memory
+(`to_launch_args`).
 """
 
 from __future__ import annotations
@@ -21,13 +23,14 @@ from typing import Any
 
 import numpy as np
 
-from .backend import EMULATOR, INTERPRETER, METAL
+from .backend import EMULATOR, INTERPRETER, METAL, TORCH_MPS
 from .cache import CompiledKernel
 from .grid import Grid3
 from .host_arrays import metal_values
 from .log import debug_level, log
 from .signature import kernel_signature
-from .specialization import ArgSpec, ConstexprArg, SpecializationKey
+from .specialization import ArgSpec, ConstexprArg, PointerArg, SpecializationKey
+from .torch_arrays import host_view, is_tensor
 
 
 def to_launch_args(
@@ -40,6 +43,8 @@ def to_launch_args(
             value = fact.value
         elif isinstance(value, np.generic):
             value = value.item()
+        elif isinstance(fact, PointerArg) and is_tensor(value):
+            value = host_view(value, name)
         args[name] = value
     return args
 
@@ -94,6 +99,10 @@ def make_launcher(kernel: Any, compiled: CompiledKernel) -> Any:
         from .launch_emulator import EmulatorLauncher
 
         return EmulatorLauncher(compiled.msl, kernel.arg_names)
+    if backend == TORCH_MPS:
+        from ..backends.torch_mps import TorchMpsLauncher
+
+        return TorchMpsLauncher(compiled.msl, kernel.arg_names)
     if backend == METAL:
         from ..backends.metal import LaunchPlan, MetalLauncher
 

@@ -14,7 +14,7 @@ rules here are Triton's (`specialize_impl` in `triton/runtime/jit.py`):
 | `int` in [2**63, 2**64)          | `u64`, plus "divisible by 16"              |
 | other `int` in [-2**63, 2**63)   | `i64`, plus "divisible by 16"              |
 | `float`                          | `fp32`, never value-specialized            |
-| NumPy / MLX array                | a pointer to its element type, plus "16-byte aligned" |
+| NumPy / MLX array, torch tensor  | a pointer to its element type, plus "16-byte aligned" |
 
 `do_not_specialize` turns off the `== 1` and divisibility facts for a parameter (and alignment for
 arrays, as Triton does); `do_not_specialize_on_alignment` turns off only divisibility/alignment.
@@ -42,6 +42,7 @@ import numpy as np
 
 from ..errors import LaunchError
 from ..language import types as tlt
+from .torch_arrays import TENSOR_TYPE, is_tensor, tensor_spec, tensor_type
 
 try:  # MLX is a dependency, but the interpreter and tests must work where it fails to load.
     import mlx.core as _mx
@@ -63,11 +64,13 @@ class PointerArg:
     element: tlt.dtype
     aligned16: bool
     """The address of the first element is a multiple of 16 bytes."""
+    mps: bool = False
+    """A torch tensor on the MPS device: the launch runs on the torch_mps backend."""
     _hash: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # keys are hashed on every launch: compute once (tl dtypes hash in Python code)
-        object.__setattr__(self, "_hash", hash(("ptr", self.element, self.aligned16)))
+        object.__setattr__(self, "_hash", hash(("ptr", self.element, self.aligned16, self.mps)))
 
     def __hash__(self) -> int:
         return self._hash
@@ -149,6 +152,9 @@ _NUMPY_DTYPES: dict[np.dtype[Any], tlt.dtype] = {
 }
 _POINTER_SPECS: dict[tuple[tlt.dtype, bool], PointerArg] = {
     (ty, a): PointerArg(ty, a) for ty in tlt.SCALAR_DTYPES for a in (False, True)
+}
+_MPS_POINTER_SPECS: dict[tuple[tlt.dtype, bool], PointerArg] = {
+    (ty, a): PointerArg(ty, a, True) for ty in tlt.SCALAR_DTYPES for a in (False, True)
 }
 
 MLX_DTYPES: dict[Any, tlt.dtype] = {}
@@ -319,7 +325,23 @@ def specialize_arg(value: object, name: str, specialize: bool = True, align: boo
         return _FP32
     if cls is bool:
         return _I1
+    if cls is TENSOR_TYPE[0]:
+        return _torch_spec(value, name, specialize, align)
     return _specialize_other(value, name, specialize, align)
+
+
+_TORCH_POINTERS: dict[tuple[Any, bool], tuple[PointerArg, PointerArg]] = {}
+"""(torch dtype, on MPS) -> the (unaligned, aligned) facts: torch dtypes hash fast, tl dtypes
+do not."""
+
+
+def _torch_spec(value: Any, name: str, specialize: bool, align: bool) -> ArgSpec:
+    dt, ty, mps, address = tensor_spec(value, name)
+    pair = _TORCH_POINTERS.get((dt, mps))
+    if pair is None:
+        table = _MPS_POINTER_SPECS if mps else _POINTER_SPECS
+        pair = _TORCH_POINTERS[(dt, mps)] = (table[(ty, False)], table[(ty, True)])
+    return pair[specialize and align and address % 16 == 0]
 
 
 def _specialize_other(value: object, name: str, specialize: bool, align: bool) -> ArgSpec:
@@ -333,6 +355,9 @@ def _specialize_other(value: object, name: str, specialize: bool, align: bool) -
         return _mlx_spec(value, name, specialize, align)
     if isinstance(value, ReinterpretedArray):
         return _reinterpreted_spec(value, name, specialize, align)
+    torch_tensor = tensor_type()
+    if torch_tensor is not None and isinstance(value, torch_tensor):
+        return _torch_spec(value, name, specialize, align)
     if isinstance(value, MockArray):
         return _POINTER_SPECS[(value.element, specialize and align)]
     if isinstance(value, np.bool_):
@@ -354,7 +379,8 @@ def _specialize_other(value: object, name: str, specialize: bool, align: bool) -
         )
     raise ArgumentError(
         f"argument '{name}' has unsupported type {type(value).__module__}.{type(value).__qualname__}:"
-        " pass an mlx.core.array or numpy.ndarray for a pointer, or a Python int, float or bool"
+        " pass a torch tensor, mlx.core.array or numpy.ndarray for a pointer, or a Python int, float"
+        " or bool"
     )
 
 
@@ -388,7 +414,11 @@ def _constexpr_arg_slow(value: object, name: str) -> ConstexprArg:
         value = value.value
     if value is None:
         return _NONE
-    if isinstance(value, np.ndarray) or (MLX_ARRAY is not None and isinstance(value, MLX_ARRAY)):
+    if (
+        isinstance(value, np.ndarray)
+        or (MLX_ARRAY is not None and isinstance(value, MLX_ARRAY))
+        or is_tensor(value)
+    ):
         raise ArgumentError(
             f"argument '{name}' is a tl.constexpr parameter but was given an array; "
             "constexpr parameters take compile-time values (int, float, bool, str, dtype, None)"

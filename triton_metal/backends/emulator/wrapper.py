@@ -58,7 +58,14 @@ using namespace metal;
 def _argument(param: Param) -> str:
     if param.kind is ParamKind.ATTRIBUTE:
         assert param.attribute is not None
-        return _ATTRIBUTE_VALUES[param.attribute]
+        value = _ATTRIBUTE_VALUES[param.attribute]
+        # MSL lets a grid-position attribute be declared uint or uint2 (its leading components);
+        # MLX always writes the uint3 form, hand-written kernels often the scalar one
+        if param.ctype == "uint" and value.startswith("uint3("):
+            return f"({value}).x"
+        if param.ctype == "uint2" and value.startswith("uint3("):
+            return f"({value}).xy"
+        return value
     assert param.buffer is not None
     if param.by_reference:
         return f"*({param.ctype.rstrip('&').strip()}*)b[{param.buffer}]"

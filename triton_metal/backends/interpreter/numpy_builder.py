@@ -55,6 +55,12 @@ def _h(data: Any, ty: dtype) -> TensorHandle:
 
 _erf = np.frompyfunc(math.erf, 1, 1)
 
+
+def _round_half_away(f: np.ndarray) -> np.ndarray:
+    """MSL's `round`: to the nearest integer, halfway cases away from zero (exact in float)."""
+    t = np.trunc(f)
+    return t + np.where(np.abs(f - t) >= 0.5, np.sign(f), 0).astype(f.dtype)
+
 # float math functions, on float32 data (float64 for fp64), rounded to the result type by `_h`
 _FLOAT_MATH: dict[MathOp, Callable[[np.ndarray], np.ndarray]] = {
     MathOp.EXP: np.exp,
@@ -70,6 +76,20 @@ _FLOAT_MATH: dict[MathOp, Callable[[np.ndarray], np.ndarray]] = {
     MathOp.FLOOR: np.floor,
     MathOp.CEIL: np.ceil,
     MathOp.FABS: np.abs,
+    MathOp.TANH: np.tanh,
+    MathOp.SINH: np.sinh,
+    MathOp.COSH: np.cosh,
+    MathOp.TAN: np.tan,
+    MathOp.LOG10: np.log10,
+    MathOp.ASIN: np.arcsin,
+    MathOp.ACOS: np.arccos,
+    MathOp.ATAN: np.arctan,
+    MathOp.ASINH: np.arcsinh,
+    MathOp.ACOSH: np.arccosh,
+    MathOp.ATANH: np.arctanh,
+    MathOp.TRUNC: np.trunc,
+    MathOp.RINT: np.rint,
+    MathOp.ROUND: lambda f: _round_half_away(f),
 }
 
 

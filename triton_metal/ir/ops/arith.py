@@ -297,6 +297,62 @@ class CeilOp(UnaryOp):
     name: ClassVar[str] = "math.ceil"
 
 
+class TanhOp(UnaryOp):
+    name: ClassVar[str] = "math.tanh"
+
+
+class SinhOp(UnaryOp):
+    name: ClassVar[str] = "math.sinh"
+
+
+class CoshOp(UnaryOp):
+    name: ClassVar[str] = "math.cosh"
+
+
+class TanOp(UnaryOp):
+    name: ClassVar[str] = "math.tan"
+
+
+class AsinOp(UnaryOp):
+    name: ClassVar[str] = "math.asin"
+
+
+class AcosOp(UnaryOp):
+    name: ClassVar[str] = "math.acos"
+
+
+class AtanOp(UnaryOp):
+    name: ClassVar[str] = "math.atan"
+
+
+class AsinhOp(UnaryOp):
+    name: ClassVar[str] = "math.asinh"
+
+
+class AcoshOp(UnaryOp):
+    name: ClassVar[str] = "math.acosh"
+
+
+class AtanhOp(UnaryOp):
+    name: ClassVar[str] = "math.atanh"
+
+
+class Log10Op(UnaryOp):
+    name: ClassVar[str] = "math.log10"
+
+
+class TruncOp(UnaryOp):
+    name: ClassVar[str] = "math.trunc"
+
+
+class RintOp(UnaryOp):
+    name: ClassVar[str] = "math.rint"
+
+
+class RoundOp(UnaryOp):
+    name: ClassVar[str] = "math.round"
+
+
 class AbsFOp(UnaryOp):
     name: ClassVar[str] = "math.absf"
 

@@ -32,6 +32,21 @@ MATH_DTYPES: dict[MathOp, tuple[str, ...]] = {
     MathOp.ERF: _FP32_ONLY,
     MathOp.FLOOR: _FP32_ONLY,
     MathOp.CEIL: _FP32_ONLY,
+    # libdevice's functions (tl.extra.libdevice), computed in float for fp16/bf16
+    MathOp.TANH: _FLOAT_ANY,
+    MathOp.SINH: _FLOAT_ANY,
+    MathOp.COSH: _FLOAT_ANY,
+    MathOp.TAN: _FLOAT_ANY,
+    MathOp.ASIN: _FLOAT_ANY,
+    MathOp.ACOS: _FLOAT_ANY,
+    MathOp.ATAN: _FLOAT_ANY,
+    MathOp.ASINH: _FLOAT_ANY,
+    MathOp.ACOSH: _FLOAT_ANY,
+    MathOp.ATANH: _FLOAT_ANY,
+    MathOp.LOG10: _FLOAT_ANY,
+    MathOp.TRUNC: _FLOAT_ANY,
+    MathOp.RINT: _FLOAT_ANY,
+    MathOp.ROUND: _FLOAT_ANY,
 }
 
 

@@ -1,0 +1,146 @@
+"""torch tensors as kernel arguments, without importing torch.
+
+torch is optional: nothing here imports it. A value is a tensor when torch is already imported
+(`sys.modules`) and the value is an instance of `torch.Tensor`; a process that never imports
+torch never pays for the check beyond one dictionary lookup.
+
+As in Triton, a tensor argument is a pointer to its first element: `tensor.data_ptr()`, which
+includes the storage offset, and the kernel reaches the other elements through the strides the
+caller passes (`x.stride(0)`), counted in elements.
+
+* CPU tensors are seen by the emulator and the interpreter as NumPy views of their own memory
+  (`host_view`): nothing is copied and the kernel's stores land in the tensor. bfloat16 travels
+  as its 16-bit words (`ReinterpretedArray`), as `reinterpret(numpy_array, tl.bfloat16)` does.
+* MPS tensors are bound in place by the torch_mps backend (`backends/torch_mps`).
+
+`tensor_spec` checks a tensor before anything runs and refuses, naming the parameter: a device
+other than CPU or MPS (CUDA, meta, ...), a sparse or other non-strided layout, a quantized,
+complex or float64 tensor, and a conjugate or negative view whose memory does not hold the
+values it shows.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import numpy as np
+
+from ..errors import LaunchError
+from ..language import types as tlt
+
+_TORCH_TO_TL_NAMES = {
+    "bool": tlt.int1, "int8": tlt.int8, "int16": tlt.int16, "int32": tlt.int32,
+    "int64": tlt.int64, "uint8": tlt.uint8, "uint16": tlt.uint16, "uint32": tlt.uint32,
+    "uint64": tlt.uint64, "float16": tlt.float16, "bfloat16": tlt.bfloat16,
+    "float32": tlt.float32,
+}
+
+MPS = "mps"
+CPU = "cpu"
+
+
+TENSOR_TYPE: list[type | None] = [None]
+"""`torch.Tensor`, once a launch has seen torch imported (for `type(x) is` checks)."""
+
+
+def tensor_type() -> type | None:
+    """`torch.Tensor` when torch is imported, else None (never imports torch)."""
+    torch = sys.modules.get("torch")
+    cls = getattr(torch, "Tensor", None) if torch is not None else None
+    if cls is not None:
+        TENSOR_TYPE[0] = cls
+    return cls
+
+
+def is_tensor(value: object) -> bool:
+    cls = tensor_type()
+    return cls is not None and isinstance(value, cls)
+
+
+def _dtype_table() -> dict[Any, tlt.dtype]:
+    if not _DTYPES:
+        torch = sys.modules["torch"]
+        for key, ty in _TORCH_TO_TL_NAMES.items():
+            _DTYPES[getattr(torch, key)] = ty
+        _STRIDED.append(torch.strided)
+    return _DTYPES
+
+
+_DTYPES: dict[Any, tlt.dtype] = {}
+_STRIDED: list[Any] = []
+
+
+def tensor_spec(t: Any, name: str) -> tuple[Any, tlt.dtype, bool, int]:
+    """(torch dtype, element type, on MPS, data address) of a tensor argument, after the checks
+    of the module docstring. The launch path: a few attribute reads, no allocation."""
+    dt = t.dtype
+    ty = (_DTYPES or _dtype_table()).get(dt)
+    if ty is None or t.layout is not _STRIDED[0] or t.is_neg():
+        _refuse(t, name)
+    if t.is_cpu:
+        return dt, ty, False, t.data_ptr()
+    if t.is_mps:
+        return dt, ty, True, t.data_ptr()
+    _refuse(t, name)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _refuse(t: Any, name: str) -> None:
+    """Raise the precise error for a tensor `tensor_spec` does not accept."""
+    from .specialization import ArgumentError
+
+    device = t.device.type
+    if device not in (CPU, MPS):
+        raise ArgumentError(
+            f"argument '{name}' is a tensor on device '{t.device}'; Apple GPUs run MPS tensors: "
+            "move it with tensor.to('mps') (or .cpu() for the emulator)"
+        )
+    if t.layout is not _STRIDED[0]:
+        raise ArgumentError(
+            f"argument '{name}' is a {str(t.layout).removeprefix('torch.')} tensor; kernels take "
+            "dense (strided) tensors: pass tensor.to_dense() or its index and value tensors"
+        )
+    shown = str(t.dtype).removeprefix("torch.")
+    if t.dtype not in _DTYPES:
+        if shown in ("float64", "double"):
+            raise ArgumentError(f"argument '{name}' is a float64 tensor: {tlt.FP64_REFUSAL}")
+        if t.is_quantized:
+            raise ArgumentError(
+                f"argument '{name}' is a quantized tensor ({shown}); kernels take plain tensors: "
+                "pass tensor.int_repr() and the scale and zero point as separate arguments"
+            )
+        raise ArgumentError(
+            f"argument '{name}' is a tensor of {shown}, which a kernel cannot use (supported: "
+            "bool, int8-int64, uint8-uint64, float16, bfloat16, float32)"
+        )
+    raise ArgumentError(
+        f"argument '{name}' is a lazily conjugated or negated view whose memory does not hold "
+        "the values it shows; pass tensor.resolve_conj().resolve_neg()"
+    )
+
+
+def element_extent(t: Any) -> int:
+    """How many elements a kernel may address from the tensor's first element."""
+    n = t.numel()
+    if n == 0 or t.is_contiguous():
+        return n
+    return 1 + sum((size - 1) * stride for size, stride in zip(t.shape, t.stride()))
+
+
+def host_view(t: Any, name: str) -> Any:
+    """The NumPy view of a CPU tensor's memory (bfloat16 as a `ReinterpretedArray` of its
+    words); the same memory, so stores land in the tensor."""
+    if t.device.type != CPU:
+        raise LaunchError(
+            f"argument '{name}' is a tensor on '{t.device}', but this launch runs on the host "
+            "(emulator or interpreter); pass CPU tensors, or MPS tensors only, on a Mac"
+        )
+    t = t.detach()
+    if (_DTYPES or _dtype_table()).get(t.dtype) is tlt.bfloat16:
+        import torch
+
+        from .specialization import ReinterpretedArray
+
+        return ReinterpretedArray(t.view(torch.int16).numpy().view(np.uint16), tlt.bfloat16)
+    return t.numpy()
