@@ -185,11 +185,11 @@ class SemanticBase:
                 ty = dtype_from_name(ty)
             except ValueError as e:
                 raise error(str(e)) from None
-        if not isinstance(ty, dtype):
-            from ..unsupported import UnsupportedDType
+        from ..unsupported import UnsupportedDType
 
-            if isinstance(ty, UnsupportedDType):
-                raise ty.refusal()
+        if isinstance(ty, UnsupportedDType):
+            raise ty.refusal()
+        if not isinstance(ty, dtype):
             raise error(f"{what} must be a tl dtype, not {ty!r}")
         refuse_fp64(ty)
         return ty
