@@ -199,6 +199,22 @@ class constexpr:
         return constexpr(not self.value)
 
 
+class constexpr_type:
+    """The type of a compile-time value (Triton's `tl.constexpr_type`): equal when the values are."""
+
+    def __init__(self, value: Any) -> None:
+        self.value: Any = _unwrap(value)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, constexpr_type) and self.value == other.value
+
+    def __hash__(self) -> int:
+        return hash(self.value)
+
+    def __repr__(self) -> str:
+        return f"constexpr_type[{self.value}]"
+
+
 # ---------------------------------------------------------------------------------------------
 # tensor
 # ---------------------------------------------------------------------------------------------

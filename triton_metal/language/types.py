@@ -400,3 +400,16 @@ def dtype_from_name(name: str) -> dtype:
         return _BY_NAME[name]
     except KeyError:
         raise ValueError(f"unknown dtype name '{name}'") from None
+
+
+def str_to_ty(name: str, c: object = None) -> object:
+    """Triton's signature-string parser: `"fp32"`, `"i32"`, `"*fp16"`, `"*kfp16"` (a constant
+    pointer), `"constexpr"` (with its value `c`) -> the type."""
+    if name.startswith("*"):
+        const = name.startswith("*k")
+        return pointer_type(dtype_from_name(name[2:] if const else name[1:]), const=const)
+    if name.startswith("constexpr"):
+        from .core import constexpr_type
+
+        return constexpr_type(c)
+    return dtype_from_name("int1" if name in ("u1", "B") else name)

@@ -1,7 +1,7 @@
 """Semantic layer, elementwise family: arithmetic, bitwise, comparisons, select, math functions.
 
 Integer `//` and `%` round toward zero (C), float `%` is `fmod`, `/` on integers computes in fp32,
-`>>` is arithmetic on signed and logical on unsigned operands. Math functions require floating
+`>>` is arithmetic when its left operand is signed before promotion and logical otherwise. Math functions require floating
 point operands, as Triton's `_check_dtype` does; fp16/bf16 keep their dtype where Triton accepts
 them (exp, log, sqrt, ...).
 """
@@ -186,9 +186,13 @@ class ArithMixin(SemanticBase):
         return self._binary(BinaryOp.SHL, a, b)
 
     def shr(self, a: Any, b: Any) -> tensor:
-        a, b = self.bitwise_op_type_checking_impl(a, b)
-        op = BinaryOp.ASHR if a.type.scalar.is_int_signed() else BinaryOp.LSHR
-        return self._binary(op, a, b)
+        """`a >> b`: arithmetic when the left operand is signed *before* promotion, logical
+        otherwise, as Triton's `tensor.__rshift__` decides (int8 -1 >> uint32 8 promotes to
+        uint32 but shifts in sign bits: 4294967295). A Python scalar on the left has no dtype of
+        its own: the tensor on the right decides, as in Triton's `__rrshift__`."""
+        decider = a if isinstance(a, tensor) else b
+        signed = isinstance(decider, tensor) and decider.dtype.is_int_signed()
+        return self.ashr(a, b) if signed else self.lshr(a, b)
 
     def lshr(self, a: Any, b: Any) -> tensor:
         a, b = self.bitwise_op_type_checking_impl(a, b)
