@@ -266,6 +266,7 @@ class CodeGenerator(ControlFlowMixin, CallsMixin, ast.NodeVisitor):
         for sub in node.values:
             value = self.visit(sub)
             if is_tensor(value):
+                tlc.warn_logical_on_block(value)
                 tensors.append(value)
                 continue
             # Python's short circuit on compile-time operands: `False and ...` stops here.

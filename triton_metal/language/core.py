@@ -68,6 +68,20 @@ def is_builtin(fn: object) -> bool:
     return getattr(fn, TRITON_BUILTIN, False) is True
 
 
+LOGICAL_ON_BLOCK_WARNING = (
+    "Logical operators 'and' and 'or' are deprecated for non-scalar tensors; "
+    "please use '&' or '|' instead"
+)
+
+
+def warn_logical_on_block(value: Any) -> None:
+    """Triton's warning for `and`/`or` with a block operand (both backends give it)."""
+    if isinstance(value, tensor) and value.type.is_block():
+        import warnings
+
+        warnings.warn(LOGICAL_ON_BLOCK_WARNING, UserWarning, stacklevel=3)
+
+
 def _tensor_member_fn(fn: F) -> F:
     """Also expose a free builtin `tl.f(x, ...)` as the method `x.f(...)`."""
     setattr(tensor, fn.__name__, fn)

@@ -206,14 +206,27 @@ class ArithMixin(SemanticBase):
         x = self.to_tensor(x)
         return x if x.type.scalar.is_bool() else self.cast(x, int1)
 
+    def _as_int1(self, x: Any) -> tensor:
+        """Python's `and`, `or` and `not` on tensors take 1-bit values, as in Triton (which
+        bitcasts to int1 and so refuses wider types)."""
+        x = self.to_tensor(x)
+        s = x.type.scalar
+        if not s.is_bool():
+            raise error(
+                f"Cannot bitcast data-type of size {s.primitive_bitwidth} to data-type of size 1",
+                hint="`and`, `or` and `not` take booleans: compare first (x != 0), "
+                "or use &, | and ~ on integers",
+            )
+        return x
+
     def logical_and(self, a: Any, b: Any) -> tensor:
-        return self.and_(self._to_bool(a), self._to_bool(b))
+        return self.and_(self._as_int1(a), self._as_int1(b))
 
     def logical_or(self, a: Any, b: Any) -> tensor:
-        return self.or_(self._to_bool(a), self._to_bool(b))
+        return self.or_(self._as_int1(a), self._as_int1(b))
 
     def logical_not(self, a: Any) -> tensor:
-        return self.invert(self._to_bool(a))
+        return self.invert(self._as_int1(a))
 
     # -- comparisons --------------------------------------------------------------------------
     def _compare(self, a: Any, b: Any, fpred: CmpPredicate, spred: CmpPredicate, upred: CmpPredicate) -> tensor:

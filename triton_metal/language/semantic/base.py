@@ -38,8 +38,8 @@ from ..types import (
 )
 
 Number = bool | int | float
-JitCaller = Callable[[Any, Sequence[Any]], Any]
-"""Calls a user `@jit` function (e.g. a reduce combine function) with tensor arguments."""
+JitCaller = Callable[[Any, Sequence[Any], dict[str, Any]], Any]
+"""Calls a user `@jit` function (a helper, a reduce combine function) with its arguments."""
 
 _KIND_BOOL, _KIND_INT, _KIND_FLOAT = 0, 1, 2
 
@@ -119,14 +119,17 @@ class SemanticBase:
             raise error("a tensor's values are not known when the kernel is compiled")
         return self._concrete(x.handle)
 
-    def call_jit(self, fn: Any, args: Sequence[Any], generator: Any = None) -> Any:
-        """Call a user `@jit` function: through the front end when compiling, directly when eager."""
+    def call_jit(self, fn: Any, args: Sequence[Any], generator: Any = None,
+                 kwargs: dict[str, Any] | None = None) -> Any:
+        """Call a user `@jit` function: through the front end when compiling, through the
+        eager builder's caller (the interpreter's, which binds arguments as the front end does)
+        when eager."""
         if generator is not None:
-            return generator.call_JitFunction(fn, list(args), kwargs={})
+            return generator.call_JitFunction(fn, list(args), kwargs=dict(kwargs or {}))
         if self._call_jit is not None:
-            return self._call_jit(fn, args)
+            return self._call_jit(fn, args, dict(kwargs or {}))
         target = getattr(fn, "fn", fn)
-        return target(*args)
+        return target(*args, **(kwargs or {}))
 
     # -- Python values as tensors -------------------------------------------------------------
     def to_tensor_type(self, x: Number) -> dtype:

@@ -233,8 +233,13 @@ class ShapeMixin(SemanticBase):
                 hint="reshape so the pair you split is the last axis",
             )
         shape = x.type.shape[:-1]
+        if not shape:
+            # a pair split into two scalars: split a (1, 2) block, then take each one-element
+            # half as a scalar, so no primitive ever yields a scalar from a shape op
+            lo, hi = self.split(self.reshape(x, [1, 2]))
+            return self.item(lo), self.item(hi)
         lo, hi = self.builder.create_split(x.handle)
-        ty = block_type(x.type.scalar, shape) if shape else x.type.scalar
+        ty = block_type(x.type.scalar, shape)
         return tensor(lo, ty), tensor(hi, ty)
 
     def interleave(self, a: Any, b: Any) -> tensor:
