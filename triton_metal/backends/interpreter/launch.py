@@ -85,7 +85,8 @@ def launch(kernel: JITCallable, grid: tuple[int, int, int], args: dict[str, obje
                         located = _located(exc, kernel, (x, y, z))
                         if located is exc:
                             raise
-                        raise located from exc
+                        cause = located.__cause__ if isinstance(located, CompilationError) else exc
+                        raise located from cause
     _write_back(mlx, memory)
 
 

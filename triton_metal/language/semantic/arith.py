@@ -44,7 +44,7 @@ class ArithMixin(SemanticBase):
         a, b = self.binary_op_type_checking_impl(a, b, True, True)
         sa, sb = a.type.scalar, b.type.scalar
         if sa.is_ptr() and sb.is_ptr():
-            raise error("cannot add two pointers", hint="subtract offsets, not pointers")
+            raise error("cannot add pointers together", hint="subtract offsets, not pointers", kind=TypeError)
         if sb.is_ptr():
             a, b = b, a
             sa, sb = sb, sa
@@ -86,8 +86,9 @@ class ArithMixin(SemanticBase):
         s = a.type.scalar
         if not s.is_int():
             raise error(
-                f"// is defined on integers only, not {s!r}",
+                f"unexpected type {s.name}: // is defined on integers only",
                 hint="use tl.floor(a / b) for floats",
+                kind=TypeError,
             )
         return self._binary(BinaryOp.SDIV if s.is_int_signed() else BinaryOp.UDIV, a, b)
 
@@ -135,7 +136,7 @@ class ArithMixin(SemanticBase):
         x = self.to_tensor(x)
         s = x.type.scalar
         if s.is_ptr():
-            raise error(f"cannot negate a pointer ({s!r})")
+            raise error(f"wrong type argument to unary minus ({s!r})")
         if s.is_bool():
             return x  # -True == True in 1-bit two's complement, as Triton computes it
         return tensor(self.builder.create_math(MathOp.NEG, x.handle), x.type)
@@ -144,7 +145,7 @@ class ArithMixin(SemanticBase):
         x = self.to_tensor(x)
         s = x.type.scalar
         if s.is_ptr() or s.is_floating():
-            raise error(f"~ is defined on integers and booleans, not {s!r}")
+            raise error(f"wrong type argument to unary invert ({s!r})", hint="~ takes integers and booleans")
         return tensor(self.builder.create_math(MathOp.NOT, x.handle), x.type)
 
     def abs(self, x: Any) -> tensor:
@@ -164,8 +165,9 @@ class ArithMixin(SemanticBase):
         sa, sb = a.type.scalar, b.type.scalar
         if not sa.is_int() or not sb.is_int():
             raise error(
-                f"bitwise operations need integer operands, not {sa!r} and {sb!r}",
+                f"invalid operands of type {sa!r} and {sb!r}: bitwise operations take integers",
                 hint="bitcast floats to integers of the same width with .to(tl.int32, bitcast=True)",
+                kind=TypeError,
             )
         return a, b
 
@@ -319,7 +321,8 @@ class ArithMixin(SemanticBase):
         if s.name not in allowed:
             pretty = ", ".join(a for a in allowed if a != "fp64")
             raise error(
-                f"tl.{name} expects a floating point tensor ({pretty}), got {s!r}",
+                f"Expected dtype {[a for a in allowed]} but got {s.name}: tl.{name} expects a "
+                f"floating point tensor ({pretty})",
                 hint=f"cast first: tl.{name}(x.to(tl.float32))",
             )
 
