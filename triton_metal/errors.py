@@ -68,13 +68,15 @@ class CompilationError(TritonError):
         """Fill in the location and kernel if the raiser did not know them (innermost wins)."""
         if (self.loc is not None or loc is None) and (self.kernel is not None or kernel is None):
             return self
-        return type(self)(
+        located = type(self)(
             self.reason,
             self.loc if self.loc is not None else loc,
             self.hint,
             self.kernel if self.kernel is not None else kernel,
             self.source_line,
         )
+        located.__cause__ = self.__cause__  # Triton's own exception for the mistake, if any
+        return located
 
     def __reduce__(self):  # keep it picklable (exceptions with custom __init__ are not by default)
         return (type(self), (self.reason, self.loc, self.hint, self.kernel, self.source_line))

@@ -89,7 +89,8 @@ class CodeGenerator(ControlFlowMixin, CallsMixin, ast.NodeVisitor):
         try:
             return super().visit(node)
         except CompilationError as e:
-            raise e.with_context(loc, self.kernel_name) from None
+            located = e.with_context(loc, self.kernel_name)
+            raise located from located.__cause__
         except RecursionError:
             raise
         except Exception as e:  # a builtin's TypeError, say: report it at the user's line
@@ -266,6 +267,7 @@ class CodeGenerator(ControlFlowMixin, CallsMixin, ast.NodeVisitor):
         for sub in node.values:
             value = self.visit(sub)
             if is_tensor(value):
+                tlc.warn_logical_on_block(value)
                 tensors.append(value)
                 continue
             # Python's short circuit on compile-time operands: `False and ...` stops here.

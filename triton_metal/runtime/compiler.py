@@ -57,6 +57,13 @@ def _laid_out(module: Any) -> bool:
     return True
 
 
+def type_check(kernel: Any, key: SpecializationKey) -> None:
+    """Run only the front end (the semantic layer's checks) for `key`; raises its refusal."""
+    from ..frontend import compile_to_ir
+
+    compile_to_ir(kernel, kernel_signature(kernel, key))
+
+
 def compile_msl(kernel: Any, key: SpecializationKey) -> CompileResult:
     """Compile `kernel` for `key` (see the module docstring)."""
     from ..codegen import compile_module

@@ -24,6 +24,7 @@ import inspect
 from collections.abc import Callable, Iterable
 from typing import Any, overload
 
+from ..errors import CompilationError
 from ..language.jit_marker import JITCallable
 from ..backends.metal.plan import LAUNCH_DIM_LIMIT
 from .backend import active_backend_name, backend_for_arrays, launch_environment
@@ -35,7 +36,14 @@ from .host_arrays import needs_64bit_indices
 from .launch import compile_variant, launch_on_interpreter, make_launcher, to_launch_args
 from .log import log
 from .observer import OBSERVER
-from .specialization import ArgSpec, ArgumentError, MockArray, SpecializationKey
+from .specialization import (
+    ArgSpec,
+    ArgumentError,
+    MockArray,
+    SpecializationKey,
+    is_fp64_refusal,
+    without_fp64,
+)
 
 DEFAULT_NUM_WARPS = 4
 
@@ -175,12 +183,29 @@ class JITFunction(JITCallable):
     ) -> tuple[tuple[object, ...], tuple[ArgSpec, ...], int, bool]:
         try:
             values, facts, num_warps, _stages, _ctas, _maxnreg, debug = self._binder(*args, **kwargs)
-        except ArgumentError:
+        except ArgumentError as error:
+            if is_fp64_refusal(error):
+                self._type_check_before_fp64(args, kwargs)
             raise
         except TypeError as error:
             raise explain_binding_error(self.__name__, self.fn, args, kwargs, error) from None
         warps = DEFAULT_NUM_WARPS if num_warps is None else check_num_warps(num_warps, self.__name__)
         return values, facts, warps, self.debug if debug is None else bool(debug)
+
+    def _type_check_before_fp64(self, args: tuple[object, ...], kwargs: dict[str, object]) -> None:
+        """Triton's order: a program with a type error reports it even when it was given a
+        float64 array (which Triton accepts and Apple GPUs refuse). The arrays stand in as
+        float32 for the front end; its refusal, if any, is raised in place of the fp64 one, on
+        every backend."""
+        from .compiler import type_check
+
+        args = tuple(without_fp64(a) for a in args)
+        kwargs = {k: without_fp64(v) for k, v in kwargs.items()}
+        key = self.specialization(*args, **kwargs)
+        try:
+            type_check(self, key)
+        except CompilationError as refusal:
+            raise refusal from refusal.__cause__
 
     def run(self, *args: object, grid: GridSpec, warmup: bool, **kwargs: object) -> CompiledKernel | None:
         name = self.__name__

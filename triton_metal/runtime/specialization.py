@@ -54,6 +54,10 @@ class ArgumentError(LaunchError, TypeError):
     """A kernel argument of the wrong kind (a `LaunchError` that is also a `TypeError`)."""
 
 
+class IntegerArgumentOverflow(ArgumentError, OverflowError):
+    """An integer argument that fits no kernel integer type: an `OverflowError`, as in Triton."""
+
+
 # -- the facts ---------------------------------------------------------------------------------
 
 
@@ -194,6 +198,21 @@ def tl_dtype_of_mlx(dt: Any, name: str) -> tlt.dtype:
     raise _bad_dtype(str(dt).removeprefix("mlx.core."), name)
 
 
+def is_fp64_refusal(error: BaseException) -> bool:
+    """The launch refused a float64 array (a refusal a type error of the program comes before)."""
+    return isinstance(error, ArgumentError) and tlt.FP64_REFUSAL in str(error)
+
+
+def without_fp64(value: object) -> object:
+    """A float64 array stands in as a float32 one, to type-check a program that received it."""
+    dt = getattr(value, "dtype", None)
+    if isinstance(value, np.ndarray) and dt == np.float64:
+        return MockArray(tlt.float32)
+    if _mx is not None and isinstance(value, _mx.array) and dt == _mx.float64:
+        return MockArray(tlt.float32)
+    return value
+
+
 def _bad_dtype(dtype_name: str, name: str) -> LaunchError:
     if dtype_name in ("float64", "double"):
         return ArgumentError(f"argument '{name}' is a float64 array: {tlt.FP64_REFUSAL}")
@@ -257,7 +276,7 @@ def _int_spec(value: int, name: str, specialize: bool, align: bool) -> ArgSpec:
     elif -(2**63) <= value < 2**63:
         ty = tlt.int64
     else:
-        raise ArgumentError(
+        raise IntegerArgumentOverflow(
             f"argument '{name}' = {value} does not fit in 64 bits (kernels take i32, i64 or u64)"
         )
     return _INT_SPECS[(ty, specialize and align and value % 16 == 0)]
