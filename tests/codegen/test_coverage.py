@@ -289,3 +289,29 @@ def test_tile_verdicts_are_sound(k_grouped: MSLKernel, M: int, N: int, group: in
     tiles = triton.cdiv(M, 16) * triton.cdiv(N, 32)
     v = agree(k_grouped, (max(1, tiles - short),), {"Y": M * N + extra}, dict(M=M, N=N, stride_m=N, GROUP=group))
     assert v["Y"] == v["Y_full"]
+
+
+@pytest.fixture(scope="module")
+def k_swizzled() -> MSLKernel:
+    return compile_source(swizzled_tiles, "*fp32", "i32", "i32", "i32", C(16), C(16))
+
+
+@pytest.fixture(scope="module")
+def k_stats() -> MSLKernel:
+    return compile_1d(stats, "*fp32", "*fp32", "*fp32", "i32", "i32", "i32", C(64))
+
+
+@_SETTINGS
+@given(M=st.integers(1, 50), N=st.integers(1, 50), group=st.integers(1, 4), short_i=st.integers(0, 1),
+       short_j=st.integers(0, 1))
+def test_swizzle_verdicts_are_sound(k_swizzled: MSLKernel, M: int, N: int, group: int, short_i: int, short_j: int):
+    grid = (max(1, triton.cdiv(M, 16) - short_i), max(1, triton.cdiv(N, 16) - short_j))
+    v = agree(k_swizzled, grid, {"Y": M * N}, dict(M=M, N=N, GROUP=group))
+    assert v["Y"] == v["Y_full"]
+
+
+@_SETTINGS
+@given(grid=st.integers(1, 8), n_rows=st.integers(0, 9), split=st.integers(-1, 9), N=st.integers(1, 64))
+def test_branch_verdicts_are_sound(k_stats: MSLKernel, grid: int, n_rows: int, split: int, N: int):
+    v = agree(k_stats, (grid,), {"Mean": grid, "Rstd": grid, "Y": grid * N}, dict(n_rows=n_rows, N=N, split=split))
+    assert v["Mean"] == v["Mean_full"] and v["Rstd"] == v["Rstd_full"] and v["Y"] == v["Y_full"]
