@@ -315,3 +315,25 @@ def test_swizzle_verdicts_are_sound(k_swizzled: MSLKernel, M: int, N: int, group
 def test_branch_verdicts_are_sound(k_stats: MSLKernel, grid: int, n_rows: int, split: int, N: int):
     v = agree(k_stats, (grid,), {"Mean": grid, "Rstd": grid, "Y": grid * N}, dict(n_rows=n_rows, N=N, split=split))
     assert v["Mean"] == v["Mean_full"] and v["Rstd"] == v["Rstd_full"] and v["Y"] == v["Y_full"]
+
+
+def _program(mask_const: int, bits: int = 32):  # noqa: ANN202
+    """`tl.store(Y + offs, ..., mask=offs + mask_const > 0)`, offs = arange(0, 64), as a program."""
+    from triton_metal.codegen.kernel import CoverageProgram
+
+    return CoverageProgram((
+        ("ptr", 1, "Y"), ("splat", 2, 1, (64,)), ("range", 3, 0, 64), ("addptr", 4, 2, 3, 32, False),
+        ("const", 5, mask_const), ("splat", 6, 5, (64,)), ("bin", 7, "add", 3, 6, bits, True),
+        ("const", 8, 0), ("splat", 9, 8, (64,)), ("cmp", 10, "sgt", 7, 9, bits, True),
+        ("store", "Y_out", 4, 10, "here"),
+    ))
+
+
+def test_index_arithmetic_that_wraps_is_not_proven():
+    # offs + (2**31 - 10) > 0 holds exactly for every offs, but wraps negative in int32 from
+    # offs = 10 on: the kernel would skip those elements, so no proof
+    size = {"Y_out": 64}
+    assert check_coverage(_program(5), (1, 1, 1), {}, size)["Y_out"].proven
+    wrapped = check_coverage(_program(2**31 - 10), (1, 1, 1), {}, size)["Y_out"]
+    assert not wrapped.proven and "wrap" in wrapped.reason
+    assert check_coverage(_program(2**31 - 10, bits=64), (1, 1, 1), {}, size)["Y_out"].proven
