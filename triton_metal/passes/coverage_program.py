@@ -198,7 +198,13 @@ class _Slicer:
         v = st.ptr
         while True:
             if isinstance(v, BlockArgument):
-                return self.outputs.get(v)
+                if v in self.outputs:
+                    return self.outputs[v]
+                loop = v.block.parent_op
+                if not (isinstance(loop, scf.ForOp) and v.index > 0):
+                    return None
+                v = loop.iter_args[v.index - 1]  # a carried pointer starts as its init
+                continue
             op = v.op  # type: ignore[attr-defined]
             if isinstance(op, (tt.AddPtrOp, tt.SplatOp, tt.BroadcastOp, tt.ExpandDimsOp)) or op.name == "ttg.convert_layout":
                 v = op.operands[0]
@@ -236,14 +242,14 @@ class _Slicer:
             for st in self._stores(op):
                 self._leave_out(st, f"the bounds of its loop cannot be computed: {why}")
             return
-        env.update(local)
-        out.extend(pending)
         iv = self.fresh()
         body: list[Any] = []
-        inner = dict(env)
+        inner = dict(local)
         inner[op.induction_var] = iv
         self.block(op.body.block.ops, body, inner)
-        if body:
+        if body:  # the bounds' statements only when the loop stays
+            env.update(local)
+            out.extend(pending)
             out.append(("for", iv, lb, ub, step, el.bitwidth, tuple(body)))
 
     def branch(self, op: scf.IfOp, out: list[Any], env: dict[Value, int]) -> None:
@@ -255,13 +261,13 @@ class _Slicer:
             for st in self._stores(op):
                 self._leave_out(st, f"it is under an 'if' whose condition cannot be computed: {why}")
             return
-        env.update(local)
-        out.extend(pending)
         then: list[Any] = []
         other: list[Any] = []
-        self.block(op.then_region.block.ops, then, dict(env))
-        self.block(op.else_region.block.ops, other, dict(env))
+        self.block(op.then_region.block.ops, then, dict(local))
+        self.block(op.else_region.block.ops, other, dict(local))
         if then or other:
+            env.update(local)
+            out.extend(pending)
             out.append(("if", c, tuple(then), tuple(other)))
 
 
