@@ -45,6 +45,7 @@ _BINARY = {
     arith.OrIOp: "or", arith.XOrIOp: "xor", arith.ShLIOp: "shl", arith.ShRSIOp: "shrs",
     arith.ShRUIOp: "shru",
 }
+_POINTER_PATH = (tt.AddPtrOp, tt.SplatOp, tt.BroadcastOp, tt.ExpandDimsOp)
 _CASTS = {arith.ExtSIOp: "extsi", arith.ExtUIOp: "extui", arith.TruncIOp: "trunci"}
 
 
@@ -206,7 +207,7 @@ class _Slicer:
                 v = loop.iter_args[v.index - 1]  # a carried pointer starts as its init
                 continue
             op = v.op  # type: ignore[attr-defined]
-            if isinstance(op, (tt.AddPtrOp, tt.SplatOp, tt.BroadcastOp, tt.ExpandDimsOp)) or op.name == "ttg.convert_layout":
+            if isinstance(op, _POINTER_PATH) or op.name == "ttg.convert_layout":
                 v = op.operands[0]
             else:
                 return None
@@ -271,7 +272,11 @@ class _Slicer:
             out.append(("if", c, tuple(then), tuple(other)))
 
 
-def coverage_program(func: Op, outputs: dict[BlockArgument, str]) -> tuple[tuple[Any, ...], tuple[tuple[str, str, str], ...]]:
+LeftOut = tuple[str, str, str]
+"""(output, store location, reason)."""
+
+
+def coverage_program(func: Op, outputs: dict[BlockArgument, str]) -> tuple[tuple[Any, ...], tuple[LeftOut, ...]]:
     """The stores of `func` to `outputs` (parameter -> metal_kernel output name) as a program
     (module docstring), and (output, store location, reason) of every store it leaves out."""
     slicer = _Slicer(func, outputs)
