@@ -337,3 +337,44 @@ def test_index_arithmetic_that_wraps_is_not_proven():
     wrapped = check_coverage(_program(2**31 - 10), (1, 1, 1), {}, size)["Y_out"]
     assert not wrapped.proven and "wrap" in wrapped.reason
     assert check_coverage(_program(2**31 - 10, bits=64), (1, 1, 1), {}, size)["Y_out"].proven
+
+
+@triton.jit
+def bumped(Y, N, stride, bump, BLOCK: tl.constexpr):
+    # pointers carried by the loop and bumped by a loop-invariant step, as kernels walk columns
+    ptrs = Y + tl.program_id(0) * stride + tl.arange(0, BLOCK)
+    cols = tl.arange(0, BLOCK)
+    for off in range(0, N, BLOCK):
+        tl.store(ptrs, cols.to(tl.float32), mask=cols < N - off)
+        ptrs += bump
+
+
+@_SETTINGS
+@given(rows=st.integers(1, 5), N=st.integers(1, 100), bump=st.integers(30, 34), gap=st.integers(0, 1))
+def test_carried_pointer_verdicts_are_sound(rows: int, N: int, bump: int, gap: int):
+    # 32 (the block): exact; less: overlapping blocks that stop short; more: holes between them
+    stride = N + gap
+    v = agree(_bumped(), (rows,), {"Y": rows * stride + 2 * N}, dict(N=N, stride=stride, bump=bump))
+    if bump == 32 and gap == 0:
+        assert not v["Y"] and not v["Y_full"]  # the tail past the last row stays
+    if bump <= 32:  # (a larger bump writes past the row, and past the last row's end)
+        v = agree(_bumped(), (rows,), {"Y": rows * stride}, dict(N=N, stride=stride, bump=bump))
+        assert v["Y"] == v["Y_full"]
+
+
+def test_carried_pointers_are_proven():
+    k = _bumped()
+    for rows, N in ((3, 100), (1, 32), (4, 7)):
+        v = agree(k, (rows,), {"Y": rows * N}, dict(N=N, stride=N, bump=32))
+        assert v["Y"] and v["Y_full"]
+    v = agree(k, (3,), {"Y": 308}, dict(N=100, stride=100, bump=33))  # a hole after each block
+    assert not v["Y"] and not v["Y_full"]
+
+
+_BUMPED: list[MSLKernel] = []
+
+
+def _bumped() -> MSLKernel:
+    if not _BUMPED:
+        _BUMPED.append(compile_1d(bumped, "*fp32", "i32", "i32", "i32", C(32)))
+    return _BUMPED[0]

@@ -72,6 +72,38 @@ def _reads_memory(v: Value, limit: int = 200) -> bool:
     return False
 
 
+def _through_layouts(v: Value) -> Value:
+    op = getattr(v, "op", None)
+    while op is not None and op.name == "ttg.convert_layout":
+        v = op.operands[0]
+        op = getattr(v, "op", None)
+    return v
+
+
+def _inside(v: Value, loop: Op) -> bool:
+    """Whether `v` is defined inside `loop`'s body (an op or a block argument there)."""
+    block = v.block if isinstance(v, BlockArgument) else v.op.parent  # type: ignore[attr-defined]
+    while block is not None:
+        owner = block.parent_op
+        if owner is loop:
+            return True
+        block = owner.parent if owner is not None else None
+    return False
+
+
+def _invariant(v: Value, loop: Op, depth: int = 0) -> bool:
+    """Whether `v` has one value in every iteration of `loop`: defined outside it, or computed
+    inside by pure ops from such values (a splat of a scalar argument)."""
+    if not _inside(v, loop):
+        return True
+    if isinstance(v, BlockArgument) or depth > 32:
+        return False
+    op = v.op  # type: ignore[attr-defined]
+    if op.regions or not getattr(op, "is_pure", False):
+        return False
+    return all(_invariant(x, loop, depth + 1) for x in op.operands)
+
+
 def where(op: Op) -> str:
     """`file:line: source` of an op, for reasons."""
     if op.loc is None:
@@ -111,7 +143,7 @@ class _Slicer:
                 else:
                     out.append(("ptr", i, self.params[v]))
                 return i
-            raise _Refused("it depends on a value carried from one loop iteration to the next")
+            return self._carried(v, out, env)
         op = v.op  # type: ignore[attr-defined]
         if op.name == "ttg.convert_layout":
             return self.value(op.operands[0], out, env)
@@ -178,6 +210,42 @@ class _Slicer:
         if _reads_memory(v):
             raise _Refused("it depends on loaded data")
         raise _Refused(f"it depends on '{op.name}', which the host does not model")
+
+    def _carried(self, v: BlockArgument, out: list[Any], env: dict[Value, int]) -> int:
+        """A value carried by a `for` loop that grows by a loop-invariant step every iteration
+        (`ptrs += BLOCK`, `tile += NUM_SMS`): `init + ((iv - lb) // step) * inc`, which wraps
+        as the kernel's running sum does."""
+        loop = v.block.parent_op
+        if not (isinstance(loop, scf.ForOp) and v.index > 0 and loop.induction_var in env):
+            raise _Refused("it depends on a value carried from one loop iteration to the next")
+        nxt = _through_layouts(loop.body.block.ops[-1].operands[v.index - 1])
+        op = getattr(nxt, "op", None)
+        inc = None
+        if isinstance(op, tt.AddPtrOp) and _through_layouts(op.ptr) is v:
+            inc = op.offset
+        elif isinstance(op, arith.AddIOp):
+            inc = op.rhs if _through_layouts(op.lhs) is v else op.lhs if _through_layouts(op.rhs) is v else None
+        if inc is None or not _invariant(inc, loop):
+            raise _Refused("it depends on a value carried from one loop iteration to the next, "
+                           "other than by a loop-invariant increment")
+        el = _int_type(inc)
+        init = self.value(loop.iter_args[v.index - 1], out, env)
+        lb, step = self.value(loop.lower, out, env), self.value(loop.step, out, env)
+        by = self.value(inc, out, env)
+        d, k = self.fresh(), self.fresh()
+        out.append(("bin", d, "sub", env[loop.induction_var], lb, 64, True))
+        out.append(("bin", k, "divs", d, step, 64, True))
+        if shape_of(inc.type):
+            ks = self.fresh()
+            out.append(("splat", ks, k, tuple(shape_of(inc.type))))
+            k = ks
+        grown, result = self.fresh(), self.fresh()
+        out.append(("bin", grown, "mul", k, by, el.bitwidth, el.is_signed()))
+        if isinstance(op, tt.AddPtrOp):
+            out.append(("addptr", result, init, grown, el.bitwidth, not el.is_signed()))
+        else:
+            out.append(("bin", result, "add", init, grown, el.bitwidth, el.is_signed()))
+        return result
 
     # -- statements ----------------------------------------------------------------------------
     def block(self, ops: list[Op], out: list[Any], env: dict[Value, int]) -> None:
