@@ -18,9 +18,11 @@ enclosing one):
     ("for", iv, lb, ub, step, bits, body)  ("if", cond, then, else)
     ("store", output, ptr, mask | None, where)
 
-A store whose address or mask depends on anything else (loaded data, reductions, values carried
-by a loop, a `while` loop) is left out with the reason, keyed by its source line: the stores left
-in are enough for a proof, and the reasons explain a launch the proof does not cover.
+A value carried by a `for` loop that grows by a loop-invariant increment (`ptrs += BLOCK`)
+becomes `init + ((iv - lb) // step) * inc`. A store whose address or mask depends on anything
+else (loaded data, reductions, other carried values, a `while` loop) is left out with the
+reason, keyed by its source line: the stores left in are enough for a proof, and the reasons
+explain a launch the proof does not cover.
 """
 
 from __future__ import annotations
