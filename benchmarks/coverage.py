@@ -33,7 +33,11 @@ def record_launches() -> list[tuple[Any, tuple[object, ...], tuple[int, int, int
     rng = np.random.default_rng(0)
     seen: list[tuple[Any, tuple[object, ...], tuple[int, int, int]]] = []
     backend._metal = True
-    driver.MetalLauncher.__call__ = lambda self, values, grid: seen.append((self, tuple(values), grid))  # type: ignore[method-assign]
+
+    def record(self: Any, values: Any, grid: tuple[int, int, int]) -> None:
+        seen.append((self, tuple(values), grid))
+
+    driver.MetalLauncher.__call__ = record  # type: ignore[method-assign]
     driver._mlx = lambda: None  # no kernel is built
     f32 = np.float32
     vector_add.add(np.zeros(1 << 24, f32), np.zeros(1 << 24, f32))

@@ -289,3 +289,92 @@ def test_tile_verdicts_are_sound(k_grouped: MSLKernel, M: int, N: int, group: in
     tiles = triton.cdiv(M, 16) * triton.cdiv(N, 32)
     v = agree(k_grouped, (max(1, tiles - short),), {"Y": M * N + extra}, dict(M=M, N=N, stride_m=N, GROUP=group))
     assert v["Y"] == v["Y_full"]
+
+
+@pytest.fixture(scope="module")
+def k_swizzled() -> MSLKernel:
+    return compile_source(swizzled_tiles, "*fp32", "i32", "i32", "i32", C(16), C(16))
+
+
+@pytest.fixture(scope="module")
+def k_stats() -> MSLKernel:
+    return compile_1d(stats, "*fp32", "*fp32", "*fp32", "i32", "i32", "i32", C(64))
+
+
+@_SETTINGS
+@given(M=st.integers(1, 50), N=st.integers(1, 50), group=st.integers(1, 4), short_i=st.integers(0, 1),
+       short_j=st.integers(0, 1))
+def test_swizzle_verdicts_are_sound(k_swizzled: MSLKernel, M: int, N: int, group: int, short_i: int, short_j: int):
+    grid = (max(1, triton.cdiv(M, 16) - short_i), max(1, triton.cdiv(N, 16) - short_j))
+    v = agree(k_swizzled, grid, {"Y": M * N}, dict(M=M, N=N, GROUP=group))
+    assert v["Y"] == v["Y_full"]
+
+
+@_SETTINGS
+@given(grid=st.integers(1, 8), n_rows=st.integers(0, 9), split=st.integers(-1, 9), N=st.integers(1, 64))
+def test_branch_verdicts_are_sound(k_stats: MSLKernel, grid: int, n_rows: int, split: int, N: int):
+    v = agree(k_stats, (grid,), {"Mean": grid, "Rstd": grid, "Y": grid * N}, dict(n_rows=n_rows, N=N, split=split))
+    assert v["Mean"] == v["Mean_full"] and v["Rstd"] == v["Rstd_full"] and v["Y"] == v["Y_full"]
+
+
+def _program(mask_const: int, bits: int = 32):  # noqa: ANN202
+    """`tl.store(Y + offs, ..., mask=offs + mask_const > 0)`, offs = arange(0, 64), as a program."""
+    from triton_metal.codegen.kernel import CoverageProgram
+
+    return CoverageProgram((
+        ("ptr", 1, "Y"), ("splat", 2, 1, (64,)), ("range", 3, 0, 64), ("addptr", 4, 2, 3, 32, False),
+        ("const", 5, mask_const), ("splat", 6, 5, (64,)), ("bin", 7, "add", 3, 6, bits, True),
+        ("const", 8, 0), ("splat", 9, 8, (64,)), ("cmp", 10, "sgt", 7, 9, bits, True),
+        ("store", "Y_out", 4, 10, "here"),
+    ))
+
+
+def test_index_arithmetic_that_wraps_is_not_proven():
+    # offs + (2**31 - 10) > 0 holds exactly for every offs, but wraps negative in int32 from
+    # offs = 10 on: the kernel would skip those elements, so no proof
+    size = {"Y_out": 64}
+    assert check_coverage(_program(5), (1, 1, 1), {}, size)["Y_out"].proven
+    wrapped = check_coverage(_program(2**31 - 10), (1, 1, 1), {}, size)["Y_out"]
+    assert not wrapped.proven and "wrap" in wrapped.reason
+    assert check_coverage(_program(2**31 - 10, bits=64), (1, 1, 1), {}, size)["Y_out"].proven
+
+
+@triton.jit
+def bumped(Y, N, stride, bump, BLOCK: tl.constexpr):
+    # pointers carried by the loop and bumped by a loop-invariant step, as kernels walk columns
+    ptrs = Y + tl.program_id(0) * stride + tl.arange(0, BLOCK)
+    cols = tl.arange(0, BLOCK)
+    for off in range(0, N, BLOCK):
+        tl.store(ptrs, cols.to(tl.float32), mask=cols < N - off)
+        ptrs += bump
+
+
+@_SETTINGS
+@given(rows=st.integers(1, 5), N=st.integers(1, 100), bump=st.integers(30, 34), gap=st.integers(0, 1))
+def test_carried_pointer_verdicts_are_sound(rows: int, N: int, bump: int, gap: int):
+    # 32 (the block): exact; less: overlapping blocks that stop short; more: holes between them
+    stride = N + gap
+    v = agree(_bumped(), (rows,), {"Y": rows * stride + 2 * N}, dict(N=N, stride=stride, bump=bump))
+    if bump == 32 and gap == 0:
+        assert not v["Y"] and not v["Y_full"]  # the tail past the last row stays
+    if bump <= 32:  # (a larger bump writes past the row, and past the last row's end)
+        v = agree(_bumped(), (rows,), {"Y": rows * stride}, dict(N=N, stride=stride, bump=bump))
+        assert v["Y"] == v["Y_full"]
+
+
+def test_carried_pointers_are_proven():
+    k = _bumped()
+    for rows, N in ((3, 100), (1, 32), (4, 7)):
+        v = agree(k, (rows,), {"Y": rows * N}, dict(N=N, stride=N, bump=32))
+        assert v["Y"] and v["Y_full"]
+    v = agree(k, (3,), {"Y": 308}, dict(N=100, stride=100, bump=33))  # a hole after each block
+    assert not v["Y"] and not v["Y_full"]
+
+
+_BUMPED: list[MSLKernel] = []
+
+
+def _bumped() -> MSLKernel:
+    if not _BUMPED:
+        _BUMPED.append(compile_1d(bumped, "*fp32", "i32", "i32", "i32", C(32)))
+    return _BUMPED[0]

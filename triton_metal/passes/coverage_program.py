@@ -18,9 +18,11 @@ enclosing one):
     ("for", iv, lb, ub, step, bits, body)  ("if", cond, then, else)
     ("store", output, ptr, mask | None, where)
 
-A store whose address or mask depends on anything else (loaded data, reductions, values carried
-by a loop, a `while` loop) is left out with the reason, keyed by its source line: the stores left
-in are enough for a proof, and the reasons explain a launch the proof does not cover.
+A value carried by a `for` loop that grows by a loop-invariant increment (`ptrs += BLOCK`)
+becomes `init + ((iv - lb) // step) * inc`. A store whose address or mask depends on anything
+else (loaded data, reductions, other carried values, a `while` loop) is left out with the
+reason, keyed by its source line: the stores left in are enough for a proof, and the reasons
+explain a launch the proof does not cover.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ _BINARY = {
     arith.OrIOp: "or", arith.XOrIOp: "xor", arith.ShLIOp: "shl", arith.ShRSIOp: "shrs",
     arith.ShRUIOp: "shru",
 }
+_POINTER_PATH = (tt.AddPtrOp, tt.SplatOp, tt.BroadcastOp, tt.ExpandDimsOp)
 _CASTS = {arith.ExtSIOp: "extsi", arith.ExtUIOp: "extui", arith.TruncIOp: "trunci"}
 
 
@@ -69,6 +72,38 @@ def _reads_memory(v: Value, limit: int = 200) -> bool:
             return True
         todo.extend(op.operands)
     return False
+
+
+def _through_layouts(v: Value) -> Value:
+    op = getattr(v, "op", None)
+    while op is not None and op.name == "ttg.convert_layout":
+        v = op.operands[0]
+        op = getattr(v, "op", None)
+    return v
+
+
+def _inside(v: Value, loop: Op) -> bool:
+    """Whether `v` is defined inside `loop`'s body (an op or a block argument there)."""
+    block = v.block if isinstance(v, BlockArgument) else v.op.parent  # type: ignore[attr-defined]
+    while block is not None:
+        owner = block.parent_op
+        if owner is loop:
+            return True
+        block = owner.parent if owner is not None else None
+    return False
+
+
+def _invariant(v: Value, loop: Op, depth: int = 0) -> bool:
+    """Whether `v` has one value in every iteration of `loop`: defined outside it, or computed
+    inside by pure ops from such values (a splat of a scalar argument)."""
+    if not _inside(v, loop):
+        return True
+    if isinstance(v, BlockArgument) or depth > 32:
+        return False
+    op = v.op  # type: ignore[attr-defined]
+    if op.regions or not getattr(op, "is_pure", False):
+        return False
+    return all(_invariant(x, loop, depth + 1) for x in op.operands)
 
 
 def where(op: Op) -> str:
@@ -110,7 +145,7 @@ class _Slicer:
                 else:
                     out.append(("ptr", i, self.params[v]))
                 return i
-            raise _Refused("it depends on a value carried from one loop iteration to the next")
+            return self._carried(v, out, env)
         op = v.op  # type: ignore[attr-defined]
         if op.name == "ttg.convert_layout":
             return self.value(op.operands[0], out, env)
@@ -178,6 +213,42 @@ class _Slicer:
             raise _Refused("it depends on loaded data")
         raise _Refused(f"it depends on '{op.name}', which the host does not model")
 
+    def _carried(self, v: BlockArgument, out: list[Any], env: dict[Value, int]) -> int:
+        """A value carried by a `for` loop that grows by a loop-invariant step every iteration
+        (`ptrs += BLOCK`, `tile += NUM_SMS`): `init + ((iv - lb) // step) * inc`, which wraps
+        as the kernel's running sum does."""
+        loop = v.block.parent_op
+        if not (isinstance(loop, scf.ForOp) and v.index > 0 and loop.induction_var in env):
+            raise _Refused("it depends on a value carried from one loop iteration to the next")
+        nxt = _through_layouts(loop.body.block.ops[-1].operands[v.index - 1])
+        op = getattr(nxt, "op", None)
+        inc = None
+        if isinstance(op, tt.AddPtrOp) and _through_layouts(op.ptr) is v:
+            inc = op.offset
+        elif isinstance(op, arith.AddIOp):
+            inc = op.rhs if _through_layouts(op.lhs) is v else op.lhs if _through_layouts(op.rhs) is v else None
+        if inc is None or not _invariant(inc, loop):
+            raise _Refused("it depends on a value carried from one loop iteration to the next, "
+                           "other than by a loop-invariant increment")
+        el = _int_type(inc)
+        init = self.value(loop.iter_args[v.index - 1], out, env)
+        lb, step = self.value(loop.lower, out, env), self.value(loop.step, out, env)
+        by = self.value(inc, out, env)
+        d, k = self.fresh(), self.fresh()
+        out.append(("bin", d, "sub", env[loop.induction_var], lb, 64, True))
+        out.append(("bin", k, "divs", d, step, 64, True))
+        if shape_of(inc.type):
+            ks = self.fresh()
+            out.append(("splat", ks, k, tuple(shape_of(inc.type))))
+            k = ks
+        grown, result = self.fresh(), self.fresh()
+        out.append(("bin", grown, "mul", k, by, el.bitwidth, el.is_signed()))
+        if isinstance(op, tt.AddPtrOp):
+            out.append(("addptr", result, init, grown, el.bitwidth, not el.is_signed()))
+        else:
+            out.append(("bin", result, "add", init, grown, el.bitwidth, el.is_signed()))
+        return result
+
     # -- statements ----------------------------------------------------------------------------
     def block(self, ops: list[Op], out: list[Any], env: dict[Value, int]) -> None:
         for op in ops:
@@ -198,9 +269,15 @@ class _Slicer:
         v = st.ptr
         while True:
             if isinstance(v, BlockArgument):
-                return self.outputs.get(v)
+                if v in self.outputs:
+                    return self.outputs[v]
+                loop = v.block.parent_op
+                if not (isinstance(loop, scf.ForOp) and v.index > 0):
+                    return None
+                v = loop.iter_args[v.index - 1]  # a carried pointer starts as its init
+                continue
             op = v.op  # type: ignore[attr-defined]
-            if isinstance(op, (tt.AddPtrOp, tt.SplatOp, tt.BroadcastOp, tt.ExpandDimsOp)) or op.name == "ttg.convert_layout":
+            if isinstance(op, _POINTER_PATH) or op.name == "ttg.convert_layout":
                 v = op.operands[0]
             else:
                 return None
@@ -236,14 +313,14 @@ class _Slicer:
             for st in self._stores(op):
                 self._leave_out(st, f"the bounds of its loop cannot be computed: {why}")
             return
-        env.update(local)
-        out.extend(pending)
         iv = self.fresh()
         body: list[Any] = []
-        inner = dict(env)
+        inner = dict(local)
         inner[op.induction_var] = iv
         self.block(op.body.block.ops, body, inner)
-        if body:
+        if body:  # the bounds' statements only when the loop stays
+            env.update(local)
+            out.extend(pending)
             out.append(("for", iv, lb, ub, step, el.bitwidth, tuple(body)))
 
     def branch(self, op: scf.IfOp, out: list[Any], env: dict[Value, int]) -> None:
@@ -255,17 +332,21 @@ class _Slicer:
             for st in self._stores(op):
                 self._leave_out(st, f"it is under an 'if' whose condition cannot be computed: {why}")
             return
-        env.update(local)
-        out.extend(pending)
         then: list[Any] = []
         other: list[Any] = []
-        self.block(op.then_region.block.ops, then, dict(env))
-        self.block(op.else_region.block.ops, other, dict(env))
+        self.block(op.then_region.block.ops, then, dict(local))
+        self.block(op.else_region.block.ops, other, dict(local))
         if then or other:
+            env.update(local)
+            out.extend(pending)
             out.append(("if", c, tuple(then), tuple(other)))
 
 
-def coverage_program(func: Op, outputs: dict[BlockArgument, str]) -> tuple[tuple[Any, ...], tuple[tuple[str, str, str], ...]]:
+LeftOut = tuple[str, str, str]
+"""(output, store location, reason)."""
+
+
+def coverage_program(func: Op, outputs: dict[BlockArgument, str]) -> tuple[tuple[Any, ...], tuple[LeftOut, ...]]:
     """The stores of `func` to `outputs` (parameter -> metal_kernel output name) as a program
     (module docstring), and (output, store location, reason) of every store it leaves out."""
     slicer = _Slicer(func, outputs)

@@ -475,7 +475,7 @@ def _union_covers(starts: list[np.ndarray], ends: list[np.ndarray], size: int) -
     s, e = s[keep], e[keep]
     if s.size == 0:
         return 0
-    order = np.argsort(s, kind="stable")
+    order = np.argsort(s)
     s, e = s[order], e[order]
     reach = np.maximum.accumulate(e)
     if s[0] > 0:

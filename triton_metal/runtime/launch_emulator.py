@@ -54,8 +54,10 @@ class EmulatedMlx:
 class EmulatorLauncher:
     """Runs one compiled variant on the emulator (module docstring)."""
 
-    def __init__(self, msl: Any, arg_names: Sequence[str]) -> None:
+    def __init__(self, msl: Any, arg_names: Sequence[str], written_variant: Any = None) -> None:
         self.msl = msl
+        self.written_variant = written_variant
+        """For the Metal path: outputs -> the twin with written masks (`MetalLauncher`)."""
         self.plan = LaunchPlan.of(msl, arg_names)
         self.arg_names = tuple(arg_names)
         self.fast_math = msl.metadata.get("math_mode") == "fast"
@@ -126,5 +128,6 @@ class EmulatorLauncher:
         if self._metal is None:
             from ..backends.metal import MetalLauncher
 
-            self._metal = MetalLauncher(self.msl, self.plan, self.arg_names, mx=EmulatedMlx())
+            self._metal = MetalLauncher(self.msl, self.plan, self.arg_names, mx=EmulatedMlx(),
+                                        written_variant=self.written_variant)
         return self._metal

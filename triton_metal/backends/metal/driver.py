@@ -135,9 +135,25 @@ class PreparedLaunch:
 
 
 def coverage_scalars(msl: Any, names: Sequence[str]) -> tuple[tuple[int, str], ...]:
-    """(argument index, name) of the runtime scalar parameters the coverage check reads."""
+    """(argument index, name) of the runtime scalar parameters the coverage program reads (a
+    seed or a float that changes every launch must not defeat the memo)."""
     index = {n: i for i, n in enumerate(names)}
-    return tuple((index[p.name], p.name) for p in msl.params if p.kind == "scalar" and p.name in index)
+    program = msl.coverage_program
+    read = _program_args(program.statements) if program is not None else set()
+    return tuple((index[p.name], p.name) for p in msl.params
+                 if p.kind == "scalar" and p.name in index and p.name in read)
+
+
+def _program_args(statements: Sequence[Any]) -> set[str]:
+    found: set[str] = set()
+    for st in statements:
+        if st[0] == "arg":
+            found.add(st[2])
+        elif st[0] == "for":
+            found |= _program_args(st[6])
+        elif st[0] == "if":
+            found |= _program_args(st[2]) | _program_args(st[3])
+    return found
 
 
 class LaunchCoverage:
