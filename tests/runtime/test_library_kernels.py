@@ -27,52 +27,6 @@ def _backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
         monkeypatch.delenv("TRITON_METAL_INTERPRET", raising=False)
 
 
-def test_import_opt_in_surface():
-    import triton
-    import triton.language as tl
-    from triton.language.extra import libdevice
-
-    assert triton.__version__.startswith("3.")
-    assert tl is triton_metal.language and triton.jit is triton_metal.jit
-    assert triton.Config is triton_metal.Config and libdevice.tanh is not None
-    import triton.language.standard as standard
-
-    assert standard.sum is tl.sum
-    from triton.runtime import driver
-
-    assert driver.active.get_current_device() == 0
-    with pytest.raises(NotImplementedError, match="no Apple GPU counterpart"):
-        driver.active.get_device_interface()
-    from triton.compiler.errors import CompilationError
-    from triton.runtime import Autotuner, Config, Heuristics
-    from triton.runtime.errors import OutOfResources
-
-    assert CompilationError is triton_metal.CompilationError and Config is triton.Config
-    assert OutOfResources is triton_metal.OutOfResources and Autotuner and Heuristics
-    with pytest.raises(ModuleNotFoundError):
-        import triton.no_such_module  # noqa: F401
-
-
-def test_perf_report_tables(tmp_path, capsys):
-    import triton
-
-    calls = []
-
-    @triton.testing.perf_report(triton.testing.Benchmark(
-        x_names=["N"], x_vals=[128, 256], line_arg="provider", line_vals=["a", "b"],
-        line_names=["A", "B"], plot_name="demo", args={"scale": 2},
-    ))
-    def bench(N, provider, scale):
-        calls.append((N, provider))
-        return N * scale + (provider == "b"), 0.0, 0.0
-
-    header, rows = bench.run(print_data=True, save_path=str(tmp_path), return_df=True)
-    assert header == ["N", "A", "B"] and rows == [[128, 256, 257], [256, 512, 513]]
-    assert calls == [(128, "a"), (128, "b"), (256, "a"), (256, "b")]
-    assert (tmp_path / "demo.csv").read_text().splitlines()[1] == "128,256,257"
-    assert "demo:" in capsys.readouterr().out
-
-
 def test_rms_norm():
     torch.manual_seed(0)
     x = torch.randn(3, 5, 200)
