@@ -223,3 +223,11 @@ def test_triton_tutorial_kernels_with_torch_cpu_tensors(backend):
     out = torch.empty_like(x)
     vector_add.add_kernel[(triton.cdiv(3000, 1024),)](x, y, out, 3000, BLOCK_SIZE=1024)
     assert torch.equal(out, x + y)
+
+
+def test_warmup_with_torch_dtypes(monkeypatch):
+    monkeypatch.setenv("TRITON_METAL_BACKEND", "emulator")
+    compiled = scale_kernel.warmup(torch.float16, torch.float16, 8, 3, 2.0, BLOCK=64, grid=(1,))
+    assert compiled.key.args[:2] == (PointerArg(tl.float16, True), PointerArg(tl.float16, True))
+    with pytest.raises(LaunchError, match="float64"):
+        scale_kernel.warmup(torch.float64, torch.float32, 8, 3, 2.0, BLOCK=64, grid=(1,))
