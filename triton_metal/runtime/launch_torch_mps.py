@@ -26,10 +26,13 @@ from typing import Any
 import numpy as np
 
 from ..backends.metal.plan import launch_dims
-from ..backends.torch_mps import GRID, SCALAR, TorchKernelSource, active_compiler, build_source
+from ..backends.torch_mps import TENSOR, SCALAR, TorchKernelSource, active_compiler, build_source
+from ..backends.torch_mps.driver import _ACTIVE
 from ..errors import LaunchError
 from .host_arrays import flat_view
 from .torch_arrays import is_tensor, tensor_type
+
+_UNSET = object()
 
 
 class TorchMpsLauncher:
@@ -38,36 +41,47 @@ class TorchMpsLauncher:
     def __init__(self, msl: Any, arg_names: Sequence[str]) -> None:
         self.source: TorchKernelSource = build_source(msl, arg_names)
         self.arg_names = tuple(arg_names)
+        self._plan = tuple((b.role, b.arg, b.dtype) for b in self.source.buffers)
         self._function: Any = None
+        self._compiled_with: object = _UNSET
         self._device = ""
         self._on_device = ""
         """The tensor attribute saying a tensor is on the compiler's device ("is_mps")."""
         self._tensor_type: type | None = None
+        self._dims: dict[tuple[int, int, int], tuple[list[int], list[int]] | None] = {}
 
-    def _compiled(self) -> Any:
-        if self._function is None:
-            compiler, device = active_compiler()
-            library = compiler(self.source.text)
-            self._function = getattr(library, self.source.function)
-            self._device = device
-            self._on_device = f"is_{device}"
-            self._tensor_type = tensor_type()
+    def _compile(self) -> Any:
+        """Compile once per `compile_shader` in use (a stand-in swapped in or out recompiles)."""
+        compiler, device = active_compiler()
+        library = compiler(self.source.text)
+        self._function = getattr(library, self.source.function)
+        self._compiled_with = _ACTIVE[0]
+        self._device = device
+        self._on_device = f"is_{device}"
+        self._tensor_type = tensor_type()
         return self._function
 
     def __call__(self, values: tuple[object, ...], grid: tuple[int, int, int]) -> None:
-        function = self._compiled()
+        function = self._function
+        if function is None or _ACTIVE[0] is not self._compiled_with:
+            function = self._compile()
         args: list[object] = []
-        for b in self.source.buffers:
-            if b.role == SCALAR:
-                args.append(_scalar(values[b.arg], b.dtype))
-            elif b.role == GRID:
-                args.append(list(grid))
+        for role, arg, dtype in self._plan:
+            if role == TENSOR:
+                args.append(self._tensor(values[arg], arg))
+            elif role == SCALAR:
+                args.append(_scalar(values[arg], dtype))
             else:
-                args.append(self._tensor(values[b.arg], b.arg))
-        threads, group = launch_dims(grid, self.source.threads_per_program, self.source.spread)
-        if 0 in threads:
+                args.append(list(grid))
+        dims = self._dims.get(grid, _UNSET)
+        if dims is _UNSET:
+            threads, group = launch_dims(grid, self.source.threads_per_program, self.source.spread)
+            if len(self._dims) >= 256:  # grids seen by this variant, kept small
+                self._dims.clear()
+            dims = self._dims[grid] = None if 0 in threads else (list(threads), list(group))
+        if dims is None:
             return
-        function(*args, threads=list(threads), group_size=list(group))
+        function(*args, threads=dims[0], group_size=dims[1])
 
     def _tensor(self, value: object, arg: int) -> object:
         if type(value) is self._tensor_type and getattr(value, self._on_device):
