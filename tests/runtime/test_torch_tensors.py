@@ -231,3 +231,17 @@ def test_warmup_with_torch_dtypes(monkeypatch):
     assert compiled.key.args[:2] == (PointerArg(tl.float16, True), PointerArg(tl.float16, True))
     with pytest.raises(LaunchError, match="float64"):
         scale_kernel.warmup(torch.float64, torch.float32, 8, 3, 2.0, BLOCK=64, grid=(1,))
+
+
+def test_read_only_numpy_arrays_on_the_stand_in(monkeypatch):
+    monkeypatch.setenv("TRITON_METAL_BACKEND", "torch_mps")
+    x = np.arange(8, dtype=np.float32)
+    x.flags.writeable = False
+    y = np.zeros(8, np.float32)
+    with RecordingCompiler().installed():
+        scale_kernel[(1,)](x, y, 8, 1, 2.0, BLOCK=64)  # read only: fine
+        np.testing.assert_array_equal(y, x * 2 + 1)
+        y.flags.writeable = False
+        with pytest.raises(LaunchError, match="read-only"):
+            scale_kernel[(1,)](x, y, 8, 1, 3.0, BLOCK=64)
+    np.testing.assert_array_equal(y, x * 2 + 1)

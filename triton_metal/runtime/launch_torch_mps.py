@@ -42,6 +42,7 @@ class TorchMpsLauncher:
         self.source: TorchKernelSource = build_source(msl, arg_names)
         self.arg_names = tuple(arg_names)
         self._plan = tuple((b.role, b.arg, b.dtype) for b in self.source.buffers)
+        self._written = frozenset(b.arg for b in self.source.buffers if b.written)
         self._function: Any = None
         self._compiled_with: object = _UNSET
         self._device = ""
@@ -98,14 +99,21 @@ class TorchMpsLauncher:
             return value
         if type(value).__module__.startswith("mlx"):
             raise LaunchError(
-                f"argument '{name}' is an MLX array in a launch with MPS tensors: one launch runs "
-                "either on PyTorch's MPS stream or through MLX; convert one side "
-                "(torch.from_dlpack / mx.array(tensor.cpu()))"
+                f"argument '{name}' is an MLX array, but this launch runs on PyTorch's MPS stream "
+                "(torch_mps): one launch runs either through PyTorch or through MLX; convert one "
+                "side (torch.from_dlpack / mx.array(tensor.cpu()))"
             )
         if isinstance(value, np.ndarray) and self._device == "cpu":
             import torch
 
-            return torch.from_numpy(flat_view(value, name))
+            flat = flat_view(value, name)
+            if not value.flags.writeable:
+                if arg in self._written:
+                    raise LaunchError(
+                        f"argument '{name}': the kernel stores to it but the array is read-only"
+                    )
+                flat = flat.copy()  # only read: a copy of the span has the same element offsets
+            return torch.from_numpy(flat)
         raise LaunchError(
             f"argument '{name}' is a {type(value).__name__}; the torch_mps backend takes torch "
             f"tensors on '{self._device}'"
