@@ -245,3 +245,23 @@ def test_read_only_numpy_arrays_on_the_stand_in(monkeypatch):
         with pytest.raises(LaunchError, match="read-only"):
             scale_kernel[(1,)](x, y, 8, 1, 3.0, BLOCK=64)
     np.testing.assert_array_equal(y, x * 2 + 1)
+
+
+@triton.autotune(
+    configs=[triton.Config({"BLOCK": 32}), triton.Config({"BLOCK": 64})],
+    key=["n"], restore_value=["acc_ptr"],
+)
+@triton.jit
+def accumulate_kernel(x_ptr, acc_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(acc_ptr + offs, tl.load(acc_ptr + offs, mask=mask) + tl.load(x_ptr + offs, mask=mask), mask=mask)
+
+
+def test_autotune_restores_torch_tensors(monkeypatch):
+    monkeypatch.setenv("TRITON_METAL_BACKEND", "emulator")
+    x = torch.arange(100, dtype=torch.float32)
+    acc = torch.ones(100)
+    accumulate_kernel[lambda meta: (triton.cdiv(100, meta["BLOCK"]),)](x, acc, 100)
+    assert torch.equal(acc, x + 1)  # benchmarking runs left no trace: restore_value on a tensor
+    assert accumulate_kernel.tuning_key({"x_ptr": x, "acc_ptr": acc, "n": 100})[-2:] == ("float32", "float32")
