@@ -92,7 +92,7 @@ def _stable_text(value: object) -> str:
     the address, which only costs disk-cache hits across processes, never a wrong kernel."""
     qualname = getattr(value, "__qualname__", None)
     module = getattr(value, "__module__", None)
-    if isinstance(value, types.FunctionType):
+    if _is_python_helper(value):
         try:
             source = inspect.getsource(value)
         except (OSError, TypeError):  # no source file: the code object stands for it
@@ -102,6 +102,15 @@ def _stable_text(value: object) -> str:
     if callable(value) and isinstance(qualname, str):
         return f"{type(value).__name__} {module}.{qualname}"
     return f"{type(value).__qualname__} {value!r}"
+
+
+def _is_python_helper(value: object) -> bool:
+    """A plain Python function a kernel may call as Python (not one of the package's own)."""
+    return (
+        isinstance(value, types.FunctionType)
+        and not getattr(value, "__triton_builtin__", False)
+        and not (value.__module__ or "").startswith("triton_metal.")
+    )
 
 
 def _resolve_attribute(node: ast.Attribute, scope: dict[str, Any]) -> tuple[str, Any]:
