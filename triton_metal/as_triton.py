@@ -40,6 +40,9 @@ _ALIASES = {
     "triton.language.extra.hip": "triton_metal.language.extra",
     "triton.language.extra.hip.libdevice": "triton_metal.language.extra.libdevice",
     "triton.runtime.driver": "triton_metal.runtime.driver_stub",
+    "triton.runtime.errors": "triton_metal.errors",
+    "triton.compiler": "triton_metal.runtime.compiler",
+    "triton.compiler.errors": "triton_metal.errors",
 }
 
 
@@ -78,8 +81,8 @@ class _TritonFinder(importlib.abc.MetaPathFinder):
             found = None
         if found is None:
             return None
-        package = found.submodule_search_locations is not None
-        return importlib.machinery.ModuleSpec(fullname, _AliasLoader(target_name), is_package=package)
+        # every alias may have aliased children (`triton.compiler.errors` under a module)
+        return importlib.machinery.ModuleSpec(fullname, _AliasLoader(target_name), is_package=True)
 
 
 def _top_module() -> types.ModuleType:

@@ -1,4 +1,5 @@
-"""Benchmarking and comparison helpers with Triton's names: `do_bench`, `assert_close`.
+"""Benchmarking and comparison helpers with Triton's names: `do_bench`, `assert_close`,
+`perf_report` and `Benchmark` (the tutorials' benchmark tables).
 
 `do_bench(fn, warmup=25, rep=100, grad_to_none=None, quantiles=None, return_mode="mean")` times a
 callable as Triton's does: one call (which compiles), an estimate from 5 calls, then about
@@ -26,6 +27,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -146,6 +148,10 @@ def do_bench(
 
 
 def _as_numpy(x: Any) -> np.ndarray:
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(x, torch.Tensor):
+        x = x.detach().cpu()
+        return (x.float() if x.dtype == torch.bfloat16 else x).numpy()
     if _mx is not None and isinstance(x, _mx.array):
         if x.dtype == _mx.bfloat16:
             x = x.astype(_mx.float32)
@@ -155,8 +161,8 @@ def _as_numpy(x: Any) -> np.ndarray:
 
 def assert_close(x: Any, y: Any, atol: float | None = None, rtol: float | None = None,
                  err_msg: str = "") -> None:
-    """Assert that two arrays (NumPy, MLX or scalars) are close: Triton's defaults, atol 1e-2
-    and rtol 0."""
+    """Assert that two arrays (NumPy, MLX, torch or scalars) are close: Triton's defaults, atol
+    1e-2 and rtol 0."""
     a = _as_numpy(x)
     b = _as_numpy(y)
     if a.dtype == np.bool_ or b.dtype == np.bool_:
@@ -166,3 +172,69 @@ def assert_close(x: Any, y: Any, atol: float | None = None, rtol: float | None =
         a.astype(np.float64), b.astype(np.float64),
         atol=1e-2 if atol is None else atol, rtol=0.0 if rtol is None else rtol, err_msg=err_msg,
     )
+
+
+@dataclass
+class Benchmark:
+    """One table of `perf_report`: `x_names` take each of `x_vals`, `line_arg` each of
+    `line_vals` (named `line_names`), and `args` are passed to every call (Triton's fields;
+    the plotting ones are kept for compatibility)."""
+
+    x_names: list[str]
+    x_vals: list[Any]
+    line_arg: str
+    line_vals: list[Any]
+    line_names: list[str]
+    plot_name: str
+    args: dict[str, Any] = field(default_factory=dict)
+    xlabel: str = ""
+    ylabel: str = ""
+    x_log: bool = False
+    y_log: bool = False
+    styles: Any = None
+    color: Any = None
+
+
+class Mark:
+    """The benchmark function under `perf_report`; `run()` measures and reports the tables."""
+
+    def __init__(self, fn: Callable[..., Any], benchmarks: Benchmark | Sequence[Benchmark]) -> None:
+        self.fn = fn
+        self.benchmarks = [benchmarks] if isinstance(benchmarks, Benchmark) else list(benchmarks)
+
+    def _table(self, bench: Benchmark, **kwargs: Any) -> list[list[Any]]:
+        rows: list[list[Any]] = []
+        for x in bench.x_vals:
+            xs = dict(zip(bench.x_names, x)) if isinstance(x, (tuple, list)) else dict.fromkeys(bench.x_names, x)
+            row: list[Any] = [x]
+            for line in bench.line_vals:
+                result = self.fn(**xs, **{bench.line_arg: line}, **bench.args, **kwargs)
+                row.append(result[0] if isinstance(result, (tuple, list)) else result)
+            rows.append(row)
+        return rows
+
+    def run(self, show_plots: bool = False, print_data: bool = False, save_path: str = "",
+            return_df: bool = False, **kwargs: Any) -> Any:
+        """Measure every table; print it (`print_data`) and write `<plot_name>.csv` under
+        `save_path`. No plots are drawn (`show_plots` is accepted and ignored)."""
+        del show_plots
+        tables = []
+        for bench in self.benchmarks:
+            header = [" / ".join(bench.x_names), *bench.line_names]
+            rows = self._table(bench, **kwargs)
+            text = "\n".join(",".join(str(v) for v in r) for r in [header, *rows])
+            if print_data:
+                print(f"{bench.plot_name}:\n{text}")
+            if save_path:
+                os.makedirs(save_path, exist_ok=True)
+                with open(os.path.join(save_path, f"{bench.plot_name}.csv"), "w") as f:
+                    f.write(text + "\n")
+            tables.append((header, rows))
+        if return_df:
+            return tables[0] if len(tables) == 1 else tables
+        return None
+
+
+def perf_report(benchmarks: Benchmark | Sequence[Benchmark]) -> Callable[[Callable[..., Any]], Mark]:
+    """`@perf_report(Benchmark(...))`: make a benchmark function a `Mark` with `.run(...)`."""
+    return lambda fn: Mark(fn, benchmarks)

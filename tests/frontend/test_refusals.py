@@ -17,10 +17,6 @@ from .helpers import compile_kernel
 NOT_A_CONSTEXPR = 3
 
 
-def python_helper(x):  # noqa: ANN001, ANN201
-    return x
-
-
 @JITCallable
 def helper_with_star(*xs):  # noqa: ANN002, ANN201
     return xs
@@ -114,10 +110,6 @@ def k_star_params(*args):  # error
 
 def k_helper_star_params(x_ptr, n):
     helper_with_star(n)  # error
-
-
-def k_python_call(x_ptr, n):
-    tl.store(x_ptr, python_helper(n))  # error
 
 
 def k_python_builtin(x_ptr, n):
@@ -215,7 +207,7 @@ CASES = [
     ("raise", k_raise), ("with", k_with), ("lambda", k_lambda), ("comprehension", k_comprehension),
     ("class", k_class), ("nested_def", k_nested_def), ("global", k_global), ("delete", k_delete),
     ("import", k_import), ("star_args", k_star_args), ("star_params", k_star_params),
-    ("star_params", k_helper_star_params), ("python_call", k_python_call), ("python_call", k_python_builtin),
+    ("star_params", k_helper_star_params), ("python_call", k_python_builtin),
     ("global_variable", k_global_variable), ("recursion", k_recursion), ("subscript_store", k_subscript_store),
     ("walrus", k_walrus), ("fstring", k_fstring), ("dict_set", k_dict), ("yield", k_yield), ("match", k_match),
     ("loop_else", k_loop_else), ("for_iterable", k_for_iterable), ("for_target", k_for_target),

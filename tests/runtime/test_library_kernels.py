@@ -1,8 +1,10 @@
-"""Library-style kernels through `install_as_triton()`, on torch CPU tensors, against torch."""
+"""Library-style kernels through `install_as_triton()`, on torch CPU tensors, against torch: on the
+emulator, in the interpreter and through the torch_mps path (the recording stand-in)."""
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -10,6 +12,7 @@ import pytest
 torch = pytest.importorskip("torch")  # the `torch` extra; CI installs it
 
 import triton_metal  # noqa: E402
+from triton_metal.backends.torch_mps.standin import RecordingCompiler  # noqa: E402
 
 triton_metal.install_as_triton()
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -17,32 +20,20 @@ import library_kernels as lib  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 
-@pytest.fixture(autouse=True, params=["emulator", "interpret"])
-def _backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("TRITON_METAL_BACKEND", raising=False)
+@pytest.fixture(autouse=True, params=["emulator", "interpret", "torch_mps"])
+def _backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The emulator, the interpreter, and the torch_mps path through the recording stand-in."""
+    monkeypatch.delenv("TRITON_METAL_INTERPRET", raising=False)
     monkeypatch.setenv("TRITON_METAL_BACKEND", "emulator")
     if request.param == "interpret":
         monkeypatch.setenv("TRITON_METAL_INTERPRET", "1")
-    else:
-        monkeypatch.delenv("TRITON_METAL_INTERPRET", raising=False)
-
-
-def test_import_opt_in_surface():
-    import triton
-    import triton.language as tl
-    from triton.language.extra import libdevice
-
-    assert triton.__version__.startswith("3.")
-    assert tl is triton_metal.language and triton.jit is triton_metal.jit
-    assert triton.Config is triton_metal.Config and libdevice.tanh is not None
-    import triton.language.standard as standard
-
-    assert standard.sum is tl.sum
-    from triton.runtime import driver
-
-    assert driver.active.get_current_device() == 0
-    with pytest.raises(NotImplementedError, match="no Apple GPU counterpart"):
-        driver.active.get_device_interface()
+    if request.param != "torch_mps":
+        yield
+        return
+    monkeypatch.setenv("TRITON_METAL_BACKEND", "torch_mps")
+    with RecordingCompiler().installed() as recorder:
+        yield
+    assert recorder.calls
 
 
 def test_rms_norm():

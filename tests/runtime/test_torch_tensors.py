@@ -223,3 +223,45 @@ def test_triton_tutorial_kernels_with_torch_cpu_tensors(backend):
     out = torch.empty_like(x)
     vector_add.add_kernel[(triton.cdiv(3000, 1024),)](x, y, out, 3000, BLOCK_SIZE=1024)
     assert torch.equal(out, x + y)
+
+
+def test_warmup_with_torch_dtypes(monkeypatch):
+    monkeypatch.setenv("TRITON_METAL_BACKEND", "emulator")
+    compiled = scale_kernel.warmup(torch.float16, torch.float16, 8, 3, 2.0, BLOCK=64, grid=(1,))
+    assert compiled.key.args[:2] == (PointerArg(tl.float16, True), PointerArg(tl.float16, True))
+    with pytest.raises(LaunchError, match="float64"):
+        scale_kernel.warmup(torch.float64, torch.float32, 8, 3, 2.0, BLOCK=64, grid=(1,))
+
+
+def test_read_only_numpy_arrays_on_the_stand_in(monkeypatch):
+    monkeypatch.setenv("TRITON_METAL_BACKEND", "torch_mps")
+    x = np.arange(8, dtype=np.float32)
+    x.flags.writeable = False
+    y = np.zeros(8, np.float32)
+    with RecordingCompiler().installed():
+        scale_kernel[(1,)](x, y, 8, 1, 2.0, BLOCK=64)  # read only: fine
+        np.testing.assert_array_equal(y, x * 2 + 1)
+        y.flags.writeable = False
+        with pytest.raises(LaunchError, match="read-only"):
+            scale_kernel[(1,)](x, y, 8, 1, 3.0, BLOCK=64)
+    np.testing.assert_array_equal(y, x * 2 + 1)
+
+
+@triton.autotune(
+    configs=[triton.Config({"BLOCK": 32}), triton.Config({"BLOCK": 64})],
+    key=["n"], restore_value=["acc_ptr"],
+)
+@triton.jit
+def accumulate_kernel(x_ptr, acc_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(acc_ptr + offs, tl.load(acc_ptr + offs, mask=mask) + tl.load(x_ptr + offs, mask=mask), mask=mask)
+
+
+def test_autotune_restores_torch_tensors(monkeypatch):
+    monkeypatch.setenv("TRITON_METAL_BACKEND", "emulator")
+    x = torch.arange(100, dtype=torch.float32)
+    acc = torch.ones(100)
+    accumulate_kernel[lambda meta: (triton.cdiv(100, meta["BLOCK"]),)](x, acc, 100)
+    assert torch.equal(acc, x + 1)  # benchmarking runs left no trace: restore_value on a tensor
+    assert accumulate_kernel.tuning_key({"x_ptr": x, "acc_ptr": acc, "n": 100})[-2:] == ("float32", "float32")

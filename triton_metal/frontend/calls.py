@@ -20,11 +20,12 @@ from collections import ChainMap
 from collections.abc import Mapping
 from enum import Enum
 from functools import lru_cache
-from types import ModuleType
+from types import BuiltinFunctionType, FunctionType, ModuleType
 from typing import TYPE_CHECKING, Any
 
 from ..errors import CompilationError
 from ..language import core as tlc
+from ..language.context import active_semantic
 from ..language.jit_marker import JITCallable
 from ..language.types import dtype
 from .refusals import refusal
@@ -53,6 +54,14 @@ BUILTIN_NAMESPACE.update({"range": tlc.range, "print": PRINT, "min": MIN, "max":
 def _from_language(obj: Any) -> bool:
     module = getattr(obj, "__module__", None) or ""
     return module == "triton_metal.language" or module.startswith("triton_metal.language.")
+
+
+def is_python_function(value: Any) -> bool:
+    """A plain Python function (not a class, builtin `tl` function or `@jit` function): a kernel
+    may call it, and it runs as Python at compile time (`_python_helper`)."""
+    if isinstance(value, (JITCallable, type)) or tlc.is_builtin(value):
+        return False
+    return isinstance(value, (FunctionType, BuiltinFunctionType))
 
 
 def is_allowed_global(value: Any) -> bool:
@@ -97,7 +106,7 @@ class CallsMixin:
             raise refusal(kind, name=name, line=line)
         if name in self.globals:
             value = self.globals[name]
-            if not is_allowed_global(value):
+            if not is_allowed_global(value) and not is_python_function(value):
                 raise refusal("python_call" if callable(value) else "global_variable", name=name)
             return value
         if name in BUILTIN_NAMESPACE:
@@ -132,12 +141,31 @@ class CallsMixin:
             return _wrap(fn(*to_python(args), **to_python(kwargs)))
         if isinstance(fn, type) and _from_language(fn):
             return fn(*args, **kwargs)  # tl.range, tl.static_range, tl.constexpr, dtypes, ...
+        if is_python_function(fn):
+            return self._python_helper(fn, args, kwargs, name)
         owner = getattr(fn, "__self__", None)
         if owner is not None and not isinstance(owner, ModuleType) and (
             isinstance(owner, (dtype, tlc.constexpr)) or _from_language(type(owner))
         ):
             return _wrap(fn(*to_python(args), **to_python(kwargs)))  # e.g. `x.dtype.is_int()`
         raise refusal("python_call", name=name)
+
+    def _python_helper(self: CodeGenerator, fn: Any, args: list[Any], kwargs: dict[str, Any], name: str) -> Any:
+        """A plain Python function called from a kernel runs as Python, as the interpreter runs
+        it: constexpr arguments as their values, tensors as tensors whose operators and `tl`
+        calls build IR through this kernel's semantic (made current for the call)."""
+        try:
+            with active_semantic(self.semantic):
+                return _wrap(fn(*to_python(args), **to_python(kwargs)))
+        except CompilationError:
+            raise
+        except Exception as e:  # noqa: BLE001 - the helper's own error, reported at the call
+            raise CompilationError(
+                f"the Python function '{name}' called from the kernel raised "
+                f"{type(e).__name__}: {e}",
+                hint="a Python helper runs at compile time on tl values; make it @triton_metal.jit "
+                "if it needs control flow on tensor values",
+            ) from None
 
     def _device_print(self: CodeGenerator, args: list[Any]) -> Any:
         from ..language import debug_ops

@@ -145,6 +145,13 @@ from .types import (
     uint64,
     void,
 )
+from .descriptor import (
+    load_tensor_descriptor,
+    make_tensor_descriptor,
+    store_tensor_descriptor,
+    tensor_descriptor,
+    tensor_descriptor_type,
+)
 from .unsupported import (
     advance,
     atomic_load,
@@ -158,14 +165,9 @@ from .unsupported import (
     float8e5,
     float8e5b16,
     inline_asm_elementwise,
-    load_tensor_descriptor,
     make_block_ptr,
-    make_tensor_descriptor,
     map_elementwise,
     sort,
-    store_tensor_descriptor,
-    tensor_descriptor,
-    tensor_descriptor_type,
     topk,
 )
 

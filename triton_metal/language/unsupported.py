@@ -30,15 +30,6 @@ _NOT_YET = "not supported yet on Apple GPUs"
 
 make_block_ptr = _refusing("make_block_ptr", "block pointers are " + _NOT_YET, BLOCK_POINTER_HINT)
 advance = _refusing("advance", "block pointers are " + _NOT_YET, BLOCK_POINTER_HINT)
-make_tensor_descriptor = _refusing(
-    "make_tensor_descriptor", "tensor descriptors (TMA) are " + _NOT_YET, BLOCK_POINTER_HINT
-)
-load_tensor_descriptor = _refusing(
-    "load_tensor_descriptor", "tensor descriptors (TMA) are " + _NOT_YET, BLOCK_POINTER_HINT
-)
-store_tensor_descriptor = _refusing(
-    "store_tensor_descriptor", "tensor descriptors (TMA) are " + _NOT_YET, BLOCK_POINTER_HINT
-)
 dot_scaled = _refusing(
     "dot_scaled",
     "microscaling (MX) formats have no Apple GPU support",
@@ -60,16 +51,6 @@ bitonic_merge = _refusing("bitonic_merge", _NOT_YET, "implement the network with
 atomic_load = _refusing("atomic_load", _NOT_YET, "use tl.atomic_add(ptr, 0) to read atomically")
 atomic_store = _refusing("atomic_store", _NOT_YET, "use tl.atomic_xchg(ptr, value)")
 atomic_poll = _refusing("atomic_poll", _NOT_YET, "spin on tl.atomic_cas")
-
-
-class tensor_descriptor:
-    """Refused: tensor descriptors are not supported yet."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        _refuse("tensor_descriptor", "tensor descriptors (TMA) are " + _NOT_YET, BLOCK_POINTER_HINT)
-
-
-tensor_descriptor_type = tensor_descriptor
 
 
 class UnsupportedDType(dtype):

@@ -16,9 +16,20 @@ from .specialization import (
     SpecializationKey,
 )
 from .utils import cdiv, next_power_of_2, reinterpret
+from .autotune_config import Config
+from .autotuner import Autotuner, autotune
+from .heuristics import Heuristics, heuristics
+from ..errors import InterpreterError, OutOfResources
 
 __all__ = [
+    "Autotuner",
     "COMPILER_VERSION",
+    "Config",
+    "Heuristics",
+    "InterpreterError",
+    "OutOfResources",
+    "autotune",
+    "heuristics",
     "CompiledKernel",
     "ConstexprArg",
     "JITFunction",

@@ -72,13 +72,14 @@ _DTYPE_NAMES: dict[object, str] = {}
 
 
 def dtype_name(dtype: object) -> str:
-    """`float16` for NumPy's and MLX's float16 alike (memoised: this runs on every launch)."""
+    """`float16` for NumPy's, MLX's and torch's float16 alike (memoised: this runs on every
+    launch)."""
     try:
         return _DTYPE_NAMES[dtype]
     except (KeyError, TypeError):
         pass
     text = str(dtype)
-    name = text.rsplit(".", 1)[-1] if text.startswith("mlx.core.") else text
+    name = text.rsplit(".", 1)[-1] if text.startswith(("mlx.core.", "torch.")) else text
     try:
         _DTYPE_NAMES[dtype] = name
     except TypeError:  # an unhashable dtype object: not memoised
@@ -95,7 +96,7 @@ def _zero(value: object, name: str) -> None:
 
 
 def _snapshot(value: object, name: str) -> object:
-    copy = getattr(value, "copy", None)
+    copy = getattr(value, "copy", None) or getattr(value, "clone", None)  # NumPy / torch
     if callable(copy):
         return copy()
     try:

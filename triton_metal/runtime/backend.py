@@ -38,6 +38,9 @@ _ENV_BYTES: dict[bytes, bytes] | None = getattr(os.environ, "_data", None)
 if not isinstance(_ENV_BYTES, dict) or not all(isinstance(k, bytes) for k in list(_ENV_BYTES)[:1]):
     _ENV_BYTES = None
 _LEVELS = {b"": 0, b"0": 0, b"1": 1, b"2": 2, b"3": 3}
+_PLAIN_FORCED = {b"emulator": EMULATOR, b"interpreter": INTERPRETER}
+"""Forced backends that need no check of the machine (the others go through
+`active_backend_name`)."""
 
 
 def interpret_mode() -> bool:
@@ -79,6 +82,9 @@ def launch_environment() -> tuple[bool, str, int]:
     requested = env.get(b"TRITON_METAL_BACKEND")
     if not requested:
         return False, (METAL if metal_available() else EMULATOR), level
+    forced = _PLAIN_FORCED.get(requested)
+    if forced is not None or (requested == b"torch_mps" and stand_in_active()):
+        return False, forced or TORCH_MPS, level
     return False, active_backend_name(), level
 
 
@@ -112,15 +118,25 @@ def active_backend_name() -> str:
 
 
 _mps: bool | None = None
+_DRIVER: list[object] = []
+"""`backends.torch_mps.driver`, imported on first need (it pulls in the emulator's signature
+tables, which a process launching on MLX or NumPy does not need at import)."""
+
+
+def stand_in_active() -> bool:
+    """A stand-in for `torch.mps.compile_shader` is installed (`backends.torch_mps`)."""
+    if not _DRIVER:
+        from ..backends.torch_mps import driver
+
+        _DRIVER.append(driver)
+    return _DRIVER[0]._ACTIVE[0] is not None  # type: ignore[attr-defined]
 
 
 def _torch_mps_ready() -> bool:
     """A torch_mps launch can run: a stand-in is installed, or PyTorch has an MPS device (the
     latter computed once per process)."""
     global _mps
-    from ..backends.torch_mps.driver import _ACTIVE
-
-    if _ACTIVE[0] is not None:
+    if stand_in_active():
         return True
     if _mps is None:
         import torch

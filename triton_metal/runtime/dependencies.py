@@ -11,7 +11,9 @@ and the global `tl.constexpr` values it reads. `cache_key(fn)` is the SHA-256 of
 * for every other name that resolves through the closure or the globals to something that is
   not a module (a `tl` function or dtype captured by a kernel factory, ...): the name and a
   stable text of the value (`_stable_text`), so two closures of one source that capture
-  different functions or dtypes never share a disk-cache entry.
+  different functions or dtypes never share a disk-cache entry; a plain Python function (a
+  helper the kernel calls as Python) adds its source, so editing it invalidates the kernel
+  (the helpers that helper calls are not followed).
 
 This is what the on-disk cache keys on (DESIGN section 6), so an edit to a helper chosen through
 a constexpr invalidates the kernels that call it. The walk reads the AST once per function and
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import inspect
 import textwrap
 import types
 from typing import Any
@@ -89,9 +92,25 @@ def _stable_text(value: object) -> str:
     the address, which only costs disk-cache hits across processes, never a wrong kernel."""
     qualname = getattr(value, "__qualname__", None)
     module = getattr(value, "__module__", None)
+    if _is_python_helper(value):
+        try:
+            source = inspect.getsource(value)
+        except (OSError, TypeError):  # no source file: the code object stands for it
+            code = value.__code__
+            source = f"{code.co_code.hex()} {code.co_consts!r} {code.co_names!r}"
+        return f"function {module}.{qualname}\n{source}"
     if callable(value) and isinstance(qualname, str):
         return f"{type(value).__name__} {module}.{qualname}"
     return f"{type(value).__qualname__} {value!r}"
+
+
+def _is_python_helper(value: object) -> bool:
+    """A plain Python function a kernel may call as Python (not one of the package's own)."""
+    return (
+        isinstance(value, types.FunctionType)
+        and not getattr(value, "__triton_builtin__", False)
+        and not (value.__module__ or "").startswith("triton_metal.")
+    )
 
 
 def _resolve_attribute(node: ast.Attribute, scope: dict[str, Any]) -> tuple[str, Any]:

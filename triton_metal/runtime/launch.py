@@ -111,7 +111,7 @@ def make_launcher(kernel: Any, compiled: CompiledKernel) -> Any:
 
         return EmulatorLauncher(compiled.msl, kernel.arg_names, written_variant=_written_variant(compiled))
     if backend == TORCH_MPS:
-        from ..backends.torch_mps import TorchMpsLauncher
+        from .launch_torch_mps import TorchMpsLauncher
 
         return TorchMpsLauncher(compiled.msl, kernel.arg_names)
     if backend == METAL:

@@ -42,7 +42,7 @@ import numpy as np
 
 from ..errors import LaunchError
 from ..language import types as tlt
-from .torch_arrays import TENSOR_TYPE, is_tensor, tensor_spec, tensor_type
+from .torch_arrays import TENSOR_TYPE, is_tensor, tensor_spec, tensor_type, torch_dtype
 
 try:  # MLX is a dependency, but the interpreter and tests must work where it fails to load.
     import mlx.core as _mx
@@ -245,8 +245,9 @@ class ReinterpretedArray:
 class MockArray:
     """A stand-in for an array in `kernel.warmup`: only its element type (an aligned pointer).
 
-    `warmup` wraps NumPy and MLX dtypes given in place of arrays in one of these, as Triton's
-    `MockTensor` does for torch dtypes, so a variant can be compiled before any data exists."""
+    `warmup` wraps NumPy, MLX and torch dtypes given in place of arrays in one of these, as
+    Triton's `MockTensor` does for torch dtypes, so a variant can be compiled before any data
+    exists."""
 
     __slots__ = ("element",)
 
@@ -260,6 +261,9 @@ class MockArray:
             return MockArray(tl_dtype_of_numpy(np.dtype(value), "warmup"))
         if _mx is not None and isinstance(value, _mx.Dtype):
             return MockArray(tl_dtype_of_mlx(value, "warmup"))
+        element = torch_dtype(value)
+        if element is not None:
+            return MockArray(element)
         return value
 
     def __repr__(self) -> str:

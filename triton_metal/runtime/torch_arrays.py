@@ -86,6 +86,20 @@ def tensor_spec(t: Any, name: str) -> tuple[Any, tlt.dtype, bool, int]:
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+def torch_dtype(value: object) -> tlt.dtype | None:
+    """The element type of a torch dtype given where an array is expected (`kernel.warmup`), or
+    None when `value` is not a torch dtype."""
+    torch = sys.modules.get("torch")
+    if torch is None or not isinstance(value, torch.dtype):
+        return None
+    ty = (_DTYPES or _dtype_table()).get(value)
+    if ty is None:
+        from .specialization import ArgumentError
+
+        raise ArgumentError(f"warmup: a kernel cannot take tensors of {value}")
+    return ty
+
+
 def _refuse(t: Any, name: str) -> None:
     """Raise the precise error for a tensor `tensor_spec` does not accept."""
     from .specialization import ArgumentError

@@ -1,34 +1,17 @@
-"""Launching a compiled variant on PyTorch's MPS stream.
+"""Which `compile_shader` the torch_mps backend uses, and on which device its tensors live.
 
-`TorchMpsLauncher(msl, arg_names)` is built once per compiled variant: it writes the complete
-source (`source.build_source`), and on the first launch compiles it once with the active
-`compile_shader` (`torch.mps.compile_shader`, or a stand-in installed with `use_compiler`) and
-keeps the kernel function. A launch then makes one call,
-
-    function(*args, threads=[gx * T, gy, gz], group_size=[T, 1, 1])
-
-PyTorch encodes it on its current MPS stream (`MetalKernelFunction::runCommandBlock`) with
-`dispatchThreads(threads, group_size)`: one program = one threadgroup of T = 32 * num_warps
-threads, as on the MLX path (`backends.metal.plan.launch_dims`, shared). Tensors are bound in
-place, so stores land in them and nothing is rebound or merged afterwards.
-
-Every argument is checked before the call, so a bad one modifies nothing: each array must be a
-torch tensor on the compiler's device (MPS; the stand-in's device is the CPU, and there NumPy
-arrays are bound as zero-copy CPU tensors); an MLX array next to MPS tensors is refused (two
-frameworks' GPU memory in one launch).
+By default PyTorch's own `torch.mps.compile_shader` on the "mps" device (refused where PyTorch
+has no MPS device). `use_compiler(stand_in, "cpu")` installs a stand-in instead (the recording
+one in `standin.py`, whose "device" is the CPU); `use_compiler(None)` restores PyTorch's.
+The launcher that calls the compiled kernel is `runtime/launch_torch_mps.py`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
 from ...errors import LaunchError
-from ...runtime.torch_arrays import is_tensor, tensor_type
-from ..metal.plan import launch_dims
-from .source import GRID, SCALAR, TorchKernelSource, build_source
 
 Compiler = Callable[[str], Any]
 
@@ -58,81 +41,3 @@ def active_compiler() -> tuple[Compiler, str]:
 
 def stand_in_active() -> bool:
     return _ACTIVE[0] is not None
-
-
-class TorchMpsLauncher:
-    """Runs one compiled variant through `compile_shader` (module docstring)."""
-
-    def __init__(self, msl: Any, arg_names: Sequence[str]) -> None:
-        self.source: TorchKernelSource = build_source(msl, arg_names)
-        self.arg_names = tuple(arg_names)
-        self._function: Any = None
-        self._device = ""
-        self._on_device = ""
-        """The tensor attribute saying a tensor is on the compiler's device ("is_mps")."""
-        self._tensor_type: type | None = None
-
-    def _compiled(self) -> Any:
-        if self._function is None:
-            compiler, device = active_compiler()
-            library = compiler(self.source.text)
-            self._function = getattr(library, self.source.function)
-            self._device = device
-            self._on_device = f"is_{device}"
-            self._tensor_type = tensor_type()
-        return self._function
-
-    def __call__(self, values: tuple[object, ...], grid: tuple[int, int, int]) -> None:
-        function = self._compiled()
-        args: list[object] = []
-        for b in self.source.buffers:
-            if b.role == SCALAR:
-                args.append(_scalar(values[b.arg], b.dtype))
-            elif b.role == GRID:
-                args.append(list(grid))
-            else:
-                args.append(self._tensor(values[b.arg], b.arg))
-        threads, group = launch_dims(grid, self.source.threads_per_program, self.source.spread)
-        if 0 in threads:
-            return
-        function(*args, threads=list(threads), group_size=list(group))
-
-    def _tensor(self, value: object, arg: int) -> object:
-        if type(value) is self._tensor_type and getattr(value, self._on_device):
-            return value  # the launch path: a tensor on the compiler's device
-        name = self.arg_names[arg]
-        if is_tensor(value):
-            if not getattr(value, self._on_device):
-                device = value.device.type  # type: ignore[attr-defined]
-                raise LaunchError(
-                    f"argument '{name}' is a tensor on '{device}', but this launch binds "
-                    f"'{self._device}' tensors: tensors on different devices cannot be mixed in "
-                    "one launch"
-                )
-            return value
-        if type(value).__module__.startswith("mlx"):
-            raise LaunchError(
-                f"argument '{name}' is an MLX array in a launch with MPS tensors: one launch runs "
-                "either on PyTorch's MPS stream or through MLX; convert one side "
-                "(torch.from_dlpack / mx.array(tensor.cpu()))"
-            )
-        if isinstance(value, np.ndarray) and self._device == "cpu":
-            import torch
-
-            from ...runtime.host_arrays import flat_view
-
-            return torch.from_numpy(flat_view(value, name))
-        raise LaunchError(
-            f"argument '{name}' is a {type(value).__name__}; the torch_mps backend takes torch "
-            f"tensors on '{self._device}'"
-        )
-
-
-def _scalar(value: object, dtype: str) -> object:
-    """The Python value PyTorch binds for a scalar of this type (ints as their int64 bits)."""
-    if isinstance(value, np.generic):
-        value = value.item()
-    if dtype == "float":
-        return float(value)  # type: ignore[arg-type]
-    v = int(value)  # type: ignore[call-overload]
-    return v - 2**64 if v >= 2**63 else v

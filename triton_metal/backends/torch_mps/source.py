@@ -69,6 +69,8 @@ class BufferArg:
     """The MSL type PyTorch's binding writes: the element type for tensors, `long`/`float`."""
     dtype: str
     """The type the body expects (the element type, or the scalar's specialized type)."""
+    written: bool = False
+    """A tensor the kernel stores to or updates atomically."""
 
 
 @dataclass(frozen=True)
@@ -113,7 +115,8 @@ def build_source(msl: object, arg_names: Sequence[str]) -> TorchKernelSource:
             for n in p.msl_inputs:
                 aliases.append(f"  const {p.dtype} {n} = static_cast<{p.dtype}>({raw});")
             continue
-        buffers.append(BufferArg(slot, TENSOR, index[p.name], p.name, p.dtype, p.dtype))
+        written = p.kind != "pointer_in"
+        buffers.append(BufferArg(slot, TENSOR, index[p.name], p.name, p.dtype, p.dtype, written))
         for n in p.msl_inputs:
             aliases.append(f"  const device {p.dtype}* {n} = {raw};")
         for n in p.msl_outputs:

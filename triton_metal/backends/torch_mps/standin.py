@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -224,13 +225,14 @@ class RecordedKernel:
 
 
 def _is_tensor(value: object) -> bool:
-    from ...runtime.torch_arrays import is_tensor
-
-    return is_tensor(value)
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(value, torch.Tensor)
 
 
 def _tensor_buffer(t: Any, p: SignatureParam, kernel: str) -> np.ndarray:
-    from ...runtime.host_arrays import numpy_buffer
+    """The memory a Metal buffer bound at the tensor's first element lets the kernel reach, as a
+    1-D NumPy view of the tensor's own storage (the kernel's stores land in the tensor)."""
+    import torch
 
     expected = _TORCH_TYPE_STRINGS.get(str(t.dtype).removeprefix("torch."))
     if p.space != "device" or not p.ctype.endswith("*") or p.element != expected:
@@ -238,7 +240,12 @@ def _tensor_buffer(t: Any, p: SignatureParam, kernel: str) -> np.ndarray:
             f"{kernel}: a {t.dtype} tensor is bound to buffer({p.index}), declared '{p.ctype}'; "
             f"PyTorch binds a tensor as 'device {expected}*'"
         )
-    return numpy_buffer(t, p.name)
+    t = t.detach()
+    extent = 0 if t.numel() == 0 else 1 + sum((n - 1) * s for n, s in zip(t.shape, t.stride()))
+    flat = torch.as_strided(t, (extent,), (1,))
+    if t.dtype == torch.bfloat16:
+        return flat.view(torch.int16).numpy().view(np.uint16)
+    return flat.numpy()
 
 
 def _scalar_buffer(value: object, p: SignatureParam, kernel: str) -> np.ndarray:

@@ -1,0 +1,74 @@
+"""Plain Python helpers called from a kernel run as Python at compile time, as the interpreter
+runs them: on constexprs they compute values, on tensors they build IR through the kernel's
+semantic. Compiled and interpreted launches give the same answer."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import triton_metal as triton
+import triton_metal.language as tl
+from triton_metal.errors import CompilationError
+from triton_metal.runtime.dependencies import cache_key
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import python_helpers_mod as helpers  # noqa: E402
+
+
+def scaled_sigmoid(x, k):  # noqa: ANN001, ANN201
+    return tl.sigmoid(x) * k
+
+
+def bad_helper(x):  # noqa: ANN001, ANN201
+    return x.no_such_method()
+
+
+@triton.jit
+def helper_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    NB: tl.constexpr = helpers.blocks(BLOCK, 32)
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    y = helpers.affine(x, 2) + scaled_sigmoid(x, 3.0) + NB + triton.next_power_of_2(3)
+    tl.store(y_ptr + offs, y, mask=mask)
+
+
+@triton.jit
+def bad_kernel(x_ptr, n):
+    x = tl.load(x_ptr)
+    tl.store(x_ptr, bad_helper(x))
+
+
+@pytest.mark.parametrize("mode", ["compiled", "interpret"])
+def test_python_helpers_compute_like_the_interpreter(mode, monkeypatch):
+    monkeypatch.delenv("TRITON_METAL_BACKEND", raising=False)
+    if mode == "interpret":
+        monkeypatch.setenv("TRITON_METAL_INTERPRET", "1")
+    else:
+        monkeypatch.setenv("TRITON_METAL_BACKEND", "emulator")
+    x = np.linspace(-3, 3, 50).astype(np.float32)
+    y = np.zeros(50, np.float32)
+    helper_kernel[(1,)](x, y, 50, BLOCK=64)
+    expected = x * 2 + 1 + 3.0 / (1 + np.exp(-x)) + 2 + 4
+    np.testing.assert_allclose(y, expected, rtol=1e-6, atol=1e-6)
+
+
+def test_a_failing_helper_is_reported_at_the_call(monkeypatch):
+    monkeypatch.setenv("TRITON_METAL_BACKEND", "emulator")
+    monkeypatch.delenv("TRITON_METAL_INTERPRET", raising=False)
+    with pytest.raises(CompilationError, match="the Python function 'bad_helper'.*raised"):
+        bad_kernel[(1,)](np.zeros(1, np.float32), 1)
+
+
+def test_editing_a_helper_changes_the_kernel_cache_key(monkeypatch):
+    before = cache_key(helper_kernel)
+
+    def scaled_sigmoid(x, k):  # noqa: ANN001, ANN202 - same name, different body
+        return tl.sigmoid(x) * k * 2
+
+    monkeypatch.setitem(helper_kernel.__globals__, "scaled_sigmoid", scaled_sigmoid)
+    assert cache_key(helper_kernel) != before

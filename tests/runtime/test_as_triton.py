@@ -1,0 +1,75 @@
+"""The import opt-in: `import triton` resolving to triton_metal, the host API ported code uses,
+the environment switch and the script runner."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+import triton_metal
+
+triton_metal.install_as_triton()
+
+
+def test_import_opt_in_surface():
+    import triton
+    import triton.language as tl
+    from triton.language.extra import libdevice
+
+    assert triton.__version__.startswith("3.")
+    assert tl is triton_metal.language and triton.jit is triton_metal.jit
+    assert triton.Config is triton_metal.Config and libdevice.tanh is not None
+    import triton.language.standard as standard
+
+    assert standard.sum is tl.sum
+    from triton.runtime import driver
+
+    assert driver.active.get_current_device() == 0
+    with pytest.raises(NotImplementedError, match="no Apple GPU counterpart"):
+        driver.active.get_device_interface()
+    from triton.compiler.errors import CompilationError
+    from triton.runtime import Autotuner, Config, Heuristics
+    from triton.runtime.errors import OutOfResources
+
+    assert CompilationError is triton_metal.CompilationError and Config is triton.Config
+    assert OutOfResources is triton_metal.OutOfResources and Autotuner and Heuristics
+    with pytest.raises(ModuleNotFoundError):
+        import triton.no_such_module  # noqa: F401
+
+
+def test_perf_report_tables(tmp_path, capsys):
+    import triton
+
+    calls = []
+
+    @triton.testing.perf_report(triton.testing.Benchmark(
+        x_names=["N"], x_vals=[128, 256], line_arg="provider", line_vals=["a", "b"],
+        line_names=["A", "B"], plot_name="demo", args={"scale": 2},
+    ))
+    def bench(N, provider, scale):
+        calls.append((N, provider))
+        return N * scale + (provider == "b"), 0.0, 0.0
+
+    header, rows = bench.run(print_data=True, save_path=str(tmp_path), return_df=True)
+    assert header == ["N", "A", "B"] and rows == [[128, 256, 257], [256, 512, 513]]
+    assert calls == [(128, "a"), (128, "b"), (256, "a"), (256, "b")]
+    assert (tmp_path / "demo.csv").read_text().splitlines()[1] == "128,256,257"
+    assert "demo:" in capsys.readouterr().out
+
+
+def test_environment_opt_in_and_script_runner(tmp_path):
+    import os
+    import subprocess
+
+    env = {**os.environ, "TRITON_METAL_AS_TRITON": "1"}
+    probe = "import triton_metal, triton, triton.language as tl; print(triton.__version__, tl.sum is triton_metal.language.sum)"
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
+    version, same = out.stdout.split()
+    assert version.startswith("3.") and same == "True"
+    script = tmp_path / "uses_triton.py"
+    script.write_text("import sys, triton\nprint(triton.__version__, sys.argv[1:])\n")
+    env.pop("TRITON_METAL_AS_TRITON")
+    out = subprocess.run([sys.executable, "-m", "triton_metal.as_triton", str(script), "a"],
+                         env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip().endswith("['a']") and out.stdout.startswith("3.")
