@@ -426,13 +426,14 @@ def _refusal_kernel(expr: str) -> Any:
     import linecache
 
     src = _refusal_source(expr)
-    name = f"<refusal {REFUSALS.index(next(r for r in REFUSALS if r[0] == expr))}>"
+    name = f"<refusal {expr}>"
     linecache.cache[name] = (len(src), None, src.splitlines(True), name)
     ns: dict[str, Any] = {"tl": tl}
     exec(compile(src, name, "exec"), ns)  # noqa: S102 - the test's own kernel source
     return triton.jit(ns["refused"])
 
 
+@pytest.mark.filterwarnings("ignore:Logical operators")
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize(("expr", "phrase", "cause"), REFUSALS, ids=[r[0] for r in REFUSALS])
 def test_refusal_in_tritons_words(expr: str, phrase: str, cause: type[Exception], backend: str) -> None:
@@ -451,6 +452,7 @@ def test_refusal_in_tritons_words(expr: str, phrase: str, cause: type[Exception]
     np.testing.assert_array_equal(p, np.arange(8, dtype=np.float32))  # nothing was written
 
 
+@pytest.mark.filterwarnings("ignore:Logical operators")
 @pytest.mark.parametrize("expr", [r[0] for r in REFUSALS])
 def test_both_backends_refuse_with_the_same_words(expr: str) -> None:
     kernel = _refusal_kernel(expr)
@@ -491,3 +493,89 @@ def test_integer_argument_that_does_not_fit_is_an_overflow_error(
 @triton.jit
 def _scalar_store(out_ptr, v):
     tl.store(out_ptr + tl.arange(0, 4), v)
+
+
+# -- language behaviour that used to crash or differ ----------------------------------------------
+
+
+@triton.jit
+def _width_of(DT):
+    return DT.value.primitive_bitwidth  # a dtype argument is a tl.constexpr inside the helper
+
+
+@triton.jit
+def behaviour_kernel(x_ptr, m_ptr, out_ptr, DT: tl.constexpr):
+    offs = tl.arange(0, 8)
+    x = tl.load(x_ptr + offs)
+    a, b = tl.split(tl.load(x_ptr + tl.arange(0, 2)))  # a pair into two scalars
+    tl.store(out_ptr + 0, a.to(tl.float32))
+    tl.store(out_ptr + 1, b.to(tl.float32))
+    acc = 0  # an integer literal bound to a name is a tl scalar
+    acc = acc.to(tl.int64)
+    for i in range(4):
+        acc += i
+    tl.store(out_ptr + 2, acc.to(tl.float32))
+    v = 5
+    tl.store(out_ptr + 3, v.dtype.primitive_bitwidth)
+    tl.store(out_ptr + 4, _width_of(DT))
+    if x.dtype == tl.constexpr(DT):
+        tl.store(out_ptr + 5, 1.0)
+    m = tl.load(m_ptr + offs) != 0
+    pos = x > 0
+    tl.store(out_ptr + 8 + offs, (pos and m).to(tl.float32))
+    tl.store(out_ptr + 16 + offs, (pos or m).to(tl.float32))
+    tl.store(out_ptr + 24 + offs, (not m).to(tl.float32))
+    tl.store(out_ptr + 32 + offs, (pos and True and m).to(tl.float32))
+
+
+BEHAVIOUR_DTYPES = ["float32", "float16", "int32", "int8"]
+BEHAVIOURS = ["split_pair", "literal_is_scalar", "literal_dtype", "helper_constexpr", "dtype_eq_constexpr",
+              "and", "or", "not", "and_with_constant"]
+
+
+@functools.lru_cache(maxsize=None)
+def behaviour_run(name: str, backend: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    x = np.array([3, -2, 0, 5, -7, 1, 4, -1], dtype=name)
+    m = np.array([1, 1, 0, 0, 1, 0, 1, 0], np.int8)
+    out = np.full(40, -9.0, np.float32)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # Triton's warning for `and`/`or` on blocks
+        _launch(behaviour_kernel, backend, dict(x_ptr=x, m_ptr=m, out_ptr=out, DT=getattr(tl, name)))
+    return out, x, m
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("what", BEHAVIOURS)
+@pytest.mark.parametrize("name", BEHAVIOUR_DTYPES)
+def test_language_behaviour(name: str, what: str, backend: str) -> None:
+    out, x, m = behaviour_run(name, backend)
+    pos, mb = x > 0, m != 0
+    expected: dict[str, Any] = {
+        "split_pair": (out[:2], x[:2].astype(np.float32)),
+        "literal_is_scalar": (out[2], 6.0),
+        "literal_dtype": (out[3], 32.0),
+        "helper_constexpr": (out[4], float(np.dtype(name).itemsize * 8)),
+        "dtype_eq_constexpr": (out[5], 1.0),
+        "and": (out[8:16], (pos & mb).astype(np.float32)),
+        "or": (out[16:24], (pos | mb).astype(np.float32)),
+        "not": (out[24:32], (~mb).astype(np.float32)),
+        "and_with_constant": (out[32:40], (pos & mb).astype(np.float32)),
+    }
+    got, want = expected[what]
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_and_on_blocks_warns_as_triton_does(backend: str) -> None:
+    """Compiled, the warning comes from the front end (as in Triton, when the kernel compiles)."""
+    from triton_metal.runtime.compiler import type_check
+
+    args = dict(x_ptr=np.arange(8, dtype=np.float32), m_ptr=np.ones(8, np.int8),
+                out_ptr=np.zeros(40, np.float32), DT=tl.float32)
+    with pytest.warns(UserWarning, match="Logical operators 'and' and 'or' are deprecated for non-scalar tensors"):
+        if backend == "interpreter":
+            _launch(behaviour_kernel, backend, args)
+        else:
+            type_check(behaviour_kernel, behaviour_kernel.specialization(**args))
