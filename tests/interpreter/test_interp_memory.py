@@ -159,7 +159,7 @@ def test_load_other_without_mask_is_refused(run: Any) -> None:
     def kernel(x_ptr):  # noqa: ANN001, ANN202
         tl.load(x_ptr + tl.arange(0, 4), other=0.0)
 
-    with pytest.raises(CompilationError, match="`other` cannot be given without `mask`"):
+    with pytest.raises(CompilationError, match="`other` cannot be provided without `mask`"):
         run(kernel, x_ptr=x)
 
 

@@ -218,6 +218,8 @@ class CodeGenerator(ControlFlowMixin, CallsMixin, ast.NodeVisitor):
 
     def visit_Attribute(self, node: ast.Attribute) -> Any:
         base = self.visit(node.value)
+        if isinstance(base, tlc.constexpr) and node.attr == "value":
+            return base  # `DTYPE.value` on a constexpr is its value, as in Triton
         obj = base.value if isinstance(base, tlc.constexpr) else base
         result = getattr(obj, node.attr)
         return tlc.constexpr(result) if isinstance(result, (bool, int, float, str)) else result
@@ -267,7 +269,8 @@ class CodeGenerator(ControlFlowMixin, CallsMixin, ast.NodeVisitor):
         for sub in node.values:
             value = self.visit(sub)
             if is_tensor(value):
-                tlc.warn_logical_on_block(value)
+                loc = self.source.loc(sub)
+                tlc.warn_logical_on_block(value, (loc.file, loc.line))
                 tensors.append(value)
                 continue
             # Python's short circuit on compile-time operands: `False and ...` stops here.

@@ -74,12 +74,16 @@ LOGICAL_ON_BLOCK_WARNING = (
 )
 
 
-def warn_logical_on_block(value: Any) -> None:
-    """Triton's warning for `and`/`or` with a block operand (both backends give it)."""
+def warn_logical_on_block(value: Any, where: tuple[str, int] | None = None) -> None:
+    """Triton's warning for `and`/`or` with a block operand (both backends give it), at the
+    kernel line `where` (file, line), or at the caller's caller."""
     if isinstance(value, tensor) and value.type.is_block():
         import warnings
 
-        warnings.warn(LOGICAL_ON_BLOCK_WARNING, UserWarning, stacklevel=3)
+        if where is None:
+            warnings.warn(LOGICAL_ON_BLOCK_WARNING, UserWarning, stacklevel=3)
+        else:
+            warnings.warn_explicit(LOGICAL_ON_BLOCK_WARNING, UserWarning, where[0], where[1])
 
 
 def _tensor_member_fn(fn: F) -> F:

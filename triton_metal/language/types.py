@@ -220,7 +220,10 @@ class dtype:
 
     # -- value semantics -----------------------------------------------------------------------
     def __eq__(self, other: object) -> bool:
-        other = getattr(other, "value", other) if _is_constexpr(other) else other
+        if type(other) is type(self):  # the common case first: launch keys compare dtypes
+            return self.name == other.name  # type: ignore[attr-defined]
+        if _is_constexpr(other):
+            other = getattr(other, "value", other)
         return isinstance(other, dtype) and type(other) is type(self) and self.name == other.name
 
     def __ne__(self, other: object) -> bool:

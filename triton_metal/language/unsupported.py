@@ -10,6 +10,7 @@ from typing import Any, NoReturn
 
 from ..errors import UnsupportedLanguageConstruct
 from .semantic.memory import BLOCK_POINTER_HINT
+from .core import TRITON_BUILTIN
 from .types import dtype
 
 
@@ -23,6 +24,7 @@ def _refusing(name: str, reason: str, hint: str) -> Any:
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Not supported: {reason} ({hint})."
+    setattr(fn, TRITON_BUILTIN, True)  # the front end calls it, so it refuses in its own words
     return fn
 
 

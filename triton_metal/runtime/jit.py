@@ -215,6 +215,7 @@ class JITFunction(JITCallable):
         if interpret:
             if warmup:
                 return None
+            self._check_compiles(facts, warps, debug_flag, backend, values)
             if level >= 1:
                 log(f"launch {name} grid={grid3} num_warps={warps}: interpreted (TRITON_METAL_INTERPRET=1)")
             launch_on_interpreter(self, grid3, to_launch_args(self.arg_names, values, facts))
@@ -250,6 +251,21 @@ class JITFunction(JITCallable):
             observer.launch(self, compiled, values, grid3)
         compiled.launches += 1
         return None
+
+    def _check_compiles(self, facts: tuple[ArgSpec, ...], warps: int, debug_flag: bool, backend: str,
+                        values: tuple[object, ...]) -> None:
+        """One legality: the interpreter runs only what the compiler accepts. The variant is
+        compiled to MSL once per specialization (memory and disk cached, no toolchain run), so
+        the interpreter raises exactly the compiler's refusal, from the same place."""
+        index_bits = 64 if needs_64bit_indices(values) else 32
+        fast_key = (facts, warps, debug_flag, backend, index_bits)
+        if fast_key in self.cache.legal:
+            return
+        key = SpecializationKey(
+            self.__name__, facts, warps, debug_flag, backend, COMPILER_VERSION, index_bits, False
+        )
+        compile_variant(self, key)
+        self.cache.legal.add(fast_key)
 
     def _compile(self, key: SpecializationKey) -> CompiledKernel:
         compiled = compile_variant(self, key)

@@ -43,6 +43,15 @@ JitCaller = Callable[[Any, Sequence[Any], dict[str, Any]], Any]
 
 _KIND_BOOL, _KIND_INT, _KIND_FLOAT = 0, 1, 2
 
+BLOCK_CONDITION = (
+    "Boolean value of Tensor with more than one value is ambiguous: the condition of an 'if', "
+    "'while' or conditional expression is a block of shape {shape}"
+)
+BLOCK_CONDITION_HINT = (
+    "use tl.where(cond, a, b) for elementwise choices, or reduce the block (tl.max, tl.sum, ...)"
+)
+"""A block used as a condition: Triton's words, shared by the front end and the interpreter."""
+
 
 def kind(ty: dtype) -> int:
     if ty.is_bool():
@@ -112,6 +121,12 @@ class SemanticBase:
         if self._concrete is None:
             raise error(f"a tensor's {what} value is not known when the kernel is compiled")
         if x.type.is_block():
+            if what == "bool":  # a condition: the front end's refusal, word for word
+                from ...errors import UnsupportedLanguageConstruct
+
+                raise UnsupportedLanguageConstruct(
+                    BLOCK_CONDITION.format(shape=list(x.type.shape)), hint=BLOCK_CONDITION_HINT
+                )
             raise error(
                 f"the {what} value of a block of shape {list(x.type.shape)} is ambiguous",
                 hint="reduce it first (tl.sum, tl.max, ...) or index a scalar kernel argument",
