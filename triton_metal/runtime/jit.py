@@ -35,6 +35,7 @@ from .host_arrays import needs_64bit_indices
 from .launch import compile_variant, launch_on_interpreter, make_launcher, to_launch_args
 from .log import log
 from .observer import OBSERVER
+from ..errors import LaunchError
 from .specialization import ArgSpec, ArgumentError, MockArray, SpecializationKey
 
 DEFAULT_NUM_WARPS = 4
@@ -182,6 +183,13 @@ class JITFunction(JITCallable):
         return values, facts, warps, self.debug if debug is None else bool(debug)
 
     def run(self, *args: object, grid: GridSpec, warmup: bool, **kwargs: object) -> CompiledKernel | None:
+        try:
+            return self._run(args, grid, warmup, kwargs)
+        except LaunchError as error:
+            raise _name_kernel(error, self.__name__)
+
+    def _run(self, args: tuple[object, ...], grid: GridSpec, warmup: bool,
+             kwargs: dict[str, object]) -> CompiledKernel | None:
         name = self.__name__
         values, facts, warps, debug_flag = self._bind(args, kwargs)
         grid3 = resolve_grid(grid, lambda: dict(zip(self.arg_names, values)), name)
@@ -232,6 +240,14 @@ class JITFunction(JITCallable):
 
     def __repr__(self) -> str:
         return f"JITFunction({self.fn.__module__}:{self.fn.__qualname__})"
+
+
+def _name_kernel(error: LaunchError, name: str) -> LaunchError:
+    """The launch error with the kernel's name in front, unless its message names it already."""
+    text = str(error)
+    if error.args and isinstance(error.args[0], str) and f"'{name}'" not in text:
+        error.args = (f"kernel '{name}': {error.args[0]}", *error.args[1:])
+    return error
 
 
 def describe_facts(names: list[str], facts: tuple[ArgSpec, ...]) -> str:
