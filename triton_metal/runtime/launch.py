@@ -93,7 +93,7 @@ def make_launcher(kernel: Any, compiled: CompiledKernel) -> Any:
     if backend == EMULATOR:
         from .launch_emulator import EmulatorLauncher
 
-        return EmulatorLauncher(compiled.msl, kernel.arg_names)
+        return EmulatorLauncher(compiled.msl, kernel.arg_names, kernel.__name__)
     if backend == METAL:
         from ..backends.metal import LaunchPlan, MetalLauncher
 

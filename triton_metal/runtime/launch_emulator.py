@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from ..backends.metal.plan import SCALAR_NUMPY, LaunchPlan, launch_dims
+from ..backends.emulator.errors import KernelFault
 from ..errors import LaunchError
 from .host_arrays import is_mlx, metal_values, numpy_buffer
 
@@ -54,8 +55,9 @@ class EmulatedMlx:
 class EmulatorLauncher:
     """Runs one compiled variant on the emulator (module docstring)."""
 
-    def __init__(self, msl: Any, arg_names: Sequence[str]) -> None:
+    def __init__(self, msl: Any, arg_names: Sequence[str], kernel_name: str | None = None) -> None:
         self.msl = msl
+        self.kernel_name = kernel_name
         self.plan = LaunchPlan.of(msl, arg_names)
         self.arg_names = tuple(arg_names)
         self.fast_math = msl.metadata.get("math_mode") == "fast"
@@ -120,7 +122,20 @@ class EmulatorLauncher:
             outputs.append(arr)
         kernel = self._kernel(inputs)
         launch_grid, threadgroup = launch_dims(grid, plan.threads, plan.spread)
-        kernel.launch(inputs, outputs, launch_grid, threadgroup)
+        try:
+            kernel.launch(inputs, outputs, launch_grid, threadgroup)
+        except KernelFault as fault:
+            raise self._in_python_terms(fault, kernel.source.kernel_name) from None
+
+    def _in_python_terms(self, fault: Exception, msl_name: str) -> Exception:
+        """The run-time error naming the Python kernel and parameters, not their MSL names."""
+        text = str(fault).replace(f"kernel '{msl_name}'", f"kernel '{self.kernel_name or self.msl.name}'", 1)
+        names = {s.name: self.arg_names[s.arg] for s in self.plan.inputs if s.role == "array"}
+        names.update({o.name: o.param for o in self.plan.outputs})
+        for msl, param in names.items():
+            text = text.replace(f"'{msl}'", f"'{param}'")
+        fault.args = (text,)
+        return fault
 
     def _metal_path(self) -> Any:
         if self._metal is None:
