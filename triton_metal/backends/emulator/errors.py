@@ -25,7 +25,7 @@ class OutOfBoundsAccess(KernelFault, OutOfBoundsError):
 
 
 class WatchdogTimeout(KernelFault):
-    """A threadgroup made no progress for longer than the watchdog allows."""
+    """A threadgroup ran longer than the watchdog allows (it finished no threadgroup meanwhile)."""
 
 
 class ThreadgroupMemoryError(OutOfResources, KernelFault):

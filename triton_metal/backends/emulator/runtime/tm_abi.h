@@ -17,7 +17,7 @@
 #define TM_OK 0
 #define TM_FAULT 1          /* divergent barrier, mismatched SIMD-group op, deadlock, ... */
 #define TM_TG_MEMORY 2      /* threadgroup memory over the 32 KiB limit */
-#define TM_WATCHDOG 3       /* a threadgroup made no progress for too long */
+#define TM_WATCHDOG 3       /* a threadgroup ran longer than the watchdog allows */
 #define TM_BAD_LAUNCH 4     /* the launch description itself is invalid */
 #define TM_OUT_OF_BOUNDS 5  /* a device access outside its buffer (bounds-checked builds) */
 #define TM_INTERRUPTED 6    /* the launching thread cancelled the launch (tm_launch_cancel) */
