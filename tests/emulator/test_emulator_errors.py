@@ -8,6 +8,7 @@ import pytest
 from triton_metal.backends.emulator import (
     KernelFault,
     MSLCompileError,
+    OutOfBoundsAccess,
     ThreadgroupMemoryError,
     WatchdogTimeout,
     metal_kernel,
@@ -287,8 +288,13 @@ def test_asan_build_runs_correct_kernels(asan):
     np.testing.assert_array_equal(run("asanok", src), np.arange(63, -1, -1, dtype=np.float32) + 32)
 
 
-def test_wild_access_becomes_an_error_not_a_crash():
+def test_wild_access_becomes_an_error_not_a_crash(monkeypatch):
     src = "out[thread_position_in_grid.x] = x[thread_position_in_grid.x + (1u << 31)];"
+    # with bounds checks (the default), the access is refused before it happens
+    with pytest.raises(OutOfBoundsAccess, match=r"'x' at index 2147483648 \(the buffer has 64 elements\) at custom_kernel_wild\w*\.metal:\d+"):
+        run("wild", src)
+    # without them, the fault it causes is caught
+    monkeypatch.setenv("TRITON_METAL_EMULATOR_CHECKS", "0")
     with pytest.raises(KernelFault, match="invalid memory access .* out-of-bounds.*ASAN=1"):
         run("wild", src)
 

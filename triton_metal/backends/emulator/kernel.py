@@ -39,6 +39,7 @@ from triton_metal.backends.emulator.errors import (
 from triton_metal.backends.emulator.rewrite import (
     check_msl_restrictions,
     needs_fibers,
+    pin_line_directives,
     rewrite_threadgroup_declarations,
 )
 from triton_metal.backends.emulator.runtime_lib import (
@@ -209,6 +210,7 @@ class EmulatorKernel:
         checked = not asan and checks_enabled()
         if checked:
             text = checked_text(source, text)
+        text = pin_line_directives(text)
         fibers = needs_fibers(body, header)
         runtime = runtime_library(asan)
         flags = list(KERNEL_FLAGS)
