@@ -1,13 +1,17 @@
-"""Cost of the emulator's bounds checks: the example suite with checks (the default) against the
-same suite with `TRITON_METAL_EMULATOR_CHECKS=0`, measured in the same run.
+"""Cost of the emulator's bounds checks, measured against the same work with
+`TRITON_METAL_EMULATOR_CHECKS=0` in the same run.
 
-    python benchmarks/bounds_checks.py [--repeat N]
+    python benchmarks/bounds_checks.py [--repeat N] [--kernels-only]
 
-Each configuration first runs once untimed (its kernels compiled and cached: checked and
-unchecked builds are different kernels), then `--repeat` timed runs of `python -m examples` in
-fresh processes, alternating the two configurations so that load on the machine hits both alike.
-Prints each configuration's median wall time and the ratio checked / unchecked against the goal
-(at most 1.5); the exit status is 1 when the goal is missed.
+1. Kernel launches in this process (examples' kernels with NumPy arrays, compiled before timing):
+   vector add of 16M floats, softmax of 4096x1024 floats, a 512x512x512 float32 matmul; the
+   median of `--repeat` launches with and without checks.
+2. The example suite (`python -m examples`, which checks every example against NumPy): each
+   configuration runs once untimed (its kernels compiled and cached: checked and unchecked builds
+   are different kernels), then `--repeat` timed runs in fresh processes, alternating the two
+   configurations so that load on the machine hits both alike.
+Prints medians and ratios checked / unchecked; the goal is at most 1.5 for the example suite
+(exit status 1 when missed).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,10 +38,52 @@ def run_examples(checks: bool) -> float:
     return time.perf_counter() - start
 
 
+def _median_launch(fn: Callable[[], object], checks: bool, repeat: int) -> float:
+    os.environ["TRITON_METAL_EMULATOR_CHECKS"] = "1" if checks else "0"
+    fn()  # compiles this configuration's kernel
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def kernel_rows(repeat: int) -> None:
+    os.environ["TRITON_METAL_BACKEND"] = "emulator"
+    os.environ.pop("TRITON_METAL_INTERPRET", None)
+    sys.path.insert(0, str(ROOT))
+    import numpy as np
+
+    from examples.matmul import matmul
+    from examples.softmax import softmax
+    from examples.vector_add import add
+
+    rng = np.random.default_rng(0)
+    x, y = rng.random(1 << 24, dtype=np.float32), rng.random(1 << 24, dtype=np.float32)
+    rows = rng.standard_normal((4096, 1024), dtype=np.float32)
+    a, b = rng.standard_normal((512, 512), dtype=np.float32), rng.standard_normal((512, 512), dtype=np.float32)
+    cases: list[tuple[str, Callable[[], object]]] = [
+        ("vector add, 16M floats", lambda: add(x, y)),
+        ("softmax 4096x1024", lambda: softmax(rows)),
+        ("matmul 512x512x512 fp32", lambda: matmul(a, b)),
+    ]
+    for label, fn in cases:
+        off = _median_launch(fn, False, repeat)
+        on = _median_launch(fn, True, repeat)
+        print(f"{label:28s} checks off (baseline) {off * 1e3:9.2f} ms   on {on * 1e3:9.2f} ms   "
+              f"ratio {on / off:5.2f}")
+    os.environ.pop("TRITON_METAL_EMULATOR_CHECKS", None)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--kernels-only", action="store_true", help="skip the example suite")
     args = parser.parse_args()
+    kernel_rows(max(args.repeat, 5))
+    if args.kernels_only:
+        return 0
     for checks in (True, False):
         run_examples(checks)  # compile and cache
     times: dict[bool, list[float]] = {True: [], False: []}

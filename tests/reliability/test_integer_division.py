@@ -37,7 +37,7 @@ def _expected(x: int, y: int, bits: int) -> tuple[int, int]:
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("dt", [np.int32, np.int64])
+@pytest.mark.parametrize("dt", [np.int8, np.int16, np.int32, np.int64])
 def test_tensor_operands(backend: str, dt: type) -> None:
     info = np.iinfo(dt)
     a = np.array([info.min, info.min, 7, -7, 5, info.min, 0, 3, info.max, -9, 9, info.max, 1, -1, 8, info.min], dt)

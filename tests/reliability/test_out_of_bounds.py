@@ -75,6 +75,16 @@ def test_in_bounds_kernels_still_run(backend: str) -> None:
     np.testing.assert_array_equal(out[:100], x * 2)
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_writable_stride_0_output(backend: str) -> None:
+    """A writable stride-0 view has one element, whatever its shape says."""
+    cell = np.zeros(1, np.float32)
+    out = np.lib.stride_tricks.as_strided(cell, shape=(100,), strides=(0,))
+    x = np.arange(100, dtype=np.float32)
+    with on_backend(backend), pytest.raises(OutOfBoundsError, match=r"'out' at index 1 \(the buffer has 1 element"):
+        _double[(1,)](x, out, 100, BLOCK=128)
+
+
 def test_checks_can_be_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TRITON_METAL_EMULATOR_CHECKS", "0")
     base = np.full(200, -1.0, np.float32)

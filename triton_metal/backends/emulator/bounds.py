@@ -24,7 +24,7 @@ import re
 from triton_metal.backends.emulator.signature import KernelSource, Param, ParamKind
 
 
-_LINE_DIRECTIVE = re.compile(r'^\s*#line\s+(\d+)\s+("(?:[^"\\]|\\.)*")\s*$')
+_LINE_DIRECTIVE = re.compile(r'^\s*#\s*line\s+(\d+)\s+("(?:[^"\\]|\\.)*")\s*$')
 
 
 def checks_enabled() -> bool:
@@ -59,19 +59,19 @@ def checked_text(source: KernelSource, text: str) -> str:
     names = "|".join(re.escape(p.name) for p in params)
     # a mention: not a member (`.x`, `->x`), not part of a longer identifier
     mention = re.compile(r"(?<![\w.])(?<!->)\b(" + names + r")\b")
-    end = _body_end(lines, body_start)
+    hint = re.compile(names)  # a plain scan first: most lines mention no buffer
     # the position an access reports: the line the last `#line` directive named (one kernel line
-    # may print as several MSL lines, which __LINE__ would count on from it)
+    # may print as several MSL lines, which __LINE__ would count on from)
     where = "__FILE__, __LINE__"
-    for i in range(body_start, end):
+    for i in range(body_start, _body_end(lines, body_start)):
         line = lines[i]
-        directive = _LINE_DIRECTIVE.match(line)
-        if directive is not None:
-            where = f"{directive.group(2)}, {directive.group(1)}"
-            continue
         if line.lstrip().startswith("#"):
+            directive = _LINE_DIRECTIVE.match(line)
+            if directive is not None:
+                where = f"{directive.group(2)}, {directive.group(1)}"
             continue
-        lines[i] = mention.sub(lambda m: f"tm_at({m.group(1)}, {where})", line)
+        if hint.search(line) is not None:
+            lines[i] = mention.sub(lambda m: f"tm_at({m.group(1)}, {where})", line)
     return "\n".join(lines)
 
 

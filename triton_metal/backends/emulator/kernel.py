@@ -361,14 +361,14 @@ class EmulatorKernel:
         desc.error_capacity = len(error)
         desc.poll_seconds = _POLL_SECONDS
         ref = ctypes.byref(desc)
-        status = lib.tm_kernel_main(ref)
         try:
             # Python runs signal handlers between these calls: Ctrl-C raises KeyboardInterrupt
-            # here, and the launch is cancelled before it propagates
+            # here, and the launch (pending while `desc.state` is set) is cancelled first
+            status = lib.tm_kernel_main(ref)
             while status == _STATUS_PENDING:
                 status = lib.tm_launch_wait(ref)
         except BaseException:
-            if status == _STATUS_PENDING:
+            if desc.state:
                 lib.tm_launch_cancel(ref)
             raise
         return status, error.value.decode(errors="replace")

@@ -151,10 +151,10 @@ def pin_line_directives(text: str) -> str:
             out.append(current)
         fresh = False
         out.append(line)
-        continued = line.rstrip().endswith("\\")
-        scan = strip_comments(line)
-        if "/*" in scan and "*/" not in scan[scan.rfind("/*"):]:
-            in_comment = True
-        elif in_comment and "*/" in line:
-            in_comment = False
+        continued = line.endswith("\\")
+        if in_comment:
+            in_comment = "*/" not in line
+        elif "/*" in line:
+            scan = strip_comments(line)
+            in_comment = "/*" in scan and "*/" not in scan[scan.rfind("/*"):]
     return "\n".join(out)
