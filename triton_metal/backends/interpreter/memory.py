@@ -95,7 +95,7 @@ class Memory:
     def _resolve(self, addrs: np.ndarray, itemsize: int, what: str) -> tuple[np.ndarray, list[Buffer]]:
         """Buffer index per address (all addresses must resolve) and the buffers."""
         a = addrs.astype(np.uint64, copy=False)
-        self._check_extents(a, itemsize)
+        self._check_extents(a, itemsize, what)
         which = np.full(a.shape, -1, dtype=np.int64)
         for i, b in enumerate(self.buffers):
             inside = (a >= np.uint64(b.low)) & (a + np.uint64(itemsize) <= np.uint64(b.high)) & (which < 0)
@@ -111,7 +111,7 @@ class Memory:
             )
         return which, self.buffers
 
-    def _check_extents(self, a: np.ndarray, itemsize: int) -> None:
+    def _check_extents(self, a: np.ndarray, itemsize: int, what: str) -> None:
         """Every address inside some argument's extent, or `InterpreterOutOfBounds` worded as the
         emulator's bounds checks word it: the argument nearest the address and the index."""
         if not self.extents:
@@ -121,12 +121,14 @@ class Memory:
             inside |= (a >= np.uint64(low)) & (a + np.uint64(itemsize) <= np.uint64(high))
         if inside.all():
             return
-        addr = int(a[~inside][0])
+        outside = a[~inside]
+        addr = int(outside[0])
         name, low, high = min(self.extents, key=lambda e: min(abs(addr - e[1]), abs(addr - e[2])))
         index = (addr - low) // itemsize
+        lanes = f" with {outside.size} lanes out of bounds" if outside.size > 1 else ""
         raise InterpreterOutOfBounds(
             f"out-of-bounds access to '{name}' at index {index} (the buffer has "
-            f"{(high - low) // itemsize} elements)"
+            f"{(high - low) // itemsize} elements), a {what}{lanes}"
         )
 
     def _describe_bad(self, addr: int, itemsize: int, what: str, count: int) -> str:
