@@ -86,11 +86,20 @@ def test_watchdog_names_the_python_kernel_and_line(monkeypatch: pytest.MonkeyPat
     assert f"{Path(__file__).name}:{line})" in text, text
 
 
-def test_mlx_output_out_of_bounds_names_the_kernel() -> None:
+@triton.jit
+def _tail_store(x, out, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(out + offs, tl.load(x + offs, mask=offs < n, other=0.0))  # the store has no mask
+
+
+def test_mlx_out_of_bounds_names_the_kernel() -> None:
     x = mx.arange(100, dtype=mx.float32)
     out = mx.zeros((100,), dtype=mx.float32)
     with pytest.raises(OutOfBoundsError) as info:
-        _scale[(1,)](x, out, 2.0, BLOCK=128)
+        _scale[(1,)](x, out, 2.0, BLOCK=128)  # reads past x
     text = str(info.value)
     assert "kernel '_scale'" in text and "custom_kernel" not in text, text
     assert "'x' at index 100 (the buffer has 100 elements)" in text, text
+    with pytest.raises(OutOfBoundsError, match=r"kernel '_tail_store'.*'out' at index 100 \(the buffer has 100"):
+        _tail_store[(1,)](x, out, 100, BLOCK=128)  # writes past an MLX output
+    assert (np.array(out) == 0).all()
