@@ -195,8 +195,13 @@ def _helpers(ctx: LoweringContext) -> list[str]:
             for t in sorted(ctx.int_helper_types):
                 c = msl_type(ScalarType(t))
                 u, bits, signed = _INT_TYPES[c]
-                types.append({"c": c, "u": u, "bits": bits, "signed": signed})
+                hi, suffix = (1 << (bits - 1)) - 1, "L" if bits == 64 else ""
+                # the minimum as `-MAX - 1`: the literal MIN alone does not fit the signed type
+                types.append({"c": c, "u": u, "bits": bits, "signed": signed,
+                              "min": f"{c}({c}(-{hi}{suffix}) - {c}(1))", "max": f"{c}({hi}{suffix})"})
             texts.append(render("helpers/int_ops.metal", types=types))
+        elif name == "float_to_int":
+            texts.append(render("helpers/float_to_int.metal", types=[_float_to_int(c) for c in sorted(ctx.float_to_int_types)]))
         elif name == "float_ops":
             texts.append(render("helpers/float_ops.metal", types=sorted(ctx.float_helper_types)))
         elif name == "atomic_cas_op":
@@ -204,6 +209,17 @@ def _helpers(ctx: LoweringContext) -> list[str]:
         else:
             texts.append(render(f"helpers/{name}.metal"))
     return texts
+
+
+def _float_to_int(c: str) -> dict[str, str]:
+    """Bounds of the saturating conversion to MSL integer type `c` (templates/helpers/float_to_int.metal)."""
+    _, bits, signed = _INT_TYPES[c]
+    suffix = "L" if bits == 64 else ""
+    hi = (1 << (bits - 1)) - 1 if signed else (1 << bits) - 1
+    lo = -(1 << (bits - 1)) if signed else 0
+    minimum = f"{c}({c}(-{hi}{suffix}) - {c}(1))" if signed else f"{c}(0)"
+    return {"c": c, "lo": f"{float(lo)!r}f", "hi": f"{float(hi + 1)!r}f", "min": minimum,
+            "max": f"{c}({hi}{'u' if not signed else ''}{suffix})"}
 
 
 def _ascii(text: str) -> str:

@@ -110,6 +110,15 @@ class InterpreterError(TritonError):
     """An error raised while a kernel runs in the NumPy interpreter (out-of-bounds access, ...)."""
 
 
+class OutOfBoundsError(TritonError, IndexError):
+    """A kernel accessed an array argument outside its elements. Both the emulator (bounds-checked
+    builds) and the interpreter raise it, naming the kernel, the line, the argument and the index."""
+
+
+class InterpreterOutOfBounds(InterpreterError, OutOfBoundsError):
+    """The interpreter's out-of-bounds access."""
+
+
 class LaunchError(TritonError, ValueError):
     """Bad arguments to `kernel[grid](...)`, found before anything runs."""
 

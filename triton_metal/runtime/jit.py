@@ -24,7 +24,7 @@ import inspect
 from collections.abc import Callable, Iterable
 from typing import Any, overload
 
-from ..errors import CompilationError
+from ..errors import CompilationError, LaunchError
 from ..language.jit_marker import JITCallable
 from ..backends.metal.plan import LAUNCH_DIM_LIMIT
 from .backend import active_backend_name, backend_for_arrays, launch_environment
@@ -208,6 +208,13 @@ class JITFunction(JITCallable):
             raise refusal from refusal.__cause__
 
     def run(self, *args: object, grid: GridSpec, warmup: bool, **kwargs: object) -> CompiledKernel | None:
+        try:
+            return self._run(args, grid, warmup, kwargs)
+        except LaunchError as error:
+            raise _name_kernel(error, self.__name__)
+
+    def _run(self, args: tuple[object, ...], grid: GridSpec, warmup: bool,
+             kwargs: dict[str, object]) -> CompiledKernel | None:
         name = self.__name__
         values, facts, warps, debug_flag = self._bind(args, kwargs)
         grid3 = resolve_grid(grid, lambda: dict(zip(self.arg_names, values)), name)
@@ -275,6 +282,14 @@ class JITFunction(JITCallable):
 
     def __repr__(self) -> str:
         return f"JITFunction({self.fn.__module__}:{self.fn.__qualname__})"
+
+
+def _name_kernel(error: LaunchError, name: str) -> LaunchError:
+    """The launch error with the kernel's name in front, unless its message names it already."""
+    text = str(error)
+    if error.args and isinstance(error.args[0], str) and f"'{name}'" not in text:
+        error.args = (f"kernel '{name}': {error.args[0]}", *error.args[1:])
+    return error
 
 
 def describe_facts(names: list[str], facts: tuple[ArgSpec, ...]) -> str:

@@ -109,7 +109,8 @@ def make_launcher(kernel: Any, compiled: CompiledKernel) -> Any:
     if backend == EMULATOR:
         from .launch_emulator import EmulatorLauncher
 
-        return EmulatorLauncher(compiled.msl, kernel.arg_names, written_variant=_written_variant(compiled))
+        return EmulatorLauncher(compiled.msl, kernel.arg_names, kernel.__name__,
+                                written_variant=_written_variant(compiled))
     if backend == TORCH_MPS:
         from .launch_torch_mps import TorchMpsLauncher
 

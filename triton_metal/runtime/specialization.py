@@ -291,7 +291,7 @@ _NUMPY_POINTERS: dict[np.dtype[Any], tuple[PointerArg, PointerArg]] = {
 }
 
 
-_ALIGNED: dict[int, tuple[Any, tuple[int, ...], bool]] = {}
+_ALIGNED: dict[int, tuple[Any, tuple[int, ...], int]] = {}
 """id(array) -> (weak reference, shape, first element 16-byte aligned). Reading an address
 (`arr.ctypes.data`) costs about a microsecond; an array's address is fixed for its lifetime
 unless `ndarray.resize` reallocates it, which also changes its shape (checked). Entries leave
@@ -302,24 +302,34 @@ def _forget(key: int) -> Callable[[Any], None]:
     return lambda _ref: _ALIGNED.pop(key, None)
 
 
-def _aligned16(value: np.ndarray[Any, Any]) -> bool:
+def _address_mod16(value: np.ndarray[Any, Any]) -> int:
     key = id(value)
     entry = _ALIGNED.get(key)
     if entry is not None and entry[0]() is value and entry[1] == value.shape:
         return entry[2]
-    aligned = value.ctypes.data % 16 == 0
+    mod = value.ctypes.data % 16
     try:
-        _ALIGNED[key] = (weakref.ref(value, _forget(key)), value.shape, aligned)
+        _ALIGNED[key] = (weakref.ref(value, _forget(key)), value.shape, mod)
     except TypeError:  # pragma: no cover - an array type without weak references
         pass
-    return aligned
+    return mod
 
 
 def _numpy_spec(value: np.ndarray[Any, Any], name: str, specialize: bool, align: bool) -> ArgSpec:
     pair = _NUMPY_POINTERS.get(value.dtype)
     if pair is None:
         raise _bad_dtype(str(value.dtype), name)
-    return pair[specialize and align and _aligned16(value)]
+    mod = _address_mod16(value)
+    if mod % value.itemsize:
+        # Metal reads elements only at multiples of their size; refused here so that every
+        # backend refuses it (the CPU would read the misaligned element, the GPU would not)
+        raise ArgumentError(
+            f"argument '{name}': its first element is at an address {mod % value.itemsize} byte(s) "
+            f"past a multiple of its element size {value.itemsize} ({value.dtype}); kernels read "
+            "elements only at aligned addresses: pass an aligned copy (np.ascontiguousarray of a "
+            "fresh array)"
+        )
+    return pair[specialize and align and mod == 0]
 
 
 def _mlx_spec(value: Any, name: str, specialize: bool, align: bool) -> ArgSpec:

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from triton_metal.backends.emulator.bounds import checks_enabled
 from triton_metal.backends.emulator.kernel import NUMPY_DTYPES, EmulatorKernel, asan_enabled
 from triton_metal.backends.emulator.signature import (
     TYPE_STRINGS,
@@ -101,7 +102,7 @@ class MetalKernel:
     ensure_row_contiguous: bool
     atomic_outputs: bool
     fast_math: bool
-    _compiled: dict[tuple[str, bool], EmulatorKernel] = field(default_factory=dict, repr=False)
+    _compiled: dict[tuple[str, bool, bool], EmulatorKernel] = field(default_factory=dict, repr=False)
 
     def __call__(
         self,
@@ -143,12 +144,13 @@ class MetalKernel:
         if verbose:
             print(ksrc.text)
         asan = asan_enabled()
-        kernel = self._compiled.get((ksrc.text, asan))
+        key = (ksrc.text, asan, checks_enabled())
+        kernel = self._compiled.get(key)
         if kernel is None:
             kernel = EmulatorKernel.build(
                 ksrc, self.source, self.header, asan=asan, fast_math=self.fast_math
             )
-            self._compiled[(ksrc.text, asan)] = kernel
+            self._compiled[key] = kernel
         outputs: list[np.ndarray] = []
         for shape, name in zip(output_shapes, out_names):
             dtype = NUMPY_DTYPES[TYPE_STRINGS[name]]

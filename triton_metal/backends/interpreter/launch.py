@@ -20,7 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from triton_metal.errors import CompilationError, InterpreterError, LaunchError, Loc, TritonError
+from triton_metal.errors import (
+    CompilationError, InterpreterError, InterpreterOutOfBounds, LaunchError, Loc, TritonError,
+)
 from triton_metal.language import JITCallable, Semantic, active_semantic, constexpr, tensor
 from triton_metal.language.types import (
     FP64_REFUSAL,
@@ -242,4 +244,5 @@ def _located(exc: Exception, kernel: JITCallable, pid: tuple[int, int, int]) -> 
     if source:
         text += f"\n    {source.strip()}"
     reason = str(exc) if isinstance(exc, TritonError) else f"{type(exc).__name__}: {exc}"
-    return InterpreterError(f"{text}\nerror: {reason}")
+    cls = InterpreterOutOfBounds if isinstance(exc, InterpreterOutOfBounds) else InterpreterError
+    return cls(f"{text}\nerror: {reason}")
