@@ -117,7 +117,9 @@ def test_bare_kernel_under_grad_raises_naming_it():
         return out.sum()
 
     x = _rand(100)
-    with pytest.raises(triton.LaunchError, match="kernel 'cube_kernel'.*mx.grad"):
+    # as MLX's own CustomKernel (which has no vjp) does on a Mac, naming the kernel's variant
+    with pytest.raises(ValueError, match=r"\[Primitive::vjp\] Not implemented for CustomKernel "
+                       r"\(metal_kernel 'cube_kernel_"):
         mx.grad(loss)(x)
     # the gradient through an output's old contents (an in-place launch) is refused too
     def in_place(x):
@@ -125,7 +127,7 @@ def test_bare_kernel_under_grad_raises_naming_it():
         cube_kernel[(2,)](y, y, 50, 1.0, BLOCK=64)  # writes half of y
         return y.sum()
 
-    with pytest.raises(triton.LaunchError, match="cube_kernel"):
+    with pytest.raises(ValueError, match="Not implemented for"):  # never a partial gradient
         mx.grad(in_place)(x)
 
 

@@ -190,14 +190,17 @@ def _connected(name: str, inputs: list[Any], outputs: list[Any]) -> list[Any]:
     would let `mx.grad` through a kernel return zeros instead of failing as it does on a Mac."""
     mx = _mlx()
 
-    def refuse(*args: Any, **kwargs: Any) -> Any:
-        raise ValueError(f"[metal_kernel] kernel '{name}' has no vjp, jvp or vmap "
-                         "(MLX's CustomKernel implements none)")
+    def refuse(rule: str) -> Callable[..., Any]:
+        def raise_(*args: Any, **kwargs: Any) -> Any:
+            raise ValueError(f"[Primitive::{rule}] Not implemented for CustomKernel "
+                             f"(metal_kernel '{name}').")
+
+        return raise_
 
     node = mx.custom_function(lambda *arrays: list(outputs))
-    node.vjp(refuse)
-    node.jvp(refuse)
-    node.vmap(refuse)
+    node.vjp(refuse("vjp"))
+    node.jvp(refuse("jvp"))
+    node.vmap(refuse("vmap"))
     return list(node(*inputs))
 
 
