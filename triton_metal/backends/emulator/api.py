@@ -13,6 +13,11 @@ given shapes and dtypes, filled with
 set makes a kernel that forgets to write an element visible as NaN or -1). Inputs are always passed
 row-contiguous: with `ensure_row_contiguous=False` the `_strides` buffers describe that row-major
 copy, which indexes the same elements.
+
+The kernel runs when it is called (reading the inputs' values, which MLX forbids inside
+`mx.compile`, `mx.vmap` and export tracing: refused there, naming the kernel). With MLX inputs
+the outputs are graph nodes that depend on them and, like MLX's `CustomKernel`, have no vjp,
+jvp or vmap, so `mx.grad` through a kernel raises as on a Mac rather than seeing constants.
 """
 
 from __future__ import annotations
