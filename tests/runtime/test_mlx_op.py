@@ -227,3 +227,17 @@ def test_layer_norm_op_grads_match_mlx_fast_layer_norm():
     want = mx.grad(reference, argnums=(0, 1, 2))(x, w, b)
     for g, r in zip(got, want):
         np.testing.assert_allclose(np.array(g), np.array(r), rtol=2e-4, atol=2e-4)
+
+
+def test_readme_mlx_example_runs(capsys: pytest.CaptureFixture[str], tmp_path):
+    import runpy
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = text.split("## MLX: lazy launches and differentiable ops", 1)[1]
+    script = tmp_path / "readme_example.py"  # kernels need a file to read their source from
+    script.write_text(section.split("```python\n", 1)[1].split("```", 1)[0])
+    namespace = runpy.run_path(str(script))
+    assert capsys.readouterr().out.strip() == "True"
+    dx, ref = namespace["dx"], namespace["ref"]
+    np.testing.assert_allclose(np.array(dx), np.array(ref), rtol=1e-5, atol=1e-6)
