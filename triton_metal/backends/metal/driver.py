@@ -204,6 +204,7 @@ class MetalLauncher:
         self.arg_names = tuple(arg_names)
         self.mx = mx if mx is not None else _mlx()
         self._kernel: Any = None
+        self._dtypes: dict[str, Any] = {}
         self._guard: Any = None
         self._exit_guard: Any = None
         self._pending: Any = None
@@ -238,7 +239,10 @@ class MetalLauncher:
 
     # -- one launch ------------------------------------------------------------------------------
     def _dtype(self, type_string: str) -> Any:
-        return getattr(self.mx, MLX_DTYPE_NAMES[type_string])
+        dtype = self._dtypes.get(type_string)
+        if dtype is None:  # looked up once per launcher: the launch path is hot
+            dtype = self._dtypes[type_string] = getattr(self.mx, MLX_DTYPE_NAMES[type_string])
+        return dtype
 
     def _to_mlx(self, value: object, type_string: str, pad: bool) -> Any:
         mx = self.mx
