@@ -37,8 +37,17 @@ Per launch (`prepare` computes everything, `__call__` runs it):
   (the store line and the reason).
 * results: an MLX argument is rebound (`arr[...] = result`, after checking dtype and shape); a
   NumPy buffer is copied back in place.
-* the first launch of a variant evaluates eagerly: a Metal compile error (raised by MLX at
-  `mx.eval`) becomes a `CompilationError` at the kernel line its `#line` directives name.
+* nothing is evaluated: the launch adds one `CustomKernel` node (plus, when coverage is not
+  proven or for atomics, the merge) to MLX's lazy graph. A Metal compile error therefore
+  surfaces where the graph is evaluated, as MLX's `RuntimeError` whose diagnostics name the
+  kernel's Python file and line (the MSL's `#line` directives); `metal_errors()` turns it into
+  a `CompilationError` with the source line and caret.
+* transformations: MLX's `CustomKernel` has no vjp, jvp or vmap, so `mx.grad` or `mx.vmap`
+  through a bare launch raises MLX's `ValueError` ("[Primitive::vjp] Not implemented for
+  CustomKernel."); at `TRITON_METAL_DEBUG` >= 1 the launch's arrays pass through a per-variant
+  identity `mx.custom_function` whose rules raise a `LaunchError` naming the kernel instead.
+  Inside a `triton_metal.op` the op's own rules apply. The plain launch adds nothing else to
+  the graph, so functions of launches trace under `mx.compile` and `mx.export_function`.
 """
 
 from __future__ import annotations
@@ -46,13 +55,16 @@ from __future__ import annotations
 import linecache
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from triton_metal.errors import CompilationError, LaunchError, Loc
+from triton_metal.runtime.log import debug_level
+from triton_metal.runtime.mlx_op import inside_op, note_kernel
 
 from .plan import LaunchPlan, OutputSlot, launch_dims
 
@@ -215,7 +227,12 @@ class MetalLauncher:
         self.written_variant = written_variant
         """outputs -> the `MSLKernel` whose stores to them also set written masks."""
         self._masked: dict[tuple[str, ...], tuple[Any, Any]] = {}
-        self.evaluated = False
+        self._dtypes: dict[str, Any] = {}
+        self._guard: Any = None
+        self._exit_guard: Any = None
+        self._pending: Any = None
+        self.kernel_name = msl.name.rsplit("_", 1)[0]
+        _LAUNCHED[msl.name] = msl
         self.math_mode = str(msl.metadata.get("math_mode", "safe"))
         self.atomics: dict[str, Any] = dict(msl.metadata.get("atomics", {}) or {})
 
@@ -262,7 +279,10 @@ class MetalLauncher:
 
     # -- one launch ------------------------------------------------------------------------------
     def _dtype(self, type_string: str) -> Any:
-        return getattr(self.mx, MLX_DTYPE_NAMES[type_string])
+        dtype = self._dtypes.get(type_string)
+        if dtype is None:  # looked up once per launcher: the launch path is hot
+            dtype = self._dtypes[type_string] = getattr(self.mx, MLX_DTYPE_NAMES[type_string])
+        return dtype
 
     def _to_mlx(self, value: object, type_string: str, pad: bool) -> Any:
         mx = self.mx
@@ -403,11 +423,22 @@ class MetalLauncher:
                 return None
             first = flat[0].item()
         else:
+            # The one evaluation on the launch path: metal_kernel starts an output empty or at
+            # one scalar, so a lock or counter array must be read to find its starting value.
             mx = self.mx
             flat = value.reshape(-1)  # type: ignore[attr-defined]
-            if flat.size == 0 or not bool(mx.all(flat == flat[0]).item()):
-                return None
-            first = flat[0].item()
+            try:
+                if flat.size == 0 or not bool(mx.all(flat == flat[0]).item()):
+                    return None
+                first = flat[0].item()
+            except ValueError as error:  # inside mx.compile / mx.vmap / mx.export_function
+                raise LaunchError(
+                    f"kernel '{self.kernel_name}' updates an array through atomics that need its "
+                    "current contents (a lock or counter), and mx.fast.metal_kernel can only start "
+                    "an output at one known value, which the launch must read from the array; it "
+                    f"cannot inside an MLX function transformation ({error}). Launch it outside "
+                    "the transformation"
+                ) from None
         start = float(first)
         if type_string not in _FLOATS and (start != first or abs(start) >= 2**24):
             return None  # not exactly a float32
@@ -423,20 +454,73 @@ class MetalLauncher:
 
     def __call__(self, values: Sequence[object], grid: tuple[int, int, int]) -> None:
         prepared = self.prepare(values, grid)
+        if inside_op():  # the op's custom function supplies the transformations
+            note_kernel(self.kernel_name)
+            results = self.run(prepared)
+        elif debug_level() >= 1:
+            results = self.guarded(prepared)
+        else:
+            results = self.run(prepared)
+        self.write_back(prepared, results)
+
+    def run(self, prepared: PreparedLaunch) -> list[Any]:
+        """The launch's metal_kernel call(s) and each output's final value, as lazy arrays."""
         kernel = self.kernel(prepared.masked)
         if prepared.masked:
             self._log_merge(prepared)
-        results = self.finish(prepared, kernel(**prepared.call_arguments()))
-        if not self.evaluated:
-            try:
-                self.mx.eval(*results)
-            except (RuntimeError, ValueError) as error:
-                raise map_metal_error(error, self.msl) from None
-            self.evaluated = True
-        self.write_back(prepared, results)
+        return self.finish(prepared, kernel(**prepared.call_arguments()))
+
+    def guarded(self, prepared: PreparedLaunch) -> list[Any]:
+        """`run` between two `mx.custom_function`s whose rules raise, naming the kernel (at
+        `TRITON_METAL_DEBUG` >= 1): an identity on the launch's arrays for vmap and jvp (MLX
+        transforms a graph's nodes from the inputs on, so it answers before the kernel) and one
+        around the launch for vjp (reverse mode meets it first, and its rule replaces the
+        kernel's). MLX's own error for a kernel names no kernel. Not the default:
+        `mx.export_function` cannot serialize a custom function, and the guards cost a few
+        microseconds per launch."""
+        if self._guard is None:
+            guard = self.mx.custom_function(_identity)
+            guard.vjp(self._no_vjp)
+            guard.jvp(self._no_jvp)
+            guard.vmap(self._no_vmap)
+            self._guard = guard
+            exit_guard = self.mx.custom_function(self._guarded_run)
+            exit_guard.vjp(self._no_vjp)
+            self._exit_guard = exit_guard
+        olds = [o for o in prepared.outputs if o.old is not None]
+        arrays = list(self._guard(*prepared.inputs, *[o.old for o in olds]))
+        self._pending = (prepared, olds)
+        try:
+            return list(self._exit_guard(*arrays))
+        finally:
+            self._pending = None
+
+    def _guarded_run(self, *arrays: Any) -> list[Any]:
+        prepared, olds = self._pending  # type: ignore[misc]
+        count = len(prepared.inputs)
+        prepared.inputs = list(arrays[:count])
+        for out, old in zip(olds, arrays[count:]):
+            out.old = old
+        return self.run(prepared)
+
+    def _transform_error(self, what: str) -> LaunchError:
+        return LaunchError(
+            f"kernel '{self.kernel_name}' was launched inside {what}, but a kernel launch has no "
+            "derivative or batching rule of its own: wrap the launcher in triton_metal.op "
+            "(with backward= for mx.grad), or launch it outside the transformation"
+        )
+
+    def _no_vjp(self, *args: Any, **kwargs: Any) -> Any:
+        raise self._transform_error("mx.grad / mx.vjp (a gradient)")
+
+    def _no_jvp(self, *args: Any, **kwargs: Any) -> Any:
+        raise self._transform_error("mx.jvp (a forward-mode derivative)")
+
+    def _no_vmap(self, *args: Any, **kwargs: Any) -> Any:
+        raise self._transform_error("mx.vmap")
 
     def _log_merge(self, prepared: PreparedLaunch) -> None:
-        from triton_metal.runtime.log import debug_level, log
+        from triton_metal.runtime.log import log
 
         if debug_level() >= 1:
             for out in prepared.outputs:
@@ -478,6 +562,10 @@ class MetalLauncher:
             target[...] = result
 
 
+def _identity(*arrays: Any) -> list[Any]:
+    return list(arrays)
+
+
 def _combine(mx: Any, kind: str, old: Any, result: Any) -> Any:
     if kind == "add":
         return old + result
@@ -490,6 +578,43 @@ def _combine(mx: Any, kind: str, old: Any, result: Any) -> Any:
     if kind == "or":
         return mx.bitwise_or(old, result)
     return mx.bitwise_xor(old, result)
+
+
+_LAUNCHED: dict[str, Any] = {}
+"""MSLKernel by name, for every variant launched in this process (for `metal_errors`)."""
+
+
+@contextmanager
+def metal_errors() -> Iterator[None]:
+    """Re-raise an MLX evaluation error that a launched kernel caused as a `CompilationError`
+    at the kernel line (Metal compile errors surface when the graph is evaluated, not at the
+    launch): `with triton_metal.metal_errors(): mx.eval(y)`."""
+    try:
+        yield
+    except (RuntimeError, ValueError) as error:
+        msl = _kernel_of(str(error))
+        if msl is None:
+            raise
+        raise map_metal_error(error, msl) from error
+
+
+def _kernel_of(text: str) -> Any:
+    """The launched variant an MLX error names (by its MSL name, or by a kernel file and line
+    its `#line` directives point to)."""
+    for name, msl in _LAUNCHED.items():
+        if name in text:
+            return msl
+    m = _DIAG.search(text)
+    if m is None:
+        return None
+    marker = f'#line {m.group("line")} "{m.group("file")}"'
+    for msl in _LAUNCHED.values():
+        if marker in msl.source or marker in msl.header:
+            return msl
+    for msl in _LAUNCHED.values():
+        if f'"{m.group("file")}"' in msl.source:
+            return msl
+    return None
 
 
 _DIAG = re.compile(r"(?P<file>[^\s:]+):(?P<line>\d+):(?P<col>\d+): error: (?P<msg>[^\n]*)")
