@@ -11,8 +11,12 @@ reference here is NumPy plus the rules restated below, independent of the packag
   the tensor's dtype; a higher kind promotes as its default type (int32, float32) would;
 * comparisons give int1 after promotion; bitwise operations take integers only.
 
+Further families: dtype facts read inside kernels, refusals in Triton's words (message, cause,
+location, nothing written), the launch's order of checks, former crashes, and random programs,
+valid or not, on which both backends must agree to accept or refuse.
+
 Each family is one kernel per left dtype (all right dtypes at once), run once per backend and
-shared by its cases, so the ~2,400 cases cost a couple of dozen launches. Results come back as
+shared by its cases, so the ~2,800 cases cost a few dozen launches. Results come back as
 int64 bit patterns with a code for their dtype, so both the dtype and the bits are checked.
 """
 
@@ -579,3 +583,50 @@ def test_and_on_blocks_warns_as_triton_does(backend: str) -> None:
             _launch(behaviour_kernel, backend, args)
         else:
             type_check(behaviour_kernel, behaviour_kernel.specialization(**args))
+
+
+# -- random programs, valid or not: both backends accept or refuse them alike ---------------------
+
+_OPERANDS = {"f": "xf", "i": "xi", "u": "xu", "b": "xi8", "c": "xu8"}
+_BINARY_OPS = ["+", "-", "*", "/", "//", "%", "&", "|", "^", "<<", ">>", "<", "=="]
+_UNARY = ["-{}", "~{}", "tl.exp({})", "tl.abs({})", "({} + 1)", "({} * 2.5)", "({} - 3)"]
+
+
+def _random_expression(seed: int) -> str:
+    import random
+
+    rng = random.Random(seed)
+    expr = rng.choice(list(_OPERANDS.values()))
+    for _ in range(rng.randint(1, 3)):
+        if rng.random() < 0.3:
+            expr = rng.choice(_UNARY).format(expr)
+        else:
+            other = rng.choice(list(_OPERANDS.values()))
+            expr = f"({expr} {rng.choice(_BINARY_OPS)} {other})" if rng.random() < 0.5 else \
+                f"({other} {rng.choice(_BINARY_OPS)} {expr})"
+    return expr
+
+
+def _outcome(run: Any) -> tuple[str, str]:
+    try:
+        run()
+    except CompilationError as err:
+        return "refused", err.reason
+    return "accepted", ""
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("seed", range(80))
+def test_random_programs_agree_on_accept_refuse(seed: int) -> None:
+    """The interpreter runs it, the compiler compiles it to MSL (the step that refuses; the
+    toolchain never does): both accept, or both refuse with the same words."""
+    from triton_metal.runtime.compiler import compile_msl
+
+    expr = _random_expression(seed)
+    kernel = _refusal_kernel(expr)
+    args = dict(p=np.ones(8, np.float32), xi_ptr=np.arange(1, 9, dtype=np.int32),
+                xu_ptr=np.arange(1, 9, dtype=np.uint32), xi8_ptr=np.arange(1, 9, dtype=np.int8),
+                xu8_ptr=np.arange(1, 9, dtype=np.uint8))
+    interpreted = _outcome(lambda: interpret_launch(JITCallable(kernel.fn), (1, 1, 1), dict(args)))
+    compiled = _outcome(lambda: compile_msl(kernel, kernel.specialization(**args)))
+    assert interpreted == compiled, expr

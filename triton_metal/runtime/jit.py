@@ -205,7 +205,10 @@ class JITFunction(JITCallable):
         try:
             type_check(self, key)
         except CompilationError as refusal:
-            raise refusal from refusal.__cause__
+            note = "the float64 arrays were checked as float32 (Apple GPUs have no fp64)"
+            hint = f"{refusal.hint}; {note}" if refusal.hint else note
+            located = type(refusal)(refusal.reason, refusal.loc, hint, refusal.kernel, refusal.source_line)
+            raise located from refusal.__cause__
 
     def run(self, *args: object, grid: GridSpec, warmup: bool, **kwargs: object) -> CompiledKernel | None:
         try:
