@@ -1,0 +1,14 @@
+"""`triton_metal.ops`: a model's kernels, written in the kernel language, as differentiable MLX ops.
+
+Each function has the signature of MLX's own (`mx.softmax`, `mx.fast.rms_norm`, ...), so a model
+swaps them in; each is a launcher over `@triton_metal.jit` kernels made differentiable with
+`triton_metal.op` (its backward launches kernels too). docs/ops.md lists them with their dtypes,
+limits and tolerances.
+"""
+
+from __future__ import annotations
+
+from ._common import OpArgumentError
+from .softmax import log_softmax, softmax
+
+__all__ = ["OpArgumentError", "log_softmax", "softmax"]
