@@ -40,7 +40,7 @@ def grads(fn: Callable[..., mx.array], args: tuple[mx.array, ...], weight: mx.ar
         return (fn(*a).astype(mx.float32) * weight).sum()
 
     g = mx.grad(loss, argnums=list(argnums))(*args)
-    return tuple(g) if isinstance(g, (list, tuple)) else (g,)
+    return (g,) if isinstance(g, mx.array) else tuple(g)
 
 
 def check_grads(ours: Callable[..., mx.array], ref: Callable[..., mx.array], args: tuple[mx.array, ...],

@@ -9,6 +9,7 @@ limits and tolerances.
 from __future__ import annotations
 
 from ._common import OpArgumentError
+from .norms import layer_norm, rms_norm
 from .softmax import log_softmax, softmax
 
-__all__ = ["OpArgumentError", "log_softmax", "softmax"]
+__all__ = ["OpArgumentError", "layer_norm", "log_softmax", "rms_norm", "softmax"]

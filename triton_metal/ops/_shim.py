@@ -33,6 +33,8 @@ class _Op:
         def vjp(primals: Any, cotangents: Any, outputs: Any) -> Any:
             if self._backward is None:
                 raise ValueError(f"{self.name}: no backward")
+            if isinstance(primals, mx.array):
+                primals = (primals,)
             return self._backward(tuple(bind(*primals)), cotangents, outputs, **kwargs)
 
         return f(*[args[i] for i in arrays])
