@@ -13,8 +13,11 @@ from .helpers import assert_close, check_grads, randn, transposed
 SHAPES = [(3, 7), (5, 100), (2, 1000), (2, 8193)]
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
-@pytest.mark.parametrize("shape", SHAPES)
+# every dtype on one shape, every shape in float32: each (dtype, block) pair is a compile
+CASES = [(s, "float32") for s in SHAPES] + [((5, 100), "float16"), ((5, 100), "bfloat16")]
+
+
+@pytest.mark.parametrize("shape, dtype", CASES)
 def test_softmax_forward(shape, dtype):
     x = randn(shape, dtype, scale=3.0)
     # MLX in precise mode: these kernels compute in float32 whatever the dtype
@@ -31,7 +34,7 @@ def test_softmax_backward(shape):
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_softmax_backward_half(dtype):
-    x = randn((4, 100), dtype)
+    x = randn((5, 100), dtype)
     check_grads(ops.softmax, lambda a: mx.softmax(a, axis=-1), (x,), dtype)
 
 

@@ -9,7 +9,9 @@ limits and tolerances.
 from __future__ import annotations
 
 from ._common import OpArgumentError
+from .activations import geglu, gelu, gelu_approx, silu, swiglu
 from .norms import layer_norm, rms_norm
 from .softmax import log_softmax, softmax
 
-__all__ = ["OpArgumentError", "layer_norm", "log_softmax", "rms_norm", "softmax"]
+__all__ = [
+    "OpArgumentError", "geglu", "gelu", "gelu_approx", "silu", "swiglu", "layer_norm", "log_softmax", "rms_norm", "softmax"]

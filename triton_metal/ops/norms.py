@@ -31,7 +31,7 @@ MAX_PROGRAMS = 256
 
 @triton.autotune(configs=row_configs(), key=["n_cols", "ONE_PASS"], prune_configs_by=ROW_TUNING)
 @triton.jit
-def _norm_fwd(x_ptr, w_ptr, b_ptr, y_ptr, n_cols, eps, RMS: tl.constexpr, HAS_W: tl.constexpr,
+def _norm_fwd(x_ptr, w_ptr, b_ptr, y_ptr, n_cols, eps, RMS, HAS_W: tl.constexpr,
               HAS_B: tl.constexpr, BLOCK: tl.constexpr, ONE_PASS: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
     x_row = x_ptr + row * n_cols
@@ -78,8 +78,8 @@ def _norm_fwd(x_ptr, w_ptr, b_ptr, y_ptr, n_cols, eps, RMS: tl.constexpr, HAS_W:
 
 @triton.autotune(configs=row_configs(), key=["n_cols", "ONE_PASS"], prune_configs_by=ROW_TUNING)
 @triton.jit
-def _norm_bwd(x_ptr, w_ptr, dy_ptr, dx_ptr, dw_ptr, db_ptr, n_rows, n_cols, eps,
-              RMS: tl.constexpr, HAS_W: tl.constexpr, HAS_B: tl.constexpr, BLOCK: tl.constexpr,
+def _norm_bwd(x_ptr, w_ptr, dy_ptr, dx_ptr, dw_ptr, db_ptr, n_rows, n_cols, eps, RMS,
+              HAS_W: tl.constexpr, HAS_B: tl.constexpr, BLOCK: tl.constexpr,
               ONE_PASS: tl.constexpr):
     pid = tl.program_id(0)
     step = tl.num_programs(0)
@@ -120,7 +120,7 @@ def _norm_bwd(x_ptr, w_ptr, dy_ptr, dx_ptr, dw_ptr, db_ptr, n_rows, n_cols, eps,
 
 @triton.autotune(configs=row_configs(), key=["n_cols"], prune_configs_by=ROW_TUNING)
 @triton.jit
-def _norm_bwd_long(x_ptr, w_ptr, dy_ptr, dx_ptr, stats_ptr, n_cols, eps, RMS: tl.constexpr,
+def _norm_bwd_long(x_ptr, w_ptr, dy_ptr, dx_ptr, stats_ptr, n_cols, eps, RMS,
                    HAS_W: tl.constexpr, BLOCK: tl.constexpr, ONE_PASS: tl.constexpr):
     # rows too long for registers: dx and the row's (mean, rstd), one program per row
     row = tl.program_id(0).to(tl.int64)
@@ -192,7 +192,7 @@ def _forward(x: Any, w: Any, b: Any, eps: float, rms: bool) -> Any:
         block, one_pass = row_block(n)
         _norm_fwd[(c.rows_of(x.shape),)](
             x, x if w is None else w, x if b is None else b, y, n, eps,
-            RMS=rms, HAS_W=w is not None, HAS_B=b is not None, BLOCK=block, ONE_PASS=one_pass)
+            int(rms), HAS_W=w is not None, HAS_B=b is not None, BLOCK=block, ONE_PASS=one_pass)
     return y
 
 
@@ -209,14 +209,14 @@ def _backward(x: Any, w: Any, b: Any, dy: Any, eps: float, rms: bool) -> tuple[A
         dw = c.zeros((programs, n), m.float32)
         db = c.zeros((programs, n), m.float32)
         if x.size:
-            _norm_bwd[(programs,)](x, wp, dy, dx, dw, db, rows, n, eps, RMS=rms,
+            _norm_bwd[(programs,)](x, wp, dy, dx, dw, db, rows, n, eps, int(rms),
                                    HAS_W=w is not None, HAS_B=b is not None, BLOCK=block,
                                    ONE_PASS=True)
     else:
         stats = c.zeros((rows, 2), m.float32)
         dw = c.zeros((1, n), m.float32)
         db = c.zeros((1, n), m.float32)
-        _norm_bwd_long[(rows,)](x, wp, dy, dx, stats, n, eps, RMS=rms, HAS_W=w is not None,
+        _norm_bwd_long[(rows,)](x, wp, dy, dx, stats, n, eps, int(rms), HAS_W=w is not None,
                                 BLOCK=block, ONE_PASS=False)
         if w is not None or b is not None:
             _norm_dw_long[(triton.cdiv(n, block),)](x, dy, stats, dw, db, rows, n, BLOCK=block,

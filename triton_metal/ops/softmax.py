@@ -8,7 +8,8 @@ nothing: MLX's precise mode is what these kernels always do); results are stored
 dtype.
 
 Backward: softmax `dx = y * (dy - sum(dy * y))`; log_softmax `dx = dy - exp(y) * sum(dy)`, from
-the saved output `y`, one program per row.
+the saved output `y`, one program per row. `LOG` is a run-time argument (one compiled variant
+serves both ops; the branch is uniform across the grid).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ NEG_INF = tl.constexpr(float("-inf"))
 
 @triton.autotune(configs=row_configs(), key=["n_cols", "ONE_PASS"], prune_configs_by=ROW_TUNING)
 @triton.jit
-def _softmax_fwd(x_ptr, y_ptr, n_cols, LOG: tl.constexpr, BLOCK: tl.constexpr,
+def _softmax_fwd(x_ptr, y_ptr, n_cols, LOG, BLOCK: tl.constexpr,
                  ONE_PASS: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
     x_row = x_ptr + row * n_cols
@@ -70,7 +71,7 @@ def _softmax_fwd(x_ptr, y_ptr, n_cols, LOG: tl.constexpr, BLOCK: tl.constexpr,
 
 @triton.autotune(configs=row_configs(), key=["n_cols", "ONE_PASS"], prune_configs_by=ROW_TUNING)
 @triton.jit
-def _softmax_bwd(y_ptr, dy_ptr, dx_ptr, n_cols, LOG: tl.constexpr, BLOCK: tl.constexpr,
+def _softmax_bwd(y_ptr, dy_ptr, dx_ptr, n_cols, LOG, BLOCK: tl.constexpr,
                  ONE_PASS: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
     y_row = y_ptr + row * n_cols
@@ -138,7 +139,7 @@ def _rows_launch(kernel: Any, ins: tuple[Any, ...], like: Any, log: bool) -> Any
     rows = c.rows_of(like.shape)
     if like.size:
         block, one_pass = row_block(n)
-        kernel[(rows,)](*ins, out, n, LOG=log, BLOCK=block, ONE_PASS=one_pass)
+        kernel[(rows,)](*ins, out, n, int(log), BLOCK=block, ONE_PASS=one_pass)
     return out
 
 
