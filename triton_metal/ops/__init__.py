@@ -10,8 +10,11 @@ from __future__ import annotations
 
 from ._common import OpArgumentError
 from .activations import geglu, gelu, gelu_approx, silu, swiglu
+from .losses import cross_entropy, entropy
 from .norms import layer_norm, rms_norm
 from .softmax import log_softmax, softmax
 
 __all__ = [
-    "OpArgumentError", "geglu", "gelu", "gelu_approx", "silu", "swiglu", "layer_norm", "log_softmax", "rms_norm", "softmax"]
+    "OpArgumentError", "cross_entropy", "entropy", "geglu", "gelu", "gelu_approx", "layer_norm",
+    "log_softmax", "rms_norm", "silu", "softmax", "swiglu",
+]
