@@ -12,9 +12,10 @@ from ._common import OpArgumentError
 from .activations import geglu, gelu, gelu_approx, silu, swiglu
 from .losses import cross_entropy, entropy
 from .norms import layer_norm, rms_norm
+from .rope import rope
 from .softmax import log_softmax, softmax
 
 __all__ = [
     "OpArgumentError", "cross_entropy", "entropy", "geglu", "gelu", "gelu_approx", "layer_norm",
-    "log_softmax", "rms_norm", "silu", "softmax", "swiglu",
+    "log_softmax", "rms_norm", "rope", "silu", "softmax", "swiglu",
 ]
