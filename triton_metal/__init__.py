@@ -8,6 +8,9 @@
 
     kernel[(triton.cdiv(n, 1024),)](x, n, BLOCK=1024)
 
+`op` turns a launcher (a function that allocates outputs and launches kernels) into a
+differentiable MLX operation (`mx.custom_function`; docs/runtime.md, "MLX operations").
+
 The host-side API has Triton's names (`jit`, `JITFunction`, `cdiv`, `next_power_of_2`,
 `reinterpret`, `autotune`, `Config`, `heuristics`, `testing.do_bench`, and the error classes), so
 ported code keeps working.
@@ -27,6 +30,7 @@ from .errors import (
     CompilationError,
     InterpreterError,
     LaunchError,
+    OpError,
     OutOfResources,
     TritonError,
 )
@@ -48,6 +52,9 @@ from .runtime.heuristics import Heuristics, heuristics
 # time).
 _LAZY = {
     "testing": ".testing",
+    "op": ".runtime.mlx_op",
+    "metal_errors": ".backends.metal.driver",
+    "Op": ".runtime.mlx_op",
     "clear_cache": ".tools.hardware",
     "get_hardware_capabilities": ".tools.hardware",
     "set_debug_option": ".tools.hardware",
@@ -84,6 +91,8 @@ __all__ = [
     "InterpreterError",
     "JITFunction",
     "LaunchError",
+    "Op",
+    "OpError",
     "OutOfResources",
     "TritonError",
     "__version__",
@@ -96,7 +105,9 @@ __all__ = [
     "heuristics",
     "jit",
     "language",
+    "metal_errors",
     "next_power_of_2",
+    "op",
     "reinterpret",
     "set_debug_option",
     "start_profiling",

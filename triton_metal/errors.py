@@ -112,6 +112,11 @@ class LaunchError(TritonError, ValueError):
     """Bad arguments to `kernel[grid](...)`, found before anything runs."""
 
 
+class OpError(LaunchError):
+    """A `triton_metal.op` called with bad arrays, or whose launcher or backward returned the
+    wrong values; the message names the op and the argument."""
+
+
 def internal_error(message: str) -> AssertionError:
     """An invariant of triton_metal itself broke: this is our bug, not the user's."""
     return AssertionError(f"triton_metal internal error: {message} (please report this as a bug)")

@@ -127,7 +127,17 @@ class MetalKernel:
                 f"[metal_kernel] Expected `output_shapes` and `output_dtypes` to have size "
                 f"{len(self.output_names)}."
             )
-        converted = [_to_numpy(v) for v in inputs]
+        try:
+            converted = [_to_numpy(v) for v in inputs]
+        except ValueError as error:
+            if "transformation" not in str(error):
+                raise
+            raise ValueError(
+                f"[metal_kernel] kernel '{self.name}': the emulator runs a kernel when it is called, "
+                "which needs its inputs' values, so it cannot run inside mx.compile, mx.vmap or "
+                "mx.export_function tracing (on a Mac the call is a lazy graph node). MLX said: "
+                f"{error}"
+            ) from None
         for type_string in [t for _, t in converted] + [TYPE_STRINGS[dtype_name(d)] for d in output_dtypes]:
             if type_string not in NUMPY_DTYPES and type_string != "double":  # refused below
                 raise ValueError(f"the Metal emulator does not support arrays of {type_string}")
@@ -170,7 +180,25 @@ class MetalKernel:
                 result.append(mx.array(arr).view(mx.bfloat16))
             else:
                 result.append(mx.array(arr))
-        return result
+        arrays = [v for v in inputs if _is_mlx_array(v)]
+        return _connected(self.name, arrays, result) if arrays else result
+
+
+def _connected(name: str, inputs: list[Any], outputs: list[Any]) -> list[Any]:
+    """The outputs as nodes of MLX's graph that depend on the inputs and, like MLX's
+    `CustomKernel`, have no vjp, jvp or vmap: the emulator computes them eagerly, and constants
+    would let `mx.grad` through a kernel return zeros instead of failing as it does on a Mac."""
+    mx = _mlx()
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise ValueError(f"[metal_kernel] kernel '{name}' has no vjp, jvp or vmap "
+                         "(MLX's CustomKernel implements none)")
+
+    node = mx.custom_function(lambda *arrays: list(outputs))
+    node.vjp(refuse)
+    node.jvp(refuse)
+    node.vmap(refuse)
+    return list(node(*inputs))
 
 
 def metal_kernel(

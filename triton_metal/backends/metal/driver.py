@@ -32,8 +32,14 @@ Per launch (`prepare` computes everything, `__call__` runs it):
   refused with an explanation, and so is a merge (two runs) next to such an atomic array.
 * results: an MLX argument is rebound (`arr[...] = result`, after checking dtype and shape); a
   NumPy buffer is copied back in place.
-* the first launch of a variant evaluates eagerly: a Metal compile error (raised by MLX at
-  `mx.eval`) becomes a `CompilationError` at the kernel line its `#line` directives name.
+* nothing is evaluated: the launch adds one `CustomKernel` node (plus, when coverage is not
+  proven or for atomics, the merge) to MLX's lazy graph. A Metal compile error therefore
+  surfaces where the graph is evaluated, as MLX's `RuntimeError` whose diagnostics name the
+  kernel's Python file and line (the MSL's `#line` directives); `metal_errors()` turns it into
+  a `CompilationError` with the source line and caret.
+* transformations: a launch outside a `triton_metal.op` runs inside a per-variant
+  `mx.custom_function` guard whose vjp, jvp and vmap raise a `LaunchError` naming the kernel
+  (MLX's kernels have none); inside an op the op's own rules apply.
 """
 
 from __future__ import annotations
@@ -41,13 +47,15 @@ from __future__ import annotations
 import linecache
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from triton_metal.errors import CompilationError, LaunchError, Loc
+from triton_metal.runtime.mlx_op import inside_op, note_kernel
 
 from .plan import LaunchPlan, OutputSlot, launch_dims
 
@@ -192,7 +200,10 @@ class MetalLauncher:
         self.arg_names = tuple(arg_names)
         self.mx = mx if mx is not None else _mlx()
         self._kernel: Any = None
-        self.evaluated = False
+        self._guard: Any = None
+        self._pending: PreparedLaunch | None = None
+        self.kernel_name = msl.name.rsplit("_", 1)[0]
+        _LAUNCHED[msl.name] = msl
         self.math_mode = str(msl.metadata.get("math_mode", "safe"))
         self.atomics: dict[str, Any] = dict(msl.metadata.get("atomics", {}) or {})
 
@@ -378,16 +389,62 @@ class MetalLauncher:
 
     def __call__(self, values: Sequence[object], grid: tuple[int, int, int]) -> None:
         prepared = self.prepare(values, grid)
+        if inside_op():  # the op's custom function supplies the transformations
+            note_kernel(self.kernel_name)
+            results = self.run(prepared)
+        else:
+            results = self.guarded(prepared)
+        self.write_back(prepared, results)
+
+    def run(self, prepared: PreparedLaunch) -> list[Any]:
+        """The launch's metal_kernel call(s) and each output's final value, as lazy arrays."""
         kernel = self.kernel()
         runs = [kernel(**prepared.call_arguments(init)) for init in prepared.init_values]
-        results = self.finish(prepared, runs)
-        if not self.evaluated:
-            try:
-                self.mx.eval(*results)
-            except (RuntimeError, ValueError) as error:
-                raise map_metal_error(error, self.msl) from None
-            self.evaluated = True
-        self.write_back(prepared, results)
+        return self.finish(prepared, runs)
+
+    def guarded(self, prepared: PreparedLaunch) -> list[Any]:
+        """`run` inside an `mx.custom_function` whose vjp, jvp and vmap raise, naming the kernel:
+        a bare launch has no derivative, and MLX must never differentiate around it (through an
+        output's old contents) and hand back zeros or a partial gradient."""
+        if self._guard is None:
+            guard = self.mx.custom_function(self._guarded_forward)
+            guard.vjp(self._no_vjp)
+            guard.jvp(self._no_jvp)
+            guard.vmap(self._no_vmap)
+            self._guard = guard
+        olds = [o.old for o in prepared.outputs if o.old is not None]
+        self._pending = prepared
+        try:
+            return list(self._guard(*prepared.inputs, *olds))
+        finally:
+            self._pending = None
+
+    def _guarded_forward(self, *arrays: Any) -> list[Any]:
+        prepared = self._pending
+        assert prepared is not None
+        count = len(prepared.inputs)
+        prepared.inputs = list(arrays[:count])
+        olds = iter(arrays[count:])
+        for out in prepared.outputs:
+            if out.old is not None:
+                out.old = next(olds)
+        return self.run(prepared)
+
+    def _transform_error(self, what: str) -> LaunchError:
+        return LaunchError(
+            f"kernel '{self.kernel_name}' was launched inside {what}, but a kernel launch has no "
+            "derivative or batching rule of its own: wrap the launcher in triton_metal.op "
+            "(with backward= for mx.grad), or launch it outside the transformation"
+        )
+
+    def _no_vjp(self, *args: Any, **kwargs: Any) -> Any:
+        raise self._transform_error("mx.grad / mx.vjp (a gradient)")
+
+    def _no_jvp(self, *args: Any, **kwargs: Any) -> Any:
+        raise self._transform_error("mx.jvp (a forward-mode derivative)")
+
+    def _no_vmap(self, *args: Any, **kwargs: Any) -> Any:
+        raise self._transform_error("mx.vmap")
 
     def finish(self, prepared: PreparedLaunch, runs: list[list[Any]]) -> list[Any]:
         """Each output's final value: the result, merged or combined with the old array."""
@@ -434,6 +491,43 @@ def _combine(mx: Any, kind: str, old: Any, result: Any) -> Any:
     if kind == "or":
         return mx.bitwise_or(old, result)
     return mx.bitwise_xor(old, result)
+
+
+_LAUNCHED: dict[str, Any] = {}
+"""MSLKernel by name, for every variant launched in this process (for `metal_errors`)."""
+
+
+@contextmanager
+def metal_errors() -> Iterator[None]:
+    """Re-raise an MLX evaluation error that a launched kernel caused as a `CompilationError`
+    at the kernel line (Metal compile errors surface when the graph is evaluated, not at the
+    launch): `with triton_metal.metal_errors(): mx.eval(y)`."""
+    try:
+        yield
+    except (RuntimeError, ValueError) as error:
+        msl = _kernel_of(str(error))
+        if msl is None:
+            raise
+        raise map_metal_error(error, msl) from error
+
+
+def _kernel_of(text: str) -> Any:
+    """The launched variant an MLX error names (by its MSL name, or by a kernel file and line
+    its `#line` directives point to)."""
+    for name, msl in _LAUNCHED.items():
+        if name in text:
+            return msl
+    m = _DIAG.search(text)
+    if m is None:
+        return None
+    marker = f'#line {m.group("line")} "{m.group("file")}"'
+    for msl in _LAUNCHED.values():
+        if marker in msl.source or marker in msl.header:
+            return msl
+    for msl in _LAUNCHED.values():
+        if f'"{m.group("file")}"' in msl.source:
+            return msl
+    return None
 
 
 _DIAG = re.compile(r"(?P<file>[^\s:]+):(?P<line>\d+):(?P<col>\d+): error: (?P<msg>[^\n]*)")
