@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from ..errors import OpError
+
 FLOAT_DTYPES = ("float32", "float16", "bfloat16")
 
 
@@ -20,8 +22,9 @@ def mx() -> Any:
     return mlx.core
 
 
-class OpArgumentError(ValueError):
-    """Bad input to a `triton_metal.ops` function, raised before any kernel runs."""
+class OpArgumentError(OpError):
+    """Bad input to a `triton_metal.ops` function, raised before any kernel runs (an `OpError`,
+    so a `ValueError` too)."""
 
 
 def fail(op: str, arg: str, why: str) -> OpArgumentError:

@@ -18,7 +18,6 @@ import triton_metal as triton
 import triton_metal.language as tl
 
 from . import _common as c
-from ._shim import op
 
 GELU, GELU_APPROX, SILU = 0, 1, 2
 SQRT1_2 = tl.constexpr(0.7071067811865476)
@@ -109,7 +108,7 @@ def _backward(x: Any, up: Any, dy: Any, act: int) -> tuple[Any, Any]:
     return dx, dup
 
 
-@op(name="activation")
+@triton.op(name="activation")
 def _act_op(x: Any, act: int) -> Any:
     return _forward(x, None, act)
 
@@ -120,7 +119,7 @@ def _act_vjp(primals: Any, cotangents: Any, outputs: Any) -> Any:
     return (_backward(x, None, c.first(cotangents), act)[0],)
 
 
-@op(name="gated_activation")
+@triton.op(name="gated_activation")
 def _gated_op(gate: Any, up: Any, act: int) -> Any:
     return _forward(gate, up, act)
 

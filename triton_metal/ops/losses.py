@@ -30,7 +30,6 @@ import triton_metal.language as tl
 from . import _common as c
 from ._common import next_pow2
 from ._rows import ROW_TUNING, row_configs
-from ._shim import op
 
 NEG_INF = tl.constexpr(float("-inf"))
 MAX_BLOCK = 4096
@@ -153,7 +152,7 @@ def _backward(x: Any, t: Any, g: Any, smoothing: float, mode: int) -> tuple[Any,
     return dx, dt
 
 
-@op(name="cross_entropy")
+@triton.op(name="cross_entropy")
 def _xent_op(logits: Any, targets: Any, smoothing: float, mode: int) -> Any:
     return _forward(logits, targets, smoothing, mode)
 
@@ -163,18 +162,18 @@ def _xent_vjp(primals: Any, cotangents: Any, outputs: Any) -> Any:
     x, t, smoothing, mode = primals
     dx, dt = _backward(x, t, c.first(cotangents), smoothing, mode)
     if mode == CLASS:
-        return (dx, c.mx().zeros(t.shape, t.dtype))  # integer targets: no gradient
+        return (dx, None)  # integer targets have no gradient
     return (dx, dt)
 
 
-@op(name="entropy")
+@triton.op(name="entropy")
 def _entropy_op(logits: Any) -> Any:
     return _forward(logits, None, 0.0, ENTROPY)
 
 
 @_entropy_op.backward
 def _entropy_vjp(primals: Any, cotangents: Any, outputs: Any) -> Any:
-    (x,) = primals
+    x = c.first(primals)  # a one-parameter op's primals is the array itself
     return (_backward(x, None, c.first(cotangents), 0.0, ENTROPY)[0],)
 
 

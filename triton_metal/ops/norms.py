@@ -24,7 +24,6 @@ import triton_metal.language as tl
 
 from . import _common as c
 from ._rows import ROW_TUNING, row_block, row_configs
-from ._shim import op
 
 MAX_PROGRAMS = 256
 
@@ -226,7 +225,7 @@ def _backward(x: Any, w: Any, b: Any, dy: Any, eps: float, rms: bool) -> tuple[A
     return dx, dw_out, db_out
 
 
-@op(name="rms_norm")
+@triton.op(name="rms_norm")
 def _rms_norm_op(x: Any, weight: Any, eps: float) -> Any:
     return _forward(x, weight, None, eps, True)
 
@@ -238,7 +237,7 @@ def _rms_norm_vjp(primals: Any, cotangents: Any, outputs: Any) -> Any:
     return (dx,) if w is None else (dx, dw)
 
 
-@op(name="layer_norm")
+@triton.op(name="layer_norm")
 def _layer_norm_op(x: Any, weight: Any, bias: Any, eps: float) -> Any:
     return _forward(x, weight, bias, eps, False)
 

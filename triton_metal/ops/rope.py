@@ -22,7 +22,6 @@ import triton_metal.language as tl
 
 from . import _common as c
 from ._common import next_pow2
-from ._shim import op
 
 
 @triton.jit
@@ -97,7 +96,7 @@ def _launch(x: Any, dims: int, traditional: bool, base: float | None, scale: flo
     return out, df
 
 
-@op(name="rope")
+@triton.op(name="rope")
 def _rope_op(x: Any, freqs: Any, dims: int, traditional: bool, base: float | None, scale: float,
              offset: int) -> Any:
     return _launch(x, dims, traditional, base, scale, offset, freqs, 1.0)[0]

@@ -155,10 +155,9 @@ def softmax_backward(y: Any, dy: Any, axis: int, log: bool) -> Any:
     return _restore_axis(_rows_launch(_softmax_bwd, (yt, dyt), yt, log), ax, y.ndim)
 
 
-from ._shim import op  # noqa: E402
 
 
-@op(name="softmax")
+@triton.op(name="softmax")
 def _softmax_op(x: Any, axis: int, log: bool) -> Any:
     return softmax_forward(x, axis, log)
 
