@@ -9,6 +9,7 @@ limits and tolerances.
 from __future__ import annotations
 
 from ._common import OpArgumentError
+from .attention import scaled_dot_product_attention
 from .activations import geglu, gelu, gelu_approx, silu, swiglu
 from .losses import cross_entropy, entropy
 from .norms import layer_norm, rms_norm
@@ -17,5 +18,5 @@ from .softmax import log_softmax, softmax
 
 __all__ = [
     "OpArgumentError", "cross_entropy", "entropy", "geglu", "gelu", "gelu_approx", "layer_norm",
-    "log_softmax", "rms_norm", "rope", "silu", "softmax", "swiglu",
+    "log_softmax", "rms_norm", "rope", "scaled_dot_product_attention", "silu", "softmax", "swiglu",
 ]
