@@ -13,10 +13,15 @@ from .attention import scaled_dot_product_attention
 from .activations import geglu, gelu, gelu_approx, silu, swiglu
 from .losses import cross_entropy, entropy
 from .norms import layer_norm, rms_norm
+from .quantized import (
+    int8_matmul, pack_int8, pack_ternary, quantize_activations, quantized_matmul, ternary_matmul,
+)
 from .rope import rope
 from .softmax import log_softmax, softmax
 
 __all__ = [
-    "OpArgumentError", "cross_entropy", "entropy", "geglu", "gelu", "gelu_approx", "layer_norm",
-    "log_softmax", "rms_norm", "rope", "scaled_dot_product_attention", "silu", "softmax", "swiglu",
+    "OpArgumentError", "cross_entropy", "entropy", "geglu", "gelu", "gelu_approx", "int8_matmul",
+    "layer_norm", "log_softmax", "pack_int8", "pack_ternary", "quantize_activations",
+    "quantized_matmul", "rms_norm", "rope", "scaled_dot_product_attention", "silu", "softmax",
+    "swiglu", "ternary_matmul",
 ]
