@@ -29,12 +29,15 @@ Checks, all before anything runs and without evaluating an array:
   (zeros) or of the argument's shape and dtype.
 Errors are `OpError`s naming the op and the argument.
 
-Launches inside an op's launchers need no protection of their own (`inside_op()`): the op's
-custom function supplies the transformations. A bare launch (outside any op) carries a guard
-(`backends/metal/driver.py`) whose vjp, jvp and vmap raise, naming the kernel: MLX's kernels
-have no derivative, and a gradient must never come out as zeros. An op without a backward
-raises likewise, naming the op and the kernels it launched; `jvp=` and `vmap=` take MLX's own
-conventions for those rules and are refused the same way when absent.
+Transformations. `mx.grad`, `mx.vjp` and `mx.value_and_grad` run the backward; an op without
+one raises, naming the op and the kernels it launched (never zero gradients). MLX applies
+`mx.vmap` and `mx.jvp` to the nodes inside a custom function before its own rule, and a kernel
+has neither rule, so an op's array arguments first pass through an identity custom function
+(the entry guard: cotangents pass straight through) whose vmap and jvp rules raise, naming the
+op and its kernels, before MLX reaches a kernel. Launches inside an op's launchers note their
+kernel (`inside_op()`, `note_kernel`) and need no guard of their own. Ops compose inside
+`mx.compile`; `mx.export_function` cannot serialize custom functions, so ops are not exported
+(bare launches are).
 """
 
 from __future__ import annotations
@@ -102,8 +105,6 @@ class Op:
         *,
         name: str | None = None,
         backward: Callable[..., Any] | None = None,
-        jvp: Callable[..., Any] | None = None,
-        vmap: Callable[..., Any] | None = None,
         shapes: dict[str, Sequence[object]] | None = None,
         dtypes: dict[str, object] | None = None,
     ) -> None:
@@ -134,25 +135,14 @@ class Op:
                     raise OpError(f"op '{self.name}': {what} names '{key}', which is not a parameter "
                                   f"of the launcher ({', '.join(self.param_names)})")
         self._backward = backward
-        self._jvp = jvp
-        self._vmap = vmap
         self._kernels: list[str] = []
         self._function: Any = None
+        self._entry: Any = None
 
     # -- decorators -------------------------------------------------------------------------
     def backward(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         """Set the vjp launcher: `fn(primals, cotangents, outputs) -> cotangents` (module doc)."""
         self._backward = fn
-        return fn
-
-    def jvp(self, fn: Callable[..., Any]) -> Callable[..., Any]:
-        """Set the forward-mode rule: `fn(primals, tangents) -> output tangents` (MLX's)."""
-        self._jvp = fn
-        return fn
-
-    def vmap(self, fn: Callable[..., Any]) -> Callable[..., Any]:
-        """Set the vectorisation rule: `fn(inputs, axes) -> (outputs, axes)` (MLX's)."""
-        self._vmap = fn
         return fn
 
     def __repr__(self) -> str:
@@ -171,15 +161,25 @@ class Op:
             values = args
         self._check_arguments(values)
         if self._function is None:
-            self._function = self._build()
+            self._build()
+        positions = [k for k, v in enumerate(values) if _is_array(v)]
+        if positions:  # through the entry guard (module docstring)
+            guarded = list(values)
+            for k, arr in zip(positions, self._entry(*[values[k] for k in positions])):
+                guarded[k] = arr
+            values = tuple(guarded)
         return self._function(*values)
 
-    def _build(self) -> Any:
-        function = _mx().custom_function(self._forward)
+    def _build(self) -> None:
+        mx = _mx()
+        function = mx.custom_function(self._forward)
         function.vjp(self._vjp_rule)
-        function.jvp(self._jvp_rule)
-        function.vmap(self._vmap_rule)
-        return function
+        self._function = function
+        entry = mx.custom_function(_identity)
+        entry.vjp(_pass_cotangents)
+        entry.jvp(self._no_jvp)
+        entry.vmap(self._no_vmap)
+        self._entry = entry
 
     def _call_launcher(self, fn: Callable[..., Any], values: Sequence[Any]) -> Any:
         if self._simple:
@@ -317,20 +317,23 @@ class Op:
             final.append(cot)
         return tuple(final)
 
-    def _jvp_rule(self, primals: Any, tangents: Any) -> Any:
-        if self._jvp is None:
-            raise OpError(f"op '{self.name}' has no jvp{self._kernel_text()}: forward-mode "
-                          "derivatives (mx.jvp) need one (@op.jvp)")
-        with _Inside():
-            return self._jvp(primals, tangents)
+    def _no_jvp(self, *args: Any) -> Any:
+        raise OpError(f"op '{self.name}' has no forward-mode derivative (mx.jvp){self._kernel_text()}: "
+                      "MLX applies forward mode to the kernels inside it, which have none; use "
+                      "mx.grad / mx.vjp, which run its backward")
 
-    def _vmap_rule(self, inputs: Any, axes: Any) -> Any:
-        if self._vmap is None:
-            raise OpError(f"op '{self.name}' cannot be vectorised by mx.vmap{self._kernel_text()}: "
-                          "its kernels run over the shapes they are given; give it a vmap rule "
-                          "(@op.vmap) or launch over the batch yourself")
-        with _Inside():
-            return self._vmap(inputs, axes)
+    def _no_vmap(self, *args: Any) -> Any:
+        raise OpError(f"op '{self.name}' cannot be vectorised by mx.vmap{self._kernel_text()}: "
+                      "its kernels run over the shapes they are given; launch over the batch "
+                      "yourself (a grid axis or a leading dimension)")
+
+
+def _identity(*arrays: Any) -> list[Any]:
+    return list(arrays)
+
+
+def _pass_cotangents(primals: Any, cotangents: Any, outputs: Any) -> Any:
+    return cotangents
 
 
 def _holds_array(value: Any) -> bool:
@@ -343,8 +346,6 @@ def op(
     *,
     name: str | None = None,
     backward: Callable[..., Any] | None = None,
-    jvp: Callable[..., Any] | None = None,
-    vmap: Callable[..., Any] | None = None,
     shapes: dict[str, Sequence[object]] | None = None,
     dtypes: dict[str, object] | None = None,
 ) -> Any:
@@ -358,8 +359,7 @@ def op(
     `triton_metal.runtime.mlx_op`). The result is an `Op`: call it like the launcher; it works
     under `mx.grad`, `mx.value_and_grad` and `mx.compile`.
     """
-    options = {"name": name, "backward": backward, "jvp": jvp, "vmap": vmap, "shapes": shapes,
-               "dtypes": dtypes}
+    options = {"name": name, "backward": backward, "shapes": shapes, "dtypes": dtypes}
     if fn is None:
         return lambda f: Op(f, **options)
     return Op(fn, **options)

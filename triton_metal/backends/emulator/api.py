@@ -13,6 +13,11 @@ given shapes and dtypes, filled with
 set makes a kernel that forgets to write an element visible as NaN or -1). Inputs are always passed
 row-contiguous: with `ensure_row_contiguous=False` the `_strides` buffers describe that row-major
 copy, which indexes the same elements.
+
+The kernel runs when it is called (reading the inputs' values, which MLX forbids inside
+`mx.compile`, `mx.vmap` and export tracing: refused there, naming the kernel). With MLX inputs
+the outputs are graph nodes that depend on them and, like MLX's `CustomKernel`, have no vjp,
+jvp or vmap, so `mx.grad` through a kernel raises as on a Mac rather than seeing constants.
 """
 
 from __future__ import annotations
@@ -190,14 +195,17 @@ def _connected(name: str, inputs: list[Any], outputs: list[Any]) -> list[Any]:
     would let `mx.grad` through a kernel return zeros instead of failing as it does on a Mac."""
     mx = _mlx()
 
-    def refuse(*args: Any, **kwargs: Any) -> Any:
-        raise ValueError(f"[metal_kernel] kernel '{name}' has no vjp, jvp or vmap "
-                         "(MLX's CustomKernel implements none)")
+    def refuse(rule: str) -> Callable[..., Any]:
+        def raise_(*args: Any, **kwargs: Any) -> Any:
+            raise ValueError(f"[Primitive::{rule}] Not implemented for CustomKernel "
+                             f"(metal_kernel '{name}').")
+
+        return raise_
 
     node = mx.custom_function(lambda *arrays: list(outputs))
-    node.vjp(refuse)
-    node.jvp(refuse)
-    node.vmap(refuse)
+    node.vjp(refuse("vjp"))
+    node.jvp(refuse("jvp"))
+    node.vmap(refuse("vmap"))
     return list(node(*inputs))
 
 

@@ -37,9 +37,12 @@ Per launch (`prepare` computes everything, `__call__` runs it):
   surfaces where the graph is evaluated, as MLX's `RuntimeError` whose diagnostics name the
   kernel's Python file and line (the MSL's `#line` directives); `metal_errors()` turns it into
   a `CompilationError` with the source line and caret.
-* transformations: a launch outside a `triton_metal.op` runs inside a per-variant
-  `mx.custom_function` guard whose vjp, jvp and vmap raise a `LaunchError` naming the kernel
-  (MLX's kernels have none); inside an op the op's own rules apply.
+* transformations: MLX's `CustomKernel` has no vjp, jvp or vmap, so `mx.grad` or `mx.vmap`
+  through a bare launch raises MLX's `ValueError` ("[Primitive::vjp] Not implemented for
+  CustomKernel."); at `TRITON_METAL_DEBUG` >= 1 the launch's arrays pass through a per-variant
+  identity `mx.custom_function` whose rules raise a `LaunchError` naming the kernel instead.
+  Inside a `triton_metal.op` the op's own rules apply. The plain launch adds nothing else to the graph,
+  so functions of launches trace under `mx.compile` and `mx.export_function`.
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ from typing import Any
 import numpy as np
 
 from triton_metal.errors import CompilationError, LaunchError, Loc
+from triton_metal.runtime.log import debug_level
 from triton_metal.runtime.mlx_op import inside_op, note_kernel
 
 from .plan import LaunchPlan, OutputSlot, launch_dims
@@ -200,8 +204,10 @@ class MetalLauncher:
         self.arg_names = tuple(arg_names)
         self.mx = mx if mx is not None else _mlx()
         self._kernel: Any = None
+        self._dtypes: dict[str, Any] = {}
         self._guard: Any = None
-        self._pending: PreparedLaunch | None = None
+        self._exit_guard: Any = None
+        self._pending: Any = None
         self.kernel_name = msl.name.rsplit("_", 1)[0]
         _LAUNCHED[msl.name] = msl
         self.math_mode = str(msl.metadata.get("math_mode", "safe"))
@@ -233,7 +239,10 @@ class MetalLauncher:
 
     # -- one launch ------------------------------------------------------------------------------
     def _dtype(self, type_string: str) -> Any:
-        return getattr(self.mx, MLX_DTYPE_NAMES[type_string])
+        dtype = self._dtypes.get(type_string)
+        if dtype is None:  # looked up once per launcher: the launch path is hot
+            dtype = self._dtypes[type_string] = getattr(self.mx, MLX_DTYPE_NAMES[type_string])
+        return dtype
 
     def _to_mlx(self, value: object, type_string: str, pad: bool) -> Any:
         mx = self.mx
@@ -369,11 +378,22 @@ class MetalLauncher:
                 return None
             first = flat[0].item()
         else:
+            # The one evaluation on the launch path: metal_kernel starts an output empty or at
+            # one scalar, so a lock or counter array must be read to find its starting value.
             mx = self.mx
             flat = value.reshape(-1)  # type: ignore[attr-defined]
-            if flat.size == 0 or not bool(mx.all(flat == flat[0]).item()):
-                return None
-            first = flat[0].item()
+            try:
+                if flat.size == 0 or not bool(mx.all(flat == flat[0]).item()):
+                    return None
+                first = flat[0].item()
+            except ValueError as error:  # inside mx.compile / mx.vmap / mx.export_function
+                raise LaunchError(
+                    f"kernel '{self.kernel_name}' updates an array through atomics that need its "
+                    "current contents (a lock or counter), and mx.fast.metal_kernel can only start "
+                    "an output at one known value, which the launch must read from the array; it "
+                    f"cannot inside an MLX function transformation ({error}). Launch it outside "
+                    "the transformation"
+                ) from None
         start = float(first)
         if type_string not in _FLOATS and (start != first or abs(start) >= 2**24):
             return None  # not exactly a float32
@@ -392,8 +412,10 @@ class MetalLauncher:
         if inside_op():  # the op's custom function supplies the transformations
             note_kernel(self.kernel_name)
             results = self.run(prepared)
-        else:
+        elif debug_level() >= 1:
             results = self.guarded(prepared)
+        else:
+            results = self.run(prepared)
         self.write_back(prepared, results)
 
     def run(self, prepared: PreparedLaunch) -> list[Any]:
@@ -403,31 +425,35 @@ class MetalLauncher:
         return self.finish(prepared, runs)
 
     def guarded(self, prepared: PreparedLaunch) -> list[Any]:
-        """`run` inside an `mx.custom_function` whose vjp, jvp and vmap raise, naming the kernel:
-        a bare launch has no derivative, and MLX must never differentiate around it (through an
-        output's old contents) and hand back zeros or a partial gradient."""
+        """`run` between two `mx.custom_function`s whose rules raise, naming the kernel (at
+        `TRITON_METAL_DEBUG` >= 1): an identity on the launch's arrays for vmap and jvp (MLX
+        transforms a graph's nodes from the inputs on, so it answers before the kernel) and one
+        around the launch for vjp (reverse mode meets it first, and its rule replaces the
+        kernel's). MLX's own error for a kernel names no kernel. Not the default: `mx.export_function` cannot
+        serialize a custom function, and it costs a few microseconds per launch."""
         if self._guard is None:
-            guard = self.mx.custom_function(self._guarded_forward)
+            guard = self.mx.custom_function(_identity)
             guard.vjp(self._no_vjp)
             guard.jvp(self._no_jvp)
             guard.vmap(self._no_vmap)
             self._guard = guard
-        olds = [o.old for o in prepared.outputs if o.old is not None]
-        self._pending = prepared
+            exit_guard = self.mx.custom_function(self._guarded_run)
+            exit_guard.vjp(self._no_vjp)
+            self._exit_guard = exit_guard
+        olds = [o for o in prepared.outputs if o.old is not None]
+        arrays = list(self._guard(*prepared.inputs, *[o.old for o in olds]))
+        self._pending = (prepared, olds)
         try:
-            return list(self._guard(*prepared.inputs, *olds))
+            return list(self._exit_guard(*arrays))
         finally:
             self._pending = None
 
-    def _guarded_forward(self, *arrays: Any) -> list[Any]:
-        prepared = self._pending
-        assert prepared is not None
+    def _guarded_run(self, *arrays: Any) -> list[Any]:
+        prepared, olds = self._pending  # type: ignore[misc]
         count = len(prepared.inputs)
         prepared.inputs = list(arrays[:count])
-        olds = iter(arrays[count:])
-        for out in prepared.outputs:
-            if out.old is not None:
-                out.old = next(olds)
+        for out, old in zip(olds, arrays[count:]):
+            out.old = old
         return self.run(prepared)
 
     def _transform_error(self, what: str) -> LaunchError:
@@ -477,6 +503,10 @@ class MetalLauncher:
                     f"of {target.dtype}"
                 )
             target[...] = result
+
+
+def _identity(*arrays: Any) -> list[Any]:
+    return list(arrays)
 
 
 def _combine(mx: Any, kind: str, old: Any, result: Any) -> Any:
