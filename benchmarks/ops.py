@@ -32,7 +32,7 @@ def _rate(bytes_moved: int, flops: int, ms: float) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--iters", type=int, default=5)
-    parser.add_argument("--only", nargs="*", help="op names (the first word of a case)")
+    parser.add_argument("--only", nargs="*", help="case names, first word (ops.softmax, ops.rope, ...)")
     args = parser.parse_args(argv)
     mx = load_mlx()
     backend = triton_metal.active_backend_name()
