@@ -70,7 +70,7 @@ _TILES = [triton.Config({"BLOCK_M": m, "BLOCK_N": n}, num_warps=w)
 _TILE_TUNING = {"early_config_prune": _prune_tiles}
 
 
-@triton.autotune(configs=_TILES, key=["Lq", "Lkv", "BLOCK_D", "MASK"], prune_configs_by=_TILE_TUNING)
+@triton.autotune(configs=_TILES, key=["BLOCK_D", "MASK"], prune_configs_by=_TILE_TUNING)
 @triton.jit
 def _attn_fwd(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, lse_ptr, Hq, group, Lq, Lkv, D, scale,
               smb, smh, smq, smk, MASK, BLOCK_D: tl.constexpr, BLOCK_M: tl.constexpr,
@@ -124,7 +124,7 @@ def _prune_decode(configs: list[Any], named_args: dict[str, Any], **kwargs: Any)
 _DECODE = [triton.Config({"BLOCK_N": n}, num_warps=w) for n, w in ((64, 4), (32, 2), (128, 4), (128, 8))]
 
 
-@triton.autotune(configs=_DECODE, key=["Lkv", "BLOCK_D", "MASK"],
+@triton.autotune(configs=_DECODE, key=["BLOCK_D", "MASK"],
                  prune_configs_by={"early_config_prune": _prune_decode})
 @triton.jit
 def _attn_decode(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, lse_ptr, Hq, group, Lkv, D, scale,
@@ -180,7 +180,7 @@ def _attn_bwd_delta(o_ptr, do_ptr, delta_ptr, n_rows, D, BLOCK_R: tl.constexpr,
     tl.store(delta_ptr + rows, tl.sum(o * do, 1), mask=rows < n_rows)
 
 
-@triton.autotune(configs=_TILES, key=["Lq", "Lkv", "BLOCK_D", "MASK"], prune_configs_by=_TILE_TUNING)
+@triton.autotune(configs=_TILES, key=["BLOCK_D", "MASK"], prune_configs_by=_TILE_TUNING)
 @triton.jit
 def _attn_bwd_dkdv(q_ptr, k_ptr, v_ptr, mask_ptr, do_ptr, lse_ptr, delta_ptr, dk_ptr, dv_ptr,
                    Hq, group, Lq, Lkv, D, scale, smb, smh, smq, smk, MASK, BLOCK_D: tl.constexpr,
@@ -232,7 +232,7 @@ def _attn_bwd_dkdv(q_ptr, k_ptr, v_ptr, mask_ptr, do_ptr, lse_ptr, delta_ptr, dk
     tl.store(dv_ptr + kv_at, dv, mask=kv_tile)
 
 
-@triton.autotune(configs=_TILES, key=["Lq", "Lkv", "BLOCK_D", "MASK"], prune_configs_by=_TILE_TUNING)
+@triton.autotune(configs=_TILES, key=["BLOCK_D", "MASK"], prune_configs_by=_TILE_TUNING)
 @triton.jit
 def _attn_bwd_dq(q_ptr, k_ptr, v_ptr, mask_ptr, do_ptr, lse_ptr, delta_ptr, dq_ptr,
                  Hq, group, Lq, Lkv, D, scale, smb, smh, smq, smk, MASK, BLOCK_D: tl.constexpr,

@@ -16,10 +16,12 @@ Layouts (read from MLX's packing and checked against `mx.dequantize` in the test
 `y = x @ W` (`W` of `(K, N)`), dequantizing a `BLOCK_K x BLOCK_N` tile in registers and feeding
 `tl.dot` in the activations' dtype with a float32 accumulator. `bits` and the group size are
 run-time arguments (one compiled variant per dtype, layout and mode serves every width). The gradient of `x` is the same
-kernel with the other `TRANS` (`dx = dy @ W` or `dy @ W^T`). Two launch shapes:
-* decode (`M <= 8`): one program per block of outputs holding every row of `x` (a 16-row dot
-  tile), so each weight byte is read once; memory-bound, tuned over `BLOCK_N`, `BLOCK_K`.
-* tiled (`M > 8`): a 2-D grid of `BLOCK_M x BLOCK_N` output tiles, tuned over the three blocks.
+kernel with the other `TRANS` (`dx = dy @ W` or `dy @ W^T`). Two kernels share `_dequant`:
+* `_qmv`, decode (`M <= 8`): one program per block of outputs holding every row of `x`, so each
+  weight byte is read once; products reduced over K in registers (memory-bound; tuned over
+  `BLOCK_N`, `BLOCK_K`).
+* `_qmm`, tiled (`M > 8`): a 2-D grid of `BLOCK_M x BLOCK_N` output tiles through `tl.dot`,
+  tuned over the three blocks.
 """
 
 from __future__ import annotations
@@ -71,8 +73,7 @@ def _dequant(w_ptr, s_ptr, b_ptr, rows, elems, valid, wpr, gpr, bits, group_shif
 
 
 def _prune(configs: list[Any], named_args: dict[str, Any], **kwargs: Any) -> list[Any]:
-    M = int(named_args.get("M", 1))
-    decode = M <= DECODE_MAX_M
+    decode = bool(kwargs.get("DECODE", False))  # the ternary kernel's launch shape
     fitting = []
     for cf in configs:
         bm, bn, bk = cf.kwargs["BLOCK_M"], cf.kwargs["BLOCK_N"], cf.kwargs["BLOCK_K"]
@@ -86,10 +87,9 @@ def _prune(configs: list[Any], named_args: dict[str, Any], **kwargs: Any) -> lis
 
 
 _CONFIGS = [
-    # decode: all rows in one 16-row tile, wide output blocks
+    # decode shapes of the int8 ternary kernel: every row in one 16-row tile
     triton.Config({"BLOCK_M": 16, "BLOCK_N": 32, "BLOCK_K": 64}, num_warps=4),
     triton.Config({"BLOCK_M": 16, "BLOCK_N": 64, "BLOCK_K": 64}, num_warps=4),
-    triton.Config({"BLOCK_M": 16, "BLOCK_N": 64, "BLOCK_K": 128}, num_warps=8),
     # tiled
     triton.Config({"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32}, num_warps=4),
     triton.Config({"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32}, num_warps=8),
@@ -97,12 +97,60 @@ _CONFIGS = [
 ]
 
 
-@triton.autotune(configs=_CONFIGS, key=["M", "N", "K", "TRANS", "bits", "MODE"],
+def _prune_decode(configs: list[Any], named_args: dict[str, Any], **kwargs: Any) -> list[Any]:
+    # the broadcast product is DECODE_ROWS x BLOCK_N x BLOCK_K values per iteration: at most
+    # 128 per thread
+    fitting = [cf for cf in configs
+               if DECODE_MAX_M * cf.kwargs["BLOCK_N"] * cf.kwargs["BLOCK_K"] <= 128 * 32 * cf.num_warps]
+    return c.first_or_all(fitting or configs[:1])
+
+
+_DECODE_CONFIGS = [
+    triton.Config({"BLOCK_N": 32, "BLOCK_K": 64}, num_warps=4),
+    triton.Config({"BLOCK_N": 16, "BLOCK_K": 128}, num_warps=4),
+    triton.Config({"BLOCK_N": 64, "BLOCK_K": 64}, num_warps=8),
+    triton.Config({"BLOCK_N": 64, "BLOCK_K": 32}, num_warps=4),
+]
+
+
+@triton.autotune(configs=_DECODE_CONFIGS, key=["N", "K", "TRANS", "bits", "MODE"],
+                 prune_configs_by={"early_config_prune": _prune_decode})
+@triton.jit
+def _qmv(x_ptr, w_ptr, s_ptr, b_ptr, y_ptr, M, N, K, wpr, gpr, bits, group_shift,
+         TRANS: tl.constexpr, MODE: tl.constexpr, ROWS: tl.constexpr, BLOCK_N: tl.constexpr,
+         BLOCK_K: tl.constexpr):
+    # decode (M <= ROWS): one program per block of outputs, every row of x, so each weight
+    # byte is read once; products summed over K without tl.dot (its 16-row minimum would waste
+    # most of a tile on 1 to 8 rows)
+    offs_m = tl.arange(0, ROWS)
+    offs_n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    acc = tl.zeros([ROWS, BLOCK_N], tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        kk = k0 + offs_k
+        x = tl.load(x_ptr + offs_m[:, None] * K + kk[None, :],
+                    mask=(offs_m[:, None] < M) & (kk[None, :] < K), other=0.0).to(tl.float32)
+        if TRANS:
+            # an (N, K) tile: row n, element k
+            w = _dequant(w_ptr, s_ptr, b_ptr, offs_n[:, None], kk[None, :],
+                         (offs_n[:, None] < N) & (kk[None, :] < K), wpr, gpr, bits, group_shift, MODE)
+            acc += tl.sum(x[:, None, :] * w[None, :, :], 2)
+        else:
+            # a (K, N) tile: row k, element n
+            w = _dequant(w_ptr, s_ptr, b_ptr, kk[:, None], offs_n[None, :],
+                         (kk[:, None] < K) & (offs_n[None, :] < N), wpr, gpr, bits, group_shift, MODE)
+            acc += tl.sum(x[:, :, None] * w[None, :, :], 1)
+    tl.store(y_ptr + offs_m[:, None] * N + offs_n[None, :], acc,
+             mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+
+
+@triton.autotune(configs=_CONFIGS[2:], key=["N", "K", "TRANS", "bits", "MODE"],
                  prune_configs_by={"early_config_prune": _prune})
 @triton.jit
 def _qmm(x_ptr, w_ptr, s_ptr, b_ptr, y_ptr, M, N, K, wpr, gpr, bits, group_shift,
          TRANS: tl.constexpr, MODE: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
          BLOCK_K: tl.constexpr):
+    # tiled (M > 8): BLOCK_M x BLOCK_N output tiles through tl.dot
     pid_n = tl.program_id(0)
     pid_m = tl.program_id(1)
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -132,10 +180,15 @@ def _launch(x2: Any, w: Any, scales: Any, biases: Any, N: int, trans: bool, bits
     y = c.zeros((M, N), x2.dtype)
     wpr = w.shape[1]
     gpr = 1 if mode == INT8 else scales.shape[1]
-    if M and N:
+    b = scales if biases is None else biases
+    if M and N and M <= DECODE_MAX_M:
+        _qmv[lambda meta: (triton.cdiv(N, meta["BLOCK_N"]),)](
+            x2, w, scales, b, y, M, N, K, wpr, gpr, bits, group.bit_length() - 1, TRANS=trans,
+            MODE=mode, ROWS=DECODE_MAX_M)
+    elif M and N:
         grid = lambda meta: (triton.cdiv(N, meta["BLOCK_N"]), triton.cdiv(M, meta["BLOCK_M"]))  # noqa: E731
-        _qmm[grid](x2, w, scales, scales if biases is None else biases, y, M, N, K, wpr, gpr,
-                   bits, group.bit_length() - 1, TRANS=trans, MODE=mode)
+        _qmm[grid](x2, w, scales, b, y, M, N, K, wpr, gpr, bits, group.bit_length() - 1,
+                   TRANS=trans, MODE=mode)
     return y
 
 
@@ -259,10 +312,10 @@ def pack_int8(w: Any) -> tuple[Any, Any]:
     return w_q, scales.astype(w.dtype)
 
 
-@triton.autotune(configs=_CONFIGS, key=["M", "N", "K"], prune_configs_by={"early_config_prune": _prune})
+@triton.autotune(configs=_CONFIGS, key=["N", "K", "DECODE"], prune_configs_by={"early_config_prune": _prune})
 @triton.jit
-def _ternary_mm(x_ptr, xs_ptr, w_ptr, ws_ptr, y_ptr, M, N, K, BLOCK_M: tl.constexpr,
-                BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+def _ternary_mm(x_ptr, xs_ptr, w_ptr, ws_ptr, y_ptr, M, N, K, DECODE: tl.constexpr,
+                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     # int8 activations times {-1, 0, +1} weights in an int32 accumulator, scaled at the end
     pid_n = tl.program_id(0)
     pid_m = tl.program_id(1)
@@ -315,7 +368,8 @@ def ternary_matmul(x_q: Any, x_scales: Any, w_packed: Any, w_scale: Any) -> Any:
     y = c.zeros((M, N), m.float32)
     if M and N:
         grid = lambda meta: (triton.cdiv(N, meta["BLOCK_N"]), triton.cdiv(M, meta["BLOCK_M"]))  # noqa: E731
-        _ternary_mm[grid](x2, x_scales.reshape(-1), w_packed, w_scale.reshape(1), y, M, N, K)
+        _ternary_mm[grid](x2, x_scales.reshape(-1), w_packed, w_scale.reshape(1), y, M, N, K,
+                          DECODE=M <= DECODE_MAX_M)
     return y.reshape(*x_q.shape[:-1], N)
 
 
