@@ -378,7 +378,8 @@ def scaled_dot_product_attention(q: Any, k: Any, v: Any, *, scale: float, mask: 
     if D not in HEAD_DIMS:
         raise c.fail(name, "q", f"head dimension {D} is not handled (the kernels take {HEAD_DIMS})")
     if k.shape[0] != B or k.shape[3] != D:
-        raise c.fail(name, "k", f"shape {tuple(k.shape)} does not match q {tuple(q.shape)} in batch or head dimension")
+        raise c.fail(name, "k", f"shape {tuple(k.shape)} does not match q {tuple(q.shape)} in "
+                     "batch or head dimension")
     if tuple(v.shape) != tuple(k.shape):
         raise c.fail(name, "v", f"shape {tuple(v.shape)} differs from k's {tuple(k.shape)}")
     if Hq % k.shape[1]:

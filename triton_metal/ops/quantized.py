@@ -12,11 +12,11 @@ Layouts (read from MLX's packing and checked against `mx.dequantize` in the test
   byte from the low bits up, shape `(N, K / 4)` uint8, one float scale per tensor; activations
   int8 with one scale per row.
 
-`_qmm` computes `y = x @ W^T` (`TRANS`, `W` the dequantized `(rows, elems) = (N, K)` matrix) or
-`y = x @ W` (`W` of `(K, N)`), dequantizing a `BLOCK_K x BLOCK_N` tile in registers and feeding
-`tl.dot` in the activations' dtype with a float32 accumulator. `bits` and the group size are
-run-time arguments (one compiled variant per dtype, layout and mode serves every width). The gradient of `x` is the same
-kernel with the other `TRANS` (`dx = dy @ W` or `dy @ W^T`). Two kernels share `_dequant`:
+The kernels compute `y = x @ W^T` (`TRANS`, `W` the dequantized `(rows, elems) = (N, K)`
+matrix) or `y = x @ W` (`W` of `(K, N)`), decoding weight tiles in registers (`_dequant`) and
+accumulating in float32. `bits` and the group size are run-time arguments (one compiled variant
+per dtype, layout and mode serves every width). The gradient of `x` is the same kernel with the
+other `TRANS` (`dx = dy @ W` or `dy @ W^T`). Two kernels:
 * `_qmv`, decode (`M <= 8`): one program per block of outputs holding every row of `x`, so each
   weight byte is read once; products reduced over K in registers (memory-bound; tuned over
   `BLOCK_N`, `BLOCK_K`).
@@ -362,7 +362,8 @@ def ternary_matmul(x_q: Any, x_scales: Any, w_packed: Any, w_scale: Any) -> Any:
                      f"{tuple(w_packed.shape)}")
     c.check_array(name, "w_scale", w_scale, dtypes=("float32",), min_ndim=0)
     if w_scale.size != 1:
-        raise c.fail(name, "w_scale", f"expected one value (a per-tensor scale), got shape {tuple(w_scale.shape)}")
+        raise c.fail(name, "w_scale", "expected one value (a per-tensor scale), got shape "
+                     f"{tuple(w_scale.shape)}")
     x2 = x_q.reshape(-1, K)
     M, N = x2.shape[0], w_packed.shape[0]
     y = c.zeros((M, N), m.float32)
