@@ -9,7 +9,9 @@
     kernel[(triton.cdiv(n, 1024),)](x, n, BLOCK=1024)
 
 `op` turns a launcher (a function that allocates outputs and launches kernels) into a
-differentiable MLX operation (`mx.custom_function`; docs/runtime.md, "MLX operations").
+differentiable MLX operation (`mx.custom_function`), and `metal_errors()` re-raises a Metal
+compile error met when MLX evaluates a launch's results as a `CompilationError` at the kernel
+line (docs/runtime.md, "MLX: laziness, transformations and ops").
 
 The host-side API has Triton's names (`jit`, `JITFunction`, `cdiv`, `next_power_of_2`,
 `reinterpret`, `autotune`, `Config`, `heuristics`, `testing.do_bench`, and the error classes), so

@@ -102,7 +102,8 @@ class LazyFast:
             fill = call.get("init_value") or 0
 
             def forward(*inputs: Any) -> list[Any]:
-                outs = [mx.full(tuple(s), fill, d) for s, d in zip(call["output_shapes"], call["output_dtypes"])]
+                shapes, dtypes = call["output_shapes"], call["output_dtypes"]
+                outs = [mx.full(tuple(s), fill, d) for s, d in zip(shapes, dtypes)]
                 return list(mx.depends(outs, list(inputs)))
 
             node = mx.custom_function(forward)

@@ -160,11 +160,13 @@ def test_bad_arguments_name_the_op_and_argument_and_run_nothing():
         return x * w
 
     x, w = mx.ones((3, 4)), mx.ones((4,))
-    with pytest.raises(triton.OpError, match=r"op 'scaled', argument 'w': expected shape \(N,\) with N = 4 \(from 'x'\)"):
+    with pytest.raises(triton.OpError,
+                       match=r"op 'scaled', argument 'w': expected shape \(N,\) with N = 4 \(from 'x'\)"):
         scaled(x, mx.ones((5,)))
     with pytest.raises(triton.OpError, match=r"op 'scaled', argument 'x': expected shape \(M, N\)"):
         scaled(mx.ones((4,)), w)
-    with pytest.raises(triton.OpError, match="op 'scaled', argument 'x': dtype int32; the op takes float32, float16"):
+    with pytest.raises(triton.OpError,
+                       match="op 'scaled', argument 'x': dtype int32; the op takes float32, float16"):
         scaled(mx.ones((3, 4), mx.int32), w)
     with pytest.raises(triton.OpError, match="argument 'w': dtype float16 differs from 'x'"):
         scaled(x, mx.ones((4,), mx.float16))

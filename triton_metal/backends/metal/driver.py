@@ -41,8 +41,8 @@ Per launch (`prepare` computes everything, `__call__` runs it):
   through a bare launch raises MLX's `ValueError` ("[Primitive::vjp] Not implemented for
   CustomKernel."); at `TRITON_METAL_DEBUG` >= 1 the launch's arrays pass through a per-variant
   identity `mx.custom_function` whose rules raise a `LaunchError` naming the kernel instead.
-  Inside a `triton_metal.op` the op's own rules apply. The plain launch adds nothing else to the graph,
-  so functions of launches trace under `mx.compile` and `mx.export_function`.
+  Inside a `triton_metal.op` the op's own rules apply. The plain launch adds nothing else to
+  the graph, so functions of launches trace under `mx.compile` and `mx.export_function`.
 """
 
 from __future__ import annotations
@@ -429,8 +429,9 @@ class MetalLauncher:
         `TRITON_METAL_DEBUG` >= 1): an identity on the launch's arrays for vmap and jvp (MLX
         transforms a graph's nodes from the inputs on, so it answers before the kernel) and one
         around the launch for vjp (reverse mode meets it first, and its rule replaces the
-        kernel's). MLX's own error for a kernel names no kernel. Not the default: `mx.export_function` cannot
-        serialize a custom function, and it costs a few microseconds per launch."""
+        kernel's). MLX's own error for a kernel names no kernel. Not the default:
+        `mx.export_function` cannot serialize a custom function, and the guards cost a few
+        microseconds per launch."""
         if self._guard is None:
             guard = self.mx.custom_function(_identity)
             guard.vjp(self._no_vjp)
