@@ -62,6 +62,9 @@ def test_cross_entropy_half(dtype):
     # MLX's CPU reduces in the logits' dtype; the kernel in float32: compare with float32
     expected = xent(x.astype(mx.float32), t).astype(x.dtype)
     assert_close(ops.cross_entropy(x, t), expected, dtype, scale=4)
+    if dtype == "bfloat16":
+        check_grads(lambda a: ops.cross_entropy(a, t), lambda a: xent(a.astype(mx.float32), t).astype(a.dtype),
+                    (x,), dtype)
 
 
 @pytest.mark.parametrize("shape", [(3, 7), (2, 4100)])
