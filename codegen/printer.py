@@ -44,6 +44,7 @@ OPERATORS: dict[str, str] = {
     "sub": "({0} - {1})",
     "mul": "({0} * {1})",
     "fdiv": "({0} / {1})",
+    "fdiv_full": "km_div_full({0}, {1})",
     "idiv": "km_idiv({0}, {1})",
     "irem": "km_irem({0}, {1})",
     "frem": "fmod({0}, {1})",

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from .layout_assignment import _Assigner
 
 _ELEMENTWISE_PREFIXES = ("arith.", "math.")
-_ELEMENTWISE_TT = {"tt.mulhi", "tt.precise_sqrt", "tt.ptr_to_int", "tt.int_to_ptr", "tt.bitcast", "tt.addptr"}
+_ELEMENTWISE_TT = {"tt.mulhi", "tt.precise_sqrt", "tt.precise_divf", "tt.ptr_to_int", "tt.int_to_ptr", "tt.bitcast", "tt.addptr"}
 
 
 def is_elementwise(op: Op) -> bool:

@@ -120,7 +120,7 @@ class NumpyBuilder:
             r = a - b
         elif op is BinaryOp.MUL:
             r = a * b
-        elif op is BinaryOp.FDIV:
+        elif op in (BinaryOp.FDIV, BinaryOp.FDIV_RN):  # exact: within the bound of the approximate one
             r = np.true_divide(a, b)
         elif op is BinaryOp.FREM:
             r = np.fmod(a, b)

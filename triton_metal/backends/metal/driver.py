@@ -94,7 +94,9 @@ class OutputPlan:
 
     slot: OutputSlot
     action: str
-    """"plain" (use the result), "merge" (two runs, bitwise compare) or "combine" (atomics)."""
+    """"plain" (use the result), "merge" (two runs, bitwise compare), "combine" (atomics) or
+    "unused" (the output of a kernel that stores nothing: dropped, so past the first launch of a
+    variant, evaluated to surface compile errors, MLX never runs a kernel with no effect)."""
     old: Any = None
     kind: str = ""
     target: Any = None
@@ -266,6 +268,11 @@ class MetalLauncher:
         merging = False
         contents = False
         for slot in plan.outputs:
+            if slot.kind == "unused":
+                prepared.output_shapes.append((1,))
+                prepared.output_dtypes.append(self._dtype(slot.dtype))
+                prepared.outputs.append(OutputPlan(slot, "unused"))
+                continue
             value = values[slot.arg]
             is_numpy = isinstance(value, np.ndarray)
             size = int(value.size)  # type: ignore[attr-defined]
@@ -407,6 +414,8 @@ class MetalLauncher:
     def write_back(self, prepared: PreparedLaunch, results: list[Any]) -> None:
         mx = self.mx
         for out, result in zip(prepared.outputs, results):
+            if out.action == "unused":
+                continue
             target = out.target
             if isinstance(target, np.ndarray):
                 host = np.array(result.view(mx.uint16) if out.slot.dtype == "bfloat16_t" else result)

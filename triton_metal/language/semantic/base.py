@@ -107,10 +107,12 @@ class SemanticBase:
         if self._concrete is None:
             raise error(f"a tensor's {what} value is not known when the kernel is compiled")
         if x.type.is_block():
-            raise error(
-                f"the {what} value of a block of shape {list(x.type.shape)} is ambiguous",
-                hint="reduce it first (tl.sum, tl.max, ...) or index a scalar kernel argument",
-            )
+            if x.type.numel != 1:  # type: ignore[attr-defined]
+                raise error(
+                    f"the {what} value of a block of shape {list(x.type.shape)} is ambiguous",
+                    hint="reduce it first (tl.sum, tl.max, ...) or index a scalar kernel argument",
+                )
+            x = self.item(x)  # type: ignore[attr-defined]  # a one-element block is its element, as in Triton
         return self._concrete(x.handle)
 
     def concrete_value(self, x: tensor) -> Any:
