@@ -129,7 +129,10 @@ def analyse_params(func: Op, kernel: str) -> dict[BlockArgument, ParamUse]:
         elif isinstance(op, (mem.AtomicRMWOp, mem.AtomicCASOp)) and op.ptr in root:
             u = uses[root[op.ptr]]
             u.atomic = True
-            u.atomic_kinds.add(op.kind.value if isinstance(op, mem.AtomicRMWOp) else "cas")
+            # float and integer addition combine alike on the host (`add`)
+            kind = "cas" if not isinstance(op, mem.AtomicRMWOp) else (
+                "add" if op.kind is mem.AtomicRMWKind.FADD else op.kind.value)
+            u.atomic_kinds.add(kind)
             u.atomic_result_used |= op.result in used_values
     return uses
 

@@ -84,6 +84,8 @@ OPERATORS: dict[str, str] = {
     "idiv_raw": "({0} / {1})",
     "irem_raw": "({0} % {1})",
     "atomic_ptr": "((device atomic<{0}>*)&{1})",
+    "atomic_word": "((device atomic_uint*)({0} + (({1}) - (({1}) & 1))))",
+    "half_word_shift": "((uint)(({0}) & 1) * 16u)",
 }
 
 MATH_NAMESPACES = {"safe": "precise::", "relaxed": "", "fast": "fast::"}

@@ -51,6 +51,9 @@ class EmulatedMlx:
         return getattr(self._mx, name)
 
 
+_HALF_TYPES = ("float16_t", "bfloat16_t")
+
+
 class EmulatorLauncher:
     """Runs one compiled variant on the emulator (module docstring)."""
 
@@ -90,6 +93,16 @@ class EmulatorLauncher:
                 return
         plan = self.plan
         buffers: dict[int, np.ndarray] = {}
+        word_copies: list[tuple[np.ndarray, np.ndarray]] = []
+        for out in plan.outputs:
+            if out.kind == "pointer_atomic" and out.dtype in _HALF_TYPES and out.arg >= 0:
+                # its atomics update the aligned 32-bit word holding each element: run on a copy
+                # that starts on a 4-byte boundary and holds whole words, written back afterwards
+                real = numpy_buffer(values[out.arg], self.arg_names[out.arg])
+                copy = np.zeros(real.size + 1, real.dtype)
+                copy[: real.size] = real
+                buffers[out.arg] = copy
+                word_copies.append((real, copy))
 
         def buffer(arg: int) -> np.ndarray:
             b = buffers.get(arg)
@@ -124,6 +137,8 @@ class EmulatorLauncher:
         kernel = self._kernel(inputs)
         launch_grid, threadgroup = launch_dims(grid, plan.threads, plan.spread)
         kernel.launch(inputs, outputs, launch_grid, threadgroup)
+        for real, copy in word_copies:
+            real[...] = copy[: real.size]
 
     def _metal_path(self) -> Any:
         if self._metal is None:

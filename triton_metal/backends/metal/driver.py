@@ -101,6 +101,11 @@ class OutputPlan:
     kind: str = ""
     target: Any = None
     """The MLX array to rebind, or the NumPy buffer to copy into."""
+    size: int = 0
+    """Elements of the argument; the output has one more when `padded`."""
+    padded: bool = False
+    """A 16-bit atomic output of odd size gets one more element: its atomics update the 32-bit
+    word holding each element, which must lie inside the buffer."""
 
 
 @dataclass
@@ -277,9 +282,11 @@ class MetalLauncher:
             is_numpy = isinstance(value, np.ndarray)
             size = int(value.size)  # type: ignore[attr-defined]
             shape = (size,) if is_numpy or value.ndim == 0 else tuple(value.shape)  # type: ignore[attr-defined]
-            prepared.output_shapes.append(shape)
+            out = OutputPlan(slot, "plain", target=value, size=size)
+            if slot.kind == "pointer_atomic" and _ITEM_BYTES[slot.dtype] == 2 and size % 2:
+                out.padded, shape = True, (size,)
+            prepared.output_shapes.append((size + 1,) if out.padded else shape)
             prepared.output_dtypes.append(self._dtype(slot.dtype))
-            out = OutputPlan(slot, "plain", target=value)
             if slot.kind == "pointer_atomic":
                 kind, start = self._atomic_start(slot, value)
                 if kind:
@@ -402,6 +409,8 @@ class MetalLauncher:
         final: list[Any] = []
         for k, out in enumerate(prepared.outputs):
             result = runs[0][k]
+            if out.padded:
+                result = result[: out.size]
             if out.action == "merge":
                 bits = getattr(mx, _BITS_VIEW[_ITEM_BYTES[out.slot.dtype]])
                 unwritten = mx.not_equal(runs[0][k].view(bits), runs[1][k].view(bits))

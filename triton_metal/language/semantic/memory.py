@@ -203,12 +203,7 @@ class MemoryMixin(SemanticBase):
         elt = ptr.type.scalar.element_ty
         if getattr(ptr.type.scalar, "const", False):
             raise error("cannot update constant memory atomically")
-        if elt.is_fp16() or elt.is_bf16():
-            raise error(
-                f"atomic_{op} on {elt!r} is not available on Apple GPUs (Metal atomics are 32/64-bit)",
-                hint="accumulate in a float32 buffer and convert afterwards",
-            )
-        if elt.is_floating() and op not in ("add", "max", "min", "xchg"):
+        if elt.is_floating() and op not in ("add", "max", "min", "xchg", "cas"):
             raise error(f"atomic_{op} is not defined on {elt!r}")
         if elt.is_int() and elt.primitive_bitwidth < 32:
             raise error(
