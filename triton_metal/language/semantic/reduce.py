@@ -283,11 +283,10 @@ class ReduceMixin(SemanticBase):
         if ra == 3 and a.type.shape[0] != b.type.shape[0]:
             raise error(f"tl.dot batch sizes differ: {a.type.shape[0]} and {b.type.shape[0]}")
         m, k, n = a.type.shape[-2], a.type.shape[-1], b.type.shape[-1]
-        if m < 16 or n < 16 or k < 16:
-            raise error(
-                f"tl.dot needs M, N and K >= 16, got M={m}, N={n}, K={k}",
-                hint="use block sizes of at least 16, or multiply with * and tl.sum for tiny tiles",
-            )
+        batch = a.type.shape[0] if ra == 3 else 1
+        # Tiles below simdgroup_matrix's reach (M, N or K under 16), and batched tiles small enough
+        # to hold every product, are computed as products and a sum over K, on both backends.
+        by_products = min(m, n, k) < 16 or (ra == 3 and batch * m * n * k <= _PRODUCT_DOT_LIMIT)
         if sa.is_int():
             ret = int32
         elif out_ty.is_bf16():
@@ -310,8 +309,24 @@ class ReduceMixin(SemanticBase):
                     f"tl.dot accumulator has type {acc_t.type}, expected {ret_ty}",
                     hint=f"create it with tl.zeros({shape}, dtype=tl.{_pub(ret)}) (or pass out_dtype)",
                 )
+        if by_products:
+            return self._dot_by_products(a, b, acc_t, ret)
         h = self.builder.create_dot(a.handle, b.handle, acc_t.handle, precision, ret)
         return tensor(h, ret_ty)
+
+    def _dot_by_products(self, a: tensor, b: tensor, acc: tensor, ret: dtype) -> tensor:
+        """`acc + sum_k a[.., m, k] * b[.., k, n]`, in int32 for int8 operands and float32
+        otherwise, rounded to `ret` at the end."""
+        wide = int32 if a.type.scalar.is_int() else float32
+        rank = len(a.type.shape)
+        pa = self.expand_dims(self.cast(a, wide), rank)  # [.., M, K, 1]
+        pb = self.expand_dims(self.cast(b, wide), rank - 2)  # [.., 1, K, N]
+        total = self.sum(self.mul(pa, pb), rank - 1)
+        return self.cast(self.add(self.cast(acc, wide), total), ret)
+
+
+_PRODUCT_DOT_LIMIT = 16384
+"""Most products (batch x M x N x K) a dot computed as products and a sum may hold."""
 
 
 def _pub(ty: dtype) -> str:
