@@ -50,6 +50,8 @@ class LoweringContext:
         self.float_helper_types: set[str] = set()
         self.cas_types: set[str] = set()
         self.vector_inputs: set[str] = set()
+        self.reads_output: set[Op] = set()
+        """Loads that read their parameter's output (what the program stored before them)."""
         """Inputs read through `const device` vector views (must arrive in device memory)."""
         self.used_values: set[Value] = set()
         """Values some op uses (the driver fills it before lowering)."""

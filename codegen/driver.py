@@ -96,6 +96,7 @@ def compile_module(module: Module, options: CodegenOptions, axis_info: object | 
 
     uses = analyse_params(func, name)
     buffers, bindings = make_buffers(uses)
+    ctx.reads_output = {op for u in uses.values() for op in u.reads_output}
     arg_attrs = func.arg_attrs or [{} for _ in func.body.block.args]  # type: ignore[attr-defined]
     for arg, attrs in zip(func.body.block.args, arg_attrs):  # type: ignore[attr-defined]
         if arg in buffers:

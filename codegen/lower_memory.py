@@ -147,6 +147,12 @@ def lower_load(ctx: LoweringContext, op: mem.LoadOp) -> None:
     other = ctx.reg(op.other) if op.other is not None else None
     buf = p.buffer
     source = buf.input_name or buf.output_name
+    own_stores = op in ctx.reads_output
+    if own_stores:
+        # the program stored every element this load reads (params.py): read the output, once
+        # the owners' device writes are visible to every thread holding a copy
+        source = buf.output_name
+        ctx.emit(Barrier(device=True))
     if source is None:
         raise ctx.error(f"internal: '{buf.param}' is loaded but has no buffer")
     ety = element_type(op.result.type)
@@ -158,7 +164,7 @@ def lower_load(ctx: LoweringContext, op: mem.LoadOp) -> None:
             raise ctx.error("internal: a load's pointers, mask or other are laid out unlike its result")
     n = dist.num_regs if dist is not None else 1
     src = Var(source)
-    vec, _ = vector_width(ctx, op, p.dist, ety) if buf.input_name is not None else (1, 0)
+    vec, _ = vector_width(ctx, op, p.dist, ety) if buf.input_name is not None and not own_stores else (1, 0)
     if vec > 1:
         _vector_load(ctx, op, p, mask, other, vec, ety, zero, dist)
         return
