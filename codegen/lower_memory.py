@@ -275,6 +275,13 @@ _HALF_WORD = ("f16", "bf16")
 def _check_atomic_type(ctx: LoweringContext, ety: ScalarType, what: str) -> None:
     if ety.name in ("i32", "u32", "f32", *_HALF_WORD):
         return
+    if ety.bitwidth == 64:
+        raise ctx.error(
+            f"{what} on {ety} is not supported: MSL's only 64-bit atomics are atomic_max and "
+            "atomic_min on atomic_ulong, which return no value (and need a GPU that has them)",
+            hint="use tl.atomic_max/tl.atomic_min on a uint64 array without using the result, or "
+                 "32-bit atomics",
+        )
     raise ctx.error(
         f"{what} on {ety} is not supported: Metal atomics work on 32-bit int, uint and float only "
         "(half and bfloat through their 32-bit word)",
@@ -294,12 +301,22 @@ def lower_atomic_rmw(ctx: LoweringContext, op: mem.AtomicRMWOp) -> None:
     mask = ctx.reg(op.mask) if op.mask is not None else None
     ety = element_type(op.result.type)
     assert isinstance(ety, ScalarType)
-    _check_atomic_type(ctx, ety, f"atomic {op.kind.value}")
+    if not (ety.name == "u64" and op.kind in (mem.AtomicRMWKind.MAX, mem.AtomicRMWKind.MIN)
+            and not ctx.is_used(op.result)):
+        _check_atomic_type(ctx, ety, f"atomic {op.kind.value}")
     kind = op.kind
     if ety.is_float() and kind in (mem.AtomicRMWKind.AND, mem.AtomicRMWKind.OR, mem.AtomicRMWKind.XOR):
         raise ctx.error(f"atomic {kind.value} on float32 is not defined")
     buf = p.buffer
     assert buf.output_name is not None
+    if ety.name == "u64" and kind in (mem.AtomicRMWKind.MAX, mem.AtomicRMWKind.MIN) and not ctx.is_used(op.result):
+        # MSL 3.1's 64-bit atomics: void atomic_max/min_explicit on atomic_ulong (Apple GPU families
+        # with 64-bit atomics); a GPU without them fails the Metal compile, reported by the driver
+        name = "atomic_max_explicit" if kind is mem.AtomicRMWKind.MAX else "atomic_min_explicit"
+        _atomic(ctx, op, p, mask, lambda off, r: Call(name, (
+            Apply("atomic_ptr", (Lit("ulong"), Index(Var(buf.output_name), off))), _reg_at(val, r),  # type: ignore[arg-type]
+            Var("memory_order_relaxed"))))
+        return
     if ety.name in _HALF_WORD:
         if kind not in _HALF_WORD_OPS:
             raise ctx.error(f"atomic {kind.value} on {ety} is not defined")

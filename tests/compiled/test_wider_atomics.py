@@ -1,7 +1,8 @@
-"""float16 and bfloat16 atomics (compare-and-swap on the containing 32-bit word) and float
-`atomic_cas` (bit patterns), formerly refused: each runs in the interpreter and compiled on the
-emulator (`run_both` compares them), through the MLX launch path on the emulator, and is checked
-against NumPy."""
+"""float16 and bfloat16 atomics (compare-and-swap on the containing 32-bit word), float
+`atomic_cas` (bit patterns) and uint64 atomic max/min (MSL's `atomic_ulong`), formerly refused:
+each runs in the interpreter and compiled on the emulator (`run_both` compares them), through the
+MLX launch path on the emulator, and is checked against NumPy. 64-bit atomics MSL lacks stay
+refused with the reason."""
 
 from __future__ import annotations
 
@@ -123,3 +124,47 @@ def unsupported_kernel(p_ptr, N: tl.constexpr):
 def test_bitwise_float_atomics_stay_refused():
     with pytest.raises(triton.CompilationError, match="atomic_and is not defined"):
         unsupported_kernel[(1,)](np.zeros(4, np.float16), N=4)
+
+
+@triton.jit
+def u64_kernel(x_ptr, idx_ptr, max_ptr, min_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    v = tl.load(x_ptr + offs)
+    i = tl.load(idx_ptr + offs)
+    tl.atomic_max(max_ptr + i, v)
+    tl.atomic_min(min_ptr + i, v, mask=v != 3)
+
+
+def test_uint64_max_and_min_without_results():
+    x = np.array([2**63 + 5, 1, 2**40, 7, 2**64 - 1, 3, 9, 2**33], np.uint64)
+    idx = np.array([0, 1, 2, 0, 1, 2, 3, 3], np.int32)
+    big = np.zeros(4, np.uint64)
+    small = np.full(4, 2**64 - 1, np.uint64)
+    run_both(u64_kernel, (1,), x_ptr=x, idx_ptr=idx, max_ptr=big, min_ptr=small, N=8)
+    want_max = np.zeros(4, np.uint64)
+    want_min = np.full(4, 2**64 - 1, np.uint64)
+    np.maximum.at(want_max, idx, x)
+    np.minimum.at(want_min, idx[x != 3], x[x != 3])
+    np.testing.assert_array_equal(big, want_max)
+    np.testing.assert_array_equal(small, want_min)
+    msl = u64_kernel.warmup(x, idx, big, small, N=8, grid=(1,)).asm["msl"]
+    assert "atomic_max_explicit((device atomic<ulong>*)" in msl.replace("((", "(")
+
+
+@triton.jit
+def i64_add_kernel(p_ptr, N: tl.constexpr):
+    tl.atomic_add(p_ptr + tl.arange(0, N), 1)  # error
+
+
+@triton.jit
+def u64_used_max_kernel(p_ptr, o_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    tl.store(o_ptr + offs, tl.atomic_max(p_ptr + offs, 5))  # error
+
+
+@pytest.mark.parametrize(("kernel", "dtype"), [(i64_add_kernel, np.int64), (u64_used_max_kernel, np.uint64)])
+def test_other_64_bit_atomics_are_refused_with_the_reason(kernel: triton.JITFunction, dtype: type):
+    args = [np.zeros(4, dtype)] + ([np.zeros(4, dtype)] if kernel is u64_used_max_kernel else [])
+    with pytest.raises(triton.CompilationError, match="MSL's only 64-bit atomics are atomic_max and atomic_min"):
+        kernel[(1,)](*args, N=4)
+    np.testing.assert_array_equal(args[0], 0)
