@@ -1,5 +1,6 @@
-"""`tl.dot` of any M, N, K >= 1 and small batched (3-D) dots, formerly refused: computed as
-products and a sum over K on both backends (`run_both` compares them), checked against NumPy."""
+"""`tl.dot` of any M, N, K >= 1 and batched (3-D) dots, formerly refused: small ones computed as
+products and a sum over K on both backends, larger batched ones compiled as one 2-D
+simdgroup dot per batch element; `run_both` compares the backends, NumPy checks the values."""
 
 from __future__ import annotations
 
@@ -77,7 +78,18 @@ def test_small_batched_dots(shape: tuple[int, int, int, int]):
     np.testing.assert_allclose(c, np.matmul(a.astype(np.float64), b.astype(np.float64)), rtol=1e-5, atol=1e-5)
 
 
-def test_large_batched_dot_stays_refused_by_the_compiler():
-    a = np.zeros((2, 32, 32), np.float32)
+def test_batched_dot_per_batch_on_fragments():
+    rng = np.random.default_rng(9)
+    a = rng.standard_normal((2, 32, 16)).astype(np.float16)
+    b = rng.standard_normal((2, 16, 32)).astype(np.float16)
+    c = np.zeros((2, 32, 32), np.float32)
+    run_both(batched_kernel, (1,), a_ptr=a, b_ptr=b, c_ptr=c, B=2, M=32, N=32, K=16, rtol=1e-3, atol=1e-3)
+    np.testing.assert_allclose(c, np.matmul(a.astype(np.float32), b.astype(np.float32)), rtol=1e-3, atol=1e-3)
+    ir = batched_kernel.warmup(a, b, c, B=2, M=32, N=32, K=16, grid=(1,)).asm["ir"]
+    assert ir.count("tt.dot") == 2  # one 2-D dot per batch element
+
+
+def test_batched_dot_past_the_unroll_limit_stays_refused_by_the_compiler():
+    a = np.zeros((32, 16, 16), np.float32)
     with pytest.raises(triton.CompilationError, match="tl.dot of 3-D operands is not supported"):
-        batched_kernel[(1,)](a, a, np.zeros((2, 32, 32), np.float32), B=2, M=32, N=32, K=32)
+        batched_kernel[(1,)](a, a, np.zeros((32, 16, 16), np.float32), B=32, M=16, N=16, K=16)
