@@ -27,6 +27,12 @@ How layouts are chosen:
 The `layout` attribute of a load or store (`"COALESCED"` | `"BLOCK"`, from the `layout=` hint)
 overrides the choice: COALESCED makes the op use its own coalesced layout, BLOCK the
 simdgroup-fragment layout (`#dot_op` when the value feeds a dot, else `#block`).
+
+With the module attribute `direct_fragment_io` (set by the compiler when the operand and result
+conversions of dots do not fit in threadgroup memory), every 2-D load used only as dot operands
+reads straight into its `#dot_op` layout and every store of a `#block` value (a dot result)
+writes from the fragments: no conversion, no threadgroup memory, at the cost of less coalesced
+device accesses.
 """
 
 from __future__ import annotations
@@ -109,6 +115,8 @@ class _Assigner:
         self.assigned: dict[Value, Layout] = {}
         self.converts: dict[tuple[Value, Layout], Value] = {}
         self.copies: dict[tuple[Value, Layout], Value] = {}
+        self.direct = False
+        """Stores of `#block` values write from the fragments (module docstring)."""
 
     # -- analysis ------------------------------------------------------------------------------
     def _free_op(self, op: Op) -> bool:
@@ -337,6 +345,21 @@ def _users(func: Op, v: Value) -> Iterator[Op]:
             yield op
 
 
+def _hint_fragment_loads(func: Op) -> None:
+    """Mark unhinted 2-D loads whose every use is a dot operand `layout="BLOCK"`."""
+    users: dict[Value, list[tuple[Op, int]]] = {}
+    for op in func.walk():
+        for i, v in enumerate(op.operands):
+            users.setdefault(v, []).append((op, i))
+    for op in func.walk():
+        if op.name != "tt.load" or getattr(op, "layout", None) is not None or not _is_tensor(op.results[0]):
+            continue
+        uses = users.get(op.results[0], [])
+        if len(op.results[0].type.shape) == 2 and uses and all(  # type: ignore[union-attr]
+                u.name == "tt.dot" and i < 2 for u, i in uses):
+            op.layout = "BLOCK"  # type: ignore[attr-defined]
+
+
 def _has_layouts(func: Op) -> bool:
     for op in func.walk():
         for v in op.results:
@@ -358,7 +381,11 @@ class LayoutAssignment(ModulePass):
         for func in module.funcs:
             if _has_layouts(func):
                 continue
+            direct = bool(module.attributes.get("direct_fragment_io", 0))
+            if direct:
+                _hint_fragment_loads(func)
             a = _Assigner(func, num_warps, info)
+            a.direct = direct
             a.analyze()
             a.choose()
             a.rewrite()

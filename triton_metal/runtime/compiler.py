@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..errors import OutOfResources
 from .signature import kernel_signature
 from .specialization import SpecializationKey
 
@@ -59,17 +60,10 @@ def _laid_out(module: Any) -> bool:
 
 def compile_msl(kernel: Any, key: SpecializationKey) -> CompileResult:
     """Compile `kernel` for `key` (see the module docstring)."""
-    from ..codegen import CodegenOptions, compile_module
-    from ..frontend import compile_to_ir
+    from ..codegen import CodegenOptions
     from ..ir import print_module
-    from ..passes import PASS_REGISTRY, analyze_axis_info, default_pipeline
 
     start = time.perf_counter()
-    module = compile_to_ir(kernel, kernel_signature(kernel, key))
-    default_pipeline().apply(None, module)
-    if not _laid_out(module) and "assign-layouts" in PASS_REGISTRY:
-        PASS_REGISTRY["assign-layouts"]().apply(None, module)
-    module.verify()
     options = CodegenOptions(
         num_warps=key.num_warps,
         math_mode=key.math_mode,
@@ -77,9 +71,33 @@ def compile_msl(kernel: Any, key: SpecializationKey) -> CompileResult:
         index_bits=key.index_bits,
         spread_programs=key.spread,
     )
-    msl = compile_module(module, options, analyze_axis_info(module))
+    try:
+        module, msl = _lower(kernel, key, options, direct=False)
+    except OutOfResources as first:
+        # the dots' operand and result conversions did not fit in threadgroup memory: load
+        # operands straight into fragments and store results from them (layout_assignment.py)
+        try:
+            module, msl = _lower(kernel, key, options, direct=True)
+        except OutOfResources:
+            raise first from None
     seconds = time.perf_counter() - start
     return CompileResult(msl, module, print_module(module), seconds)
+
+
+def _lower(kernel: Any, key: SpecializationKey, options: Any, direct: bool) -> tuple[Any, Any]:
+    """The laid-out module and its MSL (`direct`: fragment loads and stores for dots)."""
+    from ..codegen import compile_module
+    from ..frontend import compile_to_ir
+    from ..passes import PASS_REGISTRY, analyze_axis_info, default_pipeline
+
+    module = compile_to_ir(kernel, kernel_signature(kernel, key))
+    if direct:
+        module.attributes["direct_fragment_io"] = 1
+    default_pipeline().apply(None, module)
+    if not _laid_out(module) and "assign-layouts" in PASS_REGISTRY:
+        PASS_REGISTRY["assign-layouts"]().apply(None, module)
+    module.verify()
+    return module, compile_module(module, options, analyze_axis_info(module))
 
 
 def _compiler_roots() -> list[str]:

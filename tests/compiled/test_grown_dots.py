@@ -1,6 +1,7 @@
-"""`tl.dot` of any M, N, K >= 1 and batched (3-D) dots, formerly refused: small ones computed as
-products and a sum over K on both backends, larger batched ones compiled as one 2-D
-simdgroup dot per batch element; `run_both` compares the backends, NumPy checks the values."""
+"""`tl.dot` of any M, N, K >= 1, batched (3-D) dots and tiles whose conversions exceed
+threadgroup memory, formerly refused: small dots are products and a sum over K on both backends,
+larger batched ones one 2-D simdgroup dot per batch element, large tiles load and store their
+fragments straight from device memory; `run_both` compares the backends, NumPy checks values."""
 
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ def test_small_2d_dots(m: int, n: int, k: int, dtype: type):
 
 
 @triton.jit
-def int8_dot_kernel(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+def plain_dot_kernel(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
     rm = tl.arange(0, M)
     rn = tl.arange(0, N)
     rk = tl.arange(0, K)
@@ -51,7 +52,7 @@ def test_small_int8_dot_accumulates_in_int32():
     a = rng.integers(-128, 128, (4, 8)).astype(np.int8)
     b = rng.integers(-128, 128, (8, 2)).astype(np.int8)
     c = np.zeros((4, 2), np.int32)
-    run_both(int8_dot_kernel, (1,), a_ptr=a, b_ptr=b, c_ptr=c, M=4, N=2, K=8)
+    run_both(plain_dot_kernel, (1,), a_ptr=a, b_ptr=b, c_ptr=c, M=4, N=2, K=8)
     np.testing.assert_array_equal(c, a.astype(np.int32) @ b.astype(np.int32))
 
 
@@ -93,3 +94,16 @@ def test_batched_dot_past_the_unroll_limit_stays_refused_by_the_compiler():
     a = np.zeros((32, 16, 16), np.float32)
     with pytest.raises(triton.CompilationError, match="tl.dot of 3-D operands is not supported"):
         batched_kernel[(1,)](a, a, np.zeros((32, 16, 16), np.float32), B=32, M=16, N=16, K=16)
+
+
+def test_tile_too_large_for_staging_uses_fragments_from_device_memory():
+    # A and B are 32 KiB each and the result 64 KiB in fp32: their conversions cannot share the
+    # 32 KiB of threadgroup memory, so the operands load into fragments and the result stores from them
+    rng = np.random.default_rng(12)
+    a = rng.standard_normal((128, 64)).astype(np.float32)
+    b = rng.standard_normal((64, 128)).astype(np.float32)
+    c = np.zeros((128, 128), np.float32)
+    run_both(plain_dot_kernel, (1,), a_ptr=a, b_ptr=b, c_ptr=c, M=128, N=128, K=64, rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-5, atol=1e-4)
+    compiled = plain_dot_kernel.warmup(a, b, c, M=128, N=128, K=64, grid=(1,))
+    assert "direct_fragment_io" in compiled.asm["ir"] and "ttg.convert_layout" not in compiled.asm["ir"]
