@@ -23,8 +23,8 @@ import ast
 from typing import TYPE_CHECKING, Any
 
 from ..errors import CompilationError
+from ..ir import Block
 from ..language import core as tlc
-from ..language.types import int1
 from .refusals import refusal
 from .values import is_tensor, unwrap
 
@@ -140,8 +140,6 @@ class ReturnsMixin:
     def loop_condition(self: CodeGenerator, test: ast.expr) -> Any:
         """A loop's condition; once the loop body may have returned, `LIVE and cond` (the
         condition itself evaluated only while live)."""
-        from ..ir import Block
-
         if not self.may_have_returned():
             return self.visit(test)
         live = self.scope[LIVE]
@@ -158,4 +156,4 @@ class ReturnsMixin:
         with self._in_region(else_block):
             self.builder.create_yield([self.semantic.to_tensor(False).handle])
         if_op = self.builder.create_if(live.handle, [cond.handle.type], then_block, else_block)
-        return tlc.tensor(if_op.results[0], int1)
+        return tlc.tensor(if_op.results[0], cond.type)

@@ -67,6 +67,9 @@ class EmulatorLauncher:
             {s.arg for s in self.plan.inputs if s.role == "array"} | {o.arg for o in self.plan.outputs if o.arg >= 0}
         ))
         self._metal: Any = None
+        self._word_atomic_args = tuple(
+            o.arg for o in self.plan.outputs if o.kind == "pointer_atomic" and o.dtype in _HALF_TYPES and o.arg >= 0
+        )
 
     def _kernel(self, inputs: list[np.ndarray]) -> Any:
         # 0: 0-d, 1: under 8 elements (constant), 2: device memory
@@ -94,15 +97,14 @@ class EmulatorLauncher:
         plan = self.plan
         buffers: dict[int, np.ndarray] = {}
         word_copies: list[tuple[np.ndarray, np.ndarray]] = []
-        for out in plan.outputs:
-            if out.kind == "pointer_atomic" and out.dtype in _HALF_TYPES and out.arg >= 0:
-                # its atomics update the aligned 32-bit word holding each element: run on a copy
-                # that starts on a 4-byte boundary and holds whole words, written back afterwards
-                real = numpy_buffer(values[out.arg], self.arg_names[out.arg])
-                copy = np.zeros(real.size + 1, real.dtype)
-                copy[: real.size] = real
-                buffers[out.arg] = copy
-                word_copies.append((real, copy))
+        for arg in self._word_atomic_args:
+            # its atomics update the aligned 32-bit word holding each element: run on a copy
+            # that starts on a 4-byte boundary and holds whole words, written back afterwards
+            real = numpy_buffer(values[arg], self.arg_names[arg])
+            copy = np.zeros(real.size + 1, real.dtype)
+            copy[: real.size] = real
+            buffers[arg] = copy
+            word_copies.append((real, copy))
 
         def buffer(arg: int) -> np.ndarray:
             b = buffers.get(arg)
