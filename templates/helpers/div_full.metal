@@ -6,14 +6,14 @@
    that range, tiny dividends, infinite, NaN or subnormal quotients) takes the IEEE division. #}
 inline float km_div_full(float x, float y) {
   float ay = fabs(y);
-  if (ay >= 0x1p-126f && ay <= 0x1p126f) {
+  if (ay >= 1.17549435e-38f && ay <= 8.50705917e+37f) {  // [2^-126, 2^126]
     float r = fast::divide(1.0f, y);
     float q = x * r;
     if (x == 0.0f) {
       return q;
     }
     float refined = fma(fma(-y, q, x), r, q);
-    if (isnormal(refined) && fabs(x) >= 0x1p-100f) {
+    if (isnormal(refined) && fabs(x) >= 7.88860905e-31f) {  // |x| >= 2^-100
       return refined;
     }
   }
