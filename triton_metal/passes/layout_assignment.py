@@ -43,7 +43,7 @@ from typing import ClassVar
 
 from ..errors import CompilationError
 from ..ir import BlockArgument, Module, Op, OpResult, Value
-from ..ir.layouts import BlockLayout, Layout, SliceLayout
+from ..ir.layouts import BlockLayout, DotOperandLayout, Layout, SliceLayout
 from ..ir.ops import ConvertLayoutOp
 from ..ir.types import TensorType
 from .accelerate_dot import block_layout_for
@@ -117,6 +117,8 @@ class _Assigner:
         self.copies: dict[tuple[Value, Layout], Value] = {}
         self.direct = False
         """Stores of `#block` values write from the fragments (module docstring)."""
+        self.fragment_operands: list[tuple[Value, int, Value]] = []
+        """(loaded tile, operand index, dot result) of the loads marked to read fragments."""
 
     # -- analysis ------------------------------------------------------------------------------
     def _free_op(self, op: Op) -> bool:
@@ -180,6 +182,11 @@ class _Assigner:
             self.slices.append(_Slice(op.src, op.axis, op.results[0]))  # type: ignore[attr-defined]
         elif name == "tt.dot":
             self._union(op.c, op.results[0])  # type: ignore[attr-defined]
+            if self.direct:
+                for idx in (0, 1):
+                    src = op.operands[idx]
+                    if isinstance(src, OpResult) and src.op.name == "tt.load" and layout_hint(src.op) == "BLOCK":
+                        self.fragment_operands.append((src, idx, op.results[0]))
             self.blocks[self.classes.find(op.results[0])] = block_layout_for(
                 op.results[0].type.shape, self.nw, op.loc, rows_first=self.chained_dots)  # type: ignore[union-attr]
         elif name == "scf.for":
@@ -238,6 +245,13 @@ class _Assigner:
         self._rekey()
         for root, blk in self.blocks.items():
             self.assigned[root] = blk
+        for loaded, idx, result in self.fragment_operands:
+            # the pointers of a fragment load (loop-carried ones included) live in its layout,
+            # so that nothing converts them through threadgroup memory
+            root = self.classes.find(loaded)
+            blk = self.assigned.get(self.classes.find(result))
+            if root not in self.assigned and isinstance(blk, BlockLayout):
+                self.assigned[root] = DotOperandLayout(idx, blk)
         # classes that load come first; slices propagate before store-only classes are chosen
         # (a reduction result that is stored keeps its slice layout until the store converts it)
         for loads_only in (True, False):
