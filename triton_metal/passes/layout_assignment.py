@@ -29,9 +29,11 @@ overrides the choice: COALESCED makes the op use its own coalesced layout, BLOCK
 simdgroup-fragment layout (`#dot_op` when the value feeds a dot, else `#block`).
 
 With the module attribute `direct_fragment_io` (set by the compiler when the operand and result
-conversions of dots do not fit in threadgroup memory), every 2-D load used only as dot operands
-reads straight into its `#dot_op` layout and every store of a `#block` value (a dot result)
-writes from the fragments: no conversion, no threadgroup memory, at the cost of less coalesced
+conversions of dots do not fit in threadgroup memory), the class of each dot operand (the loads,
+casts and scalings that make it and their pointers, loop-carried ones included) takes its
+`#dot_op` layout when all its values are used only by elementwise ops, memory ops, loops and that
+dot: the tiles load straight into fragments. Every store of a `#block` value (a dot result)
+writes from the fragments. No conversion, no threadgroup memory, at the cost of less coalesced
 device accesses.
 """
 
@@ -184,9 +186,8 @@ class _Assigner:
             self._union(op.c, op.results[0])  # type: ignore[attr-defined]
             if self.direct:
                 for idx in (0, 1):
-                    src = op.operands[idx]
-                    if isinstance(src, OpResult) and src.op.name == "tt.load" and layout_hint(src.op) == "BLOCK":
-                        self.fragment_operands.append((src, idx, op.results[0]))
+                    if op.operands[idx] not in self.free:
+                        self.fragment_operands.append((op.operands[idx], idx, op.results[0]))
             self.blocks[self.classes.find(op.results[0])] = block_layout_for(
                 op.results[0].type.shape, self.nw, op.loc, rows_first=self.chained_dots)  # type: ignore[union-attr]
         elif name == "scf.for":
@@ -245,13 +246,8 @@ class _Assigner:
         self._rekey()
         for root, blk in self.blocks.items():
             self.assigned[root] = blk
-        for loaded, idx, result in self.fragment_operands:
-            # the pointers of a fragment load (loop-carried ones included) live in its layout,
-            # so that nothing converts them through threadgroup memory
-            root = self.classes.find(loaded)
-            blk = self.assigned.get(self.classes.find(result))
-            if root not in self.assigned and isinstance(blk, BlockLayout):
-                self.assigned[root] = DotOperandLayout(idx, blk)
+        if self.fragment_operands:
+            self._choose_fragment_operands()
         # classes that load come first; slices propagate before store-only classes are chosen
         # (a reduction result that is stored keeps its slice layout until the store converts it)
         for loads_only in (True, False):
@@ -271,6 +267,26 @@ class _Assigner:
                 lay = default_coalesced(v.type.shape, self.nw)  # type: ignore[union-attr]
             self.assigned[root] = lay
             self._propagate()
+
+    def _choose_fragment_operands(self) -> None:
+        """Direct mode: a dot operand's class (the loads, casts and scalings that make it, their
+        pointers, loop-carried ones included) takes the `#dot_op` layout, so that the tiles load
+        straight into fragments and nothing converts them, when every use of the class's values
+        is one the fragment layout serves (elementwise ops, memory ops, loops, that dot)."""
+        users: dict[Value, list[tuple[Op, int]]] = {}
+        for op in _walk(self.func):
+            for i, v in enumerate(op.operands):
+                users.setdefault(v, []).append((op, i))
+        members: dict[Value, list[Value]] = {}
+        for v in self.members:
+            members.setdefault(self.classes.find(v), []).append(v)
+        for operand, idx, result in self.fragment_operands:
+            root = self.classes.find(operand)
+            blk = self.assigned.get(self.classes.find(result))
+            if root in self.assigned or not isinstance(blk, BlockLayout):
+                continue
+            if all(_fragment_use(u, i, idx) for v in members.get(root, []) for u, i in users.get(v, [])):
+                self.assigned[root] = DotOperandLayout(idx, blk)
 
     def _current(self, v: Value) -> Layout | None:
         if not _is_tensor(v) or v in self.free:
@@ -359,19 +375,13 @@ def _users(func: Op, v: Value) -> Iterator[Op]:
             yield op
 
 
-def _hint_fragment_loads(func: Op) -> None:
-    """Mark unhinted 2-D loads whose every use is a dot operand `layout="BLOCK"`."""
-    users: dict[Value, list[tuple[Op, int]]] = {}
-    for op in func.walk():
-        for i, v in enumerate(op.operands):
-            users.setdefault(v, []).append((op, i))
-    for op in func.walk():
-        if op.name != "tt.load" or getattr(op, "layout", None) is not None or not _is_tensor(op.results[0]):
-            continue
-        uses = users.get(op.results[0], [])
-        if len(op.results[0].type.shape) == 2 and uses and all(  # type: ignore[union-attr]
-                u.name == "tt.dot" and i < 2 for u, i in uses):
-            op.layout = "BLOCK"  # type: ignore[attr-defined]
+def _fragment_use(op: Op, index: int, operand: int) -> bool:
+    """Whether `op` can take its operand `index` in a dot-operand layout (see direct mode)."""
+    if op.name == "tt.dot":
+        return index == operand
+    if op.name in ("tt.load", "scf.for", "scf.yield") or is_elementwise(op):
+        return layout_hint(op) is None
+    return False
 
 
 def _has_layouts(func: Op) -> bool:
@@ -396,8 +406,6 @@ class LayoutAssignment(ModulePass):
             if _has_layouts(func):
                 continue
             direct = bool(module.attributes.get("direct_fragment_io", 0))
-            if direct:
-                _hint_fragment_loads(func)
             a = _Assigner(func, num_warps, info)
             a.direct = direct
             a.analyze()
