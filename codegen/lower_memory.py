@@ -277,8 +277,9 @@ def _check_atomic_type(ctx: LoweringContext, ety: ScalarType, what: str) -> None
         return
     if ety.bitwidth == 64:
         raise ctx.error(
-            f"{what} on {ety} is not supported: MSL's only 64-bit atomics are atomic_max and "
-            "atomic_min on atomic_ulong, which return no value (and need a GPU that has them)",
+            f"{what} on {ety} is not supported: Metal atomics work on 32-bit int, uint and float; "
+            "MSL's only 64-bit atomics are atomic_max and atomic_min on atomic_ulong, which return "
+            "no value (and need a GPU that has them)",
             hint="use tl.atomic_max/tl.atomic_min on a uint64 array without using the result, or "
                  "32-bit atomics",
         )
