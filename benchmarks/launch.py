@@ -7,11 +7,12 @@ of the requested shapes, so nothing runs and nothing is evaluated. Per kernel la
 beside each goal:
 
 * `metal_kernel` calls (goal 1): one per run of the kernel;
-* extra MLX ops that move data (goal 0 when coverage is proven): a merge costs `not_equal` and
-  `where` per output, atomics combined with the old contents one op per output (inputs under 8
-  elements padded for vector loads are not counted: none of the examples has one);
+* extra MLX ops that move data (goal 0 when coverage is proven): a merge costs one `where` per
+  output (on its written mask, a bool output the kernel's twin sets where it stores), atomics
+  combined with the old contents one op per output (inputs under 8 elements padded for vector
+  loads are not counted: none of the examples has one);
 * bytes moved over the kernel's own bytes (goal 1.0): the kernel's own bytes are its array
-  inputs read once and its outputs written once; moved bytes add every further run, the
+  inputs read once and its outputs written once; moved bytes add the written masks, the
   `init_value` fill of each output (MLX fills outputs before the kernel runs) and the reads and
   writes of the merge and combine ops. Counted from the calls the driver makes (the traced
   MLX graph holds the same nodes: tests/runtime/test_lazy_launch.py);
@@ -26,7 +27,7 @@ beside each goal:
   the driver stubbed out (column "no drv": binding, grid and variant lookup only).
 
 Medians over the launches of each kernel; the exit status is 0 (the goals are reported, not
-enforced: coverage proofs that remove merges are a separate piece of work).
+enforced).
 """
 
 from __future__ import annotations
@@ -147,16 +148,17 @@ def launch_cost(prepared: Any) -> tuple[int, int, int, int]:
             seen.add(id(a))
             in_bytes += _nbytes(a)
     own = in_bytes + sum(out_bytes)
-    calls = len(prepared.init_values)
-    moved = calls * own
-    moved += sum(sum(out_bytes) for init in prepared.init_values if init is not None)
+    calls = 1  # merged outputs take the kernel's written-mask twin, still one run
+    items = [b // _BYTES[o.slot.dtype] for o, b in zip(plan_outputs, out_bytes)]
+    masks = sum(n for o, n in zip(plan_outputs, items) if o.action == "merge")  # one bool each
+    moved = own + masks
+    if prepared.init_value is not None:  # MLX fills every output, masks included, first
+        moved += sum(out_bytes) + masks
     extra = 0
-    for o, b in zip(plan_outputs, out_bytes):
+    for o, b, n in zip(plan_outputs, out_bytes, items):
         if o.action == "merge":
-            extra += 2
-            item = _BYTES[o.slot.dtype]
-            moved += 2 * b + b // item  # not_equal: two results in, a bool mask out
-            moved += b // item + 3 * b  # where: mask, old and result in, the output out
+            extra += 1
+            moved += n + 3 * b  # where: mask, result and old in, the output out
         elif o.action == "combine":
             extra += 1
             moved += 3 * b

@@ -94,6 +94,8 @@ def _top_module() -> types.ModuleType:
     module.__version__ = TRITON_VERSION  # type: ignore[attr-defined]
 
     def __getattr__(name: str) -> Any:
+        if name == "__file__":  # no file: the package's own would pass it off as a real Triton
+            raise AttributeError(f"module 'triton' has no attribute '{name}'")
         if name in ("language", "runtime", "testing", "compiler", "backends"):
             return importlib.import_module("triton." + name)
         return getattr(triton_metal, name)
@@ -107,8 +109,8 @@ def install_as_triton() -> types.ModuleType:
     """Make `import triton` (and its submodules) resolve to triton_metal; returns `triton`."""
     current = sys.modules.get("triton")
     if current is not None:
-        if getattr(current, "__version__", None) == TRITON_VERSION and not hasattr(current, "__file__"):
-            return current  # installed before
+        if vars(current).get("__version__") == TRITON_VERSION and "__file__" not in vars(current):
+            return current  # installed before (read from its dict: its __getattr__ forwards names)
         raise ImportError(
             "install_as_triton: a real Triton is already imported in this process; call "
             "triton_metal.install_as_triton() before anything imports triton"

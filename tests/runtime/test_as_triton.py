@@ -38,6 +38,13 @@ def test_import_opt_in_surface():
         import triton.no_such_module  # noqa: F401
 
 
+def test_installing_again_keeps_the_installed_module():
+    import triton
+
+    assert triton_metal.install_as_triton() is triton
+    assert not hasattr(triton, "__file__") and triton.jit is triton_metal.jit
+
+
 def test_perf_report_tables(tmp_path, capsys):
     import triton
 

@@ -79,7 +79,7 @@ def test_a_function_of_example_launches_traces_under_compile(lazy: LazyMx):
     inputs = _example_inputs()
     compiled = mx.compile(_all_examples)
     outputs = compiled(*inputs)  # every launch happens inside the trace: an evaluation would fail
-    assert len(lazy.fast.launches) >= 9
+    assert len(lazy.fast.launches) == 8  # one kernel run per launch, merged outputs included
     mx.eval(outputs)
     assert [o.shape for o in outputs][:2] == [(3000,), (37, 300)]
 
@@ -194,10 +194,8 @@ def test_exported_graph_holds_the_kernel_nodes_of_each_launch(name: str, monkeyp
     labels = re.findall(r'label ="([A-Za-z]+)', dot.read_text())
     kernels = labels.count("CustomKernel")
     merges = labels.count("Select") + labels.count("NotEqual")
-    assert kernels == real.fast.calls  # the graph holds exactly the calls the driver made
+    assert kernels == real.fast.calls == 1  # one kernel run per launch, whatever its outputs
     if name == "histogram":  # atomics combined with the old contents inside the graph
-        assert kernels == 1 and labels.count("Add") >= 1
+        assert labels.count("Add") >= 1
     if name in _PROVEN:
-        assert kernels == 1 and merges == 0, labels
-    else:  # unproven coverage: whatever the driver does, the graph shows (benchmarks/launch.py)
-        assert kernels >= 1
+        assert merges == 0, labels

@@ -2,8 +2,8 @@
 
 Everything a kernel calls lives here with Triton's names and signatures: dtypes, `constexpr`,
 `tensor`, the builtins (`load`, `store`, `arange`, `dot`, `sum`, ...), `tl.math`, `tl.random`'s
-Philox generators, and the names triton_metal refuses with a precise message (block pointers,
-tensor descriptors, fp8, `libdevice`, ...).
+Philox generators, `tl.extra.libdevice` on the Metal standard library, and the names
+triton_metal refuses with a precise message (block pointers, fp8, `sort`, ...).
 """
 
 from __future__ import annotations

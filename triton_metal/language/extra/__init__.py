@@ -1,4 +1,4 @@
-"""`tl.extra`: vendor extension libraries. `libdevice` is CUDA/ROCm only and refused here."""
+"""`tl.extra`: vendor extension libraries. `libdevice` maps onto the Metal standard library."""
 
 from __future__ import annotations
 
