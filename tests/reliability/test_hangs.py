@@ -85,10 +85,14 @@ def test_a_hung_launch_blocks_no_other_thread(monkeypatch: pytest.MonkeyPatch) -
 def test_ctrl_c_interrupts_a_hung_launch(tmp_path: Path) -> None:
     script = tmp_path / "hang.py"
     script.write_text(textwrap.dedent("""
-        import sys, time
+        import signal, sys, time
         import numpy as np
         import triton_metal as triton
         import triton_metal.language as tl
+
+        # Ctrl-C in a terminal raises KeyboardInterrupt; a process started by a test runner may
+        # inherit SIGINT as ignored, and Python then keeps it ignored
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
         @triton.jit
         def spin(lock, out):
