@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import cache_files
 from .signature import kernel_signature
 from .specialization import SpecializationKey
 
@@ -132,9 +133,10 @@ def _compute_compiler_hash(memo_dir: Path | None) -> str:
     newest = max((max(st.st_mtime_ns, st.st_ctime_ns) for _, st in files), default=0)
     if time.time_ns() - newest < RACY_NS:
         memo_dir = None
-    memo = memo_dir / f"compiler-{stamp.hexdigest()[:24]}.txt" if memo_dir is not None else None
-    if memo is not None and memo.is_file():
-        text = memo.read_text().strip()
+    memo_key = stamp.hexdigest()[:24]
+    memo = memo_dir / f"compiler-{memo_key}.txt" if memo_dir is not None else None
+    if memo is not None:
+        text = (cache_files.read_text_record(memo, memo_key) or "").strip()
         if len(text) == 64:
             return text
     digest = hashlib.sha256()
@@ -145,12 +147,10 @@ def _compute_compiler_hash(memo_dir: Path | None) -> str:
     result = digest.hexdigest()
     if memo is not None:
         try:
-            memo_dir.mkdir(parents=True, exist_ok=True)  # type: ignore[union-attr]
-            tmp = memo.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(result)
-            os.replace(tmp, memo)
+            memo.parent.mkdir(parents=True, exist_ok=True)
         except OSError:  # a read-only cache directory only costs the memo
-            pass
+            return result
+        cache_files.write_record(memo, memo_key, result.encode())
     return result
 
 
