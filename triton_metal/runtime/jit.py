@@ -29,7 +29,7 @@ from ..backends.metal.plan import LAUNCH_DIM_LIMIT
 from .backend import active_backend_name, launch_environment
 from .binder import Param, explain_binding_error, make_binder
 from .cache import COMPILER_VERSION, CompiledKernel, KernelCache
-from .dependencies import cache_key
+from .dependencies import UsedGlobal, cache_key_and_globals, check_globals
 from .grid import GridSpec, check_num_warps, resolve_grid
 from .host_arrays import needs_64bit_indices
 from .launch import compile_variant, launch_on_interpreter, make_launcher, to_launch_args
@@ -87,13 +87,15 @@ class JITFunction(JITCallable):
         self._binder = make_binder(fn.__name__, self.params)
         self.cache = KernelCache()
         self._cache_key: str | None = None
+        self._used_globals: tuple[UsedGlobal, ...] = ()
 
     @property
     def cache_key(self) -> str:
         """SHA-256 of the source, the `@jit` functions it calls and the global constexprs it
-        reads (`dependencies.py`); computed on first use."""
+        reads (`dependencies.py`); computed on first use, when those constexprs' values are
+        recorded: a launch after one of them changed raises, as in Triton."""
         if self._cache_key is None:
-            self._cache_key = cache_key(self)
+            self._cache_key, self._used_globals = cache_key_and_globals(self)
         return self._cache_key
 
     # -- decoration helpers -------------------------------------------------------------------
@@ -212,6 +214,8 @@ class JITFunction(JITCallable):
                 if observer is not None:
                     observer.compiled(self, compiled)
             cache.by_facts[fast_key] = compiled
+        if self._used_globals:
+            check_globals(self._used_globals)
         if warmup:
             return compiled
         if level >= 1:
