@@ -308,6 +308,58 @@ def verify_artifact(artifact: Path, key: str) -> bool:
     return True
 
 
+def _record_problem(raw: bytes) -> str:
+    """Why `raw` is not a whole record, whatever its key ("" when it is)."""
+    head, newline, payload = raw.partition(b"\n")
+    parts = head.split(b" ")
+    if not newline or len(parts) != 4 or parts[0] != RECORD_MAGIC.encode():
+        return "not a record"
+    if parts[2] != str(len(payload)).encode() or parts[3].decode("ascii", "replace") != digest(payload):
+        return "size or checksum mismatch"
+    return ""
+
+
+def audit_folder(folder: Path) -> dict[str, str]:
+    """Every damaged file of an emulator-style folder, by name, with the reason (keys are not
+    needed: records are checked for size and checksum, artifacts against their sidecars). Build
+    directories and staging files are not looked at; nothing is changed."""
+    problems: dict[str, str] = {}
+    try:
+        entries = sorted(os.scandir(folder), key=lambda e: e.name)
+    except OSError:
+        return problems
+    names = {e.name for e in entries}
+    for entry in entries:
+        name = entry.name
+        if name.startswith((".", BUILD_PREFIX)) or name.endswith(".json"):
+            continue
+        if not entry.is_file(follow_symlinks=False):
+            problems[name] = "not a file"
+            continue
+        if name.endswith((".sum", ".txt")):
+            try:
+                with open(entry.path, "rb") as f:
+                    why = _record_problem(f.read())
+            except OSError as error:
+                why = error.strerror or "unreadable"
+            if why:
+                problems[name] = why
+            if name.endswith(".sum") and name[:-4] not in names:
+                problems[name] = "a checksum record without its artifact"
+            continue
+        if name + ".sum" not in names:
+            problems[name] = "no checksum record"
+            continue
+        with open(os.path.join(folder, name + ".sum"), "rb") as f:
+            raw = f.read()
+        if _record_problem(raw):
+            continue  # reported with the record
+        size, _, expected = raw.partition(b"\n")[2].decode("ascii", "replace").partition(" ")
+        if size != str(entry.stat().st_size) or file_digest(Path(entry.path)) != expected:
+            problems[name] = "does not match its checksum record"
+    return problems
+
+
 def clean_stale(folder: Path) -> None:
     """Remove build directories and staging files left by processes that no longer run (once per
     folder and process; never raises)."""
@@ -354,6 +406,7 @@ def _abandoned(owner: str, entry: os.DirEntry[str], now: float) -> bool:
 
 __all__ = [
     "ENV",
+    "audit_folder",
     "build_prefix",
     "cache_root",
     "clean_stale",

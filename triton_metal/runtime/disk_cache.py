@@ -211,3 +211,22 @@ def store(entry: str, msl: Any, ir_text: str, key: SpecializationKey) -> Path | 
                 return None
             cache_files.fall_back(cache_files.configured_root(), error)
     return None
+
+
+def audit() -> dict[str, str]:
+    """Every damaged file of the cache in use, by path relative to its root, with the reason:
+    MSL entries (their checksums), memos, and the emulator's artifacts (`cache_files`)."""
+    root = cache_root()
+    problems = {f"msl/{k}": v for k, v in cache_files.audit_folder(msl_dir()).items()}
+    problems.update({f"emulator/{k}": v for k, v in cache_files.audit_folder(root / "emulator").items()})
+    folder = msl_dir()
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else ():
+        try:
+            data = json.loads(path.read_bytes().decode("utf-8"))
+        except (OSError, ValueError) as error:
+            problems[f"msl/{path.name}"] = type(error).__name__
+            continue
+        why = _check_entry(data, path.stem, None)
+        if why:
+            problems[f"msl/{path.name}"] = why
+    return problems

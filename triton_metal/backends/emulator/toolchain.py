@@ -30,6 +30,7 @@ import functools
 import hashlib
 import os
 import platform
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -275,15 +276,27 @@ def build(
     target = cache_dir() / f"{kind}-{key}{suffix}"
     if cache_files.verify_artifact(target, key):
         return target
-    texts = sources.read() if isinstance(sources, SourceFiles) else sources
-    try:
-        return _compile(compiler, target, key, texts, command, prepare)
-    except OSError as error:
-        if cache_files.in_fallback(target):
-            raise
-        # The cache cannot be written (read-only, full): compile into the process's own.
-        cache_files.fall_back(cache_files.configured_root(), error)
-        return build(kind, suffix, sources, command, key_parts, prepare)
+    with _building(key):  # threads of this process wanting one artifact compile it once
+        if cache_files.verify_artifact(target, key):
+            return target
+        texts = sources.read() if isinstance(sources, SourceFiles) else sources
+        try:
+            return _compile(compiler, target, key, texts, command, prepare)
+        except OSError as error:
+            if cache_files.in_fallback(target):
+                raise
+            # The cache cannot be written (read-only, full): compile into the process's own.
+            cache_files.fall_back(cache_files.configured_root(), error)
+    return build(kind, suffix, sources, command, key_parts, prepare)
+
+
+_locks_guard = threading.Lock()
+_locks: dict[str, threading.Lock] = {}
+
+
+def _building(key: str) -> threading.Lock:
+    with _locks_guard:
+        return _locks.setdefault(key, threading.Lock())
 
 
 def _compile(
