@@ -4,11 +4,11 @@ Every cache on disk (generated MSL in `msl/`, the emulator's binaries, headers a
 `emulator/`, the compiler-hash memo) goes through this module, so one set of rules holds:
 
 * **Where.** `cache_root()` is `$TRITON_METAL_CACHE_DIR` (default `~/.cache/triton_metal`),
-  read per call. The first use in a process probes it (create it, write and remove a file); a
-  root that cannot be written (read-only mount, another user's, full disk, a path through a
-  file), then or at any later write, is replaced for the rest of the process by a temporary
-  directory of its own, with one `RuntimeWarning` naming `TRITON_METAL_CACHE_DIR`
-  (`fall_back`). The temporary directory is removed at exit.
+  read per call. A root that cannot be written (read-only mount, another user's, full disk, a
+  path through a file) is replaced, from the first write that fails, by a temporary directory
+  of the process's own, with one `RuntimeWarning` naming `TRITON_METAL_CACHE_DIR`
+  (`fall_back`); what could be read from the root before is still valid. The temporary
+  directory is removed at exit.
 * **Writing.** Through a staging name unique to the process and the thread
   (`.<name>.<host>-<pid>-<thread>.tmp`) and one `os.replace`: a reader sees a whole file or
   none, and threads of one process compiling the same new kernel never share a staging file.
@@ -45,7 +45,6 @@ STALE_SECONDS = 24 * 3600
 
 _lock = threading.Lock()
 _fallbacks: dict[str, Path] = {}  # configured root -> the temporary directory used instead
-_probed: set[str] = set()
 _verified: dict[str, str] = {}  # artifact path -> stat stamp of the verified file
 _cleaned: set[str] = set()
 _host = re.sub(r"[^A-Za-z0-9_]", "_", os.uname().nodename if hasattr(os, "uname") else "") or "host"
@@ -57,34 +56,12 @@ def configured_root() -> Path:
 
 
 def cache_root() -> Path:
-    """The cache root in use: the configured one, or this process's fallback (module docstring)."""
+    """The cache root in use: the configured one, or this process's fallback (module docstring).
+    Nothing is probed here (a warm launch only reads): the first write that fails falls back."""
     root = configured_root()
-    key = str(root)
-    fallback = _fallbacks.get(key)
-    if fallback is not None:
-        return fallback
-    if key not in _probed:
-        try:
-            _probe(root)
-        except OSError as error:
-            return fall_back(root, error)
-        _probed.add(key)
+    if _fallbacks:
+        return _fallbacks.get(str(root), root)
     return root
-
-
-def _probe(root: Path) -> None:
-    root.mkdir(parents=True, exist_ok=True)
-    probe = root / f".probe.{_owner()}.tmp"
-    try:
-        with open(probe, "wb") as f:
-            f.write(b"probe")
-            f.flush()
-            os.fsync(f.fileno())
-    finally:
-        try:
-            probe.unlink()
-        except OSError:
-            pass
 
 
 def fall_back(root: Path, error: OSError) -> Path:
@@ -213,7 +190,7 @@ def read_record(path: Path, key: str) -> bytes | None:
     try:
         with open(path, "rb") as f:
             raw = f.read()
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return None
     except OSError as error:  # a directory, unreadable: rebuilt
         report_damage(path, error.strerror or type(error).__name__)
@@ -273,7 +250,7 @@ def verify_artifact(artifact: Path, key: str) -> bool:
     artifact and its sidecar are removed (and reported); an absent one is simply False."""
     try:
         st = os.stat(artifact)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return False
     except OSError as error:
         report_damage(artifact, error.strerror or type(error).__name__)

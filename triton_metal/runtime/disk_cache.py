@@ -168,7 +168,7 @@ def load(entry: str, key: SpecializationKey | None = None) -> tuple[Any, str] | 
     try:
         with open(path, "rb") as f:
             raw = f.read()
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return None
     except OSError as error:
         cache_files.report_damage(path, error.strerror or type(error).__name__)
