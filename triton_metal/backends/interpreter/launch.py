@@ -8,7 +8,9 @@ if the kernel wrote to them), Python/NumPy scalars, constexpr values, None. The 
 validated and bound them. Programs run sequentially `for z, for y, for x` under
 `active_semantic(...)`, so builtins find the interpreter's semantic, `print` and `pdb` work, and
 `@jit` helpers simply run. An exception from the body is re-raised naming the kernel, the program
-and the kernel source line that raised it, with the original as its cause.
+and the kernel source line that raised it, with the original as its cause; every value the
+launch wrote before is put back first (`Memory.roll_back`), so a refused launch leaves all arrays
+as they were (a read-only second output, say, is refused with the first one untouched).
 """
 
 from __future__ import annotations
@@ -72,18 +74,23 @@ def launch(kernel: JITCallable, grid: tuple[int, int, int], args: dict[str, obje
     bound = {name: _bind(name, value, memory, mlx, name in constexprs) for name, value in args.items()}
     builder = NumpyBuilder(memory, (gx, gy, gz))
     sem = Semantic(builder, concrete=builder.concrete)
-    with np.errstate(all="ignore"), active_semantic(sem):
-        for z in range(gz):
-            for y in range(gy):
-                for x in range(gx):
-                    builder.program = (x, y, z)
-                    try:
-                        kernel.fn(**bound)
-                    except Exception as exc:  # noqa: BLE001 - re-raised with the kernel's location
-                        located = _located(exc, kernel, (x, y, z))
-                        if located is exc:
-                            raise
-                        raise located from exc
+    try:
+        with np.errstate(all="ignore"), active_semantic(sem):
+            for z in range(gz):
+                for y in range(gy):
+                    for x in range(gx):
+                        builder.program = (x, y, z)
+                        try:
+                            kernel.fn(**bound)
+                        except Exception as exc:  # noqa: BLE001 - re-raised with the kernel's location
+                            located = _located(exc, kernel, (x, y, z))
+                            if located is exc:
+                                raise
+                            raise located from exc
+    except BaseException:
+        memory.roll_back()  # a refused launch (a read-only output, an assert) writes nothing
+        raise
+    memory.undo.clear()
     _write_back(mlx, memory)
 
 
