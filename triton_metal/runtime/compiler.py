@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,8 +59,68 @@ def _laid_out(module: Any) -> bool:
     return True
 
 
+DEEP_RECURSION_LIMIT = 60_000
+"""Python frames a compile may use when the default limit is not enough (deep but legal kernels:
+hundreds of nested `@jit` calls, an expression of hundreds of chained operators)."""
+DEEP_STACK_BYTES = 1 << 30
+"""The stack of the thread that runs such a compile (address space; only what is used is paid)."""
+_deep_lock = threading.Lock()
+
+
 def compile_msl(kernel: Any, key: SpecializationKey) -> CompileResult:
-    """Compile `kernel` for `key` (see the module docstring)."""
+    """Compile `kernel` for `key` (see the module docstring).
+
+    The front end and the passes recurse over nested expressions and calls. A kernel too deep for
+    Python's default recursion limit is compiled again in a thread with a large stack and a
+    limit of `DEEP_RECURSION_LIMIT` frames; past that, a `CompilationError` names the kernel
+    (never a bare RecursionError)."""
+    try:
+        return _compile_msl(kernel, key)
+    except RecursionError:
+        pass
+    return _on_deep_stack(kernel, key)
+
+
+def _on_deep_stack(kernel: Any, key: SpecializationKey) -> CompileResult:
+    import sys
+
+    from ..errors import CompilationError
+
+    outcome: list[Any] = []
+
+    def work() -> None:
+        try:
+            outcome.append(_compile_msl(kernel, key))
+        except BaseException as error:  # noqa: BLE001 - handed to the calling thread
+            outcome.append(error)
+
+    with _deep_lock:
+        old_limit = sys.getrecursionlimit()
+        limit = max(old_limit, DEEP_RECURSION_LIMIT)
+        old_stack = threading.stack_size()
+        try:
+            threading.stack_size(DEEP_STACK_BYTES)
+            sys.setrecursionlimit(limit)
+            worker = threading.Thread(target=work, name=f"compile {key.kernel}")
+            worker.start()
+        finally:
+            threading.stack_size(old_stack)
+        worker.join()
+        sys.setrecursionlimit(old_limit)
+    result = outcome[0]
+    if isinstance(result, RecursionError):
+        raise CompilationError(
+            f"kernel '{key.kernel}' nests too deeply to compile: its expressions and @jit calls "
+            f"go past {limit} levels of the compiler's recursion",
+            kernel=key.kernel,
+            hint="split long expressions into several statements, or flatten chains of @jit calls",
+        ) from None
+    if isinstance(result, BaseException):
+        raise result
+    return result
+
+
+def _compile_msl(kernel: Any, key: SpecializationKey) -> CompileResult:
     from ..codegen import CodegenOptions, compile_module
     from ..frontend import compile_to_ir
     from ..ir import print_module
