@@ -25,6 +25,7 @@ from typing import Any
 from . import language
 from .errors import (
     CompilationError,
+    DeviceAssertionError,
     InterpreterError,
     LaunchError,
     OutOfResources,
@@ -81,6 +82,7 @@ __all__ = [
     "CompilationError",
     "Config",
     "Heuristics",
+    "DeviceAssertionError",
     "InterpreterError",
     "JITFunction",
     "LaunchError",

@@ -166,6 +166,7 @@ class JITFunction(JITCallable):
     def specialization(self, *args: object, **kwargs: object) -> SpecializationKey:
         """The key a launch with these arguments compiles (and caches) under; checks them too."""
         values, facts, warps, debug = self._bind(args, kwargs)
+        debug = debug or launch_environment()[2] > 0
         return SpecializationKey(
             self.__name__, facts, warps, debug, active_backend_name(), COMPILER_VERSION,
             64 if needs_64bit_indices(values) else 32,
@@ -188,6 +189,8 @@ class JITFunction(JITCallable):
         values, facts, warps, debug_flag = self._bind(args, kwargs)
         grid3 = resolve_grid(grid, lambda: dict(zip(self.arg_names, values)), name)
         interpret, backend, level = launch_environment()
+        if level:  # TRITON_METAL_DEBUG compiles device asserts in, as debug=True does
+            debug_flag = True
         if interpret:
             if warmup:
                 return None

@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 
 from triton_metal.errors import CompilationError, LaunchError, Loc
+from triton_metal.runtime.device_asserts import check_status, has_asserts, warn_prints
 
 from .plan import LaunchPlan, OutputSlot, launch_dims
 
@@ -306,6 +307,11 @@ class MetalLauncher:
             prepared.init_values = (first, second)
         elif identities:
             prepared.init_values = (first,)
+        if has_asserts(self.msl):  # the status output, last (device_asserts.py)
+            prepared.output_shapes.append((4,))
+            prepared.output_dtypes.append(mx.uint32)
+            if prepared.init_values == (None,):
+                prepared.init_values = (0.0,)  # uninitialised memory could hold anything
         return prepared
 
     def _atomic_start(self, slot: OutputSlot, value: object) -> tuple[str, float]:
@@ -377,9 +383,16 @@ class MetalLauncher:
         )
 
     def __call__(self, values: Sequence[object], grid: tuple[int, int, int]) -> None:
+        if self.msl.metadata.get("no_effect"):  # only asserts or prints, compiled out
+            return
         prepared = self.prepare(values, grid)
         kernel = self.kernel()
         runs = [kernel(**prepared.call_arguments(init)) for init in prepared.init_values]
+        if has_asserts(self.msl):
+            # Debug builds only: the status is read now, which waits for the kernel.
+            for run in runs:
+                check_status(self.msl, np.array(run[-1]))
+        warn_prints(self.msl, "Metal")
         results = self.finish(prepared, runs)
         if not self.evaluated:
             try:
