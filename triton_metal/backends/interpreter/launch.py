@@ -3,8 +3,8 @@
     launch(kernel, grid, args) -> None
 
 `args` maps every parameter (in order) to its bound value: NumPy arrays (written in place; a view
-is the address of its first element), MLX arrays (copied in, and rebound with `arr[...] = result`
-if the kernel wrote to them), Python/NumPy scalars, constexpr values, None. The runtime has already
+is the address of its first element), MLX arrays (copied in row-major, as every backend passes
+them, and rebound with `arr[...] = result` if the kernel wrote to them), Python/NumPy scalars, constexpr values, None. The runtime has already
 validated and bound them. Programs run sequentially `for z, for y, for x` under
 `active_semantic(...)`, so builtins find the interpreter's semantic, `print` and `pdb` work, and
 `@jit` helpers simply run. An exception from the body is re-raised naming the kernel, the program
@@ -173,7 +173,9 @@ def _bind_mlx_host(name: str, arr: Any, memory: Memory, mlx: dict[int, _MlxBindi
     import mlx.core as mx
 
     is_bf16 = arr.dtype == mx.bfloat16
-    host = np.array(arr.view(mx.uint16)) if is_bf16 else np.array(arr)
+    # Row-major, as every backend sees an MLX array (docs/runtime.md, "MLX arrays"): NumPy would
+    # keep the layout of a transposed view, which no other backend passes.
+    host = np.array(arr.view(mx.uint16) if is_bf16 else arr, order="C")
     if host.dtype == np.float64:
         raise LaunchError(f"argument '{name}' is a float64 array: {FP64_REFUSAL}")
     mlx[id(arr)] = _MlxBinding(arr, host, is_bf16)
