@@ -68,6 +68,9 @@ def launch(kernel: JITCallable, grid: tuple[int, int, int], args: dict[str, obje
     gx, gy, gz = (int(g) for g in grid)
     if min(gx, gy, gz) < 0:
         raise LaunchError(f"grid {tuple(grid)} has a negative size")
+    from triton_metal.frontend.static_check import check_kernel
+
+    check_kernel(kernel)  # the constructs the compiler refuses are refused here too
     memory = Memory()
     constexprs = _constexpr_params(kernel)
     mlx: dict[int, _MlxBinding] = {}
