@@ -4,7 +4,8 @@
 
 Launches `scale` and `shift` (two kernels of different code), checks each result against NumPy,
 and prints {"ok": ..., "origins": [...], "builds": N, "errors": [...], "damaged": {...}, "root": ...}
-where `builds` counts the compiler runs of the process (0: everything came from the cache) and
+where `builds` counts the compiler runs of the process (0: everything came from the cache;
+`new_builds` those for the `--new` kernel) and
 `damaged` lists the cache files that fail their checks when it ends (`disk_cache.audit`). `--new TAG` adds a kernel whose
 source depends on TAG (a new entry), launched from N threads at once with `--threads N`.
 """
@@ -83,6 +84,7 @@ def main(argv: list[str]) -> int:
         except Exception:  # noqa: BLE001 - reported to the test, which fails on it
             ok = False
             errors.append(traceback.format_exc())
+    before_new = len(BUILDS)
     if "--new" in argv:
         tag = argv[argv.index("--new") + 1]
         threads = int(argv[argv.index("--threads") + 1]) if "--threads" in argv else 1
@@ -105,6 +107,7 @@ def main(argv: list[str]) -> int:
     from triton_metal.runtime import disk_cache
 
     print(json.dumps({"ok": ok and not errors, "origins": origins, "builds": len(BUILDS),
+                      "new_builds": len(BUILDS) - before_new,
                       "errors": errors, "damaged": disk_cache.audit(),
                       "root": str(disk_cache.cache_root())}))
     return 0

@@ -9,7 +9,6 @@ compiles. `FIGURES` collects faults injected and healed (printed by the last tes
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -19,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import HERE, child_env, run_child, seeded
+from conftest import run_child, seeded
 
 # kind of cache file -> (glob under the cache root, its "other" for swaps)
 ARTIFACTS: dict[str, tuple[str, str]] = {
@@ -101,15 +100,19 @@ DAMAGES: dict[str, tuple[Callable[[Path, Path], None], bool]] = {
 }
 
 FIGURES = {"faults injected": 0, "healed": 0}
+DEBUG = {"TRITON_METAL_DEBUG": "1"}
+"""The rounds log each repair; the debug level is part of a kernel's specialization (it compiles
+device asserts in), so the warm cache is made under it too."""
 
 
 @pytest.fixture(scope="module")
 def warm_cache(tmp_path_factory: pytest.TempPathFactory, seed_cache: Path) -> Path:
-    """A cache in which both kernels of the child are compiled. Rounds damage it in place (a
-    kernel's key names the cache's path, so a copy elsewhere would compile anew): each round
-    starts from the healthy cache the previous round's process left."""
+    """A cache in which both kernels of the child are compiled, and nothing else (so every
+    damaged file is one the next process needs). Rounds damage it in place (a kernel's key names
+    the cache's path, so a copy elsewhere would compile anew): each round starts from the
+    healthy cache the previous round's process left."""
     cache = seeded(seed_cache, tmp_path_factory.mktemp("warm"))
-    result = run_child(cache, [])
+    result = run_child(cache, [], **DEBUG)
     assert result["ok"] and result["damaged"] == {}, result
     return cache
 
@@ -133,7 +136,7 @@ def test_the_next_process_heals_every_damaged_cache_file(damage, warm_cache, tmp
         apply(files[0], others[0])
         damaged.append(f"{kind}: {files[0].name}")
     FIGURES["faults injected"] += len(damaged)
-    result = run_child(cache, [], TRITON_METAL_DEBUG="1")
+    result = run_child(cache, [], **DEBUG)
     assert result["ok"], (damage, damaged, result["errors"], result["stderr"][-3000:])
     assert result["damaged"] == {}, (damage, result["damaged"])
     after = {p.relative_to(cache) for p in cache.rglob("*") if p.is_file()}
@@ -146,16 +149,16 @@ def test_a_healed_cache_compiles_nothing_more(warm_cache, tmp_path):
     cache = warm_cache
     for path in cache.glob("emulator/kernel-*.so"):
         _garble(path, path)
-    healing = run_child(cache, [])
+    healing = run_child(cache, [], **DEBUG)
     assert healing["ok"] and healing["builds"] == 2, healing  # the two kernel libraries
-    again = run_child(cache, [])
+    again = run_child(cache, [], **DEBUG)
     assert again["ok"] and again["builds"] == 0 and again["origins"] == ["disk", "disk"], again
 
 
-def test_leftovers_of_killed_compiles_are_removed(warm_cache, tmp_path):
+def test_leftovers_of_killed_compiles_are_removed(seed_cache, tmp_path):
     """A build directory and staging files of a process that died (SIGKILL during g++) go at
     the next compile; those of a live process stay."""
-    cache = warm_cache
+    cache = seeded(seed_cache, tmp_path / "cache")
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True).stdout.strip()
     host = __import__("re").sub(r"[^A-Za-z0-9_]", "_", os.uname().nodename) or "host"
@@ -173,11 +176,11 @@ def test_leftovers_of_killed_compiles_are_removed(warm_cache, tmp_path):
     assert live_dir.exists()
 
 
-def test_threads_compiling_one_new_kernel_share_its_build(warm_cache, tmp_path):
-    cache = warm_cache
+def test_threads_compiling_one_new_kernel_share_its_build(seed_cache, tmp_path):
+    cache = seeded(seed_cache, tmp_path / "cache")
     result = run_child(cache, ["--new", "threads", "--threads", "8"])
     assert result["ok"], result["errors"]
-    assert result["builds"] == 1, result  # one compile of the new kernel for eight threads
+    assert result["new_builds"] == 1, result  # one compile of the new kernel for eight threads
 
 
 def test_an_unwritable_cache_falls_back_with_one_warning(seed_cache, tmp_path):
@@ -198,6 +201,7 @@ def test_a_cache_path_with_any_characters_works(seed_cache, tmp_path):
 
 
 def test_figures():
-    """The suite's figures (`-s` shows them): every fault injected was healed."""
+    """The suite's figures (`-s` shows them) over the rounds this process ran (with xdist, each
+    worker's share): every fault injected was healed."""
     print(f"\ncache faults injected: {FIGURES['faults injected']}, healed: {FIGURES['healed']}")
     assert FIGURES["healed"] == FIGURES["faults injected"]

@@ -76,8 +76,6 @@ def fall_back(root: Path, error: OSError) -> Path:
         existing = _fallbacks.get(key)
         if existing is not None:
             return existing
-        if any(str(root) == str(p) for p in _fallbacks.values()):
-            raise error  # the fallback itself cannot be written: nothing else to try
         folder = Path(tempfile.mkdtemp(prefix="triton_metal-cache-"))
         _fallbacks[key] = folder
         atexit.register(shutil.rmtree, folder, True)
