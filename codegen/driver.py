@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from triton_metal.errors import CompilationError, OutOfResources, internal_error
 from triton_metal.ir import Module, Op
+from triton_metal.ir.ops import tt_debug
 from triton_metal.ir.types import ScalarType
 
 # the rule modules register themselves on import
@@ -31,6 +32,7 @@ from . import (  # noqa: F401
 from .context import LoweringContext
 from .coverage import store_coverage
 from .kernel import MSLKernel
+from .lower_control import ASSERT_OUTPUT
 from .msl_types import msl_type
 from .options import CodegenOptions
 from .params import analyse_params, make_buffers, sanitize
@@ -136,7 +138,11 @@ def compile_module(module: Module, options: CodegenOptions, axis_info: object | 
     output_names.extend(masks.values())
     if options.spread_programs:
         input_names.append(GRID_INPUT)
-    if not output_names:
+    if ctx.asserts:
+        output_names.append(ASSERT_OUTPUT)
+    debug_only = any(isinstance(op, (tt_debug.AssertOp, tt_debug.PrintOp)) for op in func.walk()) or bool(
+        module.attributes.get("dropped_asserts"))
+    if not output_names and not debug_only:
         raise CompilationError(
             f"kernel '{name}' stores to no array, so it has no effect",
             func.loc, hint="store the results through a pointer argument", kernel=name,
@@ -168,6 +174,10 @@ def compile_module(module: Module, options: CodegenOptions, axis_info: object | 
             "vector_inputs": tuple(sorted(ctx.vector_inputs)),
             "grid_input": GRID_INPUT if options.spread_programs else None,
             "written_masks": masks,
+            "assert_output": ASSERT_OUTPUT if ctx.asserts else None,
+            "asserts": tuple(ctx.asserts),
+            "device_prints": ctx.prints,
+            "no_effect": not output_names,
         },
     )
 

@@ -38,7 +38,9 @@ Per launch (`prepare` computes everything, `__call__` runs it):
 * results: an MLX argument is rebound (`arr[...] = result`, after checking dtype and shape); a
   NumPy buffer is copied back in place.
 * nothing is evaluated: the launch adds one `CustomKernel` node (plus, when coverage is not
-  proven or for atomics, the merge) to MLX's lazy graph. A Metal compile error therefore
+  proven or for atomics, the merge) to MLX's lazy graph. The one exception is a debug build
+  with device asserts: its status output (the last output, after any written masks) is read
+  right after the launch, which waits for the kernel (`runtime/device_asserts.py`). A Metal compile error therefore
   surfaces where the graph is evaluated, as MLX's `RuntimeError` whose diagnostics name the
   kernel's Python file and line (the MSL's `#line` directives); `metal_errors()` turns it into
   a `CompilationError` with the source line and caret.
@@ -63,6 +65,7 @@ from typing import Any
 import numpy as np
 
 from triton_metal.errors import CompilationError, LaunchError, Loc
+from triton_metal.runtime.device_asserts import check_status, has_asserts, warn_prints
 from triton_metal.runtime.log import debug_level
 from triton_metal.runtime.mlx_op import inside_op, note_kernel
 
@@ -129,11 +132,15 @@ class PreparedLaunch:
     grid: tuple[int, int, int]
     threadgroup: tuple[int, int, int]
     init_value: float | None
-    """metal_kernel's `init_value`: an atomic identity, 0 for written masks, else None."""
+    """metal_kernel's `init_value`: an atomic identity, 0 for written masks or a device-assert
+    status, else None."""
     outputs: list[OutputPlan] = field(default_factory=list)
     masked: tuple[str, ...] = ()
     """Outputs merged through written masks: the kernel's twin with those masks runs, and its
-    mask outputs follow the outputs (shapes and dtypes appended in this order)."""
+    mask outputs follow the outputs (shapes and dtypes appended in this order; a debug build's
+    device-assert status output comes last)."""
+    status: Any = None
+    """The run's device-assert status output (debug builds with asserts), read after the launch."""
 
     def call_arguments(self) -> dict[str, Any]:
         return {
@@ -370,6 +377,11 @@ class MetalLauncher:
             for o in masked:
                 prepared.output_shapes.append((plain[o],))
                 prepared.output_dtypes.append(self.mx.bool_)
+        if has_asserts(self.msl):  # the status output, last (device_asserts.py)
+            prepared.output_shapes.append((4,))
+            prepared.output_dtypes.append(self.mx.uint32)
+            if first is None:
+                first = 0.0  # uninitialised memory could hold anything
         prepared.init_value = first
         return prepared
 
@@ -453,6 +465,8 @@ class MetalLauncher:
         )
 
     def __call__(self, values: Sequence[object], grid: tuple[int, int, int]) -> None:
+        if self.msl.metadata.get("no_effect"):  # only asserts or prints, compiled out
+            return
         prepared = self.prepare(values, grid)
         if inside_op():  # the op's custom function supplies the transformations
             note_kernel(self.kernel_name)
@@ -461,6 +475,11 @@ class MetalLauncher:
             results = self.guarded(prepared)
         else:
             results = self.run(prepared)
+        if prepared.status is not None:
+            # Debug builds only (asserts are compiled in only then): the status is read now,
+            # which waits for the kernel.
+            check_status(self.msl, np.array(prepared.status))
+        warn_prints(self.msl, "Metal")
         self.write_back(prepared, results)
 
     def run(self, prepared: PreparedLaunch) -> list[Any]:
@@ -468,7 +487,10 @@ class MetalLauncher:
         kernel = self.kernel(prepared.masked)
         if prepared.masked:
             self._log_merge(prepared)
-        return self.finish(prepared, kernel(**prepared.call_arguments()))
+        results = kernel(**prepared.call_arguments())
+        if has_asserts(self.msl):
+            prepared.status = results[-1]
+        return self.finish(prepared, results)
 
     def guarded(self, prepared: PreparedLaunch) -> list[Any]:
         """`run` between two `mx.custom_function`s whose rules raise, naming the kernel (at
