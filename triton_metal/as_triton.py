@@ -107,7 +107,8 @@ def install_as_triton() -> types.ModuleType:
     """Make `import triton` (and its submodules) resolve to triton_metal; returns `triton`."""
     current = sys.modules.get("triton")
     if current is not None:
-        if getattr(current, "__version__", None) == TRITON_VERSION and not hasattr(current, "__file__"):
+        # ours has no file of its own (its __getattr__ would forward `__file__` to triton_metal)
+        if getattr(current, "__version__", None) == TRITON_VERSION and "__file__" not in vars(current):
             return current  # installed before
         raise ImportError(
             "install_as_triton: a real Triton is already imported in this process; call "

@@ -38,6 +38,12 @@ def test_import_opt_in_surface():
         import triton.no_such_module  # noqa: F401
 
 
+def test_installing_again_returns_the_same_module():
+    import triton
+
+    assert triton_metal.install_as_triton() is triton
+
+
 def test_perf_report_tables(tmp_path, capsys):
     import triton
 
