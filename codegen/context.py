@@ -38,6 +38,10 @@ class LoweringContext:
         self._bodies: list[Body] = [Body()]
         self._counter = 0
         self._thread_coords: dict[tuple[Distribution, int], Expr] = {}
+        self.asserts: list[dict[str, object]] = []
+        """The device asserts lowered so far (code, message, file, line, col, source line)."""
+        self.prints = 0
+        """`tl.device_print` calls elided (Metal has no console)."""
         self.helpers: set[str] = set()
         """Names of header helper templates (`templates/helpers/<name>.metal`) the body uses."""
         self.scratch_high_water = 0

@@ -31,6 +31,7 @@ from . import (  # noqa: F401
 from .context import LoweringContext
 from .coverage import store_coverage
 from .kernel import MSLKernel
+from .lower_control import ASSERT_OUTPUT
 from .msl_types import msl_type
 from .options import CodegenOptions
 from .params import analyse_params, make_buffers, sanitize
@@ -139,6 +140,8 @@ def compile_module(module: Module, options: CodegenOptions, axis_info: object | 
     output_names.extend(masks.values())
     if options.spread_programs:
         input_names.append(GRID_INPUT)
+    if ctx.asserts:
+        output_names.append(ASSERT_OUTPUT)
     if not output_names:
         output_names.append(UNUSED_OUTPUT)  # a one-element int32 buffer the launch allocates and drops
     digest = hashlib.sha256((header + "\n" + body + repr(output_names)).encode()).hexdigest()[:12]
@@ -168,6 +171,9 @@ def compile_module(module: Module, options: CodegenOptions, axis_info: object | 
             "vector_inputs": tuple(sorted(ctx.vector_inputs)),
             "grid_input": GRID_INPUT if options.spread_programs else None,
             "written_masks": masks,
+            "assert_output": ASSERT_OUTPUT if ctx.asserts else None,
+            "asserts": tuple(ctx.asserts),
+            "device_prints": ctx.prints,
         },
     )
 

@@ -5,8 +5,12 @@ conditions. Loop-carried values and branch results live in register arrays decla
 construct; each iteration (or branch) assigns the yielded values to them, through temporaries so
 that a yield of swapped values reads the old ones.
 
-`tl.device_print` and `tl.device_assert` are elided: MSL kernels run through MLX have no host
-console or trap to report to (docs/codegen.md). Hints and assumptions produce no code.
+`tl.device_print` is elided: MSL kernels run through MLX have no host console (the runtime says
+so once per kernel). `tl.device_assert` (present only in debug builds: the front end drops it
+otherwise) becomes a check per register whose failure records the assert's code and the program
+id in the extra status output `km_assert` (`helpers/device_assert.metal`); the runtime reads it
+after the launch and raises `DeviceAssertionError` (docs/codegen.md). Hints and assumptions
+produce no code.
 """
 
 from __future__ import annotations
@@ -17,7 +21,9 @@ from triton_metal.ir.types import ScalarType, element_type
 
 from .context import LoweringContext, ctype_of
 from .msl_types import msl_type
-from .program import Apply, Assign, Barrier, Break, Comment, Convert, Declare, Expr, ForRange, If, Lit, Loop, Var
+from .program import (
+    Apply, Assign, Barrier, Break, Call, Comment, Convert, Declare, Expr, ExprStmt, ForRange, If, Lit, Loop, Var,
+)
 from .registry import lowers
 from .values import PtrValue, RegValue, Val
 
@@ -175,9 +181,33 @@ def lower_barrier(ctx: LoweringContext, op: tt_debug.BarrierOp) -> None:
 
 @lowers(tt_debug.PrintOp)
 def lower_print(ctx: LoweringContext, op: tt_debug.PrintOp) -> None:
+    ctx.prints += 1
     ctx.emit(Comment(f"tl.device_print({op.prefix!r}) elided: Metal kernels have no console"))
+
+
+ASSERT_OUTPUT = "km_assert"
+"""The status output of a kernel with device asserts: uint[4] = code, program id x, y, z."""
+ASSERT_MAGIC = 0x7A5E0000
+"""High half of every assert code (the status's starting value never has it)."""
 
 
 @lowers(tt_debug.AssertOp)
 def lower_assert(ctx: LoweringContext, op: tt_debug.AssertOp) -> None:
-    ctx.emit(Comment("tl.device_assert elided: Metal kernels cannot trap"))
+    import linecache
+
+    loc = op.loc
+    source = linecache.getline(loc.file, loc.line).strip() if loc is not None else ""
+    code = ASSERT_MAGIC | (len(ctx.asserts) + 1)
+    ctx.asserts.append({
+        "code": code, "message": op.message, "file": loc.file if loc else "", "line": loc.line if loc else 0,
+        "col": loc.col if loc else 0, "source": source,
+    })
+    ctx.helpers.add("device_assert")
+    ctx.program_ids.update((0, 1, 2))
+    cond = ctx.reg(op.condition)
+    report = ExprStmt(Call("km_assert_fail", (
+        Var(ASSERT_OUTPUT), Lit(f"{code}u"), Var("km_pid_x"), Var("km_pid_y"), Var("km_pid_z"),
+    )))
+    ctx.emit(Comment(f"tl.device_assert #{len(ctx.asserts)} (line {loc.line if loc else '?'})"))
+    for reg in dict.fromkeys(cond.regs):  # a replicated register is checked once
+        ctx.emit(If(Apply("lnot", (reg,)), (report,)))

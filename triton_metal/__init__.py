@@ -33,6 +33,7 @@ from typing import Any
 from . import language
 from .errors import (
     CompilationError,
+    DeviceAssertionError,
     InterpreterError,
     LaunchError,
     OpError,
@@ -98,6 +99,7 @@ __all__ = [
     "CompilationError",
     "Config",
     "Heuristics",
+    "DeviceAssertionError",
     "InterpreterError",
     "JITFunction",
     "LaunchError",

@@ -119,6 +119,11 @@ class InterpreterOutOfBounds(InterpreterError, OutOfBoundsError):
     """The interpreter's out-of-bounds access."""
 
 
+class DeviceAssertionError(TritonError, AssertionError):
+    """A `tl.device_assert` failed in a compiled kernel (debug builds); raised after the launch,
+    naming the kernel, the assert's source line and the program that failed it."""
+
+
 class LaunchError(TritonError, ValueError):
     """Bad arguments to `kernel[grid](...)`, found before anything runs."""
 

@@ -9,7 +9,7 @@ import pytest
 
 import triton_metal as triton
 import triton_metal.language as tl
-from reliability_backends import BACKENDS, on_backend
+from reliability_support import BACKENDS, on_backend
 from triton_metal.errors import LaunchError
 
 

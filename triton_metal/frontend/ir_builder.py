@@ -356,6 +356,8 @@ class IRBuilder:
     def create_assert(self, cond: Value, message: str) -> None:
         if self.debug:
             self.insert(D.AssertOp(condition=cond, message=message))
+        else:  # a kernel whose only effect is an assert compiles to a launch that does nothing
+            self.module.attributes["dropped_asserts"] = True
 
     # -- structured control flow (used by the code generator) -----------------------------------
     def create_for(self, lower: Value, upper: Value, step: Value, inits: Sequence[Value], iv_name: str | None) -> S.ForOp:

@@ -94,10 +94,9 @@ def chip_slug(chip: str) -> str:
 
 # -- where entries live ---------------------------------------------------------------------------
 def user_root() -> Path:
-    root = os.environ.get("TRITON_METAL_CACHE_DIR") or os.path.join(
-        os.path.expanduser("~"), ".cache", "triton_metal"
-    )
-    return Path(root) / "autotune"
+    from .cache_files import cache_root
+
+    return cache_root() / "autotune"
 
 
 def shipped_root() -> Path | None:

@@ -25,12 +25,15 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ..errors import OutOfResources
+from . import cache_files
 from .signature import kernel_signature
 from .specialization import SpecializationKey
 
@@ -66,11 +69,77 @@ def type_check(kernel: Any, key: SpecializationKey) -> None:
     """Run only the front end (the semantic layer's checks) for `key`; raises its refusal."""
     from ..frontend import compile_to_ir
 
-    compile_to_ir(kernel, kernel_signature(kernel, key))
+    _deep_retry(lambda: compile_to_ir(kernel, kernel_signature(kernel, key)), key.kernel)
+
+
+DEEP_RECURSION_LIMIT = 60_000
+"""Python frames a compile may use when the default limit is not enough (deep but legal kernels:
+hundreds of nested `@jit` calls, an expression of hundreds of chained operators)."""
+DEEP_STACK_BYTES = 1 << 30
+"""The stack of the thread that runs such a compile (address space; only what is used is paid)."""
+_deep_lock = threading.Lock()
+_T = TypeVar("_T")
 
 
 def compile_msl(kernel: Any, key: SpecializationKey) -> CompileResult:
-    """Compile `kernel` for `key` (see the module docstring)."""
+    """Compile `kernel` for `key` (see the module docstring).
+
+    The front end and the passes recurse over nested expressions and calls. A kernel too deep for
+    Python's default recursion limit is compiled again in a thread with a large stack and a
+    limit of `DEEP_RECURSION_LIMIT` frames; past that, a `CompilationError` names the kernel
+    (never a bare RecursionError). The front-end-only check and the written-mask twin do the same."""
+    return _deep_retry(lambda: _compile_msl(kernel, key), key.kernel)
+
+
+def _deep_retry(work: Callable[[], _T], kernel: str) -> _T:
+    """`work()`, run again on a deep stack if it goes past Python's recursion limit."""
+    try:
+        return work()
+    except RecursionError:
+        pass
+    return _on_deep_stack(work, kernel)
+
+
+def _on_deep_stack(work: Callable[[], _T], kernel: str) -> _T:
+    import sys
+
+    from ..errors import CompilationError
+
+    outcome: list[Any] = []
+
+    def run() -> None:
+        try:
+            outcome.append(work())
+        except BaseException as error:  # noqa: BLE001 - handed to the calling thread
+            outcome.append(error)
+
+    with _deep_lock:
+        old_limit = sys.getrecursionlimit()
+        limit = max(old_limit, DEEP_RECURSION_LIMIT)
+        old_stack = threading.stack_size()
+        try:
+            threading.stack_size(DEEP_STACK_BYTES)
+            sys.setrecursionlimit(limit)
+            worker = threading.Thread(target=run, name=f"compile {kernel}")
+            worker.start()
+        finally:
+            threading.stack_size(old_stack)
+        worker.join()
+        sys.setrecursionlimit(old_limit)
+    result = outcome[0]
+    if isinstance(result, RecursionError):
+        raise CompilationError(
+            f"kernel '{kernel}' nests too deeply to compile: its expressions and @jit calls "
+            f"go past {limit} levels of the compiler's recursion",
+            kernel=kernel,
+            hint="split long expressions into several statements, or flatten chains of @jit calls",
+        ) from None
+    if isinstance(result, BaseException):
+        raise result
+    return result  # type: ignore[no-any-return]
+
+
+def _compile_msl(kernel: Any, key: SpecializationKey) -> CompileResult:
     from ..ir import print_module
 
     start = time.perf_counter()
@@ -111,8 +180,11 @@ def compile_written_variant(compiled: Any, outputs: tuple[str, ...]) -> Any:
     from ..ir import parse_module
     from ..passes import analyze_axis_info
 
-    module = compiled.module if compiled.module is not None else parse_module(compiled.ir_text)
-    return compile_module(module, codegen_options(compiled.key, outputs), analyze_axis_info(module))
+    def work() -> Any:
+        module = compiled.module if compiled.module is not None else parse_module(compiled.ir_text)
+        return compile_module(module, codegen_options(compiled.key, outputs), analyze_axis_info(module))
+
+    return _deep_retry(work, compiled.key.kernel)
 
 
 def _lower(kernel: Any, key: SpecializationKey, options: Any, direct: bool) -> tuple[Any, Any]:
@@ -181,9 +253,10 @@ def _compute_compiler_hash(memo_dir: Path | None) -> str:
     newest = max((max(st.st_mtime_ns, st.st_ctime_ns) for _, st in files), default=0)
     if time.time_ns() - newest < RACY_NS:
         memo_dir = None
-    memo = memo_dir / f"compiler-{stamp.hexdigest()[:24]}.txt" if memo_dir is not None else None
-    if memo is not None and memo.is_file():
-        text = memo.read_text().strip()
+    memo_key = stamp.hexdigest()[:24]
+    memo = memo_dir / f"compiler-{memo_key}.txt" if memo_dir is not None else None
+    if memo is not None:
+        text = (cache_files.read_text_record(memo, memo_key) or "").strip()
         if len(text) == 64:
             return text
     digest = hashlib.sha256()
@@ -194,12 +267,10 @@ def _compute_compiler_hash(memo_dir: Path | None) -> str:
     result = digest.hexdigest()
     if memo is not None:
         try:
-            memo_dir.mkdir(parents=True, exist_ok=True)  # type: ignore[union-attr]
-            tmp = memo.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(result)
-            os.replace(tmp, memo)
+            memo.parent.mkdir(parents=True, exist_ok=True)
         except OSError:  # a read-only cache directory only costs the memo
-            pass
+            return result
+        cache_files.write_record(memo, memo_key, result.encode())
     return result
 
 

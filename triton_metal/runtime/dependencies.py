@@ -15,29 +15,91 @@ and the global `tl.constexpr` values it reads. `cache_key(fn)` is the SHA-256 of
   helper the kernel calls as Python) adds its source, so editing it invalidates the kernel
   (the helpers that helper calls are not followed).
 
+Names the function binds itself (its parameters, and every name it assigns, loops over, or
+binds with `with ... as`, `except ... as`, an import or a comprehension) are its locals, as in
+Python: a module global of the same name is not read and is not hashed (the README's kernel
+assigns `x = tl.load(...)` while its module holds an array named `x`).
+
 This is what the on-disk cache keys on (DESIGN section 6), so an edit to a helper chosen through
 a constexpr invalidates the kernels that call it. The walk reads the AST once per function and
 the result is memoised on the function by the caller; it is not on the launch path.
+
+`used_globals(fn)` lists the `tl.constexpr` values the kernel and its callees read from their
+globals and closures, each with a snapshot of its value. A launch calls `check_globals` on them
+(a few dictionary look-ups): a global constexpr rebound or changed after the first compile
+raises Triton's `RuntimeError` ("Global variable X has changed since we compiled this kernel,
+from constexpr[1] to constexpr[2]") instead of running the stale kernel.
 """
 
 from __future__ import annotations
 
 import ast
+import copy
 import hashlib
 import inspect
 import textwrap
 import types
+from dataclasses import dataclass
 from typing import Any
 
 from ..language import JITCallable, constexpr
 
 
+@dataclass(frozen=True)
+class UsedGlobal:
+    """A constexpr a kernel read from a globals dict or a closure cell, and its value then."""
+
+    name: str
+    holder: Any
+    """The function's globals (a dict) or the closure cell the name was read from."""
+    snapshot: constexpr
+
+    def current(self) -> Any:
+        if isinstance(self.holder, dict):
+            return self.holder.get(self.name, _MISSING)
+        try:
+            return self.holder.cell_contents
+        except ValueError:
+            return _MISSING
+
+
+_MISSING = object()
+
+
 def cache_key(fn: JITCallable) -> str:
     """The hex SHA-256 described in the module docstring."""
-    return _hash(fn, {})
+    return _hash(fn, {}, {})
 
 
-def _hash(fn: JITCallable, seen: dict[int, str]) -> str:
+def cache_key_and_globals(fn: JITCallable) -> tuple[str, tuple[UsedGlobal, ...]]:
+    """`cache_key(fn)` and the constexprs it read (`used_globals`), in one walk."""
+    used: dict[tuple[str, int], UsedGlobal] = {}
+    key = _hash(fn, {}, used)
+    return key, tuple(used.values())
+
+
+def _unchanged(current: Any, snapshot: constexpr) -> bool:
+    if not isinstance(current, constexpr):
+        return False
+    try:
+        return type(current.value) is type(snapshot.value) and bool(current.value == snapshot.value)
+    except Exception:  # noqa: BLE001 - a value whose == does not give one truth value
+        return current.value is snapshot.value
+
+
+def check_globals(used: tuple[UsedGlobal, ...]) -> None:
+    """Raise Triton's RuntimeError when a constexpr read at compile time has changed since."""
+    for g in used:
+        current = g.holder.get(g.name, _MISSING) if isinstance(g.holder, dict) else g.current()
+        if not _unchanged(current, g.snapshot):
+            shown = "<deleted>" if current is _MISSING else current
+            raise RuntimeError(
+                f"Global variable {g.name} has changed since we compiled this kernel, "
+                f"from {g.snapshot} to {shown}"
+            )
+
+
+def _hash(fn: JITCallable, seen: dict[int, str], used: dict[tuple[str, int], UsedGlobal]) -> str:
     known = seen.get(id(fn))
     if known is not None:
         return known
@@ -45,11 +107,13 @@ def _hash(fn: JITCallable, seen: dict[int, str]) -> str:
     digest = hashlib.sha256()
     digest.update(f"{fn.__module__}.{fn.__qualname__}:{fn.starting_line}\n".encode())
     digest.update(fn.src.encode())
-    for name, value in sorted(_referenced(fn).items()):
+    for name, (value, holder) in sorted(_referenced(fn).items()):
         if isinstance(value, JITCallable):
-            digest.update(f"\njit {name} {_hash(value, seen)}".encode())
+            digest.update(f"\njit {name} {_hash(value, seen, used)}".encode())
         elif isinstance(value, constexpr):
             digest.update(f"\nconstexpr {name} {value.value!r}".encode())
+            if holder is not None and "." not in name:
+                used.setdefault((name, id(holder)), UsedGlobal(name, holder, copy.copy(value)))
         else:
             digest.update(f"\nvalue {name} {_stable_text(value)}".encode())
     key = digest.hexdigest()
@@ -57,33 +121,75 @@ def _hash(fn: JITCallable, seen: dict[int, str]) -> str:
     return key
 
 
-def _referenced(fn: JITCallable) -> dict[str, Any]:
+def _referenced(fn: JITCallable) -> dict[str, tuple[Any, Any]]:
     """Names the body loads that resolve (through the closure, the globals or module attributes)
-    to something other than a module, with their values."""
+    to something other than a module: name -> (value, the globals dict or closure cell it was
+    read from; None for a module attribute). The function's own locals are skipped."""
     if not fn.src:
         return {}
     tree = ast.parse(textwrap.dedent(fn.src))
-    scope = dict(fn.__globals__)
+    globals_dict = fn.__globals__
+    scope: dict[str, tuple[Any, Any]] = {}
     code = getattr(fn.fn, "__code__", None)
     closure = getattr(fn.fn, "__closure__", None)
     if code is not None and closure:
         for name, cell in zip(code.co_freevars, closure):
             try:
-                scope[name] = cell.cell_contents
+                scope[name] = (cell.cell_contents, cell)
             except ValueError:  # an empty cell: the name is not bound yet
                 continue
-    found: dict[str, Any] = {}
+    local = _local_names(tree)
+    found: dict[str, tuple[Any, Any]] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-            value = scope.get(node.id)
+            if node.id in local:
+                continue
+            value, holder = _lookup(node.id, scope, globals_dict)
             dotted = node.id
         elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
-            dotted, value = _resolve_attribute(node, scope)
+            dotted, value = _resolve_attribute(node, scope, globals_dict, local)
+            holder = None
         else:
             continue
         if value is not None and not isinstance(value, types.ModuleType):
-            found[dotted] = value
+            found[dotted] = (value, holder)
     return found
+
+
+def _lookup(name: str, scope: dict[str, tuple[Any, Any]], globals_dict: dict[str, Any]) -> tuple[Any, Any]:
+    if name in scope:
+        return scope[name]
+    if name in globals_dict:
+        return globals_dict[name], globals_dict
+    return None, None
+
+
+def _local_names(tree: ast.AST) -> set[str]:
+    """The names the kernel function binds (Python's rule: bound anywhere in the body means local
+    everywhere in it), less those it declares `global` or `nonlocal`."""
+    func = next((n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+    if func is None:
+        return set()
+    args = func.args
+    bound = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+    bound |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
+    declared: set[str] = set()
+    # A comprehension's variables live in a scope of their own (they do not shadow globals).
+    scoped = {id(n) for c in ast.walk(func) if isinstance(c, ast.comprehension) for n in ast.walk(c.target)}
+    for node in ast.walk(func):
+        if node is func or id(node) in scoped:
+            continue
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            bound.add(node.id)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            declared.update(node.names)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+    return bound - declared
 
 
 def _stable_text(value: object) -> str:
@@ -113,16 +219,18 @@ def _is_python_helper(value: object) -> bool:
     )
 
 
-def _resolve_attribute(node: ast.Attribute, scope: dict[str, Any]) -> tuple[str, Any]:
+def _resolve_attribute(
+    node: ast.Attribute, scope: dict[str, tuple[Any, Any]], globals_dict: dict[str, Any], local: set[str]
+) -> tuple[str, Any]:
     """`a.b.c` through modules only (never calling a property of an arbitrary object)."""
     parts: list[str] = []
     current: ast.expr = node
     while isinstance(current, ast.Attribute):
         parts.append(current.attr)
         current = current.value
-    if not isinstance(current, ast.Name):
+    if not isinstance(current, ast.Name) or current.id in local:
         return "", None
-    value = scope.get(current.id)
+    value, _holder = _lookup(current.id, scope, globals_dict)
     dotted = current.id
     for attr in reversed(parts):
         if not isinstance(value, types.ModuleType):

@@ -10,10 +10,15 @@ named by `entry_key(...)`: the SHA-256 of
   spreading, math mode, package version);
 * the compiler hash (`compiler.compiler_hash()`: the compiler's own sources).
 
-The file holds every field of the `MSLKernel` and the final IR text (for `CompiledKernel.ir`).
-Writes go to a temporary file in the same folder, then `os.replace`: readers see a whole entry
-or none, and concurrent writers of one entry write the same bytes. An unreadable or malformed
-entry is a miss (it is rewritten after compiling). `TRITON_METAL_CACHE_DIR` is read per call.
+The file holds every field of the `MSLKernel` and the final IR text (for `CompiledKernel.ir`),
+with the entry's own name, its specialization key text, and the size and SHA-256 of the
+canonical JSON of the kernel and the IR. `load` uses an entry only when all of these match what
+it looks up: an entry swapped with another kernel's, edited, truncated, garbled, empty, of
+another JSON type (`[]`, `null`, a number), not UTF-8, or a directory is removed and is a miss
+(rewritten after compiling; logged at `TRITON_METAL_DEBUG=1`). Writes go through a staging name
+unique to the process and thread, then `os.replace` (`cache_files.py`): readers see a whole entry
+or none, and concurrent writers of one entry write the same bytes. `TRITON_METAL_CACHE_DIR` is
+read per call; an unwritable cache moves to a per-process temporary directory.
 """
 
 from __future__ import annotations
@@ -21,20 +26,17 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import os
 from pathlib import Path
 from typing import Any
 
+from . import cache_files
 from .specialization import ConstexprArg, PointerArg, ScalarArg, SpecializationKey
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 
 def cache_root() -> Path:
-    root = os.environ.get("TRITON_METAL_CACHE_DIR") or os.path.join(
-        os.path.expanduser("~"), ".cache", "triton_metal"
-    )
-    return Path(root)
+    return cache_files.cache_root()
 
 
 def msl_dir() -> Path:
@@ -136,36 +138,95 @@ def _program(data: dict[str, Any] | None) -> Any:
     return CoverageProgram(_tuples(data["statements"]), _tuples(data["left_out"]), int(data["index_bits"]))  # type: ignore[arg-type]
 
 
-def load(entry: str) -> tuple[Any, str] | None:
-    """(MSLKernel, IR text) stored under `entry`, or None (a miss, or an unreadable entry)."""
+def _body_checksum(data: dict[str, Any]) -> tuple[int, str]:
+    text = json.dumps({"kernel": data.get("kernel"), "ir": data.get("ir")}, sort_keys=True,
+                      separators=(",", ":"))
+    raw = text.encode("utf-8", "surrogatepass")
+    return len(raw), cache_files.digest(raw)
+
+
+def _check_entry(data: object, entry: str, key: SpecializationKey | None) -> str:
+    """Why `data` is not the entry `entry` for `key` ("" when it is)."""
+    if not isinstance(data, dict):
+        return f"holds a JSON {type(data).__name__}, not an entry"
+    if data.get("format") != FORMAT_VERSION:
+        return f"format {data.get('format')!r}, not {FORMAT_VERSION}"
+    if data.get("entry") != entry:
+        return "stored under another entry's name"
+    if key is not None and data.get("key") != key_text(key):
+        return "written for another specialization"
+    size, checksum = _body_checksum(data)
+    if data.get("size") != size or data.get("sha256") != checksum:
+        return "checksum mismatch (edited or damaged)"
+    return ""
+
+
+def load(entry: str, key: SpecializationKey | None = None) -> tuple[Any, str] | None:
+    """(MSLKernel, IR text) stored under `entry` (for `key`, when given), or None: a miss, or a
+    damaged entry, which is removed (module docstring)."""
     path = msl_dir() / f"{entry}.json"
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        if data.get("format") != FORMAT_VERSION:
-            return None
-        return load_msl_kernel(data["kernel"]), str(data.get("ir", ""))
-    except (OSError, ValueError, KeyError, TypeError):
+        with open(path, "rb") as f:
+            raw = f.read()
+    except (FileNotFoundError, NotADirectoryError):
         return None
+    except OSError as error:
+        cache_files.report_damage(path, error.strerror or type(error).__name__)
+        return None
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except ValueError:  # not UTF-8, or not JSON
+        cache_files.report_damage(path, "not a JSON text")
+        return None
+    why = _check_entry(data, entry, key)
+    if not why:
+        try:
+            return load_msl_kernel(data["kernel"]), str(data.get("ir", ""))
+        except (ValueError, KeyError, TypeError, AttributeError, AssertionError) as error:
+            why = f"malformed kernel ({type(error).__name__})"
+    cache_files.report_damage(path, why)
+    return None
 
 
 def store(entry: str, msl: Any, ir_text: str, key: SpecializationKey) -> Path | None:
-    """Write the entry atomically; None when the cache directory cannot be written."""
-    import tempfile  # only a miss writes: a warm launch need not import it (milliseconds)
-
-    folder = msl_dir()
-    data = {
+    """Write the entry atomically; None when no cache directory can be written."""
+    data: dict[str, Any] = {
         "format": FORMAT_VERSION,
+        "entry": entry,
         "key": key_text(key),
         "kernel": dump_msl_kernel(msl),
         "ir": ir_text,
     }
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{entry[:16]}.", suffix=".tmp", dir=folder)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f)
+    data["size"], data["sha256"] = _body_checksum(data)
+    raw = json.dumps(data).encode("utf-8", "surrogatepass")
+    for _attempt in range(2):
+        folder = msl_dir()
         path = folder / f"{entry}.json"
-        os.replace(tmp, path)
-        return path
-    except OSError:
-        return None
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            cache_files.write_atomically(path, raw)
+            return path
+        except OSError as error:
+            if cache_files.in_fallback(folder):
+                return None
+            cache_files.fall_back(cache_files.configured_root(), error)
+    return None
+
+
+def audit() -> dict[str, str]:
+    """Every damaged file of the cache in use, by path relative to its root, with the reason:
+    MSL entries (their checksums), memos, and the emulator's artifacts (`cache_files`)."""
+    root = cache_root()
+    problems = {f"msl/{k}": v for k, v in cache_files.audit_folder(msl_dir()).items()}
+    problems.update({f"emulator/{k}": v for k, v in cache_files.audit_folder(root / "emulator").items()})
+    folder = msl_dir()
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else ():
+        try:
+            data = json.loads(path.read_bytes().decode("utf-8"))
+        except (OSError, ValueError) as error:
+            problems[f"msl/{path.name}"] = type(error).__name__
+            continue
+        why = _check_entry(data, path.stem, None)
+        if why:
+            problems[f"msl/{path.name}"] = why
+    return problems

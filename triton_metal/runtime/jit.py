@@ -30,7 +30,7 @@ from ..backends.metal.plan import LAUNCH_DIM_LIMIT
 from .backend import active_backend_name, backend_for_arrays, launch_environment
 from .binder import Param, explain_binding_error, make_binder
 from .cache import COMPILER_VERSION, CompiledKernel, KernelCache
-from .dependencies import cache_key
+from .dependencies import UsedGlobal, cache_key_and_globals, check_globals
 from .grid import GridSpec, check_num_warps, resolve_grid
 from .host_arrays import needs_64bit_indices
 from .launch import compile_variant, launch_on_interpreter, make_launcher, to_launch_args
@@ -95,13 +95,15 @@ class JITFunction(JITCallable):
         self._binder = make_binder(fn.__name__, self.params)
         self.cache = KernelCache()
         self._cache_key: str | None = None
+        self._used_globals: tuple[UsedGlobal, ...] = ()
 
     @property
     def cache_key(self) -> str:
         """SHA-256 of the source, the `@jit` functions it calls and the global constexprs it
-        reads (`dependencies.py`); computed on first use."""
+        reads (`dependencies.py`); computed on first use, when those constexprs' values are
+        recorded: a launch after one of them changed raises, as in Triton."""
         if self._cache_key is None:
-            self._cache_key = cache_key(self)
+            self._cache_key, self._used_globals = cache_key_and_globals(self)
         return self._cache_key
 
     # -- decoration helpers -------------------------------------------------------------------
@@ -172,6 +174,7 @@ class JITFunction(JITCallable):
     def specialization(self, *args: object, **kwargs: object) -> SpecializationKey:
         """The key a launch with these arguments compiles (and caches) under; checks them too."""
         values, facts, warps, debug = self._bind(args, kwargs)
+        debug = debug or launch_environment()[2] > 0
         return SpecializationKey(
             self.__name__, facts, warps, debug, backend_for_arrays(active_backend_name(), facts),
             COMPILER_VERSION,
@@ -222,6 +225,8 @@ class JITFunction(JITCallable):
         values, facts, warps, debug_flag = self._bind(args, kwargs)
         grid3 = resolve_grid(grid, lambda: dict(zip(self.arg_names, values)), name)
         interpret, backend, level = launch_environment()
+        if level:  # TRITON_METAL_DEBUG compiles device asserts in, as debug=True does
+            debug_flag = True
         if interpret:
             if warmup:
                 return None
@@ -250,6 +255,8 @@ class JITFunction(JITCallable):
                 if observer is not None:
                     observer.compiled(self, compiled)
             cache.by_facts[fast_key] = compiled
+        if self._used_globals:
+            check_globals(self._used_globals)
         if warmup:
             return compiled
         if level >= 1:

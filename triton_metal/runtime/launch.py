@@ -62,7 +62,7 @@ def compile_variant(kernel: Any, key: SpecializationKey) -> CompiledKernel:
 
     start = time.perf_counter()
     entry = disk_cache.entry_key(kernel.cache_key, key, compiler_hash())
-    hit = disk_cache.load(entry)
+    hit = disk_cache.load(entry, key)
     if hit is not None:
         msl, ir_text = hit
         seconds = time.perf_counter() - start

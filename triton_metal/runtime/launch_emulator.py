@@ -36,6 +36,7 @@ from ..backends.metal.plan import SCALAR_NUMPY, LaunchPlan, launch_dims
 from ..backends.emulator.bounds import checks_enabled
 from ..backends.emulator.errors import KernelFault
 from ..errors import LaunchError
+from .device_asserts import check_status, has_asserts, warn_prints
 from .host_arrays import is_mlx, metal_values, numpy_buffer
 
 
@@ -80,6 +81,7 @@ class EmulatorLauncher:
         self._word_atomic_args = tuple(
             o.arg for o in self.plan.outputs if o.kind == "pointer_atomic" and o.dtype in _HALF_TYPES and o.arg >= 0
         )
+        self._asserts = has_asserts(msl)
 
     def _kernel(self, inputs: list[np.ndarray]) -> Any:
         # 0: 0-d, 1: under 8 elements (constant), 2: device memory
@@ -92,6 +94,8 @@ class EmulatorLauncher:
 
             specs = [InputSpec(s.name, s.dtype, a.ndim, int(a.size)) for s, a in zip(self.plan.inputs, inputs)]
             outs = [OutputSpec(o.name, o.dtype) for o in self.plan.outputs]
+            if self._asserts:
+                outs.append(OutputSpec(self.msl.metadata["assert_output"], "uint32_t"))
             msl = self.msl
             source = build_kernel_source(
                 msl.name, specs, outs, msl.source, msl.header, (), msl.atomic_outputs
@@ -152,12 +156,18 @@ class EmulatorLauncher:
             outputs.append(arr)
         kernel = self._kernel(inputs)
         launch_grid, threadgroup = launch_dims(grid, plan.threads, plan.spread)
+        status = np.zeros(4, dtype=np.uint32) if self._asserts else None  # per launch: threads
+        if status is not None:
+            outputs.append(status)
         try:
             kernel.launch(inputs, outputs, launch_grid, threadgroup)
         except KernelFault as fault:
             raise self._in_python_terms(fault) from None
         for real, copy in word_copies:
             real[...] = copy[: real.size]
+        if status is not None:
+            check_status(self.msl, status)
+        warn_prints(self.msl, "emulator")
 
     def _in_python_terms(self, fault: KernelFault) -> KernelFault:
         """The run-time error naming the Python kernel and parameters, not their MSL names (the

@@ -150,9 +150,9 @@ def check_environment(mx: Any = None, stream: TextIO | None = sys.stdout) -> Env
         add(Check("emulator compiler", MISSING, f"no C++ compiler for the emulator ({error})",
                   "install g++ 12+ (Debian/Ubuntu: apt-get install g++) or set CXX"))
 
-    from ..runtime.disk_cache import cache_root
+    from ..runtime.cache_files import configured_root
 
-    root = cache_root()
+    root = configured_root()  # the configured folder, not the temporary one used in its place
     writable = _writable(root)
     add(Check("cache dir", OK if writable else MISSING, f"{root} (TRITON_METAL_CACHE_DIR)",
               "set TRITON_METAL_CACHE_DIR to a writable folder", required=True))

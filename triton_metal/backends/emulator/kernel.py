@@ -45,8 +45,9 @@ from triton_metal.backends.emulator.rewrite import (
 from triton_metal.backends.emulator.runtime_lib import (
     ASAN_FLAGS,
     headers_digest,
+    ensure_prelude,
     include_dirs,
-    precompiled_prelude,
+    prelude_header,
     runtime_library,
     shared_flags,
 )
@@ -220,19 +221,25 @@ class EmulatorKernel:
         for d in include_dirs():
             flags += ["-I", str(d)]
         headers = headers_digest()
-        prelude = None if asan else precompiled_prelude(PRELUDE, flags, headers)
+        prelude: tuple[Path, str] | None = None if asan else prelude_header(PRELUDE, flags, headers)
         names = frozenset(p.name for p in checked_params(source)) if checked else frozenset()
-        unit = translation_unit(source, text, fibers, asan, str(prelude) if prelude else None, names)
+        unit = translation_unit(source, text, fibers, asan, prelude[0].name if prelude else None, names)
+        link = [*flags, *(["-iquote", str(prelude[0].parent)] if prelude else [])]
         if asan:
-            command = [*flags, "-o", "{out}", "kernel.cpp", str(runtime), "-lm", "-pthread"]
+            command = [*link, "-o", "{out}", "kernel.cpp", str(runtime), "-lm", "-pthread"]
             suffix = ""
         else:
-            command = [*flags, "-shared", *shared_flags(), "-o", "{out}", "kernel.cpp", str(runtime), "-lm"]
+            command = [*link, "-shared", *shared_flags(), "-o", "{out}", "kernel.cpp", str(runtime), "-lm"]
             suffix = ".so"
+
+        def prepare() -> None:
+            if prelude is not None:
+                ensure_prelude(prelude[0], prelude[1], PRELUDE, flags)
+
         try:
             artifact = build(
                 "asan-kernel" if asan else "kernel", suffix, {"kernel.cpp": unit}, command,
-                [headers],
+                [headers], prepare,
             )
         except BuildFailure as failure:
             raise _map_diagnostics(failure.stderr, source, kernel_file) from None

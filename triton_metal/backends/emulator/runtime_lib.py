@@ -6,7 +6,9 @@ kernel's cold compile never recompiles the runtime. `include_dirs()` lists the d
 kernel translation unit needs on its include path (the shim, then the runtime's kernel header);
 `header_files()` every file in them, and `headers_digest()` their contents digest (part of every
 kernel's cache key; found from the files' stat stamps when they have not changed).
-`precompiled_prelude(prelude, flags)` builds the shim's precompiled header once per flags.
+`prelude_header(prelude, flags)` names the shim's precompiled header for those flags and
+`ensure_prelude` builds it (once per flags, checked by its checksum before each process's first
+compile uses it).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import os
 import platform
 from pathlib import Path
 
+from triton_metal.runtime import cache_files
 from triton_metal.backends.emulator.toolchain import (
     BuildFailure,
     SourceFiles,
@@ -101,35 +104,45 @@ def _runtime_library(asan: bool, cache: str) -> Path:
         ) from None
 
 
-def precompiled_prelude(prelude: str, flags: list[str], digest: str | None = None) -> Path | None:
-    """A header holding `prelude`, with a precompiled `.gch` beside it (built once per flags).
+def prelude_header(prelude: str, flags: list[str], digest: str | None = None) -> tuple[Path, str]:
+    """(path, key) of the header holding `prelude` for these compile flags, with its precompiled
+    `.gch` twin beside it (made by `ensure_prelude`, only when a kernel is compiled).
 
     Parsing the shim dominates a kernel's compile time; a precompiled header built with the very
-    flags of the kernel compile cuts it several-fold. Returns None where the compiler cannot
-    precompile headers (the caller then includes the prelude as text). `digest` is
-    `headers_digest()` when the caller has it already.
+    flags of the kernel compile cuts it several-fold. `digest` is `headers_digest()` when the
+    caller has it already. Kernels include the header by its bare name through `-iquote` (so a
+    cache path with any characters, quotes included, never appears in C++ text).
     """
     compiler = find_compiler()
     digest = headers_digest() if digest is None else digest
     key = cache_key("prelude", compiler.cache_identity, "\0".join(flags), prelude, digest)
-    header = cache_dir() / f"prelude-{key}.h"
+    return cache_dir() / f"prelude-{key}.h", key
+
+
+def ensure_prelude(header: Path, key: str, prelude: str, flags: list[str]) -> None:
+    """Make `header` and its `.gch`, unless both are there and match their checksums (a damaged
+    `.gch` would crash the compiler). Where the compiler cannot precompile, the header alone
+    holds the prelude's text: a slower compile, the same kernel."""
     gch = Path(str(header) + ".gch")
-    if header.exists() and gch.exists():
-        return header
+    if cache_files.verify_artifact(gch, key) and cache_files.verify_artifact(header, key):
+        return
     import tempfile
 
-    with tempfile.TemporaryDirectory(prefix="tm-build-", dir=cache_dir()) as tmp:
+    compiler = find_compiler()
+    text = prelude.encode()
+    with tempfile.TemporaryDirectory(prefix=cache_files.build_prefix(), dir=header.parent) as tmp:
         src = Path(tmp, "prelude.h")
-        src.write_text(prelude)
+        src.write_bytes(text)
         out = Path(tmp, "prelude.h.gch")
         status, _ = run_compiler([compiler.path, *flags, "-x", "c++-header", str(src), "-o", str(out)])
-        if status != 0 or not out.exists():
-            return None
-        staged_h = cache_dir() / f".{header.name}.{os.getpid()}.tmp"
-        staged_gch = cache_dir() / f".{gch.name}.{os.getpid()}.tmp"
-        staged_h.write_text(prelude)
-        os.replace(out, staged_gch)
-        # The .gch first: a header seen without its .gch only costs a slower (correct) compile.
-        os.replace(staged_gch, gch)
-        os.replace(staged_h, header)
-    return header
+        if status == 0 and out.exists():
+            data = out.read_bytes()
+            cache_files.seal_artifact(gch, key, cache_files.digest(data), len(data))
+            staged = cache_files.staging_path(gch)
+            os.replace(out, staged)
+            # The .gch first: a header seen without its .gch only costs a slower (correct) compile.
+            cache_files.replace_into(staged, gch)
+        else:
+            cache_files.discard(gch)
+        cache_files.seal_artifact(header, key, cache_files.digest(text), len(text))
+        cache_files.write_atomically(header, text)

@@ -16,6 +16,12 @@ runtime headers) under their stat stamps the same way (a file changed in the las
 files only when it compiles. None of these files can change without changing its stamp (an
 edit moves the change time even when the modification time is put back), so a stale artifact
 is never reused.
+
+Every file here is checked before use (`runtime/cache_files.py`): an artifact is returned only
+when its sidecar record (key, size, SHA-256) matches it, so a kernel library is loaded only
+after its checksum matched; memos are records checked the same way. Anything damaged is removed
+and rebuilt. Compiles stage in `tm-build-<host>-<pid>-*` directories, and those of dead processes
+are removed by the next compile. An unwritable cache moves to a per-process temporary directory.
 """
 
 from __future__ import annotations
@@ -24,12 +30,14 @@ import functools
 import hashlib
 import os
 import platform
+import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from triton_metal.errors import TritonError
+from triton_metal.runtime import cache_files
 
 # subprocess, shutil and tempfile are imported where a compile runs: a process whose
 # artifacts are all cached never needs them (each costs milliseconds to import).
@@ -79,14 +87,14 @@ def stat_stamp(path: str | os.PathLike[str]) -> tuple[str, bool]:
     return f"{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}", settled
 
 
-def _write_atomically(path: Path, text: str) -> None:
-    """Write `text` through a temporary name and a rename; a read-only cache only loses the memo."""
-    staged = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        staged.write_text(text)
-        os.replace(staged, path)
-    except OSError:
-        pass
+def _write_memo(path: Path, key: str, text: str) -> None:
+    """A checked record (`cache_files`); a read-only cache only loses the memo."""
+    cache_files.write_record(path, key, text.encode())
+
+
+def _read_memo(path: Path, key: str) -> str:
+    """The memo's text, or "" when absent or damaged (then removed: it is asked again)."""
+    return cache_files.read_text_record(path, key) or ""
 
 
 def _ask_version(path: str) -> tuple[str, bool] | None:
@@ -111,13 +119,11 @@ def _compiler_at(path: str) -> Compiler | None:
         return None
     fingerprint = f"{real}:{stamp}"
     # The memo holds "clang" or "other", a newline, and the version line.
-    memo = cache_dir() / f"compiler-{cache_key(path, fingerprint)}.txt"
+    memo_key = cache_key(path, fingerprint)
+    memo = cache_dir() / f"compiler-{memo_key}.txt"
     kind, version = "", ""
     if settled:
-        try:
-            kind, _, version = memo.read_text().partition("\n")
-        except OSError:
-            pass
+        kind, _, version = _read_memo(memo, memo_key).partition("\n")
     if kind not in ("clang", "other") or not version:
         answer = _ask_version(path)
         if answer is None:
@@ -125,7 +131,7 @@ def _compiler_at(path: str) -> Compiler | None:
         version, clang = answer
         kind = "clang" if clang else "other"
         if settled:
-            _write_atomically(memo, f"{kind}\n{version}")
+            _write_memo(memo, memo_key, f"{kind}\n{version}")
     is_clang = kind == "clang"
     return Compiler(path, f"{version} ({path})", is_clang, fingerprint)
 
@@ -161,13 +167,15 @@ _made_dirs: set[Path] = set()
 
 
 def cache_dir() -> Path:
-    """Root of the disk cache (created on demand; `TRITON_METAL_CACHE_DIR` is read per call)."""
-    root = os.environ.get("TRITON_METAL_CACHE_DIR") or os.path.join(
-        os.path.expanduser("~"), ".cache", "triton_metal"
-    )
-    path = Path(root) / "emulator"
+    """The emulator's folder of the disk cache (created on demand; `TRITON_METAL_CACHE_DIR` is
+    read per call; an unwritable one is replaced by the process's temporary cache)."""
+    path = cache_files.cache_root() / "emulator"
     if path not in _made_dirs or not path.is_dir():
-        path.mkdir(parents=True, exist_ok=True)
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            path = cache_files.fall_back(cache_files.configured_root(), error) / "emulator"
+            path.mkdir(parents=True, exist_ok=True)
         _made_dirs.add(path)
     return path
 
@@ -209,13 +217,10 @@ def files_digest(paths: Sequence[str | os.PathLike[str]]) -> str:
     if digest is not None:
         return digest
     memo = cache_dir() / f"files-{key}.txt"
-    try:
-        digest = memo.read_text()
-    except OSError:
-        digest = ""
+    digest = _read_memo(memo, key)
     if len(digest) != 64:
         digest = _read_digest(paths)
-        _write_atomically(memo, digest)
+        _write_memo(memo, key, digest)
     _digests[key] = digest
     return digest
 
@@ -252,13 +257,15 @@ def build(
     sources: Mapping[str, str] | SourceFiles,
     command: Sequence[str],
     key_parts: Sequence[str] = (),
+    prepare: Callable[[], None] | None = None,
 ) -> Path:
-    """Compile into the cache and return the artifact's path (reused when already built).
+    """Compile into the cache and return the artifact's path (reused when already built and its
+    checksum matches; rebuilt otherwise).
 
     `sources` maps file names to texts written into a fresh temporary directory (or names files
     to copy there, `SourceFiles`); `command` is the compiler command line in which `{out}`
-    stands for the output path and `{dir}` for that directory. Raises `BuildFailure` when the
-    compiler fails.
+    stands for the output path and `{dir}` for that directory. `prepare` runs before a compile
+    (never when the artifact is found). Raises `BuildFailure` when the compiler fails.
     """
     compiler = find_compiler()
     if isinstance(sources, SourceFiles):
@@ -267,31 +274,62 @@ def build(
         source_parts = [name + "\0" + text for name, text in sorted(sources.items())]
     key = cache_key(kind, compiler.cache_identity, "\0".join(command), *key_parts, *source_parts)
     target = cache_dir() / f"{kind}-{key}{suffix}"
-    if target.exists():
+    if cache_files.verify_artifact(target, key):
         return target
-    texts = sources.read() if isinstance(sources, SourceFiles) else sources
-    return _compile(compiler, target, suffix, texts, command)
+    with _building(key):  # threads of this process wanting one artifact compile it once
+        if cache_files.verify_artifact(target, key):
+            return target
+        texts = sources.read() if isinstance(sources, SourceFiles) else sources
+        try:
+            return _compile(compiler, target, key, texts, command, prepare)
+        except OSError as error:
+            if cache_files.in_fallback(target):
+                raise
+            # The cache cannot be written (read-only, full): compile into the process's own.
+            cache_files.fall_back(cache_files.configured_root(), error)
+    return build(kind, suffix, sources, command, key_parts, prepare)
+
+
+_locks_guard = threading.Lock()
+_locks: dict[str, threading.Lock] = {}
+
+
+def _building(key: str) -> threading.Lock:
+    with _locks_guard:
+        return _locks.setdefault(key, threading.Lock())
 
 
 def _compile(
-    compiler: Compiler, target: Path, suffix: str, texts: Mapping[str, str], command: Sequence[str]
+    compiler: Compiler,
+    target: Path,
+    key: str,
+    texts: Mapping[str, str],
+    command: Sequence[str],
+    prepare: Callable[[], None] | None,
 ) -> Path:
-    import shutil
     import subprocess
     import tempfile
 
-    with tempfile.TemporaryDirectory(prefix="tm-build-", dir=cache_dir()) as tmp:
+    folder = target.parent
+    cache_files.clean_stale(folder)
+    if prepare is not None:
+        prepare()
+    with tempfile.TemporaryDirectory(prefix=cache_files.build_prefix(), dir=folder) as tmp:
         for name, text in texts.items():
             Path(tmp, name).write_text(text)
-        out = Path(tmp, "out" + suffix)
+        out = Path(tmp, "out" + target.suffix) if target.suffix else Path(tmp, "out")
         argv = [compiler.path] + [a.replace("{out}", str(out)).replace("{dir}", tmp) for a in command]
         proc = subprocess.run(argv, capture_output=True, text=True, cwd=tmp)
         if proc.returncode != 0:
             raise BuildFailure(proc.stderr.replace(tmp + os.sep, ""), tuple(argv))
-        # Rename within one directory: atomic, and a concurrent builder's identical file wins.
-        staged = cache_dir() / f".{target.name}.{os.getpid()}.tmp"
-        shutil.move(str(out), staged)
-        os.replace(staged, target)
+        data = out.read_bytes()
+        # The checksum first, then the artifact, each by a rename within one directory (atomic;
+        # a concurrent builder's identical file wins). An artifact seen without its checksum
+        # record is rebuilt, never used.
+        cache_files.seal_artifact(target, key, cache_files.digest(data), len(data))
+        staged = cache_files.staging_path(target)
+        os.replace(out, staged)
+        cache_files.replace_into(staged, target)
     return target
 
 

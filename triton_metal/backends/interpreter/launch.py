@@ -3,12 +3,14 @@
     launch(kernel, grid, args) -> None
 
 `args` maps every parameter (in order) to its bound value: NumPy arrays (written in place; a view
-is the address of its first element), MLX arrays (copied in, and rebound with `arr[...] = result`
-if the kernel wrote to them), Python/NumPy scalars, constexpr values, None. The runtime has already
+is the address of its first element), MLX arrays (copied in row-major, as every backend passes
+them, and rebound with `arr[...] = result` if the kernel wrote to them), Python/NumPy scalars, constexpr values, None. The runtime has already
 validated and bound them. Programs run sequentially `for z, for y, for x` under
 `active_semantic(...)`, so builtins find the interpreter's semantic, `print` and `pdb` work, and
 `@jit` helpers simply run. An exception from the body is re-raised naming the kernel, the program
-and the kernel source line that raised it, with the original as its cause.
+and the kernel source line that raised it, with the original as its cause; every value the
+launch wrote before is put back first (`Memory.roll_back`), so a refused launch leaves all arrays
+as they were (a read-only second output, say, is refused with the first one untouched).
 """
 
 from __future__ import annotations
@@ -69,6 +71,9 @@ def launch(kernel: JITCallable, grid: tuple[int, int, int], args: dict[str, obje
     gx, gy, gz = (int(g) for g in grid)
     if min(gx, gy, gz) < 0:
         raise LaunchError(f"grid {tuple(grid)} has a negative size")
+    from triton_metal.frontend.static_check import check_kernel
+
+    check_kernel(kernel)  # the constructs the compiler refuses are refused here too
     memory = Memory()
     constexprs = _constexpr_params(kernel)
     mlx: dict[int, _MlxBinding] = {}
@@ -76,19 +81,24 @@ def launch(kernel: JITCallable, grid: tuple[int, int, int], args: dict[str, obje
     builder = NumpyBuilder(memory, (gx, gy, gz))
     sem = Semantic(builder, concrete=builder.concrete, call_jit=call_function)
     body = interpretable(kernel.fn)
-    with np.errstate(all="ignore"), active_semantic(sem):
-        for z in range(gz):
-            for y in range(gy):
-                for x in range(gx):
-                    builder.program = (x, y, z)
-                    try:
-                        body(**bound)
-                    except Exception as exc:  # noqa: BLE001 - re-raised with the kernel's location
-                        located = _located(exc, kernel, (x, y, z))
-                        if located is exc:
-                            raise
-                        cause = located.__cause__ if isinstance(located, CompilationError) else exc
-                        raise located from cause
+    try:
+        with np.errstate(all="ignore"), active_semantic(sem):
+            for z in range(gz):
+                for y in range(gy):
+                    for x in range(gx):
+                        builder.program = (x, y, z)
+                        try:
+                            body(**bound)
+                        except Exception as exc:  # noqa: BLE001 - re-raised with the kernel's location
+                            located = _located(exc, kernel, (x, y, z))
+                            if located is exc:
+                                raise
+                            cause = located.__cause__ if isinstance(located, CompilationError) else exc
+                            raise located from cause
+    except BaseException:
+        memory.roll_back()  # a refused launch (a read-only output, an assert) writes nothing
+        raise
+    memory.undo.clear()
     _write_back(mlx, memory)
 
 
@@ -171,7 +181,9 @@ def _bind_mlx_host(name: str, arr: Any, memory: Memory, mlx: dict[int, _MlxBindi
     import mlx.core as mx
 
     is_bf16 = arr.dtype == mx.bfloat16
-    host = np.array(arr.view(mx.uint16)) if is_bf16 else np.array(arr)
+    # Row-major, as every backend sees an MLX array (docs/runtime.md, "MLX arrays"): NumPy would
+    # keep the layout of a transposed view, which no other backend passes.
+    host = np.array(arr.view(mx.uint16) if is_bf16 else arr, order="C")
     if host.dtype == np.float64:
         raise LaunchError(f"argument '{name}' is a float64 array: {FP64_REFUSAL}")
     mlx[id(arr)] = _MlxBinding(arr, host, is_bf16)

@@ -70,6 +70,15 @@ class Memory:
         self.extents: list[tuple[str, int, int]] = []
         """(argument, address of its first element, end of what it may address): an access must
         fall inside one of these, not merely inside the allocation around a view."""
+        self.undo: list[tuple[Buffer, np.ndarray, np.ndarray]] = []
+        """(buffer, addresses, the values they held) per write, so a launch that fails part way
+        can be undone (`roll_back`): a refused launch leaves every array as it was."""
+
+    def roll_back(self) -> None:
+        """Put back every value this launch wrote, newest first."""
+        for b, a, old in reversed(self.undo):
+            self._write(b, a, old)
+        self.undo.clear()
 
     def register(self, arr: np.ndarray, name: str) -> int:
         """Make `arr`'s allocation addressable; returns the address of `arr`'s first element."""
@@ -191,6 +200,10 @@ class Memory:
         return np.ascontiguousarray(b.u8[idx]).view(dt).reshape(-1)
 
     def _scatter(self, b: Buffer, a: np.ndarray, v: np.ndarray) -> None:
+        self.undo.append((b, a.copy(), self._gather(b, a, v.dtype)))
+        self._write(b, a, v)
+
+    def _write(self, b: Buffer, a: np.ndarray, v: np.ndarray) -> None:
         dt = v.dtype
         off = (a - np.uint64(b.low)).astype(np.int64)
         if b.low % dt.itemsize == 0:

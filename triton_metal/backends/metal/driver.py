@@ -41,7 +41,9 @@ Per launch (`prepare` computes everything, `__call__` runs it):
 * results: an MLX argument is rebound (`arr[...] = result`, after checking dtype and shape); a
   NumPy buffer is copied back in place.
 * nothing is evaluated: the launch adds one `CustomKernel` node (plus, when coverage is not
-  proven or for atomics, the merge) to MLX's lazy graph. A Metal compile error therefore
+  proven or for atomics, the merge) to MLX's lazy graph. The one exception is a debug build
+  with device asserts: its status output (the last output, after any written masks) is read
+  right after the launch, which waits for the kernel (`runtime/device_asserts.py`). A Metal compile error therefore
   surfaces where the graph is evaluated, as MLX's `RuntimeError` whose diagnostics name the
   kernel's Python file and line (the MSL's `#line` directives); `metal_errors()` turns it into
   a `CompilationError` with the source line and caret.
@@ -66,6 +68,7 @@ from typing import Any
 import numpy as np
 
 from triton_metal.errors import CompilationError, LaunchError, Loc
+from triton_metal.runtime.device_asserts import check_status, has_asserts, warn_prints
 from triton_metal.runtime.log import debug_level
 from triton_metal.runtime.mlx_op import inside_op, note_kernel
 
@@ -138,11 +141,15 @@ class PreparedLaunch:
     grid: tuple[int, int, int]
     threadgroup: tuple[int, int, int]
     init_value: float | None
-    """metal_kernel's `init_value`: an atomic identity, 0 for written masks, else None."""
+    """metal_kernel's `init_value`: an atomic identity, 0 for written masks or a device-assert
+    status, else None."""
     outputs: list[OutputPlan] = field(default_factory=list)
     masked: tuple[str, ...] = ()
     """Outputs merged through written masks: the kernel's twin with those masks runs, and its
-    mask outputs follow the outputs (shapes and dtypes appended in this order)."""
+    mask outputs follow the outputs (shapes and dtypes appended in this order; a debug build's
+    device-assert status output comes last)."""
+    status: Any = None
+    """The run's device-assert status output (debug builds with asserts), read after the launch."""
 
     def call_arguments(self) -> dict[str, Any]:
         return {
@@ -389,6 +396,11 @@ class MetalLauncher:
             for o in masked:  # shaped as its output, for the select
                 prepared.output_shapes.append(shapes[o])
                 prepared.output_dtypes.append(self.mx.bool_)
+        if has_asserts(self.msl):  # the status output, last (device_asserts.py)
+            prepared.output_shapes.append((4,))
+            prepared.output_dtypes.append(self.mx.uint32)
+            if first is None:
+                first = 0.0  # uninitialised memory could hold anything
         prepared.init_value = first
         return prepared
 
@@ -480,6 +492,11 @@ class MetalLauncher:
             results = self.guarded(prepared)
         else:
             results = self.run(prepared)
+        if prepared.status is not None:
+            # Debug builds only (asserts are compiled in only then): the status is read now,
+            # which waits for the kernel.
+            check_status(self.msl, np.array(prepared.status))
+        warn_prints(self.msl, "Metal")
         self.write_back(prepared, results)
 
     def run(self, prepared: PreparedLaunch) -> list[Any]:
@@ -487,7 +504,10 @@ class MetalLauncher:
         kernel = self.kernel(prepared.masked)
         if prepared.masked:
             self._log_merge(prepared)
-        return self.finish(prepared, kernel(**prepared.call_arguments()))
+        results = kernel(**prepared.call_arguments())
+        if has_asserts(self.msl):
+            prepared.status = results[-1]
+        return self.finish(prepared, results)
 
     def guarded(self, prepared: PreparedLaunch) -> list[Any]:
         """`run` between two `mx.custom_function`s whose rules raise, naming the kernel (at
