@@ -92,6 +92,7 @@ def _top_module() -> types.ModuleType:
     module = types.ModuleType("triton", "triton_metal installed as triton (install_as_triton)")
     module.__path__ = []  # a package: submodules come from the finder
     module.__version__ = TRITON_VERSION  # type: ignore[attr-defined]
+    module.__triton_metal__ = True  # type: ignore[attr-defined]
 
     def __getattr__(name: str) -> Any:
         if name in ("language", "runtime", "testing", "compiler", "backends"):
@@ -107,7 +108,7 @@ def install_as_triton() -> types.ModuleType:
     """Make `import triton` (and its submodules) resolve to triton_metal; returns `triton`."""
     current = sys.modules.get("triton")
     if current is not None:
-        if getattr(current, "__version__", None) == TRITON_VERSION and not hasattr(current, "__file__"):
+        if vars(current).get("__triton_metal__"):
             return current  # installed before
         raise ImportError(
             "install_as_triton: a real Triton is already imported in this process; call "
