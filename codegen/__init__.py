@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from .kernel import CoveredDim, MSLKernel, OutputCoverage, ParamBinding
+from .kernel import MSLKernel, OutputCoverage, ParamBinding
 from .options import CodegenOptions
 
 
@@ -19,4 +19,4 @@ def compile_module(module, options: CodegenOptions, axis_info: object | None = N
     return _compile(module, options, axis_info)
 
 
-__all__ = ["CodegenOptions", "CoveredDim", "MSLKernel", "OutputCoverage", "ParamBinding", "compile_module"]
+__all__ = ["CodegenOptions", "MSLKernel", "OutputCoverage", "ParamBinding", "compile_module"]

@@ -48,6 +48,8 @@ class LoweringContext:
         self.program_ids: set[int] = set()
         self.int_helper_types: set[str] = set()
         self.float_helper_types: set[str] = set()
+        self.float_to_int_types: set[str] = set()
+        """MSL integer types that `km_to_<type>` (saturating float conversion) must exist for."""
         self.cas_types: set[str] = set()
         self.vector_inputs: set[str] = set()
         """Inputs read through `const device` vector views (must arrive in device memory)."""

@@ -99,7 +99,8 @@ def compile_module(module: Module, options: CodegenOptions, axis_info: object | 
         if arg in buffers:
             b = buffers[arg]
             aligned = int(attrs.get("tt.divisibility", 1)) % 16 == 0
-            buf = Buffer(b.param, b.pointee, b.input_name, b.output_name, aligned)
+            written = _written_name(b.output_name) if b.output_name in options.written_masks else None
+            buf = Buffer(b.param, b.pointee, b.input_name, b.output_name, aligned, written)
             ctype = "long" if options.index_bits == 64 else "int"
             ctx.bind(arg, PtrValue(arg.type, buf, (Lit("0"),), ctype, None))
         else:
@@ -130,6 +131,9 @@ def compile_module(module: Module, options: CodegenOptions, axis_info: object | 
     for b in bindings:
         input_names.extend(b.msl_inputs)
         output_names.extend(b.msl_outputs)
+    masks = {b.output_name: _written_name(b.output_name) for b in buffers.values()
+             if b.output_name in options.written_masks}
+    output_names.extend(masks.values())
     if options.spread_programs:
         input_names.append(GRID_INPUT)
     if not output_names:
@@ -138,7 +142,7 @@ def compile_module(module: Module, options: CodegenOptions, axis_info: object | 
             func.loc, hint="store the results through a pointer argument", kernel=name,
         )
     digest = hashlib.sha256((header + "\n" + body + repr(output_names)).encode()).hexdigest()[:12]
-    coverage = store_coverage(func, buffers, uses)
+    coverage, program = store_coverage(func, buffers, uses, options.index_bits)
     atomic_info = {
         u.arg.name_hint or "": {"kinds": sorted(u.atomic_kinds), "result_used": u.atomic_result_used,
                                 "loaded": u.loaded}
@@ -154,6 +158,7 @@ def compile_module(module: Module, options: CodegenOptions, axis_info: object | 
         threads_per_program=options.threads_per_program,
         atomic_outputs=False,
         stored_coverage=coverage,
+        coverage_program=program,
         metadata={
             "num_warps": options.num_warps,
             "math_mode": options.math_mode,
@@ -162,8 +167,14 @@ def compile_module(module: Module, options: CodegenOptions, axis_info: object | 
             "atomics": atomic_info,
             "vector_inputs": tuple(sorted(ctx.vector_inputs)),
             "grid_input": GRID_INPUT if options.spread_programs else None,
+            "written_masks": masks,
         },
     )
+
+
+def _written_name(output: str) -> str:
+    """`x_out` -> `x_written`: the bool output a store sets beside `x_out`."""
+    return output[: -len("_out")] + "_written"
 
 
 def _pass_scratch(func: Op) -> int:
@@ -184,8 +195,13 @@ def _helpers(ctx: LoweringContext) -> list[str]:
             for t in sorted(ctx.int_helper_types):
                 c = msl_type(ScalarType(t))
                 u, bits, signed = _INT_TYPES[c]
-                types.append({"c": c, "u": u, "bits": bits, "signed": signed})
+                hi, suffix = (1 << (bits - 1)) - 1, "L" if bits == 64 else ""
+                # the minimum as `-MAX - 1`: the literal MIN alone does not fit the signed type
+                types.append({"c": c, "u": u, "bits": bits, "signed": signed,
+                              "min": f"{c}({c}(-{hi}{suffix}) - {c}(1))", "max": f"{c}({hi}{suffix})"})
             texts.append(render("helpers/int_ops.metal", types=types))
+        elif name == "float_to_int":
+            texts.append(render("helpers/float_to_int.metal", types=[_float_to_int(c) for c in sorted(ctx.float_to_int_types)]))
         elif name == "float_ops":
             texts.append(render("helpers/float_ops.metal", types=sorted(ctx.float_helper_types)))
         elif name == "atomic_cas_op":
@@ -193,6 +209,17 @@ def _helpers(ctx: LoweringContext) -> list[str]:
         else:
             texts.append(render(f"helpers/{name}.metal"))
     return texts
+
+
+def _float_to_int(c: str) -> dict[str, str]:
+    """Bounds of the saturating conversion to MSL integer type `c` (templates/helpers/float_to_int.metal)."""
+    _, bits, signed = _INT_TYPES[c]
+    suffix = "L" if bits == 64 else ""
+    hi = (1 << (bits - 1)) - 1 if signed else (1 << bits) - 1
+    lo = -(1 << (bits - 1)) if signed else 0
+    minimum = f"{c}({c}(-{hi}{suffix}) - {c}(1))" if signed else f"{c}(0)"
+    return {"c": c, "lo": f"{float(lo)!r}f", "hi": f"{float(hi + 1)!r}f", "min": minimum,
+            "max": f"{c}({hi}{'u' if not signed else ''}{suffix})"}
 
 
 def _ascii(text: str) -> str:

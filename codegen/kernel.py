@@ -13,14 +13,18 @@ Contract:
   (`<param>_out`) when it is written. Loads read the input (the contents before the launch),
   stores and atomics write the output, which metal_kernel allocates fresh: elements the launch
   does not write must come from the old array (host-side merge, or `init_value` for atomics).
-* `stored_coverage` lists, per output, the condition under which the launch writes every element
-  of the output; an output absent from it (or with `proven=False`) must be merged by the host.
+* `stored_coverage` says, per output, whether a launch can be proven to write every element;
+  `coverage_program` is what the runtime evaluates for that at each launch (docs/runtime.md,
+  "Coverage"). An output not proven is merged by the host with a written mask.
+* `metadata["written_masks"]`, in a variant compiled with written masks, maps outputs to the
+  extra bool outputs the kernel sets wherever it stores.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 PARAM_KINDS = ("pointer_in", "pointer_out", "pointer_inout", "pointer_atomic", "scalar", "constexpr")
 
@@ -49,50 +53,29 @@ class ParamBinding:
 
 
 @dataclass(frozen=True)
-class CoveredDim:
-    """One dimension of a proven store pattern: indices `i < bound` along it are written when
-    `grid[grid_axis] * block >= bound` (`block >= bound` when `grid_axis` is -1: an index
-    vector that does not depend on the program); each index contributes `i * stride` to the
-    flat element index."""
-
-    grid_axis: int
-    block: int
-    bound_param: str | None = None
-    """The runtime scalar parameter bounding the index (the mask `offs < bound`)."""
-    bound_value: int | None = None
-    """A constant bound; both None: unmasked, bounded by `grid[grid_axis] * block` itself."""
-    stride_param: str | None = None
-    """The runtime scalar parameter giving the stride, or None for the constant `stride_value`."""
-    stride_value: int = 1
-
-
-@dataclass(frozen=True)
 class OutputCoverage:
-    """Which elements of one output a launch writes, as far as the compiler can prove.
+    """The static part of one output's coverage proof.
 
-    With `proven`, every flat element index `i < bound` of the output is stored by the launch
-    provided `grid[grid_axis] * block >= bound`, where `bound` is the runtime scalar parameter
-    `bound_param`, or the constant `bound_value`, or (both None: an unmasked store) the launch's
-    own `grid[grid_axis] * block`. The runtime must also check `bound >= output.size` (the
-    array's element count, contiguous row-major) before skipping the merge of the old contents."""
+    `checkable`: the launch-time check (`runtime.coverage.check_coverage` on the kernel's
+    `coverage_program`) may prove that a launch writes every element; each launch still asks it.
+    Otherwise `reason` says why no launch can be proven (atomics, a lock, no store modelled)."""
 
     output: str
     """The metal_kernel output name."""
-    proven: bool
-    grid_axis: int = 0
-    block: int = 0
-    """Elements each program covers along the flat index."""
-    bound_param: str | None = None
-    bound_value: int | None = None
+    checkable: bool
     reason: str = ""
-    """Why coverage could not be proven (for the debug log) when `proven` is False."""
-    tile: tuple[CoveredDim, ...] = ()
-    """The general form of the proof, for 1-D and multi-dimensional tiles: every flat index
-    `sum(i_d * stride_d)` with `i_d < bound_d` for all d is written when every dim's grid
-    condition holds. The output is fully written when, in addition, the strides are the
-    row-major strides of the bounds (innermost 1) and the bounds' product equals the array's
-    size. For 1-D proofs the fields above say the same (`proven`); a multi-dimensional proof has
-    `proven=False` there (the 1-D reading does not apply) and this field set."""
+
+
+@dataclass(frozen=True)
+class CoverageProgram:
+    """A kernel's stores as the program the launch-time coverage check runs
+    (`passes.coverage_program` documents the statements)."""
+
+    statements: tuple[Any, ...]
+    left_out: tuple[tuple[str, str, str], ...] = ()
+    """(output, store location, reason) of every store the program does not model."""
+    index_bits: int = 32
+    """Pointer offsets are `int` (32) or `long` (64) in the MSL."""
 
 
 @dataclass(frozen=True)
@@ -113,6 +96,8 @@ class MSLKernel:
     atomic_outputs: bool
     """metal_kernel(atomic_outputs=...): outputs are declared `device atomic<T>*`."""
     stored_coverage: tuple[OutputCoverage, ...] = ()
+    coverage_program: CoverageProgram | None = None
+    """The kernel's stores for the launch-time check (None: nothing to check)."""
     metadata: Mapping[str, object] = field(default_factory=dict)
     """threadgroup_memory_bytes, num_warps, math_mode, index_bits, ... (for logs and dumps)."""
 

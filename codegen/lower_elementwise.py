@@ -240,7 +240,7 @@ def lower_float_binary(ctx: LoweringContext, op: arith.BinaryOp) -> None:
     ty = _el(op.lhs)
     key = _FLOAT_OPS[type(op)]
     a, b = ctx.reg(op.lhs), ctx.reg(op.rhs)
-    if key in ("fminimum", "fmaximum"):
+    if key in ("fminimum", "fmaximum", "fminnum", "fmaxnum"):
         ctx.helpers.add("float_ops")
         ctx.float_helper_types.add("float" if ty.name == "bf16" else msl_type(ty))
     if ty.name == "bf16" or (ty.name == "f16" and key == "frem"):
@@ -432,7 +432,10 @@ def lower_convert(ctx: LoweringContext, op: arith.CastOp) -> None:
         elementwise(ctx, op, [a], lambda x: _to_float(Convert(_signed(src), x), dst))
         return
     if isinstance(op, (arith.FPToSIOp, arith.FPToUIOp)):
-        elementwise(ctx, op, [a], lambda x: Convert(dc, as_float(x, src)))
+        # saturating, NaN -> 0: one answer where MSL's conversion leaves it unspecified
+        ctx.helpers.add("float_to_int")
+        ctx.float_to_int_types.add(dc)
+        elementwise(ctx, op, [a], lambda x: Call(f"km_to_{dc}", (as_float(x, src),)))
         return
     if dst.is_float():
         elementwise(ctx, op, [a], lambda x: _to_float(x, dst, src))

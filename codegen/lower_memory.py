@@ -202,9 +202,9 @@ def _vector_store(ctx: LoweringContext, op: mem.StoreOp, p: PtrValue, val: RegVa
             continue
         target = Index(PtrCast("device", vtype, Apply("add", (Var(p.buffer.output_name), p.offsets[r]))), Lit("0"))
         value = Call(vtype, tuple(_reg_at(val, r + i) for i in range(vec)))  # type: ignore[misc]
-        stmt = Assign(target, value)
+        stmts = (Assign(target, value), *_mark_written(p, tuple(p.offsets[r + i] for i in range(vec))))
         cond = _and(own, _reg_at(mask, r))
-        ctx.emit(If(cond, (stmt,)) if cond is not None else stmt)
+        _emit_guarded(ctx, cond, stmts)
 
 
 @lowers(mem.StoreOp)
@@ -235,9 +235,24 @@ def lower_store(ctx: LoweringContext, op: mem.StoreOp) -> None:
         off = p.offsets[r] if p.dist is not None else p.offsets[0]
         v = _reg_at(val, r)
         assert v is not None
-        stmt = Assign(Index(dst, off), v)
+        stmts = (Assign(Index(dst, off), v), *_mark_written(p, (off,)))
         cond = _and(own_var, _reg_at(mask, r))
-        ctx.emit(If(cond, (stmt,)) if cond is not None else stmt)
+        _emit_guarded(ctx, cond, stmts)
+
+
+def _emit_guarded(ctx: LoweringContext, cond: Expr | None, stmts: tuple[Assign, ...]) -> None:
+    if cond is not None:
+        ctx.emit(If(cond, stmts))
+        return
+    for stmt in stmts:
+        ctx.emit(stmt)
+
+
+def _mark_written(p: PtrValue, offsets: tuple[Expr, ...]) -> tuple[Assign, ...]:
+    """`written[off] = true` beside a store, when the buffer has a written mask."""
+    if p.buffer.written_name is None:
+        return ()
+    return tuple(Assign(Index(Var(p.buffer.written_name), off), Lit("true")) for off in offsets)
 
 
 def _hoist(ctx: LoweringContext, cond: Expr | None) -> Expr | None:

@@ -27,6 +27,11 @@ class CodegenOptions:
     may then launch any grid of at least that many threadgroups (grids whose x extent times the
     threadgroup size passes 2**32 threads). Off: program id a is the threadgroup position along a."""
 
+    written_masks: tuple[str, ...] = ()
+    """Output names (`<param>_out`) whose stores also set a bool output `<param>_written` at
+    every element they write: the one-run merge of outputs not proven covered
+    (docs/runtime.md, "The written mask")."""
+
     def __post_init__(self) -> None:
         if self.num_warps not in (1, 2, 4, 8, 16, 32):
             raise ValueError(f"num_warps must be a power of two from 1 to 32, got {self.num_warps}")

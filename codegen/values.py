@@ -30,6 +30,8 @@ class Buffer:
     """The metal_kernel output written by stores and atomics (None: never written)."""
     aligned16: bool = False
     """The parameter's address is a multiple of 16 bytes (`tt.divisibility = 16`)."""
+    written_name: str | None = None
+    """The bool output every store also sets where it writes (`CodegenOptions.written_masks`)."""
 
 
 @dataclass(frozen=True)

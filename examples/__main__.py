@@ -11,7 +11,7 @@ import sys
 
 EXAMPLES = (
     "vector_add", "softmax", "layer_norm", "matmul", "dropout", "cumsum", "histogram",
-    "flash_attention", "matmul_autotuned",
+    "flash_attention", "matmul_autotuned", "llama_block",
 )
 
 

@@ -2,7 +2,8 @@
 
 A row is loaded once, its maximum subtracted for numerical stability, exponentiated, summed and
 divided, all in registers. Programs stride over the rows (`tl.range` from the program id by the
-number of programs), so the grid can be smaller than the number of rows.
+number of programs), so the grid can be smaller than the number of rows; by default it has one
+program per row.
 """
 
 from __future__ import annotations
@@ -39,8 +40,12 @@ def softmax_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n
         tl.store(output_ptrs, softmax_output, mask=mask)
 
 
-def softmax(x: Any, num_warps: int | None = None, max_programs: int = 64) -> Any:
-    """Softmax over the last axis of a 2-D array (NumPy or MLX; fp32, fp16 or bf16)."""
+def softmax(x: Any, num_warps: int | None = None, max_programs: int | None = None) -> Any:
+    """Softmax over the last axis of a 2-D array (NumPy or MLX; fp32, fp16 or bf16).
+
+    By default one program per row, the launch shape Triton's tutorial reaches whenever the rows
+    fit the GPU at once; `max_programs` caps the grid, and the programs then stride over the
+    rows (a persistent grid)."""
     n_rows, n_cols = x.shape
     BLOCK_SIZE = triton.next_power_of_2(n_cols)
     if num_warps is None:
@@ -48,8 +53,8 @@ def softmax(x: Any, num_warps: int | None = None, max_programs: int = 64) -> Any
         num_warps = 8 if BLOCK_SIZE >= 2048 else 4
     num_stages = 2
     y = empty(x.shape, x.dtype, like=x)
-    # a persistent grid: never more programs than rows
-    num_programs = min(max_programs, n_rows)
+    # never more programs than rows; a smaller cap makes the grid persistent
+    num_programs = n_rows if max_programs is None else max(1, min(max_programs, n_rows))
     softmax_kernel[(num_programs, 1, 1)](
         y, x, strides(x)[0], strides(y)[0], n_rows, n_cols,
         BLOCK_SIZE=BLOCK_SIZE, num_stages=num_stages, num_warps=num_warps,

@@ -8,6 +8,11 @@
 
     kernel[(triton.cdiv(n, 1024),)](x, n, BLOCK=1024)
 
+`op` turns a launcher (a function that allocates outputs and launches kernels) into a
+differentiable MLX operation (`mx.custom_function`), and `metal_errors()` re-raises a Metal
+compile error met when MLX evaluates a launch's results as a `CompilationError` at the kernel
+line (docs/runtime.md, "MLX: laziness, transformations and ops").
+
 The host-side API has Triton's names (`jit`, `JITFunction`, `cdiv`, `next_power_of_2`,
 `reinterpret`, `autotune`, `Config`, `heuristics`, `testing.do_bench`, and the error classes), so
 ported code keeps working. `install_as_triton()` (or `TRITON_METAL_AS_TRITON=1` when this package
@@ -30,6 +35,7 @@ from .errors import (
     CompilationError,
     InterpreterError,
     LaunchError,
+    OpError,
     OutOfResources,
     TritonError,
 )
@@ -52,6 +58,9 @@ from .as_triton import install_as_triton
 # time).
 _LAZY = {
     "testing": ".testing",
+    "op": ".runtime.mlx_op",
+    "metal_errors": ".backends.metal.driver",
+    "Op": ".runtime.mlx_op",
     "clear_cache": ".tools.hardware",
     "get_hardware_capabilities": ".tools.hardware",
     "set_debug_option": ".tools.hardware",
@@ -92,6 +101,8 @@ __all__ = [
     "InterpreterError",
     "JITFunction",
     "LaunchError",
+    "Op",
+    "OpError",
     "OutOfResources",
     "TritonError",
     "__version__",
@@ -105,7 +116,9 @@ __all__ = [
     "install_as_triton",
     "jit",
     "language",
+    "metal_errors",
     "next_power_of_2",
+    "op",
     "reinterpret",
     "set_debug_option",
     "start_profiling",

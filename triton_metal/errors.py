@@ -68,13 +68,15 @@ class CompilationError(TritonError):
         """Fill in the location and kernel if the raiser did not know them (innermost wins)."""
         if (self.loc is not None or loc is None) and (self.kernel is not None or kernel is None):
             return self
-        return type(self)(
+        located = type(self)(
             self.reason,
             self.loc if self.loc is not None else loc,
             self.hint,
             self.kernel if self.kernel is not None else kernel,
             self.source_line,
         )
+        located.__cause__ = self.__cause__  # Triton's own exception for the mistake, if any
+        return located
 
     def __reduce__(self):  # keep it picklable (exceptions with custom __init__ are not by default)
         return (type(self), (self.reason, self.loc, self.hint, self.kernel, self.source_line))
@@ -108,8 +110,22 @@ class InterpreterError(TritonError):
     """An error raised while a kernel runs in the NumPy interpreter (out-of-bounds access, ...)."""
 
 
+class OutOfBoundsError(TritonError, IndexError):
+    """A kernel accessed an array argument outside its elements. Both the emulator (bounds-checked
+    builds) and the interpreter raise it, naming the kernel, the line, the argument and the index."""
+
+
+class InterpreterOutOfBounds(InterpreterError, OutOfBoundsError):
+    """The interpreter's out-of-bounds access."""
+
+
 class LaunchError(TritonError, ValueError):
     """Bad arguments to `kernel[grid](...)`, found before anything runs."""
+
+
+class OpError(LaunchError):
+    """A `triton_metal.op` called with bad arrays, or whose launcher or backward returned the
+    wrong values; the message names the op and the argument."""
 
 
 def internal_error(message: str) -> AssertionError:

@@ -1,6 +1,16 @@
-{# NaN-propagating minimum and maximum (tl.minimum/maximum with propagate_nan), per float type
-   in `types` (MSL names). #}
+{# Float minimum and maximum with one answer for signed zeros, per float type in `types` (MSL
+   names): min(-0.0, +0.0) is -0.0 and max(-0.0, +0.0) is +0.0 in either order (IEEE 754-2019's
+   minimum/maximum order), where MSL's fmin/fmax may return either zero. Equal operands merge
+   their bits: OR keeps a sign bit, AND drops it. km_fmin/km_fmax ignore a NaN operand
+   (tl.minimum/maximum); km_fminimum/km_fmaximum propagate it (propagate_nan=ALL). #}
 {% for t in types %}
-inline {{ t }} km_fminimum({{ t }} a, {{ t }} b) { return (isnan(a) || isnan(b)) ? {{ t }}(NAN) : fmin(a, b); }
-inline {{ t }} km_fmaximum({{ t }} a, {{ t }} b) { return (isnan(a) || isnan(b)) ? {{ t }}(NAN) : fmax(a, b); }
+{% set bits = "ushort" if t == "half" else "uint" %}
+inline {{ t }} km_fmin({{ t }} a, {{ t }} b) {
+  return a == b ? as_type<{{ t }}>({{ bits }}(as_type<{{ bits }}>(a) | as_type<{{ bits }}>(b))) : fmin(a, b);
+}
+inline {{ t }} km_fmax({{ t }} a, {{ t }} b) {
+  return a == b ? as_type<{{ t }}>({{ bits }}(as_type<{{ bits }}>(a) & as_type<{{ bits }}>(b))) : fmax(a, b);
+}
+inline {{ t }} km_fminimum({{ t }} a, {{ t }} b) { return (isnan(a) || isnan(b)) ? {{ t }}(NAN) : km_fmin(a, b); }
+inline {{ t }} km_fmaximum({{ t }} a, {{ t }} b) { return (isnan(a) || isnan(b)) ? {{ t }}(NAN) : km_fmax(a, b); }
 {% endfor %}

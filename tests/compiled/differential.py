@@ -13,14 +13,16 @@ that hold such values in its attribute `program_order_dependent` (a tuple of nam
 compared as multisets (sorted), which still proves that both runs saw the same values.
 
 An error of the interpreter is re-raised as is (tests of refusals expect the interpreter's
-error); the compiled run is then skipped, since there is nothing to compare.
+error) once the compiled launch has refused the same program with the same words: the two
+backends agree on accept/refuse for every kernel run here (per-op kernels, random kernels).
 
 The kernels compared are written in the kernel language (helpers are `@jit` functions, values
 they capture are constexprs), so the compiler must accept each of them. Only two kinds of
-refusal skip the compiled run, quoting the compiler's error: a kernel that has no effect once
+refusal skip the value comparison, quoting the compiler's error: a kernel that has no effect once
 compiled (it only prints, so there is nothing to compare), and a kernel past one of the
-compiler's stated limits (pointer and integer conversions, 3-D dots). Any other compilation
-error fails the test.
+compiler's stated limits (pointer and integer conversions, 3-D dots). Such a kernel must then be
+refused by a user's interpreted launch too (`TRITON_METAL_INTERPRET=1`, which checks with the
+compiler), with the same words. Any other compilation error fails the test.
 """
 
 from __future__ import annotations
@@ -109,17 +111,28 @@ def run_both(fn: Callable[..., Any], grid: tuple[int, ...] = (1,), *, num_warps:
     g = tuple(grid) + (1,) * (3 - len(grid))
     saved = {k: _copy(v) for k, v in args.items()}
     plain = fn.fn if isinstance(fn, triton.JITFunction) else fn
-    interpret_launch(JITCallable(plain), (g[0], g[1], g[2]), dict(args))
+    kernel = as_jit(fn)
+    options = {} if num_warps is None else {"num_warps": num_warps}
+    try:
+        interpret_launch(JITCallable(plain), (g[0], g[1], g[2]), dict(args))
+    except CompilationError as refusal:
+        # One legality: the compiler refuses it too, with the same words.
+        for k, v in args.items():
+            _restore(v, saved[k])
+        with pytest.raises(CompilationError) as compiled_refusal:
+            kernel[tuple(grid)](**args, **options)
+        assert compiled_refusal.value.reason == refusal.reason, (
+            f"the backends refuse differently: {compiled_refusal.value.reason!r}")
+        raise
     interpreted = {k: _copy(v) for k, v in args.items()}
     for k, v in args.items():
         _restore(v, saved[k])
-    kernel = as_jit(fn)
-    options = {} if num_warps is None else {"num_warps": num_warps}
     try:
         kernel[tuple(grid)](**args, **options)
     except CompilationError as error:
         if not _interpreter_only(error):
             raise
+        _assert_interpreted_launch_refuses(kernel, grid, args, options, error)
         pytest.skip(f"the compiler refuses this kernel (no effect once compiled, or a stated limit): "
                     f"{error.reason}")
     unordered = set(getattr(plain, "program_order_dependent", ()))
@@ -140,6 +153,25 @@ _INTERPRETER_ONLY = (
     "converting between pointers and integers is not supported",
     "tl.dot of 3-D operands is not supported",
 )
+
+
+def _assert_interpreted_launch_refuses(kernel: Any, grid: tuple[int, ...], args: dict[str, Any],
+                                       options: dict[str, Any], error: CompilationError) -> None:
+    """The NumPy interpreter can run this kernel, but a user's interpreted launch
+    (`TRITON_METAL_INTERPRET=1`) refuses it with the compiler's error: one legality."""
+    import os
+
+    before = os.environ.get("TRITON_METAL_INTERPRET")
+    os.environ["TRITON_METAL_INTERPRET"] = "1"
+    try:
+        with pytest.raises(CompilationError) as interpreted:
+            kernel[tuple(grid)](**args, **options)
+    finally:
+        if before is None:
+            del os.environ["TRITON_METAL_INTERPRET"]
+        else:
+            os.environ["TRITON_METAL_INTERPRET"] = before
+    assert interpreted.value.reason == error.reason
 
 
 def _interpreter_only(error: CompilationError) -> bool:

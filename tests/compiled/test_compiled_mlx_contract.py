@@ -87,7 +87,7 @@ def _run_contract(kernel: triton.JITFunction, grid: tuple[int, ...], args: list[
     grid3 = tuple(grid) + (1,) * (3 - len(grid))
     prepared = launcher.prepare(tuple(values), grid3)  # type: ignore[arg-type]
     factory = launcher.factory_arguments()
-    call = prepared.call_arguments(prepared.init_values[0])
+    call = prepared.call_arguments()
     source = _mlx_source(factory, call)
     specs = [InputSpec(n, _TYPES[a.dtype], a.ndim, a.size) for n, a in zip(msl.input_names, call["inputs"])]
     outs = [OutputSpec(n, _TYPES[d]) for n, d in zip(msl.output_names, call["output_dtypes"])]

@@ -15,6 +15,7 @@ import mlx.core as mx
 import numpy as np
 import pytest
 
+from triton_metal.errors import CompilationError
 from examples import cumsum, dropout, flash_attention, histogram, layer_norm, matmul, softmax, vector_add
 
 RNG = np.random.default_rng(2024)
@@ -29,7 +30,14 @@ def _numpy(value: Any) -> np.ndarray:
 def both(monkeypatch: pytest.MonkeyPatch, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, Any]:
     """(compiled result, interpreted result) of `fn(*args, **kwargs)`, as NumPy arrays."""
     monkeypatch.setenv("TRITON_METAL_INTERPRET", "1")
-    interpreted = fn(*args, **kwargs)
+    try:
+        interpreted = fn(*args, **kwargs)
+    except CompilationError as refusal:  # one legality: then the compiler refuses it alike
+        monkeypatch.delenv("TRITON_METAL_INTERPRET")
+        with pytest.raises(CompilationError) as compiled_refusal:
+            fn(*args, **kwargs)
+        assert compiled_refusal.value.reason == refusal.reason
+        raise
     monkeypatch.delenv("TRITON_METAL_INTERPRET")
     compiled = fn(*args, **kwargs)
     convert = (lambda r: tuple(_numpy(x) for x in r)) if isinstance(compiled, tuple) else _numpy

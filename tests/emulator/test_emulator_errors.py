@@ -8,6 +8,7 @@ import pytest
 from triton_metal.backends.emulator import (
     KernelFault,
     MSLCompileError,
+    OutOfBoundsAccess,
     ThreadgroupMemoryError,
     WatchdogTimeout,
     metal_kernel,
@@ -205,7 +206,7 @@ def test_watchdog_stops_a_spin_wait_on_device_memory(monkeypatch):
     // Waits for a value no thread ever writes.
     while (atomic_load_explicit(flag, memory_order_relaxed) != 12345) {}
     """
-    with pytest.raises(WatchdogTimeout, match=r"threadgroup \(0,0,0\) made no progress for 0.5 s"):
+    with pytest.raises(WatchdogTimeout, match=r"threadgroup \(0,0,0\) did not finish within 0.5 s"):
         run("spin", src)
 
 
@@ -224,7 +225,7 @@ def test_watchdog_stops_a_spin_wait_between_fibers(monkeypatch):
     with pytest.raises(WatchdogTimeout) as info:
         run("spinfiber", src)
     msg = str(info.value)
-    assert "spinning: thread (5,0,0)" in msg
+    assert "running: thread (5,0,0)" in msg
     assert "5 thread(s) wait at threadgroup_barrier" in msg
 
 
@@ -287,8 +288,13 @@ def test_asan_build_runs_correct_kernels(asan):
     np.testing.assert_array_equal(run("asanok", src), np.arange(63, -1, -1, dtype=np.float32) + 32)
 
 
-def test_wild_access_becomes_an_error_not_a_crash():
+def test_wild_access_becomes_an_error_not_a_crash(monkeypatch):
     src = "out[thread_position_in_grid.x] = x[thread_position_in_grid.x + (1u << 31)];"
+    # with bounds checks (the default), the access is refused before it happens
+    with pytest.raises(OutOfBoundsAccess, match=r"'x' at index 2147483648 \(the buffer has 64 elements\) at custom_kernel_wild\w*\.metal:\d+"):
+        run("wild", src)
+    # without them, the fault it causes is caught
+    monkeypatch.setenv("TRITON_METAL_EMULATOR_CHECKS", "0")
     with pytest.raises(KernelFault, match="invalid memory access .* out-of-bounds.*ASAN=1"):
         run("wild", src)
 

@@ -188,7 +188,7 @@ REFUSED = [
     ("tl.load(tl.arange(0, 4))", "needs a pointer"),
     ("tl.atomic_add(tl.arange(0, 4), 1)", "needs a pointer"),
     ("tl.static_assert(tl.arange(0, 4))", "compile-time condition"),
-    ("tl.program_id(3)", "program_id axis must be 0, 1 or 2"),
+    ("tl.program_id(3)", "program_id axis must be 0, 1, or 2 but got 3"),
 ]
 
 

@@ -253,11 +253,11 @@ def test_dot_fp16_out_and_batched(run: Any) -> None:
 def test_dot_shape_refusals(run: Any, shapes: Any, match: str) -> None:
     (sa, sb) = shapes
 
-    def kernel():  # noqa: ANN202
-        tl.dot(tl.zeros(sa, tl.float32), tl.zeros(sb, tl.float32))
+    def kernel(SA: tl.constexpr, SB: tl.constexpr):  # noqa: ANN202
+        tl.dot(tl.zeros(SA, tl.float32), tl.zeros(SB, tl.float32))
 
     with pytest.raises(CompilationError, match=match):
-        run(kernel)
+        run(kernel, SA=sa, SB=sb)
 
 
 def test_dot_dtype_refusals(run: Any) -> None:

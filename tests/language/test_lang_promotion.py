@@ -101,9 +101,9 @@ def test_floordiv_on_floats_is_refused() -> None:
 
 
 def test_scalar_out_of_range_and_negative_unsigned() -> None:
-    with pytest.raises(CompilationError, match="scalar 300 is out of range"):
+    with pytest.raises(CompilationError, match="Scalar 300 is out of range for type int8"):
         sem().add(t(tl.int8), 300)
-    with pytest.raises(CompilationError, match="negative scalar -1"):
+    with pytest.raises(CompilationError, match="between an unsigned tensor and a negative scalar"):
         sem().add(t(tl.uint8), -1)
 
 
@@ -129,7 +129,7 @@ def test_broadcasting_shapes() -> None:
     assert s.add(t(tl.float32, (4, 1)), t(tl.float32, (1, 8))).type.shape == (4, 8)
     assert s.add(t(tl.float32, (8,)), t(tl.float32, (4, 8))).type.shape == (4, 8)
     assert s.add(t(tl.float32, (4, 8)), t(tl.float32, ())).type.shape == (4, 8)
-    with pytest.raises(CompilationError, match="incompatible shapes"):
+    with pytest.raises(CompilationError, match="Cannot make_shape_compatible: incompatible dimensions"):
         s.add(t(tl.float32, (4,)), t(tl.float32, (8,)))
 
 
@@ -139,9 +139,9 @@ def test_pointer_arithmetic() -> None:
     assert s.add(p, t(tl.int32)).dtype == tl.pointer_type(tl.float32)
     assert s.add(t(tl.int64), p).dtype == tl.pointer_type(tl.float32)
     assert s.sub(p, 3).dtype == tl.pointer_type(tl.float32)
-    with pytest.raises(CompilationError, match="cannot offset a pointer by a float"):
+    with pytest.raises(CompilationError, match="invalid operands of type .*: a pointer cannot be offset by a float"):
         s.add(p, t(tl.float32))
-    with pytest.raises(CompilationError, match="cannot add two pointers"):
+    with pytest.raises(CompilationError, match="cannot add pointers together"):
         s.add(p, p)
     with pytest.raises(CompilationError, match="invalid operands"):
         s.sub(p, p)
@@ -199,7 +199,7 @@ def test_cast_to_bool_compares_with_zero() -> None:
 def test_cast_refusals() -> None:
     with pytest.raises(CompilationError, match="no fp64"):
         sem().cast(t(tl.float32), tl.float64)
-    with pytest.raises(CompilationError, match="cannot bitcast"):
+    with pytest.raises(CompilationError, match="Cannot bitcast data-type of size"):
         sem().bitcast(t(tl.float32), tl.int16)
     with pytest.raises(CompilationError, match="only to narrowing float conversions"):
         sem().cast(t(tl.int32), tl.float32, "rtz")

@@ -74,3 +74,55 @@ class FakeMx:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(mx, name)
+
+
+class LazyFast:
+    """`mx.fast` whose kernels return lazy arrays: outputs of the requested shapes and dtypes
+    (zeros, or `init_value`) that depend on every input (`mx.depends`) and, like MLX's
+    `CustomKernel`, have no vjp, jvp or vmap. Nothing runs, so launches can be traced inside
+    `mx.compile` on Linux, where `mx.fast.metal_kernel` cannot be built."""
+
+    def __init__(self) -> None:
+        self.factory_calls: list[dict[str, Any]] = []
+        self.launches: list[dict[str, Any]] = []
+
+    def metal_kernel(self, **kwargs: Any) -> Any:
+        unknown = set(kwargs) - _FACTORY_KEYS
+        assert not unknown, f"metal_kernel() got unexpected keywords {unknown}"
+        self.factory_calls.append(dict(kwargs))
+        name = kwargs["name"]
+
+        def refuse(*args: Any, **rest: Any) -> Any:
+            raise ValueError(f"[Primitive] Not implemented for CustomKernel ('{name}').")
+
+        def call(**call: Any) -> list[Any]:
+            unknown_call = set(call) - _CALL_KEYS
+            assert not unknown_call, f"kernel call got unexpected keywords {unknown_call}"
+            self.launches.append({"name": name, **call})
+            fill = call.get("init_value") or 0
+
+            def forward(*inputs: Any) -> list[Any]:
+                shapes, dtypes = call["output_shapes"], call["output_dtypes"]
+                outs = [mx.full(tuple(s), fill, d) for s, d in zip(shapes, dtypes)]
+                return list(mx.depends(outs, list(inputs)))
+
+            node = mx.custom_function(forward)
+            node.vjp(refuse)
+            node.jvp(refuse)
+            node.vmap(refuse)
+            return list(node(*call["inputs"]))
+
+        return call
+
+
+class LazyMx:
+    """`mlx.core` with `LazyFast`, whose `eval` fails: a launch must never evaluate."""
+
+    def __init__(self) -> None:
+        self.fast = LazyFast()
+
+    def eval(self, *arrays: Any) -> None:
+        raise AssertionError("a launch evaluated an array (mx.eval)")
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(mx, name)

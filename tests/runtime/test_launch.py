@@ -5,6 +5,8 @@ from __future__ import annotations
 import mlx.core as mx
 import numpy as np
 import pytest
+
+from triton_metal.errors import CompilationError
 from runtime_kernels import axpy_kernel, copy_kernel, program_id_kernel
 
 import triton_metal as triton
@@ -132,18 +134,45 @@ def test_second_launch_does_not_recompile(monkeypatch):
     assert len(calls) == 4 and len(k.cache) == 4
 
 
-def test_interpret_mode_skips_the_compiler(monkeypatch):
-    def refuse(kernel, signature):
-        raise AssertionError("the front end ran in interpret mode")
+def test_interpret_mode_checks_with_the_compiler_once_per_variant(monkeypatch):
+    """One legality: the interpreter runs what the compiler accepts, checked once per variant
+    (no toolchain, no launcher), and refuses with the compiler's own error."""
+    calls = []
+    real = frontend.compile_to_ir
 
-    monkeypatch.setattr(frontend, "compile_to_ir", refuse)
+    def counting(kernel, signature):
+        calls.append(kernel.__name__)
+        return real(kernel, signature)
+
+    monkeypatch.setattr(frontend, "compile_to_ir", counting)
     monkeypatch.setenv("TRITON_METAL_INTERPRET", "1")
+
+    @triton.jit
+    def copy_twice(src_ptr, dst_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        tl.store(dst_ptr + offs, tl.load(src_ptr + offs, mask=offs < n), mask=offs < n)
+
     src = np.arange(20, dtype=np.float32)
-    dst = np.zeros(20, np.float32)
-    copy_kernel[(1,)](src, dst, 20, BLOCK=32)
-    np.testing.assert_array_equal(dst, src)
-    assert copy_kernel.warmup(src, dst, 20, BLOCK=32, grid=(1,)) is None
+    for _ in range(3):
+        dst = np.zeros(20, np.float32)
+        copy_twice[(1,)](src, dst, 20, BLOCK=32)
+        np.testing.assert_array_equal(dst, src)
+    assert calls == ["copy_twice"] and len(copy_twice.cache) == 0  # checked, never built
+    assert copy_twice.warmup(src, dst, 20, BLOCK=32, grid=(1,)) is None
     assert triton.active_backend_name() == "interpreter"
+
+    @triton.jit
+    def ptr_to_int(dst_ptr, n):  # a limit of the code generator, not of the semantic layer
+        tl.store(dst_ptr + tl.arange(0, 4), (dst_ptr + tl.arange(0, 4)).to(tl.int64).to(tl.int32))
+
+    monkeypatch.delenv("TRITON_METAL_INTERPRET")
+    with pytest.raises(CompilationError) as compiled:
+        ptr_to_int[(1,)](np.zeros(4, np.int32), 4)
+    monkeypatch.setenv("TRITON_METAL_INTERPRET", "1")
+    out = np.zeros(4, np.int32)
+    with pytest.raises(CompilationError) as interpreted:
+        ptr_to_int[(1,)](out, 4)
+    assert interpreted.value.reason == compiled.value.reason and not out.any()
 
 
 def test_debug_log_reports_compiles_and_launches(monkeypatch, capfd):

@@ -58,3 +58,10 @@ def test_command():
                           env={k: v for k, v in os.environ.items() if k != "TRITON_METAL_INTERPRET"})
     assert done.returncode == 0, done.stdout + done.stderr
     assert "| vector_add | pass |" in done.stdout and "| dropout | pass |" in done.stdout
+
+
+def test_bench_includes_the_ops():
+    report = run_selftest(bench=True, stream=None, only=["ops.rms_norm"])
+    assert [b.name for b in report.bench] == ["ops.rms_norm"]
+    b = report.bench[0]
+    assert b.builtin_name == "mx.fast.rms_norm" and b.kernel_ms > 0 and b.builtin_ms > 0

@@ -89,7 +89,8 @@ class CodeGenerator(ControlFlowMixin, CallsMixin, ast.NodeVisitor):
         try:
             return super().visit(node)
         except CompilationError as e:
-            raise e.with_context(loc, self.kernel_name) from None
+            located = e.with_context(loc, self.kernel_name)
+            raise located from located.__cause__
         except RecursionError:
             raise
         except Exception as e:  # a builtin's TypeError, say: report it at the user's line
@@ -217,6 +218,8 @@ class CodeGenerator(ControlFlowMixin, CallsMixin, ast.NodeVisitor):
 
     def visit_Attribute(self, node: ast.Attribute) -> Any:
         base = self.visit(node.value)
+        if isinstance(base, tlc.constexpr) and node.attr == "value":
+            return base  # `DTYPE.value` on a constexpr is its value, as in Triton
         obj = base.value if isinstance(base, tlc.constexpr) else base
         result = getattr(obj, node.attr)
         return tlc.constexpr(result) if isinstance(result, (bool, int, float, str)) else result
@@ -266,6 +269,8 @@ class CodeGenerator(ControlFlowMixin, CallsMixin, ast.NodeVisitor):
         for sub in node.values:
             value = self.visit(sub)
             if is_tensor(value):
+                loc = self.source.loc(sub)
+                tlc.warn_logical_on_block(value, (loc.file, loc.line))
                 tensors.append(value)
                 continue
             # Python's short circuit on compile-time operands: `False and ...` stops here.

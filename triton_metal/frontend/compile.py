@@ -30,7 +30,8 @@ def compile_to_ir(kernel: JITCallable, signature: KernelSignature) -> Module:
     try:
         check_parameters(fdef)
     except CompilationError as e:
-        raise e.with_context(source.loc(fdef), name) from None
+        located = e.with_context(source.loc(fdef), name)
+        raise located from located.__cause__
     params = [a.arg for a in fdef.args.args]
     if len(params) != len(signature.params):
         raise ValueError(f"kernel '{name}' has {len(params)} parameters but the signature describes {len(signature.params)}")

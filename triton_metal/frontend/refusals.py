@@ -11,6 +11,7 @@ import ast
 from dataclasses import dataclass
 
 from ..errors import UnsupportedLanguageConstruct
+from ..language.semantic.base import BLOCK_CONDITION, BLOCK_CONDITION_HINT
 
 
 @dataclass(frozen=True)
@@ -100,10 +101,7 @@ REFUSALS: dict[str, Refusal] = {
     ),
     "for_target": Refusal("a kernel 'for' loop needs a single name as its target", "use `for i in range(...)`"),
     "zero_step": Refusal("a loop step of 0 never ends", "use a non-zero step"),
-    "block_condition": Refusal(
-        "the condition of an 'if', 'while' or conditional expression must be a scalar, not a block of shape {shape}",
-        "use tl.where(cond, a, b) for elementwise choices, or reduce the block (tl.max, tl.sum, ...)",
-    ),
+    "block_condition": Refusal(BLOCK_CONDITION, BLOCK_CONDITION_HINT),
     "infinite_loop": Refusal(
         "'while True' (a loop whose condition is a constant true) never ends: 'break' is not supported",
         "loop on a condition that changes: `while i < n:`",

@@ -68,6 +68,24 @@ def is_builtin(fn: object) -> bool:
     return getattr(fn, TRITON_BUILTIN, False) is True
 
 
+LOGICAL_ON_BLOCK_WARNING = (
+    "Logical operators 'and' and 'or' are deprecated for non-scalar tensors; "
+    "please use '&' or '|' instead"
+)
+
+
+def warn_logical_on_block(value: Any, where: tuple[str, int] | None = None) -> None:
+    """Triton's warning for `and`/`or` with a block operand (both backends give it), at the
+    kernel line `where` (file, line), or at the caller's caller."""
+    if isinstance(value, tensor) and value.type.is_block():
+        import warnings
+
+        if where is None:
+            warnings.warn(LOGICAL_ON_BLOCK_WARNING, UserWarning, stacklevel=3)
+        else:
+            warnings.warn_explicit(LOGICAL_ON_BLOCK_WARNING, UserWarning, where[0], where[1])
+
+
 def _tensor_member_fn(fn: F) -> F:
     """Also expose a free builtin `tl.f(x, ...)` as the method `x.f(...)`."""
     setattr(tensor, fn.__name__, fn)
@@ -197,6 +215,22 @@ class constexpr:
 
     def logical_not(self) -> constexpr:
         return constexpr(not self.value)
+
+
+class constexpr_type:
+    """The type of a compile-time value (Triton's `tl.constexpr_type`): equal when the values are."""
+
+    def __init__(self, value: Any) -> None:
+        self.value: Any = _unwrap(value)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, constexpr_type) and self.value == other.value
+
+    def __hash__(self) -> int:
+        return hash(self.value)
+
+    def __repr__(self) -> str:
+        return f"constexpr_type[{self.value}]"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -54,3 +54,13 @@ def device_print(prefix: Any, *args: Any, hex: Any = False, _semantic: Semantic 
 @builtin
 def device_assert(cond: Any, msg: Any = "", mask: Any = None, _semantic: Semantic = None) -> None:  # type: ignore[assignment]
     _semantic.device_assert(cond, msg, mask)
+
+
+@builtin
+def expect_zero(x: Any, mask: Any, _semantic: Semantic = None) -> Any:  # type: ignore[assignment]
+    """Mark values expected to have underflowed to zero where `mask` holds; returns `x`.
+
+    Triton rewrites them to zero only under its floating-point sanitizer, which Apple GPUs do
+    not have, so here (as in Triton's regular compilation) `x` is returned unchanged."""
+    _semantic.to_tensor(_unwrap(mask))
+    return _unwrap(x)

@@ -56,7 +56,7 @@ class JITCallable:
                 f"@jit function '{self.__name__}' was called from Python code the compiler "
                 "cannot see; call it directly from the kernel body"
             )
-        return self.fn(*args, **kwargs)
+        return sem.call_jit(self, args, kwargs=kwargs)
 
     def __repr__(self) -> str:
         return f"JITCallable({self.__module__}:{self.__qualname__})"

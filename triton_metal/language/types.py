@@ -6,44 +6,69 @@ builder maps these onto them, so this module knows nothing of the IR.
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import ClassVar
 
 
 class dtype:
-    """A scalar element type (`tl.float32`, `tl.int1`, ...). Instances are interned by name."""
+    """A scalar element type (`tl.float32`, `tl.int1`, ...). Instances are interned by name.
 
-    SINT_TYPES: ClassVar[tuple[str, ...]] = ("int8", "int16", "int32", "int64")
-    UINT_TYPES: ClassVar[tuple[str, ...]] = ("int1", "uint8", "uint16", "uint32", "uint64")
-    FP_TYPES: ClassVar[tuple[str, ...]] = ("fp16", "bf16", "fp32", "fp64")
-    OTHER_TYPES: ClassVar[tuple[str, ...]] = ("void",)
+    The class attributes and the per-dtype attributes (`primitive_bitwidth`, `itemsize`,
+    `int_bitwidth`, `int_signedness`, `fp_mantissa_width`, `exponent_bias`) carry Triton 3.9.0's
+    names and values, because Triton code reads them (`tl.dtype.STANDARD_FP_TYPES`,
+    `x.dtype.exponent_bias`). fp8 names are listed as Triton lists them; their dtypes exist only
+    to be refused (`unsupported.py`).
+    """
+
+    SINT_TYPES: ClassVar[list[str]] = ["int8", "int16", "int32", "int64"]
+    UINT_TYPES: ClassVar[list[str]] = ["int1", "uint8", "uint16", "uint32", "uint64"]
+    FP_TYPES: ClassVar[list[str]] = [
+        "fp8e4b15", "fp8e4nv", "fp8e4b8", "fp8e5", "fp8e5b16", "fp16", "bf16", "fp32", "fp64",
+    ]
+    STANDARD_FP_TYPES: ClassVar[list[str]] = ["fp16", "bf16", "fp32", "fp64"]
+    OTHER_TYPES: ClassVar[list[str]] = ["void"]
+
+    class SIGNEDNESS(Enum):
+        SIGNED = 0
+        UNSIGNED = 1
+
+    class KIND(Enum):
+        BOOLEAN = 0
+        INTEGRAL = 1
+        FLOATING = 2
 
     _BITS: ClassVar[dict[str, int]] = {
         "int1": 1, "int8": 8, "int16": 16, "int32": 32, "int64": 64,
         "uint8": 8, "uint16": 16, "uint32": 32, "uint64": 64,
+        "fp8e4b15": 8, "fp8e4nv": 8, "fp8e4b8": 8, "fp8e5": 8, "fp8e5b16": 8,
         "fp16": 16, "bf16": 16, "fp32": 32, "fp64": 64, "void": 0,
     }
-    _FP_MANTISSA: ClassVar[dict[str, int]] = {"fp16": 10, "bf16": 7, "fp32": 23, "fp64": 52}
+    # (mantissa bits, exponent bias) of each float format
+    _FP_FORMAT: ClassVar[dict[str, tuple[int, int]]] = {
+        "fp8e4b15": (3, 15), "fp8e4nv": (3, 7), "fp8e4b8": (3, 8), "fp8e5": (2, 15),
+        "fp8e5b16": (2, 16), "fp16": (10, 15), "bf16": (7, 127), "fp32": (23, 127),
+        "fp64": (52, 1023),
+    }
 
     name: str
 
     def __init__(self, name: str) -> None:
+        name = getattr(name, "value", name)  # a constexpr holding the name
         if name not in self._BITS:
             raise ValueError(f"unknown dtype '{name}'")
         self.name = name
+        self.primitive_bitwidth: int = self._BITS[name]
+        self.itemsize: int = self.primitive_bitwidth // 8
+        if name in self.SINT_TYPES or name in self.UINT_TYPES:
+            signed = name in self.SINT_TYPES
+            self.int_signedness = dtype.SIGNEDNESS.SIGNED if signed else dtype.SIGNEDNESS.UNSIGNED
+            self.int_bitwidth: int = self.primitive_bitwidth
+        elif name in self.FP_TYPES:
+            self.fp_mantissa_width: int
+            self.exponent_bias: int
+            self.fp_mantissa_width, self.exponent_bias = self._FP_FORMAT[name]
 
     # -- classification ------------------------------------------------------------------------
-    @property
-    def primitive_bitwidth(self) -> int:
-        return self._BITS[self.name]
-
-    @property
-    def int_bitwidth(self) -> int:
-        return self._BITS[self.name]
-
-    @property
-    def fp_mantissa_width(self) -> int:
-        return self._FP_MANTISSA[self.name]
-
     def is_void(self) -> bool:
         return self.name == "void"
 
@@ -52,6 +77,30 @@ class dtype:
 
     def is_int1(self) -> bool:
         return self.name == "int1"
+
+    def is_int8(self) -> bool:
+        return self.name == "int8"
+
+    def is_int16(self) -> bool:
+        return self.name == "int16"
+
+    def is_int32(self) -> bool:
+        return self.name == "int32"
+
+    def is_int64(self) -> bool:
+        return self.name == "int64"
+
+    def is_uint8(self) -> bool:
+        return self.name == "uint8"
+
+    def is_uint16(self) -> bool:
+        return self.name == "uint16"
+
+    def is_uint32(self) -> bool:
+        return self.name == "uint32"
+
+    def is_uint64(self) -> bool:
+        return self.name == "uint64"
 
     def is_int_signed(self) -> bool:
         return self.name in self.SINT_TYPES
@@ -68,6 +117,27 @@ class dtype:
     def is_floating(self) -> bool:
         return self.name in self.FP_TYPES
 
+    def is_standard_floating(self) -> bool:
+        return self.name in self.STANDARD_FP_TYPES
+
+    def is_fp8(self) -> bool:
+        return "fp8" in self.name
+
+    def is_fp8e4nv(self) -> bool:
+        return self.name == "fp8e4nv"
+
+    def is_fp8e4b8(self) -> bool:
+        return self.name == "fp8e4b8"
+
+    def is_fp8e4b15(self) -> bool:
+        return self.name == "fp8e4b15"
+
+    def is_fp8e5(self) -> bool:
+        return self.name == "fp8e5"
+
+    def is_fp8e5b16(self) -> bool:
+        return self.name == "fp8e5b16"
+
     def is_fp16(self) -> bool:
         return self.name == "fp16"
 
@@ -80,14 +150,37 @@ class dtype:
     def is_fp64(self) -> bool:
         return self.name == "fp64"
 
-    def is_standard_floating(self) -> bool:
-        return self.name in ("fp16", "fp32", "fp64")
-
     def is_ptr(self) -> bool:
         return False
 
     def is_block(self) -> bool:
         return False
+
+    def is_const(self) -> bool:
+        return False
+
+    def kind(self) -> dtype.KIND:
+        """bool < integer < float, the order Triton's promotion ranks Python scalars by."""
+        if self.is_bool():
+            return dtype.KIND.BOOLEAN
+        if self.is_int():
+            return dtype.KIND.INTEGRAL
+        return dtype.KIND.FLOATING
+
+    def get_int_max_value(self) -> int:
+        if not self.is_int():
+            raise TypeError(f"{self!r} is not an integer type")
+        bits = self.int_bitwidth
+        return (1 << bits) - 1 if self.is_int_unsigned() else (1 << (bits - 1)) - 1
+
+    def get_int_min_value(self) -> int:
+        if not self.is_int():
+            raise TypeError(f"{self!r} is not an integer type")
+        return 0 if self.is_int_unsigned() else -(1 << (self.int_bitwidth - 1))
+
+    @staticmethod
+    def is_dtype(type_str: str) -> bool:
+        return type_str in dtype._BITS
 
     @property
     def scalar(self) -> dtype:
@@ -96,6 +189,26 @@ class dtype:
     @property
     def element_ty(self) -> dtype:
         return self
+
+    def with_element_ty(self, element_ty: dtype) -> dtype:
+        return element_ty
+
+    def codegen_name(self) -> str:
+        """`float32`, `bfloat16`, `int8`: the name under `triton.language`."""
+        if self.name.startswith("fp"):
+            return "float" + self.name[2:]
+        if self.name.startswith("bf"):
+            return "bfloat" + self.name[2:]
+        return self.name
+
+    @property
+    def cache_key_part(self) -> str:
+        return self.name
+
+    def mangle(self) -> str:
+        if self.is_int():
+            return ("i" if self.is_int_signed() else "u") + str(self.int_bitwidth)
+        return "V" if self.is_void() else self.name
 
     def to_ir_name(self) -> str:
         """Short name as Triton prints it in signatures (`fp32`, `i32`, `u8`, `i1`)."""
@@ -107,7 +220,14 @@ class dtype:
 
     # -- value semantics -----------------------------------------------------------------------
     def __eq__(self, other: object) -> bool:
+        if type(other) is type(self):  # the common case first: launch keys compare dtypes
+            return self.name == other.name  # type: ignore[attr-defined]
+        if _is_constexpr(other):
+            other = getattr(other, "value", other)
         return isinstance(other, dtype) and type(other) is type(self) and self.name == other.name
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
 
     def __hash__(self) -> int:
         return hash((type(self).__name__, self.name))
@@ -266,6 +386,12 @@ for _d in (*SCALAR_DTYPES, float64, void):
     _BY_NAME[_PUBLIC_NAME.get(_d.name, _d.name)] = _d
 _BY_NAME.update({"bool": int1, "half": float16, "float": float32, "bfloat": bfloat16})
 
+def _is_constexpr(x: object) -> bool:
+    """`dtype == tl.constexpr(dtype)` holds, as in Triton (core imports this module, so the
+    class is recognised by name rather than imported)."""
+    return type(x).__name__ == "constexpr" and hasattr(x, "value")
+
+
 FP64_REFUSAL = "Apple GPUs have no fp64: use float32 (or keep float64 data on the host)"
 
 
@@ -277,3 +403,16 @@ def dtype_from_name(name: str) -> dtype:
         return _BY_NAME[name]
     except KeyError:
         raise ValueError(f"unknown dtype name '{name}'") from None
+
+
+def str_to_ty(name: str, c: object = None) -> object:
+    """Triton's signature-string parser: `"fp32"`, `"i32"`, `"*fp16"`, `"*kfp16"` (a constant
+    pointer), `"constexpr"` (with its value `c`) -> the type."""
+    if name.startswith("*"):
+        const = name.startswith("*k")
+        return pointer_type(dtype_from_name(name[2:] if const else name[1:]), const=const)
+    if name.startswith("constexpr"):
+        from .core import constexpr_type
+
+        return constexpr_type(c)
+    return dtype_from_name("int1" if name in ("u1", "B") else name)

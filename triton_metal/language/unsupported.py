@@ -10,6 +10,8 @@ from typing import Any, NoReturn
 
 from ..errors import UnsupportedLanguageConstruct
 from .semantic.memory import BLOCK_POINTER_HINT
+from .core import TRITON_BUILTIN
+from .types import dtype
 
 
 def _refuse(name: str, reason: str, hint: str) -> NoReturn:
@@ -22,6 +24,7 @@ def _refusing(name: str, reason: str, hint: str) -> Any:
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Not supported: {reason} ({hint})."
+    setattr(fn, TRITON_BUILTIN, True)  # the front end calls it, so it refuses in its own words
     return fn
 
 
@@ -52,28 +55,28 @@ atomic_store = _refusing("atomic_store", _NOT_YET, "use tl.atomic_xchg(ptr, valu
 atomic_poll = _refusing("atomic_poll", _NOT_YET, "spin on tl.atomic_cas")
 
 
-class UnsupportedDType:
-    """A Triton dtype Apple GPUs do not have (the fp8 family): any use in a kernel is refused."""
+class UnsupportedDType(dtype):
+    """A Triton dtype Apple GPUs do not have (the fp8 family). It answers Triton's dtype
+    questions (`primitive_bitwidth`, `exponent_bias`, `is_fp8()`, ...) so code that inspects
+    dtypes runs, but any use in a kernel is refused (the semantic layer's `_as_dtype`)."""
 
-    def __init__(self, name: str, hint: str) -> None:
-        self.name = name
+    def __init__(self, name: str, public_name: str, hint: str) -> None:
+        super().__init__(name)
+        self.public_name = public_name
         self.hint = hint
 
     def refusal(self) -> UnsupportedLanguageConstruct:
-        return UnsupportedLanguageConstruct(f"tl.{self.name} is not supported on Apple GPUs", hint=self.hint)
+        return UnsupportedLanguageConstruct(
+            f"tl.{self.public_name} is not supported on Apple GPUs", hint=self.hint
+        )
 
     def __repr__(self) -> str:
-        return f"triton_metal.language.{self.name} (unsupported)"
-
-    def __getattr__(self, attr: str) -> NoReturn:
-        if attr.startswith("__"):
-            raise AttributeError(attr)
-        raise self.refusal()
+        return f"triton_metal.language.{self.public_name} (unsupported)"
 
 
 _FP8_HINT = "Apple GPUs have no fp8 arithmetic: store float16/bfloat16, or dequantize int8 data"
-float8e4nv = UnsupportedDType("float8e4nv", _FP8_HINT)
-float8e5 = UnsupportedDType("float8e5", _FP8_HINT)
-float8e4b8 = UnsupportedDType("float8e4b8", _FP8_HINT)
-float8e5b16 = UnsupportedDType("float8e5b16", _FP8_HINT)
-float8e4b15 = UnsupportedDType("float8e4b15", _FP8_HINT)
+float8e4nv = UnsupportedDType("fp8e4nv", "float8e4nv", _FP8_HINT)
+float8e5 = UnsupportedDType("fp8e5", "float8e5", _FP8_HINT)
+float8e4b8 = UnsupportedDType("fp8e4b8", "float8e4b8", _FP8_HINT)
+float8e5b16 = UnsupportedDType("fp8e5b16", "float8e5b16", _FP8_HINT)
+float8e4b15 = UnsupportedDType("fp8e4b15", "float8e4b15", _FP8_HINT)

@@ -8,6 +8,7 @@ return results and never mutate the IR.
 from __future__ import annotations
 
 from . import print_axis_info as _print_axis_info  # noqa: F401  (registers the test pass)
+from . import print_coverage_program as _print_coverage_program  # noqa: F401  (registers the test pass)
 from .axis_info import AxisInfo, AxisInfoResult, analyze_axis_info
 from .canonicalize import Canonicalize
 from .cse import CommonSubexpressionElimination

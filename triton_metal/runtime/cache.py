@@ -140,6 +140,8 @@ class KernelCache:
     by_facts: dict[tuple[Any, ...], CompiledKernel] = field(default_factory=dict)
     """The launch path's index: (facts, num_warps, debug, backend, index bits, spreading) ->
     variant, a plain tuple lookup that skips building a `SpecializationKey` on a hit."""
+    legal: set[tuple[Any, ...]] = field(default_factory=set)
+    """Specializations the compiler accepted, checked before an interpreted launch."""
 
     def get(self, key: SpecializationKey) -> CompiledKernel | None:
         entry = self.entries.get(key)
@@ -157,6 +159,7 @@ class KernelCache:
     def clear(self) -> None:
         self.entries.clear()
         self.by_facts.clear()
+        self.legal.clear()
         self.hits = 0
         self.misses = 0
 

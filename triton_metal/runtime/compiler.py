@@ -57,9 +57,16 @@ def _laid_out(module: Any) -> bool:
     return True
 
 
+def type_check(kernel: Any, key: SpecializationKey) -> None:
+    """Run only the front end (the semantic layer's checks) for `key`; raises its refusal."""
+    from ..frontend import compile_to_ir
+
+    compile_to_ir(kernel, kernel_signature(kernel, key))
+
+
 def compile_msl(kernel: Any, key: SpecializationKey) -> CompileResult:
     """Compile `kernel` for `key` (see the module docstring)."""
-    from ..codegen import CodegenOptions, compile_module
+    from ..codegen import compile_module
     from ..frontend import compile_to_ir
     from ..ir import print_module
     from ..passes import PASS_REGISTRY, analyze_axis_info, default_pipeline
@@ -70,16 +77,35 @@ def compile_msl(kernel: Any, key: SpecializationKey) -> CompileResult:
     if not _laid_out(module) and "assign-layouts" in PASS_REGISTRY:
         PASS_REGISTRY["assign-layouts"]().apply(None, module)
     module.verify()
-    options = CodegenOptions(
+    msl = compile_module(module, codegen_options(key), analyze_axis_info(module))
+    seconds = time.perf_counter() - start
+    return CompileResult(msl, module, print_module(module), seconds)
+
+
+def codegen_options(key: SpecializationKey, written_masks: tuple[str, ...] = ()) -> Any:
+    """The code generator's options for a specialization."""
+    from ..codegen import CodegenOptions
+
+    return CodegenOptions(
         num_warps=key.num_warps,
         math_mode=key.math_mode,
         debug=key.debug,
         index_bits=key.index_bits,
         spread_programs=key.spread,
+        written_masks=written_masks,
     )
-    msl = compile_module(module, options, analyze_axis_info(module))
-    seconds = time.perf_counter() - start
-    return CompileResult(msl, module, print_module(module), seconds)
+
+
+def compile_written_variant(compiled: Any, outputs: tuple[str, ...]) -> Any:
+    """The `MSLKernel` of a compiled variant whose stores to `outputs` also set written masks
+    (`CodegenOptions.written_masks`), generated again from its laid-out IR (kept, or read back
+    from the disk cache's IR text)."""
+    from ..codegen import compile_module
+    from ..ir import parse_module
+    from ..passes import analyze_axis_info
+
+    module = compiled.module if compiled.module is not None else parse_module(compiled.ir_text)
+    return compile_module(module, codegen_options(compiled.key, outputs), analyze_axis_info(module))
 
 
 def _compiler_roots() -> list[str]:

@@ -91,6 +91,7 @@ def dump_msl_kernel(msl: Any) -> dict[str, object]:
         "threads_per_program": msl.threads_per_program,
         "atomic_outputs": msl.atomic_outputs,
         "stored_coverage": [dataclasses.asdict(c) for c in msl.stored_coverage],
+        "coverage_program": None if msl.coverage_program is None else dataclasses.asdict(msl.coverage_program),
         "metadata": _jsonable(dict(msl.metadata)),
     }
 
@@ -105,7 +106,7 @@ def _tuples(value: object) -> object:
 
 
 def load_msl_kernel(data: dict[str, Any]) -> Any:
-    from ..codegen import MSLKernel, ParamBinding
+    from ..codegen import MSLKernel, OutputCoverage, ParamBinding
 
     metadata = _tuples(data["metadata"])
     assert isinstance(metadata, dict)
@@ -121,18 +122,18 @@ def load_msl_kernel(data: dict[str, Any]) -> Any:
         ),
         threads_per_program=int(data["threads_per_program"]),
         atomic_outputs=bool(data["atomic_outputs"]),
-        stored_coverage=tuple(_coverage(c) for c in data["stored_coverage"]),
+        stored_coverage=tuple(OutputCoverage(**c) for c in data["stored_coverage"]),
+        coverage_program=_program(data.get("coverage_program")),
         metadata=metadata,
     )
 
 
-def _coverage(data: dict[str, Any]) -> Any:
-    from ..codegen.kernel import CoveredDim, OutputCoverage
+def _program(data: dict[str, Any] | None) -> Any:
+    from ..codegen.kernel import CoverageProgram
 
-    fields = dict(data)
-    if "tile" in fields:
-        fields["tile"] = tuple(CoveredDim(**d) for d in fields["tile"])
-    return OutputCoverage(**fields)
+    if data is None:
+        return None
+    return CoverageProgram(_tuples(data["statements"]), _tuples(data["left_out"]), int(data["index_bits"]))  # type: ignore[arg-type]
 
 
 def load(entry: str) -> tuple[Any, str] | None:

@@ -10,7 +10,9 @@ Files: at level 2 or more, or whenever `TRITON_METAL_DUMP_DIR` is set, the folde
 `<dump dir>/<MSL kernel name>/` (default dump dir `~/.triton/metal/shaders`) receives
 `kernel.metal` (the MSL as MLX will compile it, every array input in device memory),
 `body.metal`, `header.metal` and `launch.json` (the launch metadata: inputs, outputs, parameter
-bindings, threads per program, coverage, threadgroup memory, the specialization).
+bindings, threads per program, coverage, threadgroup memory, the specialization). The Metal
+driver adds to `launch.json`, under "coverage_verdicts", the verdict of every new (grid,
+scalars, sizes) it checks: per output, proven or not and why (`record_coverage`).
 """
 
 from __future__ import annotations
@@ -115,3 +117,30 @@ def after_compile(compiled: Any, level: int) -> None:
         (target / "launch.json").write_text(json.dumps(launch_metadata(compiled), indent=2), encoding="utf-8")
     except OSError as error:
         log(f"could not write the dump folder {target}: {error}")
+
+
+MAX_VERDICTS = 32
+"""Verdicts kept per kernel in launch.json (the oldest go first)."""
+
+
+def record_coverage(kernel_name: str, grid: tuple[int, int, int], scalars: dict[str, int],
+                    verdicts: dict[str, Any]) -> None:
+    """Add one launch's coverage verdicts to the kernel's launch.json, when dumps are on."""
+    from .log import debug_level
+
+    folder = dump_dir(debug_level())
+    if folder is None:
+        return
+    path = folder / kernel_name / "launch.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+        entries = list(data.get("coverage_verdicts", []))[-(MAX_VERDICTS - 1):]
+        entries.append({
+            "grid": list(grid), "scalars": scalars,
+            "outputs": {o: {"proven": v.proven, "reason": v.reason} for o, v in verdicts.items()},
+        })
+        data["coverage_verdicts"] = entries
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(data, indent=2), encoding="utf-8")
+    except (OSError, ValueError) as error:
+        log(f"could not record coverage in {path}: {error}")

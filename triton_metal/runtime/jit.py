@@ -24,6 +24,7 @@ import inspect
 from collections.abc import Callable, Iterable
 from typing import Any, overload
 
+from ..errors import CompilationError, LaunchError
 from ..language.jit_marker import JITCallable
 from ..backends.metal.plan import LAUNCH_DIM_LIMIT
 from .backend import active_backend_name, backend_for_arrays, launch_environment
@@ -35,7 +36,14 @@ from .host_arrays import needs_64bit_indices
 from .launch import compile_variant, launch_on_interpreter, make_launcher, to_launch_args
 from .log import log
 from .observer import OBSERVER
-from .specialization import ArgSpec, ArgumentError, MockArray, SpecializationKey
+from .specialization import (
+    ArgSpec,
+    ArgumentError,
+    MockArray,
+    SpecializationKey,
+    is_fp64_refusal,
+    without_fp64,
+)
 
 DEFAULT_NUM_WARPS = 4
 
@@ -175,14 +183,41 @@ class JITFunction(JITCallable):
     ) -> tuple[tuple[object, ...], tuple[ArgSpec, ...], int, bool]:
         try:
             values, facts, num_warps, _stages, _ctas, _maxnreg, debug = self._binder(*args, **kwargs)
-        except ArgumentError:
+        except ArgumentError as error:
+            if is_fp64_refusal(error):
+                self._type_check_before_fp64(args, kwargs)
             raise
         except TypeError as error:
             raise explain_binding_error(self.__name__, self.fn, args, kwargs, error) from None
         warps = DEFAULT_NUM_WARPS if num_warps is None else check_num_warps(num_warps, self.__name__)
         return values, facts, warps, self.debug if debug is None else bool(debug)
 
+    def _type_check_before_fp64(self, args: tuple[object, ...], kwargs: dict[str, object]) -> None:
+        """Triton's order: a program with a type error reports it even when it was given a
+        float64 array (which Triton accepts and Apple GPUs refuse). The arrays stand in as
+        float32 for the front end; its refusal, if any, is raised in place of the fp64 one, on
+        every backend."""
+        from .compiler import type_check
+
+        args = tuple(without_fp64(a) for a in args)
+        kwargs = {k: without_fp64(v) for k, v in kwargs.items()}
+        key = self.specialization(*args, **kwargs)
+        try:
+            type_check(self, key)
+        except CompilationError as refusal:
+            note = "the float64 arrays were checked as float32 (Apple GPUs have no fp64)"
+            hint = f"{refusal.hint}; {note}" if refusal.hint else note
+            located = type(refusal)(refusal.reason, refusal.loc, hint, refusal.kernel, refusal.source_line)
+            raise located from refusal.__cause__
+
     def run(self, *args: object, grid: GridSpec, warmup: bool, **kwargs: object) -> CompiledKernel | None:
+        try:
+            return self._run(args, grid, warmup, kwargs)
+        except LaunchError as error:
+            raise _name_kernel(error, self.__name__)
+
+    def _run(self, args: tuple[object, ...], grid: GridSpec, warmup: bool,
+             kwargs: dict[str, object]) -> CompiledKernel | None:
         name = self.__name__
         values, facts, warps, debug_flag = self._bind(args, kwargs)
         grid3 = resolve_grid(grid, lambda: dict(zip(self.arg_names, values)), name)
@@ -190,6 +225,7 @@ class JITFunction(JITCallable):
         if interpret:
             if warmup:
                 return None
+            self._check_compiles(facts, warps, debug_flag, backend, values)
             if level >= 1:
                 log(f"launch {name} grid={grid3} num_warps={warps}: interpreted (TRITON_METAL_INTERPRET=1)")
             launch_on_interpreter(self, grid3, to_launch_args(self.arg_names, values, facts))
@@ -226,6 +262,21 @@ class JITFunction(JITCallable):
         compiled.launches += 1
         return None
 
+    def _check_compiles(self, facts: tuple[ArgSpec, ...], warps: int, debug_flag: bool, backend: str,
+                        values: tuple[object, ...]) -> None:
+        """One legality: the interpreter runs only what the compiler accepts. The variant is
+        compiled to MSL once per specialization (memory and disk cached, no toolchain run), so
+        the interpreter raises exactly the compiler's refusal, from the same place."""
+        index_bits = 64 if needs_64bit_indices(values) else 32
+        fast_key = (facts, warps, debug_flag, backend, index_bits)
+        if fast_key in self.cache.legal:
+            return
+        key = SpecializationKey(
+            self.__name__, facts, warps, debug_flag, backend, COMPILER_VERSION, index_bits, False
+        )
+        compile_variant(self, key)
+        self.cache.legal.add(fast_key)
+
     def _compile(self, key: SpecializationKey) -> CompiledKernel:
         compiled = compile_variant(self, key)
         compiled.launcher = make_launcher(self, compiled)
@@ -234,6 +285,14 @@ class JITFunction(JITCallable):
 
     def __repr__(self) -> str:
         return f"JITFunction({self.fn.__module__}:{self.fn.__qualname__})"
+
+
+def _name_kernel(error: LaunchError, name: str) -> LaunchError:
+    """The launch error with the kernel's name in front, unless its message names it already."""
+    text = str(error)
+    if error.args and isinstance(error.args[0], str) and f"'{name}'" not in text:
+        error.args = (f"kernel '{name}': {error.args[0]}", *error.args[1:])
+    return error
 
 
 def describe_facts(names: list[str], facts: tuple[ArgSpec, ...]) -> str:

@@ -93,12 +93,24 @@ def compile_variant(kernel: Any, key: SpecializationKey) -> CompiledKernel:
     return compiled
 
 
+def _written_variant(compiled: CompiledKernel) -> Any:
+    """outputs -> the variant's twin with written masks (compiled on the Metal path's first need)."""
+
+    def variant(outputs: tuple[str, ...]) -> Any:
+        from .compiler import compile_written_variant
+
+        return compile_written_variant(compiled, outputs)
+
+    return variant
+
+
 def make_launcher(kernel: Any, compiled: CompiledKernel) -> Any:
     backend = compiled.key.backend
     if backend == EMULATOR:
         from .launch_emulator import EmulatorLauncher
 
-        return EmulatorLauncher(compiled.msl, kernel.arg_names)
+        return EmulatorLauncher(compiled.msl, kernel.arg_names, kernel.__name__,
+                                written_variant=_written_variant(compiled))
     if backend == TORCH_MPS:
         from .launch_torch_mps import TorchMpsLauncher
 
@@ -106,7 +118,8 @@ def make_launcher(kernel: Any, compiled: CompiledKernel) -> Any:
     if backend == METAL:
         from ..backends.metal import LaunchPlan, MetalLauncher
 
-        launcher = MetalLauncher(compiled.msl, LaunchPlan.of(compiled.msl, kernel.arg_names), kernel.arg_names)
+        launcher = MetalLauncher(compiled.msl, LaunchPlan.of(compiled.msl, kernel.arg_names), kernel.arg_names,
+                                 written_variant=_written_variant(compiled))
         names = tuple(kernel.arg_names)
 
         def metal(values: tuple[object, ...], grid: Grid3) -> None:

@@ -25,6 +25,7 @@ per launcher by the inputs' address spaces (0-d, under 8 elements, or device).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from types import SimpleNamespace
 from typing import Any
@@ -32,8 +33,13 @@ from typing import Any
 import numpy as np
 
 from ..backends.metal.plan import SCALAR_NUMPY, LaunchPlan, launch_dims
+from ..backends.emulator.bounds import checks_enabled
+from ..backends.emulator.errors import KernelFault
 from ..errors import LaunchError
 from .host_arrays import is_mlx, metal_values, numpy_buffer
+
+
+_MSL_KERNEL = re.compile(r"kernel 'custom_kernel_\w*'")
 
 
 class EmulatedMlx:
@@ -54,12 +60,16 @@ class EmulatedMlx:
 class EmulatorLauncher:
     """Runs one compiled variant on the emulator (module docstring)."""
 
-    def __init__(self, msl: Any, arg_names: Sequence[str]) -> None:
+    def __init__(self, msl: Any, arg_names: Sequence[str], kernel_name: str | None = None,
+                 written_variant: Any = None) -> None:
         self.msl = msl
+        self.kernel_name = kernel_name
+        self.written_variant = written_variant
+        """For the Metal path: outputs -> the twin with written masks (`MetalLauncher`)."""
         self.plan = LaunchPlan.of(msl, arg_names)
         self.arg_names = tuple(arg_names)
         self.fast_math = msl.metadata.get("math_mode") == "fast"
-        self._kernels: dict[tuple[int, ...], Any] = {}
+        self._kernels: dict[tuple[int | bool, ...], Any] = {}
         self._array_args = tuple(sorted(
             {s.arg for s in self.plan.inputs if s.role == "array"} | {o.arg for o in self.plan.outputs}
         ))
@@ -67,7 +77,8 @@ class EmulatorLauncher:
 
     def _kernel(self, inputs: list[np.ndarray]) -> Any:
         # 0: 0-d, 1: under 8 elements (constant), 2: device memory
-        shape_key = tuple(0 if a.ndim == 0 else (1 if a.size < 8 else 2) for a in inputs)
+        # bounds checks (on unless TRITON_METAL_EMULATOR_CHECKS=0) build another kernel
+        shape_key = (*(0 if a.ndim == 0 else (1 if a.size < 8 else 2) for a in inputs), checks_enabled())
         kernel = self._kernels.get(shape_key)
         if kernel is None:
             from ..backends.emulator import EmulatorKernel
@@ -86,7 +97,10 @@ class EmulatorLauncher:
     def __call__(self, values: tuple[object, ...], grid: tuple[int, int, int]) -> None:
         for arg in self._array_args:
             if is_mlx(values[arg]):
-                self._metal_path()(metal_values(values, self.arg_names), grid)
+                try:
+                    self._metal_path()(metal_values(values, self.arg_names), grid)
+                except KernelFault as fault:
+                    raise self._in_python_terms(fault) from None
                 return
         plan = self.plan
         buffers: dict[int, np.ndarray] = {}
@@ -120,11 +134,27 @@ class EmulatorLauncher:
             outputs.append(arr)
         kernel = self._kernel(inputs)
         launch_grid, threadgroup = launch_dims(grid, plan.threads, plan.spread)
-        kernel.launch(inputs, outputs, launch_grid, threadgroup)
+        try:
+            kernel.launch(inputs, outputs, launch_grid, threadgroup)
+        except KernelFault as fault:
+            raise self._in_python_terms(fault) from None
+
+    def _in_python_terms(self, fault: KernelFault) -> KernelFault:
+        """The run-time error naming the Python kernel and parameters, not their MSL names (the
+        kernel line is the Python one already, through the MSL's `#line` directives)."""
+        name = self.kernel_name or self.msl.name
+        text = _MSL_KERNEL.sub(lambda _m: f"kernel '{name}'", str(fault), count=1)
+        names = {s.name: self.arg_names[s.arg] for s in self.plan.inputs if s.role == "array"}
+        names.update({o.name: o.param for o in self.plan.outputs})
+        for msl, param in names.items():
+            text = text.replace(f"'{msl}'", f"'{param}'")
+        fault.args = (text,)
+        return fault
 
     def _metal_path(self) -> Any:
         if self._metal is None:
             from ..backends.metal import MetalLauncher
 
-            self._metal = MetalLauncher(self.msl, self.plan, self.arg_names, mx=EmulatedMlx())
+            self._metal = MetalLauncher(self.msl, self.plan, self.arg_names, mx=EmulatedMlx(),
+                                        written_variant=self.written_variant)
         return self._metal

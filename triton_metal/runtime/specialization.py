@@ -54,6 +54,10 @@ class ArgumentError(LaunchError, TypeError):
     """A kernel argument of the wrong kind (a `LaunchError` that is also a `TypeError`)."""
 
 
+class IntegerArgumentOverflow(ArgumentError, OverflowError):
+    """An integer argument that fits no kernel integer type: an `OverflowError`, as in Triton."""
+
+
 # -- the facts ---------------------------------------------------------------------------------
 
 
@@ -194,6 +198,21 @@ def tl_dtype_of_mlx(dt: Any, name: str) -> tlt.dtype:
     raise _bad_dtype(str(dt).removeprefix("mlx.core."), name)
 
 
+def is_fp64_refusal(error: BaseException) -> bool:
+    """The launch refused a float64 array (a refusal a type error of the program comes before)."""
+    return isinstance(error, ArgumentError) and tlt.FP64_REFUSAL in str(error)
+
+
+def without_fp64(value: object) -> object:
+    """A float64 array stands in as a float32 one, to type-check a program that received it."""
+    dt = getattr(value, "dtype", None)
+    if isinstance(value, np.ndarray) and dt == np.float64:
+        return MockArray(tlt.float32)
+    if _mx is not None and isinstance(value, _mx.array) and dt == _mx.float64:
+        return MockArray(tlt.float32)
+    return value
+
+
 def _bad_dtype(dtype_name: str, name: str) -> LaunchError:
     if dtype_name in ("float64", "double"):
         return ArgumentError(f"argument '{name}' is a float64 array: {tlt.FP64_REFUSAL}")
@@ -261,7 +280,7 @@ def _int_spec(value: int, name: str, specialize: bool, align: bool) -> ArgSpec:
     elif -(2**63) <= value < 2**63:
         ty = tlt.int64
     else:
-        raise ArgumentError(
+        raise IntegerArgumentOverflow(
             f"argument '{name}' = {value} does not fit in 64 bits (kernels take i32, i64 or u64)"
         )
     return _INT_SPECS[(ty, specialize and align and value % 16 == 0)]
@@ -272,7 +291,7 @@ _NUMPY_POINTERS: dict[np.dtype[Any], tuple[PointerArg, PointerArg]] = {
 }
 
 
-_ALIGNED: dict[int, tuple[Any, tuple[int, ...], bool]] = {}
+_ALIGNED: dict[int, tuple[Any, tuple[int, ...], int]] = {}
 """id(array) -> (weak reference, shape, first element 16-byte aligned). Reading an address
 (`arr.ctypes.data`) costs about a microsecond; an array's address is fixed for its lifetime
 unless `ndarray.resize` reallocates it, which also changes its shape (checked). Entries leave
@@ -283,24 +302,34 @@ def _forget(key: int) -> Callable[[Any], None]:
     return lambda _ref: _ALIGNED.pop(key, None)
 
 
-def _aligned16(value: np.ndarray[Any, Any]) -> bool:
+def _address_mod16(value: np.ndarray[Any, Any]) -> int:
     key = id(value)
     entry = _ALIGNED.get(key)
     if entry is not None and entry[0]() is value and entry[1] == value.shape:
         return entry[2]
-    aligned = value.ctypes.data % 16 == 0
+    mod = value.ctypes.data % 16
     try:
-        _ALIGNED[key] = (weakref.ref(value, _forget(key)), value.shape, aligned)
+        _ALIGNED[key] = (weakref.ref(value, _forget(key)), value.shape, mod)
     except TypeError:  # pragma: no cover - an array type without weak references
         pass
-    return aligned
+    return mod
 
 
 def _numpy_spec(value: np.ndarray[Any, Any], name: str, specialize: bool, align: bool) -> ArgSpec:
     pair = _NUMPY_POINTERS.get(value.dtype)
     if pair is None:
         raise _bad_dtype(str(value.dtype), name)
-    return pair[specialize and align and _aligned16(value)]
+    mod = _address_mod16(value)
+    if mod % value.itemsize:
+        # Metal reads elements only at multiples of their size; refused here so that every
+        # backend refuses it (the CPU would read the misaligned element, the GPU would not)
+        raise ArgumentError(
+            f"argument '{name}': its first element is at an address {mod % value.itemsize} byte(s) "
+            f"past a multiple of its element size {value.itemsize} ({value.dtype}); kernels read "
+            "elements only at aligned addresses: pass an aligned copy (np.ascontiguousarray of a "
+            "fresh array)"
+        )
+    return pair[specialize and align and mod == 0]
 
 
 def _mlx_spec(value: Any, name: str, specialize: bool, align: bool) -> ArgSpec:

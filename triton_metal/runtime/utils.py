@@ -51,6 +51,8 @@ def reinterpret(array: Any, dtype: tlt.dtype | str) -> Any:
         raise TypeError(f"reinterpret: {dtype!r} is not a scalar element type")
     if ty.is_fp64():
         raise TypeError(f"reinterpret: {tlt.FP64_REFUSAL}")
+    if ty.is_fp8():
+        raise TypeError(f"reinterpret: {ty!r}: Apple GPUs have no fp8 types")
     if isinstance(array, ReinterpretedArray):
         array = array.base
     if isinstance(array, np.ndarray):

@@ -5,7 +5,8 @@ CPU emulator elsewhere, with NumPy arrays) and again in the NumPy interpreter
 (`TRITON_METAL_INTERPRET=1`) on the same inputs; the outputs must agree within the case's
 tolerance. `--bench` also times the softmax, layer norm, matmul and attention kernels beside
 MLX's built-ins (`mx.softmax`, `mx.fast.layer_norm`, `mx.matmul`,
-`mx.fast.scaled_dot_product_attention`) in the same run and reports GB/s and TFLOPS. On Linux the
+`mx.fast.scaled_dot_product_attention`) and every `triton_metal.ops` op beside its MLX twin
+(`ops_cases.py`) in the same run, and reports GB/s and TFLOPS. On Linux the
 kernels run on the emulator and MLX's built-ins on MLX's CPU backend: the report says so, and the
 figures compare two CPU implementations, not GPUs.
 
@@ -183,7 +184,11 @@ def run_selftest(bench: bool = False, stream: TextIO | None = sys.stdout, mx: An
         if backend != "metal":
             report.notes.append("benchmarks: triton_metal on the CPU emulator against MLX's CPU built-ins; "
                                 "neither figure says anything about an Apple GPU")
-        for b in bench_cases(examples, mx, large=backend == "metal"):
+        from .ops_cases import op_bench_cases
+
+        cases = list(bench_cases(examples, mx, large=backend == "metal"))
+        cases += op_bench_cases(mx, large=backend == "metal")
+        for b in cases:
             if only and b.name.split()[0] not in only:
                 continue
             try:

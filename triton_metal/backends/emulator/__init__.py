@@ -17,6 +17,7 @@ from triton_metal.backends.emulator.api import MetalKernel, metal_kernel
 from triton_metal.backends.emulator.errors import (
     KernelFault,
     MSLCompileError,
+    OutOfBoundsAccess,
     ThreadgroupMemoryError,
     WatchdogTimeout,
 )
@@ -29,6 +30,7 @@ __all__ = [
     "KernelFault",
     "MSLCompileError",
     "MetalKernel",
+    "OutOfBoundsAccess",
     "ThreadgroupMemoryError",
     "WatchdogTimeout",
     "dispatch_dims",

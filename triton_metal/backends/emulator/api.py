@@ -13,6 +13,11 @@ given shapes and dtypes, filled with
 set makes a kernel that forgets to write an element visible as NaN or -1). Inputs are always passed
 row-contiguous: with `ensure_row_contiguous=False` the `_strides` buffers describe that row-major
 copy, which indexes the same elements.
+
+The kernel runs when it is called (reading the inputs' values, which MLX forbids inside
+`mx.compile`, `mx.vmap` and export tracing: refused there, naming the kernel). With MLX inputs
+the outputs are graph nodes that depend on them and, like MLX's `CustomKernel`, have no vjp,
+jvp or vmap, so `mx.grad` through a kernel raises as on a Mac rather than seeing constants.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from triton_metal.backends.emulator.bounds import checks_enabled
 from triton_metal.backends.emulator.kernel import NUMPY_DTYPES, EmulatorKernel, asan_enabled
 from triton_metal.backends.emulator.signature import (
     TYPE_STRINGS,
@@ -101,7 +107,7 @@ class MetalKernel:
     ensure_row_contiguous: bool
     atomic_outputs: bool
     fast_math: bool
-    _compiled: dict[tuple[str, bool], EmulatorKernel] = field(default_factory=dict, repr=False)
+    _compiled: dict[tuple[str, bool, bool], EmulatorKernel] = field(default_factory=dict, repr=False)
 
     def __call__(
         self,
@@ -127,7 +133,17 @@ class MetalKernel:
                 f"[metal_kernel] Expected `output_shapes` and `output_dtypes` to have size "
                 f"{len(self.output_names)}."
             )
-        converted = [_to_numpy(v) for v in inputs]
+        try:
+            converted = [_to_numpy(v) for v in inputs]
+        except ValueError as error:
+            if "transformation" not in str(error):
+                raise
+            raise ValueError(
+                f"[metal_kernel] kernel '{self.name}': the emulator runs a kernel when it is called, "
+                "which needs its inputs' values, so it cannot run inside mx.compile, mx.vmap or "
+                "mx.export_function tracing (on a Mac the call is a lazy graph node). MLX said: "
+                f"{error}"
+            ) from None
         for type_string in [t for _, t in converted] + [TYPE_STRINGS[dtype_name(d)] for d in output_dtypes]:
             if type_string not in NUMPY_DTYPES and type_string != "double":  # refused below
                 raise ValueError(f"the Metal emulator does not support arrays of {type_string}")
@@ -143,12 +159,13 @@ class MetalKernel:
         if verbose:
             print(ksrc.text)
         asan = asan_enabled()
-        kernel = self._compiled.get((ksrc.text, asan))
+        key = (ksrc.text, asan, checks_enabled())
+        kernel = self._compiled.get(key)
         if kernel is None:
             kernel = EmulatorKernel.build(
                 ksrc, self.source, self.header, asan=asan, fast_math=self.fast_math
             )
-            self._compiled[(ksrc.text, asan)] = kernel
+            self._compiled[key] = kernel
         outputs: list[np.ndarray] = []
         for shape, name in zip(output_shapes, out_names):
             dtype = NUMPY_DTYPES[TYPE_STRINGS[name]]
@@ -170,7 +187,28 @@ class MetalKernel:
                 result.append(mx.array(arr).view(mx.bfloat16))
             else:
                 result.append(mx.array(arr))
-        return result
+        arrays = [v for v in inputs if _is_mlx_array(v)]
+        return _connected(self.name, arrays, result) if arrays else result
+
+
+def _connected(name: str, inputs: list[Any], outputs: list[Any]) -> list[Any]:
+    """The outputs as nodes of MLX's graph that depend on the inputs and, like MLX's
+    `CustomKernel`, have no vjp, jvp or vmap: the emulator computes them eagerly, and constants
+    would let `mx.grad` through a kernel return zeros instead of failing as it does on a Mac."""
+    mx = _mlx()
+
+    def refuse(rule: str) -> Callable[..., Any]:
+        def raise_(*args: Any, **kwargs: Any) -> Any:
+            raise ValueError(f"[Primitive::{rule}] Not implemented for CustomKernel "
+                             f"(metal_kernel '{name}').")
+
+        return raise_
+
+    node = mx.custom_function(lambda *arrays: list(outputs))
+    node.vjp(refuse("vjp"))
+    node.jvp(refuse("jvp"))
+    node.vmap(refuse("vmap"))
+    return list(node(*inputs))
 
 
 def metal_kernel(

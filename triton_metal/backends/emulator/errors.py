@@ -9,7 +9,7 @@ under ASan) raises `KernelFault`, which is also a `RuntimeError`, as MLX reports
 
 from __future__ import annotations
 
-from triton_metal.errors import CompilationError, OutOfResources, TritonError
+from triton_metal.errors import CompilationError, OutOfBoundsError, OutOfResources, TritonError
 
 
 class MSLCompileError(CompilationError, RuntimeError):
@@ -20,8 +20,12 @@ class KernelFault(TritonError, RuntimeError):
     """The kernel ran into an error the emulator detects (divergence, deadlock, out of bounds)."""
 
 
+class OutOfBoundsAccess(KernelFault, OutOfBoundsError):
+    """A bounds-checked access reached outside its buffer (bounds.py)."""
+
+
 class WatchdogTimeout(KernelFault):
-    """A threadgroup made no progress for longer than the watchdog allows."""
+    """A threadgroup ran longer than the watchdog allows (it finished no threadgroup meanwhile)."""
 
 
 class ThreadgroupMemoryError(OutOfResources, KernelFault):

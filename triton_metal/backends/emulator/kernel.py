@@ -12,7 +12,8 @@ Errors the kernel makes at run time raise `KernelFault` (or a subclass).
 Environment: `TRITON_METAL_EMULATOR_THREADS` (OS threads, default one per core),
 `TRITON_METAL_EMULATOR_WATCHDOG` (seconds without progress before a threadgroup is declared
 stuck, default 30), `TRITON_METAL_EMULATOR_STACK` (bytes per fiber stack, default 131072),
-`TRITON_METAL_EMULATOR_ASAN=1` (AddressSanitizer builds, see `asan.py`).
+`TRITON_METAL_EMULATOR_ASAN=1` (AddressSanitizer builds, see `asan.py`),
+`TRITON_METAL_EMULATOR_CHECKS=0` (no bounds checks, see `bounds.py`).
 """
 
 from __future__ import annotations
@@ -27,15 +28,18 @@ from pathlib import Path
 
 import numpy as np
 
+from triton_metal.backends.emulator.bounds import checked_params, checked_text, checks_enabled
 from triton_metal.backends.emulator.errors import (
     KernelFault,
     MSLCompileError,
+    OutOfBoundsAccess,
     ThreadgroupMemoryError,
     WatchdogTimeout,
 )
 from triton_metal.backends.emulator.rewrite import (
     check_msl_restrictions,
     needs_fibers,
+    pin_line_directives,
     rewrite_threadgroup_declarations,
 )
 from triton_metal.backends.emulator.runtime_lib import (
@@ -78,6 +82,9 @@ NUMPY_DTYPES: dict[str, np.dtype] = {
 }
 
 _STATUS_FAULT, _STATUS_TG_MEMORY, _STATUS_WATCHDOG, _STATUS_BAD_LAUNCH = 1, 2, 3, 4
+_STATUS_OUT_OF_BOUNDS, _STATUS_INTERRUPTED, _STATUS_PENDING = 5, 6, 7
+_POLL_SECONDS = 0.1
+"""How often a waiting launch returns to Python, so that Ctrl-C can interrupt it."""
 
 
 class _LaunchDesc(ctypes.Structure):
@@ -94,6 +101,8 @@ class _LaunchDesc(ctypes.Structure):
         ("stack_bytes", ctypes.c_uint),
         ("error", ctypes.c_void_p),
         ("error_capacity", ctypes.c_uint),
+        ("poll_seconds", ctypes.c_double),
+        ("state", ctypes.c_void_p),
     ]
 
 
@@ -179,6 +188,8 @@ class EmulatorKernel:
     artifact: Path
     uses_fibers: bool
     asan: bool
+    checked: bool = False
+    """Built with bounds checks (`bounds.py`): the launch passes each buffer's element count."""
     _lib: ctypes.CDLL | None = field(default=None, repr=False)
 
     @classmethod
@@ -196,6 +207,10 @@ class EmulatorKernel:
         check_msl_restrictions(header, kernel_file, source.kernel_name, 1)
         check_msl_restrictions(body, kernel_file, source.kernel_name, source.body_line)
         text, _ = rewrite_threadgroup_declarations(source.text)
+        checked = not asan and checks_enabled()
+        if checked:
+            text = checked_text(source, text)
+        text = pin_line_directives(text)
         fibers = needs_fibers(body, header)
         runtime = runtime_library(asan)
         flags = list(KERNEL_FLAGS)
@@ -206,7 +221,8 @@ class EmulatorKernel:
             flags += ["-I", str(d)]
         headers = headers_digest()
         prelude = None if asan else precompiled_prelude(PRELUDE, flags, headers)
-        unit = translation_unit(source, text, fibers, asan, str(prelude) if prelude else None)
+        names = frozenset(p.name for p in checked_params(source)) if checked else frozenset()
+        unit = translation_unit(source, text, fibers, asan, str(prelude) if prelude else None, names)
         if asan:
             command = [*flags, "-o", "{out}", "kernel.cpp", str(runtime), "-lm", "-pthread"]
             suffix = ""
@@ -220,7 +236,7 @@ class EmulatorKernel:
             )
         except BuildFailure as failure:
             raise _map_diagnostics(failure.stderr, source, kernel_file) from None
-        return cls(source, artifact, fibers, asan)
+        return cls(source, artifact, fibers, asan, checked)
 
     @classmethod
     def compile(
@@ -244,8 +260,9 @@ class EmulatorKernel:
     def _lib_handle(self) -> ctypes.CDLL:
         if self._lib is None:
             lib = ctypes.CDLL(str(self.artifact))
-            lib.tm_kernel_main.argtypes = [ctypes.POINTER(_LaunchDesc)]
-            lib.tm_kernel_main.restype = ctypes.c_int
+            for fn in (lib.tm_kernel_main, lib.tm_launch_wait, lib.tm_launch_cancel):
+                fn.argtypes = [ctypes.POINTER(_LaunchDesc)]
+                fn.restype = ctypes.c_int
             self._lib = lib
         return self._lib
 
@@ -327,7 +344,10 @@ class EmulatorKernel:
         workers: int,
     ) -> tuple[int, str]:
         lib = self._lib_handle()
-        pointers = (ctypes.c_void_p * max(len(bufs), 1))(*[b.ctypes.data for b in bufs])
+        addresses = [b.ctypes.data for b in bufs]
+        if self.checked:
+            addresses += [b.size for b in bufs]  # element counts, after the pointers (bounds.py)
+        pointers = (ctypes.c_void_p * max(len(addresses), 1))(*addresses)
         error = ctypes.create_string_buffer(8192)
         desc = _LaunchDesc()
         desc.kernel_name = self.source.kernel_name.encode()
@@ -339,7 +359,18 @@ class EmulatorKernel:
         desc.stack_bytes = _env_int("TRITON_METAL_EMULATOR_STACK", 128 * 1024)
         desc.error = ctypes.cast(error, ctypes.c_void_p)
         desc.error_capacity = len(error)
-        status = lib.tm_kernel_main(ctypes.byref(desc))
+        desc.poll_seconds = _POLL_SECONDS
+        ref = ctypes.byref(desc)
+        try:
+            # Python runs signal handlers between these calls: Ctrl-C raises KeyboardInterrupt
+            # here, and the launch (pending while `desc.state` is set) is cancelled first
+            status = lib.tm_kernel_main(ref)
+            while status == _STATUS_PENDING:
+                status = lib.tm_launch_wait(ref)
+        except BaseException:
+            if desc.state:
+                lib.tm_launch_cancel(ref)
+            raise
         return status, error.value.decode(errors="replace")
 
     def _error(self, status: int, message: str) -> Exception:
@@ -365,6 +396,8 @@ class EmulatorKernel:
             return ThreadgroupMemoryError(text, int(m.group(1)) if m else 0)
         if status == _STATUS_WATCHDOG:
             return WatchdogTimeout(text)
+        if status == _STATUS_OUT_OF_BOUNDS:
+            return OutOfBoundsAccess(text)
         if status == _STATUS_BAD_LAUNCH:
             return ValueError(text)
         return KernelFault(text)

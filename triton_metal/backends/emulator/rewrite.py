@@ -9,6 +9,9 @@
   matrices); kernels that do not run each thread straight through, without fibers.
 - `check_msl_restrictions`: constructs MSL forbids that g++ would accept (`goto`, inline
   assembly, compiler builtins, `thread_local`), refused with the line.
+- `pin_line_directives`: after a `#line N "file"` directive, each following line gets its own
+  copy, so everything a code generator prints for one kernel line reports that line (barriers,
+  SIMD-group functions and bounds checks record `__LINE__`, which would count on).
 """
 
 from __future__ import annotations
@@ -121,3 +124,37 @@ def check_msl_restrictions(text: str, file: str, kernel: str, first_line: int = 
         raise MSLCompileError(
             reason, Loc(file, first_line + line_index, col), kernel=kernel, source_line=source_line
         )
+
+
+_LINE_DIRECTIVE = re.compile(r'^\s*#\s*line\s+\d+(?:\s+"(?:[^"\\]|\\.)*")?\s*$')
+
+
+def pin_line_directives(text: str) -> str:
+    """Repeat each `#line` directive before every line it governs (module doc); lines before the
+    first directive, and the continuation lines of a directive or a block comment, are left as
+    they are."""
+    if "#line" not in text:
+        return text
+    out: list[str] = []
+    current: str | None = None
+    in_comment = False
+    continued = False
+    fresh = False  # the line right after a directive needs no copy
+    for line in text.split("\n"):
+        if _LINE_DIRECTIVE.match(line):
+            current = line.strip()
+            out.append(line)
+            continued = in_comment = False
+            fresh = True
+            continue
+        if current is not None and not fresh and not continued and not in_comment and line.strip():
+            out.append(current)
+        fresh = False
+        out.append(line)
+        continued = line.endswith("\\")
+        if in_comment:
+            in_comment = "*/" not in line
+        elif "/*" in line:
+            scan = strip_comments(line)
+            in_comment = "/*" in scan and "*/" not in scan[scan.rfind("/*"):]
+    return "\n".join(out)

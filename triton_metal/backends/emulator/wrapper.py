@@ -8,12 +8,14 @@ MSL text, then entry points with C linkage:
 - `tm_thread_entry(buffers, group, index)` runs one thread (a fiber);
 - `tm_kernel_main(desc)` fills in those entries and calls the runtime's `tm_launch`.
 
-`buffers[i]` is the pointer bound to `[[buffer(i)]]`; the Metal attributes the kernel declares are
+`buffers[i]` is the pointer bound to `[[buffer(i)]]` (in bounds-checked builds,
+`buffers[nbuffers + i]` holds its element count, see `bounds.py`); the Metal attributes the kernel declares are
 computed from the group description exactly as `dispatchThreads` defines them.
 """
 
 from __future__ import annotations
 
+from triton_metal.backends.emulator.bounds import element_type
 from triton_metal.backends.emulator.signature import KernelSource, Param, ParamKind
 
 # How each attribute is computed inside tm_thread (lx, ly, lz: position in the group; idx: its
@@ -55,7 +57,7 @@ using namespace metal;
 """
 
 
-def _argument(param: Param) -> str:
+def _argument(param: Param, checked: frozenset[str], nbuffers: int) -> str:
     if param.kind is ParamKind.ATTRIBUTE:
         assert param.attribute is not None
         value = _ATTRIBUTE_VALUES[param.attribute]
@@ -69,11 +71,17 @@ def _argument(param: Param) -> str:
     assert param.buffer is not None
     if param.by_reference:
         return f"*({param.ctype.rstrip('&').strip()}*)b[{param.buffer}]"
+    if param.name in checked:
+        # a bounds-checked buffer: its element count follows the pointers in `b` (bounds.py)
+        t = element_type(param)
+        return (f"metal::tm_buf<{t}>{{({t}*)b[{param.buffer}], "
+                f"(unsigned long)b[{nbuffers + param.buffer}], \"{param.name}\"}}")
     return f"({param.ctype})b[{param.buffer}]"
 
 
-def wrapper(source: KernelSource, fibers: bool) -> str:
-    args = ",\n        ".join(_argument(p) for p in source.params)
+def wrapper(source: KernelSource, fibers: bool, checked: frozenset[str] = frozenset()) -> str:
+    nbuffers = sum(1 for p in source.params if p.buffer is not None)
+    args = ",\n        ".join(_argument(p, checked, nbuffers) for p in source.params)
     return f"""\
 #define TM_EXPORT __attribute__((visibility("default")))
 static inline __attribute__((always_inline)) void tm_thread(
@@ -110,6 +118,7 @@ def translation_unit(
     fibers: bool,
     asan: bool,
     prelude_header: str | None = None,
+    checked: frozenset[str] = frozenset(),
 ) -> str:
     """The kernel translation unit (module doc).
 
@@ -126,7 +135,7 @@ def translation_unit(
         rewritten_text,
         "\n" if not rewritten_text.endswith("\n") else "",
         f'#line 1 "{source.kernel_name}.wrapper"\n',
-        wrapper(source, fibers),
+        wrapper(source, fibers, checked),
     ]
     if asan:
         parts.append(

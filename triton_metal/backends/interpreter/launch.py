@@ -20,7 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from triton_metal.errors import CompilationError, InterpreterError, LaunchError, Loc, TritonError
+from triton_metal.errors import (
+    CompilationError, InterpreterError, InterpreterOutOfBounds, LaunchError, Loc, TritonError,
+)
 from triton_metal.language import JITCallable, Semantic, active_semantic, constexpr, tensor
 from triton_metal.language.types import (
     FP64_REFUSAL,
@@ -43,6 +45,7 @@ from triton_metal.language.types import (
 from .memory import Memory
 from .numpy_builder import NumpyBuilder, TensorHandle
 from .numerics import storage_dtype
+from .rewrite import call_function, interpretable
 
 # triton_metal/backends/interpreter/launch.py -> triton_metal/
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -71,19 +74,21 @@ def launch(kernel: JITCallable, grid: tuple[int, int, int], args: dict[str, obje
     mlx: dict[int, _MlxBinding] = {}
     bound = {name: _bind(name, value, memory, mlx, name in constexprs) for name, value in args.items()}
     builder = NumpyBuilder(memory, (gx, gy, gz))
-    sem = Semantic(builder, concrete=builder.concrete)
+    sem = Semantic(builder, concrete=builder.concrete, call_jit=call_function)
+    body = interpretable(kernel.fn)
     with np.errstate(all="ignore"), active_semantic(sem):
         for z in range(gz):
             for y in range(gy):
                 for x in range(gx):
                     builder.program = (x, y, z)
                     try:
-                        kernel.fn(**bound)
+                        body(**bound)
                     except Exception as exc:  # noqa: BLE001 - re-raised with the kernel's location
                         located = _located(exc, kernel, (x, y, z))
                         if located is exc:
                             raise
-                        raise located from exc
+                        cause = located.__cause__ if isinstance(located, CompilationError) else exc
+                        raise located from cause
     _write_back(mlx, memory)
 
 
@@ -103,9 +108,9 @@ def _constexpr_params(kernel: JITCallable) -> set[str]:
 
 def _bind(name: str, value: Any, memory: Memory, mlx: dict[int, _MlxBinding], is_constexpr: bool) -> Any:
     if isinstance(value, constexpr):
-        return value.value
-    if is_constexpr or value is None:
         return value
+    if is_constexpr or value is None:
+        return constexpr(value)  # as the front end binds a compile-time parameter
     if isinstance(value, tensor):
         return value
     if isinstance(value, np.ndarray):
@@ -132,7 +137,7 @@ def _bind(name: str, value: Any, memory: Memory, mlx: dict[int, _MlxBinding], is
         raise LaunchError(f"argument '{name}' = {v} does not fit in 64 bits")
     if isinstance(value, (float, np.floating)):
         return _scalar(float(value), float32)
-    return value  # dtypes, @jit functions, strings...: Python objects the body may use
+    return constexpr(value)  # dtypes, @jit functions, strings...: compile-time values
 
 
 def _element_type(name: str, np_dtype: np.dtype) -> dtype:
@@ -209,11 +214,18 @@ def _kernel_frame(exc: BaseException) -> traceback.FrameSummary | None:
                 found = frame  # the kernel body itself
             continue
         if inside:
-            if os.path.basename(frame.filename) == "jit_marker.py":
+            if _passes_through(frame):
                 continue  # a call to a user @jit helper: keep following into the helper
             break
         found = frame
     return found
+
+
+def _passes_through(frame: traceback.FrameSummary) -> bool:
+    """Frames between a kernel line and the user code it calls: the @jit call, the semantic's
+    `call_jit`, and the rewritten body's runtime (a logical operation calls its operands)."""
+    base = os.path.basename(frame.filename)
+    return base in ("jit_marker.py", "rewrite.py") or (base == "base.py" and frame.name == "call_jit")
 
 
 def _located(exc: Exception, kernel: JITCallable, pid: tuple[int, int, int]) -> Exception:
@@ -232,4 +244,5 @@ def _located(exc: Exception, kernel: JITCallable, pid: tuple[int, int, int]) -> 
     if source:
         text += f"\n    {source.strip()}"
     reason = str(exc) if isinstance(exc, TritonError) else f"{type(exc).__name__}: {exc}"
-    return InterpreterError(f"{text}\nerror: {reason}")
+    cls = InterpreterOutOfBounds if isinstance(exc, InterpreterOutOfBounds) else InterpreterError
+    return cls(f"{text}\nerror: {reason}")

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from triton_metal.errors import InterpreterError
+from triton_metal.errors import InterpreterError, InterpreterOutOfBounds
+from triton_metal.runtime.host_arrays import element_extent
 from triton_metal.language.builder import AtomicOp
 
 
@@ -64,12 +65,20 @@ class Memory:
 
     def __init__(self) -> None:
         self.buffers: list[Buffer] = []
+        self.extents: list[tuple[str, int, int]] = []
+        """(argument, address of its first element, end of what it may address): an access must
+        fall inside one of these, not merely inside the allocation around a view."""
 
     def register(self, arr: np.ndarray, name: str) -> int:
         """Make `arr`'s allocation addressable; returns the address of `arr`'s first element."""
         root = _root(arr)
         low, high = _byte_bounds(root) if root.size else _byte_bounds(arr)
         addr = int(arr.__array_interface__["data"][0])
+        if any(s < 0 for s in arr.strides):
+            self.extents.append((name, *_byte_bounds(arr)))
+        else:
+            # the compiled backends' buffer: first element to the last one the strides reach
+            self.extents.append((name, addr, addr + element_extent(arr) * arr.itemsize))
         for b in self.buffers:
             if b.low <= low and high <= b.high:
                 b.writable = b.writable and bool(arr.flags.writeable)
@@ -86,6 +95,7 @@ class Memory:
     def _resolve(self, addrs: np.ndarray, itemsize: int, what: str) -> tuple[np.ndarray, list[Buffer]]:
         """Buffer index per address (all addresses must resolve) and the buffers."""
         a = addrs.astype(np.uint64, copy=False)
+        self._check_extents(a, itemsize, what)
         which = np.full(a.shape, -1, dtype=np.int64)
         for i, b in enumerate(self.buffers):
             inside = (a >= np.uint64(b.low)) & (a + np.uint64(itemsize) <= np.uint64(b.high)) & (which < 0)
@@ -100,6 +110,26 @@ class Memory:
                 f"unaligned {what}: address {addr:#x} is not a multiple of the element size {itemsize}"
             )
         return which, self.buffers
+
+    def _check_extents(self, a: np.ndarray, itemsize: int, what: str) -> None:
+        """Every address inside some argument's extent, or `InterpreterOutOfBounds` worded as the
+        emulator's bounds checks word it: the argument nearest the address and the index."""
+        if not self.extents:
+            return
+        inside = np.zeros(a.shape, dtype=np.bool_)
+        for _name, low, high in self.extents:
+            inside |= (a >= np.uint64(low)) & (a + np.uint64(itemsize) <= np.uint64(high))
+        if inside.all():
+            return
+        outside = a[~inside]
+        addr = int(outside[0])
+        name, low, high = min(self.extents, key=lambda e: min(abs(addr - e[1]), abs(addr - e[2])))
+        index = (addr - low) // itemsize
+        lanes = f" with {outside.size} lanes out of bounds" if outside.size > 1 else ""
+        raise InterpreterOutOfBounds(
+            f"out-of-bounds access to '{name}' at index {index} (the buffer has "
+            f"{(high - low) // itemsize} elements), a {what}{lanes}"
+        )
 
     def _describe_bad(self, addr: int, itemsize: int, what: str, count: int) -> str:
         lanes = f" ({count} lanes)" if count > 1 else ""

@@ -147,7 +147,10 @@ class NumpyBuilder:
         elif op in (BinaryOp.SDIV, BinaryOp.UDIV):
             r = self._int_div(a, b)
         elif op in (BinaryOp.SREM, BinaryOp.UREM):
-            r = np.where(b == 0, 0, np.fmod(a, np.where(b == 0, 1, b)))
+            # x % 0 == 0 and MIN % -1 == 0 (docs/language.md): a divisor of 0 or -1 gives 0
+            minus_one = (b == -1) if b.dtype.kind == "i" else np.zeros(np.shape(b), dtype=np.bool_)
+            zero = (b == 0) | minus_one
+            r = np.where(zero, 0, np.fmod(a, np.where(zero, 1, b)))
         elif op is BinaryOp.AND:
             r = a & b
         elif op is BinaryOp.OR:
@@ -160,14 +163,14 @@ class NumpyBuilder:
             r = self._shift(a, b, ty, left=False, arithmetic=False)
         elif op is BinaryOp.ASHR:
             r = self._shift(a, b, ty, left=False, arithmetic=True)
-        elif op in (BinaryOp.SMIN, BinaryOp.UMIN, BinaryOp.FMIN_NAN):
+        elif op in (BinaryOp.SMIN, BinaryOp.UMIN):
             r = np.minimum(a, b)
-        elif op in (BinaryOp.SMAX, BinaryOp.UMAX, BinaryOp.FMAX_NAN):
+        elif op in (BinaryOp.SMAX, BinaryOp.UMAX):
             r = np.maximum(a, b)
-        elif op is BinaryOp.FMIN:
-            r = np.fmin(a, b)
-        elif op is BinaryOp.FMAX:
-            r = np.fmax(a, b)
+        elif op in (BinaryOp.FMIN, BinaryOp.FMIN_NAN):
+            r = _signed_zero_order(np.fmin(a, b) if op is BinaryOp.FMIN else np.minimum(a, b), a, b, True)
+        elif op in (BinaryOp.FMAX, BinaryOp.FMAX_NAN):
+            r = _signed_zero_order(np.fmax(a, b) if op is BinaryOp.FMAX else np.maximum(a, b), a, b, False)
         elif op is BinaryOp.UMULHI:
             r = self._mulhi(a, b, ty)
         elif op is BinaryOp.POW:
@@ -178,9 +181,17 @@ class NumpyBuilder:
 
     @staticmethod
     def _int_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        safe = np.where(b == 0, 1, b)
+        """Truncating division with the compiled kernels' rule for what C leaves undefined
+        (docs/language.md): x / 0 == 0, MIN / -1 == MAX, every other x / -1 == -x."""
+        if b.dtype.kind != "i":
+            safe = np.where(b == 0, 1, b)
+            return np.where(b == 0, 0, (a - np.fmod(a, safe)) // safe)
+        info = np.iinfo(np.result_type(a, b))
+        special = (b == 0) | (b == -1)
+        safe = np.where(special, 1, b)
         q = (a - np.fmod(a, safe)) // safe  # exact: the dividend is now a multiple of b
-        return np.where(b == 0, 0, q)  # GPUs give an unspecified value; 0 keeps it defined
+        negated = np.where(a == info.min, info.max, -np.where(a == info.min, 0, a))
+        return np.where(b == 0, 0, np.where(b == -1, negated, q))
 
     @staticmethod
     def _shift(a: np.ndarray, b: np.ndarray, ty: dtype, left: bool, arithmetic: bool) -> np.ndarray:
@@ -270,11 +281,15 @@ class NumpyBuilder:
                 return TensorHandle(round_bf16(f, rtz=True), dst)
             return _h(f, dst)
         if kind is CastKind.FP_TO_SI or kind is CastKind.FP_TO_UI:
+            # truncate, saturate past the type's range, NaN -> 0: the compiled kernels' rule
+            # (docs/language.md); the bounds are powers of two, exact in float64
             t = np.trunc(a.astype(np.float64))
             info = np.iinfo(storage_dtype(dst))
-            # out of range is undefined behaviour on GPUs; saturate so the result is at least stable
-            t = np.where(np.isnan(t), 0, np.clip(t, info.min, info.max))
-            return TensorHandle(t.astype(storage_dtype(dst)), dst)
+            lo, hi = float(info.min), float(info.max) + 1.0
+            nan, big, small = np.isnan(t), t >= hi, t <= lo
+            mid = np.where(nan | big | small, 0, t).astype(storage_dtype(dst))
+            r = np.where(nan, 0, np.where(big, info.max, np.where(small, info.min, mid)))
+            return TensorHandle(np.asarray(r).astype(storage_dtype(dst)), dst)
         if kind in (CastKind.SI_TO_FP, CastKind.UI_TO_FP):
             if dst.is_bf16():
                 return TensorHandle(round_bf16(a.astype(np.float64).astype(np.float32)), dst)
@@ -460,3 +475,15 @@ class NumpyBuilder:
             bad = np.argwhere(~ok)
             where = f" at index {tuple(int(i) for i in bad[0])}" if ok.ndim else ""
             raise InterpreterError(f"device_assert failed{where}: {message}")
+
+
+def _signed_zero_order(r: np.ndarray, a: np.ndarray, b: np.ndarray, is_min: bool) -> np.ndarray:
+    """min(-0.0, +0.0) == -0.0 and max(-0.0, +0.0) == +0.0 in either order, as the compiled
+    kernels define it (templates/helpers/float_ops.metal): equal operands merge their bits."""
+    a, b = np.broadcast_arrays(np.asarray(a), np.asarray(b))
+    if a.dtype.kind != "f":
+        return r
+    bits = unsigned_of(a.dtype.itemsize * 8)
+    ab, bb = a.view(bits), b.view(bits)
+    merged = (ab | bb) if is_min else (ab & bb)
+    return np.where(a == b, merged.view(a.dtype), r)

@@ -20,20 +20,34 @@ Per launch (`prepare` computes everything, `__call__` runs it):
 * grid `(gx * T, gy, gz)` in threads, threadgroup `(T, 1, 1)` (`plan.launch_dims`).
 * outputs: every stored or atomically updated argument, with its shape and dtype. MLX
   allocates them fresh, so elements the launch does not write must come from the old array:
-  - proven coverage (`MSLKernel.stored_coverage`, checked against this launch's grid, scalars
-    and the array's size): the result is used as is;
+  - proven coverage (`LaunchCoverage`: the code generator's coverage program run for this
+    launch's grid, scalars and output sizes by `runtime.coverage`, memoised): the result is
+    used as is;
   - atomics whose old values are not read (add, max, min, and, or, xor): the output starts at
     the operation's identity (`init_value`) and is combined with the old array afterwards;
   - other atomics (locks, counters, compare-and-swap loops) need the output to start as the
     array itself: done with `init_value` when every element holds one value (a zeroed lock);
-  - otherwise the kernel runs twice, with `init_value` 0 and 1: an element equal (bit for bit)
-    in both runs was written, the others take the old array's value (`mx.where`).
+  - otherwise the variant's twin compiled with written masks runs instead (once, compiled on
+    first need): its stores also set a bool output per merged output, which starts at 0
+    (`init_value=0`), and one `mx.where(mask, result, old)` per output keeps the old values
+    where nothing was written. One kernel run per launch, always.
   Atomics that need the array's contents in the output when the array is not uniform are
-  refused with an explanation, and so is a merge (two runs) next to such an atomic array.
+  refused with an explanation, and so is a written mask next to an atomic output that must
+  start at anything but 0. At `TRITON_METAL_DEBUG=1` a merged launch logs why the proof failed
+  (the store line and the reason).
 * results: an MLX argument is rebound (`arr[...] = result`, after checking dtype and shape); a
   NumPy buffer is copied back in place.
-* the first launch of a variant evaluates eagerly: a Metal compile error (raised by MLX at
-  `mx.eval`) becomes a `CompilationError` at the kernel line its `#line` directives name.
+* nothing is evaluated: the launch adds one `CustomKernel` node (plus, when coverage is not
+  proven or for atomics, the merge) to MLX's lazy graph. A Metal compile error therefore
+  surfaces where the graph is evaluated, as MLX's `RuntimeError` whose diagnostics name the
+  kernel's Python file and line (the MSL's `#line` directives); `metal_errors()` turns it into
+  a `CompilationError` with the source line and caret.
+* transformations: MLX's `CustomKernel` has no vjp, jvp or vmap, so `mx.grad` or `mx.vmap`
+  through a bare launch raises MLX's `ValueError` ("[Primitive::vjp] Not implemented for
+  CustomKernel."); at `TRITON_METAL_DEBUG` >= 1 the launch's arrays pass through a per-variant
+  identity `mx.custom_function` whose rules raise a `LaunchError` naming the kernel instead.
+  Inside a `triton_metal.op` the op's own rules apply. The plain launch adds nothing else to
+  the graph, so functions of launches trace under `mx.compile` and `mx.export_function`.
 """
 
 from __future__ import annotations
@@ -41,13 +55,16 @@ from __future__ import annotations
 import linecache
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from triton_metal.errors import CompilationError, LaunchError, Loc
+from triton_metal.runtime.log import debug_level
+from triton_metal.runtime.mlx_op import inside_op, note_kernel
 
 from .plan import LaunchPlan, OutputSlot, launch_dims
 
@@ -56,7 +73,6 @@ MLX_DTYPE_NAMES = {
     "int8_t": "int8", "int16_t": "int16", "int32_t": "int32", "int64_t": "int64",
     "uint8_t": "uint8", "uint16_t": "uint16", "uint32_t": "uint32", "uint64_t": "uint64",
 }
-_BITS_VIEW = {1: "uint8", 2: "uint16", 4: "uint32", 8: "uint64"}
 _ITEM_BYTES = {
     "float": 4, "float16_t": 2, "bfloat16_t": 2, "bool": 1, "int8_t": 1, "int16_t": 2,
     "int32_t": 4, "int64_t": 8, "uint8_t": 1, "uint16_t": 2, "uint32_t": 4, "uint64_t": 8,
@@ -94,8 +110,10 @@ class OutputPlan:
 
     slot: OutputSlot
     action: str
-    """"plain" (use the result), "merge" (two runs, bitwise compare) or "combine" (atomics)."""
+    """"plain" (use the result), "merge" (select on the written mask) or "combine" (atomics)."""
     old: Any = None
+    reason: str = ""
+    """Why a merged output is not proven written in full."""
     kind: str = ""
     target: Any = None
     """The MLX array to rebind, or the NumPy buffer to copy into."""
@@ -110,89 +128,111 @@ class PreparedLaunch:
     output_dtypes: list[Any]
     grid: tuple[int, int, int]
     threadgroup: tuple[int, int, int]
-    init_values: tuple[float | None, ...]
-    """One call per entry (two for a merge)."""
+    init_value: float | None
+    """metal_kernel's `init_value`: an atomic identity, 0 for written masks, else None."""
     outputs: list[OutputPlan] = field(default_factory=list)
+    masked: tuple[str, ...] = ()
+    """Outputs merged through written masks: the kernel's twin with those masks runs, and its
+    mask outputs follow the outputs (shapes and dtypes appended in this order)."""
 
-    def call_arguments(self, init_value: float | None) -> dict[str, Any]:
+    def call_arguments(self) -> dict[str, Any]:
         return {
             "inputs": self.inputs,
             "output_shapes": self.output_shapes,
             "output_dtypes": self.output_dtypes,
             "grid": self.grid,
             "threadgroup": self.threadgroup,
-            "init_value": init_value,
+            "init_value": self.init_value,
         }
 
 
-def _scalar(values: Sequence[object], names: Sequence[str], name: str | None) -> int | None:
-    if name is None or name not in names:
-        return None
-    value = values[list(names).index(name)]
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        return None
-    return int(value)
+def coverage_scalars(msl: Any, names: Sequence[str]) -> tuple[tuple[int, str], ...]:
+    """(argument index, name) of the runtime scalar parameters the coverage program reads (a
+    seed or a float that changes every launch must not defeat the memo)."""
+    index = {n: i for i, n in enumerate(names)}
+    program = msl.coverage_program
+    read = _program_args(program.statements) if program is not None else set()
+    return tuple((index[p.name], p.name) for p in msl.params
+                 if p.kind == "scalar" and p.name in index and p.name in read)
 
 
-def _reach(grid: tuple[int, int, int], axis: int, block: int) -> int:
-    """How far a proof's index reaches: `grid[axis] * block`, or `block` for an index that does
-    not depend on the program (axis -1)."""
-    return block if axis < 0 else grid[axis] * block
+def _program_args(statements: Sequence[Any]) -> set[str]:
+    found: set[str] = set()
+    for st in statements:
+        if st[0] == "arg":
+            found.add(st[2])
+        elif st[0] == "for":
+            found |= _program_args(st[6])
+        elif st[0] == "if":
+            found |= _program_args(st[2]) | _program_args(st[3])
+    return found
 
 
-def output_covered(msl: Any, slot: OutputSlot, values: Sequence[object], names: Sequence[str],
-                   grid: tuple[int, int, int], size: int) -> bool:
-    """The compiler's proof that this launch writes every element of the output holds here
-    (`codegen.kernel.OutputCoverage`: the 1-D form, or a tile of several dimensions)."""
-    cov = msl.coverage(slot.name)
-    if cov is None:
-        return False
-    tile = tuple(getattr(cov, "tile", ()) or ())
-    if tile:
-        bounds: list[int] = []
-        for dim in tile:
-            reach = _reach(grid, dim.grid_axis, dim.block)
-            if dim.bound_param is not None:
-                bound = _scalar(values, names, dim.bound_param)
-            elif dim.bound_value is not None:
-                bound = int(dim.bound_value)
+class LaunchCoverage:
+    """Per launch, which outputs the launch provably writes in full (`runtime.coverage`),
+    memoised per grid, output sizes and scalar values: a repeated launch costs one dict lookup."""
+
+    MEMO_LIMIT = 256
+
+    def __init__(self, msl: Any, names: Sequence[str]) -> None:
+        self.name = msl.name
+        self.program = msl.coverage_program
+        self.static = {c.output: c for c in msl.stored_coverage}
+        self.scalars = coverage_scalars(msl, names)
+        self.memo: dict[tuple[object, ...], dict[str, Any]] = {}
+
+    def __call__(self, values: Sequence[object], grid: tuple[int, int, int],
+                 sizes: dict[str, int]) -> dict[str, Any]:
+        key = (grid, *sizes.values(), *[values[i] for i, _ in self.scalars])
+        got = self.memo.get(key)
+        if got is None:
+            got = self._check(values, grid, sizes)
+            if len(self.memo) >= self.MEMO_LIMIT:
+                self.memo.clear()
+            self.memo[key] = got
+        return got
+
+    def _check(self, values: Sequence[object], grid: tuple[int, int, int],
+               sizes: dict[str, int]) -> dict[str, Any]:
+        from triton_metal.runtime import dumps
+        from triton_metal.runtime.coverage import Verdict, check_coverage
+
+        verdicts: dict[str, Any] = {}
+        checked: dict[str, int] = {}
+        for output, size in sizes.items():
+            static = self.static.get(output)
+            if static is None or not static.checkable or self.program is None:
+                verdicts[output] = Verdict(False, static.reason if static is not None else "no coverage facts")
             else:
-                bound = reach
-            stride = _scalar(values, names, dim.stride_param) if dim.stride_param else dim.stride_value
-            if bound is None or stride is None or reach < bound:
-                return False
-            bounds.append(bound)
-        expected = 1
-        for dim, bound in zip(reversed(tile), reversed(bounds)):
-            stride = _scalar(values, names, dim.stride_param) if dim.stride_param else dim.stride_value
-            if bound > 1 and stride != expected:
-                return False
-            expected *= bound
-        return expected == size
-    if not cov.proven or cov.block <= 0:
-        return False
-    reach = _reach(grid, cov.grid_axis, cov.block)
-    if cov.bound_param is not None:
-        bound = _scalar(values, names, cov.bound_param)
-        if bound is None:
-            return False
-    elif cov.bound_value is not None:
-        bound = int(cov.bound_value)
-    else:
-        bound = reach
-    return reach >= bound >= size
+                checked[output] = size
+        scalars = {name: int(values[i]) for i, name in self.scalars  # type: ignore[call-overload]
+                   if isinstance(values[i], (int, np.integer, np.bool_))}
+        if checked:
+            verdicts.update(check_coverage(self.program, grid, scalars, checked))
+        dumps.record_coverage(self.name, grid, scalars, verdicts)
+        return verdicts
 
 
 class MetalLauncher:
     """One compiled variant on the Metal backend (module docstring)."""
 
-    def __init__(self, msl: Any, plan: LaunchPlan, arg_names: Sequence[str], mx: Any = None) -> None:
+    def __init__(self, msl: Any, plan: LaunchPlan, arg_names: Sequence[str], mx: Any = None,
+                 written_variant: Callable[[tuple[str, ...]], Any] | None = None) -> None:
         self.msl = msl
         self.plan = plan
         self.arg_names = tuple(arg_names)
         self.mx = mx if mx is not None else _mlx()
         self._kernel: Any = None
-        self.evaluated = False
+        self.coverage = LaunchCoverage(msl, self.arg_names)
+        self.written_variant = written_variant
+        """outputs -> the `MSLKernel` whose stores to them also set written masks."""
+        self._masked: dict[tuple[str, ...], tuple[Any, Any]] = {}
+        self._dtypes: dict[str, Any] = {}
+        self._guard: Any = None
+        self._exit_guard: Any = None
+        self._pending: Any = None
+        self.kernel_name = msl.name.rsplit("_", 1)[0]
+        _LAUNCHED[msl.name] = msl
         self.math_mode = str(msl.metadata.get("math_mode", "safe"))
         self.atomics: dict[str, Any] = dict(msl.metadata.get("atomics", {}) or {})
 
@@ -209,20 +249,40 @@ class MetalLauncher:
             "atomic_outputs": bool(msl.atomic_outputs),
         }
 
-    def kernel(self) -> Any:
+    def kernel(self, masked: tuple[str, ...] = ()) -> Any:
+        """The metal_kernel object of this variant, or of its twin that also writes the written
+        masks of the outputs `masked` (compiled and built on first use)."""
+        if masked:
+            return self._masked_variant(masked)[1]
         if self._kernel is None:
-            args = self.factory_arguments()
-            try:
-                self._kernel = self.mx.fast.metal_kernel(
-                    **args, compile_options={"math_mode": self.math_mode}
-                )
-            except TypeError:  # MLX before 0.32: no compile_options (math mode "safe")
-                self._kernel = self.mx.fast.metal_kernel(**args)
+            self._kernel = self._build(self.factory_arguments())
         return self._kernel
+
+    def _build(self, args: dict[str, Any]) -> Any:
+        try:
+            return self.mx.fast.metal_kernel(**args, compile_options={"math_mode": self.math_mode})
+        except TypeError:  # MLX before 0.32: no compile_options (math mode "safe")
+            return self.mx.fast.metal_kernel(**args)
+
+    def _masked_variant(self, masked: tuple[str, ...]) -> tuple[Any, Any]:
+        got = self._masked.get(masked)
+        if got is None:
+            if self.written_variant is None:
+                raise self._refuse("an output is not proven to be written in full and this "
+                                   "launcher cannot compile the written-mask variant")
+            msl = self.written_variant(masked)
+            args = dict(self.factory_arguments(), name=msl.name, output_names=list(msl.output_names),
+                        source=msl.source, header=msl.header)
+            got = (msl, self._build(args))
+            self._masked[masked] = got
+        return got
 
     # -- one launch ------------------------------------------------------------------------------
     def _dtype(self, type_string: str) -> Any:
-        return getattr(self.mx, MLX_DTYPE_NAMES[type_string])
+        dtype = self._dtypes.get(type_string)
+        if dtype is None:  # looked up once per launcher: the launch path is hot
+            dtype = self._dtypes[type_string] = getattr(self.mx, MLX_DTYPE_NAMES[type_string])
+        return dtype
 
     def _to_mlx(self, value: object, type_string: str, pad: bool) -> Any:
         mx = self.mx
@@ -261,10 +321,10 @@ class MetalLauncher:
             else:
                 inputs.append(mx.array(list(grid), dtype=mx.int32))
         launch_grid, threadgroup = launch_dims(grid, plan.threads, plan.spread)
-        prepared = PreparedLaunch(inputs, [], [], launch_grid, threadgroup, (None,))
+        prepared = PreparedLaunch(inputs, [], [], launch_grid, threadgroup, None)
         identities: set[float] = set()
-        merging = False
         contents = False
+        plain: dict[str, int] = {}
         for slot in plan.outputs:
             value = values[slot.arg]
             is_numpy = isinstance(value, np.ndarray)
@@ -280,32 +340,37 @@ class MetalLauncher:
                 else:  # the output starts as the array itself (its one repeated value)
                     contents = True
                 identities.add(start)
-            elif not output_covered(self.msl, slot, values, self.arg_names, grid, size):
-                out.action = "merge"
-                merging = True
-            if out.action != "plain":
-                out.old = self._to_mlx(value, slot.dtype, False)
-                if tuple(out.old.shape) != shape:
-                    out.old = out.old.reshape(shape)
+            else:
+                plain[slot.name] = size
             prepared.outputs.append(out)
         if len(identities) > 1:
             raise self._refuse("its atomic outputs need different starting values "
                                f"({sorted(identities)})")
-        first = next(iter(identities)) if identities else 0.0
-        if merging and contents:
-            raise self._refuse("an output must be merged with its old contents by running the kernel "
-                               "twice, and an atomically updated array must start as it is: the "
-                               "second run would start it from another value")
-        if merging:
-            second = 1.0 if first == 0.0 else 0.0
-            if not math.isfinite(first) and any(
-                o.action == "merge" and o.slot.dtype not in _FLOATS for o in prepared.outputs
-            ):
-                raise self._refuse("an integer output must be merged next to an atomic output "
-                                   "that starts at infinity")
-            prepared.init_values = (first, second)
-        elif identities:
-            prepared.init_values = (first,)
+        first = next(iter(identities)) if identities else None
+        verdicts = self.coverage(values, grid, plain) if plain else {}
+        masked = tuple(o for o, v in verdicts.items() if not v.proven)
+        for out, shape in zip(prepared.outputs, prepared.output_shapes):
+            if out.slot.name in masked:
+                out.action = "merge"
+                out.reason = verdicts[out.slot.name].reason
+            if out.action != "plain":
+                out.old = self._to_mlx(out.target, out.slot.dtype, False)
+                if tuple(out.old.shape) != shape:
+                    out.old = out.old.reshape(shape)
+        if masked:
+            if first:
+                raise self._refuse(
+                    "an output is not proven to be written in full, so the kernel marks the "
+                    "elements it writes in a mask that must start at 0, while an atomically "
+                    f"updated array needs every output to start at {first}"
+                    + (" (its contents)" if contents else " (its operation's identity)")
+                )
+            first = 0.0
+            prepared.masked = masked
+            for o in masked:
+                prepared.output_shapes.append((plain[o],))
+                prepared.output_dtypes.append(self.mx.bool_)
+        prepared.init_value = first
         return prepared
 
     def _atomic_start(self, slot: OutputSlot, value: object) -> tuple[str, float]:
@@ -358,11 +423,22 @@ class MetalLauncher:
                 return None
             first = flat[0].item()
         else:
+            # The one evaluation on the launch path: metal_kernel starts an output empty or at
+            # one scalar, so a lock or counter array must be read to find its starting value.
             mx = self.mx
             flat = value.reshape(-1)  # type: ignore[attr-defined]
-            if flat.size == 0 or not bool(mx.all(flat == flat[0]).item()):
-                return None
-            first = flat[0].item()
+            try:
+                if flat.size == 0 or not bool(mx.all(flat == flat[0]).item()):
+                    return None
+                first = flat[0].item()
+            except ValueError as error:  # inside mx.compile / mx.vmap / mx.export_function
+                raise LaunchError(
+                    f"kernel '{self.kernel_name}' updates an array through atomics that need its "
+                    "current contents (a lock or counter), and mx.fast.metal_kernel can only start "
+                    "an output at one known value, which the launch must read from the array; it "
+                    f"cannot inside an MLX function transformation ({error}). Launch it outside "
+                    "the transformation"
+                ) from None
         start = float(first)
         if type_string not in _FLOATS and (start != first or abs(start) >= 2**24):
             return None  # not exactly a float32
@@ -378,27 +454,91 @@ class MetalLauncher:
 
     def __call__(self, values: Sequence[object], grid: tuple[int, int, int]) -> None:
         prepared = self.prepare(values, grid)
-        kernel = self.kernel()
-        runs = [kernel(**prepared.call_arguments(init)) for init in prepared.init_values]
-        results = self.finish(prepared, runs)
-        if not self.evaluated:
-            try:
-                self.mx.eval(*results)
-            except (RuntimeError, ValueError) as error:
-                raise map_metal_error(error, self.msl) from None
-            self.evaluated = True
+        if inside_op():  # the op's custom function supplies the transformations
+            note_kernel(self.kernel_name)
+            results = self.run(prepared)
+        elif debug_level() >= 1:
+            results = self.guarded(prepared)
+        else:
+            results = self.run(prepared)
         self.write_back(prepared, results)
 
-    def finish(self, prepared: PreparedLaunch, runs: list[list[Any]]) -> list[Any]:
-        """Each output's final value: the result, merged or combined with the old array."""
+    def run(self, prepared: PreparedLaunch) -> list[Any]:
+        """The launch's metal_kernel call(s) and each output's final value, as lazy arrays."""
+        kernel = self.kernel(prepared.masked)
+        if prepared.masked:
+            self._log_merge(prepared)
+        return self.finish(prepared, kernel(**prepared.call_arguments()))
+
+    def guarded(self, prepared: PreparedLaunch) -> list[Any]:
+        """`run` between two `mx.custom_function`s whose rules raise, naming the kernel (at
+        `TRITON_METAL_DEBUG` >= 1): an identity on the launch's arrays for vmap and jvp (MLX
+        transforms a graph's nodes from the inputs on, so it answers before the kernel) and one
+        around the launch for vjp (reverse mode meets it first, and its rule replaces the
+        kernel's). MLX's own error for a kernel names no kernel. Not the default:
+        `mx.export_function` cannot serialize a custom function, and the guards cost a few
+        microseconds per launch."""
+        if self._guard is None:
+            guard = self.mx.custom_function(_identity)
+            guard.vjp(self._no_vjp)
+            guard.jvp(self._no_jvp)
+            guard.vmap(self._no_vmap)
+            self._guard = guard
+            exit_guard = self.mx.custom_function(self._guarded_run)
+            exit_guard.vjp(self._no_vjp)
+            self._exit_guard = exit_guard
+        olds = [o for o in prepared.outputs if o.old is not None]
+        arrays = list(self._guard(*prepared.inputs, *[o.old for o in olds]))
+        self._pending = (prepared, olds)
+        try:
+            return list(self._exit_guard(*arrays))
+        finally:
+            self._pending = None
+
+    def _guarded_run(self, *arrays: Any) -> list[Any]:
+        prepared, olds = self._pending  # type: ignore[misc]
+        count = len(prepared.inputs)
+        prepared.inputs = list(arrays[:count])
+        for out, old in zip(olds, arrays[count:]):
+            out.old = old
+        return self.run(prepared)
+
+    def _transform_error(self, what: str) -> LaunchError:
+        return LaunchError(
+            f"kernel '{self.kernel_name}' was launched inside {what}, but a kernel launch has no "
+            "derivative or batching rule of its own: wrap the launcher in triton_metal.op "
+            "(with backward= for mx.grad), or launch it outside the transformation"
+        )
+
+    def _no_vjp(self, *args: Any, **kwargs: Any) -> Any:
+        raise self._transform_error("mx.grad / mx.vjp (a gradient)")
+
+    def _no_jvp(self, *args: Any, **kwargs: Any) -> Any:
+        raise self._transform_error("mx.jvp (a forward-mode derivative)")
+
+    def _no_vmap(self, *args: Any, **kwargs: Any) -> Any:
+        raise self._transform_error("mx.vmap")
+
+    def _log_merge(self, prepared: PreparedLaunch) -> None:
+        from triton_metal.runtime.log import log
+
+        if debug_level() >= 1:
+            for out in prepared.outputs:
+                if out.action == "merge":
+                    log(f"launch {self.msl.name}: '{out.slot.param}' is not proven to be written in "
+                        f"full ({out.reason}); the run also writes a mask of the elements it "
+                        "stores, and one select keeps the old values elsewhere")
+
+    def finish(self, prepared: PreparedLaunch, results: list[Any]) -> list[Any]:
+        """Each output's final value: the result, merged (one select on the written mask) or
+        combined with the old array."""
         mx = self.mx
+        masks = dict(zip(prepared.masked, results[len(prepared.outputs):]))
         final: list[Any] = []
         for k, out in enumerate(prepared.outputs):
-            result = runs[0][k]
+            result = results[k]
             if out.action == "merge":
-                bits = getattr(mx, _BITS_VIEW[_ITEM_BYTES[out.slot.dtype]])
-                unwritten = mx.not_equal(runs[0][k].view(bits), runs[1][k].view(bits))
-                result = mx.where(unwritten, out.old, result)
+                result = mx.where(masks[out.slot.name], result, out.old)
             elif out.action == "combine":
                 result = _combine(mx, out.kind, out.old, result)
             final.append(result)
@@ -422,6 +562,10 @@ class MetalLauncher:
             target[...] = result
 
 
+def _identity(*arrays: Any) -> list[Any]:
+    return list(arrays)
+
+
 def _combine(mx: Any, kind: str, old: Any, result: Any) -> Any:
     if kind == "add":
         return old + result
@@ -434,6 +578,43 @@ def _combine(mx: Any, kind: str, old: Any, result: Any) -> Any:
     if kind == "or":
         return mx.bitwise_or(old, result)
     return mx.bitwise_xor(old, result)
+
+
+_LAUNCHED: dict[str, Any] = {}
+"""MSLKernel by name, for every variant launched in this process (for `metal_errors`)."""
+
+
+@contextmanager
+def metal_errors() -> Iterator[None]:
+    """Re-raise an MLX evaluation error that a launched kernel caused as a `CompilationError`
+    at the kernel line (Metal compile errors surface when the graph is evaluated, not at the
+    launch): `with triton_metal.metal_errors(): mx.eval(y)`."""
+    try:
+        yield
+    except (RuntimeError, ValueError) as error:
+        msl = _kernel_of(str(error))
+        if msl is None:
+            raise
+        raise map_metal_error(error, msl) from error
+
+
+def _kernel_of(text: str) -> Any:
+    """The launched variant an MLX error names (by its MSL name, or by a kernel file and line
+    its `#line` directives point to)."""
+    for name, msl in _LAUNCHED.items():
+        if name in text:
+            return msl
+    m = _DIAG.search(text)
+    if m is None:
+        return None
+    marker = f'#line {m.group("line")} "{m.group("file")}"'
+    for msl in _LAUNCHED.values():
+        if marker in msl.source or marker in msl.header:
+            return msl
+    for msl in _LAUNCHED.values():
+        if f'"{m.group("file")}"' in msl.source:
+            return msl
+    return None
 
 
 _DIAG = re.compile(r"(?P<file>[^\s:]+):(?P<line>\d+):(?P<col>\d+): error: (?P<msg>[^\n]*)")

@@ -54,6 +54,10 @@ class OutputSlot:
     dtype: str
 
 
+MAX_BUFFERS = 31
+"""Buffer arguments a Metal kernel may take (its argument table's buffer entries)."""
+
+
 @dataclass(frozen=True)
 class LaunchPlan:
     inputs: tuple[InputSlot, ...]
@@ -89,6 +93,14 @@ class LaunchPlan:
                 raise LaunchError(f"compiled kernel input '{n}' is fed by no parameter")
         order = {n: k for k, n in enumerate(msl.output_names)}  # type: ignore[attr-defined]
         outputs.sort(key=lambda o: order[o.name])
+        buffers = len(inputs) + len(outputs)
+        if buffers > MAX_BUFFERS:
+            raise LaunchError(
+                f"the compiled kernel takes {buffers} buffers ({len(inputs)} inputs, including one per "
+                f"scalar argument, and {len(outputs)} outputs), more than Metal's limit of {MAX_BUFFERS} "
+                "buffers per kernel; pass fewer arrays and scalars (pack scalars into one array, or "
+                "split the kernel)"
+            )
         return cls(tuple(inputs), tuple(outputs), int(msl.threads_per_program), bool(grid_input))  # type: ignore[attr-defined]
 
 

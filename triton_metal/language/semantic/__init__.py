@@ -8,7 +8,7 @@
 
 `concrete(handle) -> python value` is given by the interpreter (whose handles hold data): it
 makes the semantic *eager*, so `bool(t)`/`int(t)` on scalar tensors work as in Triton's
-interpreter. `call_jit(fn, args)` calls a user `@jit` function (combine functions); builtins may
+interpreter. `call_jit(fn, args, kwargs)` calls a user `@jit` function (combine functions); builtins may
 instead pass the front end's generator (`_generator=`), which is used when present.
 """
 

@@ -1,7 +1,7 @@
 """Semantic layer, elementwise family: arithmetic, bitwise, comparisons, select, math functions.
 
 Integer `//` and `%` round toward zero (C), float `%` is `fmod`, `/` on integers computes in fp32,
-`>>` is arithmetic on signed and logical on unsigned operands. Math functions require floating
+`>>` is arithmetic when its left operand is signed before promotion and logical otherwise. Math functions require floating
 point operands, as Triton's `_check_dtype` does; fp16/bf16 keep their dtype where Triton accepts
 them (exp, log, sqrt, ...).
 """
@@ -59,7 +59,7 @@ class ArithMixin(SemanticBase):
         a, b = self.binary_op_type_checking_impl(a, b, True, True)
         sa, sb = a.type.scalar, b.type.scalar
         if sa.is_ptr() and sb.is_ptr():
-            raise error("cannot add two pointers", hint="subtract offsets, not pointers")
+            raise error("cannot add pointers together", hint="subtract offsets, not pointers", kind=TypeError)
         if sb.is_ptr():
             a, b = b, a
             sa, sb = sb, sa
@@ -101,8 +101,9 @@ class ArithMixin(SemanticBase):
         s = a.type.scalar
         if not s.is_int():
             raise error(
-                f"// is defined on integers only, not {s!r}",
+                f"unexpected type {s.name}: // is defined on integers only",
                 hint="use tl.floor(a / b) for floats",
+                kind=TypeError,
             )
         return self._binary(BinaryOp.SDIV if s.is_int_signed() else BinaryOp.UDIV, a, b)
 
@@ -150,7 +151,7 @@ class ArithMixin(SemanticBase):
         x = self.to_tensor(x)
         s = x.type.scalar
         if s.is_ptr():
-            raise error(f"cannot negate a pointer ({s!r})")
+            raise error(f"wrong type argument to unary minus ({s!r})")
         if s.is_bool():
             return x  # -True == True in 1-bit two's complement, as Triton computes it
         return tensor(self.builder.create_math(MathOp.NEG, x.handle), x.type)
@@ -159,7 +160,7 @@ class ArithMixin(SemanticBase):
         x = self.to_tensor(x)
         s = x.type.scalar
         if s.is_ptr() or s.is_floating():
-            raise error(f"~ is defined on integers and booleans, not {s!r}")
+            raise error(f"wrong type argument to unary invert ({s!r})", hint="~ takes integers and booleans")
         return tensor(self.builder.create_math(MathOp.NOT, x.handle), x.type)
 
     def abs(self, x: Any) -> tensor:
@@ -179,8 +180,9 @@ class ArithMixin(SemanticBase):
         sa, sb = a.type.scalar, b.type.scalar
         if not sa.is_int() or not sb.is_int():
             raise error(
-                f"bitwise operations need integer operands, not {sa!r} and {sb!r}",
+                f"invalid operands of type {sa!r} and {sb!r}: bitwise operations take integers",
                 hint="bitcast floats to integers of the same width with .to(tl.int32, bitcast=True)",
+                kind=TypeError,
             )
         return a, b
 
@@ -201,9 +203,13 @@ class ArithMixin(SemanticBase):
         return self._binary(BinaryOp.SHL, a, b)
 
     def shr(self, a: Any, b: Any) -> tensor:
-        a, b = self.bitwise_op_type_checking_impl(a, b)
-        op = BinaryOp.ASHR if a.type.scalar.is_int_signed() else BinaryOp.LSHR
-        return self._binary(op, a, b)
+        """`a >> b`: arithmetic when the left operand is signed *before* promotion, logical
+        otherwise, as Triton's `tensor.__rshift__` decides (int8 -1 >> uint32 8 promotes to
+        uint32 but shifts in sign bits: 4294967295). A Python scalar on the left has no dtype of
+        its own: the tensor on the right decides, as in Triton's `__rrshift__`."""
+        decider = a if isinstance(a, tensor) else b
+        signed = isinstance(decider, tensor) and decider.dtype.is_int_signed()
+        return self.ashr(a, b) if signed else self.lshr(a, b)
 
     def lshr(self, a: Any, b: Any) -> tensor:
         a, b = self.bitwise_op_type_checking_impl(a, b)
@@ -217,14 +223,27 @@ class ArithMixin(SemanticBase):
         x = self.to_tensor(x)
         return x if x.type.scalar.is_bool() else self.cast(x, int1)
 
+    def _as_int1(self, x: Any) -> tensor:
+        """Python's `and`, `or` and `not` on tensors take 1-bit values, as in Triton (which
+        bitcasts to int1 and so refuses wider types)."""
+        x = self.to_tensor(x)
+        s = x.type.scalar
+        if not s.is_bool():
+            raise error(
+                f"Cannot bitcast data-type of size {s.primitive_bitwidth} to data-type of size 1",
+                hint="`and`, `or` and `not` take booleans: compare first (x != 0), "
+                "or use &, | and ~ on integers",
+            )
+        return x
+
     def logical_and(self, a: Any, b: Any) -> tensor:
-        return self.and_(self._to_bool(a), self._to_bool(b))
+        return self.and_(self._as_int1(a), self._as_int1(b))
 
     def logical_or(self, a: Any, b: Any) -> tensor:
-        return self.or_(self._to_bool(a), self._to_bool(b))
+        return self.or_(self._as_int1(a), self._as_int1(b))
 
     def logical_not(self, a: Any) -> tensor:
-        return self.invert(self._to_bool(a))
+        return self.invert(self._as_int1(a))
 
     # -- comparisons --------------------------------------------------------------------------
     def _compare(self, a: Any, b: Any, fpred: CmpPredicate, spred: CmpPredicate, upred: CmpPredicate) -> tensor:
@@ -317,7 +336,8 @@ class ArithMixin(SemanticBase):
         if s.name not in allowed:
             pretty = ", ".join(a for a in allowed if a != "fp64")
             raise error(
-                f"tl.{name} expects a floating point tensor ({pretty}), got {s!r}",
+                f"Expected dtype {[a for a in allowed]} but got {s.name}: tl.{name} expects a "
+                f"floating point tensor ({pretty})",
                 hint=f"cast first: tl.{name}(x.to(tl.float32))",
             )
 

@@ -38,10 +38,19 @@ from ..types import (
 )
 
 Number = bool | int | float
-JitCaller = Callable[[Any, Sequence[Any]], Any]
-"""Calls a user `@jit` function (e.g. a reduce combine function) with tensor arguments."""
+JitCaller = Callable[[Any, Sequence[Any], dict[str, Any]], Any]
+"""Calls a user `@jit` function (a helper, a reduce combine function) with its arguments."""
 
 _KIND_BOOL, _KIND_INT, _KIND_FLOAT = 0, 1, 2
+
+BLOCK_CONDITION = (
+    "Boolean value of Tensor with more than one value is ambiguous: the condition of an 'if', "
+    "'while' or conditional expression is a block of shape {shape}"
+)
+BLOCK_CONDITION_HINT = (
+    "use tl.where(cond, a, b) for elementwise choices, or reduce the block (tl.max, tl.sum, ...)"
+)
+"""A block used as a condition: Triton's words, shared by the front end and the interpreter."""
 
 
 def kind(ty: dtype) -> int:
@@ -74,8 +83,13 @@ def is_pow2(n: int) -> bool:
     return n > 0 and (n & (n - 1)) == 0
 
 
-def error(message: str, hint: str | None = None) -> CompilationError:
-    return CompilationError(message, hint=hint)
+def error(message: str, hint: str | None = None, kind: type[Exception] = ValueError) -> CompilationError:
+    """A refusal of the program. Its `__cause__` is the exception Triton raises for the same
+    mistake (`kind`, with the same text), as Triton's compiler chains it, so ported tests that
+    inspect `exc.__cause__` still find Triton's words."""
+    err = CompilationError(message, hint=hint)
+    err.__cause__ = kind(message)
+    return err
 
 
 def refuse_fp64(ty: dtype) -> None:
@@ -107,6 +121,12 @@ class SemanticBase:
         if self._concrete is None:
             raise error(f"a tensor's {what} value is not known when the kernel is compiled")
         if x.type.is_block():
+            if what == "bool":  # a condition: the front end's refusal, word for word
+                from ...errors import UnsupportedLanguageConstruct
+
+                raise UnsupportedLanguageConstruct(
+                    BLOCK_CONDITION.format(shape=list(x.type.shape)), hint=BLOCK_CONDITION_HINT
+                )
             raise error(
                 f"the {what} value of a block of shape {list(x.type.shape)} is ambiguous",
                 hint="reduce it first (tl.sum, tl.max, ...) or index a scalar kernel argument",
@@ -119,14 +139,17 @@ class SemanticBase:
             raise error("a tensor's values are not known when the kernel is compiled")
         return self._concrete(x.handle)
 
-    def call_jit(self, fn: Any, args: Sequence[Any], generator: Any = None) -> Any:
-        """Call a user `@jit` function: through the front end when compiling, directly when eager."""
+    def call_jit(self, fn: Any, args: Sequence[Any], generator: Any = None,
+                 kwargs: dict[str, Any] | None = None) -> Any:
+        """Call a user `@jit` function: through the front end when compiling, through the
+        eager builder's caller (the interpreter's, which binds arguments as the front end does)
+        when eager."""
         if generator is not None:
-            return generator.call_JitFunction(fn, list(args), kwargs={})
+            return generator.call_JitFunction(fn, list(args), kwargs=dict(kwargs or {}))
         if self._call_jit is not None:
-            return self._call_jit(fn, args)
+            return self._call_jit(fn, args, dict(kwargs or {}))
         target = getattr(fn, "fn", fn)
-        return target(*args)
+        return target(*args, **(kwargs or {}))
 
     # -- Python values as tensors -------------------------------------------------------------
     def to_tensor_type(self, x: Number) -> dtype:
@@ -141,13 +164,13 @@ class SemanticBase:
                 return int64
             if 2**63 <= x < 2**64:
                 return uint64
-            raise error(f"the integer {x} does not fit in 64 bits")
+            raise error(f"Nonrepresentable integer {x}: it does not fit in 64 bits")
         if isinstance(x, float):
             a = abs(x)
             if a == 0.0 or _pymath.isinf(a) or _pymath.isnan(x) or 2**-126 <= a <= (2 - 2**-23) * 2**127:
                 return float32
             return float64
-        raise error(f"cannot convert {x!r} of type {type(x).__name__} to a tensor")
+        raise error(f"cannot convert {x} of type {type(x)} to tensor", kind=TypeError)
 
     def to_tensor(self, x: Any) -> tensor:
         x = x.value if isinstance(x, constexpr) else x
@@ -157,7 +180,7 @@ class SemanticBase:
             ty = self.to_tensor_type(x)
             refuse_fp64(ty)
             return self.scalar_constant(x, ty)
-        raise error(f"cannot convert {x!r} of type {type(x).__name__} to a tensor")
+        raise error(f"cannot convert {x} of type {type(x)} to tensor", kind=TypeError)
 
     def scalar_constant(self, value: Number, ty: dtype) -> tensor:
         refuse_fp64(ty)
@@ -185,11 +208,11 @@ class SemanticBase:
                 ty = dtype_from_name(ty)
             except ValueError as e:
                 raise error(str(e)) from None
-        if not isinstance(ty, dtype):
-            from ..unsupported import UnsupportedDType
+        from ..unsupported import UnsupportedDType
 
-            if isinstance(ty, UnsupportedDType):
-                raise ty.refusal()
+        if isinstance(ty, UnsupportedDType):
+            raise ty.refusal()
+        if not isinstance(ty, dtype):
             raise error(f"{what} must be a tl dtype, not {ty!r}")
         refuse_fp64(ty)
         return ty
@@ -224,11 +247,13 @@ class SemanticBase:
         if a.is_bf16() or b.is_bf16():
             return float32
         if not a.is_int() or not b.is_int():
-            raise error(f"invalid operands of type {a!r} and {b!r}")
+            raise error(f"invalid operands of type {a!r} and {b!r}", kind=TypeError)
         if div_or_mod and a.is_int_signed() != b.is_int_signed():
             raise error(
-                f"cannot use /, // or % with {a!r} and {b!r}: they have different signedness",
-                hint="cast them to the same signedness first",
+                f"Cannot use /, #, or % with {a!r} and {b!r} because they have different signedness; "
+                "this is unlikely to result in a useful answer. Cast them to the same signedness.",
+                hint="cast one operand, e.g. x.to(tl.int32) // y.to(tl.int32)",
+                kind=TypeError,
             )
         return self.integer_promote_impl(a, b)
 
@@ -236,13 +261,14 @@ class SemanticBase:
         if not a.is_ptr():
             return
         if not allow_ptr_a:
-            raise error(f"invalid operands of type {a!r} and {b!r}")
+            raise error(f"invalid operands of type {a!r} and {b!r}", kind=TypeError)
         if b.is_ptr() and a != b:
-            raise error(f"invalid operands of type {a!r} and {b!r}")
+            raise error(f"invalid operands of type {a!r} and {b!r}", kind=TypeError)
         if b.is_floating():
             raise error(
-                f"cannot offset a pointer by a float ({a!r} and {b!r})",
+                f"invalid operands of type {a!r} and {b!r}: a pointer cannot be offset by a float",
                 hint="pointer offsets are integers: cast the offset with .to(tl.int32)",
+                kind=TypeError,
             )
 
     def binary_op_type_checking_impl(
@@ -271,11 +297,12 @@ class SemanticBase:
                 if is_scalar and ret.is_int():
                     if v < 0 and ret.is_int_unsigned():
                         raise error(
-                            f"cannot combine an unsigned tensor ({ret!r}) with the negative scalar {v}",
+                            "Cannot perform a binary operation between an unsigned tensor and a "
+                            f"negative scalar ({ret!r} and {v}). Perform a explicit cast on one of them.",
                             hint="cast one of them explicitly",
                         )
                     if not int_min(ret) <= v <= int_max(ret):
-                        raise error(f"scalar {v} is out of range for {ret!r}")
+                        raise error(f"Scalar {v} is out of range for type {ret.name}")
             lhs_t = self.scalar_constant(lhs_val, ret) if lhs_is_scalar else self.cast(lhs_t, ret)
             rhs_t = self.scalar_constant(rhs_val, ret) if rhs_is_scalar else self.cast(rhs_t, ret)
         else:
@@ -311,13 +338,14 @@ class SemanticBase:
             return self.splat(x, shape)
         src = x.type.shape
         if len(src) != len(shape):
-            raise error(f"cannot broadcast shape {list(src)} to {list(shape)}: rank mismatch")
+            raise error(f"Cannot broadcast, rank mismatch: {list(src)}, {list(shape)}")
         if src == shape:
             return x
         for i, s in enumerate(src):
             if s != shape[i] and s != 1:
                 raise error(
-                    f"cannot broadcast shape {list(src)} to {list(shape)}: dimension {i} is {s}"
+                    f"Cannot broadcast, the expanded size of the tensor ({shape[i]}) must match the "
+                    f"existing size ({s}) at non-singleton dimension {i}: {list(src)}, {list(shape)}"
                 )
         ty = block_type(x.type.scalar, shape)
         return tensor(self.builder.create_broadcast(x.handle, ty), ty)
@@ -345,7 +373,8 @@ class SemanticBase:
                 out.append(a)
             else:
                 raise error(
-                    f"incompatible shapes {ls} and {rs} at dimension {i}: {a} and {b}",
+                    f"Cannot make_shape_compatible: incompatible dimensions at index {i}: {a} and {b} "
+                    f"(shapes {ls} and {rs})",
                     hint="broadcasting follows NumPy: sizes must match or be 1 (use x[:, None])",
                 )
         return self.broadcast_impl_shape(lhs, out), self.broadcast_impl_shape(rhs, out)
@@ -377,8 +406,8 @@ class SemanticBase:
             return self.cast(x, dst)
         if s.primitive_bitwidth != d.primitive_bitwidth:
             raise error(
-                f"cannot bitcast {s!r} ({s.primitive_bitwidth} bits) to {d!r} "
-                f"({d.primitive_bitwidth} bits)",
+                f"Cannot bitcast data-type of size {s.primitive_bitwidth} to data-type of size "
+                f"{d.primitive_bitwidth} ({s!r} to {d!r})",
                 hint="bitcast needs equal widths; use .to(dtype) for a value conversion",
             )
         return tensor(self.builder.create_cast(x.handle, CastKind.BITCAST, dst_ty), dst_ty)

@@ -88,7 +88,7 @@ class MemoryMixin(SemanticBase):
         ptr = self._pointer_operand(ptr, "load")
         mask, other = _opt(mask), _opt(other)
         if mask is None and other is not None:
-            raise error("tl.load: `other` cannot be given without `mask`", hint="add mask=...")
+            raise error("`other` cannot be provided without `mask`", hint="add mask=... to tl.load")
         is_block = ptr.type.is_block()
         if mask is not None:
             mask = self._bool_mask(mask, "load")

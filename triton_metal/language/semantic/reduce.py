@@ -68,7 +68,7 @@ class ReduceMixin(SemanticBase):
             raise error(f"the {what} axis must be a compile-time integer or None, got {axis!r}")
         rank = len(shape)
         if not -rank <= axis < rank:
-            raise error(f"{what} axis {axis} is out of range for a tensor of rank {rank}")
+            raise error(f"invalid axis {axis}. Expected {-rank} <= axis < {rank}")
         return xs, axis % rank, flat
 
     def reduction(
@@ -187,7 +187,7 @@ class ReduceMixin(SemanticBase):
         shape = x.type.shape
         rank = len(shape)
         if isinstance(axis, bool) or not isinstance(axis, int) or not -rank <= axis < rank:
-            raise error(f"reduction axis {axis!r} is out of range for a tensor of rank {rank}")
+            raise error(f"invalid axis {axis}. Expected {-rank} <= axis < {rank}")
         axis %= rank
         n = shape[axis]
         if not is_pow2(n):

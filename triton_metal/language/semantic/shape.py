@@ -51,13 +51,13 @@ class ShapeMixin(SemanticBase):
     def program_id(self, axis: Any) -> tensor:
         axis = axis.value if isinstance(axis, constexpr) else axis
         if axis not in (0, 1, 2):
-            raise error(f"program_id axis must be 0, 1 or 2, got {axis!r}")
+            raise error(f"program_id axis must be 0, 1, or 2 but got {axis}")
         return tensor(self.builder.create_get_program_id(axis), int32)
 
     def num_programs(self, axis: Any) -> tensor:
         axis = axis.value if isinstance(axis, constexpr) else axis
         if axis not in (0, 1, 2):
-            raise error(f"num_programs axis must be 0, 1 or 2, got {axis!r}")
+            raise error(f"num_programs axis must be 0, 1, or 2 but got {axis}")
         return tensor(self.builder.create_get_num_programs(axis), int32)
 
     # -- creation -----------------------------------------------------------------------------
@@ -70,13 +70,13 @@ class ShapeMixin(SemanticBase):
                 hint="declare them tl.constexpr and use masks for run-time bounds",
             )
         if not (-(2**31) <= start < 2**31 and -(2**31) <= end < 2**31):
-            raise error(f"tl.arange({start}, {end}) does not fit in int32")
+            raise error(f"arange must fit in int32: tl.arange({start}, {end})")
         if end <= start:
-            raise error(f"tl.arange's end ({end}) must be greater than its start ({start})")
+            raise error(f"arange's end argument must be greater than the start argument ({start}, {end})")
         n = end - start
         if not is_pow2(n):
             raise error(
-                f"tl.arange's range must be a power of 2, got {n} (= {end} - {start})",
+                f"arange's range must be a power of 2, got {n} (= {end} - {start})",
                 hint="round up to a power of 2 and mask the extra lanes",
             )
         check_block_shape([n])
@@ -105,7 +105,9 @@ class ShapeMixin(SemanticBase):
             numel *= s
         src_numel = x.type.numel if x.type.is_block() else 1  # type: ignore[attr-defined]
         if numel != src_numel:
-            raise error(f"cannot reshape {list(x.shape)} into {list(dst)}: element counts differ")
+            raise error(
+                f"reshape() cannot change total number of elements in tensor: {list(x.shape)} into {list(dst)}"
+            )
         if not x.type.is_block():
             return self.splat(x, dst)
         if len(dst) == 0:
@@ -137,7 +139,7 @@ class ShapeMixin(SemanticBase):
         ndim = len(x.shape) + len(axes)
         norm = sorted(a + ndim if a < 0 else a for a in axes)
         if len(set(norm)) != len(norm) or any(not 0 <= a < ndim for a in norm):
-            raise error(f"invalid expand_dims axes {list(axes)} for a result of rank {ndim}")
+            raise error(f"invalid axis {list(axes) if len(axes) > 1 else axes[0]}: expand_dims' result has rank {ndim}")
         for a in norm:
             if not x.type.is_block():
                 x = self.splat(x, [1])
@@ -160,9 +162,11 @@ class ShapeMixin(SemanticBase):
         order = _ints(dims, "permute's dims")
         shape = x.type.shape if x.type.is_block() else ()
         if len(order) != len(shape):
-            raise error(f"permute needs {len(shape)} dims for shape {list(shape)}, got {list(order)}")
+            raise error(
+                f"permute dims must have the same length as input shape, got {len(shape)} and {len(order)}"
+            )
         if sorted(order) != list(range(len(order))):
-            raise error(f"permute dims must be a permutation of 0..{len(order) - 1}, got {list(order)}")
+            raise error(f"permute dims must be a permutation of 0, 1, ..., n-1, but were {list(order)}")
         if list(order) == list(range(len(order))):
             return x
         ty = block_type(x.type.scalar, [shape[d] for d in order])
@@ -203,7 +207,7 @@ class ShapeMixin(SemanticBase):
         d = dim.value if isinstance(dim, constexpr) else dim
         d = d + rank if d < 0 else d
         if not 0 <= d < rank:
-            raise error(f"tl.cat dim {dim} is out of range for rank {rank}")
+            raise error(f"invalid axis {dim}. Expected {-rank} <= axis < {rank}")
         if d != 0:
             order = [d] + [i for i in range(rank) if i != d]
             inverse = [order.index(i) for i in range(rank)]
@@ -233,8 +237,13 @@ class ShapeMixin(SemanticBase):
                 hint="reshape so the pair you split is the last axis",
             )
         shape = x.type.shape[:-1]
+        if not shape:
+            # a pair split into two scalars: split a (1, 2) block, then take each one-element
+            # half as a scalar, so no primitive ever yields a scalar from a shape op
+            lo, hi = self.split(self.reshape(x, [1, 2]))
+            return self.item(lo), self.item(hi)
         lo, hi = self.builder.create_split(x.handle)
-        ty = block_type(x.type.scalar, shape) if shape else x.type.scalar
+        ty = block_type(x.type.scalar, shape)
         return tensor(lo, ty), tensor(hi, ty)
 
     def interleave(self, a: Any, b: Any) -> tensor:
@@ -261,7 +270,7 @@ class ShapeMixin(SemanticBase):
         if sum(1 for s in expanded if s is not None) < rank and Ellipsis not in slices:
             expanded.extend([slice(None)] * (rank - sum(1 for s in expanded if s is not None)))
         if sum(1 for s in expanded if s is not None) != rank:
-            raise error(f"too many indices for a tensor of rank {rank}")
+            raise error(f"too many indices for tensor of rank {rank}")
         out = x
         for i, s in enumerate(expanded):
             if s is None:
@@ -270,7 +279,7 @@ class ShapeMixin(SemanticBase):
                 continue
             else:
                 raise error(
-                    f"unsupported tensor index {s!r}: only None, ':' and '...' are allowed",
+                    f"unsupported tensor index: {s}: only None, ':' and '...' are allowed",
                     hint="select elements with pointer arithmetic and masks, or tl.gather",
                 )
         return out
@@ -288,7 +297,7 @@ class ShapeMixin(SemanticBase):
             raise error(f"tl.gather index must be integer, got {index.dtype!r}")
         axis = axis + rank if axis < 0 else axis
         if not 0 <= axis < rank:
-            raise error(f"tl.gather axis {axis} is out of range for rank {rank}")
+            raise error(f"invalid axis {axis}. Expected {-rank} <= axis < {rank}")
         for d in range(rank):
             if d != axis and index.type.shape[d] != src.type.shape[d]:
                 raise error(
@@ -323,7 +332,7 @@ class ShapeMixin(SemanticBase):
         d = dim.value if isinstance(dim, constexpr) else dim
         d = rank - 1 if d is None else (d + rank if d < 0 else d)
         if not 0 <= d < rank:
-            raise error(f"tl.flip dim {dim} is out of range for rank {rank}")
+            raise error(f"invalid axis {dim}. Expected {-rank} <= axis < {rank}")
         n = x.type.shape[d]
         idx = self.sub(n - 1, self.arange(0, n))  # type: ignore[attr-defined]
         for i in range(rank):

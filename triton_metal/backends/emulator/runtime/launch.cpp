@@ -1,13 +1,14 @@
 // One kernel launch: threadgroups spread over a pool of OS threads (workers, started on first
 // use and kept), each running whole threadgroups; the launching thread waits and acts as the
-// watchdog.
+// watchdog. Concurrent launches take separate pools.
 //
-// Watchdog: a thread that spins on memory without ever reaching a barrier never yields to the
-// runtime, so nothing on its own OS thread can stop it. Each worker counts its progress (fiber
-// switches and finished groups); when a worker inside a group has made none for
-// `watchdog_seconds`, the launching thread sends it SIGUSR2, whose handler jumps back to the
-// worker's loop (siglongjmp), abandoning the group. The launch then reports which threadgroup was
-// stuck and where its threads were.
+// Watchdog: a thread that loops forever either never yields to the runtime (a spin on memory) or
+// yields at barriers without ever finishing (a loop around a barrier), so nothing on its own OS
+// thread can stop it. Each worker counts its progress in finished threadgroups; when a worker has
+// spent `watchdog_seconds` inside one threadgroup, the launching thread sends it SIGUSR2, whose
+// handler jumps back to the worker's loop (siglongjmp), abandoning the group. The launch then
+// reports which threadgroup was stuck and where its threads were. The same jump serves
+// `tm_launch_cancel` (the launching thread was interrupted).
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -28,21 +29,27 @@
 namespace {
 
 constexpr unsigned kMaxWorkers = 64;
+constexpr unsigned kMaxPools = 16;
 constexpr size_t kAltStackBytes = 64 * 1024;
-Worker g_workers[kMaxWorkers];
-std::mutex g_launch_mutex;   // one launch at a time: workers' memory is shared between launches
+
+struct Pool;
 
 struct LaunchState {
     tm_launch_desc* desc;
+    Pool* pool;
+    unsigned started;
     unsigned long total_groups;
     std::atomic<unsigned long> next{0};
     std::atomic<int> abort{0};
+    std::atomic<int> cancelled{0};
     std::mutex mutex;
     std::condition_variable cv;
     unsigned finished = 0;
+    // the watchdog's view of each worker
+    unsigned long last_progress[kMaxWorkers];
+    double last_change[kMaxWorkers];
+    bool fired[kMaxWorkers];
 };
-
-LaunchState* g_state = nullptr;
 
 struct sigaction g_old_usr2, g_old_segv, g_old_bus;
 
@@ -196,22 +203,27 @@ void run_launch(Worker* w, LaunchState* st) {
     if (jumped) {
         w->jump_armed.store(0);
         tm_tl_fiber = nullptr;
-        if (jumped == 2) {
+        if (jumped == 2 && st->cancelled.load()) {
+            w->failed = true;
+            w->status = TM_INTERRUPTED;
+            w->error = "interrupted: the launching thread cancelled the launch";
+        } else if (jumped == 2) {
             w->failed = true;
             w->status = TM_WATCHDOG;
-            char buf[512];
+            char buf[600];
             const tm_group_info& g = w->group;
             snprintf(buf, sizeof buf,
-                     "watchdog: threadgroup (%u,%u,%u) made no progress for %g s; a thread "
-                     "probably spins on memory that another thread or threadgroup should write. "
-                     "The emulator runs the threads of a threadgroup one at a time (they switch "
-                     "only at barriers and SIMD-group functions) and gives no forward-progress "
-                     "guarantee between threadgroups, as Metal gives none",
+                     "watchdog: threadgroup (%u,%u,%u) did not finish within %g s; a thread "
+                     "probably loops forever (spinning on memory that another thread or "
+                     "threadgroup should write, or a loop whose condition never changes, with or "
+                     "without barriers inside). The emulator gives no forward-progress guarantee "
+                     "between threadgroups, as Metal gives none; raise "
+                     "TRITON_METAL_EMULATOR_WATCHDOG (seconds) for a threadgroup that is merely slow",
                      g.gpos[0], g.gpos[1], g.gpos[2], d->watchdog_seconds);
             w->error = buf;
             if (d->use_fibers && w->watchdog_fiber >= 0) {
                 unsigned i = (unsigned)w->watchdog_fiber;
-                snprintf(buf, sizeof buf, "\n  spinning: thread (%u,%u,%u)", i % g.dtpt[0],
+                snprintf(buf, sizeof buf, "\n  running: thread (%u,%u,%u)", i % g.dtpt[0],
                          (i / g.dtpt[0]) % g.dtpt[1], i / (g.dtpt[0] * g.dtpt[1]));
                 w->error += buf;
                 tm_describe_waits(w, w->error);
@@ -250,20 +262,32 @@ void run_launch(Worker* w, LaunchState* st) {
     st->cv.notify_all();
 }
 
-// Worker threads persist between launches (starting threads per launch costs more than a small
-// kernel): each waits for a new launch generation and joins in if its index is below the number
-// of workers that launch wants.
+// A set of worker threads that runs one launch at a time. Worker threads persist between
+// launches (starting threads per launch costs more than a small kernel): each waits for a new
+// launch generation of its pool and joins in if its index is below the number of workers that
+// launch wants. Launches from different threads take different pools, so a launch that hangs
+// until its watchdog fires (or until it is cancelled) delays no other.
 struct Pool {
+    Worker workers[kMaxWorkers];
     std::mutex mutex;
     std::condition_variable wake;
     unsigned long generation = 0;
     unsigned active = 0;
     unsigned threads = 0;
+    LaunchState* state = nullptr;
+    bool busy = false;
 };
-Pool* g_pool = new Pool;  // never destroyed: its threads outlive static destructors
+
+struct Pools {
+    std::mutex mutex;
+    std::condition_variable freed;
+    Pool* pools[kMaxPools] = {};
+};
+Pools* g_pools = new Pools;  // never destroyed: its threads outlive static destructors
 
 void* pool_thread(void* arg) {
     Worker* w = static_cast<Worker*>(arg);
+    Pool* pool = static_cast<Pool*>(w->pool);
     tm_tl_worker = w;
     tm_tl_fiber = nullptr;
 #ifndef TM_ASAN  // ASan keeps its own signal stack
@@ -284,7 +308,6 @@ void* pool_thread(void* arg) {
     w->main_stack_bottom = addr;
     w->main_stack_size = size;
 #endif
-    Pool* pool = g_pool;
     unsigned long seen = 0;
     for (;;) {
         LaunchState* st;
@@ -293,32 +316,57 @@ void* pool_thread(void* arg) {
             pool->wake.wait(lock, [&] { return pool->generation != seen; });
             seen = pool->generation;
             if (w->index >= pool->active) continue;
-            st = g_state;
+            st = pool->state;
         }
         run_launch(w, st);
     }
     return nullptr;
 }
 
-// After fork() only the forking thread exists in the child: it needs a pool of its own.
-void reset_pool_in_child() { g_pool = new Pool; }
+// After fork() only the forking thread exists in the child: it needs pools of its own.
+void reset_pools_in_child() { g_pools = new Pools; }
 
-// Make sure `n` pool threads exist; returns how many do.
-unsigned ensure_threads(unsigned n) {
+Pool* acquire_pool() {
     static std::once_flag once;
-    std::call_once(once, [] { pthread_atfork(nullptr, nullptr, reset_pool_in_child); });
-    while (g_pool->threads < n) {
-        Worker* w = &g_workers[g_pool->threads];
-        w->index = g_pool->threads;
+    std::call_once(once, [] { pthread_atfork(nullptr, nullptr, reset_pools_in_child); });
+    Pools* all = g_pools;
+    std::unique_lock<std::mutex> lock(all->mutex);
+    for (;;) {
+        for (unsigned i = 0; i < kMaxPools; ++i) {
+            if (!all->pools[i]) all->pools[i] = new Pool;
+            if (!all->pools[i]->busy) {
+                all->pools[i]->busy = true;
+                return all->pools[i];
+            }
+        }
+        all->freed.wait(lock);  // more concurrent launches than pools: wait for one to end
+    }
+}
+
+void release_pool(Pool* pool) {
+    Pools* all = g_pools;
+    {
+        std::lock_guard<std::mutex> lock(all->mutex);
+        pool->busy = false;
+    }
+    all->freed.notify_one();
+}
+
+// Make sure `n` threads of `pool` exist; returns how many do.
+unsigned ensure_threads(Pool* pool, unsigned n) {
+    while (pool->threads < n) {
+        Worker* w = &pool->workers[pool->threads];
+        w->index = pool->threads;
+        w->pool = pool;
         pthread_attr_t attr;
         pthread_attr_init(&attr);
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
         int rc = pthread_create(&w->thread, &attr, pool_thread, w);
         pthread_attr_destroy(&attr);
         if (rc != 0) break;
-        g_pool->threads++;
+        pool->threads++;
     }
-    return g_pool->threads < n ? g_pool->threads : n;
+    return pool->threads < n ? pool->threads : n;
 }
 
 double now_seconds() {
@@ -332,10 +380,36 @@ int bad_launch(tm_launch_desc* d, const char* msg) {
     return TM_BAD_LAUNCH;
 }
 
+// The launch has ended: collect its status, give the pool back.
+int finish_launch(tm_launch_desc* d, LaunchState* st) {
+    Pool* pool = st->pool;
+    {
+        std::lock_guard<std::mutex> lock(pool->mutex);
+        pool->state = nullptr;
+    }
+    int status = TM_OK;
+    for (unsigned i = 0; i < st->started; ++i) {
+        Worker* w = &pool->workers[i];
+        if (w->failed) {
+            // an interruption outranks what the abandoned threadgroups were doing
+            if (status == TM_OK || w->status == TM_INTERRUPTED) {
+                status = w->status;
+                if (d->error && d->error_capacity)
+                    snprintf(d->error, d->error_capacity, "%s", w->error.c_str());
+            }
+        }
+    }
+    d->state = nullptr;
+    delete st;
+    release_pool(pool);
+    return status;
+}
+
 }  // namespace
 
 extern "C" int tm_launch(tm_launch_desc* d) {
     unsigned long total = 1;
+    d->state = nullptr;
     for (int k = 0; k < 3; ++k) {
         if (d->grid[k] == 0) return TM_OK;  // nothing to run
         if (d->tpt[k] == 0) return bad_launch(d, "threadgroup size 0");
@@ -346,7 +420,6 @@ extern "C" int tm_launch(tm_launch_desc* d) {
     if (d->use_fibers && !d->thread_fn) return bad_launch(d, "no thread entry");
     if (!d->use_fibers && !d->group_fn) return bad_launch(d, "no group entry");
 
-    std::lock_guard<std::mutex> launch_lock(g_launch_mutex);
     install_signal_handler();
     unsigned nworkers = d->workers;
     if (nworkers == 0) {
@@ -357,9 +430,10 @@ extern "C" int tm_launch(tm_launch_desc* d) {
     if (nworkers > total) nworkers = (unsigned)total;
     unsigned stack_bytes = d->stack_bytes ? d->stack_bytes : 128 * 1024;
 
+    Pool* pool = acquire_pool();
     unsigned started = 0;
     for (unsigned i = 0; i < nworkers; ++i) {
-        Worker* w = &g_workers[i];
+        Worker* w = &pool->workers[i];
         if (!prepare_worker(w, stack_bytes, d->use_fibers != 0)) break;
         w->launch = d;
         w->failed = false;
@@ -370,61 +444,86 @@ extern "C" int tm_launch(tm_launch_desc* d) {
         for (unsigned v = 0; v < TM_MAX_TG_VARS; ++v) w->tg_ptr[v] = nullptr;
         ++started;
     }
-    if (started > 0) started = ensure_threads(started);
-    if (started == 0) return bad_launch(d, "could not start a worker thread or allocate fiber stacks");
+    if (started > 0) started = ensure_threads(pool, started);
+    if (started == 0) {
+        release_pool(pool);
+        return bad_launch(d, "could not start a worker thread or allocate fiber stacks");
+    }
 
-    LaunchState st;
-    st.desc = d;
-    st.total_groups = total;
-    Pool* pool = g_pool;
+    LaunchState* st = new LaunchState;
+    st->desc = d;
+    st->pool = pool;
+    st->started = started;
+    st->total_groups = total;
+    double t0 = now_seconds();
+    for (unsigned i = 0; i < started; ++i) {
+        st->last_progress[i] = pool->workers[i].progress.load();
+        st->last_change[i] = t0;
+        st->fired[i] = false;
+    }
+    d->state = st;
     {
         std::lock_guard<std::mutex> lock(pool->mutex);
-        g_state = &st;
+        pool->state = st;
         pool->active = started;
         pool->generation++;
     }
     pool->wake.notify_all();
+    return tm_launch_wait(d);
+}
 
-    // Watchdog loop.
-    unsigned long last_progress[kMaxWorkers];
-    double last_change[kMaxWorkers];
-    double t0 = now_seconds();
-    for (unsigned i = 0; i < started; ++i) {
-        last_progress[i] = g_workers[i].progress.load();
-        last_change[i] = t0;
-    }
-    bool fired[kMaxWorkers] = {};
+// Waits for the launch (at most poll_seconds when > 0) and acts as its watchdog meanwhile.
+extern "C" int tm_launch_wait(tm_launch_desc* d) {
+    LaunchState* st = static_cast<LaunchState*>(d->state);
+    if (!st) return bad_launch(d, "no launch is pending");
+    Pool* pool = st->pool;
+    double begin = now_seconds();
     {
-        std::unique_lock<std::mutex> lock(st.mutex);
-        while (st.finished < started) {
-            st.cv.wait_for(lock, std::chrono::milliseconds(20));
-            if (d->watchdog_seconds <= 0) continue;
+        std::unique_lock<std::mutex> lock(st->mutex);
+        while (st->finished < st->started) {
+            st->cv.wait_for(lock, std::chrono::milliseconds(20));
+            if (st->finished >= st->started) break;
             double t = now_seconds();
-            for (unsigned i = 0; i < started; ++i) {
-                Worker* w = &g_workers[i];
-                unsigned long p = w->progress.load();
-                if (p != last_progress[i] || !w->running_group.load()) {
-                    last_progress[i] = p;
-                    last_change[i] = t;
-                } else if (!fired[i] && t - last_change[i] > d->watchdog_seconds) {
-                    fired[i] = true;
+            if (d->watchdog_seconds > 0 && !st->cancelled.load()) {
+                for (unsigned i = 0; i < st->started; ++i) {
+                    Worker* w = &pool->workers[i];
+                    unsigned long p = w->progress.load();
+                    if (p != st->last_progress[i] || !w->running_group.load()) {
+                        st->last_progress[i] = p;
+                        st->last_change[i] = t;
+                    } else if (!st->fired[i] && t - st->last_change[i] > d->watchdog_seconds) {
+                        st->fired[i] = true;
+                        pthread_kill(w->thread, SIGUSR2);
+                    }
+                }
+            }
+            if (d->poll_seconds > 0 && t - begin >= d->poll_seconds) return TM_PENDING;
+        }
+    }
+    return finish_launch(d, st);
+}
+
+extern "C" int tm_launch_cancel(tm_launch_desc* d) {
+    LaunchState* st = static_cast<LaunchState*>(d->state);
+    if (!st) return TM_INTERRUPTED;
+    Pool* pool = st->pool;
+    st->cancelled.store(1);
+    st->abort.store(1);
+    {
+        std::unique_lock<std::mutex> lock(st->mutex);
+        while (st->finished < st->started) {
+            for (unsigned i = 0; i < st->started; ++i) {
+                Worker* w = &pool->workers[i];
+                if (w->running_group.load() && !st->fired[i]) {
+                    st->fired[i] = true;
                     pthread_kill(w->thread, SIGUSR2);
                 }
             }
+            st->cv.wait_for(lock, std::chrono::milliseconds(20));
         }
     }
-    {
-        std::lock_guard<std::mutex> lock(pool->mutex);
-        g_state = nullptr;
-    }
-
-    for (unsigned i = 0; i < started; ++i) {
-        Worker* w = &g_workers[i];
-        if (w->failed) {
-            if (d->error && d->error_capacity)
-                snprintf(d->error, d->error_capacity, "%s", w->error.c_str());
-            return w->status;
-        }
-    }
-    return TM_OK;
+    finish_launch(d, st);
+    if (d->error && d->error_capacity)
+        snprintf(d->error, d->error_capacity, "interrupted: the launch was cancelled");
+    return TM_INTERRUPTED;
 }

@@ -100,7 +100,8 @@ void switch_to(Worker* w, Fiber* from, Fiber* to, bool from_finished) {
     void** fake = from_finished ? nullptr : (from ? &from->asan_fake : &w->main_asan_fake);
     const void* bottom = to ? (const void*)to->stack : w->main_stack_bottom;
     size_t size = to ? w->stack_bytes : w->main_stack_size;
-    tm_count_progress(w->progress);
+    // A switch is no progress (a loop around a barrier switches forever): the watchdog counts
+    // finished threadgroups only.
     tm_tl_fiber = to;
     asan_start(w, fake, bottom, size);
     tm_context_switch(from_ctx, to_ctx);
@@ -368,4 +369,26 @@ extern "C" void* tm_rt_tg_alloc(unsigned id, unsigned long size, unsigned long a
     memset(p, 0xff, size);
     w->tg_ptr[id] = p;
     return p;
+}
+
+extern "C" void tm_rt_out_of_bounds(const char* name, long index, unsigned long extent,
+                                    unsigned long width, const char* file, int line) {
+    Worker* w = tm_tl_worker;
+    const tm_group_info& g = w->group;
+    char who[128] = "";
+    if (tm_tl_fiber) {
+        char buf[112];
+        describe_thread(w, tm_tl_fiber->index, buf, sizeof buf);
+        snprintf(who, sizeof who, ", %s", buf);
+    } else {
+        snprintf(who, sizeof who, ", threadgroup (%u,%u,%u)", g.gpos[0], g.gpos[1], g.gpos[2]);
+    }
+    if (width > 1)
+        tm_failf(TM_OUT_OF_BOUNDS,
+                 "out-of-bounds access to '%s' at index %ld (%lu elements at once; the buffer has "
+                 "%lu elements) at %s:%d%s",
+                 name, index, width, extent, file, line, who);
+    tm_failf(TM_OUT_OF_BOUNDS,
+             "out-of-bounds access to '%s' at index %ld (the buffer has %lu elements) at %s:%d%s",
+             name, index, extent, file, line, who);
 }

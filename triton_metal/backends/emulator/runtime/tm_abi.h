@@ -17,8 +17,11 @@
 #define TM_OK 0
 #define TM_FAULT 1          /* divergent barrier, mismatched SIMD-group op, deadlock, ... */
 #define TM_TG_MEMORY 2      /* threadgroup memory over the 32 KiB limit */
-#define TM_WATCHDOG 3       /* a threadgroup made no progress for too long */
+#define TM_WATCHDOG 3       /* a threadgroup ran longer than the watchdog allows */
 #define TM_BAD_LAUNCH 4     /* the launch description itself is invalid */
+#define TM_OUT_OF_BOUNDS 5  /* a device access outside its buffer (bounds-checked builds) */
+#define TM_INTERRUPTED 6    /* the launching thread cancelled the launch (tm_launch_cancel) */
+#define TM_PENDING 7        /* tm_launch / tm_launch_wait: still running after poll_seconds */
 
 extern "C" {
 
@@ -51,9 +54,18 @@ struct tm_launch_desc {
     unsigned stack_bytes;      // per-fiber stack size
     char* error;               // filled with a message when the status is not TM_OK
     unsigned error_capacity;
+    double poll_seconds;       // > 0: tm_launch/tm_launch_wait return TM_PENDING after this long
+    void* state;               // the running launch (runtime-owned; null when none)
 };
 
+// Starts a launch and waits for it (at most poll_seconds when that is > 0: TM_PENDING then means
+// "call tm_launch_wait again"). Concurrent launches from different threads run on separate
+// worker pools, so one that hangs until its watchdog fires blocks no other.
 int tm_launch(tm_launch_desc* desc);
+int tm_launch_wait(tm_launch_desc* desc);
+// Stops a pending launch: threadgroups not started are skipped, running ones are abandoned (as
+// by the watchdog). Waits for the workers and returns TM_INTERRUPTED.
+int tm_launch_cancel(tm_launch_desc* desc);
 
 // The data of one SIMD-group operation: each lane deposits its operand in `in[lane]` (and an
 // integer argument such as a lane id or delta in `arg[lane]`), the last lane to arrive runs the
@@ -82,6 +94,9 @@ void tm_rt_simd_wait(tm_sg_fn fn, int needs_full_simdgroup, const char* what, co
                      int line);
 void* tm_rt_tg_alloc(unsigned id, unsigned long size, unsigned long align, const char* name,
                      const char* file, int line);
+// A bounds-checked access failed (never returns): buffer `name`, element `index` of `extent`.
+[[noreturn]] void tm_rt_out_of_bounds(const char* name, long index, unsigned long extent,
+                                      unsigned long width, const char* file, int line);
 }
 
 #endif

@@ -31,6 +31,67 @@ inline T& tm_tg_var(unsigned id, const char* name, const char* file, int line) {
     return *static_cast<T*>(tm_rt_tg_alloc(id, sizeof(T), alignof(T), name, file, line));
 }
 
+// ---------------------------------------------------------------- bounds-checked buffers
+// In bounds-checked builds (the default, kernel.py) every device or constant buffer parameter is
+// a tm_buf (its pointer, element count and name), and every mention of it in the kernel body is
+// rewritten to `tm_at(name, file, line)`: a view that checks each element it reaches against the
+// buffer's extent and reports the kernel line (the line the last #line directive named).
+// Masked accesses are not checked where the mask is off: `mask ? p[i] : other` never evaluates
+// the arm it does not take.
+template <class T>
+struct tm_view {
+    T* p;
+    unsigned long n;
+    long off;
+    const char* name;
+    const char* file;
+    int line;
+
+    void check(long k, unsigned long width) const {
+        if (__builtin_expect(k < 0 || (unsigned long)k + width > n, 0))
+            tm_rt_out_of_bounds(name, k, n, width, file, line);
+    }
+    template <class I>
+    T& operator[](I i) const {
+        long k = off + (long)i;
+        check(k, 1);
+        return p[k];
+    }
+    T& operator*() const { return (*this)[0]; }
+    template <class I>
+    tm_view operator+(I i) const { return tm_view{p, n, off + (long)i, name, file, line}; }
+    template <class I>
+    tm_view operator-(I i) const { return tm_view{p, n, off - (long)i, name, file, line}; }
+    // A cast to a pointer: to a wider type it is a vector access, whose every element must lie
+    // in the buffer; to the same type, any position up to one past the end.
+    template <class U>
+    operator U*() const {
+        if (sizeof(U) != sizeof(T)) {
+            check(off, (unsigned long)((sizeof(U) + sizeof(T) - 1) / sizeof(T)));
+        } else if (__builtin_expect(off < 0 || (unsigned long)off > n, 0)) {
+            tm_rt_out_of_bounds(name, off, n, 1, file, line);
+        }
+        return (U*)(p + off);
+    }
+};
+
+template <class T>
+struct tm_buf {
+    T* p;
+    unsigned long n;
+    const char* name;
+};
+
+template <class T>
+inline tm_view<T> tm_at(tm_buf<T>& b, const char* file, int line) {
+    return tm_view<T>{b.p, b.n, 0, b.name, file, line};
+}
+// Anything else that shares a buffer's name (a local shadowing it) passes through unchanged.
+template <class X>
+inline X& tm_at(X& x, const char*, int) {
+    return x;
+}
+
 }  // namespace metal
 
 #include "tm_simd.h"

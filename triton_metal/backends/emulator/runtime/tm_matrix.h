@@ -84,11 +84,17 @@ inline void matrix_mma(tm_sg* sg) {
 
 }  // namespace tm_simd
 
-template <class T, class P>
-inline void simdgroup_load(thread simdgroup_matrix<T, 8, 8>& d, const P* src,
+// The element type behind a pointer or a bounds-checked buffer view (tm_kernel.h): loads and
+// stores take either, so that a checked kernel passes its buffers as MSL passes pointers.
+template <class S> struct tm_pointee;
+template <class P> struct tm_pointee<P*> { using type = remove_cv_t<P>; };
+template <class P> struct tm_pointee<tm_view<P>> { using type = remove_cv_t<P>; };
+
+template <class T, class S>
+inline void simdgroup_load(thread simdgroup_matrix<T, 8, 8>& d, S src,
                            ulong elements_per_row = 8, ulong2 matrix_origin = ulong2(0),
                            bool transpose_matrix = false, TM_SRC_ARGS) {
-    static_assert(is_same_v<remove_cv_t<P>, T>, "simdgroup_load: pointer and matrix element types differ");
+    static_assert(is_same_v<typename tm_pointee<S>::type, T>, "simdgroup_load: pointer and matrix element types differ");
     unsigned lane = tm_simd::matrix_sync("simdgroup_load", tm_file, tm_line);
     unsigned r, c;
     tm_matrix_coord(lane, r, c);
@@ -100,11 +106,11 @@ inline void simdgroup_load(thread simdgroup_matrix<T, 8, 8>& d, const P* src,
     }
 }
 
-template <class T, class P>
-inline void simdgroup_store(thread const simdgroup_matrix<T, 8, 8>& a, P* dst,
+template <class T, class S>
+inline void simdgroup_store(thread const simdgroup_matrix<T, 8, 8>& a, S dst,
                             ulong elements_per_row = 8, ulong2 matrix_origin = ulong2(0),
                             bool transpose_matrix = false, TM_SRC_ARGS) {
-    static_assert(is_same_v<P, T>, "simdgroup_store: pointer and matrix element types differ");
+    static_assert(is_same_v<typename tm_pointee<S>::type, T>, "simdgroup_store: pointer and matrix element types differ");
     unsigned lane = tm_simd::matrix_sync("simdgroup_store", tm_file, tm_line);
     unsigned r, c;
     tm_matrix_coord(lane, r, c);

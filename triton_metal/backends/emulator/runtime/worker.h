@@ -91,6 +91,7 @@ struct Worker {
     std::atomic<int> running_group{0};
     pthread_t thread{};
     unsigned index = 0;               // position in the worker pool
+    void* pool = nullptr;             // the pool it belongs to (launch.cpp)
 };
 
 // Initial-exec TLS: read on every switch and SIMD-group call, and the default model for a shared

@@ -1,0 +1,93 @@
+from __future__ import annotations
+
+import mlx.core as mx
+import numpy as np
+import pytest
+
+from triton_metal import ops
+
+from .helpers import assert_close, check_grads, randn
+
+sdpa = mx.fast.scaled_dot_product_attention
+
+
+def _qkv(B, Hq, Hkv, Lq, Lkv, D, dtype="float32"):
+    return (randn((B, Hq, Lq, D), dtype, 0), randn((B, Hkv, Lkv, D), dtype, 1),
+            randn((B, Hkv, Lkv, D), dtype, 2))
+
+
+def _mask(kind, B, Lq, Lkv):
+    if kind == "additive":
+        return randn((Lq, Lkv), seed=3)
+    if kind == "boolean":
+        keep = np.random.default_rng(4).random((B, 1, Lq, Lkv)) > 0.3
+        keep[..., 0] = True  # every query sees a key
+        return mx.array(keep)
+    return kind
+
+
+# (B, Hq, Hkv, Lq, Lkv, D, mask): prefill and decode, grouped heads, every head dim, odd lengths
+CASES = [
+    (1, 4, 2, 7, 7, 64, "causal"),
+    (1, 2, 1, 33, 70, 80, "additive"),
+    (2, 2, 2, 100, 100, 96, None),
+    (1, 2, 1, 7, 40, 128, "boolean"),
+    (2, 4, 1, 1, 37, 64, None),
+    (1, 4, 2, 1, 50, 96, "additive"),
+    (1, 2, 2, 1, 9, 128, "causal"),
+]
+
+
+@pytest.mark.parametrize("B, Hq, Hkv, Lq, Lkv, D, kind", CASES)
+def test_attention_float32(B, Hq, Hkv, Lq, Lkv, D, kind):
+    q, k, v = _qkv(B, Hq, Hkv, Lq, Lkv, D)
+    mask = _mask(kind, B, Lq, Lkv)
+    scale = D ** -0.5
+    ours = lambda a, b, c: ops.scaled_dot_product_attention(a, b, c, scale=scale, mask=mask)  # noqa: E731
+    ref = lambda a, b, c: sdpa(a, b, c, scale=scale, mask=mask)  # noqa: E731
+    assert_close(ours(q, k, v), ref(q, k, v), "float32", scale=5)
+    check_grads(ours, ref, (q, k, v), "float32", (0, 1, 2), scale=5)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_attention_half(dtype):
+    q, k, v = _qkv(1, 2, 1, 16, 16, 64, dtype)
+    kw = dict(scale=0.125, mask="causal")
+    assert_close(ops.scaled_dot_product_attention(q, k, v, **kw), sdpa(q, k, v, **kw), dtype, scale=2)
+    if dtype == "float16":  # the backward kernels' half path is the same code: one dtype suffices
+        return
+    check_grads(lambda a, b, c: ops.scaled_dot_product_attention(a, b, c, **kw),
+                lambda a, b, c: sdpa(a, b, c, **kw), (q, k, v), dtype, (0, 1, 2), scale=4)
+
+
+def test_attention_long_sequence():
+    q, k, v = _qkv(1, 1, 1, 1000, 1000, 64, "float16")
+    kw = dict(scale=0.125, mask="causal")
+    assert_close(ops.scaled_dot_product_attention(q, k, v, **kw), sdpa(q, k, v, **kw), "float16", scale=2)
+
+
+def test_attention_non_contiguous():
+    q = mx.swapaxes(randn((1, 7, 2, 64)), 1, 2)
+    k = mx.swapaxes(randn((1, 9, 2, 64), seed=1), 1, 2)
+    v = mx.swapaxes(randn((1, 9, 2, 64), seed=2), 1, 2)
+    assert_close(ops.scaled_dot_product_attention(q, k, v, scale=0.125),
+                 sdpa(q, k, v, scale=0.125), "float32", scale=5)
+
+
+@pytest.mark.parametrize("shapes, kw, match", [
+    (((1, 2, 4, 72), (1, 2, 4, 72)), {}, "argument 'q': head dimension 72"),
+    (((1, 3, 4, 64), (1, 2, 4, 64)), {}, "argument 'k': its 2 heads do not divide q's 3"),
+    (((1, 2, 4, 64), (1, 2, 4, 64)), {"mask": "sliding"}, "argument 'mask': the only string"),
+    (((1, 2, 4, 64), (1, 2, 4, 64)), {"mask": mx.zeros((3, 4))}, "argument 'mask': shape"),
+    (((2, 4, 64), (2, 4, 64)), {}, "argument 'q': expected 4 dimensions"),
+])
+def test_bad_input(shapes, kw, match):
+    q, k = mx.zeros(shapes[0]), mx.zeros(shapes[1])
+    with pytest.raises(ops.OpArgumentError, match="scaled_dot_product_attention: " + match):
+        ops.scaled_dot_product_attention(q, k, k, scale=0.1, **kw)
+
+
+def test_bad_dtype():
+    q = mx.zeros((1, 2, 4, 64))
+    with pytest.raises(ops.OpArgumentError, match="argument 'v': dtype float16 differs"):
+        ops.scaled_dot_product_attention(q, q, q.astype(mx.float16), scale=0.1)

@@ -1,0 +1,90 @@
+from __future__ import annotations
+
+import mlx.core as mx
+import mlx.nn as nn
+import numpy as np
+import pytest
+
+from triton_metal import ops
+
+from .helpers import assert_close, check_grads, randn
+
+xent = nn.losses.cross_entropy
+
+
+def _targets(shape, n, seed=3):
+    return mx.array(np.random.default_rng(seed).integers(0, n, size=shape).astype(np.int32))
+
+
+def _probs(shape, seed=4):
+    return mx.softmax(randn(shape, seed=seed), axis=-1)
+
+
+def _ref_entropy(x, axis=-1):
+    x = x.astype(mx.float32)
+    return -(mx.softmax(x, axis=axis) * nn.log_softmax(x, axis=axis)).sum(axis=axis)
+
+
+# a row under the block, one over it (streamed: two blocks of 4096)
+@pytest.mark.parametrize("shape", [(3, 7), (2, 4100)])
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+def test_cross_entropy_class_targets(shape, reduction):
+    x = randn(shape, scale=3.0)
+    t = _targets(shape[:-1], shape[-1])
+    assert_close(ops.cross_entropy(x, t, reduction=reduction), xent(x, t, reduction=reduction), "float32",
+                 scale=10)
+    check_grads(lambda a: ops.cross_entropy(a, t, reduction=reduction),
+                lambda a: xent(a, t, reduction=reduction), (x,), "float32")
+
+
+def test_cross_entropy_options():
+    x = randn((2, 3, 50), scale=2.0)
+    t = _targets((2, 3), 50)
+    w = randn((2, 3), seed=9)
+    for kw in ({"label_smoothing": 0.1}, {"weights": w, "reduction": "mean"}):
+        assert_close(ops.cross_entropy(x, t, **kw), xent(x, t, **kw), "float32", scale=10)
+        check_grads(lambda a: ops.cross_entropy(a, t, **kw), lambda a: xent(a, t, **kw), (x,), "float32")
+    # probability targets, differentiable in both
+    p = _probs((2, 3, 50))
+    kw = {"label_smoothing": 0.2}
+    assert_close(ops.cross_entropy(x, p, **kw), xent(x, p, **kw), "float32", scale=10)
+    check_grads(lambda a, b: ops.cross_entropy(a, b, **kw), lambda a, b: xent(a, b, **kw), (x, p),
+                "float32", (0, 1))
+    # another axis
+    xa = mx.swapaxes(x, 1, 2)
+    assert_close(ops.cross_entropy(xa, t.reshape(2, 3), axis=1), xent(xa, t, axis=1), "float32", scale=10)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_cross_entropy_half(dtype):
+    x = randn((4, 50), dtype, scale=2.0)
+    t = _targets((4,), 50)
+    # MLX's CPU reduces in the logits' dtype; the kernel in float32: compare with float32
+    expected = xent(x.astype(mx.float32), t).astype(x.dtype)
+    assert_close(ops.cross_entropy(x, t), expected, dtype, scale=4)
+    if dtype == "bfloat16":
+        check_grads(lambda a: ops.cross_entropy(a, t), lambda a: xent(a.astype(mx.float32), t).astype(a.dtype),
+                    (x,), dtype)
+
+
+@pytest.mark.parametrize("shape", [(3, 7), (2, 4100)])
+def test_entropy(shape):
+    x = randn(shape, scale=2.0)
+    assert_close(ops.entropy(x), _ref_entropy(x), "float32", scale=10)
+    check_grads(ops.entropy, _ref_entropy, (x,), "float32")
+    xb = x.astype(mx.bfloat16)
+    assert_close(ops.entropy(xb), _ref_entropy(xb).astype(mx.bfloat16), "bfloat16", scale=4)
+    assert_close(ops.entropy(x.T, axis=0), _ref_entropy(x), "float32", scale=10)
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: ops.cross_entropy(mx.zeros((2, 3)), mx.zeros((3,), mx.int32)), "cross_entropy: argument 'targets'"),
+    (lambda: ops.cross_entropy(mx.zeros((2, 3)), mx.zeros((2,))), "cross_entropy: argument 'targets': class indices must be integers"),
+    (lambda: ops.cross_entropy(mx.zeros((2, 3)), mx.zeros((2,), mx.int32), reduction="avg"), "argument 'reduction'"),
+    (lambda: ops.cross_entropy(mx.zeros((2, 3)), mx.zeros((2,), mx.int32), label_smoothing=1.0), "argument 'label_smoothing'"),
+    (lambda: ops.cross_entropy(mx.zeros((2, 3)), mx.zeros((2,), mx.int32), weights=mx.ones((3,))), "argument 'weights'"),
+    (lambda: ops.entropy(mx.zeros((2, 3)), axis=-3), "entropy: argument 'axis'"),
+])
+def test_bad_input(call, match):
+    with pytest.raises(ops.OpArgumentError, match=match):
+        call()

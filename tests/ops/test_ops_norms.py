@@ -1,0 +1,64 @@
+from __future__ import annotations
+
+import mlx.core as mx
+import pytest
+
+from triton_metal import ops
+
+from .helpers import assert_close, check_grads, randn, transposed
+
+SHAPES = [(3, 7), (2, 5, 100), (2, 8193)]
+
+
+CASES = [(s, "float32") for s in SHAPES] + [((2, 5, 100), "float16"), ((2, 5, 100), "bfloat16")]
+
+
+@pytest.mark.parametrize("shape, dtype", CASES)
+def test_forward(shape, dtype):
+    x = randn(shape, dtype, scale=2.0)
+    w = randn(shape[-1:], dtype, seed=1)
+    b = randn(shape[-1:], dtype, seed=2)
+    assert_close(ops.rms_norm(x, w, 1e-5), mx.fast.rms_norm(x, w, 1e-5), dtype, scale=4)
+    assert_close(ops.layer_norm(x, w, b, 1e-5), mx.fast.layer_norm(x, w, b, 1e-5), dtype, scale=4)
+    assert_close(ops.layer_norm(x, None, None, 1e-5), mx.fast.layer_norm(x, None, None, 1e-5), dtype, scale=4)
+    assert_close(ops.rms_norm(x, None, 1e-6), mx.fast.rms_norm(x, None, 1e-6), dtype, scale=4)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_backward(shape):
+    x = randn(shape, scale=2.0)
+    w = randn(shape[-1:], seed=1)
+    b = randn(shape[-1:], seed=2)
+    check_grads(lambda a, ww: ops.rms_norm(a, ww, 1e-5),
+                lambda a, ww: mx.fast.rms_norm(a, ww, 1e-5), (x, w), "float32", (0, 1), scale=10)
+    check_grads(lambda a, ww, bb: ops.layer_norm(a, ww, bb, 1e-5),
+                lambda a, ww, bb: mx.fast.layer_norm(a, ww, bb, 1e-5), (x, w, b), "float32",
+                (0, 1, 2), scale=10)
+    check_grads(lambda a: ops.layer_norm(a, None, None, 1e-5),
+                lambda a: mx.fast.layer_norm(a, None, None, 1e-5), (x,), "float32", scale=10)
+    check_grads(lambda a: ops.rms_norm(a, None, 1e-5),
+                lambda a: mx.fast.rms_norm(a, None, 1e-5), (x,), "float32", scale=10)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_backward_half(dtype):
+    x, w = randn((3, 100), dtype), randn((100,), dtype, seed=1)
+    check_grads(lambda a, ww: ops.rms_norm(a, ww, 1e-5),
+                lambda a, ww: mx.fast.rms_norm(a, ww, 1e-5), (x, w), dtype, (0, 1), scale=10)
+
+
+def test_non_contiguous():
+    x = transposed(randn((6, 40)))
+    w = randn((80,), seed=3)[::2]
+    assert_close(ops.rms_norm(x, w, 1e-5), mx.fast.rms_norm(x, w, 1e-5), "float32")
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: ops.rms_norm(mx.zeros((2, 3)), mx.zeros((4,)), 1e-5), "rms_norm: argument 'weight': expected shape \\(3,\\)"),
+    (lambda: ops.layer_norm(mx.zeros((2, 3)), None, mx.zeros((3,), mx.float16), 1e-5), "layer_norm: argument 'bias': dtype float16"),
+    (lambda: ops.rms_norm(mx.zeros((2, 3)), None, "1e-5"), "rms_norm: argument 'eps'"),
+    (lambda: ops.layer_norm(mx.zeros((2, 3), mx.int8), None, None, 1e-5), "layer_norm: argument 'x'"),
+])
+def test_bad_input(call, match):
+    with pytest.raises(ops.OpArgumentError, match=match):
+        call()

@@ -1,0 +1,106 @@
+from __future__ import annotations
+
+import mlx.core as mx
+import numpy as np
+import pytest
+
+from triton_metal import ops
+
+from .helpers import assert_close, check_grads, randn
+
+
+def _quantized(N, K, transpose, **kw):
+    w = randn((N, K) if transpose else (K, N), seed=5)
+    return mx.quantize(w, **kw)
+
+
+@pytest.mark.parametrize("bits", [2, 3, 4, 5, 6, 8])
+@pytest.mark.parametrize("group_size", [32, 64, 128])
+def test_affine_layouts_decode(bits, group_size):
+    # every width and group size through one compiled variant (they are run-time arguments)
+    x = randn((3, 256))
+    wq, s, b = _quantized(40, 256, True, group_size=group_size, bits=bits)
+    kw = dict(transpose=True, group_size=group_size, bits=bits)
+    assert_close(ops.quantized_matmul(x, wq, s, b, **kw), mx.quantized_matmul(x, wq, s, b, **kw), "float32",
+                 scale=20)
+
+
+@pytest.mark.parametrize("M, transpose, bits", [(1, True, 4), (8, False, 3), (33, True, 5), (20, False, 8)])
+def test_affine_decode_and_tiled_with_grad(M, transpose, bits):
+    x = randn((M, 128))
+    wq, s, b = _quantized(128 if not transpose else 96, 128, transpose, group_size=64, bits=bits)
+    kw = dict(transpose=transpose, group_size=64, bits=bits)
+    ours = lambda a: ops.quantized_matmul(a, wq, s, b, **kw)  # noqa: E731
+    ref = lambda a: mx.quantized_matmul(a, wq, s, b, **kw)  # noqa: E731
+    assert_close(ours(x), ref(x), "float32", scale=20)
+    check_grads(ours, ref, (x,), "float32", scale=50)
+
+
+@pytest.mark.parametrize("M, transpose", [(4, True), (17, False)])
+def test_mxfp4(M, transpose):
+    x = randn((2, M, 96))
+    wq, s = _quantized(64, 96, transpose, group_size=32, mode="mxfp4")
+    kw = dict(transpose=transpose, group_size=32, mode="mxfp4")
+    ours = lambda a: ops.quantized_matmul(a, wq, s, **kw)  # noqa: E731
+    ref = lambda a: mx.quantized_matmul(a, wq, s, **kw)  # noqa: E731
+    assert_close(ours(x), ref(x), "float32", scale=20)
+    check_grads(ours, ref, (x,), "float32", scale=50)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_activations(dtype):
+    x = randn((5, 128), dtype)
+    w = randn((48, 128), dtype, seed=5)
+    wq, s, b = mx.quantize(w, group_size=64, bits=4)
+    # MLX's CPU result in float32 from the same quantized weights, rounded to the dtype
+    expected = mx.quantized_matmul(x.astype(mx.float32), wq, s.astype(mx.float32), b.astype(mx.float32),
+                                   group_size=64, bits=4).astype(x.dtype)
+    assert_close(ops.quantized_matmul(x, wq, s, b, group_size=64, bits=4), expected, dtype, scale=20)
+
+
+def test_non_contiguous_activations():
+    x = mx.swapaxes(randn((128, 3)), 0, 1)
+    wq, s, b = _quantized(40, 128, True, group_size=32, bits=4)
+    assert_close(ops.quantized_matmul(x, wq, s, b, group_size=32), mx.quantized_matmul(x, wq, s, b, group_size=32),
+                 "float32", scale=20)
+
+
+def test_int8_matmul():
+    w, x = randn((40, 96), seed=1), randn((2, 3, 96))
+    wq, s = ops.pack_int8(w)
+    assert wq.dtype == mx.int8 and s.shape == (40,)
+    np.testing.assert_allclose(np.array(wq.astype(mx.float32) * s[:, None]), np.array(w), atol=float(s.max()))
+    ref = lambda a: a @ (wq.astype(mx.float32) * s[:, None]).T  # noqa: E731
+    assert_close(ops.int8_matmul(x, wq, s), ref(x), "float32", scale=20)
+    check_grads(lambda a: ops.int8_matmul(a, wq, s), ref, (x,), "float32", scale=50)
+
+
+def test_ternary_matmul():
+    w, x = randn((40, 96), seed=1), randn((5, 96))
+    wp, ws = ops.pack_ternary(w)
+    xq, xs = ops.quantize_activations(x)
+    assert wp.shape == (40, 24) and wp.dtype == mx.uint8 and ws.shape == ()
+    # unpack independently: code = value + 1, four per byte from the low bits
+    codes = (np.array(wp)[:, :, None] >> np.array([0, 2, 4, 6], np.uint8)) & 3
+    ternary = codes.reshape(40, 96).astype(np.float32) - 1
+    expected_codes = np.clip(np.round(np.array(w) / float(ws)), -1, 1)
+    np.testing.assert_array_equal(ternary, expected_codes)
+    ref = (np.array(xq).astype(np.float32) * np.array(xs)[:, None]) @ (ternary * float(ws)).T
+    np.testing.assert_allclose(np.array(ops.ternary_matmul(xq, xs, wp, ws)), ref, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda q: ops.quantized_matmul(mx.zeros((2, 100)), *q), "quantized_matmul: argument 'x': last axis 100"),
+    (lambda q: ops.quantized_matmul(mx.zeros((2, 128)), *q, bits=8), "quantized_matmul: argument 'scales': expected shape"),
+    (lambda q: ops.quantized_matmul(mx.zeros((2, 128)), *q, bits=7), "argument 'bits'"),
+    (lambda q: ops.quantized_matmul(mx.zeros((2, 128)), q[0], q[1], None), "argument 'biases'"),
+    (lambda q: ops.quantized_matmul(mx.zeros((2, 128)), q[0].astype(mx.int32), q[1], q[2]), "argument 'w': dtype int32"),
+    (lambda q: ops.quantized_matmul(mx.zeros((2, 128), mx.float16), *q), "argument 'scales': dtype float32 differs"),
+    (lambda q: ops.quantized_matmul(mx.zeros((2, 128)), *q, mode="nvfp4"), "argument 'mode'"),
+    (lambda q: ops.int8_matmul(mx.zeros((2, 128)), mx.zeros((4, 128), mx.int8), mx.zeros((3,))), "int8_matmul: argument 'scales'"),
+    (lambda q: ops.ternary_matmul(mx.zeros((2, 8), mx.int8), mx.zeros((2,)), mx.zeros((4, 3), mx.uint8), mx.array(1.0)), "ternary_matmul: argument 'w_packed'"),
+])
+def test_bad_input(call, match):
+    q = _quantized(16, 128, True, group_size=64, bits=4)
+    with pytest.raises(ops.OpArgumentError, match=match):
+        call(q)

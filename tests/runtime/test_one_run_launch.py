@@ -1,0 +1,250 @@
+"""One kernel run per launch on the Metal path (recording stand-in of `metal_kernel`, fake_mlx.py):
+every example's launch is proven covered (one call, no merge op), and a launch that is not proven
+runs the kernel's written-mask twin once and merges with one `mx.where`."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import mlx.core as mx
+import numpy as np
+import pytest
+
+import triton_metal as triton
+import triton_metal.language as tl
+from triton_metal.backends.metal import driver
+from triton_metal.runtime import backend, disk_cache
+from triton_metal.runtime.cache import KernelCache
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fake_mlx import FakeMx  # noqa: E402
+
+_MERGE_OPS = ("where", "not_equal", "equal", "select")
+
+
+class CountingMx(FakeMx):
+    """FakeMx that also counts the MLX ops a merge would use."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops: Counter[str] = Counter()
+
+    def __getattr__(self, name: str) -> Any:
+        op = getattr(mx, name)
+        if name not in _MERGE_OPS:
+            return op
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            self.ops[name] += 1
+            return op(*args, **kwargs)
+
+        return counted
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch) -> CountingMx:
+    stand_in = CountingMx()
+    monkeypatch.setattr(backend, "_metal", True)
+    monkeypatch.setattr(driver, "_mlx", lambda: stand_in)
+    for kernel in (add_kernel, two_outputs, count_and_store, max_and_store):
+        kernel.cache.clear()  # launchers hold the stand-in they were built with
+    return stand_in
+
+
+@pytest.fixture
+def launches(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The name of every launch the Metal driver runs."""
+    seen: list[str] = []
+    original = driver.MetalLauncher.__call__
+
+    def call(self: driver.MetalLauncher, values: Any, grid: Any) -> None:
+        seen.append(self.msl.name)
+        original(self, values, grid)
+
+    monkeypatch.setattr(driver.MetalLauncher, "__call__", call)
+    return seen
+
+
+@pytest.mark.parametrize("name", ["vector_add", "softmax", "layer_norm", "matmul", "flash_attention", "dropout",
+                                  "cumsum", "histogram"])
+def test_every_example_launch_is_one_call_without_merge(fake: CountingMx, launches: list[str], name: str,
+                                                        capsys: pytest.CaptureFixture[str]):
+    example = importlib.import_module(f"examples.{name}")
+    for value in vars(example).values():  # launchers hold the stand-in they were built with
+        if isinstance(getattr(value, "cache", None), KernelCache):
+            value.cache.clear()
+    assert example.main() == 0
+    assert "(backend: metal)" in capsys.readouterr().out
+    assert launches and len(fake.fast.launches) == len(launches)  # one metal_kernel call each
+    assert not fake.ops  # no merge: every output proven written in full
+    for factory in fake.fast.factory_calls:
+        assert not any(o.endswith("_written") for o in factory["output_names"])
+
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
+
+
+@triton.jit
+def two_outputs(x_ptr, even_ptr, all_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n)
+    tl.store(all_ptr + offs, x, mask=offs < n)
+    tl.store(even_ptr + offs * 2, x, mask=offs * 2 < n)
+
+
+@triton.jit
+def count_and_store(x_ptr, hist_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0)
+    tl.atomic_add(hist_ptr + x, tl.full((BLOCK,), 1, tl.int32), mask=offs < n)
+    tl.store(out_ptr + offs, x, mask=offs < n)
+
+
+@triton.jit
+def max_and_store(x_ptr, top_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    tl.atomic_max(top_ptr + offs % 2, x, mask=offs < n)
+    tl.store(out_ptr + offs, x, mask=offs < n)
+
+
+def test_unproven_launch_is_one_run_and_one_select(fake: CountingMx):
+    x = mx.arange(100, dtype=mx.float32)
+    old = np.full(100, 7.0, np.float32)
+    out = mx.array(old)
+    add_kernel[(1,)](x, x, out, 60, BLOCK=64)  # n < size: elements 60.. are not written
+    want = old.copy()
+    want[:60] = 2 * np.arange(60, dtype=np.float32)
+    np.testing.assert_array_equal(np.array(out), want)
+    (launch,) = fake.fast.launches
+    assert launch["init_value"] == 0.0 and launch["output_dtypes"] == [mx.float32, mx.bool_]
+    assert fake.ops == Counter(where=1)
+    # the proven launch of the same variant uses the plain kernel again, with no select
+    out2 = mx.array(old)
+    add_kernel[(2,)](x, x, out2, 100, BLOCK=64)
+    np.testing.assert_array_equal(np.array(out2), 2 * np.arange(100, dtype=np.float32))
+    assert fake.ops == Counter(where=1) and fake.fast.launches[-1]["init_value"] is None
+    # and the written-mask twin is built once
+    add_kernel[(1,)](x, x, mx.array(old), 60, BLOCK=64)
+    names = [f["output_names"] for f in fake.fast.factory_calls]
+    assert names == [["out_ptr_out", "out_ptr_written"], ["out_ptr_out"]]
+
+
+def test_written_mask_keeps_old_values_where_nan_and_garbage_are_written(fake: CountingMx):
+    # NaN results count as written; elements not written keep the old values exactly
+    x = mx.array(np.array([np.nan, 1.0, -0.0, 3.0] * 8, np.float32))
+    old = np.arange(32, dtype=np.float32) + 0.5
+    even, every = mx.array(old), mx.array(old)
+    two_outputs[(1,)](x, even, every, 32, BLOCK=32)
+    got_even, got_all = np.array(even), np.array(every)
+    np.testing.assert_array_equal(got_all, np.array(x))  # proven: written in full
+    want = old.copy()
+    want[0::2] = np.array(x)[:16]
+    np.testing.assert_array_equal(got_even, want)
+    assert np.signbit(got_even[4]) and np.isnan(got_even[0])
+    (launch,) = fake.fast.launches
+    assert launch["output_dtypes"] == [mx.float32, mx.float32, mx.bool_]  # a mask for 'even' only
+    assert fake.ops == Counter(where=1)
+
+
+def test_written_mask_beside_an_atomic_starting_at_zero(fake: CountingMx):
+    x = mx.array(np.array([0, 1, 1, 3] * 10, np.int32))
+    hist = mx.array(np.array([5, 0, 0, 1], np.int32))
+    out = mx.array(np.full(50, -1, np.int32))
+    count_and_store[(1,)](x, hist, out, 40, BLOCK=64)
+    np.testing.assert_array_equal(np.array(hist), [15, 20, 0, 11])
+    np.testing.assert_array_equal(np.array(out), np.concatenate([np.array(x), np.full(10, -1, np.int32)]))
+    (launch,) = fake.fast.launches
+    assert launch["init_value"] == 0.0
+
+
+def test_written_mask_beside_an_atomic_starting_elsewhere_is_refused(fake: CountingMx):
+    x = mx.ones((40,), mx.float32)
+    top, out = mx.zeros((2,), mx.float32), mx.zeros((50,), mx.float32)
+    before = np.array(out)
+    with pytest.raises(triton.LaunchError, match="mask that must start at 0.*start at -inf"):
+        max_and_store[(1,)](x, top, out, 40, BLOCK=64)
+    assert not fake.fast.launches
+    np.testing.assert_array_equal(np.array(out), before)
+    max_and_store[(1,)](x, top, mx.zeros((40,), mx.float32), 40, BLOCK=64)  # proven: fine
+    assert len(fake.fast.launches) == 1
+
+
+def test_debug_log_names_the_store_line_not_proven(fake: CountingMx, monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]):
+    monkeypatch.setenv("TRITON_METAL_DEBUG", "1")
+    out = mx.zeros((100,), mx.float32)
+    add_kernel[(1,)](mx.ones((100,)), mx.ones((100,)), out, 100, BLOCK=64)
+    err = capsys.readouterr().err
+    assert "'out_ptr' is not proven to be written in full" in err
+    assert "element 64 of 100" in err and "test_one_run_launch.py:" in err and "tl.store(out_ptr + offs" in err
+
+
+def test_coverage_is_checked_once_per_grid_and_scalars(fake: CountingMx, monkeypatch: pytest.MonkeyPatch):
+    from triton_metal.runtime import coverage
+
+    calls: list[tuple[int, int, int]] = []
+    original = coverage.check_coverage
+
+    def counted(program: Any, grid: Any, scalars: Any, sizes: Any) -> Any:
+        calls.append(grid)
+        return original(program, grid, scalars, sizes)
+
+    monkeypatch.setattr(coverage, "check_coverage", counted)
+    x = mx.ones((256,), mx.float32)
+    for _ in range(3):
+        add_kernel[(4,)](x, x, mx.zeros((256,), mx.float32), 256, BLOCK=64)
+    add_kernel[(4,)](x, x, mx.zeros((200,), mx.float32), 200, BLOCK=64)
+    assert calls == [(4, 1, 1), (4, 1, 1)]
+
+
+def test_coverage_program_survives_the_disk_cache():
+    compiled = add_kernel.warmup(np.float32, np.float32, np.float32, 100, BLOCK=64, grid=(2,))
+    data = json.loads(json.dumps(disk_cache.dump_msl_kernel(compiled.msl)))
+    back = disk_cache.load_msl_kernel(data)
+    assert back.coverage_program == compiled.msl.coverage_program
+    assert back.stored_coverage == compiled.msl.stored_coverage
+
+
+def test_launch_json_records_each_verdict(fake: CountingMx, monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    monkeypatch.setenv("TRITON_METAL_DUMP_DIR", str(tmp_path))
+    x = mx.ones((100,), mx.float32)
+    add_kernel[(2,)](x, x, mx.zeros((100,), mx.float32), 100, BLOCK=64)
+    add_kernel[(1,)](x, x, mx.zeros((100,), mx.float32), 100, BLOCK=64)
+    (name,) = {launch["name"] for launch in fake.fast.launches[:1]}
+    data = json.loads((tmp_path / name / "launch.json").read_text())
+    assert [c["checkable"] for c in data["stored_coverage"]] == [True]
+    first, second = data["coverage_verdicts"]
+    assert first["grid"] == [2, 1, 1] and first["scalars"] == {"n": 100}
+    assert first["outputs"]["out_ptr_out"] == {"proven": True, "reason": ""}
+    assert not second["outputs"]["out_ptr_out"]["proven"]
+    assert "element 64 of 100" in second["outputs"]["out_ptr_out"]["reason"]
+
+
+@triton.jit
+def seeded(out_ptr, n, seed, scale, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.rand(seed, offs) * scale, mask=offs < n)
+
+
+def test_scalars_the_proof_does_not_read_do_not_defeat_the_memo(fake: CountingMx, monkeypatch: pytest.MonkeyPatch):
+    from triton_metal.runtime import coverage
+
+    calls: list[object] = []
+    original = coverage.check_coverage
+    monkeypatch.setattr(coverage, "check_coverage", lambda *a: calls.append(a) or original(*a))
+    seeded.cache.clear()
+    for seed in (5, 7, 9, 11):  # one variant (1 and multiples of 16 specialize)
+        out = mx.zeros((100,), mx.float32)
+        seeded[(2,)](out, 100, seed, 1.0 + seed, BLOCK=64)
+        assert np.all(np.array(out) < 1.0 + seed)
+    assert len(calls) == 1 and len(fake.fast.launches) == 4 and not fake.ops

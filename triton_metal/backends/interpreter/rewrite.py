@@ -1,0 +1,254 @@
+"""The interpreter runs each `@jit` body as Python, rewritten where Python and the kernel language
+differ, so that a program means in the interpreter what it means compiled:
+
+* `x = value`: a Python number bound to a name becomes a `tl` scalar (`acc = 0; acc.to(tl.int64)`,
+  `acc.dtype`), as the front end's assignment makes it; `x: tl.constexpr = value` stays a
+  compile-time value; `x += v` is `x = x + v`.
+* `a and b`, `a or b`, `not a`: on tensors, elementwise logical operations (compile-time operands
+  short-circuit as in Python), the front end's rule.
+* `is`, `is not` and `isinstance` see through `tl.constexpr`, as the front end's do.
+
+Arguments follow the front end too: a helper receives every non-tensor argument as a
+`tl.constexpr` (so `DTYPE.value` works), and so does a kernel's compile-time parameter.
+
+    interpretable(fn) -> the rewritten function (cached; `fn` itself when its source is unknown)
+    constexpr_args(fn, args, kwargs) -> the arguments as the body must see them
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import linecache
+import textwrap
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from triton_metal.language import constexpr, current_semantic, tensor
+from triton_metal.language.core import warn_logical_on_block
+
+_RT = "__triton_metal_rt__"
+_CACHE: dict[Any, Callable[..., Any]] = {}
+
+
+# -- the operations the rewritten body calls --------------------------------------------------
+
+
+def _unwrap(v: Any) -> Any:
+    return v.value if isinstance(v, constexpr) else v
+
+
+class _Runtime:
+    """What a rewritten body reaches through its one extra closure variable."""
+
+    @staticmethod
+    def assigned(value: Any) -> Any:
+        raw = _unwrap(value)
+        if isinstance(raw, (bool, int, float)) and not isinstance(raw, tensor):
+            sem = current_semantic()
+            return sem.to_tensor(raw) if sem is not None else raw
+        if isinstance(raw, tuple) and not hasattr(raw, "_fields"):
+            return tuple(_Runtime.assigned(v) for v in raw)
+        return value
+
+    @staticmethod
+    def constexpr_value(value: Any) -> constexpr:
+        if isinstance(value, tensor):
+            from triton_metal.errors import CompilationError
+
+            raise CompilationError("a name annotated tl.constexpr was given a value only known at run time")
+        return constexpr(_unwrap(value))
+
+    @staticmethod
+    def bool_op(is_and: bool, thunks: Sequence[Callable[[], Any]]) -> Any:
+        tensors: list[tensor] = []
+        last: Any = None
+        for thunk in thunks:
+            value = thunk()
+            if isinstance(value, tensor):
+                warn_logical_on_block(value)
+                tensors.append(value)
+                continue
+            if bool(_unwrap(value)) != is_and:
+                return value  # Python's short circuit on a compile-time operand
+            last = value
+        if not tensors:
+            return last
+        result = tensors[0]
+        for t in tensors[1:]:
+            result = result.logical_and(t) if is_and else result.logical_or(t)
+        return result
+
+    @staticmethod
+    def not_(value: Any) -> Any:
+        if isinstance(value, tensor):
+            return value.logical_not()
+        return not _unwrap(value)
+
+    @staticmethod
+    def is_(a: Any, b: Any, negate: bool) -> bool:
+        return (_unwrap(a) is _unwrap(b)) != negate
+
+    @staticmethod
+    def isinstance(obj: Any, classes: Any) -> bool:
+        return isinstance(_unwrap(obj), _unwrap(classes))
+
+
+# -- the rewrite -------------------------------------------------------------------------------
+
+
+def _rt(name: str) -> ast.expr:
+    return ast.Attribute(value=ast.Name(id=_RT, ctx=ast.Load()), attr=name, ctx=ast.Load())
+
+
+def _call(name: str, args: list[ast.expr], like: ast.AST) -> ast.expr:
+    return ast.copy_location(ast.Call(func=_rt(name), args=args, keywords=[]), like)
+
+
+def _thunk(body: ast.expr) -> ast.expr:
+    no_args = ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[])
+    return ast.copy_location(ast.Lambda(args=no_args, body=body), body)
+
+
+def _is_constexpr_annotation(node: ast.expr) -> bool:
+    text = node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else ast.unparse(node)
+    return text == "constexpr" or text.endswith(".constexpr")
+
+
+class _Rewriter(ast.NodeTransformer):
+    def visit_Assign(self, node: ast.Assign) -> ast.AST:
+        self.generic_visit(node)
+        node.value = _call("assigned", [node.value], node.value)
+        return node
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.AST:
+        self.generic_visit(node)
+        if node.value is not None:
+            kind = "constexpr_value" if _is_constexpr_annotation(node.annotation) else "assigned"
+            node.value = _call(kind, [node.value], node.value)
+        return node
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> ast.AST:
+        self.generic_visit(node)
+        if not isinstance(node.target, ast.Name):
+            return node
+        current = ast.copy_location(ast.Name(id=node.target.id, ctx=ast.Load()), node.target)
+        value = ast.copy_location(ast.BinOp(left=current, op=node.op, right=node.value), node)
+        return ast.copy_location(ast.Assign(targets=[node.target], value=_call("assigned", [value], node)), node)
+
+    def visit_BoolOp(self, node: ast.BoolOp) -> ast.AST:
+        self.generic_visit(node)
+        is_and = ast.copy_location(ast.Constant(isinstance(node.op, ast.And)), node)
+        thunks = ast.copy_location(ast.List(elts=[_thunk(v) for v in node.values], ctx=ast.Load()), node)
+        return _call("bool_op", [is_and, thunks], node)
+
+    def visit_UnaryOp(self, node: ast.UnaryOp) -> ast.AST:
+        self.generic_visit(node)
+        return _call("not_", [node.operand], node) if isinstance(node.op, ast.Not) else node
+
+    def visit_Compare(self, node: ast.Compare) -> ast.AST:
+        self.generic_visit(node)
+        if len(node.ops) == 1 and isinstance(node.ops[0], (ast.Is, ast.IsNot)):
+            negate = ast.copy_location(ast.Constant(isinstance(node.ops[0], ast.IsNot)), node)
+            return _call("is_", [node.left, node.comparators[0], negate], node)
+        return node
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        if isinstance(node.func, ast.Name) and node.func.id == "isinstance":
+            node.func = ast.copy_location(_rt("isinstance"), node.func)
+        return node
+
+
+def _source(fn: Callable[..., Any]) -> tuple[str, int, int] | None:
+    """The function's dedented source from its `def`, the file line of the `def`, and the
+    indentation removed."""
+    try:
+        lines, first = inspect.getsourcelines(fn)
+    except (OSError, TypeError):
+        return None
+    for i, line in enumerate(lines):
+        if line.lstrip().startswith(("def ", "async def ")):
+            indent = len(line) - len(line.lstrip())
+            return textwrap.dedent("".join(lines[i:])), first + i, indent
+    return None
+
+
+def _rewrite(fn: Callable[..., Any]) -> Callable[..., Any]:
+    found = _source(fn)
+    if found is None:
+        return fn
+    src, def_line, indent = found
+    tree = ast.parse(src)
+    fdef = tree.body[0]
+    if not isinstance(fdef, ast.FunctionDef):
+        return fn
+    fdef.decorator_list = []
+    _Rewriter().visit(fdef)
+    for node in ast.walk(tree):
+        if hasattr(node, "lineno"):
+            node.lineno += def_line - 1  # type: ignore[attr-defined]
+            if getattr(node, "end_lineno", None) is not None:
+                node.end_lineno += def_line - 1  # type: ignore[attr-defined]
+            node.col_offset += indent  # type: ignore[attr-defined]
+            if getattr(node, "end_col_offset", None) is not None:
+                node.end_col_offset += indent  # type: ignore[attr-defined]
+    # The body's free variables and the runtime are closure variables of a maker function, so
+    # the rewritten body keeps the original's globals and closure.
+    free = list(fn.__code__.co_freevars)
+    maker = ast.FunctionDef(
+        name="__make__",
+        args=ast.arguments(posonlyargs=[], args=[ast.arg(arg=_RT), *(ast.arg(arg=n) for n in free)],
+                           kwonlyargs=[], kw_defaults=[], defaults=[]),
+        body=[fdef, ast.Return(value=ast.Name(id=fdef.name, ctx=ast.Load()))],
+        decorator_list=[], returns=None,
+    )
+    if "type_params" in ast.FunctionDef._fields:  # Python 3.12+
+        maker.type_params = []  # type: ignore[attr-defined]
+    module = ast.Module(body=[maker], type_ignores=[])
+    ast.fix_missing_locations(module)
+    filename = fn.__code__.co_filename
+    code = compile(module, filename, "exec")
+    namespace: dict[str, Any] = {}
+    exec(code, fn.__globals__, namespace)  # noqa: S102 - the user's own kernel source
+    cells = []
+    for name, cell in zip(free, fn.__closure__ or ()):
+        try:
+            cells.append(cell.cell_contents)
+        except ValueError:
+            cells.append(None)
+    out = namespace["__make__"](_Runtime, *cells)
+    out.__defaults__ = fn.__defaults__
+    out.__kwdefaults__ = fn.__kwdefaults__
+    out.__wrapped__ = fn  # type: ignore[attr-defined]
+    if filename not in linecache.cache:
+        linecache.checkcache(filename)
+    return out
+
+
+def interpretable(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`fn` rewritten for the interpreter (module docstring), built once per function."""
+    out = _CACHE.get(fn)
+    if out is None:
+        out = _CACHE[fn] = _rewrite(fn)
+    return out
+
+
+def constexpr_args(fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
+    """The arguments as the front end binds a helper's: tensors and tuples as they are, anything
+    else as a `tl.constexpr`."""
+
+    def wrap(v: Any) -> Any:
+        if isinstance(v, (tensor, constexpr, tuple, list)):
+            return v
+        return constexpr(v)
+
+    return [wrap(a) for a in args], {k: wrap(v) for k, v in kwargs.items()}
+
+
+def call_function(fn: Any, args: Sequence[Any], kwargs: dict[str, Any] | None = None) -> Any:
+    """Call a `@jit` function (or a plain Python function given as a combine function) as the
+    interpreter runs device code."""
+    target = getattr(fn, "fn", fn)
+    wrapped_args, wrapped_kwargs = constexpr_args(target, args, dict(kwargs or {}))
+    return interpretable(target)(*wrapped_args, **wrapped_kwargs)

@@ -1,0 +1,54 @@
+"""Launch shape shared by the row-wise ops (softmax, norms, losses): one program per row.
+
+A row of up to `MAX_ONE_PASS` elements is held in registers in one block (`BLOCK` the next power
+of two, masked); a longer row is streamed in blocks of `LOOP_BLOCK`. `num_warps` is tuned per
+row length (`@autotune` keyed on the row length and the one-pass flag); configs whose threads
+outnumber the block's elements, or that leave a thread more than 64 elements of a one-pass
+row, are pruned before timing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import triton_metal as triton
+
+from ._common import first_or_all, next_pow2
+
+MAX_ONE_PASS = 8192
+LOOP_BLOCK = 2048
+WARPS = (1, 2, 4, 8, 16)
+
+
+def row_block(n: int) -> tuple[int, bool]:
+    """(BLOCK, ONE_PASS) for rows of `n` elements."""
+    if n <= MAX_ONE_PASS:
+        return max(16, next_pow2(n)), True
+    return LOOP_BLOCK, False
+
+
+def default_warps(block: int) -> int:
+    return max(1, min(16, block // 512))
+
+
+def row_configs() -> list[Any]:
+    return [triton.Config({}, num_warps=w) for w in WARPS]
+
+
+def prune_row_configs(configs: list[Any], named_args: dict[str, Any], **kwargs: Any) -> list[Any]:
+    block = int(kwargs.get("BLOCK", named_args.get("BLOCK", 1024)))
+    one_pass = bool(kwargs.get("ONE_PASS", named_args.get("ONE_PASS", True)))
+
+    def fits(c: Any) -> bool:
+        threads = 32 * c.num_warps
+        if threads > max(32, block):
+            return False
+        return not one_pass or block // threads <= 64
+
+    fitting = [c for c in configs if fits(c)] or [min(configs, key=lambda c: c.num_warps)]
+    default = default_warps(block)
+    fitting.sort(key=lambda c: abs(c.num_warps - default))
+    return first_or_all(fitting)
+
+
+ROW_TUNING = {"early_config_prune": prune_row_configs}

@@ -1,0 +1,404 @@
+"""`scaled_dot_product_attention` (as `mx.fast.scaled_dot_product_attention`), forward and backward.
+
+Shapes: `q (B, Hq, Lq, D)`, `k` and `v (B, Hkv, Lkv, D)` with `Hq` a multiple of `Hkv` (grouped-
+query attention: query head `h` reads key/value head `h // (Hq // Hkv)`), `D` in 64, 80, 96, 128
+(padded to a power of two inside the kernels and masked). `mask`: None, "causal" (aligned to the
+bottom right, as MLX: query `i` sees keys `j <= i + Lkv - Lq`), or an array broadcastable to
+`(B, Hq, Lq, Lkv)`, additive (float) or boolean (False hides the key); it gets no gradient.
+
+Kernels (scores in float32, softmax online in natural-log space, `lse` kept per query row; the
+mask kind is a run-time argument, a uniform branch, so one compiled variant per dtype and padded
+head dimension serves every mask):
+* prefill (`Lq > 1`): FlashAttention-2, one program per (block of `BLOCK_M` queries, batch x
+  query head), streaming key/value blocks of `BLOCK_N` through `tl.dot`; causal programs stop at
+  their last visible key block.
+* decode (`Lq == 1`): one program per (batch, query head), streaming blocks of keys with
+  elementwise products and row sums (a 1-row `tl.dot` would waste 15 of 16 rows).
+* backward: `delta = rowsum(dO * O)` per query row; then `dK, dV` one program per (key block,
+  batch x key/value head), summing over the group's query heads and every query block, and
+  `dQ` one program per (query block, batch x query head):
+      P = exp(scale * Q K^T + mask - lse);  dV = P^T dO;  dS = P * (dO V^T - delta)
+      dQ = scale * dS K;  dK = scale * dS^T Q
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import triton_metal as triton
+import triton_metal.language as tl
+
+from . import _common as c
+from ._common import next_pow2
+
+HEAD_DIMS = (64, 80, 96, 128)
+NEG_INF = tl.constexpr(float("-inf"))
+NO_MASK, CAUSAL, ADDITIVE = 0, 1, 2
+SMEM_BYTES = 32 * 1024
+
+
+@triton.jit
+def _scores(q, k_ptrs, mask_ptrs, offs_m, offs_n, start_n, Lq, Lkv, scale, dmask, MASK):
+    # scale * q @ k^T + mask for one key block, -inf where hidden or out of range; the padded
+    # head dimensions are masked too (past the last key they lie outside the array)
+    k = tl.load(k_ptrs, mask=((start_n + offs_n)[None, :] < Lkv) & dmask[:, None], other=0.0)
+    s = tl.dot(q, k) * scale
+    cols = start_n + offs_n
+    keep = (cols[None, :] < Lkv) & ((MASK != 1) | (cols[None, :] <= offs_m[:, None] + (Lkv - Lq)))
+    # the additive mask is read only when there is one (MASK == 2)
+    bias = tl.load(mask_ptrs, mask=(offs_m[:, None] < Lq) & (cols[None, :] < Lkv) & (MASK == 2),
+                   other=0.0)
+    return tl.where(keep, s + bias.to(tl.float32), NEG_INF)
+
+
+def _fits(block_m: int, block_n: int, block_d: int, itemsize: int) -> bool:
+    # dot operands staged in threadgroup memory: q, k^T, p and v tiles
+    staged = (block_m * block_d + block_d * block_n + block_m * block_n + block_n * block_d) * itemsize
+    return staged <= SMEM_BYTES
+
+
+def _prune_tiles(configs: list[Any], named_args: dict[str, Any], **kwargs: Any) -> list[Any]:
+    block_d = int(kwargs.get("BLOCK_D", 128))
+    # fp32 operands are 4 bytes; half types 2 (the dtype is not visible here: assume the worst)
+    fitting = [cf for cf in configs
+               if _fits(cf.kwargs["BLOCK_M"], cf.kwargs["BLOCK_N"], block_d, 4)]
+    return c.first_or_all(fitting or configs[-1:])
+
+
+_TILES = [triton.Config({"BLOCK_M": m, "BLOCK_N": n}, num_warps=w)
+          for m, n, w in ((32, 32, 4), (64, 32, 4), (32, 64, 4), (64, 64, 8), (16, 16, 2))]
+_TILE_TUNING = {"early_config_prune": _prune_tiles}
+
+
+@triton.autotune(configs=_TILES, key=["BLOCK_D", "MASK"], prune_configs_by=_TILE_TUNING)
+@triton.jit
+def _attn_fwd(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, lse_ptr, Hq, group, Lq, Lkv, D, scale,
+              smb, smh, smq, smk, MASK, BLOCK_D: tl.constexpr, BLOCK_M: tl.constexpr,
+              BLOCK_N: tl.constexpr):
+    start_m = tl.program_id(0)
+    bh = tl.program_id(1)
+    b = bh // Hq
+    h = bh % Hq
+    kvh = b * (Hq // group) + h // group
+    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, BLOCK_D)
+    q_base = q_ptr + bh.to(tl.int64) * Lq * D
+    k_base = k_ptr + kvh.to(tl.int64) * Lkv * D
+    v_base = v_ptr + kvh.to(tl.int64) * Lkv * D
+    dmask = offs_d < D
+    q = tl.load(q_base + offs_m[:, None] * D + offs_d[None, :],
+                mask=(offs_m[:, None] < Lq) & dmask[None, :], other=0.0)
+    k_ptrs = k_base + offs_n[None, :] * D + offs_d[:, None]
+    v_ptrs = v_base + offs_n[:, None] * D + offs_d[None, :]
+    mask_ptrs = mask_ptr + b.to(tl.int64) * smb + h * smh + offs_m[:, None] * smq + offs_n[None, :] * smk
+    m_i = tl.full([BLOCK_M], NEG_INF, tl.float32)
+    l_i = tl.zeros([BLOCK_M], tl.float32)
+    acc = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
+    # causal programs stop after the last key their last query sees
+    hi = tl.where(MASK == 1, tl.minimum(Lkv, (start_m + 1) * BLOCK_M + Lkv - Lq), Lkv)
+    for start_n in range(0, hi, BLOCK_N):
+        s = _scores(q, k_ptrs + start_n * D, mask_ptrs + start_n * smk, offs_m, offs_n, start_n,
+                    Lq, Lkv, scale, dmask, MASK)
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        # rows that have seen only hidden keys keep a finite reference (exp(-inf - -inf) = NaN)
+        m_ref = tl.where(m_new > NEG_INF, m_new, 0.0)
+        p = tl.exp(s - m_ref[:, None])
+        alpha = tl.exp(m_i - m_ref)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        v = tl.load(v_ptrs + start_n * D, mask=((start_n + offs_n)[:, None] < Lkv) & dmask[None, :],
+                    other=0.0)
+        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
+        m_i = m_new
+    out = acc / l_i[:, None]
+    row_ok = offs_m < Lq
+    tl.store(o_ptr + bh.to(tl.int64) * Lq * D + offs_m[:, None] * D + offs_d[None, :], out,
+             mask=row_ok[:, None] & dmask[None, :])
+    tl.store(lse_ptr + bh.to(tl.int64) * Lq + offs_m, m_i + tl.log(l_i), mask=row_ok)
+
+
+def _prune_decode(configs: list[Any], named_args: dict[str, Any], **kwargs: Any) -> list[Any]:
+    return c.first_or_all(configs)
+
+
+_DECODE = [triton.Config({"BLOCK_N": n}, num_warps=w) for n, w in ((64, 4), (32, 2), (128, 4), (128, 8))]
+
+
+@triton.autotune(configs=_DECODE, key=["BLOCK_D", "MASK"],
+                 prune_configs_by={"early_config_prune": _prune_decode})
+@triton.jit
+def _attn_decode(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, lse_ptr, Hq, group, Lkv, D, scale,
+                 smb, smh, smk, MASK, BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr):
+    bh = tl.program_id(0)
+    b = bh // Hq
+    h = bh % Hq
+    kvh = b * (Hq // group) + h // group
+    offs_n = tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, BLOCK_D)
+    dmask = offs_d < D
+    q = tl.load(q_ptr + bh.to(tl.int64) * D + offs_d, mask=dmask, other=0.0).to(tl.float32)
+    k_base = k_ptr + kvh.to(tl.int64) * Lkv * D
+    v_base = v_ptr + kvh.to(tl.int64) * Lkv * D
+    m_i = tl.full([BLOCK_N], NEG_INF, tl.float32)
+    l_i = tl.zeros([BLOCK_N], tl.float32)
+    acc = tl.zeros([BLOCK_N, BLOCK_D], tl.float32)
+    for start_n in range(0, Lkv, BLOCK_N):
+        cols = start_n + offs_n
+        ok = cols < Lkv
+        tile = ok[:, None] & dmask[None, :]
+        k = tl.load(k_base + cols[:, None] * D + offs_d[None, :], mask=tile, other=0.0).to(tl.float32)
+        s = tl.sum(k * q[None, :], 1) * scale
+        s += tl.load(mask_ptr + b.to(tl.int64) * smb + h * smh + cols * smk, mask=ok & (MASK == 2),
+                     other=0.0).to(tl.float32)
+        s = tl.where(ok, s, NEG_INF)
+        # per-lane online softmax: lane j sees keys j, j + BLOCK_N, ...
+        m_new = tl.maximum(m_i, s)
+        m_ref = tl.where(m_new > NEG_INF, m_new, 0.0)
+        p = tl.exp(s - m_ref)
+        alpha = tl.exp(m_i - m_ref)
+        l_i = l_i * alpha + p
+        v = tl.load(v_base + cols[:, None] * D + offs_d[None, :], mask=tile, other=0.0).to(tl.float32)
+        acc = acc * alpha[:, None] + p[:, None] * v
+        m_i = m_new
+    m = tl.max(m_i, 0)
+    w = tl.where(m_i > NEG_INF, tl.exp(m_i - m), 0.0)
+    total = tl.sum(l_i * w, 0)
+    out = tl.sum(acc * w[:, None], 0) / total
+    tl.store(o_ptr + bh.to(tl.int64) * D + offs_d, out, mask=dmask)
+    tl.store(lse_ptr + bh, m + tl.log(total))
+
+
+@triton.jit
+def _attn_bwd_delta(o_ptr, do_ptr, delta_ptr, n_rows, D, BLOCK_R: tl.constexpr,
+                    BLOCK_D: tl.constexpr):
+    rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+    offs_d = tl.arange(0, BLOCK_D)
+    tile = (rows[:, None] < n_rows) & (offs_d[None, :] < D)
+    at = rows.to(tl.int64)[:, None] * D + offs_d[None, :]
+    o = tl.load(o_ptr + at, mask=tile, other=0.0).to(tl.float32)
+    do = tl.load(do_ptr + at, mask=tile, other=0.0).to(tl.float32)
+    tl.store(delta_ptr + rows, tl.sum(o * do, 1), mask=rows < n_rows)
+
+
+@triton.autotune(configs=_TILES, key=["BLOCK_D", "MASK"], prune_configs_by=_TILE_TUNING)
+@triton.jit
+def _attn_bwd_dkdv(q_ptr, k_ptr, v_ptr, mask_ptr, do_ptr, lse_ptr, delta_ptr, dk_ptr, dv_ptr,
+                   Hq, group, Lq, Lkv, D, scale, smb, smh, smq, smk, MASK, BLOCK_D: tl.constexpr,
+                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    start_n = tl.program_id(0) * BLOCK_N
+    bkv = tl.program_id(1)
+    Hkv = Hq // group
+    b = bkv // Hkv
+    kvh = bkv % Hkv
+    offs_n = start_n + tl.arange(0, BLOCK_N)
+    offs_m0 = tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, BLOCK_D)
+    dmask = offs_d < D
+    kv_tile = (offs_n[:, None] < Lkv) & dmask[None, :]
+    kv_at = bkv.to(tl.int64) * Lkv * D + offs_n[:, None] * D + offs_d[None, :]
+    k = tl.load(k_ptr + kv_at, mask=kv_tile, other=0.0)
+    v = tl.load(v_ptr + kv_at, mask=kv_tile, other=0.0)
+    dk = tl.zeros([BLOCK_N, BLOCK_D], tl.float32)
+    dv = tl.zeros([BLOCK_N, BLOCK_D], tl.float32)
+    # causal: start at the block of the first query that sees this key block (i + Lkv - Lq >= start_n)
+    lo = tl.where(MASK == 1, tl.maximum(start_n - (Lkv - Lq), 0) // BLOCK_M * BLOCK_M, 0)
+    for g in range(0, group):
+        h = kvh * group + g
+        bh = b * Hq + h
+        q_base = q_ptr + bh.to(tl.int64) * Lq * D
+        do_base = do_ptr + bh.to(tl.int64) * Lq * D
+        for start_m in range(lo, Lq, BLOCK_M):
+            offs_m = start_m + offs_m0
+            row_ok = offs_m < Lq
+            # transposed tiles: BLOCK_D x BLOCK_M
+            qT = tl.load(q_base + offs_m[None, :] * D + offs_d[:, None],
+                         mask=row_ok[None, :] & dmask[:, None], other=0.0)
+            sT = tl.dot(k, qT) * scale
+            inb = (offs_n[:, None] < Lkv) & row_ok[None, :]
+            keep = inb & ((MASK != 1) | (offs_n[:, None] <= offs_m[None, :] + (Lkv - Lq)))
+            bias = tl.load(mask_ptr + b.to(tl.int64) * smb + h * smh + offs_m[None, :] * smq
+                           + offs_n[:, None] * smk, mask=inb & (MASK == 2), other=0.0)
+            sT = sT + bias.to(tl.float32)
+            lse = tl.load(lse_ptr + bh.to(tl.int64) * Lq + offs_m, mask=row_ok, other=0.0)
+            pT = tl.where(keep, tl.exp(sT - lse[None, :]), 0.0)
+            do = tl.load(do_base + offs_m[:, None] * D + offs_d[None, :],
+                         mask=row_ok[:, None] & dmask[None, :], other=0.0)
+            dv += tl.dot(pT.to(do.dtype), do)
+            dpT = tl.dot(v, tl.trans(do))
+            delta = tl.load(delta_ptr + bh.to(tl.int64) * Lq + offs_m, mask=row_ok, other=0.0)
+            dsT = pT * (dpT - delta[None, :])
+            dk += tl.dot(dsT.to(qT.dtype), tl.trans(qT))
+    tl.store(dk_ptr + kv_at, dk * scale, mask=kv_tile)
+    tl.store(dv_ptr + kv_at, dv, mask=kv_tile)
+
+
+@triton.autotune(configs=_TILES, key=["BLOCK_D", "MASK"], prune_configs_by=_TILE_TUNING)
+@triton.jit
+def _attn_bwd_dq(q_ptr, k_ptr, v_ptr, mask_ptr, do_ptr, lse_ptr, delta_ptr, dq_ptr,
+                 Hq, group, Lq, Lkv, D, scale, smb, smh, smq, smk, MASK, BLOCK_D: tl.constexpr,
+                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    start_m = tl.program_id(0)
+    bh = tl.program_id(1)
+    b = bh // Hq
+    h = bh % Hq
+    kvh = b * (Hq // group) + h // group
+    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, BLOCK_D)
+    dmask = offs_d < D
+    row_ok = offs_m < Lq
+    tile = row_ok[:, None] & dmask[None, :]
+    at = bh.to(tl.int64) * Lq * D + offs_m[:, None] * D + offs_d[None, :]
+    q = tl.load(q_ptr + at, mask=tile, other=0.0)
+    do = tl.load(do_ptr + at, mask=tile, other=0.0)
+    lse = tl.load(lse_ptr + bh.to(tl.int64) * Lq + offs_m, mask=row_ok, other=0.0)
+    delta = tl.load(delta_ptr + bh.to(tl.int64) * Lq + offs_m, mask=row_ok, other=0.0)
+    k_base = k_ptr + kvh.to(tl.int64) * Lkv * D
+    v_base = v_ptr + kvh.to(tl.int64) * Lkv * D
+    mask_ptrs = mask_ptr + b.to(tl.int64) * smb + h * smh + offs_m[:, None] * smq + offs_n[None, :] * smk
+    dq = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
+    hi = tl.where(MASK == 1, tl.minimum(Lkv, (start_m + 1) * BLOCK_M + Lkv - Lq), Lkv)
+    for start_n in range(0, hi, BLOCK_N):
+        cols = start_n + offs_n
+        kT_ptrs = k_base + cols[None, :] * D + offs_d[:, None]
+        s = _scores(q, kT_ptrs, mask_ptrs + start_n * smk, offs_m, offs_n, start_n, Lq, Lkv,
+                    scale, dmask, MASK)
+        p = tl.where(row_ok[:, None], tl.exp(s - lse[:, None]), 0.0)
+        vT = tl.load(v_base + cols[None, :] * D + offs_d[:, None],
+                     mask=(cols[None, :] < Lkv) & dmask[:, None], other=0.0)
+        dp = tl.dot(do, vT)
+        ds = p * (dp - delta[:, None])
+        k = tl.load(k_base + cols[:, None] * D + offs_d[None, :],
+                    mask=(cols[:, None] < Lkv) & dmask[None, :], other=0.0)
+        dq += tl.dot(ds.to(k.dtype), k)
+    tl.store(dq_ptr + at, dq * scale, mask=tile)
+
+
+def _mask_args(mask: Any, B: int, Hq: int, Lq: int, Lkv: int) -> tuple[Any, tuple[int, int, int, int]]:
+    """The mask as a 4-D float array and its element strides (0 along broadcast axes)."""
+    m = c.mx()
+    mask4 = mask.reshape((1,) * (4 - mask.ndim) + tuple(mask.shape))
+    if mask4.dtype == m.bool_:
+        mask4 = m.where(mask4, 0.0, float("-inf")).astype(m.float32)
+    shape = tuple(mask4.shape)
+    strides = [0, 0, 0, 0]
+    step = 1
+    for axis in range(3, -1, -1):
+        strides[axis] = 0 if shape[axis] == 1 else step
+        step *= shape[axis]
+    return mask4, (strides[0], strides[1], strides[2], strides[3])
+
+
+def _kind(mask: Any) -> int:
+    if mask is None:
+        return NO_MASK
+    return CAUSAL if isinstance(mask, str) else ADDITIVE
+
+
+def _forward(q: Any, k: Any, v: Any, mask: Any, scale: float) -> tuple[Any, Any]:
+    m = c.mx()
+    B, Hq, Lq, D = q.shape
+    Hkv, Lkv = k.shape[1], k.shape[2]
+    group = Hq // Hkv
+    kind = _kind(mask)
+    o = c.zeros(q.shape, q.dtype)
+    lse = c.zeros((B, Hq, Lq), m.float32)
+    if kind == ADDITIVE:
+        mask4, (smb, smh, smq, smk) = _mask_args(mask, B, Hq, Lq, Lkv)
+    else:
+        mask4, (smb, smh, smq, smk) = q, (0, 0, 0, 0)
+    block_d = max(16, next_pow2(D))
+    if Lq == 1:  # causal with one query (bottom-right aligned) sees every key
+        _attn_decode[(B * Hq,)](q, k, v, mask4, o, lse, Hq, group, Lkv, D, scale, smb, smh, smk,
+                                ADDITIVE if kind == ADDITIVE else NO_MASK, BLOCK_D=block_d)
+    else:
+        grid = lambda meta: (triton.cdiv(Lq, meta["BLOCK_M"]), B * Hq)  # noqa: E731
+        _attn_fwd[grid](q, k, v, mask4, o, lse, Hq, group, Lq, Lkv, D, scale, smb, smh, smq, smk,
+                        kind, BLOCK_D=block_d)
+    return o, lse
+
+
+def _backward(q: Any, k: Any, v: Any, mask: Any, scale: float, o: Any, lse: Any,
+              do: Any) -> tuple[Any, Any, Any]:
+    m = c.mx()
+    B, Hq, Lq, D = q.shape
+    Hkv, Lkv = k.shape[1], k.shape[2]
+    group = Hq // Hkv
+    kind = _kind(mask)
+    do = do.astype(q.dtype)
+    if kind == ADDITIVE:
+        mask4, (smb, smh, smq, smk) = _mask_args(mask, B, Hq, Lq, Lkv)
+    else:
+        mask4, (smb, smh, smq, smk) = q, (0, 0, 0, 0)
+    block_d = max(16, next_pow2(D))
+    rows = B * Hq * Lq
+    delta = c.zeros((B, Hq, Lq), m.float32)
+    _attn_bwd_delta[(triton.cdiv(rows, 16),)](o, do, delta, rows, D, BLOCK_R=16, BLOCK_D=block_d,
+                                              num_warps=2)
+    dq = c.zeros(q.shape, q.dtype)
+    dk = c.zeros(k.shape, k.dtype)
+    dv = c.zeros(v.shape, v.dtype)
+    common = (Hq, group, Lq, Lkv, D, scale, smb, smh, smq, smk, kind)
+    _attn_bwd_dkdv[lambda meta: (triton.cdiv(Lkv, meta["BLOCK_N"]), B * Hkv)](
+        q, k, v, mask4, do, lse, delta, dk, dv, *common, BLOCK_D=block_d)
+    _attn_bwd_dq[lambda meta: (triton.cdiv(Lq, meta["BLOCK_M"]), B * Hq)](
+        q, k, v, mask4, do, lse, delta, dq, *common, BLOCK_D=block_d)
+    return dq, dk, dv
+
+
+@triton.op(name="scaled_dot_product_attention")
+def _sdpa_op(q: Any, k: Any, v: Any, mask: Any, causal: bool, scale: float) -> Any:
+    return _forward(q, k, v, "causal" if causal else mask, scale)
+
+
+@_sdpa_op.backward
+def _sdpa_vjp(primals: Any, cotangents: Any, outputs: Any) -> Any:
+    q, k, v, mask, causal, scale = primals
+    o, lse = outputs
+    dq, dk, dv = _backward(q, k, v, "causal" if causal else mask, scale, o, lse, cotangents[0])
+    return (dq, dk, dv) if mask is None else (dq, dk, dv, None)
+
+
+def scaled_dot_product_attention(q: Any, k: Any, v: Any, *, scale: float, mask: Any = None) -> Any:
+    """`softmax(scale * q @ k^T + mask) @ v`, as `mx.fast.scaled_dot_product_attention`.
+
+    `q (B, Hq, Lq, D)`, `k, v (B, Hkv, Lkv, D)` of one float dtype, `Hq % Hkv == 0` (grouped-
+    query attention), `D` in 64, 80, 96, 128; `mask` None, "causal" or an array broadcastable
+    to `(B, Hq, Lq, Lkv)` (boolean: True keeps; float: added to the scores), which gets no
+    gradient. `Lq == 1` takes the decode kernel. Differentiable in `q`, `k`, `v`."""
+    name = "scaled_dot_product_attention"
+    m = c.mx()
+    for arg, a in (("q", q), ("k", k), ("v", v)):
+        c.check_array(name, arg, a)
+        if a.ndim != 4:
+            raise c.fail(name, arg, f"expected 4 dimensions (B, heads, L, D), got shape {tuple(a.shape)}")
+    c.check_same_dtype(name, "k", k, "q", q)
+    c.check_same_dtype(name, "v", v, "q", q)
+    B, Hq, Lq, D = q.shape
+    if D not in HEAD_DIMS:
+        raise c.fail(name, "q", f"head dimension {D} is not handled (the kernels take {HEAD_DIMS})")
+    if k.shape[0] != B or k.shape[3] != D:
+        raise c.fail(name, "k", f"shape {tuple(k.shape)} does not match q {tuple(q.shape)} in "
+                     "batch or head dimension")
+    if tuple(v.shape) != tuple(k.shape):
+        raise c.fail(name, "v", f"shape {tuple(v.shape)} differs from k's {tuple(k.shape)}")
+    if Hq % k.shape[1]:
+        raise c.fail(name, "k", f"its {k.shape[1]} heads do not divide q's {Hq} heads")
+    scale = c.check_float(name, "scale", scale)
+    Lkv = k.shape[2]
+    causal = False
+    if isinstance(mask, str):
+        if mask != "causal":
+            raise c.fail(name, "mask", f"the only string mask is 'causal', got {mask!r}")
+        causal, mask = True, None
+    elif mask is not None:
+        c.check_array(name, "mask", mask, dtypes=("bool", "float32", "float16", "bfloat16"), min_ndim=0)
+        try:
+            m.broadcast_shapes(tuple(mask.shape), (B, Hq, Lq, Lkv))
+        except ValueError:
+            raise c.fail(name, "mask", f"shape {tuple(mask.shape)} does not broadcast to "
+                         f"(B, Hq, Lq, Lkv) = {(B, Hq, Lq, Lkv)}") from None
+        if mask.ndim > 4:
+            raise c.fail(name, "mask", f"at most 4 dimensions, got {mask.ndim}")
+        mask = m.stop_gradient(mask)
+    return _sdpa_op(q, k, v, mask, causal, scale)[0]

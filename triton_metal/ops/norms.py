@@ -1,0 +1,280 @@
+"""`rms_norm` and `layer_norm` (as `mx.fast.rms_norm` / `mx.fast.layer_norm`), forward and backward.
+
+Forward: one program per row, statistics in float32, the row held in registers when it fits
+(`_rows.row_block`), else streamed twice (statistics, then the normalised row).
+
+Backward: a persistent grid of `programs` (at most `MAX_PROGRAMS`) walks the rows; each program
+recomputes its rows' statistics (cheaper than saving them: the row is loaded anyway), writes
+`dx`, and accumulates the weight and bias gradients of its rows in registers, written once as a
+float32 partial per program and summed by MLX. Rows too long for registers take two kernels:
+`dx` and each row's (mean, rstd) one program per row, then the weight and bias gradients one
+program per column block down every row.
+
+    xhat = (x - mean) * rstd          (rms_norm: mean = 0)
+    dxhat = dy * w
+    dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat))     (rms_norm: no mean(dxhat))
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import triton_metal as triton
+import triton_metal.language as tl
+
+from . import _common as c
+from ._rows import ROW_TUNING, row_block, row_configs
+
+MAX_PROGRAMS = 256
+
+
+@triton.autotune(configs=row_configs(), key=["n_cols", "ONE_PASS"], prune_configs_by=ROW_TUNING)
+@triton.jit
+def _norm_fwd(x_ptr, w_ptr, b_ptr, y_ptr, n_cols, eps, RMS, HAS_W: tl.constexpr,
+              HAS_B: tl.constexpr, BLOCK: tl.constexpr, ONE_PASS: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    x_row = x_ptr + row * n_cols
+    y_row = y_ptr + row * n_cols
+    offs = tl.arange(0, BLOCK)
+    if ONE_PASS:
+        mask = offs < n_cols
+        x = tl.load(x_row + offs, mask=mask, other=0.0).to(tl.float32)
+        if RMS:
+            xc = x
+        else:
+            xc = tl.where(mask, x - tl.sum(x, 0) / n_cols, 0.0)
+        rstd = tl.rsqrt(tl.sum(xc * xc, 0) / n_cols + eps)
+        y = xc * rstd
+        if HAS_W:
+            y = y * tl.load(w_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+        if HAS_B:
+            y = y + tl.load(b_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+        tl.store(y_row + offs, y, mask=mask)
+    else:
+        s1 = tl.zeros([BLOCK], tl.float32)
+        s2 = tl.zeros([BLOCK], tl.float32)
+        for off in range(0, n_cols, BLOCK):
+            x = tl.load(x_row + off + offs, mask=off + offs < n_cols, other=0.0).to(tl.float32)
+            s1 += x
+            s2 += x * x
+        if RMS:
+            mean = 0.0
+            var = tl.sum(s2, 0) / n_cols
+        else:
+            mean = tl.sum(s1, 0) / n_cols
+            var = tl.maximum(tl.sum(s2, 0) / n_cols - mean * mean, 0.0)
+        rstd = tl.rsqrt(var + eps)
+        for off in range(0, n_cols, BLOCK):
+            mask = off + offs < n_cols
+            x = tl.load(x_row + off + offs, mask=mask, other=0.0).to(tl.float32)
+            y = (x - mean) * rstd
+            if HAS_W:
+                y = y * tl.load(w_ptr + off + offs, mask=mask, other=0.0).to(tl.float32)
+            if HAS_B:
+                y = y + tl.load(b_ptr + off + offs, mask=mask, other=0.0).to(tl.float32)
+            tl.store(y_row + off + offs, y, mask=mask)
+
+
+@triton.autotune(configs=row_configs(), key=["n_cols", "ONE_PASS"], prune_configs_by=ROW_TUNING)
+@triton.jit
+def _norm_bwd(x_ptr, w_ptr, dy_ptr, dx_ptr, dw_ptr, db_ptr, n_rows, n_cols, eps, RMS,
+              HAS_W: tl.constexpr, HAS_B: tl.constexpr, BLOCK: tl.constexpr,
+              ONE_PASS: tl.constexpr):
+    pid = tl.program_id(0)
+    step = tl.num_programs(0)
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n_cols
+    if HAS_W:
+        w = tl.load(w_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+    dw_acc = tl.zeros([BLOCK], tl.float32)
+    db_acc = tl.zeros([BLOCK], tl.float32)
+    for row in tl.range(pid, n_rows, step):
+        base = row.to(tl.int64) * n_cols
+        x = tl.load(x_ptr + base + offs, mask=mask, other=0.0).to(tl.float32)
+        dy = tl.load(dy_ptr + base + offs, mask=mask, other=0.0).to(tl.float32)
+        if RMS:
+            xc = x
+        else:
+            xc = tl.where(mask, x - tl.sum(x, 0) / n_cols, 0.0)
+        rstd = tl.rsqrt(tl.sum(xc * xc, 0) / n_cols + eps)
+        xhat = xc * rstd
+        if HAS_W:
+            dxhat = dy * w
+            dw_acc += dy * xhat
+        else:
+            dxhat = dy
+        if HAS_B:
+            db_acc += dy
+        inner = tl.sum(dxhat * xhat, 0) / n_cols
+        if RMS:
+            dx = rstd * (dxhat - xhat * inner)
+        else:
+            dx = rstd * (dxhat - tl.sum(dxhat, 0) / n_cols - xhat * inner)
+        tl.store(dx_ptr + base + offs, dx, mask=mask)
+    if HAS_W:
+        tl.store(dw_ptr + pid * n_cols + offs, dw_acc, mask=mask)
+    if HAS_B:
+        tl.store(db_ptr + pid * n_cols + offs, db_acc, mask=mask)
+
+
+@triton.autotune(configs=row_configs(), key=["n_cols"], prune_configs_by=ROW_TUNING)
+@triton.jit
+def _norm_bwd_long(x_ptr, w_ptr, dy_ptr, dx_ptr, stats_ptr, n_cols, eps, RMS,
+                   HAS_W: tl.constexpr, BLOCK: tl.constexpr, ONE_PASS: tl.constexpr):
+    # rows too long for registers: dx and the row's (mean, rstd), one program per row
+    row = tl.program_id(0).to(tl.int64)
+    base = row * n_cols
+    offs = tl.arange(0, BLOCK)
+    s1 = tl.zeros([BLOCK], tl.float32)
+    s2 = tl.zeros([BLOCK], tl.float32)
+    sg = tl.zeros([BLOCK], tl.float32)
+    sgx = tl.zeros([BLOCK], tl.float32)
+    for off in range(0, n_cols, BLOCK):
+        mask = off + offs < n_cols
+        x = tl.load(x_ptr + base + off + offs, mask=mask, other=0.0).to(tl.float32)
+        g = tl.load(dy_ptr + base + off + offs, mask=mask, other=0.0).to(tl.float32)
+        if HAS_W:
+            g = g * tl.load(w_ptr + off + offs, mask=mask, other=0.0).to(tl.float32)
+        s1 += x
+        s2 += x * x
+        sg += g
+        sgx += g * x
+    if RMS:
+        mean = 0.0
+        var = tl.sum(s2, 0) / n_cols
+    else:
+        mean = tl.sum(s1, 0) / n_cols
+        var = tl.maximum(tl.sum(s2, 0) / n_cols - mean * mean, 0.0)
+    rstd = tl.rsqrt(var + eps)
+    mean_g = tl.sum(sg, 0) / n_cols
+    # mean(dxhat * xhat) = rstd * (mean(dxhat * x) - mean * mean(dxhat))
+    inner = rstd * (tl.sum(sgx, 0) / n_cols - mean * mean_g)
+    for off in range(0, n_cols, BLOCK):
+        mask = off + offs < n_cols
+        x = tl.load(x_ptr + base + off + offs, mask=mask, other=0.0).to(tl.float32)
+        dxhat = tl.load(dy_ptr + base + off + offs, mask=mask, other=0.0).to(tl.float32)
+        if HAS_W:
+            dxhat = dxhat * tl.load(w_ptr + off + offs, mask=mask, other=0.0).to(tl.float32)
+        xhat = (x - mean) * rstd
+        if RMS:
+            dx = rstd * (dxhat - xhat * inner)
+        else:
+            dx = rstd * (dxhat - mean_g - xhat * inner)
+        tl.store(dx_ptr + base + off + offs, dx, mask=mask)
+    pair = tl.arange(0, 2)
+    tl.store(stats_ptr + row * 2 + pair, tl.where(pair == 0, mean, rstd))
+
+
+@triton.jit
+def _norm_dw_long(x_ptr, dy_ptr, stats_ptr, dw_ptr, db_ptr, n_rows, n_cols, BLOCK: tl.constexpr):
+    # weight and bias gradients of long rows: one program per column block, down every row
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n_cols
+    dw = tl.zeros([BLOCK], tl.float32)
+    db = tl.zeros([BLOCK], tl.float32)
+    for row in range(0, n_rows):
+        base = row.to(tl.int64) * n_cols
+        mean = tl.load(stats_ptr + row * 2)
+        rstd = tl.load(stats_ptr + row * 2 + 1)
+        x = tl.load(x_ptr + base + offs, mask=mask, other=0.0).to(tl.float32)
+        dy = tl.load(dy_ptr + base + offs, mask=mask, other=0.0).to(tl.float32)
+        dw += dy * (x - mean) * rstd
+        db += dy
+    tl.store(dw_ptr + offs, dw, mask=mask)
+    tl.store(db_ptr + offs, db, mask=mask)
+
+
+def _forward(x: Any, w: Any, b: Any, eps: float, rms: bool) -> Any:
+    n = x.shape[-1]
+    y = c.zeros(x.shape, x.dtype)
+    if x.size:
+        block, one_pass = row_block(n)
+        _norm_fwd[(c.rows_of(x.shape),)](
+            x, x if w is None else w, x if b is None else b, y, n, eps,
+            int(rms), HAS_W=w is not None, HAS_B=b is not None, BLOCK=block, ONE_PASS=one_pass)
+    return y
+
+
+def _backward(x: Any, w: Any, b: Any, dy: Any, eps: float, rms: bool) -> tuple[Any, Any, Any]:
+    m = c.mx()
+    n = x.shape[-1]
+    rows = c.rows_of(x.shape)
+    dx = c.zeros(x.shape, x.dtype)
+    block, one_pass = row_block(n)
+    programs = max(1, min(rows, MAX_PROGRAMS))
+    dy = dy.astype(x.dtype)
+    wp = x if w is None else w
+    if one_pass:
+        dw = c.zeros((programs, n), m.float32)
+        db = c.zeros((programs, n), m.float32)
+        if x.size:
+            _norm_bwd[(programs,)](x, wp, dy, dx, dw, db, rows, n, eps, int(rms),
+                                   HAS_W=w is not None, HAS_B=b is not None, BLOCK=block,
+                                   ONE_PASS=True)
+    else:
+        stats = c.zeros((rows, 2), m.float32)
+        dw = c.zeros((1, n), m.float32)
+        db = c.zeros((1, n), m.float32)
+        _norm_bwd_long[(rows,)](x, wp, dy, dx, stats, n, eps, int(rms), HAS_W=w is not None,
+                                BLOCK=block, ONE_PASS=False)
+        if w is not None or b is not None:
+            _norm_dw_long[(triton.cdiv(n, block),)](x, dy, stats, dw, db, rows, n, BLOCK=block,
+                                                     num_warps=4)
+    dw_out = None if w is None else dw.sum(axis=0).astype(w.dtype)
+    db_out = None if b is None else db.sum(axis=0).astype(b.dtype)
+    return dx, dw_out, db_out
+
+
+@triton.op(name="rms_norm")
+def _rms_norm_op(x: Any, weight: Any, eps: float) -> Any:
+    return _forward(x, weight, None, eps, True)
+
+
+@_rms_norm_op.backward
+def _rms_norm_vjp(primals: Any, cotangents: Any, outputs: Any) -> Any:
+    x, w, eps = primals
+    dx, dw, _ = _backward(x, w, None, c.first(cotangents), eps, True)
+    return (dx,) if w is None else (dx, dw)
+
+
+@triton.op(name="layer_norm")
+def _layer_norm_op(x: Any, weight: Any, bias: Any, eps: float) -> Any:
+    return _forward(x, weight, bias, eps, False)
+
+
+@_layer_norm_op.backward
+def _layer_norm_vjp(primals: Any, cotangents: Any, outputs: Any) -> Any:
+    x, w, b, eps = primals
+    dx, dw, db = _backward(x, w, b, c.first(cotangents), eps, False)
+    return (dx,) + tuple(g for g in (dw, db) if g is not None)
+
+
+def _check_affine(op_name: str, arg: str, a: Any, x: Any) -> None:
+    if a is None:
+        return
+    c.check_array(op_name, arg, a)
+    if tuple(a.shape) != (x.shape[-1],):
+        raise c.fail(op_name, arg, f"expected shape ({x.shape[-1]},) to match the last axis of x "
+                     f"{tuple(x.shape)}, got {tuple(a.shape)}")
+    c.check_same_dtype(op_name, arg, a, "x", x)
+
+
+def rms_norm(x: Any, weight: Any, eps: float) -> Any:
+    """`x / sqrt(mean(x**2, -1) + eps) * weight`, as `mx.fast.rms_norm(x, weight, eps)`.
+
+    `x`: float32, float16 or bfloat16, at least 1-D; `weight`: shape `(x.shape[-1],)` and `x`'s
+    dtype, or None. Statistics in float32; differentiable in `x` and `weight`."""
+    c.check_array("rms_norm", "x", x)
+    _check_affine("rms_norm", "weight", weight, x)
+    return _rms_norm_op(x, weight, c.check_float("rms_norm", "eps", eps))
+
+
+def layer_norm(x: Any, weight: Any, bias: Any, eps: float) -> Any:
+    """`(x - mean) / sqrt(var + eps) * weight + bias` over the last axis, as
+    `mx.fast.layer_norm(x, weight, bias, eps)`; `weight` and `bias` may be None.
+
+    Dtypes and gradients as `rms_norm` (differentiable in `x`, `weight` and `bias`)."""
+    c.check_array("layer_norm", "x", x)
+    _check_affine("layer_norm", "weight", weight, x)
+    _check_affine("layer_norm", "bias", bias, x)
+    return _layer_norm_op(x, weight, bias, c.check_float("layer_norm", "eps", eps))

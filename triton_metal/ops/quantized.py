@@ -1,0 +1,401 @@
+"""Quantized matmuls: `quantized_matmul` on `mx.quantize`'s layouts, `int8_matmul`, `ternary_matmul`.
+
+Layouts (read from MLX's packing and checked against `mx.dequantize` in the tests):
+* affine, `bits` in 2, 3, 4, 5, 6, 8: each row of `w` is a little-endian bit stream of
+  `bits`-bit codes in uint32 words (element `e` of a row at bits `[e * bits, (e + 1) * bits)`
+  of the row, so 3, 5 and 6-bit codes may straddle two words); `scales` and `biases` hold one
+  value per `group_size` elements of a row, in the input dtype: `w = scale * code + bias`.
+* mxfp4: 4-bit E2M1 codes (sign bit 3; magnitudes 0, 0.5, 1, 1.5, 2, 3, 4, 6) packed as above,
+  one uint8 E8M0 scale (`2 ** (s - 127)`) per 32 elements, no biases.
+* int8 (`int8_matmul`): int8 weights `(N, K)`, one float scale per output channel.
+* ternary (`ternary_matmul`, BitNet b1.58): codes `value + 1` (0, 1, 2 for -1, 0, +1), four per
+  byte from the low bits up, shape `(N, K / 4)` uint8, one float scale per tensor; activations
+  int8 with one scale per row.
+
+The kernels compute `y = x @ W^T` (`TRANS`, `W` the dequantized `(rows, elems) = (N, K)`
+matrix) or `y = x @ W` (`W` of `(K, N)`), decoding weight tiles in registers (`_dequant`) and
+accumulating in float32. `bits` and the group size are run-time arguments (one compiled variant
+per dtype, layout and mode serves every width). The gradient of `x` is the same kernel with the
+other `TRANS` (`dx = dy @ W` or `dy @ W^T`). Two kernels:
+* `_qmv`, decode (`M <= 8`): one program per block of outputs holding every row of `x`, so each
+  weight byte is read once; products reduced over K in registers (memory-bound; tuned over
+  `BLOCK_N`, `BLOCK_K`).
+* `_qmm`, tiled (`M > 8`): a 2-D grid of `BLOCK_M x BLOCK_N` output tiles through `tl.dot`,
+  tuned over the three blocks.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import triton_metal as triton
+import triton_metal.language as tl
+
+from . import _common as c
+
+AFFINE, MXFP4, INT8, TERNARY = 0, 1, 2, 3
+AFFINE_BITS = (2, 3, 4, 5, 6, 8)
+GROUP_SIZES = (32, 64, 128)
+DECODE_MAX_M = 8
+
+
+@triton.jit
+def _dequant(w_ptr, s_ptr, b_ptr, rows, elems, valid, wpr, gpr, bits, group_shift,
+             MODE: tl.constexpr):
+    # the float value of element `elems` of row `rows` of the packed matrix (2-D index tiles)
+    if MODE == 2:
+        q = tl.load(w_ptr + rows.to(tl.int64) * wpr + elems, mask=valid, other=0).to(tl.float32)
+        val = q * tl.load(s_ptr + rows + elems * 0, mask=valid, other=0.0).to(tl.float32)
+    else:
+        bitpos = elems * bits
+        word = rows.to(tl.int64) * wpr + bitpos // 32
+        shift = (bitpos % 32).to(tl.uint32)
+        lo = tl.load(w_ptr + word, mask=valid, other=0)
+        # a 3, 5 or 6-bit code may continue in the next word (never for 2, 4 and 8 bits)
+        spill = valid & (shift + bits > 32)
+        hi = tl.load(w_ptr + word + 1, mask=spill, other=0)
+        code = (lo >> shift) | tl.where(spill, hi << ((32 - shift) & 31), 0)
+        code = code & ((1 << bits) - 1).to(tl.uint32)
+        g = rows * gpr + (elems >> group_shift)
+        if MODE == 0:
+            scale = tl.load(s_ptr + g, mask=valid, other=0.0).to(tl.float32)
+            bias = tl.load(b_ptr + g, mask=valid, other=0.0).to(tl.float32)
+            val = code.to(tl.float32) * scale + bias
+        else:
+            # E2M1: exponent bits 1-2, mantissa bit 0, sign bit 3; E8M0 scale 2 ** (s - 127)
+            e = ((code >> 1) & 3).to(tl.float32)
+            m = (code & 1).to(tl.float32)
+            mag = tl.where(e == 0, 0.5 * m, (1.0 + 0.5 * m) * tl.exp2(e - 1.0))
+            mag = tl.where((code & 8) != 0, -mag, mag)
+            s = tl.load(s_ptr + g, mask=valid, other=127).to(tl.float32)
+            val = mag * tl.exp2(s - 127.0)
+    return val
+
+
+def _prune(configs: list[Any], named_args: dict[str, Any], **kwargs: Any) -> list[Any]:
+    decode = bool(kwargs.get("DECODE", False))  # the ternary kernel's launch shape
+    fitting = []
+    for cf in configs:
+        bm, bn, bk = cf.kwargs["BLOCK_M"], cf.kwargs["BLOCK_N"], cf.kwargs["BLOCK_K"]
+        if (bm == 16) != decode:
+            continue
+        # dot operands staged in threadgroup memory (fp32 worst case)
+        if (bm * bk + bk * bn + bm * bn) * 4 > 32 * 1024:
+            continue
+        fitting.append(cf)
+    return c.first_or_all(fitting or configs[:1])
+
+
+_CONFIGS = [
+    # decode shapes of the int8 ternary kernel: every row in one 16-row tile
+    triton.Config({"BLOCK_M": 16, "BLOCK_N": 32, "BLOCK_K": 64}, num_warps=4),
+    triton.Config({"BLOCK_M": 16, "BLOCK_N": 64, "BLOCK_K": 64}, num_warps=4),
+    # tiled
+    triton.Config({"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32}, num_warps=4),
+    triton.Config({"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32}, num_warps=8),
+    triton.Config({"BLOCK_M": 32, "BLOCK_N": 64, "BLOCK_K": 64}, num_warps=4),
+]
+
+
+def _prune_decode(configs: list[Any], named_args: dict[str, Any], **kwargs: Any) -> list[Any]:
+    # the broadcast product is DECODE_ROWS x BLOCK_N x BLOCK_K values per iteration: at most
+    # 128 per thread
+    fitting = [cf for cf in configs
+               if DECODE_MAX_M * cf.kwargs["BLOCK_N"] * cf.kwargs["BLOCK_K"] <= 128 * 32 * cf.num_warps]
+    return c.first_or_all(fitting or configs[:1])
+
+
+_DECODE_CONFIGS = [
+    triton.Config({"BLOCK_N": 32, "BLOCK_K": 64}, num_warps=4),
+    triton.Config({"BLOCK_N": 16, "BLOCK_K": 128}, num_warps=4),
+    triton.Config({"BLOCK_N": 64, "BLOCK_K": 64}, num_warps=8),
+    triton.Config({"BLOCK_N": 64, "BLOCK_K": 32}, num_warps=4),
+]
+
+
+@triton.autotune(configs=_DECODE_CONFIGS, key=["N", "K", "TRANS", "bits", "MODE"],
+                 prune_configs_by={"early_config_prune": _prune_decode})
+@triton.jit
+def _qmv(x_ptr, w_ptr, s_ptr, b_ptr, y_ptr, M, N, K, wpr, gpr, bits, group_shift,
+         TRANS: tl.constexpr, MODE: tl.constexpr, ROWS: tl.constexpr, BLOCK_N: tl.constexpr,
+         BLOCK_K: tl.constexpr):
+    # decode (M <= ROWS): one program per block of outputs, every row of x, so each weight
+    # byte is read once; products summed over K without tl.dot (its 16-row minimum would waste
+    # most of a tile on 1 to 8 rows)
+    offs_m = tl.arange(0, ROWS)
+    offs_n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    acc = tl.zeros([ROWS, BLOCK_N], tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        kk = k0 + offs_k
+        x = tl.load(x_ptr + offs_m[:, None] * K + kk[None, :],
+                    mask=(offs_m[:, None] < M) & (kk[None, :] < K), other=0.0).to(tl.float32)
+        if TRANS:
+            # an (N, K) tile: row n, element k
+            w = _dequant(w_ptr, s_ptr, b_ptr, offs_n[:, None], kk[None, :],
+                         (offs_n[:, None] < N) & (kk[None, :] < K), wpr, gpr, bits, group_shift, MODE)
+            acc += tl.sum(x[:, None, :] * w[None, :, :], 2)
+        else:
+            # a (K, N) tile: row k, element n
+            w = _dequant(w_ptr, s_ptr, b_ptr, kk[:, None], offs_n[None, :],
+                         (kk[:, None] < K) & (offs_n[None, :] < N), wpr, gpr, bits, group_shift, MODE)
+            acc += tl.sum(x[:, :, None] * w[None, :, :], 1)
+    tl.store(y_ptr + offs_m[:, None] * N + offs_n[None, :], acc,
+             mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+
+
+@triton.autotune(configs=_CONFIGS[2:], key=["N", "K", "TRANS", "bits", "MODE"],
+                 prune_configs_by={"early_config_prune": _prune})
+@triton.jit
+def _qmm(x_ptr, w_ptr, s_ptr, b_ptr, y_ptr, M, N, K, wpr, gpr, bits, group_shift,
+         TRANS: tl.constexpr, MODE: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+         BLOCK_K: tl.constexpr):
+    # tiled (M > 8): BLOCK_M x BLOCK_N output tiles through tl.dot
+    pid_n = tl.program_id(0)
+    pid_m = tl.program_id(1)
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    acc = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        kk = k0 + offs_k
+        x = tl.load(x_ptr + offs_m[:, None].to(tl.int64) * K + kk[None, :],
+                    mask=(offs_m[:, None] < M) & (kk[None, :] < K), other=0.0)
+        valid = (kk[:, None] < K) & (offs_n[None, :] < N)
+        if TRANS:
+            wt = _dequant(w_ptr, s_ptr, b_ptr, offs_n[None, :], kk[:, None], valid, wpr, gpr,
+                          bits, group_shift, MODE)
+        else:
+            wt = _dequant(w_ptr, s_ptr, b_ptr, kk[:, None], offs_n[None, :], valid, wpr, gpr,
+                          bits, group_shift, MODE)
+        acc += tl.dot(x, wt.to(x.dtype))
+    tl.store(y_ptr + offs_m[:, None].to(tl.int64) * N + offs_n[None, :], acc,
+             mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+
+
+def _launch(x2: Any, w: Any, scales: Any, biases: Any, N: int, trans: bool, bits: int,
+            group: int, mode: int) -> Any:
+    """`x2 (M, K)` times the dequantized matrix; `wpr`/`gpr`: words and groups per packed row."""
+    M, K = x2.shape
+    y = c.zeros((M, N), x2.dtype)
+    wpr = w.shape[1]
+    gpr = 1 if mode == INT8 else scales.shape[1]
+    b = scales if biases is None else biases
+    if M and N and M <= DECODE_MAX_M:
+        _qmv[lambda meta: (triton.cdiv(N, meta["BLOCK_N"]),)](
+            x2, w, scales, b, y, M, N, K, wpr, gpr, bits, group.bit_length() - 1, TRANS=trans,
+            MODE=mode, ROWS=DECODE_MAX_M)
+    elif M and N:
+        grid = lambda meta: (triton.cdiv(N, meta["BLOCK_N"]), triton.cdiv(M, meta["BLOCK_M"]))  # noqa: E731
+        _qmm[grid](x2, w, scales, b, y, M, N, K, wpr, gpr, bits, group.bit_length() - 1,
+                   TRANS=trans, MODE=mode)
+    return y
+
+
+def _rows2(x: Any) -> Any:
+    return x.reshape(-1, x.shape[-1])
+
+
+@triton.op(name="quantized_matmul")
+def _qmm_op(x: Any, w: Any, scales: Any, biases: Any, transpose: bool, group_size: int, bits: int,
+            mode: int) -> Any:
+    n_out = w.shape[0] if transpose else _elems_per_row(w, bits, mode)
+    y = _launch(_rows2(x), w, scales, biases, n_out, transpose, bits, group_size, mode)
+    return y.reshape(*x.shape[:-1], n_out)
+
+
+@_qmm_op.backward
+def _qmm_vjp(primals: Any, cotangents: Any, outputs: Any) -> Any:
+    x, w, scales, biases, transpose, group_size, bits, mode = primals
+    dy = c.first(cotangents).astype(x.dtype)
+    K = x.shape[-1]
+    dx = _launch(_rows2(dy), w, scales, biases, K, not transpose, bits, group_size, mode)
+    # w holds integers; scales and biases enter through stop_gradient (the public functions)
+    rest = (None, None) if biases is None else (None, None, None)
+    return (dx.reshape(x.shape),) + rest
+
+
+def _elems_per_row(w: Any, bits: int, mode: int) -> int:
+    return w.shape[1] if mode == INT8 else w.shape[1] * 32 // bits
+
+
+def quantized_matmul(x: Any, w: Any, scales: Any, biases: Any = None, transpose: bool = True,
+                     group_size: int | None = None, bits: int | None = None,
+                     mode: str = "affine") -> Any:
+    """`x @ dequantize(w).T` (or `x @ dequantize(w)` when `transpose=False`), as
+    `mx.quantized_matmul`, on exactly what `mx.quantize(w, group_size, bits, mode)` returns.
+
+    `mode="affine"`: `bits` in 2, 3, 4, 5, 6, 8 (default 4), `group_size` in 32, 64, 128
+    (default 64), `scales` and `biases` in `x`'s dtype. `mode="mxfp4"`: E2M1 codes, uint8 E8M0
+    `scales`, `group_size` 32, `bits` 4, no `biases`. `x`: float32/float16/bfloat16 `(..., K)`.
+    Differentiable in `x` (`scales` and `biases` are treated as constants)."""
+    name = "quantized_matmul"
+    m = c.mx()
+    c.check_array(name, "x", x)
+    if mode not in ("affine", "mxfp4"):
+        raise c.fail(name, "mode", f"expected 'affine' or 'mxfp4', got {mode!r}")
+    if not isinstance(transpose, bool):
+        raise c.fail(name, "transpose", f"expected a bool, got {type(transpose).__name__}")
+    if mode == "affine":
+        group_size = 64 if group_size is None else group_size
+        bits = 4 if bits is None else bits
+        if bits not in AFFINE_BITS:
+            raise c.fail(name, "bits", f"affine mode takes bits in {AFFINE_BITS}, got {bits}")
+        if group_size not in GROUP_SIZES:
+            raise c.fail(name, "group_size", f"affine mode takes {GROUP_SIZES}, got {group_size}")
+        if biases is None:
+            raise c.fail(name, "biases", "affine mode needs the biases mx.quantize returned")
+    else:
+        group_size = 32 if group_size is None else group_size
+        bits = 4 if bits is None else bits
+        if group_size != 32 or bits != 4:
+            raise c.fail(name, "group_size" if group_size != 32 else "bits",
+                         f"mxfp4 takes group_size 32 and bits 4, got {group_size} and {bits}")
+        if biases is not None:
+            raise c.fail(name, "biases", "mxfp4 has no biases")
+    c.check_array(name, "w", w, dtypes=("uint32",), min_ndim=2)
+    if w.ndim != 2:
+        raise c.fail(name, "w", f"expected a 2-D packed matrix, got shape {tuple(w.shape)}")
+    rows, words = w.shape
+    elems = words * 32 // bits
+    if (words * 32) % bits:
+        raise c.fail(name, "w", f"{words} words per row do not hold a whole number of {bits}-bit codes")
+    groups = elems // group_size
+    scale_dtypes = ("uint8",) if mode == "mxfp4" else c.FLOAT_DTYPES
+    c.check_array(name, "scales", scales, dtypes=scale_dtypes, min_ndim=2)
+    if tuple(scales.shape) != (rows, groups):
+        raise c.fail(name, "scales", f"expected shape {(rows, groups)} for w {tuple(w.shape)} with "
+                     f"bits={bits} and group_size={group_size}, got {tuple(scales.shape)}")
+    if biases is not None:
+        c.check_array(name, "biases", biases, min_ndim=2)
+        if tuple(biases.shape) != (rows, groups):
+            raise c.fail(name, "biases", f"expected shape {(rows, groups)}, got {tuple(biases.shape)}")
+    K = elems if transpose else rows
+    if x.shape[-1] != K:
+        raise c.fail(name, "x", f"last axis {x.shape[-1]} does not match the {K} inputs of w "
+                     f"{tuple(w.shape)} (bits={bits}, transpose={transpose})")
+    if mode == "affine":
+        c.check_same_dtype(name, "scales", scales, "x", x)
+        c.check_same_dtype(name, "biases", biases, "x", x)
+    scales = m.stop_gradient(scales)
+    biases = None if biases is None else m.stop_gradient(biases)
+    return _qmm_op(x, w, scales, biases, transpose, group_size, bits,
+                   AFFINE if mode == "affine" else MXFP4)
+
+
+def int8_matmul(x: Any, w: Any, scales: Any) -> Any:
+    """`x @ (w * scales[:, None]).T`: int8 weights `(N, K)` with one float scale per output
+    channel (`pack_int8` makes them), `x` float32/float16/bfloat16 `(..., K)`.
+
+    Differentiable in `x`."""
+    name = "int8_matmul"
+    c.check_array(name, "x", x)
+    c.check_array(name, "w", w, dtypes=("int8",), min_ndim=2)
+    if w.ndim != 2 or w.shape[1] != x.shape[-1]:
+        raise c.fail(name, "w", f"expected shape (N, {x.shape[-1]}) to match x's last axis, got "
+                     f"{tuple(w.shape)}")
+    c.check_array(name, "scales", scales)
+    if tuple(scales.shape) != (w.shape[0],):
+        raise c.fail(name, "scales", f"expected shape ({w.shape[0]},), one per output channel, got "
+                     f"{tuple(scales.shape)}")
+    return _qmm_op(x, w, c.mx().stop_gradient(scales), None, True, 1, 8, INT8)
+
+
+def pack_int8(w: Any) -> tuple[Any, Any]:
+    """`(w_q, scales)` for `int8_matmul`: symmetric per-output-channel int8 quantization of a
+    float `(N, K)` matrix (`scale = max|w_row| / 127`)."""
+    m = c.mx()
+    c.check_array("pack_int8", "w", w, min_ndim=2)
+    w32 = w.astype(m.float32)
+    scales = m.maximum(m.abs(w32).max(axis=1), 1e-12) / 127.0
+    w_q = m.clip(m.round(w32 / scales[:, None]), -127, 127).astype(m.int8)
+    return w_q, scales.astype(w.dtype)
+
+
+@triton.autotune(configs=_CONFIGS, key=["N", "K", "DECODE"], prune_configs_by={"early_config_prune": _prune})
+@triton.jit
+def _ternary_mm(x_ptr, xs_ptr, w_ptr, ws_ptr, y_ptr, M, N, K, DECODE: tl.constexpr,
+                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    # int8 activations times {-1, 0, +1} weights in an int32 accumulator, scaled at the end
+    pid_n = tl.program_id(0)
+    pid_m = tl.program_id(1)
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    acc = tl.zeros([BLOCK_M, BLOCK_N], tl.int32)
+    kb = K // 4
+    for k0 in range(0, K, BLOCK_K):
+        kk = k0 + offs_k
+        x = tl.load(x_ptr + offs_m[:, None].to(tl.int64) * K + kk[None, :],
+                    mask=(offs_m[:, None] < M) & (kk[None, :] < K), other=0)
+        valid = (kk[:, None] < K) & (offs_n[None, :] < N)
+        byte = tl.load(w_ptr + offs_n[None, :].to(tl.int64) * kb + kk[:, None] // 4, mask=valid, other=0)
+        code = (byte >> ((kk[:, None] % 4) * 2).to(tl.uint8)) & 3
+        wt = tl.where(valid, code.to(tl.int8) - 1, 0).to(tl.int8)
+        acc += tl.dot(x, wt)
+    xs = tl.load(xs_ptr + offs_m, mask=offs_m < M, other=0.0).to(tl.float32)
+    ws = tl.load(ws_ptr).to(tl.float32)
+    y = acc.to(tl.float32) * xs[:, None] * ws
+    tl.store(y_ptr + offs_m[:, None].to(tl.int64) * N + offs_n[None, :], y,
+             mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+
+
+def ternary_matmul(x_q: Any, x_scales: Any, w_packed: Any, w_scale: Any) -> Any:
+    """BitNet b1.58 linear layer: `(x_q * x_scales[..., None]) @ (ternary(w_packed) * w_scale).T`.
+
+    `x_q`: int8 activations `(..., K)` with one float32 scale per row (`quantize_activations`);
+    `w_packed`: uint8 `(N, K / 4)`, four 2-bit codes per byte, and a float32 scalar `w_scale`
+    (`pack_ternary`). Returns float32 `(..., N)`. Integer inputs: not differentiable."""
+    name = "ternary_matmul"
+    m = c.mx()
+    c.check_array(name, "x_q", x_q, dtypes=("int8",))
+    K = x_q.shape[-1]
+    if K % 4:
+        raise c.fail(name, "x_q", f"the last axis ({K}) must be a multiple of 4 (codes per byte)")
+    c.check_array(name, "x_scales", x_scales, dtypes=("float32",), min_ndim=0)
+    if tuple(x_scales.shape) != tuple(x_q.shape[:-1]):
+        raise c.fail(name, "x_scales", f"expected shape {tuple(x_q.shape[:-1])}, one per row, got "
+                     f"{tuple(x_scales.shape)}")
+    c.check_array(name, "w_packed", w_packed, dtypes=("uint8",), min_ndim=2)
+    if w_packed.ndim != 2 or w_packed.shape[1] * 4 != K:
+        raise c.fail(name, "w_packed", f"expected shape (N, {K // 4}) for K = {K}, got "
+                     f"{tuple(w_packed.shape)}")
+    c.check_array(name, "w_scale", w_scale, dtypes=("float32",), min_ndim=0)
+    if w_scale.size != 1:
+        raise c.fail(name, "w_scale", "expected one value (a per-tensor scale), got shape "
+                     f"{tuple(w_scale.shape)}")
+    x2 = x_q.reshape(-1, K)
+    M, N = x2.shape[0], w_packed.shape[0]
+    y = c.zeros((M, N), m.float32)
+    if M and N:
+        grid = lambda meta: (triton.cdiv(N, meta["BLOCK_N"]), triton.cdiv(M, meta["BLOCK_M"]))  # noqa: E731
+        _ternary_mm[grid](x2, x_scales.reshape(-1), w_packed, w_scale.reshape(1), y, M, N, K,
+                          DECODE=M <= DECODE_MAX_M)
+    return y.reshape(*x_q.shape[:-1], N)
+
+
+def pack_ternary(w: Any) -> tuple[Any, Any]:
+    """`(w_packed, w_scale)` for `ternary_matmul` from a float `(N, K)` matrix, BitNet b1.58's
+    absmean rule: `scale = mean|w|`, `q = clip(round(w / scale), -1, 1)`, codes `q + 1` packed
+    four per byte from the low bits up."""
+    m = c.mx()
+    c.check_array("pack_ternary", "w", w, min_ndim=2)
+    if w.ndim != 2 or w.shape[1] % 4:
+        raise c.fail("pack_ternary", "w", f"expected (N, K) with K a multiple of 4, got {tuple(w.shape)}")
+    w32 = w.astype(m.float32)
+    scale = m.maximum(m.abs(w32).mean(), 1e-8)
+    codes = (m.clip(m.round(w32 / scale), -1, 1) + 1).astype(m.uint8).reshape(w.shape[0], -1, 4)
+    shifts = m.array([0, 2, 4, 6], dtype=m.uint8)
+    packed = (m.left_shift(codes, shifts)).sum(axis=-1).astype(m.uint8)
+    return packed, scale.reshape(())
+
+
+def quantize_activations(x: Any) -> tuple[Any, Any]:
+    """`(x_q, scales)`: per-row absmax int8 quantization of activations (BitNet's 8-bit
+    inputs): `scale = max|x_row| / 127`, `x_q = round(x / scale)`."""
+    m = c.mx()
+    c.check_array("quantize_activations", "x", x)
+    x32 = x.astype(m.float32)
+    scales = m.maximum(m.abs(x32).max(axis=-1), 1e-8) / 127.0
+    x_q = m.clip(m.round(x32 / scales[..., None]), -127, 127).astype(m.int8)
+    return x_q, scales
