@@ -52,6 +52,8 @@ class LoweringContext:
         """MSL integer types that `km_to_<type>` (saturating float conversion) must exist for."""
         self.cas_types: set[str] = set()
         self.vector_inputs: set[str] = set()
+        self.reads_output: set[Op] = set()
+        """Loads that read their parameter's output (what the program stored before them)."""
         """Inputs read through `const device` vector views (must arrive in device memory)."""
         self.used_values: set[Value] = set()
         """Values some op uses (the driver fills it before lowering)."""

@@ -46,6 +46,8 @@ except ImportError:  # pragma: no cover - depends on the checkout
     pass
 
 GRID_INPUT = "km_grid"
+UNUSED_OUTPUT = "unused_out"
+"""The output of a kernel that stores to no array: metal_kernel needs one, and nothing reads it."""
 """With `spread_programs`: the last input, an int32 array (3,) holding the kernel's grid."""
 
 _INT_TYPES = {
@@ -94,6 +96,7 @@ def compile_module(module: Module, options: CodegenOptions, axis_info: object | 
 
     uses = analyse_params(func, name)
     buffers, bindings = make_buffers(uses)
+    ctx.reads_output = {op for u in uses.values() for op in u.reads_output}
     arg_attrs = func.arg_attrs or [{} for _ in func.body.block.args]  # type: ignore[attr-defined]
     for arg, attrs in zip(func.body.block.args, arg_attrs):  # type: ignore[attr-defined]
         if arg in buffers:
@@ -137,10 +140,7 @@ def compile_module(module: Module, options: CodegenOptions, axis_info: object | 
     if options.spread_programs:
         input_names.append(GRID_INPUT)
     if not output_names:
-        raise CompilationError(
-            f"kernel '{name}' stores to no array, so it has no effect",
-            func.loc, hint="store the results through a pointer argument", kernel=name,
-        )
+        output_names.append(UNUSED_OUTPUT)  # a one-element int32 buffer the launch allocates and drops
     digest = hashlib.sha256((header + "\n" + body + repr(output_names)).encode()).hexdigest()[:12]
     coverage, program = store_coverage(func, buffers, uses, options.index_bits)
     atomic_info = {

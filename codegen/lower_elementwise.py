@@ -230,6 +230,7 @@ def lower_int_unary(ctx: LoweringContext, op: arith.UnaryOp) -> None:
 
 _FLOAT_OPS = {
     arith.AddFOp: "add", arith.SubFOp: "sub", arith.MulFOp: "mul", arith.DivFOp: "fdiv",
+    arith.PreciseDivFOp: "fdiv",
     arith.RemFOp: "frem", arith.MinNumFOp: "fminnum", arith.MaxNumFOp: "fmaxnum",
     arith.MinimumFOp: "fminimum", arith.MaximumFOp: "fmaximum",
 }
@@ -243,6 +244,10 @@ def lower_float_binary(ctx: LoweringContext, op: arith.BinaryOp) -> None:
     if key in ("fminimum", "fmaximum", "fminnum", "fmaxnum"):
         ctx.helpers.add("float_ops")
         ctx.float_helper_types.add("float" if ty.name == "bf16" else msl_type(ty))
+    if isinstance(op, arith.DivFOp) and ty.name == "f32":
+        # Triton's `/` on fp32 is the approximate full-range division (2 ulp); div_rn is `/` in MSL
+        ctx.helpers.add("div_full")
+        key = "fdiv_full"
     if ty.name == "bf16" or (ty.name == "f16" and key == "frem"):
         elementwise(ctx, op, [a, b], lambda x, y: from_float(Apply(key, (as_float(x, ty), as_float(y, ty))), ty))
     else:

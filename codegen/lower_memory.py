@@ -10,7 +10,11 @@ atomic through scratch (thread 0's for a scalar, the elements' row-major slots o
 
 Atomics are relaxed (the only order MSL offers) on `device atomic<T>*` views of the output:
 int and uint get every operation; float gets add and exchange natively and max/min as
-compare-and-swap loops; 8-, 16- and 64-bit types are refused with the limit named.
+compare-and-swap loops; float `atomic_cas` compares bit patterns through `atomic_uint`. half and
+bfloat (add, max, min, exchange, cas) are compare-and-swap loops on the aligned 32-bit word that
+holds the element (little-endian: an even element is the low half), which needs the output to
+start on a 4-byte boundary and to be readable to the end of its last word (the launch pads it).
+8-bit integer, 16-bit integer and 64-bit types are refused with the limit named.
 """
 
 from __future__ import annotations
@@ -143,6 +147,12 @@ def lower_load(ctx: LoweringContext, op: mem.LoadOp) -> None:
     other = ctx.reg(op.other) if op.other is not None else None
     buf = p.buffer
     source = buf.input_name or buf.output_name
+    own_stores = op in ctx.reads_output
+    if own_stores:
+        # the program stored every element this load reads (params.py): read the output, once
+        # the owners' device writes are visible to every thread holding a copy
+        source = buf.output_name
+        ctx.emit(Barrier(device=True))
     if source is None:
         raise ctx.error(f"internal: '{buf.param}' is loaded but has no buffer")
     ety = element_type(op.result.type)
@@ -154,7 +164,7 @@ def lower_load(ctx: LoweringContext, op: mem.LoadOp) -> None:
             raise ctx.error("internal: a load's pointers, mask or other are laid out unlike its result")
     n = dist.num_regs if dist is not None else 1
     src = Var(source)
-    vec, _ = vector_width(ctx, op, p.dist, ety) if buf.input_name is not None else (1, 0)
+    vec, _ = vector_width(ctx, op, p.dist, ety) if buf.input_name is not None and not own_stores else (1, 0)
     if vec > 1:
         _vector_load(ctx, op, p, mask, other, vec, ety, zero, dist)
         return
@@ -273,11 +283,24 @@ _INT_FETCH = {
 }
 
 
+_HALF_WORD = ("f16", "bf16")
+"""Element types updated through a compare-and-swap on their containing 32-bit word."""
+
+
 def _check_atomic_type(ctx: LoweringContext, ety: ScalarType, what: str) -> None:
-    if ety.name in ("i32", "u32", "f32"):
+    if ety.name in ("i32", "u32", "f32", *_HALF_WORD):
         return
+    if ety.bitwidth == 64:
+        raise ctx.error(
+            f"{what} on {ety} is not supported: Metal atomics work on 32-bit int, uint and float; "
+            "MSL's only 64-bit atomics are atomic_max and atomic_min on atomic_ulong, which return "
+            "no value (and need a GPU that has them)",
+            hint="use tl.atomic_max/tl.atomic_min on a uint64 array without using the result, or "
+                 "32-bit atomics",
+        )
     raise ctx.error(
-        f"{what} on {ety} is not supported: Metal atomics work on 32-bit int, uint and float only",
+        f"{what} on {ety} is not supported: Metal atomics work on 32-bit int, uint and float only "
+        "(half and bfloat through their 32-bit word)",
         hint="accumulate in an int32/uint32/float32 array (convert afterwards), or reduce within the "
              "program with tl.sum/tl.max and store the result",
     )
@@ -294,13 +317,48 @@ def lower_atomic_rmw(ctx: LoweringContext, op: mem.AtomicRMWOp) -> None:
     mask = ctx.reg(op.mask) if op.mask is not None else None
     ety = element_type(op.result.type)
     assert isinstance(ety, ScalarType)
-    _check_atomic_type(ctx, ety, f"atomic {op.kind.value}")
+    if not (ety.name == "u64" and op.kind in (mem.AtomicRMWKind.MAX, mem.AtomicRMWKind.MIN)
+            and not ctx.is_used(op.result)):
+        _check_atomic_type(ctx, ety, f"atomic {op.kind.value}")
     kind = op.kind
     if ety.is_float() and kind in (mem.AtomicRMWKind.AND, mem.AtomicRMWKind.OR, mem.AtomicRMWKind.XOR):
         raise ctx.error(f"atomic {kind.value} on float32 is not defined")
     buf = p.buffer
     assert buf.output_name is not None
-    _atomic(ctx, op, p, mask, lambda ptr, r: _rmw_call(ctx, kind, ety, ptr, _reg_at(val, r)))
+    if ety.name == "u64" and kind in (mem.AtomicRMWKind.MAX, mem.AtomicRMWKind.MIN) and not ctx.is_used(op.result):
+        # MSL 3.1's 64-bit atomics: void atomic_max/min_explicit on atomic_ulong (Apple GPU families
+        # with 64-bit atomics); a GPU without them fails the Metal compile, reported by the driver
+        name = "atomic_max_explicit" if kind is mem.AtomicRMWKind.MAX else "atomic_min_explicit"
+        _atomic(ctx, op, p, mask, lambda off, r: Call(name, (
+            Apply("atomic_ptr", (Lit("ulong"), Index(Var(buf.output_name), off))), _reg_at(val, r),  # type: ignore[arg-type]
+            Var("memory_order_relaxed"))))
+        return
+    if ety.name in _HALF_WORD:
+        if kind not in _HALF_WORD_OPS:
+            raise ctx.error(f"atomic {kind.value} on {ety} is not defined")
+        ctx.helpers.add("atomic_half_word")
+        name = f"km_atomic16_{_HALF_WORD_OPS[kind]}_{msl_type(ety)}"
+        _atomic(ctx, op, p, mask, lambda off, r: Call(name, (*_half_word(buf.output_name, off), _f32(val, r, ety))))
+        return
+    _atomic(ctx, op, p, mask,
+            lambda off, r: _rmw_call(ctx, kind, ety, _atomic_ptr(buf.output_name, off, ety), _reg_at(val, r)))
+
+
+_HALF_WORD_OPS = {
+    mem.AtomicRMWKind.FADD: "add", mem.AtomicRMWKind.MAX: "max", mem.AtomicRMWKind.MIN: "min",
+    mem.AtomicRMWKind.XCHG: "xchg",
+}
+
+
+def _half_word(buf_name: str, off: Expr) -> tuple[Expr, Expr]:
+    """The aligned 32-bit word holding a 16-bit element, and the element's bit shift in it."""
+    return Apply("atomic_word", (Var(buf_name), off)), Apply("half_word_shift", (off,))
+
+
+def _f32(v: RegValue | None, r: int, ety: ScalarType) -> Expr:
+    e = _reg_at(v, r)
+    assert e is not None
+    return Convert("float", e) if ety.name != "f32" else e
 
 
 def _rmw_call(ctx: LoweringContext, kind: mem.AtomicRMWKind, ety: ScalarType, ptr: Expr, v: Expr | None) -> Expr:
@@ -319,9 +377,22 @@ def lower_atomic_cas(ctx: LoweringContext, op: mem.AtomicCASOp) -> None:
     ety = element_type(op.result.type)
     assert isinstance(ety, ScalarType)
     _check_atomic_type(ctx, ety, "atomic_cas")
+    buf = p.buffer
+    assert buf.output_name is not None
+    if ety.name in _HALF_WORD:
+        ctx.helpers.add("atomic_half_word")
+        name = f"km_atomic16_cas_{msl_type(ety)}"
+        _atomic(ctx, op, p, None, lambda off, r: Call(
+            name, (*_half_word(buf.output_name, off), _reg_at(cmp, r), _reg_at(val, r))))  # type: ignore[arg-type]
+        return
     ctx.helpers.add("atomic_cas_op")
     ctx.cas_types.add(msl_type(ety))
-    _atomic(ctx, op, p, None, lambda ptr, r: Call("km_atomic_cas", (ptr, _reg_at(cmp, r), _reg_at(val, r))))  # type: ignore[arg-type]
+    if ety.name == "f32":  # compared as bit patterns, as GPUs compare (-0.0 is not 0.0, a NaN matches itself)
+        _atomic(ctx, op, p, None, lambda off, r: Call("km_atomic_cas_float", (
+            Apply("atomic_ptr", (Lit("uint"), Index(Var(buf.output_name), off))), _reg_at(cmp, r), _reg_at(val, r))))  # type: ignore[arg-type]
+        return
+    _atomic(ctx, op, p, None, lambda off, r: Call(
+        "km_atomic_cas", (_atomic_ptr(buf.output_name, off, ety), _reg_at(cmp, r), _reg_at(val, r))))  # type: ignore[arg-type]
 
 
 def _atomic(ctx: LoweringContext, op: mem.AtomicRMWOp | mem.AtomicCASOp, p: PtrValue, mask: RegValue | None,
@@ -343,7 +414,7 @@ def _atomic(ctx: LoweringContext, op: mem.AtomicRMWOp | mem.AtomicCASOp, p: PtrV
         if not first:
             continue
         off = p.offsets[r] if p.dist is not None else p.offsets[0]
-        call = make(_atomic_ptr(buf.output_name, off, ety), r)  # type: ignore[operator]
+        call = make(off, r)  # type: ignore[operator]
         stmt = Assign(results[r], call) if used else ExprStmt(call)
         cond = _and(own, _reg_at(mask, r))
         if cond is None:

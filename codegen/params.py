@@ -6,8 +6,14 @@ kernel uses it, and names its metal_kernel input (`<param>_in`) and output (`<pa
 suffixes keep every name clear of MLX's `<input>_shape/_strides/_ndim` detection and of MSL
 keywords.
 
-A load of a parameter that an earlier op (in program order) has stored to is refused: on Metal
-the stores go to a fresh output array while loads read the input, so the load would not see them.
+A load of a parameter that an earlier op (in program order) has stored to reads what the
+program stored when the compiler can see that every element it reads was stored before it by
+the program itself: every earlier store to the parameter uses the load's very pointer value, and
+one of them dominates the load with no mask or the load's own mask. Such a load reads the output
+(after a device-memory barrier, so a replicated element stored by its owner thread is visible to
+the other threads holding it); `ParamUse.reads_output` lists it. Any other load after a store is
+refused: on Metal the stores go to a fresh output array while loads read the input, so it would
+not see them, or would read elements nobody wrote.
 A parameter updated by atomics is different: its loads read the output, the memory the atomics
 (and stores) update, so locks and counters work; the runtime must start that output with the
 array's contents (`MSLKernel.metadata["atomics"]`). So is a parameter both loaded and stored in a
@@ -43,6 +49,10 @@ class ParamUse:
     live: bool = False
     """Loaded and stored in a kernel whose programs synchronize through atomics (a lock): its
     loads must see other programs' stores, so they read the output, as for atomics."""
+    stores: list[Op] = field(default_factory=list)
+    """The stores to it met so far in program order (while analysing)."""
+    reads_output: set[Op] = field(default_factory=set)
+    """Loads that read what the program itself stored earlier (module docstring)."""
 
 
 def sanitize(name: str) -> str:
@@ -116,22 +126,53 @@ def analyse_params(func: Op, kernel: str) -> dict[BlockArgument, ParamUse]:
         if isinstance(op, mem.LoadOp) and op.ptr in root:
             u = uses[root[op.ptr]]
             if u.stored and u.arg not in atomic_params and not u.live:
-                name = u.arg.name_hint or "?"
-                raise CompilationError(
-                    f"this load reads '{name}' after the kernel stored to it: on Apple GPUs the stores of a "
-                    "launch go to a new array, so the load would not see them",
-                    op.loc, hint=f"keep the stored values in registers, or read '{name}' in a second launch",
-                    kernel=kernel,
-                )
+                if not reads_own_stores(op, u.stores):
+                    name = u.arg.name_hint or "?"
+                    raise CompilationError(
+                        f"this load reads '{name}' after the kernel stored to it: on Apple GPUs the stores of a "
+                        "launch go to a new array, which a load reads only where the program itself stored "
+                        "every element it reads before it (the same pointers, under the same or no mask)",
+                        op.loc, hint=f"keep the stored values in registers, load through the very pointers (and "
+                        f"mask) of an earlier store, or read '{name}' in a second launch",
+                        kernel=kernel,
+                    )
+                u.reads_output.add(op)
             u.loaded = True
         elif isinstance(op, mem.StoreOp) and op.ptr in root:
             uses[root[op.ptr]].stored = True
+            uses[root[op.ptr]].stores.append(op)
         elif isinstance(op, (mem.AtomicRMWOp, mem.AtomicCASOp)) and op.ptr in root:
             u = uses[root[op.ptr]]
             u.atomic = True
-            u.atomic_kinds.add(op.kind.value if isinstance(op, mem.AtomicRMWOp) else "cas")
+            # float and integer addition combine alike on the host (`add`)
+            kind = "cas" if not isinstance(op, mem.AtomicRMWOp) else (
+                "add" if op.kind is mem.AtomicRMWKind.FADD else op.kind.value)
+            u.atomic_kinds.add(kind)
             u.atomic_result_used |= op.result in used_values
     return uses
+
+
+def reads_own_stores(load: Op, stores: list[Op]) -> bool:
+    """Whether every element `load` reads was stored earlier by the program itself: every store
+    so far uses the load's pointer value, and one that dominates it has no mask or its mask."""
+    if not stores or any(s.ptr is not load.ptr for s in stores):  # type: ignore[attr-defined]
+        return False
+    return any(
+        (s.mask is None or s.mask is load.mask) and dominates(s, load)  # type: ignore[attr-defined]
+        for s in stores
+    )
+
+
+def dominates(first: Op, later: Op) -> bool:
+    """Whether `first` runs before `later` on every path reaching it (structured regions: `first`
+    sits earlier in a block that encloses `later`)."""
+    op: Op | None = later
+    while op is not None and op.parent is not None:
+        block = op.parent
+        if first.parent is block:
+            return block.index_of(first) < block.index_of(op)
+        op = block.parent_op
+    return False
 
 
 def make_buffers(uses: dict[BlockArgument, ParamUse]) -> tuple[dict[BlockArgument, Buffer], list[ParamBinding]]:

@@ -44,6 +44,7 @@ OPERATORS: dict[str, str] = {
     "sub": "({0} - {1})",
     "mul": "({0} * {1})",
     "fdiv": "({0} / {1})",
+    "fdiv_full": "km_div_full({0}, {1})",
     "idiv": "km_idiv({0}, {1})",
     "irem": "km_irem({0}, {1})",
     "frem": "fmod({0}, {1})",
@@ -83,6 +84,8 @@ OPERATORS: dict[str, str] = {
     "idiv_raw": "({0} / {1})",
     "irem_raw": "({0} % {1})",
     "atomic_ptr": "((device atomic<{0}>*)&{1})",
+    "atomic_word": "((device atomic_uint*)({0} + (({1}) - (({1}) & 1))))",
+    "half_word_shift": "((uint)(({0}) & 1) * 16u)",
 }
 
 MATH_NAMESPACES = {"safe": "precise::", "relaxed": "", "fast": "fast::"}

@@ -6,7 +6,7 @@ The kernel is tutorial 03's grouped-order `tl.dot` loop, `examples/matmul.py`'s 
 under this chip in `$TRITON_METAL_CACHE_DIR/autotune/`. A later process with the same kernel,
 shapes and configs reads the choice instead of benchmarking; so does a user without results of
 their own when `autotune_cache/` in the repository ships one for the chip. One config asks for
-8x8 tiles, which `tl.dot` refuses: it is skipped with the reason logged.
+8x8 tiles, below simdgroup_matrix's reach: `tl.dot` computes those as products and a sum over K.
 
     python -m examples.matmul_autotuned          # TRITON_METAL_PRINT_AUTOTUNING=1 to see the choice
 """
@@ -30,7 +30,7 @@ CONFIGS = [
     triton.Config({"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8}, num_warps=4),
     triton.Config({"BLOCK_M": 32, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 4}, num_warps=2),
     triton.Config({"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 8}, num_warps=1),
-    # refused by tl.dot (tiles under 16): shows a config that cannot compile being skipped
+    # tiles under 16: tl.dot's product form, not simdgroup_matrix fragments
     triton.Config({"BLOCK_M": 8, "BLOCK_N": 8, "BLOCK_K": 8, "GROUP_M": 8}, num_warps=1),
 ]
 DEFAULT_CONFIG = CONFIGS[0]

@@ -104,7 +104,7 @@ def test_inout_parameter_reads_input_and_writes_output_without_coverage():
 def read_after_write_kernel(x_ptr, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     tl.store(x_ptr + offs, tl.full((BLOCK,), 1.0, tl.float32))
-    y = tl.load(x_ptr + offs)  # error
+    y = tl.load(x_ptr + offs + 1, mask=offs < BLOCK - 1)  # error
     tl.store(x_ptr + offs, y + 1)
 
 

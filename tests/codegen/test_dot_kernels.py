@@ -254,10 +254,11 @@ def batched_dot_kernel(a_ptr, b_ptr, out_ptr, B: tl.constexpr, S: tl.constexpr):
     tl.store(out_ptr + offs, d)
 
 
-def test_batched_3d_dot_is_refused_clearly():
-    a = np.zeros((2, 16, 16), np.float32)
+def test_batched_3d_dot_past_the_unroll_limit_is_refused_clearly():
+    # 32 batch elements of 16 x 16 x 16: past both the product form and the per-batch unrolling
+    a = np.zeros((32, 16, 16), np.float32)
     with pytest.raises(CompilationError, match="3-D") as info:
-        launch(batched_dot_kernel)[(1,)](a, a, a.copy(), B=2, S=16)
+        launch(batched_dot_kernel)[(1,)](a, a, a.copy(), B=32, S=16)
     assert "d = tl.dot(" in str(info.value) and "2-D" in str(info.value)
 
 

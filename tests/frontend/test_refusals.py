@@ -37,17 +37,6 @@ def k_continue(x_ptr, n):
         continue  # error
 
 
-def k_return_in_if(x_ptr, n):
-    if n > 0:
-        return  # error
-    tl.store(x_ptr, 1.0)
-
-
-def k_return_in_loop(x_ptr, n):
-    for i in range(n):
-        return  # error
-
-
 def k_return_value(x_ptr, n):
     return n  # error
 
@@ -202,8 +191,7 @@ def k_unsupported_operator(x_ptr, n):
 
 
 CASES = [
-    ("break", k_break), ("continue", k_continue), ("return_in_control_flow", k_return_in_if),
-    ("return_in_control_flow", k_return_in_loop), ("kernel_return_value", k_return_value), ("try", k_try),
+    ("break", k_break), ("continue", k_continue), ("kernel_return_value", k_return_value), ("try", k_try),
     ("raise", k_raise), ("with", k_with), ("lambda", k_lambda), ("comprehension", k_comprehension),
     ("class", k_class), ("nested_def", k_nested_def), ("global", k_global), ("delete", k_delete),
     ("import", k_import), ("star_args", k_star_args), ("star_params", k_star_params),

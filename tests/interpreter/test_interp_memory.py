@@ -322,7 +322,6 @@ def test_atomic_cas_block(run: Any) -> None:
 @pytest.mark.parametrize(
     ("dt", "fn", "match"),
     [
-        (np.float16, "atomic_add", "not available on Apple GPUs"),
         (np.int16, "atomic_add", "atomics need 32- or 64-bit elements"),
         (np.float32, "atomic_and", "atomic_and is not defined on"),
     ],

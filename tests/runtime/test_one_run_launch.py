@@ -248,3 +248,62 @@ def test_scalars_the_proof_does_not_read_do_not_defeat_the_memo(fake: CountingMx
         seeded[(2,)](out, 100, seed, 1.0 + seed, BLOCK=64)
         assert np.all(np.array(out) < 1.0 + seed)
     assert len(calls) == 1 and len(fake.fast.launches) == 4 and not fake.ops
+
+
+@triton.jit
+def rows_of_dot(a_ptr, b_ptr, c_ptr, rows, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    rm = tl.arange(0, M)
+    rn = tl.arange(0, N)
+    rk = tl.arange(0, K)
+    a = tl.load(a_ptr + rm[:, None] * K + rk[None, :])
+    b = tl.load(b_ptr + rk[:, None] * N + rn[None, :])
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], tl.dot(a, b), mask=rm[:, None] < rows)
+
+
+def test_written_mask_twin_of_a_direct_fragment_variant(fake: CountingMx):
+    # 128x128x64 fp32 tiles exceed threadgroup memory: the variant loads and stores fragments
+    # directly, and its twin (generated from the same laid-out IR) keeps that mode
+    rows_of_dot.cache.clear()
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((128, 64)).astype(np.float32)
+    b = rng.standard_normal((64, 128)).astype(np.float32)
+    old = np.full((128, 128), -3.0, np.float32)
+    c = mx.array(old)
+    rows_of_dot[(1,)](mx.array(a), mx.array(b), c, 50, M=128, N=128, K=64)
+    want = old.copy()
+    want[:50] = (a.astype(np.float64) @ b.astype(np.float64))[:50]
+    np.testing.assert_allclose(np.array(c), want, rtol=1e-5, atol=1e-4)
+    (launch,) = fake.fast.launches
+    assert launch["output_dtypes"] == [mx.float32, mx.bool_] and fake.ops == Counter(where=1)
+    (factory,) = fake.fast.factory_calls
+    assert factory["output_names"] == ["c_ptr_out", "c_ptr_written"]
+    compiled = rows_of_dot.warmup(a, b, np.float32, 50, M=128, N=128, K=64, grid=(1,))
+    assert "direct_fragment_io" in compiled.asm["ir"] and "ttg.convert_layout" not in compiled.asm["ir"]
+
+
+@triton.jit
+def store_free(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    if tl.sum(x) > 0:
+        return
+
+
+def test_store_free_kernel_with_mlx_arrays_is_one_lazy_call_and_changes_nothing(fake: CountingMx):
+    store_free.cache.clear()
+    x = mx.arange(10, dtype=mx.float32)
+    store_free[(2,)](x, 10, BLOCK=16)
+    np.testing.assert_array_equal(np.array(x), np.arange(10, dtype=np.float32))
+    (factory,) = fake.fast.factory_calls
+    assert factory["output_names"] == ["unused_out"]
+    (launch,) = fake.fast.launches
+    assert launch["output_shapes"] == [(1,)] and launch["init_value"] is None
+    assert fake.evals == 0 and not fake.ops
+
+
+def test_written_mask_variant_of_a_store_free_kernel_compiles():
+    from triton_metal.runtime.compiler import compile_written_variant
+
+    compiled = store_free.warmup(np.float32, 10, BLOCK=16, grid=(1,))
+    twin = compile_written_variant(compiled, ())
+    assert list(twin.output_names) == ["unused_out"] and twin.source == compiled.msl.source

@@ -206,10 +206,11 @@ class CallsMixin:
         callee.scope = scope
         saved = self.builder.loc
         try:
+            callee.begin_body(fdef.body)
             callee.visit_statements(fdef.body)
+            return callee.finish_body()
         finally:
             self.builder.set_loc(saved)
-        return callee.return_value
 
 
 def visible_globals(fn: JITCallable) -> Mapping[str, Any]:

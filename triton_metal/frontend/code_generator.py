@@ -27,6 +27,7 @@ from .calls import CallsMixin
 from .control_flow import ControlFlowMixin
 from .ir_builder import IRBuilder
 from .refusals import refusal, refusal_for_node
+from .returns import ReturnsMixin, ReturnSlotNeeded, guard
 from .values import is_tensor, to_python, unwrap
 
 
@@ -52,7 +53,7 @@ class FunctionSource:
         return node
 
 
-class CodeGenerator(ControlFlowMixin, CallsMixin, ast.NodeVisitor):
+class CodeGenerator(ReturnsMixin, ControlFlowMixin, CallsMixin, ast.NodeVisitor):
     """Generates IR for one function body (the kernel, or an inlined `@jit` callee)."""
 
     def __init__(
@@ -78,7 +79,14 @@ class CodeGenerator(ControlFlowMixin, CallsMixin, ast.NodeVisitor):
         self.region_depth = 0
         """How many run-time regions (scf.if/for/while bodies) enclose the current statement."""
         self.returned = False
+        """No statement after the current one runs (a `return` was generated on this path)."""
         self.return_value: Any = None
+        self.live_true: Any = None
+        """The constant true LIVE flag made at entry (see returns.py), or None."""
+        self.runtime_return = False
+        """A `return` was generated inside a run-time region."""
+        self.none_return = False
+        """Such a `return` gave no value."""
 
     # -- visiting -----------------------------------------------------------------------------
     def visit(self, node: ast.AST) -> Any:
@@ -91,6 +99,8 @@ class CodeGenerator(ControlFlowMixin, CallsMixin, ast.NodeVisitor):
         except CompilationError as e:
             located = e.with_context(loc, self.kernel_name)
             raise located from located.__cause__
+        except ReturnSlotNeeded:
+            raise
         except RecursionError:
             raise
         except Exception as e:  # a builtin's TypeError, say: report it at the user's line
@@ -102,8 +112,11 @@ class CodeGenerator(ControlFlowMixin, CallsMixin, ast.NodeVisitor):
         raise refusal_for_node(node)
 
     def visit_statements(self, stmts: list[ast.stmt]) -> None:
-        for stmt in stmts:
+        for i, stmt in enumerate(stmts):
             if self.returned:
+                break
+            if self.may_have_returned():
+                self.visit(guard(stmts[i:]))  # the rest runs only while the program has not returned
                 break
             self.visit(stmt)
 
@@ -184,14 +197,6 @@ class CodeGenerator(ControlFlowMixin, CallsMixin, ast.NodeVisitor):
             value.handle.name_hint = name
         self.scope[name] = value
         self.poisoned.pop(name, None)
-
-    def visit_Return(self, node: ast.Return) -> None:
-        if self.region_depth > 0:
-            raise refusal("return_in_control_flow")
-        self.return_value = self.visit(node.value) if node.value is not None else None
-        if len(self.call_stack) == 1 and unwrap(self.return_value) is not None:
-            raise refusal("kernel_return_value")
-        self.returned = True
 
     def visit_Assert(self, node: ast.Assert) -> None:
         cond = self.visit(node.test)

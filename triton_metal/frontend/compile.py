@@ -65,6 +65,7 @@ def compile_to_ir(kernel: JITCallable, signature: KernelSignature) -> Module:
             gen.scope[p] = tlc.constexpr(s.value)
 
     with active_semantic(semantic):
+        gen.begin_body(fdef.body)
         gen.visit_statements(fdef.body)
     if gen.return_value is not None:
         raise refusal("kernel_return_value").with_context(source.loc(fdef), name)

@@ -21,6 +21,7 @@ from ..ir import Block
 from ..language import core as tlc
 from ..language.types import int1, int32, int64
 from .refusals import refusal
+from .returns import LIVE, RET, ReturnSlotNeeded, has_return, has_value_return
 from .values import is_tensor, unwrap
 
 if TYPE_CHECKING:
@@ -63,7 +64,9 @@ class ControlFlowMixin:
     # -- helpers --------------------------------------------------------------------------------
     def scalar_condition(self: CodeGenerator, cond: Any) -> Any:
         if cond.type.is_block():
-            raise refusal("block_condition", shape=list(cond.type.shape))
+            if cond.type.numel != 1:
+                raise refusal("block_condition", shape=list(cond.type.shape))
+            cond = self.semantic.item(cond)  # a one-element block is its element, as in Triton
         if not cond.type.is_bool():
             cond = self.semantic.cast(cond, int1)
         return cond
@@ -111,7 +114,7 @@ class ControlFlowMixin:
 
     @contextmanager
     def _in_region(self: CodeGenerator, block: Block) -> Iterator[None]:
-        """Generate into `block`, a region of a run-time construct (where `return` is refused)."""
+        """Generate into `block`, a region of a run-time construct (a `return` there becomes data: returns.py)."""
         self.region_depth += 1
         try:
             with self.builder.insertion_block(block):
@@ -129,13 +132,20 @@ class ControlFlowMixin:
         before = dict(self.scope)
         then_block, else_block = Block(), Block()
         scopes: list[dict[str, Any]] = []
+        returned: list[bool] = []
         for block, stmts in ((then_block, node.body), (else_block, node.orelse)):
             self.scope = dict(before)
+            if block is then_block and getattr(node, "guard_live", False):
+                self.scope[LIVE] = self.live_true  # the guard's body runs only while live
             with self._in_region(block):
                 self.visit_statements(stmts)
+            returned.append(self.returned or (block is else_block and getattr(node, "guard_live", False)))
+            self.returned = False
             scopes.append(self.scope)
         self.scope = before
+        self._fill_returned_branches(scopes, returned, before, (then_block, else_block))
         then_scope, else_scope = scopes
+        self.returned = all(returned)
 
         changed: list[str] = []
         for name in [*then_scope, *else_scope]:
@@ -186,6 +196,34 @@ class ControlFlowMixin:
         for name, template in merged:
             self._define_carried(name, rebuild(template, results))
 
+    def _fill_returned_branches(
+        self: CodeGenerator, scopes: list[dict[str, Any]], returned: list[bool], before: dict[str, Any],
+        blocks: tuple[Block, Block],
+    ) -> None:
+        """A branch that returned leaves the user's variables as they were (their values are
+        never read); what it lacks beside the other branch is filled with placeholders there."""
+        for i in (0, 1):
+            if not returned[i]:
+                continue
+            mine, other = scopes[i], scopes[1 - i]
+            fixed = {n: v for n, v in before.items() if n not in (LIVE, RET)}
+            for special in (LIVE, RET):
+                if special in mine:
+                    fixed[special] = mine[special]
+            if returned[1 - i]:
+                scopes[i] = fixed
+                continue
+            with self.builder.insertion_block(blocks[i]):
+                for name, value in other.items():
+                    if name in fixed or value is before.get(name, _MISSING):
+                        continue
+                    fixed[name] = self.placeholder(value) if self._carriable(value) else value
+            scopes[i] = fixed
+        for i in (0, 1):
+            if RET in scopes[1 - i] and RET not in scopes[i]:
+                with self.builder.insertion_block(blocks[i]):
+                    scopes[i][RET] = self.placeholder(scopes[1 - i][RET])
+
     def visit_IfExp(self: CodeGenerator, node: ast.IfExp) -> Any:
         cond = self.visit(node.test)
         if not is_tensor(cond):
@@ -197,6 +235,12 @@ class ControlFlowMixin:
             with self._in_region(block):
                 values.append(self.materialize(self.visit(expr)))
         t, e = values
+        if unwrap(t) is None and unwrap(e) is None:  # both sides are calls that return nothing
+            for block in blocks:
+                with self.builder.insertion_block(block):
+                    self.builder.create_yield([])
+            self.builder.create_if(cond.handle, [], blocks[0], blocks[1])
+            return None
         if not is_tensor(t) or not is_tensor(e) or t.type != e.type:
             raise CompilationError(
                 "both sides of a run-time conditional expression must be tensors of one type, got "
@@ -213,6 +257,8 @@ class ControlFlowMixin:
     def _carry(self: CodeGenerator, body: list[ast.stmt], exclude: str | None) -> _Carried:
         """The variables a loop carries: assigned in `body` and holding a carriable value now."""
         names = [n for n in assigned_names(body) if n != exclude and n in self.scope and self._carriable(self.scope[n])]
+        if has_return(body):
+            names += [n for n in (LIVE, RET) if n in self.scope]
         templates = [self.scope[n] for n in names]
         return _Carried(names, templates, [self._leaves(t) for t in templates])
 
@@ -262,7 +308,44 @@ class ControlFlowMixin:
             self.scope.pop(target, None)
             self.poisoned[target] = ("loop_local_name", self._line(node))
 
+    def _with_return_slot(self: CodeGenerator, node: ast.For | ast.While, visit: Any) -> None:
+        """Generate a loop; if its body returns a value the function had no slot for, discard
+        the loop, make a slot of that value's types in front of it and generate it again."""
+        block = self.builder.block
+        assert block is not None
+        mark = len(block.ops)
+        scope, poisoned = dict(self.scope), dict(self.poisoned)
+        try:
+            visit(node)
+        except ReturnSlotNeeded as need:
+            del block.ops[mark:]
+            self.scope, self.poisoned, self.returned = scope, poisoned, False
+            self.scope[RET] = self.placeholder(need.value)
+            visit(node)
+
+    def _end_loop_body(self: CodeGenerator, carried: _Carried) -> None:
+        if RET in self.scope and RET not in carried.names:
+            raise ReturnSlotNeeded(self.scope[RET])
+        self.returned = False  # the body may run no times: what follows the loop is reachable
+        self._yield_carried(carried)
+
     def visit_For(self: CodeGenerator, node: ast.For) -> None:
+        if node.orelse:
+            raise refusal("loop_else")
+        if has_value_return(node.body) and RET not in self.scope:
+            self._with_return_slot(node, self._visit_for)
+        else:
+            self._visit_for(node)
+
+    def visit_While(self: CodeGenerator, node: ast.While) -> None:
+        if node.orelse:
+            raise refusal("loop_else")
+        if has_value_return(node.body) and RET not in self.scope:
+            self._with_return_slot(node, self._visit_while)
+        else:
+            self._visit_while(node)
+
+    def _visit_for(self: CodeGenerator, node: ast.For) -> None:
         if node.orelse:
             raise refusal("loop_else")
         it = unwrap(self.visit(node.iter))
@@ -310,19 +393,17 @@ class ControlFlowMixin:
                 index = self.semantic.add(start, self.semantic.mul(index, step_value))
             self.define(target, index)
             self.visit_statements(node.body)
-            self._yield_carried(carried)
+            self._end_loop_body(carried)
         self._finish_loop(node, before, self.scope, carried, list(for_op.results), target)
 
-    def visit_While(self: CodeGenerator, node: ast.While) -> None:
-        if node.orelse:
-            raise refusal("loop_else")
+    def _visit_while(self: CodeGenerator, node: ast.While) -> None:
         carried = self._carry(node.body, None)
         while_op = self.builder.create_while(carried.handles, [h.type for h in carried.handles])
         before = dict(self.scope)
         cond_block, body = while_op.before.block, while_op.after.block
         with self._in_region(cond_block):
             self._bind_carried(carried, list(cond_block.args))
-            cond = unwrap(self.visit(node.test))
+            cond = unwrap(self.loop_condition(node.test))
             if isinstance(cond, tlc.condition):
                 cond = unwrap(cond.condition)
             if not is_tensor(cond):
@@ -334,8 +415,10 @@ class ControlFlowMixin:
         self.scope = dict(before)
         with self._in_region(body):
             self._bind_carried(carried, list(body.args))
+            if LIVE in carried.names:
+                self.scope[LIVE] = self.live_true  # the condition let only live programs in
             self.visit_statements(node.body)
-            self._yield_carried(carried)
+            self._end_loop_body(carried)
         self._finish_loop(node, before, self.scope, carried, list(while_op.results), None)
 
 

@@ -60,7 +60,7 @@ _INT_BINARY: dict[lb.BinaryOp, type[A.BinaryOp]] = {
 }
 _FLOAT_BINARY: dict[lb.BinaryOp, type[A.BinaryOp]] = {
     lb.BinaryOp.ADD: A.AddFOp, lb.BinaryOp.SUB: A.SubFOp, lb.BinaryOp.MUL: A.MulFOp,
-    lb.BinaryOp.FDIV: A.DivFOp, lb.BinaryOp.FREM: A.RemFOp, lb.BinaryOp.FMIN: A.MinNumFOp,
+    lb.BinaryOp.FDIV: A.DivFOp, lb.BinaryOp.FDIV_RN: A.PreciseDivFOp, lb.BinaryOp.FREM: A.RemFOp, lb.BinaryOp.FMIN: A.MinNumFOp,
     lb.BinaryOp.FMAX: A.MaxNumFOp, lb.BinaryOp.FMIN_NAN: A.MinimumFOp,
     lb.BinaryOp.FMAX_NAN: A.MaximumFOp, lb.BinaryOp.POW: A.PowFOp,
 }

@@ -29,10 +29,6 @@ REFUSALS: dict[str, Refusal] = {
         "'continue' is not supported in kernels",
         "guard the rest of the loop body with an `if` (or use masks and tl.where)",
     ),
-    "return_in_control_flow": Refusal(
-        "'return' inside a loop or a run-time 'if' is not supported",
-        "assign the result to a variable in each branch and return it once at the end",
-    ),
     "kernel_return_value": Refusal(
         "a kernel cannot return a value",
         "store results through a pointer argument with tl.store",

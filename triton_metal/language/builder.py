@@ -57,7 +57,8 @@ class BinaryOp(Enum):
     ADD = "add"
     SUB = "sub"
     MUL = "mul"
-    FDIV = "fdiv"          # float division (IEEE-rounded where the math mode allows)
+    FDIV = "fdiv"          # float division: `/`, approximate within 2 ulp for fp32 as on Triton's GPUs
+    FDIV_RN = "fdiv_rn"    # float division rounded to nearest (tl.math.div_rn, tl.fdiv(ieee_rounding=True))
     FREM = "frem"          # float remainder with the sign of the dividend (C fmod)
     SDIV = "sdiv"          # signed integer division, rounding toward zero
     UDIV = "udiv"

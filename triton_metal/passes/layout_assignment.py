@@ -27,6 +27,14 @@ How layouts are chosen:
 The `layout` attribute of a load or store (`"COALESCED"` | `"BLOCK"`, from the `layout=` hint)
 overrides the choice: COALESCED makes the op use its own coalesced layout, BLOCK the
 simdgroup-fragment layout (`#dot_op` when the value feeds a dot, else `#block`).
+
+With the module attribute `direct_fragment_io` (set by the compiler when the operand and result
+conversions of dots do not fit in threadgroup memory), the class of each dot operand (the loads,
+casts and scalings that make it and their pointers, loop-carried ones included) takes its
+`#dot_op` layout when all its values are used only by elementwise ops, memory ops, loops and that
+dot: the tiles load straight into fragments. Every store of a `#block` value (a dot result)
+writes from the fragments. No conversion, no threadgroup memory, at the cost of less coalesced
+device accesses.
 """
 
 from __future__ import annotations
@@ -37,7 +45,7 @@ from typing import ClassVar
 
 from ..errors import CompilationError
 from ..ir import BlockArgument, Module, Op, OpResult, Value
-from ..ir.layouts import BlockLayout, Layout, SliceLayout
+from ..ir.layouts import BlockLayout, DotOperandLayout, Layout, SliceLayout
 from ..ir.ops import ConvertLayoutOp
 from ..ir.types import TensorType
 from .accelerate_dot import block_layout_for
@@ -109,6 +117,10 @@ class _Assigner:
         self.assigned: dict[Value, Layout] = {}
         self.converts: dict[tuple[Value, Layout], Value] = {}
         self.copies: dict[tuple[Value, Layout], Value] = {}
+        self.direct = False
+        """Stores of `#block` values write from the fragments (module docstring)."""
+        self.fragment_operands: list[tuple[Value, int, Value]] = []
+        """(loaded tile, operand index, dot result) of the loads marked to read fragments."""
 
     # -- analysis ------------------------------------------------------------------------------
     def _free_op(self, op: Op) -> bool:
@@ -172,6 +184,10 @@ class _Assigner:
             self.slices.append(_Slice(op.src, op.axis, op.results[0]))  # type: ignore[attr-defined]
         elif name == "tt.dot":
             self._union(op.c, op.results[0])  # type: ignore[attr-defined]
+            if self.direct:
+                for idx in (0, 1):
+                    if op.operands[idx] not in self.free:
+                        self.fragment_operands.append((op.operands[idx], idx, op.results[0]))
             self.blocks[self.classes.find(op.results[0])] = block_layout_for(
                 op.results[0].type.shape, self.nw, op.loc, rows_first=self.chained_dots)  # type: ignore[union-attr]
         elif name == "scf.for":
@@ -230,6 +246,8 @@ class _Assigner:
         self._rekey()
         for root, blk in self.blocks.items():
             self.assigned[root] = blk
+        if self.fragment_operands:
+            self._choose_fragment_operands()
         # classes that load come first; slices propagate before store-only classes are chosen
         # (a reduction result that is stored keeps its slice layout until the store converts it)
         for loads_only in (True, False):
@@ -249,6 +267,26 @@ class _Assigner:
                 lay = default_coalesced(v.type.shape, self.nw)  # type: ignore[union-attr]
             self.assigned[root] = lay
             self._propagate()
+
+    def _choose_fragment_operands(self) -> None:
+        """Direct mode: a dot operand's class (the loads, casts and scalings that make it, their
+        pointers, loop-carried ones included) takes the `#dot_op` layout, so that the tiles load
+        straight into fragments and nothing converts them, when every use of the class's values
+        is one the fragment layout serves (elementwise ops, memory ops, loops, that dot)."""
+        users: dict[Value, list[tuple[Op, int]]] = {}
+        for op in _walk(self.func):
+            for i, v in enumerate(op.operands):
+                users.setdefault(v, []).append((op, i))
+        members: dict[Value, list[Value]] = {}
+        for v in self.members:
+            members.setdefault(self.classes.find(v), []).append(v)
+        for operand, idx, result in self.fragment_operands:
+            root = self.classes.find(operand)
+            blk = self.assigned.get(self.classes.find(result))
+            if root in self.assigned or not isinstance(blk, BlockLayout):
+                continue
+            if all(_fragment_use(u, i, idx) for v in members.get(root, []) for u, i in users.get(v, [])):
+                self.assigned[root] = DotOperandLayout(idx, blk)
 
     def _current(self, v: Value) -> Layout | None:
         if not _is_tensor(v) or v in self.free:
@@ -337,6 +375,15 @@ def _users(func: Op, v: Value) -> Iterator[Op]:
             yield op
 
 
+def _fragment_use(op: Op, index: int, operand: int) -> bool:
+    """Whether `op` can take its operand `index` in a dot-operand layout (see direct mode)."""
+    if op.name == "tt.dot":
+        return index == operand
+    if op.name in ("tt.load", "scf.for", "scf.yield") or is_elementwise(op):
+        return layout_hint(op) is None
+    return False
+
+
 def _has_layouts(func: Op) -> bool:
     for op in func.walk():
         for v in op.results:
@@ -358,7 +405,9 @@ class LayoutAssignment(ModulePass):
         for func in module.funcs:
             if _has_layouts(func):
                 continue
+            direct = bool(module.attributes.get("direct_fragment_io", 0))
             a = _Assigner(func, num_warps, info)
+            a.direct = direct
             a.analyze()
             a.choose()
             a.rewrite()

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from .layout_assignment import _Assigner
 
 _ELEMENTWISE_PREFIXES = ("arith.", "math.")
-_ELEMENTWISE_TT = {"tt.mulhi", "tt.precise_sqrt", "tt.ptr_to_int", "tt.int_to_ptr", "tt.bitcast", "tt.addptr"}
+_ELEMENTWISE_TT = {"tt.mulhi", "tt.precise_sqrt", "tt.precise_divf", "tt.ptr_to_int", "tt.int_to_ptr", "tt.bitcast", "tt.addptr"}
 
 
 def is_elementwise(op: Op) -> bool:
@@ -74,6 +74,8 @@ def _store_layout(a: _Assigner, op: Op) -> Layout:
     own = coalesced_for(shape, [acc] if acc is not None else [], a.nw)
     if value not in a.free and _tensor(value):
         lay = a.layout_of(value)
+        if a.direct and isinstance(lay, BlockLayout):
+            return lay  # a dot result stored from its fragments
         if isinstance(lay, CoalescedLayout) and (acc is None or lay.order[0] == acc.order[0]):
             return lay
         return own

@@ -7,7 +7,11 @@ the default pass pipeline (cleanup, layout passes; their IR dumps follow `TRITON
 and `TRITON_METAL_DUMP_DIR`), the axis-info analysis, and the code generator
 (`codegen.compile_module`) with the key's options: `num_warps`, the math mode, `index_bits`
 (64 when an array argument has 2**31 elements or more) and `spread_programs` (a grid too large
-for one launch dimension).
+for one launch dimension). When the dots' layout conversions need more threadgroup memory than
+there is (`OutOfResources`), the specialization compiles again with operands loaded straight into
+simdgroup fragments and results stored from them (the module attribute `direct_fragment_io`);
+the first error is raised when that does not fit either. `compile_written_variant` regenerates
+a compiled variant's MSL with written masks from its laid-out IR.
 
 `COMPILER_HASH` is the SHA-256 of the compiler's own sources (front end, IR, passes, language,
 code generator, templates): part of every disk-cache key, so editing the compiler never reuses
@@ -26,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..errors import OutOfResources
 from .signature import kernel_signature
 from .specialization import SpecializationKey
 
@@ -66,18 +71,19 @@ def type_check(kernel: Any, key: SpecializationKey) -> None:
 
 def compile_msl(kernel: Any, key: SpecializationKey) -> CompileResult:
     """Compile `kernel` for `key` (see the module docstring)."""
-    from ..codegen import compile_module
-    from ..frontend import compile_to_ir
     from ..ir import print_module
-    from ..passes import PASS_REGISTRY, analyze_axis_info, default_pipeline
 
     start = time.perf_counter()
-    module = compile_to_ir(kernel, kernel_signature(kernel, key))
-    default_pipeline().apply(None, module)
-    if not _laid_out(module) and "assign-layouts" in PASS_REGISTRY:
-        PASS_REGISTRY["assign-layouts"]().apply(None, module)
-    module.verify()
-    msl = compile_module(module, codegen_options(key), analyze_axis_info(module))
+    options = codegen_options(key)
+    try:
+        module, msl = _lower(kernel, key, options, direct=False)
+    except OutOfResources as first:
+        # the dots' operand and result conversions did not fit in threadgroup memory: load
+        # operands straight into fragments and store results from them (layout_assignment.py)
+        try:
+            module, msl = _lower(kernel, key, options, direct=True)
+        except OutOfResources:
+            raise first from None
     seconds = time.perf_counter() - start
     return CompileResult(msl, module, print_module(module), seconds)
 
@@ -99,13 +105,30 @@ def codegen_options(key: SpecializationKey, written_masks: tuple[str, ...] = ())
 def compile_written_variant(compiled: Any, outputs: tuple[str, ...]) -> Any:
     """The `MSLKernel` of a compiled variant whose stores to `outputs` also set written masks
     (`CodegenOptions.written_masks`), generated again from its laid-out IR (kept, or read back
-    from the disk cache's IR text)."""
+    from the disk cache's IR text; a variant compiled with direct fragment loads and stores
+    keeps them, since its layouts are already in the IR)."""
     from ..codegen import compile_module
     from ..ir import parse_module
     from ..passes import analyze_axis_info
 
     module = compiled.module if compiled.module is not None else parse_module(compiled.ir_text)
     return compile_module(module, codegen_options(compiled.key, outputs), analyze_axis_info(module))
+
+
+def _lower(kernel: Any, key: SpecializationKey, options: Any, direct: bool) -> tuple[Any, Any]:
+    """The laid-out module and its MSL (`direct`: fragment loads and stores for dots)."""
+    from ..codegen import compile_module
+    from ..frontend import compile_to_ir
+    from ..passes import PASS_REGISTRY, analyze_axis_info, default_pipeline
+
+    module = compile_to_ir(kernel, kernel_signature(kernel, key))
+    if direct:
+        module.attributes["direct_fragment_io"] = 1
+    default_pipeline().apply(None, module)
+    if not _laid_out(module) and "assign-layouts" in PASS_REGISTRY:
+        PASS_REGISTRY["assign-layouts"]().apply(None, module)
+    module.verify()
+    return module, compile_module(module, options, analyze_axis_info(module))
 
 
 def _compiler_roots() -> list[str]:

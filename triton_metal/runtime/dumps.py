@@ -56,7 +56,7 @@ def mlx_source(msl: Any) -> str:
             inputs.append(InputSpec(n, dtypes[n], 0, 1))
         else:
             inputs.append(InputSpec(n, dtypes[n], 1, 1024))
-    outputs = [OutputSpec(n, dtypes[n]) for n in msl.output_names]
+    outputs = [OutputSpec(n, dtypes.get(n, "int32_t")) for n in msl.output_names]  # int32: the unused output
     return build_kernel_source(msl.name, inputs, outputs, msl.source, msl.header, (), msl.atomic_outputs).text
 
 

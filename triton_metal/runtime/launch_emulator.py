@@ -57,6 +57,9 @@ class EmulatedMlx:
         return getattr(self._mx, name)
 
 
+_HALF_TYPES = ("float16_t", "bfloat16_t")
+
+
 class EmulatorLauncher:
     """Runs one compiled variant on the emulator (module docstring)."""
 
@@ -71,9 +74,12 @@ class EmulatorLauncher:
         self.fast_math = msl.metadata.get("math_mode") == "fast"
         self._kernels: dict[tuple[int | bool, ...], Any] = {}
         self._array_args = tuple(sorted(
-            {s.arg for s in self.plan.inputs if s.role == "array"} | {o.arg for o in self.plan.outputs}
+            {s.arg for s in self.plan.inputs if s.role == "array"} | {o.arg for o in self.plan.outputs if o.arg >= 0}
         ))
         self._metal: Any = None
+        self._word_atomic_args = tuple(
+            o.arg for o in self.plan.outputs if o.kind == "pointer_atomic" and o.dtype in _HALF_TYPES and o.arg >= 0
+        )
 
     def _kernel(self, inputs: list[np.ndarray]) -> Any:
         # 0: 0-d, 1: under 8 elements (constant), 2: device memory
@@ -104,6 +110,15 @@ class EmulatorLauncher:
                 return
         plan = self.plan
         buffers: dict[int, np.ndarray] = {}
+        word_copies: list[tuple[np.ndarray, np.ndarray]] = []
+        for arg in self._word_atomic_args:
+            # its atomics update the aligned 32-bit word holding each element: run on a copy
+            # that starts on a 4-byte boundary and holds whole words, written back afterwards
+            real = numpy_buffer(values[arg], self.arg_names[arg])
+            copy = np.zeros(real.size + 1, real.dtype)
+            copy[: real.size] = real
+            buffers[arg] = copy
+            word_copies.append((real, copy))
 
         def buffer(arg: int) -> np.ndarray:
             b = buffers.get(arg)
@@ -126,6 +141,9 @@ class EmulatorLauncher:
                 inputs.append(np.asarray(grid, dtype=np.int32))
         outputs: list[np.ndarray] = []
         for out in plan.outputs:
+            if out.arg < 0:  # a kernel that stores nothing still runs (its loads are checked)
+                outputs.append(np.zeros(1, np.int32))
+                continue
             arr = buffer(out.arg)
             if not arr.flags.writeable:
                 raise LaunchError(
@@ -138,6 +156,8 @@ class EmulatorLauncher:
             kernel.launch(inputs, outputs, launch_grid, threadgroup)
         except KernelFault as fault:
             raise self._in_python_terms(fault) from None
+        for real, copy in word_copies:
+            real[...] = copy[: real.size]
 
     def _in_python_terms(self, fault: KernelFault) -> KernelFault:
         """The run-time error naming the Python kernel and parameters, not their MSL names (the

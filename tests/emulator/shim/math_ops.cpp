@@ -62,6 +62,16 @@ TM_TEST1(floor) TM_TEST1(ceil) TM_TEST1(round) TM_TEST1(rint) TM_TEST1(trunc) TM
 TM_TEST1(saturate) TM_TEST1_PLAIN(sign)
 TM_TEST2(pow) TM_TEST2(powr) TM_TEST2(atan2) TM_TEST2(fmod) TM_TEST2(fmin) TM_TEST2(fmax)
 TM_TEST2(min) TM_TEST2(max) TM_TEST2(copysign) TM_TEST2(fdim) TM_TEST2(divide) TM_TEST2(step)
+// fast::divide and precise::divide, scalar and float4
+extern "C" void q_divide(const float* a, const float* b, float* o, int n) {
+  for (int i = 0; i < n; ++i) o[i] = metal::fast::divide(a[i], b[i]);
+}
+extern "C" void qv_divide(const float4* a, const float4* b, float4* o, int n) {
+  for (int i = 0; i < n / 4; ++i) o[i] = metal::fast::divide(a[i], b[i]);
+}
+extern "C" void p_divide(const float* a, const float* b, float* o, int n) {
+  for (int i = 0; i < n; ++i) o[i] = metal::precise::divide(a[i], b[i]);
+}
 TM_TEST3(fma) TM_TEST3(clamp) TM_TEST3(mix) TM_TEST3(smoothstep) TM_TEST3(median3)
 
 // Predicates on float and float4: 5 bools per element (isnan isinf isfinite isnormal signbit).

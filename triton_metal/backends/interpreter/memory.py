@@ -20,6 +20,8 @@ from triton_metal.errors import InterpreterError, InterpreterOutOfBounds
 from triton_metal.runtime.host_arrays import element_extent
 from triton_metal.language.builder import AtomicOp
 
+from .numerics import bf16_bits_to_f32, f32_to_bf16_bits
+
 
 @dataclass(eq=False)
 class Buffer:
@@ -199,9 +201,17 @@ class Memory:
 
     # -- atomics ------------------------------------------------------------------------------
     def atomic_rmw(
-        self, op: AtomicOp, addrs: np.ndarray, values: np.ndarray, mask: np.ndarray | None
+        self, op: AtomicOp, addrs: np.ndarray, values: np.ndarray, mask: np.ndarray | None, bfloat: bool = False
     ) -> np.ndarray:
+        """`values` are memory patterns; with `bfloat` they are bfloat16 bits, combined in float32
+        and rounded once (as the compiled loop on the containing word does)."""
         dt = values.dtype
+
+        def _apply(op: AtomicOp, old: np.ndarray, val: np.ndarray) -> np.ndarray:
+            if not bfloat:
+                return _apply_op(op, old, val)
+            return f32_to_bf16_bits(_apply_op(op, bf16_bits_to_f32(old), bf16_bits_to_f32(val)))
+
         old = np.zeros(addrs.shape, dtype=dt)
         active = np.ones(addrs.shape, bool) if mask is None else np.broadcast_to(mask, addrs.shape)
         flat_idx = np.flatnonzero(active.reshape(-1))
@@ -251,7 +261,7 @@ class Memory:
         return old.reshape(addrs.shape)
 
 
-def _apply(op: AtomicOp, old: np.ndarray, val: np.ndarray) -> np.ndarray:
+def _apply_op(op: AtomicOp, old: np.ndarray, val: np.ndarray) -> np.ndarray:
     if op in (AtomicOp.ADD, AtomicOp.FADD):
         return old + val
     if op is AtomicOp.MAX:

@@ -140,7 +140,7 @@ class NumpyBuilder:
             r = a - b
         elif op is BinaryOp.MUL:
             r = a * b
-        elif op is BinaryOp.FDIV:
+        elif op in (BinaryOp.FDIV, BinaryOp.FDIV_RN):  # exact: within the bound of the approximate one
             r = np.true_divide(a, b)
         elif op is BinaryOp.FREM:
             r = np.fmod(a, b)
@@ -391,14 +391,17 @@ class NumpyBuilder:
     ) -> TensorHandle:
         addrs = np.asarray(ptr.data)
         vals = np.broadcast_to(self._to_memory(value), addrs.shape)
-        old = self.memory.atomic_rmw(op, addrs, vals, None if mask is None else np.asarray(mask.data))
-        return TensorHandle(old.astype(storage_dtype(value.dtype)), value.dtype)
+        bfloat = value.dtype.is_bf16()
+        old = self.memory.atomic_rmw(op, addrs, vals, None if mask is None else np.asarray(mask.data), bfloat)
+        return TensorHandle(bf16_bits_to_f32(old) if bfloat else old.astype(storage_dtype(value.dtype)), value.dtype)
 
     def create_atomic_cas(
         self, ptr: TensorHandle, cmp: TensorHandle, value: TensorHandle, sem: str, scope: str
     ) -> TensorHandle:
         addrs = np.asarray(ptr.data)
         old = self.memory.atomic_cas(addrs, self._to_memory(cmp), self._to_memory(value))
+        if value.dtype.is_bf16():
+            return TensorHandle(bf16_bits_to_f32(old), value.dtype)
         return TensorHandle(old.astype(storage_dtype(value.dtype)), value.dtype)
 
     # -- cooperative ----------------------------------------------------------------------------

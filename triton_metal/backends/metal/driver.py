@@ -31,6 +31,9 @@ Per launch (`prepare` computes everything, `__call__` runs it):
     first need): its stores also set a bool output per merged output, which starts at 0
     (`init_value=0`), and one `mx.where(mask, result, old)` per output keeps the old values
     where nothing was written. One kernel run per launch, always.
+  A 16-bit atomic output of odd size is allocated one element longer (its atomics update whole
+  32-bit words) and sliced back; a kernel that stores nothing has one "unused" one-element
+  output (metal_kernel needs an output), which is dropped.
   Atomics that need the array's contents in the output when the array is not uniform are
   refused with an explanation, and so is a written mask next to an atomic output that must
   start at anything but 0. At `TRITON_METAL_DEBUG=1` a merged launch logs why the proof failed
@@ -110,13 +113,19 @@ class OutputPlan:
 
     slot: OutputSlot
     action: str
-    """"plain" (use the result), "merge" (select on the written mask) or "combine" (atomics)."""
+    """"plain" (use the result), "merge" (select on the written mask), "combine" (atomics) or
+    "unused" (the one-element output of a kernel that stores nothing: dropped)."""
     old: Any = None
     reason: str = ""
     """Why a merged output is not proven written in full."""
     kind: str = ""
     target: Any = None
     """The MLX array to rebind, or the NumPy buffer to copy into."""
+    size: int = 0
+    """Elements of the argument; the output has one more when `padded`."""
+    padded: bool = False
+    """A 16-bit atomic output of odd size gets one more element: its atomics update the 32-bit
+    word holding each element, which must lie inside the buffer."""
 
 
 @dataclass
@@ -326,13 +335,20 @@ class MetalLauncher:
         contents = False
         plain: dict[str, int] = {}
         for slot in plan.outputs:
+            if slot.kind == "unused":
+                prepared.output_shapes.append((1,))
+                prepared.output_dtypes.append(self._dtype(slot.dtype))
+                prepared.outputs.append(OutputPlan(slot, "unused"))
+                continue
             value = values[slot.arg]
             is_numpy = isinstance(value, np.ndarray)
             size = int(value.size)  # type: ignore[attr-defined]
             shape = (size,) if is_numpy or value.ndim == 0 else tuple(value.shape)  # type: ignore[attr-defined]
-            prepared.output_shapes.append(shape)
+            out = OutputPlan(slot, "plain", target=value, size=size)
+            if slot.kind == "pointer_atomic" and _ITEM_BYTES[slot.dtype] == 2 and size % 2:
+                out.padded, shape = True, (size,)
+            prepared.output_shapes.append((size + 1,) if out.padded else shape)
             prepared.output_dtypes.append(self._dtype(slot.dtype))
-            out = OutputPlan(slot, "plain", target=value)
             if slot.kind == "pointer_atomic":
                 kind, start = self._atomic_start(slot, value)
                 if kind:
@@ -353,7 +369,9 @@ class MetalLauncher:
             if out.slot.name in masked:
                 out.action = "merge"
                 out.reason = verdicts[out.slot.name].reason
-            if out.action != "plain":
+            if out.action in ("merge", "combine"):
+                if out.padded:  # combined before the padding element is sliced off
+                    shape = (out.size,)
                 out.old = self._to_mlx(out.target, out.slot.dtype, False)
                 if tuple(out.old.shape) != shape:
                     out.old = out.old.reshape(shape)
@@ -367,8 +385,9 @@ class MetalLauncher:
                 )
             first = 0.0
             prepared.masked = masked
-            for o in masked:
-                prepared.output_shapes.append((plain[o],))
+            shapes = {out.slot.name: shape for out, shape in zip(prepared.outputs, prepared.output_shapes)}
+            for o in masked:  # shaped as its output, for the select
+                prepared.output_shapes.append(shapes[o])
                 prepared.output_dtypes.append(self.mx.bool_)
         prepared.init_value = first
         return prepared
@@ -537,6 +556,8 @@ class MetalLauncher:
         final: list[Any] = []
         for k, out in enumerate(prepared.outputs):
             result = results[k]
+            if out.padded:
+                result = result[: out.size]
             if out.action == "merge":
                 result = mx.where(masks[out.slot.name], result, out.old)
             elif out.action == "combine":
@@ -547,6 +568,8 @@ class MetalLauncher:
     def write_back(self, prepared: PreparedLaunch, results: list[Any]) -> None:
         mx = self.mx
         for out, result in zip(prepared.outputs, results):
+            if out.action == "unused":
+                continue
             target = out.target
             if isinstance(target, np.ndarray):
                 host = np.array(result.view(mx.uint16) if out.slot.dtype == "bfloat16_t" else result)

@@ -50,7 +50,9 @@ class OutputSlot:
     arg: int
     param: str
     kind: str
-    """The parameter's kind ("pointer_out", "pointer_inout", "pointer_atomic")."""
+    """The parameter's kind ("pointer_out", "pointer_inout", "pointer_atomic"), or "unused" for
+    the one-element int32 output of a kernel that stores to no array (`arg` -1: no parameter
+    receives it, the launch allocates and drops it)."""
     dtype: str
 
 
@@ -91,6 +93,10 @@ class LaunchPlan:
                 inputs.append(feeds[n])
             else:
                 raise LaunchError(f"compiled kernel input '{n}' is fed by no parameter")
+        fed = {o.name for o in outputs}
+        for n in msl.output_names:  # type: ignore[attr-defined]
+            if n not in fed:
+                outputs.append(OutputSlot(n, -1, "", "unused", "int32_t"))
         order = {n: k for k, n in enumerate(msl.output_names)}  # type: ignore[attr-defined]
         outputs.sort(key=lambda o: order[o.name])
         buffers = len(inputs) + len(outputs)

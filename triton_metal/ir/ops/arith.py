@@ -192,7 +192,16 @@ class MulFOp(FloatBinaryOp):
 
 
 class DivFOp(FloatBinaryOp):
+    """`/`: for f32 an approximate full-range division within 2 ulp (Triton's `div.full.f32`);
+    f16 and bf16 round the quotient to their own precision."""
+
     name: ClassVar[str] = "arith.divf"
+
+
+class PreciseDivFOp(FloatBinaryOp):
+    """The IEEE division, rounded to nearest (`tl.math.div_rn`; Triton's `tt.precise_divf`)."""
+
+    name: ClassVar[str] = "tt.precise_divf"
 
 
 class RemFOp(FloatBinaryOp):

@@ -358,12 +358,12 @@ class ArithMixin(SemanticBase):
         if not x.type.scalar.is_floating() or not y.type.scalar.is_floating():
             raise error("both operands of tl.fdiv must be floating point", hint="use / for mixed operands")
         x, y = self.binary_op_type_checking_impl(x, y)
-        return self._binary(BinaryOp.FDIV, x, y)
+        return self._binary(BinaryOp.FDIV_RN if ieee_rounding else BinaryOp.FDIV, x, y)
 
     def div_rn(self, x: Any, y: Any) -> tensor:
         x, y = self.binary_op_type_checking_impl(x, y)
         self.check_dtype("div_rn", x, _FP32_ONLY)
-        return self._binary(BinaryOp.FDIV, x, y)
+        return self._binary(BinaryOp.FDIV_RN, x, y)
 
     def umulhi(self, x: Any, y: Any) -> tensor:
         x, y = self.binary_op_type_checking_impl(x, y)

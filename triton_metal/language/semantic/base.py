@@ -121,16 +121,19 @@ class SemanticBase:
         if self._concrete is None:
             raise error(f"a tensor's {what} value is not known when the kernel is compiled")
         if x.type.is_block():
-            if what == "bool":  # a condition: the front end's refusal, word for word
+            if x.type.numel == 1:  # type: ignore[attr-defined]
+                x = self.item(x)  # type: ignore[attr-defined]  # a one-element block is its element, as in Triton
+            elif what == "bool":  # a condition: the front end's refusal, word for word
                 from ...errors import UnsupportedLanguageConstruct
 
                 raise UnsupportedLanguageConstruct(
                     BLOCK_CONDITION.format(shape=list(x.type.shape)), hint=BLOCK_CONDITION_HINT
                 )
-            raise error(
-                f"the {what} value of a block of shape {list(x.type.shape)} is ambiguous",
-                hint="reduce it first (tl.sum, tl.max, ...) or index a scalar kernel argument",
-            )
+            else:
+                raise error(
+                    f"the {what} value of a block of shape {list(x.type.shape)} is ambiguous",
+                    hint="reduce it first (tl.sum, tl.max, ...) or index a scalar kernel argument",
+                )
         return self._concrete(x.handle)
 
     def concrete_value(self, x: tensor) -> Any:

@@ -3,7 +3,8 @@
 `mask` and `other` broadcast to the pointer's shape; `other` is cast to the element type and needs
 a mask (as in Triton); stored values are cast to the element type; `int1` memory is accessed as
 bytes. The cache/eviction hints of NVIDIA and AMD are validated and dropped. Atomics follow
-Triton's dtype rules, minus what Apple GPUs cannot do atomically (16-bit floats, 8/16-bit ints).
+Triton's dtype rules, minus what Apple GPUs cannot do atomically (8/16-bit ints, most 64-bit
+atomics); 16-bit floats run as compare-and-swap loops on their 32-bit word.
 Block pointers and tensor descriptors are refused with the pointer-tensor alternative.
 """
 
@@ -203,12 +204,7 @@ class MemoryMixin(SemanticBase):
         elt = ptr.type.scalar.element_ty
         if getattr(ptr.type.scalar, "const", False):
             raise error("cannot update constant memory atomically")
-        if elt.is_fp16() or elt.is_bf16():
-            raise error(
-                f"atomic_{op} on {elt!r} is not available on Apple GPUs (Metal atomics are 32/64-bit)",
-                hint="accumulate in a float32 buffer and convert afterwards",
-            )
-        if elt.is_floating() and op not in ("add", "max", "min", "xchg"):
+        if elt.is_floating() and op not in ("add", "max", "min", "xchg", "cas"):
             raise error(f"atomic_{op} is not defined on {elt!r}")
         if elt.is_int() and elt.primitive_bitwidth < 32:
             raise error(

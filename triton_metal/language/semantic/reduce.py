@@ -283,11 +283,10 @@ class ReduceMixin(SemanticBase):
         if ra == 3 and a.type.shape[0] != b.type.shape[0]:
             raise error(f"tl.dot batch sizes differ: {a.type.shape[0]} and {b.type.shape[0]}")
         m, k, n = a.type.shape[-2], a.type.shape[-1], b.type.shape[-1]
-        if m < 16 or n < 16 or k < 16:
-            raise error(
-                f"tl.dot needs M, N and K >= 16, got M={m}, N={n}, K={k}",
-                hint="use block sizes of at least 16, or multiply with * and tl.sum for tiny tiles",
-            )
+        batch = a.type.shape[0] if ra == 3 else 1
+        # Tiles below simdgroup_matrix's reach (M, N or K under 16), and batched tiles small enough
+        # to hold every product, are computed as products and a sum over K, on both backends.
+        by_products = min(m, n, k) < 16 or (ra == 3 and batch * m * n * k <= _PRODUCT_DOT_LIMIT)
         if sa.is_int():
             ret = int32
         elif out_ty.is_bf16():
@@ -310,8 +309,46 @@ class ReduceMixin(SemanticBase):
                     f"tl.dot accumulator has type {acc_t.type}, expected {ret_ty}",
                     hint=f"create it with tl.zeros({shape}, dtype=tl.{_pub(ret)}) (or pass out_dtype)",
                 )
+        if by_products:
+            return self._dot_by_products(a, b, acc_t, ret)
+        if ra == 3 and not self.eager and batch <= _BATCH_LOOP_LIMIT:
+            return self._dot_per_batch(a, b, acc_t, precision, ret)
         h = self.builder.create_dot(a.handle, b.handle, acc_t.handle, precision, ret)
         return tensor(h, ret_ty)
+
+    def _dot_per_batch(self, a: tensor, b: tensor, acc: tensor, precision: str, ret: dtype) -> tensor:
+        """A batched dot as one 2-D dot (simdgroup fragments) per batch element, unrolled: each
+        batch's operands are picked out by a masked sum over the batch axis (one value and zeros:
+        exact), and its product is added into the accumulator where the batch index matches."""
+        nb = a.type.shape[0]
+        m, n = a.type.shape[1], b.type.shape[2]
+        index = self.expand_dims(self.expand_dims(self.arange(0, nb), 1), 2)  # [B, 1, 1]
+        out = acc
+        for i in range(nb):
+            pick = self.equal(index, i)
+            ai = self.sum(self.where(pick, a, self.scalar_constant(0, a.type.scalar)), 0, False, a.type.scalar)
+            bi = self.sum(self.where(pick, b, self.scalar_constant(0, b.type.scalar)), 0, False, b.type.scalar)
+            zero = self.splat(self.scalar_constant(0, ret), [m, n])
+            di = tensor(self.builder.create_dot(ai.handle, bi.handle, zero.handle, precision, ret),
+                        block_type(ret, [m, n]))
+            out = self.add(out, self.where(pick, self.expand_dims(di, 0), self.scalar_constant(0, ret)))
+        return out
+
+    def _dot_by_products(self, a: tensor, b: tensor, acc: tensor, ret: dtype) -> tensor:
+        """`acc + sum_k a[.., m, k] * b[.., k, n]`, in int32 for int8 operands and float32
+        otherwise, rounded to `ret` at the end."""
+        wide = int32 if a.type.scalar.is_int() else float32
+        rank = len(a.type.shape)
+        pa = self.expand_dims(self.cast(a, wide), rank)  # [.., M, K, 1]
+        pb = self.expand_dims(self.cast(b, wide), rank - 2)  # [.., 1, K, N]
+        total = self.sum(self.mul(pa, pb), rank - 1)
+        return self.cast(self.add(self.cast(acc, wide), total), ret)
+
+
+_PRODUCT_DOT_LIMIT = 16384
+"""Most products (batch x M x N x K) a dot computed as products and a sum may hold."""
+_BATCH_LOOP_LIMIT = 16
+"""Most batch elements a compiled batched dot unrolls into 2-D dots."""
 
 
 def _pub(ty: dtype) -> str:

@@ -238,15 +238,40 @@ METAL_FUNC half sincos(half x, thread half& c) {
   TM_NS_FWD1(rint) TM_NS_FWD1(trunc) TM_NS_FWD1(fract) TM_NS_FWD1(saturate)    \
   TM_NS_FWD2(pow) TM_NS_FWD2(powr) TM_NS_FWD2(atan2) TM_NS_FWD2(fmod)          \
   TM_NS_FWD2(fmin) TM_NS_FWD2(fmax) TM_NS_FWD2(min) TM_NS_FWD2(max)            \
-  TM_NS_FWD2(copysign) TM_NS_FWD2(fdim) TM_NS_FWD2(divide)                     \
+  TM_NS_FWD2(copysign) TM_NS_FWD2(fdim)                                       \
   TM_NS_FWD3(fma) TM_NS_FWD3(clamp) TM_NS_FWD3(fmin3) TM_NS_FWD3(fmax3)        \
   TM_NS_FWD3(fmedian3)
 namespace metal {
+// fast::divide is approximate: <= 2.5 ulp for |y| in [2^-126, 2^126], unspecified elsewhere
+// (the specification's fast-math accuracy table). The emulator moves the IEEE quotient by a
+// deterministic -2..+2 ulp chosen from the operands' bits, and returns NaN outside that range, so
+// code that needs more than the documented accuracy fails here as it could on a GPU.
+METAL_FUNC float tm_fast_divide(float x, float y) {
+  float q = x / y;
+  float ay = __builtin_fabsf(y);
+  if (!(ay >= 0x1p-126f && ay <= 0x1p126f)) return __builtin_nanf("");
+  if (!__builtin_isfinite(q) || q == 0.0f) return q;
+  uint h = (__builtin_bit_cast(uint, x) * 0x9E3779B1u) ^ (__builtin_bit_cast(uint, y) * 0x85EBCA77u);
+  int steps = static_cast<int>((h >> 13) % 5u) - 2;
+  float toward = steps < 0 ? -__builtin_inff() : __builtin_inff();
+  for (int i = 0; i < (steps < 0 ? -steps : steps); ++i) q = __builtin_nextafterf(q, toward);
+  return q;
+}
 namespace precise {
 TM_NS_BODY
+TM_NS_FWD2(divide)
 }  // namespace precise
 namespace fast {
 TM_NS_BODY
+METAL_FUNC float divide(float x, float y) { return metal::tm_fast_divide(x, y); }
+template <class A, class B>
+METAL_FUNC metal::enable_if_t<metal::is_same_v<metal::tm_vtype<A>, metal::tm_vtype<B>>,
+                              metal::tm_if_f32vec<A>>
+divide(const A& a, const B& b) {
+  metal::tm_vtype<A> r;
+  for (int i = 0; i < metal::tm_vn<A>; ++i) r.tm_data[i] = divide(metal::tm_lane(a, i), metal::tm_lane(b, i));
+  return r;
+}
 }  // namespace fast
 }  // namespace metal
 #undef TM_NS_BODY

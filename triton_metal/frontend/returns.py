@@ -1,0 +1,159 @@
+"""`return` anywhere: early returns from inside run-time `if`s and loops, by structured control flow.
+
+The IR has no branches out of a region, so a `return` inside a run-time construct becomes data:
+two hidden variables of the function's scope, threaded through every `scf.if` and loop like any
+user variable:
+
+- `LIVE` (an i1 scalar): false once the program has returned. It exists from the function's entry
+  (a constant true) when its body has a `return` inside an `if`, `for` or `while`.
+- `RET`: the value returned so far, for a `@jit` callee that returns one.
+
+A statement after a construct that may have returned runs under `if LIVE:` (the rest of the block
+is wrapped once), so nothing after a `return` has an effect; a loop whose body may return keeps
+counting but does nothing more (`for`), or stops (`while`, whose condition becomes
+`LIVE and cond`). A branch that returned leaves its variables as they were before the `if`
+(their values there are never read), and missing values are filled with zeros of the type the
+other branch gives them. Everything here is invisible to programs that do not return early:
+without a nested `return`, neither variable exists.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING, Any
+
+from ..errors import CompilationError
+from ..ir import Block
+from ..language import core as tlc
+from .refusals import refusal
+from .values import is_tensor, unwrap
+
+if TYPE_CHECKING:
+    from .code_generator import CodeGenerator
+
+LIVE = "$live"
+"""The scope name of the 'has not returned yet' flag."""
+RET = "$ret"
+"""The scope name of the value returned so far."""
+
+_COMPOUND = (ast.If, ast.For, ast.While)
+
+
+class ReturnSlotNeeded(Exception):
+    """A loop body returns a value the function had no slot for before the loop: the loop is
+    generated again after a slot of that value's structure is made in front of it."""
+
+    def __init__(self, value: Any) -> None:
+        super().__init__("internal: a return slot is needed")
+        self.value = value
+
+
+def nested_return(stmts: list[ast.stmt]) -> bool:
+    """Whether a `return` sits inside an `if`, `for` or `while` among `stmts`."""
+    return any(isinstance(n, ast.Return) for s in stmts if isinstance(s, _COMPOUND) for n in ast.walk(s))
+
+
+def has_return(stmts: list[ast.stmt]) -> bool:
+    return any(isinstance(n, ast.Return) for s in stmts for n in ast.walk(s))
+
+
+def has_value_return(stmts: list[ast.stmt]) -> bool:
+    return any(isinstance(n, ast.Return) and n.value is not None for s in stmts for n in ast.walk(s))
+
+
+def guard(rest: list[ast.stmt]) -> ast.If:
+    """`if LIVE: rest` (marked so that its missing else counts as a branch that returned)."""
+    test = ast.copy_location(ast.Name(id=LIVE, ctx=ast.Load()), rest[0])
+    node = ast.copy_location(ast.If(test=test, body=rest, orelse=[]), rest[0])
+    node.guard_live = True  # type: ignore[attr-defined]
+    return node
+
+
+class ReturnsMixin:
+    """Mixed into `CodeGenerator`."""
+
+    def begin_body(self: CodeGenerator, stmts: list[ast.stmt]) -> None:
+        """Make the LIVE flag if the body returns from inside a construct."""
+        self.live_true = None
+        if nested_return(stmts):
+            self.live_true = self.semantic.to_tensor(True)
+            self.scope[LIVE] = self.live_true
+
+    def may_have_returned(self: CodeGenerator) -> bool:
+        """Whether the program may have returned at run time before the current statement."""
+        live = self.scope.get(LIVE)
+        return live is not None and live is not self.live_true
+
+    def visit_Return(self: CodeGenerator, node: ast.Return) -> None:
+        value = self.visit(node.value) if node.value is not None else None
+        if len(self.call_stack) == 1 and unwrap(value) is not None:
+            raise refusal("kernel_return_value")
+        if self.region_depth == 0:
+            self.return_value = value
+            self.returned = True
+            return
+        self.runtime_return = True
+        if unwrap(value) is None:
+            self.none_return = True
+        else:
+            if not self._carriable(value):
+                raise CompilationError(
+                    "a value returned from inside a run-time 'if' or loop must be a tensor, a number or a "
+                    f"tuple of those, got {type(unwrap(value)).__name__}",
+                    hint="return compile-time values from compile-time branches only",
+                )
+            self.scope[RET] = self.sanitize(value)
+        self.scope[LIVE] = self.semantic.to_tensor(False)
+        self.returned = True
+
+    def finish_body(self: CodeGenerator) -> Any:
+        """The function's result once its body is generated."""
+        if not self.runtime_return:
+            return self.return_value
+        value = self.scope.get(RET)
+        falls_through = not self.returned
+        if value is not None and (self.none_return or falls_through):
+            raise CompilationError(
+                "this function returns a value on some paths and nothing on others",
+                hint="return a value of one type on every path",
+            )
+        return value
+
+    def placeholder(self: CodeGenerator, like: Any) -> Any:
+        """Zeros of `like`'s structure and types: the value of a variable on a path that has
+        returned (never read)."""
+        raw = unwrap(like)
+        if isinstance(raw, tuple):
+            return tuple(self.placeholder(v) for v in raw)
+        if not is_tensor(like):
+            return like
+        ty = like.type
+        if ty.scalar.is_ptr():
+            raise CompilationError(
+                "a pointer that is assigned or returned on only some paths of an early 'return' has no "
+                "value on the others",
+                hint="assign the pointer before the 'if' or loop that returns",
+            )
+        shape = list(ty.shape) if ty.is_block() else []
+        return self.semantic.full(shape, 0, ty.scalar)
+
+    def loop_condition(self: CodeGenerator, test: ast.expr) -> Any:
+        """A loop's condition; once the loop body may have returned, `LIVE and cond` (the
+        condition itself evaluated only while live)."""
+        if not self.may_have_returned():
+            return self.visit(test)
+        live = self.scope[LIVE]
+        then_block, else_block = Block(), Block()
+        before = dict(self.scope)
+        with self._in_region(then_block):
+            self.scope[LIVE] = self.live_true
+            cond = unwrap(self.visit(test))
+            if isinstance(cond, tlc.condition):
+                cond = unwrap(cond.condition)
+            cond = self.scalar_condition(self.semantic.to_tensor(cond))
+            self.builder.create_yield([cond.handle])
+        self.scope = before
+        with self._in_region(else_block):
+            self.builder.create_yield([self.semantic.to_tensor(False).handle])
+        if_op = self.builder.create_if(live.handle, [cond.handle.type], then_block, else_block)
+        return tlc.tensor(if_op.results[0], cond.type)
