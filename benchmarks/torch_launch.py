@@ -38,21 +38,17 @@ class _NullLibrary:
         return lambda *args, threads=None, group_size=None: None
 
 
-def _median_us(launch, batches: int, per_batch: int) -> float:
-    for _ in range(200):
+def _batch_us(launch, per_batch: int) -> float:
+    start = time.perf_counter()
+    for _ in range(per_batch):
         launch()
-    samples = []
-    for _ in range(batches):
-        start = time.perf_counter()
-        for _ in range(per_batch):
-            launch()
-        samples.append((time.perf_counter() - start) / per_batch * 1e6)
-    return statistics.median(samples)
+    return (time.perf_counter() - start) / per_batch * 1e6
 
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--repeat", type=int, default=21)
+    parser.add_argument("--repeat", type=int, default=31, help="batches of each launch")
+    parser.add_argument("--per-batch", type=int, default=500)
     args = parser.parse_args()
     n = 4096
     grid = (triton.cdiv(n, 1024),)
@@ -62,14 +58,28 @@ def main() -> int:
     add_kernel[grid](xn, yn, on, n, BLOCK_SIZE=1024)
     for compiled in add_kernel.cache.by_facts.values():
         compiled.launcher = lambda values, grid: None
-    base = _median_us(lambda: add_kernel[grid](xn, yn, on, n, BLOCK_SIZE=1024), args.repeat, 500)
 
-    os.environ["TRITON_METAL_BACKEND"] = "torch_mps"
     use_compiler(lambda source: _NullLibrary(), "cpu")
     xt, yt, ot = (torch.ones(n) for _ in range(3))
+    os.environ["TRITON_METAL_BACKEND"] = "torch_mps"
     add_kernel[grid](xt, yt, ot, n, BLOCK_SIZE=1024)
-    cost = _median_us(lambda: add_kernel[grid](xt, yt, ot, n, BLOCK_SIZE=1024), args.repeat, 500)
+
+    def numpy_launch() -> None:
+        add_kernel[grid](xn, yn, on, n, BLOCK_SIZE=1024)
+
+    def torch_launch() -> None:
+        add_kernel[grid](xt, yt, ot, n, BLOCK_SIZE=1024)
+
+    # batches alternate, so a change in the machine's load touches both series alike
+    base_samples, torch_samples = [], []
+    for _ in range(args.repeat):
+        os.environ["TRITON_METAL_BACKEND"] = "emulator"
+        base_samples.append(_batch_us(numpy_launch, args.per_batch))
+        os.environ["TRITON_METAL_BACKEND"] = "torch_mps"
+        torch_samples.append(_batch_us(torch_launch, args.per_batch))
     use_compiler(None)
+    base = statistics.median(base_samples)
+    cost = statistics.median(torch_samples)
 
     verdict = "ok" if cost <= TARGET_US else "OVER TARGET"
     print(f"cached launch, NumPy on the emulator path, launcher stubbed (baseline): {base:.2f} us")

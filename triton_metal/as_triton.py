@@ -92,6 +92,7 @@ def _top_module() -> types.ModuleType:
     module = types.ModuleType("triton", "triton_metal installed as triton (install_as_triton)")
     module.__path__ = []  # a package: submodules come from the finder
     module.__version__ = TRITON_VERSION  # type: ignore[attr-defined]
+    module.__triton_metal__ = True  # type: ignore[attr-defined]
 
     def __getattr__(name: str) -> Any:
         if name == "__file__":  # no file: the package's own would pass it off as a real Triton
@@ -109,8 +110,8 @@ def install_as_triton() -> types.ModuleType:
     """Make `import triton` (and its submodules) resolve to triton_metal; returns `triton`."""
     current = sys.modules.get("triton")
     if current is not None:
-        if vars(current).get("__version__") == TRITON_VERSION and "__file__" not in vars(current):
-            return current  # installed before (read from its dict: its __getattr__ forwards names)
+        if vars(current).get("__triton_metal__"):
+            return current  # installed before
         raise ImportError(
             "install_as_triton: a real Triton is already imported in this process; call "
             "triton_metal.install_as_triton() before anything imports triton"

@@ -202,9 +202,11 @@ class JITFunction(JITCallable):
         every backend."""
         from .compiler import type_check
 
-        args = tuple(without_fp64(a) for a in args)
-        kwargs = {k: without_fp64(v) for k, v in kwargs.items()}
-        key = self.specialization(*args, **kwargs)
+        stand_ins = tuple(without_fp64(a) for a in args)
+        named = {k: without_fp64(v) for k, v in kwargs.items()}
+        if all(a is b for a, b in zip(stand_ins, args)) and all(named[k] is kwargs[k] for k in kwargs):
+            return  # no float64 array to stand in: the fp64 refusal stands
+        key = self.specialization(*stand_ins, **named)
         try:
             type_check(self, key)
         except CompilationError as refusal:

@@ -210,6 +210,8 @@ def without_fp64(value: object) -> object:
         return MockArray(tlt.float32)
     if _mx is not None and isinstance(value, _mx.array) and dt == _mx.float64:
         return MockArray(tlt.float32)
+    if is_tensor(value) and str(dt) == "torch.float64":
+        return MockArray(tlt.float32)
     return value
 
 

@@ -218,10 +218,54 @@ class RecordedKernel:
                 kind, arg = kinds[p.index]
                 by_ref = p.ctype.endswith("&")
                 params.append(Param(kind, p.ctype, p.name, p.index, None, p.element, arg, by_ref))
-            ksrc = KernelSource(self.name, self._source, tuple(params), self.name, 1)
+            body_line = _body_line(self._source, self.name)
+            ksrc = KernelSource(self.name, self._source, tuple(params), self.name, body_line)
             fast = os.environ.get("PYTORCH_MPS_FAST_MATH", "0") not in ("", "0")
-            self._emulated = EmulatorKernel.build(ksrc, self._source, "", fast_math=fast)
+            body = "\n".join(self._source.split("\n")[body_line - 1 :])
+            with _bounds_checks(_declared_one_per_line(ksrc)):
+                self._emulated = EmulatorKernel.build(ksrc, body, "", fast_math=fast)
         return self._emulated
+
+
+def _body_line(source: str, name: str) -> int:
+    """The 1-based line after the one holding the `{` that opens kernel `name`'s body."""
+    m = re.search(r"\bkernel\s+void\s+" + re.escape(name) + r"\s*\(", source)
+    assert m is not None
+    depth, i = 1, m.end()
+    while depth and i < len(source):
+        depth += {"(": 1, ")": -1}.get(source[i], 0)
+        i += 1
+    brace = source.index("{", i)
+    return source.count("\n", 0, brace) + 2
+
+
+def _declared_one_per_line(source: KernelSource) -> bool:
+    """Every buffer parameter is declared on a line of its own, as the emulator's bounds checks
+    expect (`  <type> <name> [[buffer(i)]]`); a hand-written one-line signature is not."""
+    from ..emulator.bounds import checked_params
+
+    head = source.text.split("\n")[: source.body_line - 1]
+    return all(
+        any(line.startswith(f"  {p.ctype} {p.name} [[buffer({p.buffer})]]") for line in head)
+        for p in checked_params(source)
+    )
+
+
+@contextmanager
+def _bounds_checks(enabled: bool) -> Iterator[None]:
+    """Build with the emulator's bounds checks only where they can read the signature."""
+    if enabled:
+        yield
+        return
+    previous = os.environ.get("TRITON_METAL_EMULATOR_CHECKS")
+    os.environ["TRITON_METAL_EMULATOR_CHECKS"] = "0"
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop("TRITON_METAL_EMULATOR_CHECKS", None)
+        else:
+            os.environ["TRITON_METAL_EMULATOR_CHECKS"] = previous
 
 
 def _is_tensor(value: object) -> bool:
