@@ -255,10 +255,10 @@ void run_launch(Worker* w, LaunchState* st) {
         w->jump_armed.store(0);
     }
     w->running_group.store(0);
-    {
-        std::lock_guard<std::mutex> lock(st->mutex);
-        st->finished++;
-    }
+    // Notify while holding the lock: once the waiter sees the last worker finished it deletes the
+    // LaunchState, so no worker may touch the condition variable after releasing the mutex.
+    std::lock_guard<std::mutex> lock(st->mutex);
+    st->finished++;
     st->cv.notify_all();
 }
 
