@@ -69,8 +69,9 @@ def test_libdevice_exists_and_refuses_with_an_alternative() -> None:
     from triton_metal.errors import UnsupportedLanguageConstruct
 
     assert "extra.libdevice" in DELEGATED
-    with pytest.raises(UnsupportedLanguageConstruct, match="tl.exp"):
-        tl.extra.libdevice.exp
+    assert callable(tl.extra.libdevice.exp) and callable(tl.extra.libdevice.tanh)  # MSL has them
+    with pytest.raises(UnsupportedLanguageConstruct, match="tl.log"):
+        tl.extra.libdevice.log1p  # MSL has no log1p: the hint gives the tl formula
 
 
 # -- tl.dtype -------------------------------------------------------------------------------------
