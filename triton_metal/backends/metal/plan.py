@@ -93,7 +93,8 @@ class LaunchPlan:
                 inputs.append(feeds[n])
             else:
                 raise LaunchError(f"compiled kernel input '{n}' is fed by no parameter")
-        fed = {o.name for o in outputs}
+        # the device-assert status output is the launchers' own (runtime/device_asserts.py)
+        fed = {o.name for o in outputs} | {msl.metadata.get("assert_output")}  # type: ignore[attr-defined]
         for n in msl.output_names:  # type: ignore[attr-defined]
             if n not in fed:
                 outputs.append(OutputSlot(n, -1, "", "unused", "int32_t"))
