@@ -175,7 +175,9 @@ def clear_cache(memory: bool = True, disk: bool = True) -> dict[str, int]:
     dropped = 0
     if memory:
         for obj in gc.get_objects():
-            if isinstance(obj, JITFunction):
+            # type(), not isinstance(): the latter reads `__class__`, which some modules' lazy
+            # attributes answer with a deprecation warning
+            if issubclass(type(obj), JITFunction):
                 dropped += len(obj.cache)
                 obj.cache.clear()
     deleted = 0
