@@ -265,3 +265,22 @@ def test_autotune_restores_torch_tensors(monkeypatch):
     accumulate_kernel[lambda meta: (triton.cdiv(100, meta["BLOCK"]),)](x, acc, 100)
     assert torch.equal(acc, x + 1)  # benchmarking runs left no trace: restore_value on a tensor
     assert accumulate_kernel.tuning_key({"x_ptr": x, "acc_ptr": acc, "n": 100})[-2:] == ("float32", "float32")
+
+
+@triton.jit
+def half_add_kernel(acc_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.atomic_add(acc_ptr + offs, tl.full((BLOCK,), 1.0, tl.float16), mask=offs < n)
+
+
+def test_half_atomics_on_torch_mps_need_whole_words(monkeypatch: pytest.MonkeyPatch):
+    """PyTorch binds the tensor itself, so a 16-bit atomic's 32-bit word may not reach past it."""
+    monkeypatch.setenv("TRITON_METAL_BACKEND", "torch_mps")
+    with RecordingCompiler().installed():
+        even = torch.zeros(6, dtype=torch.float16)
+        half_add_kernel[(1,)](even, 6, BLOCK=8)
+        assert torch.equal(even, torch.ones(6, dtype=torch.float16))
+        odd = torch.zeros(5, dtype=torch.float16)
+        with pytest.raises(LaunchError, match="even number of elements"):
+            half_add_kernel[(1,)](odd, 5, BLOCK=8)
+        assert torch.equal(odd, torch.zeros(5, dtype=torch.float16))  # refused before running

@@ -58,7 +58,6 @@ class EmulatedMlx:
         return getattr(self._mx, name)
 
 
-_HALF_TYPES = ("float16_t", "bfloat16_t")
 
 
 class EmulatorLauncher:
@@ -78,9 +77,7 @@ class EmulatorLauncher:
             {s.arg for s in self.plan.inputs if s.role == "array"} | {o.arg for o in self.plan.outputs if o.arg >= 0}
         ))
         self._metal: Any = None
-        self._word_atomic_args = tuple(
-            o.arg for o in self.plan.outputs if o.kind == "pointer_atomic" and o.dtype in _HALF_TYPES and o.arg >= 0
-        )
+        self._word_atomic_args = self.plan.word_atomic_args
         self._asserts = has_asserts(msl)
 
     def _kernel(self, inputs: list[np.ndarray]) -> Any:

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from ..backends.metal.plan import launch_dims
+from ..backends.metal.plan import LaunchPlan, launch_dims
 from ..backends.torch_mps import TENSOR, SCALAR, TorchKernelSource, active_compiler, build_source
 from ..backends.torch_mps.driver import _ACTIVE
 from ..errors import LaunchError
@@ -43,6 +43,8 @@ class TorchMpsLauncher:
         self.arg_names = tuple(arg_names)
         self._plan = tuple((b.role, b.arg, b.dtype) for b in self.source.buffers)
         self._written = frozenset(b.arg for b in self.source.buffers if b.written)
+        self._word_atomics = LaunchPlan.of(msl, arg_names).word_atomic_args
+        """16-bit atomic outputs: updated through the 32-bit word holding each element."""
         self._function: Any = None
         self._compiled_with: object = _UNSET
         self._device = ""
@@ -67,6 +69,8 @@ class TorchMpsLauncher:
         if function is None or _ACTIVE[0] is not self._compiled_with:
             function = self._compile()
         args: list[object] = []
+        for arg in self._word_atomics:
+            self._check_whole_words(values[arg], arg)
         for role, arg, dtype in self._plan:
             if role == TENSOR:
                 args.append(self._tensor(values[arg], arg))
@@ -83,6 +87,21 @@ class TorchMpsLauncher:
         if dims is None:
             return
         function(*args, threads=dims[0], group_size=dims[1])
+
+    def _check_whole_words(self, value: object, arg: int) -> None:
+        """A float16/bfloat16 atomic updates the aligned 32-bit word holding its element, so the
+        tensor must start on a 4-byte boundary and hold whole words: PyTorch binds the tensor
+        itself, and the word of an odd last element (or of a first element at an odd offset)
+        would reach outside it. The emulator and MLX paths pad a copy instead."""
+        ptr = int(value.data_ptr())  # type: ignore[attr-defined]
+        size = int(value.numel())  # type: ignore[attr-defined]
+        if ptr % 4 or size % 2:
+            raise LaunchError(
+                f"argument '{self.arg_names[arg]}': its float16/bfloat16 atomics update 32-bit "
+                f"words, so on torch_mps the tensor must start 4-byte aligned and have an even "
+                f"number of elements (it has {size} at address offset {ptr % 4}); pad it by one "
+                "element, or accumulate in float32"
+            )
 
     def _tensor(self, value: object, arg: int) -> object:
         if type(value) is self._tensor_type and getattr(value, self._on_device):

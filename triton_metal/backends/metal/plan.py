@@ -67,6 +67,13 @@ class LaunchPlan:
     threads: int
     spread: bool
 
+    @property
+    def word_atomic_args(self) -> tuple[int, ...]:
+        """Arguments with float16/bfloat16 atomics, which update the aligned 32-bit word holding
+        each element (so the buffer must start on a word and hold whole words)."""
+        return tuple(o.arg for o in self.outputs
+                     if o.kind == "pointer_atomic" and o.dtype in ("float16_t", "bfloat16_t") and o.arg >= 0)
+
     @classmethod
     def of(cls, msl: object, arg_names: Sequence[str]) -> LaunchPlan:
         index = {name: i for i, name in enumerate(arg_names)}
