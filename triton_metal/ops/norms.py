@@ -28,6 +28,18 @@ from ._rows import ROW_TUNING, row_block, row_configs
 MAX_PROGRAMS = 256
 
 
+@triton.jit
+def _row_moments(s1, s2, n_cols, eps, RMS):
+    """A row's mean (0 for RMSNorm) and 1/std from its running sums of x and x*x."""
+    if RMS:
+        mean = 0.0
+        var = tl.sum(s2, 0) / n_cols
+    else:
+        mean = tl.sum(s1, 0) / n_cols
+        var = tl.maximum(tl.sum(s2, 0) / n_cols - mean * mean, 0.0)
+    return mean, tl.rsqrt(var + eps)
+
+
 @triton.autotune(configs=row_configs(), key=["n_cols", "ONE_PASS"], prune_configs_by=ROW_TUNING)
 @triton.jit
 def _norm_fwd(x_ptr, w_ptr, b_ptr, y_ptr, n_cols, eps, RMS, HAS_W: tl.constexpr,
@@ -57,13 +69,7 @@ def _norm_fwd(x_ptr, w_ptr, b_ptr, y_ptr, n_cols, eps, RMS, HAS_W: tl.constexpr,
             x = tl.load(x_row + off + offs, mask=off + offs < n_cols, other=0.0).to(tl.float32)
             s1 += x
             s2 += x * x
-        if RMS:
-            mean = 0.0
-            var = tl.sum(s2, 0) / n_cols
-        else:
-            mean = tl.sum(s1, 0) / n_cols
-            var = tl.maximum(tl.sum(s2, 0) / n_cols - mean * mean, 0.0)
-        rstd = tl.rsqrt(var + eps)
+        mean, rstd = _row_moments(s1, s2, n_cols, eps, RMS)
         for off in range(0, n_cols, BLOCK):
             mask = off + offs < n_cols
             x = tl.load(x_row + off + offs, mask=mask, other=0.0).to(tl.float32)
@@ -139,13 +145,7 @@ def _norm_bwd_long(x_ptr, w_ptr, dy_ptr, dx_ptr, stats_ptr, n_cols, eps, RMS,
         s2 += x * x
         sg += g
         sgx += g * x
-    if RMS:
-        mean = 0.0
-        var = tl.sum(s2, 0) / n_cols
-    else:
-        mean = tl.sum(s1, 0) / n_cols
-        var = tl.maximum(tl.sum(s2, 0) / n_cols - mean * mean, 0.0)
-    rstd = tl.rsqrt(var + eps)
+    mean, rstd = _row_moments(s1, s2, n_cols, eps, RMS)
     mean_g = tl.sum(sg, 0) / n_cols
     # mean(dxhat * xhat) = rstd * (mean(dxhat * x) - mean * mean(dxhat))
     inner = rstd * (tl.sum(sgx, 0) / n_cols - mean * mean_g)
