@@ -128,6 +128,21 @@ class LaunchError(TritonError, ValueError):
     """Bad arguments to `kernel[grid](...)`, found before anything runs."""
 
 
+class BufferLimitError(OutOfResources, LaunchError):
+    """A compiled kernel binds more buffers than Metal's 31 per kernel; refused for every backend
+    when the variant is compiled, before anything runs (`backends/metal/plan.py`)."""
+
+    def __init__(self, message: str, required: int, limit: int) -> None:
+        self.required = required
+        self.limit = limit
+        self.name = "buffers"
+        self.message = message
+        Exception.__init__(self, message)
+
+    def __reduce__(self):
+        return (type(self), (self.message, self.required, self.limit))
+
+
 class OpError(LaunchError):
     """A `triton_metal.op` called with bad arrays, or whose launcher or backward returned the
     wrong values; the message names the op and the argument."""

@@ -2,7 +2,9 @@
 
 * `compile_variant(kernel, key) -> CompiledKernel`: the disk cache first (`disk_cache.py`: a hit
   skips the front end and the code generator), else `compiler.compile_msl` and a store; logs
-  (`TRITON_METAL_DEBUG`) and dumps (`dumps.py`) follow.
+  (`TRITON_METAL_DEBUG`) and dumps (`dumps.py`) follow. Every variant, compiled or read back,
+  then passes Metal's buffer limit (`backends.metal.plan.check_buffer_limit`): the interpreter
+  compiles each variant for legality through here too, so all backends refuse alike.
 * `make_launcher(kernel, compiled)`: the backend's callable `(values, grid) -> None` for the
   variant: `EmulatorLauncher`, the Metal driver's `MetalLauncher` (NumPy arguments turned into
   the flat buffers it copies in and back), the torch_mps `TorchMpsLauncher` (tensors bound in
@@ -23,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from ..backends.metal.plan import check_buffer_limit
 from .backend import EMULATOR, INTERPRETER, METAL, TORCH_MPS
 from .cache import CompiledKernel
 from .grid import Grid3
@@ -90,16 +93,28 @@ def compile_variant(kernel: Any, key: SpecializationKey) -> CompiledKernel:
         from . import dumps
 
         dumps.after_compile(compiled, level)
+    check_buffer_limit(compiled.msl, kernel.__name__, definition(kernel))
     return compiled
 
 
-def _written_variant(compiled: CompiledKernel) -> Any:
-    """outputs -> the variant's twin with written masks (compiled on the Metal path's first need)."""
+def definition(kernel: Any) -> str:
+    """`file:line` of the kernel's `def` (for errors that concern the kernel as a whole)."""
+    code = getattr(getattr(kernel, "fn", None), "__code__", None)
+    return f"{code.co_filename}:{code.co_firstlineno}" if code is not None else ""
+
+
+def _written_variant(kernel: Any, compiled: CompiledKernel) -> Any:
+    """outputs -> the variant's twin with written masks (compiled on the Metal path's first need;
+    its masks add outputs, so it passes the buffer limit on its own: a kernel whose launches are
+    proven to cover their outputs never needs it)."""
 
     def variant(outputs: tuple[str, ...]) -> Any:
         from .compiler import compile_written_variant
 
-        return compile_written_variant(compiled, outputs)
+        twin = compile_written_variant(compiled, outputs)
+        params = {o: p.name for p in compiled.msl.params for o in p.msl_outputs}
+        check_buffer_limit(twin, kernel.__name__, definition(kernel), tuple(params.get(o, o) for o in outputs))
+        return twin
 
     return variant
 
@@ -110,7 +125,7 @@ def make_launcher(kernel: Any, compiled: CompiledKernel) -> Any:
         from .launch_emulator import EmulatorLauncher
 
         return EmulatorLauncher(compiled.msl, kernel.arg_names, kernel.__name__,
-                                written_variant=_written_variant(compiled))
+                                written_variant=_written_variant(kernel, compiled))
     if backend == TORCH_MPS:
         from .launch_torch_mps import TorchMpsLauncher
 
@@ -119,7 +134,7 @@ def make_launcher(kernel: Any, compiled: CompiledKernel) -> Any:
         from ..backends.metal import LaunchPlan, MetalLauncher
 
         launcher = MetalLauncher(compiled.msl, LaunchPlan.of(compiled.msl, kernel.arg_names), kernel.arg_names,
-                                 written_variant=_written_variant(compiled))
+                                 written_variant=_written_variant(kernel, compiled))
         names = tuple(kernel.arg_names)
 
         def metal(values: tuple[object, ...], grid: Grid3) -> None:
