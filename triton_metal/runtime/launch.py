@@ -14,7 +14,8 @@
 The binder returns values as the caller passed them. The interpreter takes plain values:
 Python scalars for scalar parameters (NumPy scalars are converted), the unwrapped value for
 constexpr parameters, arrays untouched and torch CPU tensors as NumPy views of their memory
-(`to_launch_args`).
+(`to_launch_args`); a NumPy view the compiled backends cannot pass (negative strides, strides
+that are not whole elements) is refused with their error.
 """
 
 from __future__ import annotations
@@ -29,10 +30,10 @@ from ..backends.metal.plan import check_buffer_limit
 from .backend import EMULATOR, INTERPRETER, METAL, TORCH_MPS
 from .cache import CompiledKernel
 from .grid import Grid3
-from .host_arrays import metal_values
+from .host_arrays import metal_values, numpy_buffer
 from .log import debug_level, log
 from .signature import kernel_signature
-from .specialization import ArgSpec, ConstexprArg, PointerArg, SpecializationKey
+from .specialization import ArgSpec, ConstexprArg, PointerArg, ReinterpretedArray, SpecializationKey
 from .torch_arrays import host_view, is_tensor
 
 
@@ -48,6 +49,8 @@ def to_launch_args(
             value = value.item()
         elif isinstance(fact, PointerArg) and is_tensor(value):
             value = host_view(value, name)
+        if isinstance(fact, PointerArg) and isinstance(value, (np.ndarray, ReinterpretedArray)):
+            numpy_buffer(value, name)  # refused as the compiled backends refuse it (strides)
         args[name] = value
     return args
 

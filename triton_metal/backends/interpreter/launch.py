@@ -24,6 +24,7 @@ import numpy as np
 
 from triton_metal.errors import (
     CompilationError, InterpreterError, InterpreterOutOfBounds, LaunchError, Loc, TritonError,
+    out_of_bounds_message,
 )
 from triton_metal.language import JITCallable, Semantic, active_semantic, constexpr, tensor
 from triton_metal.language.types import (
@@ -251,6 +252,13 @@ def _located(exc: Exception, kernel: JITCallable, pid: tuple[int, int, int]) -> 
     name = kernel.__name__
     if isinstance(exc, CompilationError):
         return exc.with_context(loc, name)
+    if isinstance(exc, InterpreterOutOfBounds) and exc.argument and frame is not None:
+        # worded as the emulator's bounds checks word it (errors.py)
+        return InterpreterOutOfBounds(
+            out_of_bounds_message(name, exc.argument, exc.index, exc.extent, frame.filename,
+                                  frame.lineno or 0, pid, source or ""),
+            exc.argument, exc.index, exc.extent,
+        )
     where = f"{loc}: " if loc is not None else ""
     text = f"{where}in kernel '{name}', program {pid}"
     if source:

@@ -96,7 +96,7 @@ void* tm_rt_tg_alloc(unsigned id, unsigned long size, unsigned long align, const
                      const char* file, int line);
 // A bounds-checked access failed (never returns): buffer `name`, element `index` of `extent`.
 [[noreturn]] void tm_rt_out_of_bounds(const char* name, long index, unsigned long extent,
-                                      unsigned long width, const char* file, int line);
+                                      const char* file, int line);
 }
 
 #endif
