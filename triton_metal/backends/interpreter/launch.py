@@ -75,7 +75,9 @@ def launch(kernel: JITCallable, grid: tuple[int, int, int], args: dict[str, obje
     from triton_metal.frontend.static_check import check_kernel
 
     check_kernel(kernel)  # the constructs the compiler refuses are refused here too
-    memory = Memory()
+    from triton_metal.backends.emulator.bounds import checks_enabled
+
+    memory = Memory(checked=checks_enabled())  # the emulator's opt-out turns both off
     constexprs = _constexpr_params(kernel)
     mlx: dict[int, _MlxBinding] = {}
     bound = {name: _bind(name, value, memory, mlx, name in constexprs) for name, value in args.items()}

@@ -123,7 +123,12 @@ def poison(pointers: np.ndarray) -> np.ndarray:
 class Memory:
     """The set of buffers one launch may touch."""
 
-    def __init__(self) -> None:
+    def __init__(self, checked: bool = True) -> None:
+        self.checked = checked
+        """Check each access against its argument (the default); off (the emulator's opt-out,
+        `TRITON_METAL_EMULATOR_CHECKS=0`), an access may reach any registered allocation, as
+        an unchecked compiled kernel reaches the memory around its buffers, and only one outside
+        all of them (which the interpreter cannot touch) raises."""
         self.buffers: list[Buffer] = []
         self.views: list[View] = []
         """The array arguments, in the order of their tags."""
@@ -187,20 +192,29 @@ class Memory:
             off = (a[sel] - np.uint64(v.base)).view(np.int64)
             offsets[sel] = off
             real[sel] = np.uint64(v.first) + off.view(np.uint64)
+        if not self.checked:
+            return self._unchecked(real, view_of, offsets, itemsize, what, addrs.shape)
         starts = np.array([v.start for v in self.views], dtype=np.int64)
         stops = np.array([v.stop for v in self.views], dtype=np.int64)
         inside = (offsets >= starts[view_of]) & (offsets + itemsize <= stops[view_of])
         if not inside.all():
             lane = int(np.flatnonzero(~inside)[0])
             raise self._out_of_bounds(self.views[int(view_of[lane])], int(offsets[lane]), what)
-        misaligned = (real % np.uint64(itemsize)) != 0
-        if misaligned.any():
-            addr = int(real[misaligned][0])
-            raise InterpreterError(
-                f"unaligned {what}: address {addr:#x} is not a multiple of the element size {itemsize}"
-            )
+        _check_aligned(real, itemsize, what)
         which = np.array([v.buffer for v in self.views], dtype=np.int64)[view_of]
         return real.reshape(addrs.shape), which.reshape(addrs.shape)
+
+    def _unchecked(self, real: np.ndarray, view_of: np.ndarray, offsets: np.ndarray, itemsize: int,
+                   what: str, shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+        which = np.full(real.shape, -1, dtype=np.int64)
+        for i, b in enumerate(self.buffers):
+            inside = (real >= np.uint64(b.low)) & (real + np.uint64(itemsize) <= np.uint64(b.high)) & (which < 0)
+            which[inside] = i
+        if (which < 0).any():
+            lane = int(np.flatnonzero(which < 0)[0])
+            raise self._out_of_bounds(self.views[int(view_of[lane])], int(offsets[lane]), what)
+        _check_aligned(real, itemsize, what)
+        return real.reshape(shape), which.reshape(shape)
 
     def _raw(self, a: np.ndarray, sel: np.ndarray, view_of: np.ndarray, offsets: np.ndarray) -> None:
         """Real addresses (only an integer cast to a pointer makes one, which the compiler
@@ -342,6 +356,13 @@ class Memory:
                 self._scatter(b, cell, v[lane : lane + 1])
                 b.written = True
         return old.reshape(addrs.shape)
+
+
+def _check_aligned(real: np.ndarray, itemsize: int, what: str) -> None:
+    misaligned = (real % np.uint64(itemsize)) != 0
+    if misaligned.any():
+        addr = int(real[misaligned][0])
+        raise InterpreterError(f"unaligned {what}: address {addr:#x} is not a multiple of the element size {itemsize}")
 
 
 def _apply_op(op: AtomicOp, old: np.ndarray, val: np.ndarray) -> np.ndarray:
