@@ -159,3 +159,37 @@ def test_written_masks_refuse_only_the_launches_that_need_them(tmp_path: Path, f
         with on_backend(name):
             kernel[(1,)](*numpy_arrays, 4)
         assert all((a[:4] == i + 1).all() and (a[4:] == i).all() for i, a in enumerate(numpy_arrays))
+
+
+def test_arrays_the_kernel_never_touches_take_no_buffer(tmp_path: Path, fake_metal: FakeMx) -> None:
+    """40 array parameters, two of them used: 3 buffers on every path, torch_mps's included
+    (which binds one buffer per parameter it passes)."""
+    torch = pytest.importorskip("torch")
+    from triton_metal.backends.torch_mps.standin import RecordingCompiler
+
+    path = tmp_path / "mostly_unused.py"
+    params = ", ".join(f"p{i}" for i in range(40))
+    path.write_text("import triton_metal as triton\nimport triton_metal.language as tl\n\n\n"
+                    f"@triton.jit\ndef mostly_unused({params}):\n"
+                    "    offs = tl.arange(0, 8)\n"
+                    "    tl.store(p39 + offs, tl.load(p0 + offs) + tl.load(p39 + offs))\n")
+    spec = importlib.util.spec_from_file_location("mostly_unused", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    kernel = module.mostly_unused
+    for name in ("emulator", "interpreter"):
+        arrays = _numpy(40)
+        with on_backend(name):
+            kernel[(1,)](*arrays)
+        assert (arrays[39] == 39).all() and all((a == i).all() for i, a in enumerate(arrays[:39]))
+    with on_backend("metal"):
+        mlx_arrays = [mx.full((8,), i, mx.float32) for i in range(40)]
+        kernel[(1,)](*mlx_arrays)
+        assert (np.array(mlx_arrays[39]) == 39).all()
+    assert len(fake_metal.fast.factory_calls[0]["input_names"]) + len(fake_metal.fast.factory_calls[0]["output_names"]) == 3
+    with on_backend("torch_mps"), RecordingCompiler().installed() as recorder:
+        tensors = [torch.full((8,), float(i)) for i in range(40)]
+        kernel[(1,)](*tensors)
+        assert bool((tensors[39] == 39).all())
+    assert len(recorder.calls) == 1 and recorder.sources[0].count("[[buffer(") == 2
