@@ -152,7 +152,8 @@ def test_written_masks_refuse_only_the_launches_that_need_them(tmp_path: Path, f
         text = _refusal(lambda: kernel[(1,)](*arrays, 4))  # half of each array: 15 masks
         assert all((np.array(a) == i + 1).all() for i, a in enumerate(arrays))
     assert "takes 46 buffers (15 arrays read, 15 arrays written, 1 scalar, 15 written masks)" in text
-    assert "hint: the kernel itself takes 31 buffers; this launch adds a written mask for 'p0', 'p1'" in text
+    assert ("hint: the kernel itself takes 31 buffers; this launch of MLX arrays needs its twin, with 15 "
+            "more for 'p0', 'p1'") in text, text
     assert len(fake_metal.fast.launches) == 1
     for name in ("emulator", "interpreter"):  # NumPy arrays are written in place: no masks
         numpy_arrays = _numpy(15)
@@ -193,3 +194,37 @@ def test_arrays_the_kernel_never_touches_take_no_buffer(tmp_path: Path, fake_met
         kernel[(1,)](*tensors)
         assert bool((tensors[39] == 39).all())
     assert len(recorder.calls) == 1 and recorder.sources[0].count("[[buffer(") == 2
+
+
+def test_the_old_contents_of_a_counter_count_on_the_mlx_path(tmp_path: Path, fake_metal: FakeMx) -> None:
+    """A counter whose old values the kernel reads makes the arrays it loads and stores read what
+    the stores update: the kernel writes them through its outputs only (17 buffers), and on the
+    MLX path those outputs start as the arrays, whose old contents its twin reads as 15 more
+    inputs (32: refused). NumPy arrays, written in place, need no twin."""
+    path = tmp_path / "counting_pairs.py"
+    params = ", ".join([*(f"p{i}" for i in range(14)), "count", "s0", "s1"])
+    body = "    offs = tl.arange(0, 8)\n    ticket = tl.atomic_add(count, 1)\n"
+    body += "".join(f"    tl.store(p{i} + offs, tl.load(p{i} + offs, mask=offs < s0) + s1 + ticket, mask=offs < s0)\n"
+                    for i in range(14))
+    path.write_text("import triton_metal as triton\nimport triton_metal.language as tl\n\n\n"
+                    f"@triton.jit\ndef counting_pairs({params}):\n{body}")
+    spec = importlib.util.spec_from_file_location("counting_pairs", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    kernel = module.counting_pairs
+    with on_backend("metal"):
+        arrays = [mx.zeros((8,), mx.float32) for _ in range(14)]
+        count = mx.array([4, 9], mx.int32)
+        text = _refusal(lambda: kernel[(1,)](*arrays, count, 8, 3))
+        assert np.array(count).tolist() == [4, 9] and all((np.array(a) == 0).all() for a in arrays)
+    assert not fake_metal.fast.launches
+    assert "takes 32 buffers (15 arrays written, 2 scalars, 15 arrays' old contents)" in text, text
+    assert ("hint: the kernel itself takes 17 buffers; this launch of MLX arrays needs its twin, with 15 more "
+            "for 'p0', 'p1', ") in text, text
+    for name in ("emulator", "interpreter"):
+        numpy_arrays = _numpy(14)
+        numpy_count = np.array([4, 9], np.int32)
+        with on_backend(name):
+            kernel[(1,)](*numpy_arrays, numpy_count, 8, 3)
+        assert numpy_count.tolist() == [5, 9] and (numpy_arrays[0] == 0 + 3 + 4).all()

@@ -106,17 +106,19 @@ def definition(kernel: Any) -> str:
     return f"{code.co_filename}:{code.co_firstlineno}" if code is not None else ""
 
 
-def _written_variant(kernel: Any, compiled: CompiledKernel) -> Any:
-    """outputs -> the variant's twin with written masks (compiled on the Metal path's first need;
-    its masks add outputs, so it passes the buffer limit on its own: a kernel whose launches are
-    proven to cover their outputs never needs it)."""
+def _twin(kernel: Any, compiled: CompiledKernel) -> Any:
+    """(masked, relative) outputs -> the variant's twin with written masks and outputs kept
+    relative to their arrays (compiled on the Metal path's first need). Its masks and old
+    contents add buffers, so it passes the buffer limit on its own: a kernel whose launches need
+    no twin never meets its count."""
 
-    def variant(outputs: tuple[str, ...]) -> Any:
-        from .compiler import compile_written_variant
+    def variant(masked: tuple[str, ...], relative: tuple[str, ...]) -> Any:
+        from .compiler import compile_twin
 
-        twin = compile_written_variant(compiled, outputs)
+        twin = compile_twin(compiled, masked, relative)
         params = {o: p.name for p in compiled.msl.params for o in p.msl_outputs}
-        check_buffer_limit(twin, kernel.__name__, definition(kernel), tuple(params.get(o, o) for o in outputs))
+        check_buffer_limit(twin, kernel.__name__, definition(kernel),
+                           tuple(params.get(o, o) for o in (*masked, *relative)), compiled.msl)
         return twin
 
     return variant
@@ -128,7 +130,7 @@ def make_launcher(kernel: Any, compiled: CompiledKernel) -> Any:
         from .launch_emulator import EmulatorLauncher
 
         return EmulatorLauncher(compiled.msl, kernel.arg_names, kernel.__name__,
-                                written_variant=_written_variant(kernel, compiled))
+                                twin=_twin(kernel, compiled))
     if backend == TORCH_MPS:
         from .launch_torch_mps import TorchMpsLauncher
 
@@ -137,7 +139,7 @@ def make_launcher(kernel: Any, compiled: CompiledKernel) -> Any:
         from ..backends.metal import LaunchPlan, MetalLauncher
 
         launcher = MetalLauncher(compiled.msl, LaunchPlan.of(compiled.msl, kernel.arg_names), kernel.arg_names,
-                                 written_variant=_written_variant(kernel, compiled))
+                                 twin=_twin(kernel, compiled))
         names = tuple(kernel.arg_names)
 
         def metal(values: tuple[object, ...], grid: Grid3) -> None:

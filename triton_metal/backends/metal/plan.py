@@ -9,11 +9,12 @@ each launch, so the hot path does no name lookups.
 `check_buffer_limit(msl, kernel, where)` is the one check of Metal's limit of 31 buffers per
 kernel: `runtime.launch.compile_variant` runs it on every compiled variant (so every backend,
 the interpreter included, refuses the same kernels with the same error before anything runs),
-and `compiler.compile_written_variant` on the twin with written masks when a launch needs it.
-The count is what `metal_kernel` binds (`buffer_count`): one buffer per input (each array the
+and `runtime.launch` on the twin (written masks, outputs kept relative to their arrays) when a
+launch first needs it. The count is what `metal_kernel` binds (`buffer_count`): one buffer per input (each array the
 kernel reads, each runtime scalar, the grid input of a spread variant) and one per output (each
 array it stores to or updates atomically, each written mask of the twin, the device-assert
-status of a debug build, or the placeholder output of a kernel that writes nothing).
+status of a debug build, or the placeholder output of a kernel that writes nothing), and for the
+twin the old contents of each output it keeps relative to its array (one input each).
 
 `launch_dims(grid, threads, spread)` is the metal_kernel `grid`/`threadgroup` of a launch: MLX
 counts the grid in threads, `(gx * T, gy, gz)` with threadgroup `(T, 1, 1)`; with `spread` the
@@ -131,6 +132,8 @@ class BufferCount:
     """Runtime scalars (a 0-d input each)."""
     grid: int
     """The grid input of a variant compiled with program spreading (0 or 1)."""
+    contents: int
+    """Old contents of the twin's outputs kept relative to their arrays (one input each)."""
     written: int
     """Arrays the kernel stores to or updates atomically (one output each)."""
     masks: int
@@ -142,7 +145,9 @@ class BufferCount:
 
     @property
     def total(self) -> int:
-        return self.read + self.scalars + self.grid + self.written + self.masks + self.status + self.placeholder
+        return (self.read + self.scalars + self.grid + self.contents + self.written + self.masks + self.status
+                + self.placeholder)
+
 
     def describe(self) -> str:
         parts = [
@@ -150,6 +155,7 @@ class BufferCount:
             (self.written, "array written", "arrays written"),
             (self.scalars, "scalar", "scalars"),
             (self.grid, "grid input of a spread launch", ""),
+            (self.contents, "array's old contents", "arrays' old contents"),
             (self.masks, "written mask", "written masks"),
             (self.status, "device-assert status", ""),
             (self.placeholder, "placeholder output", ""),
@@ -163,27 +169,31 @@ def buffer_count(msl: object) -> BufferCount:
     grid = 1 if metadata.get("grid_input") else 0
     status = 1 if metadata.get("assert_output") else 0
     masks = len(metadata.get("written_masks") or ())
+    contents = len(metadata.get("relative_outputs") or ())
     scalars = sum(len(p.msl_inputs) for p in msl.params if p.kind == "scalar")  # type: ignore[attr-defined]
-    read = len(msl.input_names) - scalars - grid  # type: ignore[attr-defined]
+    read = len(msl.input_names) - scalars - grid - contents  # type: ignore[attr-defined]
     outputs = len(msl.output_names)  # type: ignore[attr-defined]
     fed = sum(len(p.msl_outputs) for p in msl.params)  # type: ignore[attr-defined]
-    return BufferCount(read, scalars, grid, fed, masks, status, outputs - fed - masks - status)
+    return BufferCount(read, scalars, grid, contents, fed, masks, status, outputs - fed - masks - status)
 
 
-def check_buffer_limit(msl: object, kernel: str, where: str = "", masked: Sequence[str] = ()) -> None:
+def check_buffer_limit(msl: object, kernel: str, where: str = "", twin_of: Sequence[str] = (),
+                       plain: object = None) -> None:
     """Refuse a variant that binds more than `MAX_BUFFERS` buffers (module docstring); `where`
-    is the kernel's definition (`file:line`); `masked`, for a twin, names the arguments whose
-    written masks it adds."""
+    is the kernel's definition (`file:line`); for a twin, `plain` is the variant it is the twin
+    of and `twin_of` names the arguments whose written masks or old contents it adds."""
     count = buffer_count(msl)
     if count.total <= MAX_BUFFERS:
         return
     at = f" ({where})" if where else ""
-    if masked and count.total - count.masks <= MAX_BUFFERS:
+    own = buffer_count(plain).total if plain is not None else count.total
+    if own <= MAX_BUFFERS:
         hint = (
-            f"the kernel itself takes {count.total - count.masks} buffers; this launch adds a written "
-            f"mask for {', '.join(repr(m) for m in masked)}, whose stores are not proven to cover the "
-            "whole array: store to every element (or pass NumPy or torch arrays, which take no mask), "
-            "or pass fewer arrays and scalars"
+            f"the kernel itself takes {own} buffers; this launch of MLX arrays needs its twin, with "
+            f"{count.total - own} more for {', '.join(repr(m) for m in twin_of)} (a written mask for an "
+            "output whose stores are not proven to cover the whole array, the old contents of one "
+            "that must start as its array): store to every element, pass NumPy or torch arrays "
+            "(written in place: nothing added), or pass fewer arrays and scalars"
         )
     else:
         hint = ("pass fewer arrays and scalars: pack scalars into one array, or split the kernel "
