@@ -178,6 +178,7 @@ def compile_module(module: Module, options: CodegenOptions, axis_info: object | 
             "vector_inputs": tuple(sorted(ctx.vector_inputs)),
             "grid_input": GRID_INPUT if options.spread_programs else None,
             "written_masks": masks,
+            "unwritten_masks": bool(masks) and options.unwritten_masks,
             "relative_outputs": relative,
             "assert_output": ASSERT_OUTPUT if ctx.asserts else None,
             "asserts": tuple(ctx.asserts),

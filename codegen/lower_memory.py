@@ -218,7 +218,7 @@ def _vector_store(ctx: LoweringContext, op: mem.StoreOp, p: PtrValue, val: RegVa
             continue
         target = Index(PtrCast("device", vtype, Apply("add", (Var(p.buffer.output_name), p.offsets[r]))), Lit("0"))
         value = Call(vtype, tuple(_reg_at(val, r + i) for i in range(vec)))  # type: ignore[misc]
-        stmts = (Assign(target, value), *_mark_written(p, tuple(p.offsets[r + i] for i in range(vec))))
+        stmts = (Assign(target, value), *_mark_written(ctx, p, tuple(p.offsets[r + i] for i in range(vec))))
         cond = _and(own, _reg_at(mask, r))
         _emit_guarded(ctx, cond, stmts)
 
@@ -251,7 +251,7 @@ def lower_store(ctx: LoweringContext, op: mem.StoreOp) -> None:
         off = p.offsets[r] if p.dist is not None else p.offsets[0]
         v = _reg_at(val, r)
         assert v is not None
-        stmts = (Assign(Index(dst, off), _encode(ctx, p, off, v, ety)), *_mark_written(p, (off,)))
+        stmts = (Assign(Index(dst, off), _encode(ctx, p, off, v, ety)), *_mark_written(ctx, p, (off,)))
         cond = _and(own_var, _reg_at(mask, r))
         _emit_guarded(ctx, cond, stmts)
 
@@ -264,11 +264,13 @@ def _emit_guarded(ctx: LoweringContext, cond: Expr | None, stmts: tuple[Assign, 
         ctx.emit(stmt)
 
 
-def _mark_written(p: PtrValue, offsets: tuple[Expr, ...]) -> tuple[Assign, ...]:
-    """`written[off] = true` beside a store, when the buffer has a written mask."""
+def _mark_written(ctx: LoweringContext, p: PtrValue, offsets: tuple[Expr, ...]) -> tuple[Assign, ...]:
+    """`written[off] = true` beside a store, when the buffer has a written mask (`false` when
+    the masks mark the elements not written, `CodegenOptions.unwritten_masks`)."""
     if p.buffer.written_name is None:
         return ()
-    return tuple(Assign(Index(Var(p.buffer.written_name), off), Lit("true")) for off in offsets)
+    mark = Lit("false" if ctx.options.unwritten_masks else "true")
+    return tuple(Assign(Index(Var(p.buffer.written_name), off), mark) for off in offsets)
 
 
 def _relative_helper(ctx: LoweringContext, ety: ScalarType) -> None:
