@@ -273,31 +273,31 @@ def _mark_written(ctx: LoweringContext, p: PtrValue, offsets: tuple[Expr, ...]) 
     return tuple(Assign(Index(Var(p.buffer.written_name), off), mark) for off in offsets)
 
 
-def _relative_helper(ctx: LoweringContext, ety: ScalarType) -> None:
-    ctx.helpers.add("relative_contents")
-    ctx.relative_types.add((msl_type(ety), ety.bitwidth))
+_ENCODE = {"xor": "km_rel_xor", "sub": "km_rel_sub"}
+_DECODE = {"xor": "km_rel_xor", "sub": "km_rel_add"}
 
 
 def _encode(ctx: LoweringContext, p: PtrValue, off: Expr, value: Expr, ety: ScalarType) -> Expr:
     """What to write for `value` at `off` (unchanged unless the output is kept relative)."""
-    buf = p.buffer
-    if not buf.relative:
+    if not p.buffer.relative:
         return value
-    _relative_helper(ctx, ety)
-    assert buf.old_name is not None
-    name = "km_rel_xor" if buf.relative == "xor" else "km_rel_sub"
-    return Call(name, (Convert(msl_type(ety), value), Index(Var(buf.old_name), off)))
+    return _relative_call(ctx, p, off, Convert(msl_type(ety), value), ety, _ENCODE)
 
 
 def _decode(ctx: LoweringContext, p: PtrValue, off: Expr, held: Expr, ety: ScalarType) -> Expr:
     """The element's value from what the output holds at `off` (the inverse of `_encode`)."""
-    buf = p.buffer
-    if not buf.relative:
+    if not p.buffer.relative:
         return held
-    _relative_helper(ctx, ety)
+    return _relative_call(ctx, p, off, held, ety, _DECODE)
+
+
+def _relative_call(ctx: LoweringContext, p: PtrValue, off: Expr, value: Expr, ety: ScalarType,
+                   names: dict[str, str]) -> Expr:
+    buf = p.buffer
     assert buf.old_name is not None
-    name = "km_rel_xor" if buf.relative == "xor" else "km_rel_add"
-    return Call(name, (held, Index(Var(buf.old_name), off)))
+    ctx.helpers.add("relative_contents")
+    ctx.relative_types.add((msl_type(ety), ety.bitwidth))
+    return Call(names[buf.relative], (value, Index(Var(buf.old_name), off)))
 
 
 def _hoist(ctx: LoweringContext, cond: Expr | None) -> Expr | None:
