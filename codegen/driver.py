@@ -32,7 +32,7 @@ from . import (  # noqa: F401
 )
 from .context import LoweringContext
 from .coverage import store_coverage
-from .kernel import MSLKernel, ParamBinding, relative_encoding
+from .kernel import MSLKernel, ParamBinding, old_input_name, relative_encoding
 from .lower_control import ASSERT_OUTPUT
 from .msl_types import mlx_type, msl_type, uint_of_width
 from .options import CodegenOptions
@@ -200,7 +200,7 @@ def _relative_outputs(uses: dict[Any, Any], buffers: dict[Any, Buffer],
         encoding = relative_encoding(mlx_type(b.pointee), uses[arg].atomic_kinds)
         if encoding is None:
             raise internal_error(f"'{b.param}' cannot be kept relative to its contents")
-        found[output] = (f"{sanitize(b.param)}_old", encoding)
+        found[output] = (old_input_name(output), encoding)
     return found
 
 
