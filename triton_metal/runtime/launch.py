@@ -112,10 +112,10 @@ def _twin(kernel: Any, compiled: CompiledKernel) -> Any:
     contents add buffers, so it passes the buffer limit on its own: a kernel whose launches need
     no twin never meets its count."""
 
-    def variant(masked: tuple[str, ...], relative: tuple[str, ...]) -> Any:
+    def variant(masked: tuple[str, ...], relative: tuple[str, ...], unwritten: bool) -> Any:
         from .compiler import compile_twin
 
-        twin = compile_twin(compiled, masked, relative)
+        twin = compile_twin(compiled, masked, relative, unwritten)
         params = {o: p.name for p in compiled.msl.params for o in p.msl_outputs}
         check_buffer_limit(twin, kernel.__name__, definition(kernel),
                            tuple(params.get(o, o) for o in (*masked, *relative)), compiled.msl)
