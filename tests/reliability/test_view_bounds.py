@@ -332,3 +332,30 @@ def test_checks_turned_off_alike(monkeypatch: pytest.MonkeyPatch) -> None:
         np.testing.assert_array_equal(arrays["out"][100:], np.arange(100, 128) + 1)
         np.testing.assert_array_equal(arrays["base"][:128], np.arange(128))
         np.testing.assert_array_equal(arrays["base"][128:], np.arange(128, 200))
+
+
+@triton.jit
+def _half_add(acc, i, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.atomic_add(acc + i + offs, 1.0, mask=offs < n)  # half atomic
+
+
+@pytest.mark.parametrize("start, count, index", [(5, 1, 5), (0, 6, 5)])
+def test_half_atomic_one_past_an_odd_sized_array(start: int, count: int, index: int) -> None:
+    """A float16 atomic updates the 32-bit word holding its element: the element itself is
+    checked, so the word's other half past the end is no way around the checks."""
+
+    def halves() -> dict[str, Any]:
+        base = np.zeros(8, np.float16)
+        return {"base": base, "a": base[:5]}
+
+    seen = _run_both(halves, lambda v: _half_add[(1,)](v["a"], start, count, BLOCK=8))
+    _same_error(seen, _half_add, "half atomic", "acc", index, 5)
+    for _, arrays in seen.values():
+        assert (arrays["base"][5:] == 0).all()
+    _untouched_in_interpreter(seen, "base", 0)
+    for backend in BACKENDS:  # the last element itself is fine, and agrees
+        arrays = halves()
+        with on_backend(backend):
+            _half_add[(1,)](arrays["a"], 0, 5, BLOCK=8)
+        assert arrays["base"].tolist() == [1, 1, 1, 1, 1, 0, 0, 0]
