@@ -173,7 +173,7 @@ def compile_module(module: Module, options: CodegenOptions, axis_info: object | 
             "written_masks": masks,
             "assert_output": ASSERT_OUTPUT if ctx.asserts else None,
             "asserts": tuple(ctx.asserts),
-            "device_prints": ctx.prints,
+            "device_prints": tuple(ctx.prints),
         },
     )
 

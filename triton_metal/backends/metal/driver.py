@@ -68,7 +68,7 @@ from typing import Any
 import numpy as np
 
 from triton_metal.errors import CompilationError, LaunchError, Loc
-from triton_metal.runtime.device_asserts import check_status, has_asserts, warn_prints
+from triton_metal.runtime.device_asserts import has_asserts, read_status, warn_prints
 from triton_metal.runtime.log import debug_level
 from triton_metal.runtime.mlx_op import inside_op, note_kernel
 
@@ -494,9 +494,11 @@ class MetalLauncher:
             results = self.run(prepared)
         if prepared.status is not None:
             # Debug builds only (asserts are compiled in only then): the status is read now,
-            # which waits for the kernel.
-            check_status(self.msl, np.array(prepared.status))
-        warn_prints(self.msl, "Metal")
+            # which waits for the kernel; inside an MLX function transformation nothing may be
+            # read, and the asserts go unchecked with a warning (device_asserts.read_status)
+            read_status(self.msl, prepared.status, self.kernel_name)
+        if not getattr(self.mx, "runs_device_prints", False):  # the emulator's mx prints them
+            warn_prints(self.msl, "Metal")
         self.write_back(prepared, results)
 
     def run(self, prepared: PreparedLaunch) -> list[Any]:
