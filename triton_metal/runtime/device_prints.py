@@ -16,7 +16,8 @@ lines of one program are never interleaved with another's (or with another launc
 happens under one lock).
 
 At most `TRITON_METAL_EMULATOR_PRINT_LIMIT` records (default 1,048,576) are kept per launch;
-past that the launch prints the prints it kept whole and warns how many elements were dropped.
+past that the records that arrive later are dropped, the launch prints those prints whose
+elements were all kept and warns how many elements went unprinted.
 """
 
 from __future__ import annotations
@@ -103,7 +104,8 @@ def emit(msl: Any, records: PrintRecords, kernel_name: str) -> None:
     if dropped:
         warnings.warn(
             f"kernel '{kernel_name}': tl.device_print printed more than {records.capacity} elements in "
-            f"one launch; {dropped} were dropped. Raise TRITON_METAL_EMULATOR_PRINT_LIMIT to keep them.",
+            f"one launch; {dropped} of {records.count} were not printed (only prints kept whole are). "
+            "Raise TRITON_METAL_EMULATOR_PRINT_LIMIT to see them all.",
             RuntimeWarning,
             stacklevel=4,
         )
