@@ -234,6 +234,24 @@ def test_a_launch_past_the_print_limit_prints_whole_prints_only_and_warns(capfd,
     assert len({line.split(")")[0] for line in lines}) <= 1
 
 
+def test_torch_mps_reports_prints_once_as_unavailable(monkeypatch, capfd):
+    torch = pytest.importorskip("torch")
+    from triton_metal.backends.torch_mps.standin import RecordingCompiler
+    from triton_metal.runtime import device_asserts
+
+    monkeypatch.setattr(device_asserts, "_warned", set())
+    monkeypatch.setenv("TRITON_METAL_BACKEND", "torch_mps")
+    x = torch.arange(16, dtype=torch.int32)
+    with RecordingCompiler().installed() as recorder, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        print_ints[(1,)](x, BLOCK=16)
+        print_ints[(1,)](x, BLOCK=16)
+    assert recorder.calls
+    said = [w for w in caught if "tl.device_print is not available on the torch_mps backend" in str(w.message)]
+    assert len(said) == 1 and "'print_ints'" in str(said[0].message)
+    assert " dec: " not in capfd.readouterr().out  # MPS has no console: nothing printed
+
+
 # -- the generated MSL ------------------------------------------------------------------------------
 
 def _outside_guards(msl: str) -> str:

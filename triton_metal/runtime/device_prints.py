@@ -89,22 +89,25 @@ def lines(site_table: Sequence[dict[str, Any]], records: np.ndarray) -> tuple[li
     return out, incomplete
 
 
-def printer(msl: Any, kernel_name: str) -> Callable[[PrintRecords], None]:
+def printer(site_table: Sequence[dict[str, Any]], kernel_name: str) -> Callable[[PrintRecords], None]:
     """`emit` for one kernel: what the emulator's `metal_kernel` calls after each launch."""
-    return lambda records: emit(msl, records, kernel_name)
+    return lambda records: emit(site_table, records, kernel_name)
 
 
-def emit(msl: Any, records: PrintRecords, kernel_name: str) -> None:
-    """Write what one launch printed to `sys.stdout` (module docstring)."""
-    text, incomplete = lines(sites(msl), records.records)
+def emit(site_table: Sequence[dict[str, Any]], records: PrintRecords, kernel_name: str) -> None:
+    """Write what one launch of a kernel with these print sites (`sites`) printed to
+    `sys.stdout` (module docstring); `records` is given back."""
+    text, incomplete = lines(site_table, records.records)
+    count, capacity, past = records.count, records.capacity, records.dropped
+    records.release()
     if text:
         with _LOCK:
             sys.stdout.write("\n".join(text) + "\n")
-    dropped = records.dropped + incomplete
+    dropped = past + incomplete
     if dropped:
         warnings.warn(
-            f"kernel '{kernel_name}': tl.device_print printed more than {records.capacity} elements in "
-            f"one launch; {dropped} of {records.count} were not printed (only prints kept whole are). "
+            f"kernel '{kernel_name}': tl.device_print printed more than {capacity} elements in "
+            f"one launch; {dropped} of {count} were not printed (only prints kept whole are). "
             "Raise TRITON_METAL_EMULATOR_PRINT_LIMIT to see them all.",
             RuntimeWarning,
             stacklevel=4,

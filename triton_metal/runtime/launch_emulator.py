@@ -86,7 +86,8 @@ class EmulatorLauncher:
         self._metal: Any = None
         self._word_atomic_args = self.plan.word_atomic_args
         self._asserts = has_asserts(msl)
-        self._prints = bool(sites(msl))
+        self._prints = sites(msl)
+        """The kernel's `tl.device_print` sites (empty: it prints nothing)."""
 
     def _kernel(self, inputs: list[np.ndarray]) -> Any:
         # 0: 0-d, 1: under 8 elements (constant), 2: device memory
@@ -171,7 +172,7 @@ class EmulatorLauncher:
             raise self._in_python_terms(fault) from None
         finally:
             if records is not None:  # what ran before a fault is printed too
-                emit(self.msl, records, self.kernel_name or self.msl.name)
+                emit(self._prints, records, self.kernel_name or self.msl.name)
         for real, copy in word_copies:
             real[...] = copy[: real.size]
         if status is not None:
@@ -193,7 +194,7 @@ class EmulatorLauncher:
         if self._metal is None:
             from ..backends.metal import MetalLauncher
 
-            prints = printer(self.msl, self.kernel_name or self.msl.name) if self._prints else None
+            prints = printer(self._prints, self.kernel_name or self.msl.name) if self._prints else None
             self._metal = MetalLauncher(self.msl, self.plan, self.arg_names, mx=EmulatedMlx(prints),
                                         written_variant=self.written_variant)
         return self._metal

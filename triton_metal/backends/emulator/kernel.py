@@ -124,15 +124,30 @@ class PrintRecords:
 
     capacity: int
     buffer: np.ndarray = field(init=False, repr=False)
+    address: int = field(init=False, repr=False)
     count: int = 0
 
     def __post_init__(self) -> None:
         self.buffer = np.empty(self.capacity, PRINT_RECORD)
+        self.address = self.buffer.ctypes.data
 
     @classmethod
     def for_launch(cls) -> PrintRecords:
-        """Room for `TRITON_METAL_EMULATOR_PRINT_LIMIT` records (default 1,048,576)."""
-        return cls(max(_env_int("TRITON_METAL_EMULATOR_PRINT_LIMIT", 1 << 20), 1))
+        """Room for `TRITON_METAL_EMULATOR_PRINT_LIMIT` records (default 1,048,576): a set a
+        finished launch gave back (`release`), or a new one."""
+        capacity = max(_env_int("TRITON_METAL_EMULATOR_PRINT_LIMIT", 1 << 20), 1)
+        try:
+            records = _RECORD_POOL.pop()
+        except IndexError:
+            return cls(capacity)
+        return records if records.capacity == capacity else cls(capacity)
+
+    def release(self) -> None:
+        """Give the set back once its records are read: allocating the buffer costs more than a
+        small launch. Sets that held many records are dropped (their pages stay committed)."""
+        if self.count <= _POOLED_RECORDS and len(_RECORD_POOL) < 4:
+            self.count = 0
+            _RECORD_POOL.append(self)
 
     @property
     def records(self) -> np.ndarray:
@@ -141,6 +156,11 @@ class PrintRecords:
     @property
     def dropped(self) -> int:
         return max(self.count - self.capacity, 0)
+
+
+_RECORD_POOL: list[PrintRecords] = []
+"""Record sets free for the next launch (list.pop and append are atomic: threads share it)."""
+_POOLED_RECORDS = 1 << 16
 
 
 def asan_enabled() -> bool:
@@ -411,7 +431,7 @@ class EmulatorKernel:
         desc.error_capacity = len(error)
         desc.poll_seconds = _POLL_SECONDS
         if prints is not None:
-            desc.prints = prints.buffer.ctypes.data
+            desc.prints = prints.address
             desc.print_capacity = prints.capacity
         ref = ctypes.byref(desc)
         try:
