@@ -257,6 +257,9 @@ class MetalLauncher:
         written masks and which keeps the second relative to their arrays' contents."""
         self._twins: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[Any, Any]] = {}
         self._dtypes: dict[str, Any] = {}
+        self._prints_dropped = bool(msl.metadata.get("device_prints")) and not getattr(
+            self.mx, "runs_device_prints", False)
+        """The kernel's `tl.device_print`s cannot print here (Metal; not the emulator's mx)."""
         self._guard: Any = None
         self._exit_guard: Any = None
         self._pending: Any = None
@@ -523,7 +526,7 @@ class MetalLauncher:
             # which waits for the kernel; inside an MLX function transformation nothing may be
             # read, and the asserts go unchecked with a warning (device_asserts.read_status)
             read_status(self.msl, prepared.status, self.kernel_name)
-        if not getattr(self.mx, "runs_device_prints", False):  # the emulator's mx prints them
+        if self._prints_dropped:
             warn_prints(self.msl, "Metal")
         self.write_back(prepared, results)
 
