@@ -294,3 +294,19 @@ def test_prefix_rule_and_format_match_triton():
         "pid (0, 0, 0) idx () h: 0x3c00"]
     assert print_lines((0, 0, 0), " b: ", True, [Operand("i1", (), np.bool_(True))]) == [
         "pid (0, 0, 0) idx () b: 0x1"]
+
+
+@triton.jit
+def print_dot(a_ptr, b_ptr, M: tl.constexpr):
+    r = tl.arange(0, M)
+    a = tl.load(a_ptr + r[:, None] * M + r[None, :])
+    b = tl.load(b_ptr + r[:, None] * M + r[None, :])
+    tl.device_print("acc", tl.dot(a, b))  # the dot's own layout: fragments shared by SIMD groups
+
+
+def test_a_dot_result_prints_every_element_once(capfd, monkeypatch):
+    rng = np.random.default_rng(1)
+    a = rng.integers(-4, 5, (16, 16)).astype(np.float32)
+    b = rng.integers(-4, 5, (16, 16)).astype(np.float32)
+    lines = _both(capfd, monkeypatch, lambda: print_dot[(1,)](a, b, M=16))
+    assert _values(lines, " acc: ") == [f"{v:f}" for v in (a @ b).reshape(-1)]  # exact small integers
