@@ -65,29 +65,29 @@ def _bits(type_name: str) -> int:
     return 64 if type_name == "ptr" else int(type_name.lstrip("biuf"))
 
 
-def _value_text(type_name: str, v: object, hex_: bool) -> str:
-    if type_name == "ptr":
-        return f"0x{int(v) & (2**64 - 1):016x}"  # type: ignore[call-overload]
+_FLOAT_BITS = {"f16": (np.float16, np.uint16), "f32": (np.float32, np.uint32), "f64": (np.float64, np.uint64)}
+_INT_BITS = {1: np.uint8, 8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
+
+
+def _texts(op: Operand, hex_: bool) -> list[str]:
+    """Each value of `op` as printed (from the arrays' own bits: NaN payloads survive)."""
+    flat = np.asarray(op.values).reshape(-1)
+    if op.type == "ptr":
+        return [f"0x{v:016x}" for v in flat.astype(np.uint64).tolist()]
+    is_float = op.type in ("f16", "bf16", "f32", "f64")
     if hex_:
-        nbits = _bits(type_name)
-        if type_name.startswith("f") or type_name == "bf16":
-            raw = _float_bits(type_name, v)
+        if op.type == "bf16":  # held as float32 with a bfloat16 value: its upper half
+            bits = flat.astype(np.float32).view(np.uint32) >> np.uint32(16)
+        elif is_float:
+            ftype, utype = _FLOAT_BITS[op.type]
+            bits = flat.astype(ftype).view(utype)
         else:
-            raw = int(v) & ((1 << nbits) - 1)  # type: ignore[call-overload]
-        return f"0x{raw:0{nbits // 4}x}"
-    if type_name.startswith("f") or type_name == "bf16":
-        return f"{float(v):f}"  # type: ignore[arg-type]
-    return str(int(v))  # type: ignore[call-overload]
-
-
-def _float_bits(type_name: str, v: object) -> int:
-    if type_name == "f16":
-        return int(np.asarray(v, np.float16).view(np.uint16))
-    if type_name == "bf16":
-        return int(np.asarray(v, np.float32).view(np.uint32)) >> 16
-    if type_name == "f64":
-        return int(np.asarray(v, np.float64).view(np.uint64))
-    return int(np.asarray(v, np.float32).view(np.uint32))
+            bits = flat.astype(_INT_BITS[_bits(op.type)])  # two's complement bits of its width
+        digits = _bits(op.type) // 4
+        return [f"0x{v:0{digits}x}" for v in bits.tolist()]
+    if is_float:
+        return [f"{v:f}" for v in flat.astype(np.float64).tolist()]
+    return [str(int(v)) for v in flat.tolist()]
 
 
 def _index_widths(shape: tuple[int, ...]) -> list[int]:
@@ -103,8 +103,8 @@ def print_lines(pid: Sequence[int], prefix: str, hex_: bool, operands: Sequence[
     for k, op in enumerate(operands):
         tag = f"(operand {k}) " if len(operands) > 1 else ""
         widths = _index_widths(op.shape)
-        flat = np.asarray(op.values).reshape(-1)
+        texts = _texts(op, hex_)
         for n, idx in enumerate(np.ndindex(*op.shape) if op.shape else [()]):
             index = ", ".join(str(i).rjust(w) for i, w in zip(idx, widths))
-            lines.append(f"{head} idx ({index}){prefix}{tag}{_value_text(op.type, flat[n].item(), hex_)}")
+            lines.append(f"{head} idx ({index}){prefix}{tag}{texts[n]}")
     return lines
