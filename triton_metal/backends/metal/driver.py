@@ -40,8 +40,10 @@ Per launch (`prepare` computes everything, `__call__` runs it):
   A 16-bit atomic output of odd size is allocated one element longer (its atomics update whole
   32-bit words) and sliced back; a kernel that stores nothing has one "unused" one-element
   output (metal_kernel needs an output), which is dropped.
-  Those rare atomics are refused with an explanation when the array is not uniform, and so is
-  a written mask next to an atomic output that must start at anything but 0. At `TRITON_METAL_DEBUG=1` a merged launch logs why the proof failed
+  Those rare atomics are refused with an explanation when the array is not uniform. The written
+  masks start at the launch's one `init_value` too: when an atomic output starts at anything but
+  0 (`atomic_max` at -inf), a bool output starts true, so the twin's stores clear the masks
+  instead, and the select keeps the old values where they stayed true. At `TRITON_METAL_DEBUG=1` a merged launch logs why the proof failed
   (the store line and the reason).
 * results: an MLX argument is rebound (`arr[...] = result`, after checking dtype and shape); a
   NumPy buffer is copied back in place.
@@ -154,6 +156,8 @@ class PreparedLaunch:
     status, else None."""
     outputs: list[OutputPlan] = field(default_factory=list)
     masked: tuple[str, ...] = ()
+    unwritten: bool = False
+    """The masks start true and mark the elements not written (`init_value` is not 0)."""
     relative: tuple[str, ...] = ()
     """Outputs kept relative to their array's contents: the twin with those outputs runs, and
     the arrays follow the inputs in this order."""
@@ -245,7 +249,7 @@ class MetalLauncher:
     """One compiled variant on the Metal backend (module docstring)."""
 
     def __init__(self, msl: Any, plan: LaunchPlan, arg_names: Sequence[str], mx: Any = None,
-                 twin: Callable[[tuple[str, ...], tuple[str, ...]], Any] | None = None) -> None:
+                 twin: Callable[[tuple[str, ...], tuple[str, ...], bool], Any] | None = None) -> None:
         self.msl = msl
         self.plan = plan
         self.arg_names = tuple(arg_names)
@@ -253,9 +257,10 @@ class MetalLauncher:
         self._kernel: Any = None
         self.coverage = LaunchCoverage(msl, self.arg_names)
         self.twin = twin
-        """(masked, relative) outputs -> the `MSLKernel` whose stores to the first also set
-        written masks and which keeps the second relative to their arrays' contents."""
-        self._twins: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[Any, Any]] = {}
+        """(masked, relative, unwritten) -> the `MSLKernel` whose stores to the outputs `masked`
+        also set written masks (clear them, `unwritten`) and which keeps the outputs `relative`
+        relative to their arrays' contents."""
+        self._twins: dict[tuple[tuple[str, ...], tuple[str, ...], bool], tuple[Any, Any]] = {}
         self._dtypes: dict[str, Any] = {}
         self._prints_dropped = bool(msl.metadata.get("device_prints")) and not getattr(
             self.mx, "runs_device_prints", False)
@@ -281,12 +286,13 @@ class MetalLauncher:
             "atomic_outputs": bool(msl.atomic_outputs),
         }
 
-    def kernel(self, masked: tuple[str, ...] = (), relative: tuple[str, ...] = ()) -> Any:
+    def kernel(self, masked: tuple[str, ...] = (), relative: tuple[str, ...] = (),
+               unwritten: bool = False) -> Any:
         """The metal_kernel object of this variant, or of its twin that also writes the written
-        masks of the outputs `masked` and keeps `relative` relative to their arrays' contents
-        (compiled and built on first use)."""
+        masks of the outputs `masked` (marking elements not written, `unwritten`) and keeps
+        `relative` relative to their arrays' contents (compiled and built on first use)."""
         if masked or relative:
-            return self._twin_variant(masked, relative)[1]
+            return self._twin_variant(masked, relative, unwritten)[1]
         if self._kernel is None:
             self._kernel = self._build(self.factory_arguments())
         return self._kernel
@@ -297,17 +303,18 @@ class MetalLauncher:
         except TypeError:  # MLX before 0.32: no compile_options (math mode "safe")
             return self.mx.fast.metal_kernel(**args)
 
-    def _twin_variant(self, masked: tuple[str, ...], relative: tuple[str, ...]) -> tuple[Any, Any]:
-        got = self._twins.get((masked, relative))
+    def _twin_variant(self, masked: tuple[str, ...], relative: tuple[str, ...],
+                      unwritten: bool) -> tuple[Any, Any]:
+        got = self._twins.get((masked, relative, unwritten))
         if got is None:
             if self.twin is None:
                 raise self._refuse("an output is not proven to be written in full, or must start "
                                    "as its array, and this launcher cannot compile the twin variant")
-            msl = self.twin(masked, relative)
+            msl = self.twin(masked, relative, unwritten)
             args = dict(self.factory_arguments(), name=msl.name, input_names=list(msl.input_names),
                         output_names=list(msl.output_names), source=msl.source, header=msl.header)
             got = (msl, self._build(args))
-            self._twins[masked, relative] = got
+            self._twins[masked, relative, unwritten] = got
         return got
 
     # -- one launch ------------------------------------------------------------------------------
@@ -356,7 +363,6 @@ class MetalLauncher:
         launch_grid, threadgroup = launch_dims(grid, plan.threads, plan.spread)
         prepared = PreparedLaunch(inputs, [], [], launch_grid, threadgroup, None)
         identities: set[float] = set()
-        contents = False
         plain: dict[str, int] = {}
         for slot in plan.outputs:
             if slot.kind == "unused":
@@ -379,8 +385,7 @@ class MetalLauncher:
                     out.action, out.kind = "relative", kind
                 elif kind:
                     out.action, out.kind = "combine", kind
-                else:  # the output starts as the array itself (its one repeated value)
-                    contents = True
+                # else the output starts as the array itself (its one repeated value)
                 identities.add(start)
             else:
                 plain[slot.name] = size
@@ -406,14 +411,10 @@ class MetalLauncher:
             if out.action == "relative":
                 prepared.inputs.append(out.old)
         if masked:
-            if first:
-                raise self._refuse(
-                    "an output is not proven to be written in full, so the kernel marks the "
-                    "elements it writes in a mask that must start at 0, while an atomically "
-                    f"updated array needs every output to start at {first}"
-                    + (" (its contents)" if contents else " (its operation's identity)")
-                )
-            first = 0.0
+            # init_value starts the masks too: at 0 they mark the elements written; at an atomic
+            # start other than 0 (true, for a bool) they mark those not written
+            prepared.unwritten = bool(first)
+            first = first or 0.0
             prepared.masked = masked
             shapes = {out.slot.name: shape for out, shape in zip(prepared.outputs, prepared.output_shapes)}
             for o in masked:  # shaped as its output, for the select
@@ -532,7 +533,7 @@ class MetalLauncher:
 
     def run(self, prepared: PreparedLaunch) -> list[Any]:
         """The launch's metal_kernel call(s) and each output's final value, as lazy arrays."""
-        kernel = self.kernel(prepared.masked, prepared.relative)
+        kernel = self.kernel(prepared.masked, prepared.relative, prepared.unwritten)
         if prepared.masked:
             self._log_merge(prepared)
         results = kernel(**prepared.call_arguments())
@@ -610,7 +611,10 @@ class MetalLauncher:
             if out.padded:
                 result = result[: out.size]
             if out.action == "merge":
-                result = mx.where(masks[out.slot.name], result, out.old)
+                if prepared.unwritten:
+                    result = mx.where(masks[out.slot.name], out.old, result)
+                else:
+                    result = mx.where(masks[out.slot.name], result, out.old)
             elif out.action == "combine":
                 result = _combine(mx, out.kind, out.old, result)
             elif out.action == "relative":
