@@ -171,6 +171,20 @@ class Memory:
         self.buffers.append(Buffer(name, low, high, arr, bool(arr.flags.writeable), u8))
         return len(self.buffers) - 1
 
+    def addresses(self, pointers: np.ndarray) -> np.ndarray:
+        """The real addresses pointers stand for (what a compiled kernel's pointer holds, for
+        `tl.device_print`), unchecked: the tag of an argument replaced by its first element's
+        address; real addresses and pointers into no argument as they are."""
+        a = np.asarray(pointers, dtype=np.uint64)
+        tags = (a >> np.uint64(TAG_SHIFT)).astype(np.int64)
+        real = a.copy()
+        for tag in np.unique(tags):
+            if 0 < tag <= len(self.views):
+                v = self.views[int(tag) - 1]
+                sel = tags == tag
+                real[sel] = np.uint64(v.first) + (a[sel] - np.uint64(v.base))
+        return real
+
     # -- resolution ---------------------------------------------------------------------------
     def _resolve(self, addrs: np.ndarray, itemsize: int, what: str) -> tuple[np.ndarray, np.ndarray]:
         """(real address, buffer index) per pointer; every one must lie inside the argument it

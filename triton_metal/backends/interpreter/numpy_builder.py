@@ -468,8 +468,10 @@ class NumpyBuilder:
         return None  # programs run one at a time: every barrier is already satisfied
 
     def create_print(self, prefix: str, hex: bool, args: Sequence[TensorHandle], signed: Sequence[bool]) -> None:  # noqa: A002
-        operands = [
-            Operand(type_code(h.dtype.name), tuple(np.shape(h.data)), np.asarray(h.data)) for h in args
+        operands = [  # a pointer prints the address a compiled kernel's pointer holds
+            Operand(type_code(h.dtype.name), tuple(np.shape(h.data)),
+                    self.memory.addresses(h.data) if h.dtype.is_ptr() else np.asarray(h.data))
+            for h in args
         ]
         for line in print_lines(self.program, prefix, hex, operands):
             print(line)  # sys.stdout at the time of the call (redirect_stdout, capsys, capfd)
