@@ -85,7 +85,9 @@ OPERATORS: dict[str, str] = {
     "idiv_raw": "({0} / {1})",
     "irem_raw": "({0} % {1})",
     "atomic_ptr": "((device atomic<{0}>*)&{1})",
-    "atomic_word": "((device atomic_uint*)({0} + (({1}) - (({1}) & 1))))",
+    # the element's own address first, then its word: the emulator's bounds checks see the
+    # element index (the buffer holds whole words, so the word's other half is always there)
+    "atomic_word": "((device atomic_uint*)(&{0}[{1}] - (({1}) & 1)))",
     "half_word_shift": "((uint)(({0}) & 1) * 16u)",
 }
 

@@ -7,6 +7,7 @@ caret under the offending column.
 from __future__ import annotations
 
 import linecache
+import re
 from dataclasses import dataclass
 
 
@@ -116,7 +117,43 @@ class OutOfBoundsError(TritonError, IndexError):
 
 
 class InterpreterOutOfBounds(InterpreterError, OutOfBoundsError):
-    """The interpreter's out-of-bounds access."""
+    """The interpreter's out-of-bounds access (`argument`, `index` and `extent`, in elements of
+    the argument, when the access is known; the launch words the message)."""
+
+    def __init__(self, message: str, argument: str = "", index: int = 0, extent: int = 0) -> None:
+        self.argument = argument
+        self.index = index
+        self.extent = extent
+        super().__init__(message)
+
+    def __reduce__(self):
+        return (type(self), (str(self), self.argument, self.index, self.extent))
+
+
+def out_of_bounds_message(
+    kernel: str, argument: str, index: int, extent: int, file: str, line: int,
+    program: tuple[int, int, int], source: str = "",
+) -> str:
+    """The one wording of an out-of-bounds access, on the emulator (its runtime's fields, read
+    back with `OUT_OF_BOUNDS`) and in the interpreter: the Python kernel, the argument, the first
+    offending index (in the argument's elements), the buffer's extent, the kernel line of the
+    access and the program, then that line quoted."""
+    x, y, z = program
+    text = (
+        f"kernel '{kernel}': out-of-bounds access to '{argument}' at index {index} (the buffer has "
+        f"{extent} element{'' if extent == 1 else 's'}) at {file}:{line}, program ({x}, {y}, {z})"
+    )
+    if source.strip():
+        text += f"\n    {line} | {source.strip()}"
+    return text
+
+
+OUT_OF_BOUNDS = re.compile(
+    r"out-of-bounds access to '(?P<argument>[^']*)' at index (?P<index>-?\d+) \(the buffer has "
+    r"(?P<extent>\d+) elements?\) at (?P<file>.+):(?P<line>\d+), (?:thread \(\d+,\d+,\d+\) of )?"
+    r"threadgroup \((?P<x>\d+),(?P<y>\d+),(?P<z>\d+)\)"
+)
+"""The emulator runtime's report of a failed bounds check (`tm_rt_out_of_bounds`)."""
 
 
 class DeviceAssertionError(TritonError, AssertionError):
@@ -126,6 +163,21 @@ class DeviceAssertionError(TritonError, AssertionError):
 
 class LaunchError(TritonError, ValueError):
     """Bad arguments to `kernel[grid](...)`, found before anything runs."""
+
+
+class BufferLimitError(OutOfResources, LaunchError):
+    """A compiled kernel binds more buffers than Metal's 31 per kernel; refused for every backend
+    when the variant is compiled, before anything runs (`backends/metal/plan.py`)."""
+
+    def __init__(self, message: str, required: int, limit: int) -> None:
+        self.required = required
+        self.limit = limit
+        self.name = "buffers"
+        self.message = message
+        Exception.__init__(self, message)
+
+    def __reduce__(self):
+        return (type(self), (self.message, self.required, self.limit))
 
 
 class OpError(LaunchError):

@@ -108,7 +108,7 @@ def test_views_pass_the_address_of_their_first_element(run: Any) -> None:
         offs = tl.arange(0, 8)
         tl.store(o_ptr + offs, tl.load(v_ptr - 8 + offs))
 
-    with pytest.raises(InterpreterError, match=r"'v_ptr' at index -8 \(the buffer has 24 elements\), a load"):
+    with pytest.raises(InterpreterError, match=r"'v_ptr' at index -8 \(the buffer has 24 elements\)"):
         run(back, v_ptr=view, o_ptr=out)
 
 
@@ -123,11 +123,10 @@ def test_out_of_bounds_load_names_kernel_line_and_argument(run: Any) -> None:
     with pytest.raises(InterpreterError) as info:
         run(oob_kernel, x_ptr=x)
     msg = str(info.value)
-    assert "in kernel 'oob_kernel'" in msg
-    assert "v = tl.load(x_ptr + offs)  # error" in msg
-    assert "out-of-bounds access to 'x_ptr' at index 10 (the buffer has 10 elements), a load with 6 lanes" in msg
     line = oob_kernel.__code__.co_firstlineno + 2
-    assert f"test_interp_memory.py:{line}:" in msg
+    assert msg.startswith("kernel 'oob_kernel': out-of-bounds access to 'x_ptr' at index 10 (the buffer has "
+                          f"10 elements) at {__file__}:{line}, program (0, 0, 0)\n"), msg
+    assert msg.endswith(f"\n    {line} | v = tl.load(x_ptr + offs)  # error"), msg
     assert isinstance(info.value.__cause__, InterpreterError)
 
 

@@ -232,7 +232,7 @@ class JITFunction(JITCallable):
         if interpret:
             if warmup:
                 return None
-            self._check_compiles(facts, warps, debug_flag, backend, values)
+            self._check_compiles(facts, warps, debug_flag, backend, values, grid3[0])
             if level >= 1:
                 log(f"launch {name} grid={grid3} num_warps={warps}: interpreted (TRITON_METAL_INTERPRET=1)")
             launch_on_interpreter(self, grid3, to_launch_args(self.arg_names, values, facts))
@@ -272,16 +272,18 @@ class JITFunction(JITCallable):
         return None
 
     def _check_compiles(self, facts: tuple[ArgSpec, ...], warps: int, debug_flag: bool, backend: str,
-                        values: tuple[object, ...]) -> None:
-        """One legality: the interpreter runs only what the compiler accepts. The variant is
-        compiled to MSL once per specialization (memory and disk cached, no toolchain run), so
-        the interpreter raises exactly the compiler's refusal, from the same place."""
+                        values: tuple[object, ...], programs_x: int) -> None:
+        """One legality: the interpreter runs only what the compiler accepts. The variant a
+        compiled launch would use (the same grid spreading) is compiled to MSL once per
+        specialization (memory and disk cached, no toolchain run), so the interpreter raises
+        exactly the compiler's refusal, from the same place (Metal's buffer limit included)."""
         index_bits = 64 if needs_64bit_indices(values) else 32
-        fast_key = (facts, warps, debug_flag, backend, index_bits)
+        spread = programs_x * 32 * warps > LAUNCH_DIM_LIMIT
+        fast_key = (facts, warps, debug_flag, backend, index_bits, spread)
         if fast_key in self.cache.legal:
             return
         key = SpecializationKey(
-            self.__name__, facts, warps, debug_flag, backend, COMPILER_VERSION, index_bits, False
+            self.__name__, facts, warps, debug_flag, backend, COMPILER_VERSION, index_bits, spread
         )
         compile_variant(self, key)
         self.cache.legal.add(fast_key)

@@ -2,7 +2,9 @@
 
 * `compile_variant(kernel, key) -> CompiledKernel`: the disk cache first (`disk_cache.py`: a hit
   skips the front end and the code generator), else `compiler.compile_msl` and a store; logs
-  (`TRITON_METAL_DEBUG`) and dumps (`dumps.py`) follow.
+  (`TRITON_METAL_DEBUG`) and dumps (`dumps.py`) follow. Every variant, compiled or read back,
+  then passes Metal's buffer limit (`backends.metal.plan.check_buffer_limit`): the interpreter
+  compiles each variant for legality through here too, so all backends refuse alike.
 * `make_launcher(kernel, compiled)`: the backend's callable `(values, grid) -> None` for the
   variant: `EmulatorLauncher`, the Metal driver's `MetalLauncher` (NumPy arguments turned into
   the flat buffers it copies in and back), the torch_mps `TorchMpsLauncher` (tensors bound in
@@ -12,7 +14,8 @@
 The binder returns values as the caller passed them. The interpreter takes plain values:
 Python scalars for scalar parameters (NumPy scalars are converted), the unwrapped value for
 constexpr parameters, arrays untouched and torch CPU tensors as NumPy views of their memory
-(`to_launch_args`).
+(`to_launch_args`); a NumPy view the compiled backends cannot pass (negative strides, strides
+that are not whole elements) is refused with their error.
 """
 
 from __future__ import annotations
@@ -23,13 +26,14 @@ from typing import Any
 
 import numpy as np
 
+from ..backends.metal.plan import check_buffer_limit
 from .backend import EMULATOR, INTERPRETER, METAL, TORCH_MPS
 from .cache import CompiledKernel
 from .grid import Grid3
-from .host_arrays import metal_values
+from .host_arrays import metal_values, numpy_buffer
 from .log import debug_level, log
 from .signature import kernel_signature
-from .specialization import ArgSpec, ConstexprArg, PointerArg, SpecializationKey
+from .specialization import ArgSpec, ConstexprArg, PointerArg, ReinterpretedArray, SpecializationKey
 from .torch_arrays import host_view, is_tensor
 
 
@@ -45,6 +49,8 @@ def to_launch_args(
             value = value.item()
         elif isinstance(fact, PointerArg) and is_tensor(value):
             value = host_view(value, name)
+        if isinstance(fact, PointerArg) and isinstance(value, (np.ndarray, ReinterpretedArray)):
+            numpy_buffer(value, name)  # refused as the compiled backends refuse it (strides)
         args[name] = value
     return args
 
@@ -90,17 +96,30 @@ def compile_variant(kernel: Any, key: SpecializationKey) -> CompiledKernel:
         from . import dumps
 
         dumps.after_compile(compiled, level)
+    check_buffer_limit(compiled.msl, kernel.__name__, definition(kernel))
     return compiled
 
 
-def _twin(compiled: CompiledKernel) -> Any:
+def definition(kernel: Any) -> str:
+    """`file:line` of the kernel's `def` (for errors that concern the kernel as a whole)."""
+    code = getattr(getattr(kernel, "fn", None), "__code__", None)
+    return f"{code.co_filename}:{code.co_firstlineno}" if code is not None else ""
+
+
+def _twin(kernel: Any, compiled: CompiledKernel) -> Any:
     """(masked, relative) outputs -> the variant's twin with written masks and outputs kept
-    relative to their arrays (compiled on the Metal path's first need)."""
+    relative to their arrays (compiled on the Metal path's first need). Its masks and old
+    contents add buffers, so it passes the buffer limit on its own: a kernel whose launches need
+    no twin never meets its count."""
 
     def variant(masked: tuple[str, ...], relative: tuple[str, ...], unwritten: bool) -> Any:
         from .compiler import compile_twin
 
-        return compile_twin(compiled, masked, relative, unwritten)
+        twin = compile_twin(compiled, masked, relative, unwritten)
+        params = {o: p.name for p in compiled.msl.params for o in p.msl_outputs}
+        check_buffer_limit(twin, kernel.__name__, definition(kernel),
+                           tuple(params.get(o, o) for o in (*masked, *relative)), compiled.msl)
+        return twin
 
     return variant
 
@@ -111,7 +130,7 @@ def make_launcher(kernel: Any, compiled: CompiledKernel) -> Any:
         from .launch_emulator import EmulatorLauncher
 
         return EmulatorLauncher(compiled.msl, kernel.arg_names, kernel.__name__,
-                                twin=_twin(compiled))
+                                twin=_twin(kernel, compiled))
     if backend == TORCH_MPS:
         from .launch_torch_mps import TorchMpsLauncher
 
@@ -120,7 +139,7 @@ def make_launcher(kernel: Any, compiled: CompiledKernel) -> Any:
         from ..backends.metal import LaunchPlan, MetalLauncher
 
         launcher = MetalLauncher(compiled.msl, LaunchPlan.of(compiled.msl, kernel.arg_names), kernel.arg_names,
-                                 twin=_twin(compiled))
+                                 twin=_twin(kernel, compiled))
         names = tuple(kernel.arg_names)
 
         def metal(values: tuple[object, ...], grid: Grid3) -> None:

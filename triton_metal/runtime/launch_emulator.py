@@ -124,10 +124,12 @@ class EmulatorLauncher:
         word_copies: list[tuple[np.ndarray, np.ndarray]] = []
         for arg in self._word_atomic_args:
             # its atomics update the aligned 32-bit word holding each element: run on a copy
-            # that starts on a 4-byte boundary and holds whole words, written back afterwards
+            # that starts on a 4-byte boundary and holds whole words, written back afterwards;
+            # the kernel gets the array's own elements (bounds checks count those), the padding
+            # word half lying just past them
             real = numpy_buffer(values[arg], self.arg_names[arg])
-            copy = np.zeros(real.size + 1, real.dtype)
-            copy[: real.size] = real
+            copy = np.zeros(real.size + 1, real.dtype)[: real.size]
+            copy[...] = real
             buffers[arg] = copy
             word_copies.append((real, copy))
 

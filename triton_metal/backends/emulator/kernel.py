@@ -62,7 +62,7 @@ from triton_metal.backends.emulator.signature import (
 from triton_metal.backends.emulator.toolchain import BuildFailure, build, cache_dir
 from triton_metal.backends.emulator.standalone import KERNEL_FLAGS
 from triton_metal.backends.emulator.wrapper import PRELUDE, translation_unit
-from triton_metal.errors import Loc
+from triton_metal.errors import OUT_OF_BOUNDS, Loc, out_of_bounds_message
 
 MAX_THREADS_PER_THREADGROUP = 1024
 
@@ -464,6 +464,13 @@ class EmulatorKernel:
                 quoted = lines[number - 1].strip()
             elif not file.endswith(kernel_file):
                 quoted = linecache.getline(file, number).strip()
+        bounds = OUT_OF_BOUNDS.search(message) if status == _STATUS_OUT_OF_BOUNDS else None
+        if bounds is not None:  # worded as the interpreter words it (errors.py)
+            program = (int(bounds["x"]), int(bounds["y"]), int(bounds["z"]))
+            return OutOfBoundsAccess(out_of_bounds_message(
+                self.source.kernel_name, bounds["argument"], int(bounds["index"]), int(bounds["extent"]),
+                bounds["file"], int(bounds["line"]), program, quoted,
+            ))
         if quoted:
             head, _, rest = text.partition("\n")
             text = head + f"\n    {where.group(2)} | {quoted}" + ("\n" + rest if rest else "")

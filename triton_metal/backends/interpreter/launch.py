@@ -24,6 +24,7 @@ import numpy as np
 
 from triton_metal.errors import (
     CompilationError, InterpreterError, InterpreterOutOfBounds, LaunchError, Loc, TritonError,
+    out_of_bounds_message,
 )
 from triton_metal.language import JITCallable, Semantic, active_semantic, constexpr, tensor
 from triton_metal.language.types import (
@@ -74,7 +75,9 @@ def launch(kernel: JITCallable, grid: tuple[int, int, int], args: dict[str, obje
     from triton_metal.frontend.static_check import check_kernel
 
     check_kernel(kernel)  # the constructs the compiler refuses are refused here too
-    memory = Memory()
+    from triton_metal.backends.emulator.bounds import checks_enabled
+
+    memory = Memory(checked=checks_enabled())  # the emulator's opt-out turns both off
     constexprs = _constexpr_params(kernel)
     mlx: dict[int, _MlxBinding] = {}
     bound = {name: _bind(name, value, memory, mlx, name in constexprs) for name, value in args.items()}
@@ -251,6 +254,13 @@ def _located(exc: Exception, kernel: JITCallable, pid: tuple[int, int, int]) -> 
     name = kernel.__name__
     if isinstance(exc, CompilationError):
         return exc.with_context(loc, name)
+    if isinstance(exc, InterpreterOutOfBounds) and exc.argument and frame is not None:
+        # worded as the emulator's bounds checks word it (errors.py)
+        return InterpreterOutOfBounds(
+            out_of_bounds_message(name, exc.argument, exc.index, exc.extent, frame.filename,
+                                  frame.lineno or 0, pid, source or ""),
+            exc.argument, exc.index, exc.extent,
+        )
     where = f"{loc}: " if loc is not None else ""
     text = f"{where}in kernel '{name}', program {pid}"
     if source:

@@ -29,7 +29,7 @@ from triton_metal.language.builder import (
 from triton_metal.language.print_format import Operand, print_lines, type_code
 from triton_metal.language.types import dtype, int1, int32, uint8
 
-from .memory import Memory
+from .memory import Memory, far_from, poison
 from .numerics import (
     bf16_bits_to_f32,
     f32_to_bf16_bits,
@@ -319,7 +319,12 @@ class NumpyBuilder:
             off = off.astype(np.uint64)
         else:
             off = off.astype(np.int64).view(np.uint64)
-        return TensorHandle(np.asarray(ptr.data + off * np.uint64(size), dtype=np.uint64), ptr.dtype)
+        base = np.asarray(ptr.data, dtype=np.uint64)
+        moved = np.asarray(base + off * np.uint64(size), dtype=np.uint64)
+        far = far_from(base, moved, np.asarray(offset.data), size)
+        if far.any():  # past its argument's window: made a pointer no access may use
+            moved = np.where(far, poison(np.broadcast_to(base, moved.shape)), moved)
+        return TensorHandle(moved, ptr.dtype)
 
     # -- shapes ---------------------------------------------------------------------------------
     def create_broadcast(self, x: TensorHandle, ty: dtype) -> TensorHandle:
@@ -463,8 +468,10 @@ class NumpyBuilder:
         return None  # programs run one at a time: every barrier is already satisfied
 
     def create_print(self, prefix: str, hex: bool, args: Sequence[TensorHandle], signed: Sequence[bool]) -> None:  # noqa: A002
-        operands = [
-            Operand(type_code(h.dtype.name), tuple(np.shape(h.data)), np.asarray(h.data)) for h in args
+        operands = [  # a pointer prints the address a compiled kernel's pointer holds
+            Operand(type_code(h.dtype.name), tuple(np.shape(h.data)),
+                    self.memory.addresses(h.data) if h.dtype.is_ptr() else np.asarray(h.data))
+            for h in args
         ]
         for line in print_lines(self.program, prefix, hex, operands):
             print(line)  # sys.stdout at the time of the call (redirect_stdout, capsys, capfd)

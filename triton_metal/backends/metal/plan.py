@@ -6,6 +6,16 @@ parameter bindings: for every metal_kernel input, in order, which argument feeds
 `spread_programs`); for every output, which argument receives it. Backends walk these tuples on
 each launch, so the hot path does no name lookups.
 
+`check_buffer_limit(msl, kernel, where)` is the one check of Metal's limit of 31 buffers per
+kernel: `runtime.launch.compile_variant` runs it on every compiled variant (so every backend,
+the interpreter included, refuses the same kernels with the same error before anything runs),
+and `runtime.launch` on the twin (written masks, outputs kept relative to their arrays) when a
+launch first needs it. The count is what `metal_kernel` binds (`buffer_count`): one buffer per input (each array the
+kernel reads, each runtime scalar, the grid input of a spread variant) and one per output (each
+array it stores to or updates atomically, each written mask of the twin, the device-assert
+status of a debug build, or the placeholder output of a kernel that writes nothing), and for the
+twin the old contents of each output it keeps relative to its array (one input each).
+
 `launch_dims(grid, threads, spread)` is the metal_kernel `grid`/`threadgroup` of a launch: MLX
 counts the grid in threads, `(gx * T, gy, gz)` with threadgroup `(T, 1, 1)`; with `spread` the
 programs are numbered over a launch grid whose every dimension stays below 2**31 threads (the
@@ -19,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from triton_metal.errors import LaunchError
+from triton_metal.errors import BufferLimitError, LaunchError
 
 LAUNCH_DIM_LIMIT = 2**31 - 1
 """MLX passes grid and threadgroup sizes as C `int`s."""
@@ -56,8 +66,6 @@ class OutputSlot:
     dtype: str
 
 
-MAX_BUFFERS = 31
-"""Buffer arguments a Metal kernel may take (its argument table's buffer entries)."""
 
 
 @dataclass(frozen=True)
@@ -107,15 +115,94 @@ class LaunchPlan:
                 outputs.append(OutputSlot(n, -1, "", "unused", "int32_t"))
         order = {n: k for k, n in enumerate(msl.output_names)}  # type: ignore[attr-defined]
         outputs.sort(key=lambda o: order[o.name])
-        buffers = len(inputs) + len(outputs)
-        if buffers > MAX_BUFFERS:
-            raise LaunchError(
-                f"the compiled kernel takes {buffers} buffers ({len(inputs)} inputs, including one per "
-                f"scalar argument, and {len(outputs)} outputs), more than Metal's limit of {MAX_BUFFERS} "
-                "buffers per kernel; pass fewer arrays and scalars (pack scalars into one array, or "
-                "split the kernel)"
-            )
         return cls(tuple(inputs), tuple(outputs), int(msl.threads_per_program), bool(grid_input))  # type: ignore[attr-defined]
+
+
+MAX_BUFFERS = 31
+"""Buffer arguments a Metal kernel may take (its argument table's buffer entries)."""
+
+
+@dataclass(frozen=True)
+class BufferCount:
+    """The buffers `metal_kernel` binds for one compiled variant, by what they hold."""
+
+    read: int
+    """Arrays the kernel reads (one input each)."""
+    scalars: int
+    """Runtime scalars (a 0-d input each)."""
+    grid: int
+    """The grid input of a variant compiled with program spreading (0 or 1)."""
+    contents: int
+    """Old contents of the twin's outputs kept relative to their arrays (one input each)."""
+    written: int
+    """Arrays the kernel stores to or updates atomically (one output each)."""
+    masks: int
+    """Written masks of the twin variant (one bool output per merged output)."""
+    status: int
+    """The device-assert status output of a debug build (0 or 1)."""
+    placeholder: int
+    """The one-element output of a kernel that writes nothing (metal_kernel needs an output)."""
+
+    @property
+    def total(self) -> int:
+        return (self.read + self.scalars + self.grid + self.contents + self.written + self.masks + self.status
+                + self.placeholder)
+
+
+    def describe(self) -> str:
+        parts = [
+            (self.read, "array read", "arrays read"),
+            (self.written, "array written", "arrays written"),
+            (self.scalars, "scalar", "scalars"),
+            (self.grid, "grid input of a spread launch", ""),
+            (self.contents, "array's old contents", "arrays' old contents"),
+            (self.masks, "written mask", "written masks"),
+            (self.status, "device-assert status", ""),
+            (self.placeholder, "placeholder output", ""),
+        ]
+        return ", ".join(f"{n} {one if n == 1 else many}" for n, one, many in parts if n)
+
+
+def buffer_count(msl: object) -> BufferCount:
+    """What `metal_kernel` binds for `msl` (an `MSLKernel`): its inputs and outputs, in full."""
+    metadata = getattr(msl, "metadata", {}) or {}
+    grid = 1 if metadata.get("grid_input") else 0
+    status = 1 if metadata.get("assert_output") else 0
+    masks = len(metadata.get("written_masks") or ())
+    contents = len(metadata.get("relative_outputs") or ())
+    scalars = sum(len(p.msl_inputs) for p in msl.params if p.kind == "scalar")  # type: ignore[attr-defined]
+    read = len(msl.input_names) - scalars - grid - contents  # type: ignore[attr-defined]
+    outputs = len(msl.output_names)  # type: ignore[attr-defined]
+    fed = sum(len(p.msl_outputs) for p in msl.params)  # type: ignore[attr-defined]
+    return BufferCount(read, scalars, grid, contents, fed, masks, status, outputs - fed - masks - status)
+
+
+def check_buffer_limit(msl: object, kernel: str, where: str = "", twin_of: Sequence[str] = (),
+                       plain: object = None) -> None:
+    """Refuse a variant that binds more than `MAX_BUFFERS` buffers (module docstring); `where`
+    is the kernel's definition (`file:line`); for a twin, `plain` is the variant it is the twin
+    of and `twin_of` names the arguments whose written masks or old contents it adds."""
+    count = buffer_count(msl)
+    if count.total <= MAX_BUFFERS:
+        return
+    at = f" ({where})" if where else ""
+    own = buffer_count(plain).total if plain is not None else count.total
+    if own <= MAX_BUFFERS:
+        hint = (
+            f"the kernel itself takes {own} buffers; this launch of MLX arrays needs its twin, with "
+            f"{count.total - own} more for {', '.join(repr(m) for m in twin_of)} (a written mask for an "
+            "output whose stores are not proven to cover the whole array, the old contents of one "
+            "that must start as its array): store to every element, pass NumPy or torch arrays "
+            "(written in place: nothing added), or pass fewer arrays and scalars"
+        )
+    else:
+        hint = ("pass fewer arrays and scalars: pack scalars into one array, or split the kernel "
+                "in two")
+    raise BufferLimitError(
+        f"kernel '{kernel}'{at} takes {count.total} buffers ({count.describe()}), more than Metal's "
+        f"limit of {MAX_BUFFERS} buffers per kernel\nhint: {hint}",
+        count.total, MAX_BUFFERS,
+    )
 
 
 def launch_dims(

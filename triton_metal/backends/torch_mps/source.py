@@ -14,8 +14,10 @@ sources instead, and binds a call's arguments by position (PyTorch's
 * a Python `float` is written with `setBytes` as a 32-bit `float`, a Python `int` (and a
   `bool`, which is an int to pybind) as a 64-bit `long`; a list of ints as an array of `long`.
 
-So this module declares one `[[buffer(i)]]` per non-constexpr kernel parameter, in parameter
-order (the grid list last, for a spread launch), typed as PyTorch writes it (`device T*` for
+So this module declares one `[[buffer(i)]]` per non-constexpr kernel parameter the kernel uses
+(an array it never reads nor writes takes none, as with `metal_kernel`, so no variant binds more
+buffers here than Metal's limit checked on the MLX binding), in parameter order (the grid list
+last, for a spread launch), typed as PyTorch writes it (`device T*` for
 tensors, `constant long&` / `constant float&` for scalars, `constant long*` for the grid),
 then binds the body's names to them at the top of the kernel: both `<param>_in` and
 `<param>_out` are the one tensor (in place: no output rebinding), and scalars are converted to
@@ -115,6 +117,8 @@ def build_source(msl: object, arg_names: Sequence[str]) -> TorchKernelSource:
             for n in p.msl_inputs:
                 aliases.append(f"  const {p.dtype} {n} = static_cast<{p.dtype}>({raw});")
             continue
+        if not p.msl_inputs and not p.msl_outputs:
+            continue  # an array the kernel never touches takes no buffer (as with metal_kernel)
         written = p.kind != "pointer_in"
         buffers.append(BufferArg(slot, TENSOR, index[p.name], p.name, p.dtype, p.dtype, written))
         for n in p.msl_inputs:

@@ -371,8 +371,10 @@ extern "C" void* tm_rt_tg_alloc(unsigned id, unsigned long size, unsigned long a
     return p;
 }
 
+// The fields of the message are read back by kernel.py (OUT_OF_BOUNDS in errors.py), which
+// words the error as the interpreter words its own.
 extern "C" void tm_rt_out_of_bounds(const char* name, long index, unsigned long extent,
-                                    unsigned long width, const char* file, int line) {
+                                    const char* file, int line) {
     Worker* w = tm_tl_worker;
     const tm_group_info& g = w->group;
     char who[128] = "";
@@ -383,11 +385,6 @@ extern "C" void tm_rt_out_of_bounds(const char* name, long index, unsigned long 
     } else {
         snprintf(who, sizeof who, ", threadgroup (%u,%u,%u)", g.gpos[0], g.gpos[1], g.gpos[2]);
     }
-    if (width > 1)
-        tm_failf(TM_OUT_OF_BOUNDS,
-                 "out-of-bounds access to '%s' at index %ld (%lu elements at once; the buffer has "
-                 "%lu elements) at %s:%d%s",
-                 name, index, width, extent, file, line, who);
     tm_failf(TM_OUT_OF_BOUNDS,
              "out-of-bounds access to '%s' at index %ld (the buffer has %lu elements) at %s:%d%s",
              name, index, extent, file, line, who);

@@ -113,7 +113,7 @@ void tm_rt_print(unsigned site, unsigned seq, unsigned operand, long index, int 
                  int pid_z, unsigned long bits);
 // A bounds-checked access failed (never returns): buffer `name`, element `index` of `extent`.
 [[noreturn]] void tm_rt_out_of_bounds(const char* name, long index, unsigned long extent,
-                                      unsigned long width, const char* file, int line);
+                                      const char* file, int line);
 }
 
 #endif

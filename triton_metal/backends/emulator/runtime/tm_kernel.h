@@ -47,9 +47,11 @@ struct tm_view {
     const char* file;
     int line;
 
+    // A vector access reports its first element outside the buffer, as one element at a time
+    // would (and as the interpreter does).
     void check(long k, unsigned long width) const {
         if (__builtin_expect(k < 0 || (unsigned long)k + width > n, 0))
-            tm_rt_out_of_bounds(name, k, n, width, file, line);
+            tm_rt_out_of_bounds(name, k < 0 || (unsigned long)k >= n ? k : (long)n, n, file, line);
     }
     template <class I>
     T& operator[](I i) const {
@@ -69,7 +71,7 @@ struct tm_view {
         if (sizeof(U) != sizeof(T)) {
             check(off, (unsigned long)((sizeof(U) + sizeof(T) - 1) / sizeof(T)));
         } else if (__builtin_expect(off < 0 || (unsigned long)off > n, 0)) {
-            tm_rt_out_of_bounds(name, off, n, 1, file, line);
+            tm_rt_out_of_bounds(name, off, n, file, line);
         }
         return (U*)(p + off);
     }
