@@ -142,6 +142,20 @@ class KernelCache:
     variant, a plain tuple lookup that skips building a `SpecializationKey` on a hit."""
     legal: set[tuple[Any, ...]] = field(default_factory=set)
     """Specializations the compiler accepted, checked before an interpreted launch."""
+    last: tuple[tuple[Any, ...], CompiledKernel] | None = None
+    """The `by_facts` entry the last launch found (`last_hit`)."""
+
+    def last_hit(self, fast_key: tuple[Any, ...]) -> CompiledKernel | None:
+        """`by_facts[fast_key]`, or None. A launch repeating the last one's facts is answered by
+        comparing the keys: facts are interned, so the comparison is one identity test per
+        argument, while hashing the key calls each fact's `__hash__` in Python."""
+        last = self.last
+        if last is not None and last[0] == fast_key:
+            return last[1]
+        found = self.by_facts.get(fast_key)
+        if found is not None:
+            self.last = (fast_key, found)
+        return found
 
     def get(self, key: SpecializationKey) -> CompiledKernel | None:
         entry = self.entries.get(key)
@@ -159,6 +173,7 @@ class KernelCache:
     def clear(self) -> None:
         self.entries.clear()
         self.by_facts.clear()
+        self.last = None
         self.legal.clear()
         self.hits = 0
         self.misses = 0

@@ -57,6 +57,8 @@ def flat_view(arr: np.ndarray, name: str) -> np.ndarray:
 def element_extent(value: object) -> int:
     """How many elements a kernel may address through `value` (0 for non-arrays)."""
     cls = type(value)
+    if cls is MLX_ARRAY:  # the common cases first: this runs for every argument of a launch
+        return int(value.size)  # type: ignore[attr-defined]
     if cls in _SCALAR_TYPES:
         return 0
     if cls is torch_arrays.TENSOR_TYPE[0]:
@@ -68,8 +70,6 @@ def element_extent(value: object) -> int:
             return 0
         item = value.itemsize
         return 1 + sum((n - 1) * abs(s) // item for n, s in zip(value.shape, value.strides))
-    if MLX_ARRAY is not None and type(value) is MLX_ARRAY:
-        return int(value.size)  # type: ignore[attr-defined]
     if isinstance(value, ReinterpretedArray):
         return element_extent(value.base)
     if isinstance(value, np.ndarray):
@@ -81,7 +81,11 @@ def element_extent(value: object) -> int:
 
 def needs_64bit_indices(values: tuple[object, ...]) -> bool:
     for v in values:
-        if element_extent(v) >= INDEX32_LIMIT:
+        cls = type(v)
+        if cls is MLX_ARRAY:  # inlined: this runs on every launch
+            if v.size >= INDEX32_LIMIT:  # type: ignore[attr-defined]
+                return True
+        elif cls not in _SCALAR_TYPES and element_extent(v) >= INDEX32_LIMIT:
             return True
     return False
 
@@ -127,7 +131,14 @@ def numpy_buffer(value: object, name: str) -> np.ndarray:
 
 def metal_values(values: tuple[object, ...], names: tuple[str, ...]) -> tuple[object, ...]:
     """The values as the Metal driver takes them: NumPy arrays, torch CPU tensors (and bfloat16
-    reinterpretations) as the flat buffers of their memory, NumPy scalars as Python scalars, the rest as given."""
+    reinterpretations) as the flat buffers of their memory, NumPy scalars as Python scalars, the rest as given.
+    Values that are all MLX arrays and Python scalars (the common launch) come back as they are."""
+    for value in values:
+        cls = type(value)
+        if cls is not MLX_ARRAY and cls not in _SCALAR_TYPES:
+            break
+    else:
+        return values
     out: list[object] = []
     for value, name in zip(values, names):
         if isinstance(value, (np.ndarray, ReinterpretedArray)) or torch_arrays.is_tensor(value):

@@ -242,7 +242,7 @@ class JITFunction(JITCallable):
         spread = grid3[0] * 32 * warps > LAUNCH_DIM_LIMIT
         cache = self.cache
         fast_key = (facts, warps, debug_flag, backend, index_bits, spread)
-        compiled = cache.by_facts.get(fast_key)
+        compiled = cache.last_hit(fast_key)
         observer = OBSERVER.current
         if compiled is not None:
             cache.hits += 1

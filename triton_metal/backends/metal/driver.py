@@ -62,7 +62,6 @@ import math
 import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -71,8 +70,10 @@ from triton_metal.errors import CompilationError, LaunchError, Loc
 from triton_metal.runtime.device_asserts import check_status, has_asserts, warn_prints
 from triton_metal.runtime.log import debug_level
 from triton_metal.runtime.mlx_op import inside_op, note_kernel
+from triton_metal.runtime.specialization import MLX_ARRAY
 
 from .plan import LaunchPlan, OutputSlot, launch_dims
+from .recipe import RECIPE_LIMIT, LaunchRecipe, OutputPlan, PreparedLaunch, ScalarArrays, exact_key
 
 MLX_DTYPE_NAMES = {
     "float": "float32", "float16_t": "float16", "bfloat16_t": "bfloat16", "bool": "bool_",
@@ -108,58 +109,6 @@ def atomic_identity(kind: str, dtype: str) -> float | None:
     if kind == "and":
         return -1.0 if signed else None
     return None
-
-
-@dataclass
-class OutputPlan:
-    """What happens to one output after the launch."""
-
-    slot: OutputSlot
-    action: str
-    """"plain" (use the result), "merge" (select on the written mask), "combine" (atomics) or
-    "unused" (the one-element output of a kernel that stores nothing: dropped)."""
-    old: Any = None
-    reason: str = ""
-    """Why a merged output is not proven written in full."""
-    kind: str = ""
-    target: Any = None
-    """The MLX array to rebind, or the NumPy buffer to copy into."""
-    size: int = 0
-    """Elements of the argument; the output has one more when `padded`."""
-    padded: bool = False
-    """A 16-bit atomic output of odd size gets one more element: its atomics update the 32-bit
-    word holding each element, which must lie inside the buffer."""
-
-
-@dataclass
-class PreparedLaunch:
-    """Everything one launch passes to metal_kernel, and what to do with its results."""
-
-    inputs: list[Any]
-    output_shapes: list[tuple[int, ...]]
-    output_dtypes: list[Any]
-    grid: tuple[int, int, int]
-    threadgroup: tuple[int, int, int]
-    init_value: float | None
-    """metal_kernel's `init_value`: an atomic identity, 0 for written masks or a device-assert
-    status, else None."""
-    outputs: list[OutputPlan] = field(default_factory=list)
-    masked: tuple[str, ...] = ()
-    """Outputs merged through written masks: the kernel's twin with those masks runs, and its
-    mask outputs follow the outputs (shapes and dtypes appended in this order; a debug build's
-    device-assert status output comes last)."""
-    status: Any = None
-    """The run's device-assert status output (debug builds with asserts), read after the launch."""
-
-    def call_arguments(self) -> dict[str, Any]:
-        return {
-            "inputs": self.inputs,
-            "output_shapes": self.output_shapes,
-            "output_dtypes": self.output_dtypes,
-            "grid": self.grid,
-            "threadgroup": self.threadgroup,
-            "init_value": self.init_value,
-        }
 
 
 def coverage_scalars(msl: Any, names: Sequence[str]) -> tuple[tuple[int, str], ...]:
@@ -251,6 +200,9 @@ class MetalLauncher:
         _LAUNCHED[msl.name] = msl
         self.math_mode = str(msl.metadata.get("math_mode", "safe"))
         self.atomics: dict[str, Any] = dict(msl.metadata.get("atomics", {}) or {})
+        self._recipes: dict[tuple[object, ...], LaunchRecipe] = {}
+        self._scalars = ScalarArrays(self.mx)
+        self._coverage_args = tuple(i for i, _ in self.coverage.scalars)
 
     # -- the kernel object ----------------------------------------------------------------------
     def factory_arguments(self) -> dict[str, Any]:
@@ -318,70 +270,89 @@ class MetalLauncher:
         return arr
 
     def prepare(self, values: Sequence[object], grid: tuple[int, int, int]) -> PreparedLaunch:
-        """The metal_kernel call(s) for a launch; `values` hold flat NumPy buffers for NumPy
-        arguments (bfloat16 as uint16 words) and MLX arrays as given."""
-        mx = self.mx
+        """The metal_kernel call of a launch; `values` hold flat NumPy buffers for NumPy
+        arguments (bfloat16 as uint16 words) and MLX arrays as given. The call's recipe is
+        memoised (`recipe.py`): a repeated launch gathers its inputs and old contents only."""
+        key, targets, starts = self._recipe_key(values, grid)
+        recipe = self._recipes.get(key)
+        if recipe is None:
+            recipe = self._make_recipe(values, grid, targets, starts)
+            if len(self._recipes) >= RECIPE_LIMIT:
+                self._recipes.clear()
+            self._recipes[key] = recipe
+        prepared = PreparedLaunch(recipe, self._gather(values, recipe), targets)
+        if recipe.reads_old:
+            prepared.olds = self._olds(recipe, targets)
+        return prepared
+
+    def _recipe_key(self, values: Sequence[object], grid: tuple[int, int, int]
+                    ) -> tuple[tuple[object, ...], list[Any], list[Any]]:
+        """(the key of the launch's recipe, the output arguments, each atomic output's
+        `_atomic_start`): everything a recipe depends on that is not fixed per launcher."""
+        key: list[object] = [grid]
+        targets: list[Any] = []
+        starts: list[Any] = []
+        for slot in self.plan.outputs:
+            if slot.arg < 0:  # the unused output of a kernel that stores nothing
+                targets.append(None)
+                starts.append(None)
+                continue
+            value = values[slot.arg]
+            targets.append(value)
+            key.append(type(value))
+            key.append(value.shape)  # type: ignore[attr-defined]
+            start = self._atomic_start(slot, value) if slot.kind == "pointer_atomic" else None
+            starts.append(start)
+            if start is not None:
+                key.append((start[0], exact_key(start[1])))
+        for i in self._coverage_args:
+            key.append(values[i])
+        return tuple(key), targets, starts
+
+    def _make_recipe(self, values: Sequence[object], grid: tuple[int, int, int],
+                     targets: list[Any], starts: list[Any]) -> LaunchRecipe:
+        """Outputs (shapes, dtypes, actions), coverage verdicts, written masks and `init_value`
+        of a launch (module docstring)."""
         plan = self.plan
-        inputs: list[Any] = []
-        converted: dict[int, Any] = {}
-        for slot in plan.inputs:
-            if slot.role == "array":
-                arr = converted.get(slot.arg)
-                if arr is None or slot.vector:
-                    arr = self._to_mlx(values[slot.arg], slot.dtype, slot.vector)
-                    if not slot.vector:
-                        converted[slot.arg] = arr
-                inputs.append(arr)
-            elif slot.role == "scalar":
-                inputs.append(mx.array(values[slot.arg], dtype=self._dtype(slot.dtype)))
-            else:
-                inputs.append(mx.array(list(grid), dtype=mx.int32))
         launch_grid, threadgroup = launch_dims(grid, plan.threads, plan.spread)
-        prepared = PreparedLaunch(inputs, [], [], launch_grid, threadgroup, None)
+        shapes: list[tuple[int, ...]] = []
+        dtypes: list[Any] = []
+        outputs: list[OutputPlan] = []
         identities: set[float] = set()
         contents = False
         plain: dict[str, int] = {}
-        for slot in plan.outputs:
+        for slot, value, start in zip(plan.outputs, targets, starts):
+            dtypes.append(self._dtype(slot.dtype))
             if slot.kind == "unused":
-                prepared.output_shapes.append((1,))
-                prepared.output_dtypes.append(self._dtype(slot.dtype))
-                prepared.outputs.append(OutputPlan(slot, "unused"))
+                shapes.append((1,))
+                outputs.append(OutputPlan(slot, "unused"))
                 continue
-            value = values[slot.arg]
             is_numpy = isinstance(value, np.ndarray)
             size = int(value.size)  # type: ignore[attr-defined]
             shape = (size,) if is_numpy or value.ndim == 0 else tuple(value.shape)  # type: ignore[attr-defined]
-            out = OutputPlan(slot, "plain", target=value, size=size)
+            out = OutputPlan(slot, "plain", size=size)
             if slot.kind == "pointer_atomic" and _ITEM_BYTES[slot.dtype] == 2 and size % 2:
                 out.padded, shape = True, (size,)
-            prepared.output_shapes.append((size + 1,) if out.padded else shape)
-            prepared.output_dtypes.append(self._dtype(slot.dtype))
-            if slot.kind == "pointer_atomic":
-                kind, start = self._atomic_start(slot, value)
+            shapes.append((size + 1,) if out.padded else shape)
+            if not is_numpy:
+                self._check_target(slot, value, dtypes[-1])
+                if tuple(value.shape) != shape:  # type: ignore[attr-defined]
+                    out.final_shape = tuple(value.shape)  # type: ignore[attr-defined]
+            if start is not None:
+                kind, first = start
                 if kind:
                     out.action, out.kind = "combine", kind
                 else:  # the output starts as the array itself (its one repeated value)
                     contents = True
-                identities.add(start)
+                identities.add(first)
             else:
                 plain[slot.name] = size
-            prepared.outputs.append(out)
+            outputs.append(out)
         if len(identities) > 1:
             raise self._refuse("its atomic outputs need different starting values "
                                f"({sorted(identities)})")
         first = next(iter(identities)) if identities else None
-        verdicts = self.coverage(values, grid, plain) if plain else {}
-        masked = tuple(o for o, v in verdicts.items() if not v.proven)
-        for out, shape in zip(prepared.outputs, prepared.output_shapes):
-            if out.slot.name in masked:
-                out.action = "merge"
-                out.reason = verdicts[out.slot.name].reason
-            if out.action in ("merge", "combine"):
-                if out.padded:  # combined before the padding element is sliced off
-                    shape = (out.size,)
-                out.old = self._to_mlx(out.target, out.slot.dtype, False)
-                if tuple(out.old.shape) != shape:
-                    out.old = out.old.reshape(shape)
+        masked = self._merged(values, grid, plain, outputs, shapes)
         if masked:
             if first:
                 raise self._refuse(
@@ -391,18 +362,78 @@ class MetalLauncher:
                     + (" (its contents)" if contents else " (its operation's identity)")
                 )
             first = 0.0
-            prepared.masked = masked
-            shapes = {out.slot.name: shape for out, shape in zip(prepared.outputs, prepared.output_shapes)}
+            by_name = {out.slot.name: shape for out, shape in zip(outputs, shapes)}
             for o in masked:  # shaped as its output, for the select
-                prepared.output_shapes.append(shapes[o])
-                prepared.output_dtypes.append(self.mx.bool_)
+                shapes.append(by_name[o])
+                dtypes.append(self.mx.bool_)
         if has_asserts(self.msl):  # the status output, last (device_asserts.py)
-            prepared.output_shapes.append((4,))
-            prepared.output_dtypes.append(self.mx.uint32)
+            shapes.append((4,))
+            dtypes.append(self.mx.uint32)
             if first is None:
                 first = 0.0  # uninitialised memory could hold anything
-        prepared.init_value = first
-        return prepared
+        return LaunchRecipe(
+            shapes, dtypes, launch_grid, threadgroup, first, tuple(outputs), masked,
+            grid_input=self.mx.array(list(grid), dtype=self.mx.int32) if plan.spread else None,
+            reads_old=tuple(k for k, o in enumerate(outputs) if o.action in ("merge", "combine")),
+            plain=all(o.action in ("plain", "unused") and not o.padded for o in outputs),
+        )
+
+    def _merged(self, values: Sequence[object], grid: tuple[int, int, int], plain: dict[str, int],
+                outputs: list[OutputPlan], shapes: list[tuple[int, ...]]) -> tuple[str, ...]:
+        """The outputs not proven written in full (merged through written masks); sets the
+        shape the old contents of merged and combined outputs take."""
+        verdicts = self.coverage(values, grid, plain) if plain else {}
+        masked = tuple(o for o, v in verdicts.items() if not v.proven)
+        for out, shape in zip(outputs, shapes):
+            if out.slot.name in masked:
+                out.action = "merge"
+                out.reason = verdicts[out.slot.name].reason
+            if out.action in ("merge", "combine"):
+                out.old_shape = (out.size,) if out.padded else shape  # combined before slicing
+        return masked
+
+    def _check_target(self, slot: OutputSlot, target: Any, dtype: Any) -> None:
+        """An MLX argument receives an output of its own dtype. Checked once per recipe: the
+        argument's dtype is part of the variant's specialization."""
+        if target.dtype != dtype:
+            raise LaunchError(
+                f"argument '{slot.param}': the kernel produced {dtype} for an array of {target.dtype}"
+            )
+
+    def _gather(self, values: Sequence[object], recipe: LaunchRecipe) -> list[Any]:
+        """The kernel's inputs, in its order (module docstring): MLX arrays as they are, the
+        rest converted (`_to_mlx`), scalars as typed 0-d arrays."""
+        inputs: list[Any] = []
+        converted: dict[int, Any] = {}
+        for slot in self.plan.inputs:
+            role = slot.role
+            if role == "array":
+                value = values[slot.arg]
+                if type(value) is MLX_ARRAY and value.ndim and (not slot.vector or value.size >= 8):  # type: ignore[attr-defined]
+                    inputs.append(value)
+                    continue
+                arr = converted.get(slot.arg)
+                if arr is None or slot.vector:
+                    arr = self._to_mlx(value, slot.dtype, slot.vector)
+                    if not slot.vector:
+                        converted[slot.arg] = arr
+                inputs.append(arr)
+            elif role == "scalar":
+                inputs.append(self._scalars.get(values[slot.arg], self._dtype(slot.dtype)))
+            else:
+                inputs.append(recipe.grid_input)
+        return inputs
+
+    def _olds(self, recipe: LaunchRecipe, targets: list[Any]) -> list[Any]:
+        """The old contents of the outputs a merge or combine reads, shaped as the output."""
+        olds: list[Any] = [None] * len(targets)
+        for k in recipe.reads_old:
+            out = recipe.outputs[k]
+            old = self._to_mlx(targets[k], out.slot.dtype, False)
+            if tuple(old.shape) != out.old_shape:
+                old = old.reshape(out.old_shape)
+            olds[k] = old
+        return olds
 
     def _atomic_start(self, slot: OutputSlot, value: object) -> tuple[str, float]:
         """(combining kind, init_value) for an atomically updated argument: an operation whose
@@ -526,8 +557,8 @@ class MetalLauncher:
             exit_guard = self.mx.custom_function(self._guarded_run)
             exit_guard.vjp(self._no_vjp)
             self._exit_guard = exit_guard
-        olds = [o for o in prepared.outputs if o.old is not None]
-        arrays = list(self._guard(*prepared.inputs, *[o.old for o in olds]))
+        olds = prepared.recipe.reads_old
+        arrays = list(self._guard(*prepared.inputs, *[prepared.olds[k] for k in olds]))  # type: ignore[index]
         self._pending = (prepared, olds)
         try:
             return list(self._exit_guard(*arrays))
@@ -538,8 +569,8 @@ class MetalLauncher:
         prepared, olds = self._pending  # type: ignore[misc]
         count = len(prepared.inputs)
         prepared.inputs = list(arrays[:count])
-        for out, old in zip(olds, arrays[count:]):
-            out.old = old
+        for k, old in zip(olds, arrays[count:]):
+            prepared.olds[k] = old
         return self.run(prepared)
 
     def _transform_error(self, what: str) -> LaunchError:
@@ -571,37 +602,37 @@ class MetalLauncher:
     def finish(self, prepared: PreparedLaunch, results: list[Any]) -> list[Any]:
         """Each output's final value: the result, merged (one select on the written mask) or
         combined with the old array."""
+        recipe = prepared.recipe
+        outputs = recipe.outputs
+        if recipe.plain:
+            return results[: len(outputs)]
         mx = self.mx
-        masks = dict(zip(prepared.masked, results[len(prepared.outputs):]))
+        masks = dict(zip(recipe.masked, results[len(outputs):]))
         final: list[Any] = []
-        for k, out in enumerate(prepared.outputs):
+        for k, out in enumerate(outputs):
             result = results[k]
             if out.padded:
                 result = result[: out.size]
             if out.action == "merge":
-                result = mx.where(masks[out.slot.name], result, out.old)
+                result = mx.where(masks[out.slot.name], result, prepared.olds[k])  # type: ignore[index]
             elif out.action == "combine":
-                result = _combine(mx, out.kind, out.old, result)
+                result = _combine(mx, out.kind, prepared.olds[k], result)  # type: ignore[index]
             final.append(result)
         return final
 
     def write_back(self, prepared: PreparedLaunch, results: list[Any]) -> None:
+        """Rebind each MLX argument to its output (its dtype checked with the recipe); copy
+        each NumPy buffer's output into it."""
         mx = self.mx
-        for out, result in zip(prepared.outputs, results):
+        for out, target, result in zip(prepared.recipe.outputs, prepared.targets, results):
             if out.action == "unused":
                 continue
-            target = out.target
             if isinstance(target, np.ndarray):
                 host = np.array(result.view(mx.uint16) if out.slot.dtype == "bfloat16_t" else result)
                 np.copyto(target, host.reshape(target.shape), casting="no")
                 continue
-            if tuple(result.shape) != tuple(target.shape):
-                result = result.reshape(target.shape)
-            if result.dtype != target.dtype:
-                raise LaunchError(
-                    f"argument '{out.slot.param}': the kernel produced {result.dtype} for an array "
-                    f"of {target.dtype}"
-                )
+            if out.final_shape is not None:
+                result = result.reshape(out.final_shape)
             target[...] = result
 
 

@@ -1,0 +1,158 @@
+"""A Metal launch split into what repeats and what does not.
+
+Launching the same kernel again with arrays of the same shapes on the same grid makes the same
+`metal_kernel` call but for its inputs. The `LaunchRecipe` is that call without its inputs: the
+launch grid and threadgroup, every output's shape and dtype, `init_value`, what happens to each
+output afterwards (`OutputPlan`) and the written masks of a merged launch. The driver memoises it
+per launcher under `recipe_key`, so a repeated launch only gathers its inputs, calls the kernel
+and rebinds its outputs (`PreparedLaunch` holds those per-launch parts).
+
+A recipe depends on the launch's grid, on each output argument's type (NumPy buffer or MLX
+array) and shape, on the runtime scalars the coverage proof reads and on each atomic output's
+starting value (`MetalLauncher._atomic_start`, which may read a counter array): the key holds
+all of them. Everything else it reads is fixed per launcher (the compiled variant and its
+plan); in particular an argument's dtype is part of the variant's specialization, so an output
+array's dtype is checked once, when its recipe is made.
+
+Scalar inputs are typed 0-d arrays (`mx.array(v, dtype)`); `ScalarArrays` keeps the arrays of
+recent values, which is safe because an MLX array is an immutable value that the driver never
+rebinds (only output arguments are rebound).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from .plan import OutputSlot
+
+RECIPE_LIMIT = 256
+"""Recipes kept per launcher; the memo starts over when full (a grid or shape that changes on
+every launch must not grow memory)."""
+
+
+@dataclass
+class OutputPlan:
+    """What happens to one output after the launch (fixed by the recipe)."""
+
+    slot: OutputSlot
+    action: str
+    """"plain" (use the result), "merge" (select on the written mask), "combine" (atomics) or
+    "unused" (the one-element output of a kernel that stores nothing: dropped)."""
+    reason: str = ""
+    """Why a merged output is not proven written in full."""
+    kind: str = ""
+    """The atomic operation a "combine" output is combined with the old array by."""
+    size: int = 0
+    """Elements of the argument; the output has one more when `padded`."""
+    padded: bool = False
+    """A 16-bit atomic output of odd size gets one more element: its atomics update the 32-bit
+    word holding each element, which must lie inside the buffer."""
+    old_shape: tuple[int, ...] | None = None
+    """The shape the old contents take in a merge or combine (None: the old contents are not read)."""
+    final_shape: tuple[int, ...] | None = None
+    """The shape an MLX argument is rebound to when it differs from the result's."""
+
+
+@dataclass
+class LaunchRecipe:
+    """A launch's metal_kernel call without its inputs, and what to do with its results."""
+
+    output_shapes: list[tuple[int, ...]]
+    output_dtypes: list[Any]
+    grid: tuple[int, int, int]
+    threadgroup: tuple[int, int, int]
+    init_value: float | None
+    """metal_kernel's `init_value`: an atomic identity or starting value, 0 for written masks or
+    a device-assert status, else None."""
+    outputs: tuple[OutputPlan, ...]
+    masked: tuple[str, ...] = ()
+    """Outputs merged through written masks: the kernel's twin with those masks runs, and its
+    mask outputs follow the outputs (shapes and dtypes appended in this order; a debug build's
+    device-assert status output comes last)."""
+    grid_input: Any = None
+    """The logical grid as an int32 array, for a variant compiled with program spreading."""
+    reads_old: tuple[int, ...] = ()
+    """Outputs whose old contents the launch reads (merged or combined)."""
+    plain: bool = False
+    """Every result is used as it is (no merge, combine or padding)."""
+
+
+@dataclass(slots=True)
+class PreparedLaunch:
+    """One launch: its recipe, its inputs, and the arguments that receive the outputs."""
+
+    recipe: LaunchRecipe
+    inputs: list[Any]
+    targets: list[Any]
+    """Per output, the MLX array to rebind or the NumPy buffer to copy into (None: unused)."""
+    olds: list[Any] | None = None
+    """Per output, the old contents a merge or combine reads (None where not read)."""
+    status: Any = None
+    """The run's device-assert status output (debug builds with asserts), read after the launch."""
+
+    @property
+    def outputs(self) -> tuple[OutputPlan, ...]:
+        return self.recipe.outputs
+
+    @property
+    def output_shapes(self) -> list[tuple[int, ...]]:
+        return self.recipe.output_shapes
+
+    @property
+    def output_dtypes(self) -> list[Any]:
+        return self.recipe.output_dtypes
+
+    @property
+    def init_value(self) -> float | None:
+        return self.recipe.init_value
+
+    @property
+    def masked(self) -> tuple[str, ...]:
+        return self.recipe.masked
+
+    def call_arguments(self) -> dict[str, Any]:
+        recipe = self.recipe
+        return {
+            "inputs": self.inputs,
+            "output_shapes": recipe.output_shapes,
+            "output_dtypes": recipe.output_dtypes,
+            "grid": recipe.grid,
+            "threadgroup": recipe.threadgroup,
+            "init_value": recipe.init_value,
+        }
+
+
+def exact_key(value: object) -> object:
+    """`value` as a dict key that tells apart values equal as Python numbers but not as the
+    bits an array holds: -0.0 from 0.0 (equal floats), and 1 from 1.0 and True (equal numbers
+    that hash alike)."""
+    cls = type(value)
+    if cls is float and value == 0.0:
+        return (cls, math.copysign(1.0, value))  # type: ignore[arg-type]
+    return (cls, value)
+
+
+@dataclass
+class ScalarArrays:
+    """Typed 0-d arrays of scalar arguments by (value, dtype), the most recent `limit` of them
+    (module docstring)."""
+
+    mx: Any
+    limit: int = 512
+    arrays: dict[tuple[object, ...], Any] = field(default_factory=dict)
+
+    def get(self, value: object, dtype: Any) -> Any:
+        cls = type(value)
+        if cls is float and not (value and value == value):
+            # ±0.0 (equal keys, different bits) and NaN (never equal to itself): not kept
+            return self.mx.array(value, dtype=dtype)
+        key = (value, cls, dtype)
+        array = self.arrays.get(key)
+        if array is None:
+            array = self.mx.array(value, dtype=dtype)
+            if len(self.arrays) >= self.limit:
+                self.arrays.clear()
+            self.arrays[key] = array
+        return array
