@@ -80,9 +80,11 @@ def element_extent(value: object) -> int:
 
 
 def needs_64bit_indices(values: tuple[object, ...]) -> bool:
-    for v in values:
+    for v in values:  # the common cases inlined: this runs on every launch
         cls = type(v)
-        if cls is MLX_ARRAY:  # inlined: this runs on every launch
+        if cls is int:
+            continue
+        if cls is MLX_ARRAY:
             if v.size >= INDEX32_LIMIT:  # type: ignore[attr-defined]
                 return True
         elif cls not in _SCALAR_TYPES and element_extent(v) >= INDEX32_LIMIT:

@@ -275,16 +275,17 @@ class MockArray:
 _INT_PAIRS: dict[tlt.dtype, tuple[ScalarArg, ScalarArg]] = {
     ty: (_INT_SPECS[(ty, False)], _INT_SPECS[(ty, True)]) for ty in (tlt.int32, tlt.int64, tlt.uint64)
 }
-_I32_PAIR, _I64_PAIR, _U64_PAIR = _INT_PAIRS[tlt.int32], _INT_PAIRS[tlt.int64], _INT_PAIRS[tlt.uint64]
+I32_FACTS, _I64_PAIR, _U64_PAIR = _INT_PAIRS[tlt.int32], _INT_PAIRS[tlt.int64], _INT_PAIRS[tlt.uint64]
 """The (not divisible, divisible by 16) facts per integer type, indexed by a bool: a launch
-computes a fact per scalar, and a dict keyed by `tl` dtypes would hash them in Python."""
+computes a fact per scalar, and a dict keyed by `tl` dtypes would hash them in Python. The
+generated binder reads `I32_FACTS` itself (`binder.py`)."""
 
 
 def _int_spec(value: int, name: str, specialize: bool, align: bool) -> ArgSpec:
     if specialize and value == 1:
         return _ONE
     if -(2**31) <= value < 2**31:
-        pair = _I32_PAIR
+        pair = I32_FACTS
     elif 2**63 <= value < 2**64:
         pair = _U64_PAIR
     elif -(2**63) <= value < 2**63:
@@ -367,6 +368,8 @@ def specialize_arg(value: object, name: str, specialize: bool = True, align: boo
     """
     cls = type(value)
     if cls is int:
+        if -(2**31) <= value < 2**31 and (value != 1 or not specialize):  # type: ignore[operator]
+            return I32_FACTS[specialize and align and value % 16 == 0]  # _int_spec, inlined
         return _int_spec(value, name, specialize, align)  # type: ignore[arg-type]
     if cls is np.ndarray:
         return _numpy_spec(value, name, specialize, align)  # type: ignore[arg-type]

@@ -22,10 +22,16 @@ rebinds (only output arguments are rebound).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
-from .plan import OutputSlot
+from triton_metal.runtime.specialization import MLX_ARRAY
+
+from .plan import InputSlot, OutputSlot
+
+_FLOAT_TYPES = ("float", "float16_t", "bfloat16_t")
 
 RECIPE_LIMIT = 256
 """Recipes kept per launcher; the memo starts over when full (a grid or shape that changes on
@@ -144,11 +150,9 @@ class ScalarArrays:
     arrays: dict[tuple[object, ...], Any] = field(default_factory=dict)
 
     def get(self, value: object, dtype: Any) -> Any:
-        cls = type(value)
-        if cls is float and not (value and value == value):
-            # ±0.0 (equal keys, different bits) and NaN (never equal to itself): not kept
+        if not _keyable(value):
             return self.mx.array(value, dtype=dtype)
-        key = (value, cls, dtype)
+        key = (value, type(value), dtype)
         array = self.arrays.get(key)
         if array is None:
             array = self.mx.array(value, dtype=dtype)
@@ -156,3 +160,91 @@ class ScalarArrays:
                 self.arrays.clear()
             self.arrays[key] = array
         return array
+
+
+def _keyable(value: object) -> bool:
+    """A scalar whose equal values make equal arrays: not ±0.0 (equal, with different bits)
+    nor NaN (never equal to itself, so never found)."""
+    return type(value) is not float or bool(value and value == value)
+
+
+def _picker(indices: Sequence[int]) -> Callable[[Sequence[Any]], tuple[Any, ...]]:
+    """`seq -> tuple(seq[i] for i in indices)`, done in C (`operator.itemgetter` returns a bare
+    element for one index)."""
+    if len(indices) == 1:
+        (only,) = indices
+        return lambda seq: (seq[only],)
+    if not indices:
+        return lambda seq: ()
+    return itemgetter(*indices)
+
+
+class LaunchInputs:
+    """A launch's metal_kernel inputs, in the kernel's order, from its bound values: array
+    arguments as they are when they are MLX arrays the kernel can take directly (else through
+    the driver's `convert`), scalars as typed 0-d arrays, memoised per tuple of the launch's
+    scalar values (one lookup per launch; `ScalarArrays` for a tuple not seen recently), and
+    the grid input of a spread variant."""
+
+    LIMIT = 256
+
+    def __init__(self, slots: Sequence[InputSlot], scalars: ScalarArrays, dtype_of: Callable[[str], Any],
+                 convert: Callable[[object, str, bool], Any]) -> None:
+        arrays = [s for s in slots if s.role == "array"]
+        scalar_slots = [s for s in slots if s.role == "scalar"]
+        self.arrays = arrays
+        self.vector = tuple(k for k, s in enumerate(arrays) if s.vector)
+        self.take_arrays = _picker([s.arg for s in arrays])
+        self.take_scalars = _picker([s.arg for s in scalar_slots])
+        self.scalar_dtypes = tuple(dtype_of(s.dtype) for s in scalar_slots)
+        self.floats = tuple(k for k, s in enumerate(scalar_slots) if s.dtype in _FLOAT_TYPES)
+        # every input's position in (arrays..., scalars..., grid input)
+        position = {id(s): k for k, s in enumerate([*arrays, *scalar_slots])}
+        grid_at = len(arrays) + len(scalar_slots)
+        self.order = _picker([position.get(id(s), grid_at) for s in slots])
+        self.scalars = scalars
+        self.convert = convert
+        self.memo: dict[tuple[object, ...], tuple[Any, ...]] = {}
+
+    def __call__(self, values: Sequence[object], grid_input: Any) -> list[Any]:
+        arrays = self.take_arrays(values)
+        if not self._direct(arrays):
+            arrays = self._converted(arrays)
+        return list(self.order((*arrays, *self._scalar_arrays(values), grid_input)))
+
+    def _direct(self, arrays: tuple[Any, ...]) -> bool:
+        """Every array argument is an MLX array of at least one dimension (and of 8 elements or
+        more where read through vector loads: smaller ones are padded)."""
+        for arr in arrays:
+            if type(arr) is not MLX_ARRAY or not arr.ndim:
+                return False
+        for k in self.vector:
+            if arrays[k].size < 8:
+                return False
+        return True
+
+    def _converted(self, arrays: tuple[Any, ...]) -> tuple[Any, ...]:
+        done: dict[int, Any] = {}
+        out: list[Any] = []
+        for slot, value in zip(self.arrays, arrays):
+            arr = done.get(slot.arg)  # one copy of a NumPy argument feeding several inputs
+            if arr is None or slot.vector:
+                arr = self.convert(value, slot.dtype, slot.vector)
+                if not slot.vector:
+                    done[slot.arg] = arr
+            out.append(arr)
+        return tuple(out)
+
+    def _scalar_arrays(self, values: Sequence[object]) -> tuple[Any, ...]:
+        key = self.take_scalars(values)
+        keyable = True
+        for k in self.floats:
+            keyable = keyable and _keyable(key[k])
+        got = self.memo.get(key) if keyable else None
+        if got is None:
+            got = tuple(self.scalars.get(v, d) for v, d in zip(key, self.scalar_dtypes))
+            if keyable:
+                if len(self.memo) >= self.LIMIT:
+                    self.memo.clear()
+                self.memo[key] = got
+        return got
