@@ -9,18 +9,20 @@ beside each goal:
 * `metal_kernel` calls (goal 1): one per run of the kernel;
 * extra MLX ops that move data (goal 0 when coverage is proven): a merge costs one `where` per
   output (on its written mask, a bool output the kernel's twin sets where it stores), atomics
-  combined with the old contents one op per output (inputs under 8 elements padded for vector
-  loads are not counted: none of the examples has one);
+  combined with the old contents one op per output, and one op per output kept relative to its
+  array's contents (a lock, a counter, an array read and written under a lock: decoded with one
+  bitwise or wrapping op); inputs under 8 elements padded for vector loads are not counted
+  (none of the examples has one);
 * bytes moved over the kernel's own bytes (goal 1.0): the kernel's own bytes are its array
   inputs read once and its outputs written once; moved bytes add the written masks, the
-  `init_value` fill of each output (MLX fills outputs before the kernel runs) and the reads and
-  writes of the merge and combine ops. Counted from the calls the driver makes (the traced
+  `init_value` fill of each output (MLX fills outputs before the kernel runs), the old contents
+  the kernel reads beside an output kept relative to them, and the reads and writes of the
+  merge, combine and decode ops. Counted from the calls the driver makes (the traced
   MLX graph holds the same nodes: tests/runtime/test_lazy_launch.py);
 * the Python cost of a cached launch in microseconds (goal <= 10; the closest peer reports
   3.2 us for its own launch on an M4 Pro), median of `--repeat` rounds of 200 launches, bare
   and as launched inside a `triton_metal.op` (which skips nothing measurable today; the column
-  shows it stays so). A launch whose atomics need a counter's value (layer norm's backward)
-  reads the array, the one evaluation on the launch path: its cost includes that evaluation. The
+  shows it stays so). The
   stand-in's kernel call is nearly free: on a Mac, MLX's own `metal_kernel` call (building the
   graph node) comes on top and is not measured here. Baseline in the same run: one lazy MLX op
   (`mx.add` of two arrays), the cheapest thing a launch could cost, and the same launch with
@@ -141,17 +143,21 @@ def launch_cost(prepared: Any) -> tuple[int, int, int, int]:
     plan_outputs = prepared.outputs
     out_bytes = [int(np.prod(s, dtype=np.int64)) * _BYTES[o.slot.dtype]
                  for s, o in zip(prepared.output_shapes, plan_outputs)]
+    olds = {id(prepared.olds[k]) for k, o in enumerate(plan_outputs) if o.action == "relative"}
     seen: set[int] = set()
-    in_bytes = 0
+    in_bytes = old_bytes = 0
     for a in prepared.inputs:
         if id(a) not in seen:
             seen.add(id(a))
-            in_bytes += _nbytes(a)
+            if id(a) in olds:  # the array's contents, read beside an output kept relative to them
+                old_bytes += _nbytes(a)
+            else:
+                in_bytes += _nbytes(a)
     own = in_bytes + sum(out_bytes)
     calls = 1  # merged outputs take the kernel's written-mask twin, still one run
     items = [b // _BYTES[o.slot.dtype] for o, b in zip(plan_outputs, out_bytes)]
     masks = sum(n for o, n in zip(plan_outputs, items) if o.action == "merge")  # one bool each
-    moved = own + masks
+    moved = own + masks + old_bytes
     if prepared.init_value is not None:  # MLX fills every output, masks included, first
         moved += sum(out_bytes) + masks
     extra = 0
@@ -159,7 +165,7 @@ def launch_cost(prepared: Any) -> tuple[int, int, int, int]:
         if o.action == "merge":
             extra += 1
             moved += n + 3 * b  # where: mask, result and old in, the output out
-        elif o.action == "combine":
+        elif o.action in ("combine", "relative"):
             extra += 1
             moved += 3 * b
     return calls, extra, moved, own

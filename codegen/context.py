@@ -55,6 +55,8 @@ class LoweringContext:
         self.float_to_int_types: set[str] = set()
         """MSL integer types that `km_to_<type>` (saturating float conversion) must exist for."""
         self.cas_types: set[str] = set()
+        self.relative_types: set[tuple[str, int]] = set()
+        """(MSL type, bits) of outputs kept relative to their array's contents."""
         self.vector_inputs: set[str] = set()
         self.reads_output: set[Op] = set()
         """Loads that read their parameter's output (what the program stored before them)."""

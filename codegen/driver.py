@@ -9,9 +9,11 @@ MSL compiler messages back to the kernel's Python source.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import re
 from collections.abc import Sequence
+from typing import Any
 
 from triton_metal.errors import CompilationError, OutOfResources, internal_error
 from triton_metal.ir import Module, Op
@@ -30,9 +32,9 @@ from . import (  # noqa: F401
 )
 from .context import LoweringContext
 from .coverage import store_coverage
-from .kernel import MSLKernel
+from .kernel import MSLKernel, ParamBinding, relative_encoding
 from .lower_control import ASSERT_OUTPUT
-from .msl_types import msl_type
+from .msl_types import mlx_type, msl_type, uint_of_width
 from .options import CodegenOptions
 from .params import analyse_params, make_buffers, sanitize
 from .printer import MSLPrinter
@@ -97,6 +99,8 @@ def compile_module(module: Module, options: CodegenOptions, axis_info: object | 
 
     uses = analyse_params(func, name)
     buffers, bindings = make_buffers(uses)
+    relative = _relative_outputs(uses, buffers, options.relative_outputs)
+    bindings = [_with_old_input(b, relative) for b in bindings]
     ctx.reads_output = {op for u in uses.values() for op in u.reads_output}
     arg_attrs = func.arg_attrs or [{} for _ in func.body.block.args]  # type: ignore[attr-defined]
     for arg, attrs in zip(func.body.block.args, arg_attrs):  # type: ignore[attr-defined]
@@ -104,7 +108,8 @@ def compile_module(module: Module, options: CodegenOptions, axis_info: object | 
             b = buffers[arg]
             aligned = int(attrs.get("tt.divisibility", 1)) % 16 == 0
             written = _written_name(b.output_name) if b.output_name in options.written_masks else None
-            buf = Buffer(b.param, b.pointee, b.input_name, b.output_name, aligned, written)
+            old, encoding = relative.get(b.output_name or "", (None, ""))
+            buf = Buffer(b.param, b.pointee, b.input_name, b.output_name, aligned, written, old, encoding)
             ctype = "long" if options.index_bits == 64 else "int"
             ctx.bind(arg, PtrValue(arg.type, buf, (Lit("0"),), ctype, None))
         else:
@@ -132,14 +137,16 @@ def compile_module(module: Module, options: CodegenOptions, axis_info: object | 
 
     input_names: list[str] = []
     output_names: list[str] = []
+    olds = {old for old, _ in relative.values()}
     for b in bindings:
-        input_names.extend(b.msl_inputs)
+        input_names.extend(n for n in b.msl_inputs if n not in olds)
         output_names.extend(b.msl_outputs)
     masks = {b.output_name: _written_name(b.output_name) for b in buffers.values()
              if b.output_name in options.written_masks}
     output_names.extend(masks.values())
     if options.spread_programs:
         input_names.append(GRID_INPUT)
+    input_names.extend(old for old, _ in relative.values())  # last: the launch appends them
     if ctx.asserts:
         output_names.append(ASSERT_OUTPUT)
     if not output_names:
@@ -171,11 +178,37 @@ def compile_module(module: Module, options: CodegenOptions, axis_info: object | 
             "vector_inputs": tuple(sorted(ctx.vector_inputs)),
             "grid_input": GRID_INPUT if options.spread_programs else None,
             "written_masks": masks,
+            "relative_outputs": relative,
             "assert_output": ASSERT_OUTPUT if ctx.asserts else None,
             "asserts": tuple(ctx.asserts),
             "device_prints": ctx.prints,
         },
     )
+
+
+def _relative_outputs(uses: dict[Any, Any], buffers: dict[Any, Buffer],
+                      outputs: tuple[str, ...]) -> dict[str, tuple[str, str]]:
+    """output -> (old input, encoding) for the outputs kept relative to their array's contents,
+    in the order the options list them."""
+    by_output = {b.output_name: (arg, b) for arg, b in buffers.items() if b.output_name}
+    found: dict[str, tuple[str, str]] = {}
+    for output in outputs:
+        if output not in by_output:
+            raise internal_error(f"'{output}' is not an output of this kernel")
+        arg, b = by_output[output]
+        encoding = relative_encoding(mlx_type(b.pointee), uses[arg].atomic_kinds)
+        if encoding is None:
+            raise internal_error(f"'{b.param}' cannot be kept relative to its contents")
+        found[output] = (f"{sanitize(b.param)}_old", encoding)
+    return found
+
+
+def _with_old_input(binding: ParamBinding, relative: dict[str, tuple[str, str]]) -> ParamBinding:
+    """The parameter's binding with its old-contents input, when its output is relative."""
+    for output in binding.msl_outputs:
+        if output in relative:
+            return dataclasses.replace(binding, msl_inputs=(*binding.msl_inputs, relative[output][0]))
+    return binding
 
 
 def _written_name(output: str) -> str:
@@ -210,6 +243,9 @@ def _helpers(ctx: LoweringContext) -> list[str]:
             texts.append(render("helpers/float_to_int.metal", types=[_float_to_int(c) for c in sorted(ctx.float_to_int_types)]))
         elif name == "float_ops":
             texts.append(render("helpers/float_ops.metal", types=sorted(ctx.float_helper_types)))
+        elif name == "relative_contents":
+            texts.append(render("helpers/relative_contents.metal", types=[
+                {"c": c, "u": uint_of_width(bits)} for c, bits in sorted(ctx.relative_types)]))
         elif name == "atomic_cas_op":
             texts.append(render("helpers/atomic_cas_op.metal", types=sorted(ctx.cas_types)))
         else:

@@ -18,15 +18,45 @@ Contract:
   "Coverage"). An output not proven is merged by the host with a written mask.
 * `metadata["written_masks"]`, in a variant compiled with written masks, maps outputs to the
   extra bool outputs the kernel sets wherever it stores.
+* `metadata["relative_outputs"]`, in a variant compiled with relative outputs, maps each such
+  output to `(old input, encoding)`: the output starts at zero, the launch passes the array's
+  contents as the extra input (`<param>_old`, after every other input, in this order) and the
+  kernel keeps each element relative to them (`relative_encoding`); the launch decodes the
+  result with one bitwise or integer op.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 PARAM_KINDS = ("pointer_in", "pointer_out", "pointer_inout", "pointer_atomic", "scalar", "constexpr")
+
+
+_RELATIVE_ATOMICS = frozenset({"cas", "xchg", "add"})
+_WORD_TYPES = ("int32_t", "uint32_t", "float")
+
+
+def relative_encoding(dtype: str, kinds: Iterable[str]) -> str | None:
+    """How an output that must start as its array's contents (a lock, a counter, an array read
+    and written under a lock) can start at zero instead, given its MLX type string and the
+    atomic operations the kernel applies to it.
+
+    The kernel then holds each element relative to the array's old value `o`: "xor" keeps the
+    bitwise difference `v ^ o`, a bijection that preserves equality, so loads, stores, exchanges
+    and compare-and-swaps see through it exactly; "sub" keeps the wrapping difference `v - o` of
+    a 32-bit integer, which atomic adds also see through. None where neither is exact: atomic
+    max, min, and, or, xor or float adds, 16-bit atomics (they update the 32-bit word holding
+    the element) and bools (no arithmetic on their bits)."""
+    kinds = set(kinds)
+    if dtype == "bool" or not kinds <= _RELATIVE_ATOMICS:
+        return None
+    if kinds and dtype not in _WORD_TYPES:
+        return None
+    if "add" in kinds:
+        return "sub" if dtype in ("int32_t", "uint32_t") else None
+    return "xor"
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,12 @@ bfloat (add, max, min, exchange, cas) are compare-and-swap loops on the aligned 
 holds the element (little-endian: an even element is the low half), which needs the output to
 start on a 4-byte boundary and to be readable to the end of its last word (the launch pads it).
 8-bit integer, 16-bit integer and 64-bit types are refused with the limit named.
+
+An output kept relative to its array's contents (`Buffer.relative`, `CodegenOptions.
+relative_outputs`) holds each element relative to the old value in `<param>_old`: stores and
+the operands of exchanges and compare-and-swaps are encoded against it, and what loads and
+atomics read is decoded (templates/helpers/relative_contents.metal); atomic adds of a "sub"
+output need neither, since a wrapping difference carries them.
 """
 
 from __future__ import annotations
@@ -171,7 +177,7 @@ def lower_load(ctx: LoweringContext, op: mem.LoadOp) -> None:
     regs: list[Expr] = []
     for r in range(n):
         off = p.offsets[r] if p.dist is not None else p.offsets[0]
-        read: Expr = Index(src, off)
+        read: Expr = _decode(ctx, p, off, Index(src, off), ety) if source == buf.output_name else Index(src, off)
         m = _reg_at(mask, r)
         if m is not None:
             o = _reg_at(other, r)
@@ -234,7 +240,7 @@ def lower_store(ctx: LoweringContext, op: mem.StoreOp) -> None:
     own_var = _hoist(ctx, own)
     ety = element_type(op.value.type)
     assert isinstance(ety, ScalarType)
-    vec, _ = vector_width(ctx, op, dist, ety)
+    vec, _ = vector_width(ctx, op, dist, ety) if not buf.relative else (1, 0)
     if vec > 1:
         _vector_store(ctx, op, p, val, mask, vec, ety, own_var)
         return
@@ -245,7 +251,7 @@ def lower_store(ctx: LoweringContext, op: mem.StoreOp) -> None:
         off = p.offsets[r] if p.dist is not None else p.offsets[0]
         v = _reg_at(val, r)
         assert v is not None
-        stmts = (Assign(Index(dst, off), v), *_mark_written(p, (off,)))
+        stmts = (Assign(Index(dst, off), _encode(ctx, p, off, v, ety)), *_mark_written(p, (off,)))
         cond = _and(own_var, _reg_at(mask, r))
         _emit_guarded(ctx, cond, stmts)
 
@@ -263,6 +269,33 @@ def _mark_written(p: PtrValue, offsets: tuple[Expr, ...]) -> tuple[Assign, ...]:
     if p.buffer.written_name is None:
         return ()
     return tuple(Assign(Index(Var(p.buffer.written_name), off), Lit("true")) for off in offsets)
+
+
+def _relative_helper(ctx: LoweringContext, ety: ScalarType) -> None:
+    ctx.helpers.add("relative_contents")
+    ctx.relative_types.add((msl_type(ety), ety.bitwidth))
+
+
+def _encode(ctx: LoweringContext, p: PtrValue, off: Expr, value: Expr, ety: ScalarType) -> Expr:
+    """What to write for `value` at `off` (unchanged unless the output is kept relative)."""
+    buf = p.buffer
+    if not buf.relative:
+        return value
+    _relative_helper(ctx, ety)
+    assert buf.old_name is not None
+    name = "km_rel_xor" if buf.relative == "xor" else "km_rel_sub"
+    return Call(name, (Convert(msl_type(ety), value), Index(Var(buf.old_name), off)))
+
+
+def _decode(ctx: LoweringContext, p: PtrValue, off: Expr, held: Expr, ety: ScalarType) -> Expr:
+    """The element's value from what the output holds at `off` (the inverse of `_encode`)."""
+    buf = p.buffer
+    if not buf.relative:
+        return held
+    _relative_helper(ctx, ety)
+    assert buf.old_name is not None
+    name = "km_rel_xor" if buf.relative == "xor" else "km_rel_add"
+    return Call(name, (held, Index(Var(buf.old_name), off)))
 
 
 def _hoist(ctx: LoweringContext, cond: Expr | None) -> Expr | None:
@@ -340,8 +373,17 @@ def lower_atomic_rmw(ctx: LoweringContext, op: mem.AtomicRMWOp) -> None:
         name = f"km_atomic16_{_HALF_WORD_OPS[kind]}_{msl_type(ety)}"
         _atomic(ctx, op, p, mask, lambda off, r: Call(name, (*_half_word(buf.output_name, off), _f32(val, r, ety))))
         return
-    _atomic(ctx, op, p, mask,
-            lambda off, r: _rmw_call(ctx, kind, ety, _atomic_ptr(buf.output_name, off, ety), _reg_at(val, r)))
+    if buf.relative and kind not in (mem.AtomicRMWKind.ADD, mem.AtomicRMWKind.XCHG):
+        raise ctx.error(f"internal: atomic {kind.value} on an output kept relative to its contents")
+
+    def rmw(off: Expr, r: int) -> Expr:
+        v = _reg_at(val, r)
+        assert v is not None
+        if kind is mem.AtomicRMWKind.XCHG:
+            v = _encode(ctx, p, off, v, ety)
+        return _decode(ctx, p, off, _rmw_call(ctx, kind, ety, _atomic_ptr(buf.output_name, off, ety), v), ety)
+
+    _atomic(ctx, op, p, mask, rmw)
 
 
 _HALF_WORD_OPS = {
@@ -387,12 +429,18 @@ def lower_atomic_cas(ctx: LoweringContext, op: mem.AtomicCASOp) -> None:
         return
     ctx.helpers.add("atomic_cas_op")
     ctx.cas_types.add(msl_type(ety))
-    if ety.name == "f32":  # compared as bit patterns, as GPUs compare (-0.0 is not 0.0, a NaN matches itself)
-        _atomic(ctx, op, p, None, lambda off, r: Call("km_atomic_cas_float", (
-            Apply("atomic_ptr", (Lit("uint"), Index(Var(buf.output_name), off))), _reg_at(cmp, r), _reg_at(val, r))))  # type: ignore[arg-type]
-        return
-    _atomic(ctx, op, p, None, lambda off, r: Call(
-        "km_atomic_cas", (_atomic_ptr(buf.output_name, off, ety), _reg_at(cmp, r), _reg_at(val, r))))  # type: ignore[arg-type]
+
+    def cas(off: Expr, r: int) -> Expr:
+        c, v = _reg_at(cmp, r), _reg_at(val, r)
+        assert c is not None and v is not None
+        c, v = _encode(ctx, p, off, c, ety), _encode(ctx, p, off, v, ety)
+        if ety.name == "f32":  # compared as bit patterns, as GPUs compare (-0.0 is not 0.0, a NaN matches itself)
+            call = Call("km_atomic_cas_float", (Apply("atomic_ptr", (Lit("uint"), Index(Var(buf.output_name), off))), c, v))
+        else:
+            call = Call("km_atomic_cas", (_atomic_ptr(buf.output_name, off, ety), c, v))
+        return _decode(ctx, p, off, call, ety)
+
+    _atomic(ctx, op, p, None, cas)
 
 
 def _atomic(ctx: LoweringContext, op: mem.AtomicRMWOp | mem.AtomicCASOp, p: PtrValue, mask: RegValue | None,

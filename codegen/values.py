@@ -32,6 +32,11 @@ class Buffer:
     """The parameter's address is a multiple of 16 bytes (`tt.divisibility = 16`)."""
     written_name: str | None = None
     """The bool output every store also sets where it writes (`CodegenOptions.written_masks`)."""
+    old_name: str | None = None
+    """The input holding the array's contents, for an output kept relative to them
+    (`CodegenOptions.relative_outputs`)."""
+    relative: str = ""
+    """"xor" or "sub" for such an output (`kernel.relative_encoding`), else ""."""
 
 
 @dataclass(frozen=True)

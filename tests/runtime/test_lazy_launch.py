@@ -98,16 +98,34 @@ def ticket_kernel(count_ptr, out_ptr, BLOCK: tl.constexpr):
     tl.store(out_ptr + tl.arange(0, BLOCK), tl.zeros((BLOCK,), tl.int32) + ticket)
 
 
-def test_counter_arrays_are_refused_clearly_inside_transformations(lazy: LazyMx):
-    # metal_kernel starts an output at one known value, which the launch reads from a counter
-    # array (the one evaluation on the launch path); MLX forbids it on traced arrays
+def test_counter_arrays_trace_under_transformations(lazy: LazyMx):
+    # the counter's output starts as the array without reading it (kept relative to the array,
+    # which the kernel takes as one more input): the launch traces under mx.compile
     def step(count):
         out = mx.zeros((32,), mx.int32)
         ticket_kernel[(1,)](count, out, BLOCK=32)
+        return out, count
+
+    mx.eval(mx.compile(step)(mx.array(np.array([41], np.int32))))  # LazyMx runs nothing: the
+    (launch,) = lazy.fast.launches                                  # values are checked in
+    assert launch["init_value"] == 0.0                              # test_metal_driver.py
+    assert lazy.fast.factory_calls[-1]["input_names"][-1] == "count_ptr_old"
+
+
+@triton.jit
+def max_ticket_kernel(m_ptr, out_ptr, BLOCK: tl.constexpr):
+    ticket = tl.atomic_max(m_ptr, 1)  # no relative encoding carries a max: reads the array
+    tl.store(out_ptr + tl.arange(0, BLOCK), tl.zeros((BLOCK,), tl.int32) + ticket)
+
+
+def test_atomics_that_read_the_array_are_refused_clearly_inside_transformations(lazy: LazyMx):
+    def step(m):
+        out = mx.zeros((32,), mx.int32)
+        max_ticket_kernel[(1,)](m, out, BLOCK=32)
         return out
 
     mx.eval(step(mx.zeros((1,), mx.int32)))  # outside a transformation: read, then lazy
-    with pytest.raises(triton.LaunchError, match="ticket_kernel.*lock or counter.*transformation"):
+    with pytest.raises(triton.LaunchError, match="max_ticket_kernel.*transformation"):
         mx.compile(step)(mx.zeros((1,), mx.int32))
 
 

@@ -164,23 +164,40 @@ def test_atomic_max_starts_at_minus_infinity(fake: FakeMx):
     assert fake.fast.launches[0]["init_value"] == -np.inf
 
 
-def test_counters_start_from_a_uniform_array(fake: FakeMx):
-    # the returned old values are used: the output must start as the array, which init_value
-    # can do when every element holds one value
-    count = mx.full((2,), 3, mx.int32)
+def test_counters_start_as_their_array_without_reading_it(fake: FakeMx):
+    # the returned old values are used: the output must start as the array, which metal_kernel
+    # cannot do; the twin keeps the counter relative to the array (wrapping difference), passed
+    # as its last input, and one add on the bits decodes it
+    count = mx.array(np.array([2**31 - 2, -7], np.int32))  # wraps past INT_MAX, as on the GPU
     out = mx.zeros((4 * 8,), mx.int32)
     counter_kernel[(4,)](count, out, BLOCK=8)
     olds = np.array(out).reshape(4, 8)[:, 0]
-    assert sorted(olds.tolist()) == [3, 4, 5, 6] and (np.array(out).reshape(4, 8).T == olds).all()
-    np.testing.assert_array_equal(np.array(count), [7, 3])
-    assert {launch["init_value"] for launch in fake.fast.launches} == {3.0}
+    want = (np.int64(2**31 - 2) + np.arange(4) + 2**31) % 2**32 - 2**31
+    assert sorted(olds.tolist()) == sorted(want.tolist()) and (np.array(out).reshape(4, 8).T == olds).all()
+    np.testing.assert_array_equal(np.array(count), np.array([2**31 - 2 + 4 - 2**32, -7]))
+    (launch,) = fake.fast.launches
+    assert launch["init_value"] == 0.0
+    assert fake.fast.factory_calls[-1]["input_names"][-1] == "count_ptr_old"
 
 
-def test_atomics_needing_varied_contents_are_refused_on_metal(fake: FakeMx):
-    count = mx.array(np.array([0, 7], np.int32))
-    out = mx.zeros((8,), mx.int32)
+@triton.jit
+def max_ticket_kernel(m_ptr, out_ptr, BLOCK: tl.constexpr):
+    old = tl.atomic_max(m_ptr, tl.program_id(0))  # its returned value: no encoding carries a max
+    tl.store(out_ptr + tl.program_id(0) * BLOCK + tl.arange(0, BLOCK), tl.zeros((BLOCK,), tl.int32) + old)
+
+
+def test_atomics_no_encoding_carries_start_from_a_uniform_array(fake: FakeMx):
+    m = mx.full((1,), 2, mx.int32)
+    out = mx.zeros((4 * 8,), mx.int32)
+    max_ticket_kernel[(4,)](m, out, BLOCK=8)
+    assert np.array(m).tolist() == [3]
+    assert {launch["init_value"] for launch in fake.fast.launches} == {2.0}
+
+
+def test_atomics_no_encoding_carries_are_refused_on_varied_contents(fake: FakeMx):
+    m = mx.array(np.array([0, 7], np.int32))
     with pytest.raises(triton.LaunchError, match="cannot run through mx.fast.metal_kernel.*old values"):
-        counter_kernel[(1,)](count, out, BLOCK=8)
+        max_ticket_kernel[(1,)](m, mx.zeros((8,), mx.int32), BLOCK=8)
     assert not fake.fast.launches
 
 
@@ -283,11 +300,71 @@ def locked_accumulate(acc_ptr, lock_ptr, x_ptr, N: tl.constexpr):
     tl.atomic_xchg(lock_ptr, 0)
 
 
-def test_arrays_loaded_and_stored_under_a_lock_start_as_their_one_value(fake: FakeMx):
+def test_arrays_loaded_and_stored_under_a_lock_start_as_their_contents(fake: FakeMx):
     x = np.arange(8, dtype=np.float32)
-    acc = np.zeros(8, np.float32)  # one init_value starts every output: the lock's 0 too
+    acc = np.zeros(8, np.float32)
     locked_accumulate[(3,)](acc, np.zeros(1, np.int32), x, N=8)
     np.testing.assert_array_equal(acc, 3 * x)
-    assert {launch["init_value"] for launch in fake.fast.launches} == {0.0}
-    with pytest.raises(triton.LaunchError, match="'acc_ptr' is loaded and stored by programs that wait"):
-        locked_accumulate[(3,)](np.arange(8, dtype=np.float32), np.zeros(1, np.int32), x, N=8)
+    # any contents: the accumulator and the lock are kept relative to their arrays (bitwise
+    # difference for the float array, exact for every bit pattern)
+    start = np.array([1.5, -0.0, np.inf, -3.0, 1e-45, 7.0, 0.25, -2.0], np.float32)
+    acc = mx.array(start)
+    lock = mx.array(np.array([0], np.int32))
+    locked_accumulate[(3,)](acc, lock, mx.array(x), N=8)
+    np.testing.assert_array_equal(np.array(acc), start + 3 * x)
+    assert np.array(lock).tolist() == [0]
+    launch = fake.fast.launches[-1]
+    assert launch["init_value"] == 0.0
+    assert fake.fast.factory_calls[-1]["input_names"][-2:] == ["acc_ptr_old", "lock_ptr_old"]
+
+
+@triton.jit
+def locked_region(acc_ptr, lock_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    while tl.atomic_cas(lock_ptr, 0, 1) == 1:
+        pass
+    tl.store(acc_ptr + offs, tl.load(acc_ptr + offs) * 2.0, mask=offs < N // 2)
+    tl.debug_barrier()
+    tl.atomic_xchg(lock_ptr, 0)
+
+
+def test_elements_a_locked_kernel_leaves_keep_their_exact_bits(fake: FakeMx):
+    bits = np.array([0x7FC01234, 0x80000000, 0x3F800000, 0xFF800001, 0x00000001, 0x7F7FFFFF,
+                     0x7FA00000, 0x80000001], np.uint32)  # NaN payloads, -0.0, denormals
+    acc = mx.array(bits.view(np.float32))
+    locked_region[(2,)](acc, mx.array(np.array([0], np.int32)), N=8)
+    got = np.array(acc).view(np.uint32)
+    np.testing.assert_array_equal(got[4:], bits[4:])
+    with np.errstate(invalid="ignore"):  # a signalling NaN among them
+        np.testing.assert_array_equal(np.array(acc)[:4], bits[:4].view(np.float32) * 4)
+
+
+def test_relative_encodings_are_chosen_where_they_are_exact():
+    from triton_metal.codegen.kernel import relative_encoding
+
+    assert relative_encoding("float", ()) == "xor"  # loaded and stored under a lock
+    assert relative_encoding("float16_t", ()) == "xor"
+    assert relative_encoding("float", ("cas", "xchg")) == "xor"
+    assert relative_encoding("int32_t", ("add", "cas")) == "sub"  # adds carried by a difference
+    assert relative_encoding("uint32_t", ("add",)) == "sub"
+    assert relative_encoding("float", ("add",)) is None  # float differences round
+    assert relative_encoding("int32_t", ("max",)) is None  # order is not kept by either
+    assert relative_encoding("float16_t", ("xchg",)) is None  # updates the 32-bit word
+    assert relative_encoding("bool", ()) is None
+
+
+def test_layer_norm_backward_in_half_precision_keeps_its_partial_buffers_relative(fake: FakeMx):
+    from examples import layer_norm
+
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((9, 24)).astype(np.float16)
+    w = rng.random(24).astype(np.float16)
+    dy = rng.standard_normal((9, 24)).astype(np.float16)
+    _, mean, rstd = layer_norm.layer_norm_forward(mx.array(x), mx.array(w), mx.array(w))
+    fake.fast.launches.clear()
+    dx, dw, db = layer_norm.layer_norm_backward(mx.array(dy), mx.array(x), mx.array(w), mean, rstd)
+    want = layer_norm.reference_backward(dy, x, w, 1e-5)
+    for got, ref in zip((dx, dw, db), want):
+        np.testing.assert_allclose(np.array(got).astype(np.float32), ref, rtol=2e-2, atol=2e-2)
+    names = fake.fast.factory_calls[-2]["input_names"]
+    assert names[-3:] == ["DW_old", "DB_old", "Lock_old"] and fake.evals == 0

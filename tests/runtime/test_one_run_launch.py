@@ -302,8 +302,8 @@ def test_store_free_kernel_with_mlx_arrays_is_one_lazy_call_and_changes_nothing(
 
 
 def test_written_mask_variant_of_a_store_free_kernel_compiles():
-    from triton_metal.runtime.compiler import compile_written_variant
+    from triton_metal.runtime.compiler import compile_twin
 
     compiled = store_free.warmup(np.float32, 10, BLOCK=16, grid=(1,))
-    twin = compile_written_variant(compiled, ())
+    twin = compile_twin(compiled, ())
     assert list(twin.output_names) == ["unused_out"] and twin.source == compiled.msl.source

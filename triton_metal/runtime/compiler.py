@@ -10,7 +10,7 @@ and `TRITON_METAL_DUMP_DIR`), the axis-info analysis, and the code generator
 for one launch dimension). When the dots' layout conversions need more threadgroup memory than
 there is (`OutOfResources`), the specialization compiles again with operands loaded straight into
 simdgroup fragments and results stored from them (the module attribute `direct_fragment_io`);
-the first error is raised when that does not fit either. `compile_written_variant` regenerates
+the first error is raised when that does not fit either. `compile_twin` regenerates
 a compiled variant's MSL with written masks from its laid-out IR.
 
 `COMPILER_HASH` is the SHA-256 of the compiler's own sources (front end, IR, passes, language,
@@ -157,7 +157,8 @@ def _compile_msl(kernel: Any, key: SpecializationKey) -> CompileResult:
     return CompileResult(msl, module, print_module(module), seconds)
 
 
-def codegen_options(key: SpecializationKey, written_masks: tuple[str, ...] = ()) -> Any:
+def codegen_options(key: SpecializationKey, written_masks: tuple[str, ...] = (),
+                    relative_outputs: tuple[str, ...] = ()) -> Any:
     """The code generator's options for a specialization."""
     from ..codegen import CodegenOptions
 
@@ -168,12 +169,15 @@ def codegen_options(key: SpecializationKey, written_masks: tuple[str, ...] = ())
         index_bits=key.index_bits,
         spread_programs=key.spread,
         written_masks=written_masks,
+        relative_outputs=relative_outputs,
     )
 
 
-def compile_written_variant(compiled: Any, outputs: tuple[str, ...]) -> Any:
-    """The `MSLKernel` of a compiled variant whose stores to `outputs` also set written masks
-    (`CodegenOptions.written_masks`), generated again from its laid-out IR (kept, or read back
+def compile_twin(compiled: Any, masked: tuple[str, ...], relative: tuple[str, ...] = ()) -> Any:
+    """The `MSLKernel` of a compiled variant whose stores to the outputs `masked` also set
+    written masks (`CodegenOptions.written_masks`) and which keeps the outputs `relative`
+    relative to their arrays' contents (`CodegenOptions.relative_outputs`), generated again
+    from its laid-out IR (kept, or read back
     from the disk cache's IR text; a variant compiled with direct fragment loads and stores
     keeps them, since its layouts are already in the IR)."""
     from ..codegen import compile_module
@@ -182,7 +186,7 @@ def compile_written_variant(compiled: Any, outputs: tuple[str, ...]) -> Any:
 
     def work() -> Any:
         module = compiled.module if compiled.module is not None else parse_module(compiled.ir_text)
-        return compile_module(module, codegen_options(compiled.key, outputs), analyze_axis_info(module))
+        return compile_module(module, codegen_options(compiled.key, masked, relative), analyze_axis_info(module))
 
     return _deep_retry(work, compiled.key.kernel)
 

@@ -93,13 +93,14 @@ def compile_variant(kernel: Any, key: SpecializationKey) -> CompiledKernel:
     return compiled
 
 
-def _written_variant(compiled: CompiledKernel) -> Any:
-    """outputs -> the variant's twin with written masks (compiled on the Metal path's first need)."""
+def _twin(compiled: CompiledKernel) -> Any:
+    """(masked, relative) outputs -> the variant's twin with written masks and outputs kept
+    relative to their arrays (compiled on the Metal path's first need)."""
 
-    def variant(outputs: tuple[str, ...]) -> Any:
-        from .compiler import compile_written_variant
+    def variant(masked: tuple[str, ...], relative: tuple[str, ...]) -> Any:
+        from .compiler import compile_twin
 
-        return compile_written_variant(compiled, outputs)
+        return compile_twin(compiled, masked, relative)
 
     return variant
 
@@ -110,7 +111,7 @@ def make_launcher(kernel: Any, compiled: CompiledKernel) -> Any:
         from .launch_emulator import EmulatorLauncher
 
         return EmulatorLauncher(compiled.msl, kernel.arg_names, kernel.__name__,
-                                written_variant=_written_variant(compiled))
+                                twin=_twin(compiled))
     if backend == TORCH_MPS:
         from .launch_torch_mps import TorchMpsLauncher
 
@@ -119,7 +120,7 @@ def make_launcher(kernel: Any, compiled: CompiledKernel) -> Any:
         from ..backends.metal import LaunchPlan, MetalLauncher
 
         launcher = MetalLauncher(compiled.msl, LaunchPlan.of(compiled.msl, kernel.arg_names), kernel.arg_names,
-                                 written_variant=_written_variant(compiled))
+                                 twin=_twin(compiled))
         names = tuple(kernel.arg_names)
 
         def metal(values: tuple[object, ...], grid: Grid3) -> None:

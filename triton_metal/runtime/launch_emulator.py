@@ -64,10 +64,10 @@ class EmulatorLauncher:
     """Runs one compiled variant on the emulator (module docstring)."""
 
     def __init__(self, msl: Any, arg_names: Sequence[str], kernel_name: str | None = None,
-                 written_variant: Any = None) -> None:
+                 twin: Any = None) -> None:
         self.msl = msl
         self.kernel_name = kernel_name
-        self.written_variant = written_variant
+        self.twin = twin
         """For the Metal path: outputs -> the twin with written masks (`MetalLauncher`)."""
         self.plan = LaunchPlan.of(msl, arg_names)
         self.arg_names = tuple(arg_names)
@@ -183,5 +183,5 @@ class EmulatorLauncher:
             from ..backends.metal import MetalLauncher
 
             self._metal = MetalLauncher(self.msl, self.plan, self.arg_names, mx=EmulatedMlx(),
-                                        written_variant=self.written_variant)
+                                        twin=self.twin)
         return self._metal

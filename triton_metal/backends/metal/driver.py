@@ -25,8 +25,14 @@ Per launch (`prepare` computes everything, `__call__` runs it):
     used as is;
   - atomics whose old values are not read (add, max, min, and, or, xor): the output starts at
     the operation's identity (`init_value`) and is combined with the old array afterwards;
-  - other atomics (locks, counters, compare-and-swap loops) need the output to start as the
-    array itself: done with `init_value` when every element holds one value (a zeroed lock);
+  - other atomics (locks, counters, compare-and-swap loops) and arrays loaded and stored under
+    a lock need the output to start as the array itself, which `metal_kernel` cannot do (an
+    output starts empty or at one scalar): the variant's twin compiled with relative outputs
+    runs instead (`codegen.kernel.relative_encoding`): the output starts at 0, the array is
+    passed as one more input and the kernel keeps each element relative to it (its bitwise or
+    wrapping difference); one op (`bitwise_xor` or `add` on the bits) decodes the result. The
+    rare atomics no encoding carries (an atomic max whose result is used, say) still start at
+    `init_value` when every element holds one value, which reads the array;
   - otherwise the variant's twin compiled with written masks runs instead (once, compiled on
     first need): its stores also set a bool output per merged output, which starts at 0
     (`init_value=0`), and one `mx.where(mask, result, old)` per output keeps the old values
@@ -34,16 +40,16 @@ Per launch (`prepare` computes everything, `__call__` runs it):
   A 16-bit atomic output of odd size is allocated one element longer (its atomics update whole
   32-bit words) and sliced back; a kernel that stores nothing has one "unused" one-element
   output (metal_kernel needs an output), which is dropped.
-  Atomics that need the array's contents in the output when the array is not uniform are
-  refused with an explanation, and so is a written mask next to an atomic output that must
-  start at anything but 0. At `TRITON_METAL_DEBUG=1` a merged launch logs why the proof failed
+  Those rare atomics are refused with an explanation when the array is not uniform, and so is
+  a written mask next to an atomic output that must start at anything but 0. At `TRITON_METAL_DEBUG=1` a merged launch logs why the proof failed
   (the store line and the reason).
 * results: an MLX argument is rebound (`arr[...] = result`, after checking dtype and shape); a
   NumPy buffer is copied back in place.
 * nothing is evaluated: the launch adds one `CustomKernel` node (plus, when coverage is not
   proven or for atomics, the merge) to MLX's lazy graph. The one exception is a debug build
   with device asserts: its status output (the last output, after any written masks) is read
-  right after the launch, which waits for the kernel (`runtime/device_asserts.py`). A Metal compile error therefore
+  right after the launch, which waits for the kernel (`runtime/device_asserts.py`); and so
+  are the rare atomics above. A Metal compile error therefore
   surfaces where the graph is evaluated, as MLX's `RuntimeError` whose diagnostics name the
   kernel's Python file and line (the MSL's `#line` directives); `metal_errors()` turns it into
   a `CompilationError` with the source line and caret.
@@ -70,6 +76,8 @@ from triton_metal.errors import CompilationError, LaunchError, Loc
 from triton_metal.runtime.device_asserts import check_status, has_asserts, warn_prints
 from triton_metal.runtime.log import debug_level
 from triton_metal.runtime.mlx_op import inside_op, note_kernel
+
+from triton_metal.codegen.kernel import relative_encoding
 
 from .plan import LaunchPlan, OutputSlot, launch_dims
 from .recipe import (
@@ -189,16 +197,17 @@ class MetalLauncher:
     """One compiled variant on the Metal backend (module docstring)."""
 
     def __init__(self, msl: Any, plan: LaunchPlan, arg_names: Sequence[str], mx: Any = None,
-                 written_variant: Callable[[tuple[str, ...]], Any] | None = None) -> None:
+                 twin: Callable[[tuple[str, ...], tuple[str, ...]], Any] | None = None) -> None:
         self.msl = msl
         self.plan = plan
         self.arg_names = tuple(arg_names)
         self.mx = mx if mx is not None else _mlx()
         self._kernel: Any = None
         self.coverage = LaunchCoverage(msl, self.arg_names)
-        self.written_variant = written_variant
-        """outputs -> the `MSLKernel` whose stores to them also set written masks."""
-        self._masked: dict[tuple[str, ...], tuple[Any, Any]] = {}
+        self.twin = twin
+        """(masked, relative) outputs -> the `MSLKernel` whose stores to the first also set
+        written masks and which keeps the second relative to their arrays' contents."""
+        self._twins: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[Any, Any]] = {}
         self._dtypes: dict[str, Any] = {}
         self._guard: Any = None
         self._exit_guard: Any = None
@@ -224,11 +233,12 @@ class MetalLauncher:
             "atomic_outputs": bool(msl.atomic_outputs),
         }
 
-    def kernel(self, masked: tuple[str, ...] = ()) -> Any:
+    def kernel(self, masked: tuple[str, ...] = (), relative: tuple[str, ...] = ()) -> Any:
         """The metal_kernel object of this variant, or of its twin that also writes the written
-        masks of the outputs `masked` (compiled and built on first use)."""
-        if masked:
-            return self._masked_variant(masked)[1]
+        masks of the outputs `masked` and keeps `relative` relative to their arrays' contents
+        (compiled and built on first use)."""
+        if masked or relative:
+            return self._twin_variant(masked, relative)[1]
         if self._kernel is None:
             self._kernel = self._build(self.factory_arguments())
         return self._kernel
@@ -239,17 +249,17 @@ class MetalLauncher:
         except TypeError:  # MLX before 0.32: no compile_options (math mode "safe")
             return self.mx.fast.metal_kernel(**args)
 
-    def _masked_variant(self, masked: tuple[str, ...]) -> tuple[Any, Any]:
-        got = self._masked.get(masked)
+    def _twin_variant(self, masked: tuple[str, ...], relative: tuple[str, ...]) -> tuple[Any, Any]:
+        got = self._twins.get((masked, relative))
         if got is None:
-            if self.written_variant is None:
-                raise self._refuse("an output is not proven to be written in full and this "
-                                   "launcher cannot compile the written-mask variant")
-            msl = self.written_variant(masked)
-            args = dict(self.factory_arguments(), name=msl.name, output_names=list(msl.output_names),
-                        source=msl.source, header=msl.header)
+            if self.twin is None:
+                raise self._refuse("an output is not proven to be written in full, or must start "
+                                   "as its array, and this launcher cannot compile the twin variant")
+            msl = self.twin(masked, relative)
+            args = dict(self.factory_arguments(), name=msl.name, input_names=list(msl.input_names),
+                        output_names=list(msl.output_names), source=msl.source, header=msl.header)
             got = (msl, self._build(args))
-            self._masked[masked] = got
+            self._twins[masked, relative] = got
         return got
 
     # -- one launch ------------------------------------------------------------------------------
@@ -289,7 +299,10 @@ class MetalLauncher:
             self._recipes[key] = recipe
         prepared = PreparedLaunch(recipe, self._inputs(values, recipe.grid_input), targets)
         if recipe.reads_old:
-            prepared.olds = self._olds(recipe, targets)
+            prepared.olds = olds = self._olds(recipe, targets)
+            for k, out in enumerate(recipe.outputs):  # the twin's last inputs (codegen.kernel:
+                if out.action == "relative":  # "relative_outputs")
+                    prepared.inputs.append(olds[k])
         return prepared
 
     def _recipe_key(self, values: Sequence[object], grid: tuple[int, int, int]
@@ -347,7 +360,9 @@ class MetalLauncher:
                     out.final_shape = tuple(value.shape)  # type: ignore[attr-defined]
             if start is not None:
                 kind, first = start
-                if kind:
+                if kind in ("xor", "sub"):
+                    out.action, out.kind = "relative", kind
+                elif kind:
                     out.action, out.kind = "combine", kind
                 else:  # the output starts as the array itself (its one repeated value)
                     contents = True
@@ -381,7 +396,8 @@ class MetalLauncher:
         return LaunchRecipe(
             shapes, dtypes, launch_grid, threadgroup, first, tuple(outputs), masked,
             grid_input=self.mx.array(list(grid), dtype=self.mx.int32) if plan.spread else None,
-            reads_old=tuple(k for k, o in enumerate(outputs) if o.action in ("merge", "combine")),
+            relative=tuple(o.slot.name for o in outputs if o.action == "relative"),
+            reads_old=tuple(k for k, o in enumerate(outputs) if o.action in ("merge", "combine", "relative")),
             plain=all(o.action in ("plain", "unused") and not o.padded for o in outputs),
         )
 
@@ -395,7 +411,7 @@ class MetalLauncher:
             if out.slot.name in masked:
                 out.action = "merge"
                 out.reason = verdicts[out.slot.name].reason
-            if out.action in ("merge", "combine"):
+            if out.action in ("merge", "combine", "relative"):
                 out.old_shape = (out.size,) if out.padded else shape  # combined before slicing
         return masked
 
@@ -419,11 +435,12 @@ class MetalLauncher:
         return olds
 
     def _atomic_start(self, slot: OutputSlot, value: object) -> tuple[str, float]:
-        """(combining kind, init_value) for an atomically updated argument: an operation whose
-        identity starts the output, combined with the old array afterwards; or ("", v) when the
-        kernel needs the array's contents (it loads them, uses the values atomics return, or
-        exchanges) and every element of the array holds the same value v, which `init_value`
-        can then reproduce exactly. Anything else is refused."""
+        """(kind, init_value) for an atomically updated argument (or one loaded and stored under
+        a lock): an operation whose identity starts the output, combined with the old array
+        afterwards; else "xor" or "sub" with 0 when the kernel needs the array's contents (it
+        loads them, uses the values atomics return, or exchanges) and an encoding relative to
+        them carries its operations; else ("", v) when every element of the array holds the same
+        value v, which `init_value` can then reproduce exactly. Anything else is refused."""
         info = self.atomics.get(slot.param, {})
         kinds = list(info.get("kinds", ()))
         if (not info.get("loaded") and not info.get("result_used") and len(kinds) == 1
@@ -431,6 +448,9 @@ class MetalLauncher:
             identity = atomic_identity(kinds[0], slot.dtype)
             if identity is not None:
                 return kinds[0], identity
+        encoding = relative_encoding(slot.dtype, kinds)
+        if encoding is not None and self.twin is not None:
+            return encoding, 0.0
         uniform = self._uniform_value(value, slot.dtype)
         if uniform is not None:
             return "", uniform
@@ -468,8 +488,9 @@ class MetalLauncher:
                 return None
             first = flat[0].item()
         else:
-            # The one evaluation on the launch path: metal_kernel starts an output empty or at
-            # one scalar, so a lock or counter array must be read to find its starting value.
+            # An evaluation on the launch path, for the atomics no relative encoding carries:
+            # metal_kernel starts an output empty or at one scalar, so the array must be read
+            # to find its starting value.
             mx = self.mx
             flat = value.reshape(-1)  # type: ignore[attr-defined]
             try:
@@ -479,10 +500,11 @@ class MetalLauncher:
             except ValueError as error:  # inside mx.compile / mx.vmap / mx.export_function
                 raise LaunchError(
                     f"kernel '{self.kernel_name}' updates an array through atomics that need its "
-                    "current contents (a lock or counter), and mx.fast.metal_kernel can only start "
-                    "an output at one known value, which the launch must read from the array; it "
-                    f"cannot inside an MLX function transformation ({error}). Launch it outside "
-                    "the transformation"
+                    "current contents and that no encoding relative to them carries (max, min, "
+                    "and, or, xor or float adds whose results are used, or 16-bit atomics), and "
+                    "mx.fast.metal_kernel can only start an output at one known value, which the "
+                    "launch must read from the array; it cannot inside an MLX function "
+                    f"transformation ({error}). Launch it outside the transformation"
                 ) from None
         start = float(first)
         if type_string not in _FLOATS and (start != first or abs(start) >= 2**24):
@@ -515,8 +537,9 @@ class MetalLauncher:
 
     def run(self, prepared: PreparedLaunch) -> list[Any]:
         """The launch's metal_kernel call(s) and each output's final value, as lazy arrays."""
-        masked = prepared.recipe.masked
-        kernel = self.kernel(masked)
+        recipe = prepared.recipe
+        masked = recipe.masked
+        kernel = self.kernel(masked, recipe.relative)
         if masked:
             self._log_merge(prepared)
         results = kernel(**prepared.call_arguments())
@@ -601,6 +624,8 @@ class MetalLauncher:
                 result = mx.where(masks[out.slot.name], result, prepared.olds[k])  # type: ignore[index]
             elif out.action == "combine":
                 result = _combine(mx, out.kind, prepared.olds[k], result)  # type: ignore[index]
+            elif out.action == "relative":
+                result = _decode_relative(mx, out.kind, prepared.olds[k], result)  # type: ignore[index]
             final.append(result)
         return final
 
@@ -625,6 +650,17 @@ class MetalLauncher:
 
 def _identity(*arrays: Any) -> list[Any]:
     return list(arrays)
+
+
+_BITS = {1: "uint8", 2: "uint16", 4: "uint32", 8: "uint64"}
+
+
+def _decode_relative(mx: Any, encoding: str, old: Any, held: Any) -> Any:
+    """The array's new contents from an output kept relative to `old` (its bitwise or
+    wrapping difference), computed on the elements' bits as unsigned integers."""
+    bits = getattr(mx, _BITS[old.itemsize])
+    a, b = held.view(bits), old.view(bits)
+    return (mx.bitwise_xor(a, b) if encoding == "xor" else a + b).view(old.dtype)
 
 
 def _combine(mx: Any, kind: str, old: Any, result: Any) -> Any:

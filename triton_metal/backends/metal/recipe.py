@@ -44,12 +44,14 @@ class OutputPlan:
 
     slot: OutputSlot
     action: str
-    """"plain" (use the result), "merge" (select on the written mask), "combine" (atomics) or
-    "unused" (the one-element output of a kernel that stores nothing: dropped)."""
+    """"plain" (use the result), "merge" (select on the written mask), "combine" (atomics),
+    "relative" (decoded against the old array) or "unused" (the one-element output of a kernel
+    that stores nothing: dropped)."""
     reason: str = ""
     """Why a merged output is not proven written in full."""
     kind: str = ""
-    """The atomic operation a "combine" output is combined with the old array by."""
+    """The atomic operation a "combine" output is combined with the old array by, or the
+    encoding ("xor", "sub") a "relative" output is decoded by."""
     size: int = 0
     """Elements of the argument; the output has one more when `padded`."""
     padded: bool = False
@@ -77,10 +79,13 @@ class LaunchRecipe:
     """Outputs merged through written masks: the kernel's twin with those masks runs, and its
     mask outputs follow the outputs (shapes and dtypes appended in this order; a debug build's
     device-assert status output comes last)."""
+    relative: tuple[str, ...] = ()
+    """Outputs kept relative to their array's contents: the twin with those outputs runs, and
+    the arrays follow the inputs in this order."""
     grid_input: Any = None
     """The logical grid as an int32 array, for a variant compiled with program spreading."""
     reads_old: tuple[int, ...] = ()
-    """Outputs whose old contents the launch reads (merged or combined)."""
+    """Outputs whose old contents the launch reads (merged, combined or relative)."""
     plain: bool = False
     """Every result is used as it is (no merge, combine or padding)."""
 
