@@ -45,7 +45,8 @@ def softmax(x: Any, num_warps: int | None = None, max_programs: int | None = Non
 
     By default one program per row, the launch shape Triton's tutorial reaches whenever the rows
     fit the GPU at once; `max_programs` caps the grid, and the programs then stride over the
-    rows (a persistent grid)."""
+    rows (a persistent grid; size it from the chip as the tutorial does from the SM count:
+    `triton.get_hardware_capabilities().gpu_cores` times the programs a core holds at once)."""
     n_rows, n_cols = x.shape
     BLOCK_SIZE = triton.next_power_of_2(n_cols)
     if num_warps is None:

@@ -133,3 +133,53 @@ def test_debug_option_takes_effect_on_launches(restore_env, capfd, tmp_path):
 def test_set_debug_option_refuses_bad_values(restore_env, name, value):
     with pytest.raises(ValueError, match=name if name != "no_such_option" else "unknown option"):
         triton.set_debug_option(name, value)
+
+
+_IOREG = b"""<?xml version="1.0" encoding="UTF-8"?>
+<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
+<plist version="1.0">
+<array>
+  <dict>
+    <key>IOClass</key><string>AGXAcceleratorG16X</string>
+    <key>gpu-core-count</key><integer>20</integer>
+    <key>model</key><string>Apple M4 Pro</string>
+  </dict>
+</array>
+</plist>
+"""
+
+
+@pytest.mark.parametrize("output,cores", [
+    (_IOREG, 20),
+    (_IOREG.replace(b"<integer>20</integer>", b"<integer>0</integer>"), None),  # not a count
+    (_IOREG.replace(b"gpu-core-count", b"other-key"), None),
+    (b"<plist><array></array></plist>", None),  # no accelerator entry
+    (b"\x00garbled", None),
+    (None, None),  # ioreg missing or failed
+])
+def test_gpu_core_count_from_the_ioregistry(output, cores):
+    from triton_metal.backends.metal.chip import IOREG_COMMAND, gpu_core_count
+
+    assert gpu_core_count(lambda: output) == cores
+    assert IOREG_COMMAND[0] == "ioreg" and "AGXAccelerator" in IOREG_COMMAND
+
+
+def test_gpu_cores_on_metal_and_the_emulator(monkeypatch: pytest.MonkeyPatch):
+    from triton_metal.backends.metal import chip
+
+    monkeypatch.setattr(chip, "_cached_gpu_core_count", lambda: 38)
+    caps = triton.get_hardware_capabilities(FakeMX("applegpu_g15s", "Apple M3 Max"))
+    assert caps.gpu_cores == 38 and "38 GPU cores" in str(caps)
+    assert triton.get_hardware_capabilities().gpu_cores is None  # the emulator: no GPU cores
+
+
+def test_persistent_grids_are_sized_from_the_chip(monkeypatch: pytest.MonkeyPatch):
+    from triton_metal.backends.metal import chip
+    from triton_metal.ops import _common
+    from triton_metal.runtime import backend
+
+    assert _common.persistent_programs(10_000) == _common.PROGRAMS_UNKNOWN_CHIP  # the emulator
+    monkeypatch.setattr(chip, "_cached_gpu_core_count", lambda: 10)
+    monkeypatch.setattr(backend, "active_backend_name", lambda: backend.METAL)
+    assert _common.persistent_programs(10_000) == 10 * _common.PROGRAMS_PER_CORE
+    assert _common.persistent_programs(7) == 7  # never more programs than rows

@@ -85,6 +85,24 @@ def zeros(shape: tuple[int, ...], dtype: Any) -> Any:
     return mx().zeros(shape, dtype=dtype)
 
 
+PROGRAMS_PER_CORE = 4
+"""Threadgroups a persistent grid gives each GPU core (several fit a core at once)."""
+PROGRAMS_UNKNOWN_CHIP = 256
+"""A persistent grid's size where the core count is unknown (the emulator)."""
+
+
+def persistent_programs(rows: int) -> int:
+    """Programs of a persistent grid over `rows` rows: a few per GPU core, as Triton kernels size
+    theirs from the SM count (`get_hardware_capabilities().gpu_cores`, read on a Mac from the
+    IORegistry), never more than the rows."""
+    from ..backends.metal.chip import gpu_core_count
+    from ..runtime.backend import METAL, active_backend_name
+
+    cores = gpu_core_count() if active_backend_name() == METAL else None
+    limit = cores * PROGRAMS_PER_CORE if cores else PROGRAMS_UNKNOWN_CHIP
+    return max(1, min(rows, limit))
+
+
 def next_pow2(n: int) -> int:
     return 1 if n <= 1 else 1 << (n - 1).bit_length()
 

@@ -3,9 +3,9 @@
 Forward: one program per row, statistics in float32, the row held in registers when it fits
 (`_rows.row_block`), else streamed twice (statistics, then the normalised row).
 
-Backward: a persistent grid of `programs` (at most `MAX_PROGRAMS`) walks the rows; each program
-recomputes its rows' statistics (cheaper than saving them: the row is loaded anyway), writes
-`dx`, and accumulates the weight and bias gradients of its rows in registers, written once as a
+Backward: a persistent grid (a few programs per GPU core, `_common.persistent_programs`) walks
+the rows; each program recomputes its rows' statistics (cheaper than saving them: the row is
+loaded anyway), writes `dx`, and accumulates the weight and bias gradients of its rows in registers, written once as a
 float32 partial per program and summed by MLX. Rows too long for registers take two kernels:
 `dx` and each row's (mean, rstd) one program per row, then the weight and bias gradients one
 program per column block down every row.
@@ -24,9 +24,6 @@ import triton_metal.language as tl
 
 from . import _common as c
 from ._rows import ROW_TUNING, row_block, row_configs
-
-MAX_PROGRAMS = 256
-
 
 @triton.jit
 def _row_moments(s1, s2, n_cols, eps, RMS):
@@ -201,7 +198,7 @@ def _backward(x: Any, w: Any, b: Any, dy: Any, eps: float, rms: bool) -> tuple[A
     rows = c.rows_of(x.shape)
     dx = c.zeros(x.shape, x.dtype)
     block, one_pass = row_block(n)
-    programs = max(1, min(rows, MAX_PROGRAMS))
+    programs = c.persistent_programs(rows)
     dy = dy.astype(x.dtype)
     wp = x if w is None else w
     if one_pass:

@@ -6,7 +6,10 @@ debug options.
   GPU family features *derived from the architecture string* (metal.md sections 1.3 and 1.4:
   generation 13 = M1 = Apple7, 14 = M2 = Apple8, 15 and 16 = M3 and M4 = Apple9, 17 = M5 =
   Apple10). MLX does not report threadgroup memory or thread limits; they are the fixed values of
-  every Apple family MLX runs on. Elsewhere the emulator reports itself.
+  every Apple family MLX runs on. MLX does not report the GPU's core count either: it comes
+  from the IORegistry (`chip.gpu_core_count`; the grid of a persistent kernel, one program or a
+  few per core, as Triton's tutorials size theirs from the SM count). Elsewhere the emulator
+  reports itself (no GPU cores).
 * `synchronize(mx=None)`: wait for all queued GPU work (`mx.synchronize()`).
 * `clear_cache(memory=True, disk=True)`: drop compiled variants from every kernel's in-memory
   cache and delete the disk cache of generated MSL and emulator binaries.
@@ -28,6 +31,7 @@ from ..backends.metal.chip import (
     SIMD_WIDTH,
     THREADGROUP_MEMORY_BYTES,
     chip_info,
+    gpu_core_count,
 )
 from .timing import load_mlx
 
@@ -60,6 +64,8 @@ class HardwareCapabilities:
     memory_bytes: int | None = None
     max_buffer_bytes: int | None = None
     recommended_working_set_bytes: int | None = None
+    gpu_cores: int | None = None
+    """GPU cores (Triton's `multiprocessor_count`), from the IORegistry; None when unknown."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -68,6 +74,8 @@ class HardwareCapabilities:
         lines = [f"{self.device_name} ({self.architecture}) on {self.backend}"]
         if self.chip or self.gpu_family:
             lines.append(f"  chip {self.chip or '?'}, tier {self.tier_name or '?'}, GPU family {self.gpu_family or '?'}")
+        if self.gpu_cores:
+            lines.append(f"  {self.gpu_cores} GPU cores")
         lines.append(f"  SIMD width {self.simd_width}, max {self.max_threads_per_threadgroup} threads and "
                      f"{self.threadgroup_memory_bytes // 1024} KiB threadgroup memory per threadgroup")
         for name, ok in self.features.items():
@@ -131,6 +139,7 @@ def get_hardware_capabilities(mx: Any = None) -> HardwareCapabilities:
             memory_bytes=_int_or_none(raw.get("memory_size")),
             max_buffer_bytes=_int_or_none(raw.get("max_buffer_length")),
             recommended_working_set_bytes=_int_or_none(raw.get("max_recommended_working_set_size")),
+            gpu_cores=gpu_core_count(),
         )
     cores = os.cpu_count() or 1
     features = {
