@@ -374,6 +374,9 @@ def specialize_arg(value: object, name: str, specialize: bool = True, align: boo
     if cls is np.ndarray:
         return _numpy_spec(value, name, specialize, align)  # type: ignore[arg-type]
     if cls is MLX_ARRAY:
+        pair = _MLX_POINTERS.get(value.dtype)  # type: ignore[attr-defined]  # _mlx_spec, inlined
+        if pair is not None:
+            return pair[specialize and align]
         return _mlx_spec(value, name, specialize, align)
     if cls is float:
         return _FP32

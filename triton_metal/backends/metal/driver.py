@@ -219,6 +219,7 @@ class MetalLauncher:
         self._recipes: dict[tuple[object, ...], LaunchRecipe] = {}
         self._inputs = LaunchInputs(plan.inputs, ScalarArrays(self.mx), self._dtype, self._to_mlx)
         self._coverage_args = tuple(i for i, _ in self.coverage.scalars)
+        self.asserts = has_asserts(msl)
 
     # -- the kernel object ----------------------------------------------------------------------
     def factory_arguments(self) -> dict[str, Any]:
@@ -290,6 +291,8 @@ class MetalLauncher:
         """The metal_kernel call of a launch; `values` hold flat NumPy buffers for NumPy
         arguments (bfloat16 as uint16 words) and MLX arrays as given. The call's recipe is
         memoised (`recipe.py`): a repeated launch gathers its inputs and old contents only."""
+        if type(values) is not tuple:
+            values = tuple(values)
         key, targets, starts = self._recipe_key(values, grid)
         recipe = self._recipes.get(key)
         if recipe is None:
@@ -388,7 +391,7 @@ class MetalLauncher:
             for o in masked:  # shaped as its output, for the select
                 shapes.append(by_name[o])
                 dtypes.append(self.mx.bool_)
-        if has_asserts(self.msl):  # the status output, last (device_asserts.py)
+        if self.asserts:  # the status output, last (device_asserts.py)
             shapes.append((4,))
             dtypes.append(self.mx.uint32)
             if first is None:
@@ -399,6 +402,8 @@ class MetalLauncher:
             relative=tuple(o.slot.name for o in outputs if o.action == "relative"),
             reads_old=tuple(k for k, o in enumerate(outputs) if o.action in ("merge", "combine", "relative")),
             plain=all(o.action in ("plain", "unused") and not o.padded for o in outputs),
+            rebound=tuple(k for k, t in enumerate(targets) if t is not None and not isinstance(t, np.ndarray)),
+            copied=tuple(k for k, t in enumerate(targets) if isinstance(t, np.ndarray)),
         )
 
     def _merged(self, values: Sequence[object], grid: tuple[int, int, int], plain: dict[str, int],
@@ -536,15 +541,19 @@ class MetalLauncher:
         self.write_back(prepared, results)
 
     def run(self, prepared: PreparedLaunch) -> list[Any]:
-        """The launch's metal_kernel call(s) and each output's final value, as lazy arrays."""
+        """The launch's metal_kernel call and each output's final value, as lazy arrays."""
         recipe = prepared.recipe
-        masked = recipe.masked
-        kernel = self.kernel(masked, recipe.relative)
+        masked, relative = recipe.masked, recipe.relative
+        kernel = self._kernel
+        if kernel is None or masked or relative:
+            kernel = self.kernel(masked, relative)
         if masked:
             self._log_merge(prepared)
-        results = kernel(**prepared.call_arguments())
-        if has_asserts(self.msl):
+        results = kernel(inputs=prepared.inputs, **recipe.call)
+        if self.asserts:
             prepared.status = results[-1]
+        if recipe.plain:
+            return results[: len(recipe.outputs)]
         return self.finish(prepared, results)
 
     def guarded(self, prepared: PreparedLaunch) -> list[Any]:
@@ -632,20 +641,22 @@ class MetalLauncher:
     def write_back(self, prepared: PreparedLaunch, results: list[Any]) -> None:
         """Rebind each MLX argument to its output (its dtype checked with the recipe); copy
         each NumPy buffer's output into it."""
-        mx = self.mx
-        for out, target, result in zip(prepared.recipe.outputs, prepared.targets, results):
-            if out.action == "unused":
-                continue
-            if isinstance(target, np.ndarray):
-                host = np.array(result.view(mx.uint16) if out.slot.dtype == "bfloat16_t" else result)
-                np.copyto(target, host.reshape(target.shape), casting="no")
-                continue
-            if out.final_shape is not None:
-                result = result.reshape(out.final_shape)
+        recipe = prepared.recipe
+        targets = prepared.targets
+        for k in recipe.rebound:
+            result = results[k]
+            shape = recipe.outputs[k].final_shape
+            if shape is not None:
+                result = result.reshape(shape)
             # `[None]`, not `[...]`: the same rebinding (mlx_api.md 3), but MLX expands an
             # Ellipsis into slices and, for a leading dimension of 1, adds a squeeze and a
             # broadcast to the graph and ~0.5 us to the launch
-            target[None] = result
+            targets[k][None] = result
+        for k in recipe.copied:
+            target, result = targets[k], results[k]
+            if recipe.outputs[k].slot.dtype == "bfloat16_t":
+                result = result.view(self.mx.uint16)
+            np.copyto(target, np.array(result).reshape(target.shape), casting="no")
 
 
 def _identity(*arrays: Any) -> list[Any]:

@@ -88,6 +88,21 @@ class LaunchRecipe:
     """Outputs whose old contents the launch reads (merged, combined or relative)."""
     plain: bool = False
     """Every result is used as it is (no merge, combine or padding)."""
+    rebound: tuple[int, ...] = ()
+    """Outputs whose argument is an MLX array (rebound to the result)."""
+    copied: tuple[int, ...] = ()
+    """Outputs whose argument is a NumPy buffer (the result copied into it)."""
+    call: dict[str, Any] = field(init=False)
+    """metal_kernel's keyword arguments but `inputs` (built once: the launch passes them on)."""
+
+    def __post_init__(self) -> None:
+        self.call = {
+            "output_shapes": self.output_shapes,
+            "output_dtypes": self.output_dtypes,
+            "grid": self.grid,
+            "threadgroup": self.threadgroup,
+            "init_value": self.init_value,
+        }
 
 
 @dataclass(slots=True)
@@ -124,15 +139,8 @@ class PreparedLaunch:
         return self.recipe.masked
 
     def call_arguments(self) -> dict[str, Any]:
-        recipe = self.recipe
-        return {
-            "inputs": self.inputs,
-            "output_shapes": recipe.output_shapes,
-            "output_dtypes": recipe.output_dtypes,
-            "grid": recipe.grid,
-            "threadgroup": recipe.threadgroup,
-            "init_value": recipe.init_value,
-        }
+        """metal_kernel's keyword arguments for this launch."""
+        return {"inputs": self.inputs, **self.recipe.call}
 
 
 def exact_key(value: object) -> object:
@@ -173,15 +181,13 @@ def _keyable(value: object) -> bool:
     return type(value) is not float or bool(value and value == value)
 
 
-def _picker(indices: Sequence[int]) -> Callable[[Sequence[Any]], tuple[Any, ...]]:
-    """`seq -> tuple(seq[i] for i in indices)`, done in C (`operator.itemgetter` returns a bare
-    element for one index)."""
-    if len(indices) == 1:
-        (only,) = indices
-        return lambda seq: (seq[only],)
-    if not indices:
-        return lambda seq: ()
-    return itemgetter(*indices)
+def _picker(indices: Sequence[int]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
+    """`seq -> tuple(seq[i] for i in indices)` for a tuple `seq`, done in C: `itemgetter` of
+    the indices, or of a slice for none or one (`itemgetter(i)` returns a bare element)."""
+    if len(indices) > 1:
+        return itemgetter(*indices)
+    start = indices[0] if indices else 0
+    return itemgetter(slice(start, start + len(indices)))
 
 
 class LaunchInputs:
@@ -213,20 +219,20 @@ class LaunchInputs:
 
     def __call__(self, values: Sequence[object], grid_input: Any) -> list[Any]:
         arrays = self.take_arrays(values)
-        if not self._direct(arrays):
-            arrays = self._converted(arrays)
-        return list(self.order((*arrays, *self._scalar_arrays(values), grid_input)))
-
-    def _direct(self, arrays: tuple[Any, ...]) -> bool:
-        """Every array argument is an MLX array of at least one dimension (and of 8 elements or
-        more where read through vector loads: smaller ones are padded)."""
-        for arr in arrays:
-            if type(arr) is not MLX_ARRAY or not arr.ndim:
-                return False
-        for k in self.vector:
-            if arrays[k].size < 8:
-                return False
-        return True
+        for arr in arrays:  # MLX arrays of one dimension or more go in as they are (one loop:
+            if type(arr) is not MLX_ARRAY or not arr.ndim:  # this runs on every launch)
+                arrays = self._converted(arrays)
+                break
+        else:
+            for k in self.vector:  # inputs read through vector loads need 8 elements
+                if arrays[k].size < 8:
+                    arrays = self._converted(arrays)
+                    break
+        key = self.take_scalars(values)
+        scalars = self.memo.get(key)
+        if scalars is None or self.floats:  # a float key may be ±0.0 or NaN: checked there
+            scalars = self._scalar_arrays(key)
+        return list(self.order((*arrays, *scalars, grid_input)))
 
     def _converted(self, arrays: tuple[Any, ...]) -> tuple[Any, ...]:
         done: dict[int, Any] = {}
@@ -240,8 +246,9 @@ class LaunchInputs:
             out.append(arr)
         return tuple(out)
 
-    def _scalar_arrays(self, values: Sequence[object]) -> tuple[Any, ...]:
-        key = self.take_scalars(values)
+    def _scalar_arrays(self, key: tuple[object, ...]) -> tuple[Any, ...]:
+        """The arrays of the scalar values `key`, memoised unless a float among them is one
+        `_keyable` refuses."""
         keyable = True
         for k in self.floats:
             keyable = keyable and _keyable(key[k])
