@@ -229,8 +229,8 @@ class LaunchInputs:
                     arrays = self._converted(arrays)
                     break
         key = self.take_scalars(values)
-        scalars = self.memo.get(key)
-        if scalars is None or self.floats:  # a float key may be ±0.0 or NaN: checked there
+        scalars = self.memo.get(key)  # safe for any key: none with ±0.0 or NaN is stored
+        if scalars is None:
             scalars = self._scalar_arrays(key)
         return list(self.order((*arrays, *scalars, grid_input)))
 
@@ -247,16 +247,12 @@ class LaunchInputs:
         return tuple(out)
 
     def _scalar_arrays(self, key: tuple[object, ...]) -> tuple[Any, ...]:
-        """The arrays of the scalar values `key`, memoised unless a float among them is one
-        `_keyable` refuses."""
-        keyable = True
-        for k in self.floats:
-            keyable = keyable and _keyable(key[k])
-        got = self.memo.get(key) if keyable else None
-        if got is None:
-            got = tuple(self.scalars.get(v, d) for v, d in zip(key, self.scalar_dtypes))
-            if keyable:
-                if len(self.memo) >= self.LIMIT:
-                    self.memo.clear()
-                self.memo[key] = got
+        """The arrays of the scalar values `key` (not in the memo), memoised unless a float
+        among them is one `_keyable` refuses. A slot's values are all of one Python type (the
+        variant's specialization), so equal keys mean equal arrays."""
+        got = tuple(self.scalars.get(v, d) for v, d in zip(key, self.scalar_dtypes))
+        if all(_keyable(key[k]) for k in self.floats):
+            if len(self.memo) >= self.LIMIT:
+                self.memo.clear()
+            self.memo[key] = got
         return got
