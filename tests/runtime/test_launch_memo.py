@@ -267,8 +267,10 @@ def test_alternating_variants_each_find_their_own(fake: FakeMx):
     assert add_kernel.cache.hits >= 2
 
 
-_INTS = [0, 1, -1, 2, 15, 16, 32, -16, 2**31 - 16, 2**31 - 1, 2**31, -(2**31), -(2**31) - 1, 2**40,
-         2**63, 2**64 - 16, True, False, np.int32(16), np.int64(1), 1.0, None]
+_VALUES = [0, 1, -1, 2, 15, 16, 32, -16, 2**31 - 16, 2**31 - 1, 2**31, -(2**31), -(2**31) - 1, 2**40,
+           2**63, 2**64 - 16, True, False, np.int32(16), np.int64(1), 1.0, None,
+           mx.zeros((3,)), mx.zeros((2, 2), mx.bfloat16), mx.zeros((4,), mx.bool_), mx.zeros((), mx.int8),
+           np.zeros(3, np.float32)]
 
 
 @pytest.mark.parametrize("options", [{}, {"do_not_specialize": ["a"]},
@@ -280,7 +282,13 @@ def test_the_binders_inlined_facts_are_specialize_args(options: dict[str, Any]):
 
     specialize = "do_not_specialize" not in options
     align = "do_not_specialize_on_alignment" not in options
-    for value in _INTS:
+    for value in _VALUES:
         got = k._binder(value, B=1)[1][0]
         want = specialize_arg(value, "a", specialize, align)
         assert got == want and type(got) is type(want), value
+    for bad in (mx.zeros((2,), mx.complex64), 2**64, 1j):
+        with pytest.raises(triton.LaunchError) as binder_error:
+            k._binder(bad, B=1)
+        with pytest.raises(triton.LaunchError) as direct_error:
+            specialize_arg(bad, "a", specialize, align)
+        assert str(binder_error.value) == str(direct_error.value)

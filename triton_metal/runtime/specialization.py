@@ -343,14 +343,15 @@ def _numpy_spec(value: np.ndarray[Any, Any], name: str, specialize: bool, align:
     return pair[specialize and align and mod == 0]
 
 
-_MLX_POINTERS: dict[Any, tuple[PointerArg, PointerArg]] = {
+MLX_POINTER_FACTS: dict[Any, tuple[PointerArg, PointerArg]] = {
     dt: (_POINTER_SPECS[(ty, False)], _POINTER_SPECS[(ty, True)]) for dt, ty in MLX_DTYPES.items()
 }
-"""MLX dtype -> the (unaligned, aligned) facts, looked up by the MLX dtype (hashed in C)."""
+"""MLX dtype -> the (unaligned, aligned) facts, looked up by the MLX dtype (hashed in C; the
+generated binder reads this table itself)."""
 
 
 def _mlx_spec(value: Any, name: str, specialize: bool, align: bool) -> ArgSpec:
-    pair = _MLX_POINTERS.get(value.dtype)
+    pair = MLX_POINTER_FACTS.get(value.dtype)
     if pair is None:
         tl_dtype_of_mlx(value.dtype, name)  # raises, naming the parameter
     return pair[specialize and align]  # type: ignore[index]
@@ -374,7 +375,7 @@ def specialize_arg(value: object, name: str, specialize: bool = True, align: boo
     if cls is np.ndarray:
         return _numpy_spec(value, name, specialize, align)  # type: ignore[arg-type]
     if cls is MLX_ARRAY:
-        pair = _MLX_POINTERS.get(value.dtype)  # type: ignore[attr-defined]  # _mlx_spec, inlined
+        pair = MLX_POINTER_FACTS.get(value.dtype)  # type: ignore[attr-defined]  # _mlx_spec, inlined
         if pair is not None:
             return pair[specialize and align]
         return _mlx_spec(value, name, specialize, align)
