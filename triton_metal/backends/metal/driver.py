@@ -401,7 +401,7 @@ class MetalLauncher:
             grid_input=self.mx.array(list(grid), dtype=self.mx.int32) if plan.spread else None,
             relative=tuple(o.slot.name for o in outputs if o.action == "relative"),
             reads_old=tuple(k for k, o in enumerate(outputs) if o.action in ("merge", "combine", "relative")),
-            plain=all(o.action in ("plain", "unused") and not o.padded for o in outputs),
+            adjusted=tuple(k for k, o in enumerate(outputs) if o.action not in ("plain", "unused") or o.padded),
             rebound=tuple(k for k, t in enumerate(targets) if t is not None and not isinstance(t, np.ndarray)),
             copied=tuple(k for k, t in enumerate(targets) if isinstance(t, np.ndarray)),
         )
@@ -617,25 +617,27 @@ class MetalLauncher:
 
     def finish(self, prepared: PreparedLaunch, results: list[Any]) -> list[Any]:
         """Each output's final value: the result, merged (one select on the written mask) or
-        combined with the old array."""
+        combined with the old array, or decoded from it."""
         recipe = prepared.recipe
         outputs = recipe.outputs
         if recipe.plain:
             return results[: len(outputs)]
+        final = list(results[: len(outputs)])
         mx = self.mx
-        masks = dict(zip(recipe.masked, results[len(outputs):]))
-        final: list[Any] = []
-        for k, out in enumerate(outputs):
-            result = results[k]
+        olds: list[Any] = prepared.olds  # type: ignore[assignment]
+        masks = dict(zip(recipe.masked, results[len(outputs):])) if recipe.masked else {}
+        for k in recipe.adjusted:
+            out = outputs[k]
+            result = final[k]
             if out.padded:
                 result = result[: out.size]
             if out.action == "merge":
-                result = mx.where(masks[out.slot.name], result, prepared.olds[k])  # type: ignore[index]
+                result = mx.where(masks[out.slot.name], result, olds[k])
             elif out.action == "combine":
-                result = _combine(mx, out.kind, prepared.olds[k], result)  # type: ignore[index]
+                result = _combine(mx, out.kind, olds[k], result)
             elif out.action == "relative":
-                result = _decode_relative(mx, out.kind, prepared.olds[k], result)  # type: ignore[index]
-            final.append(result)
+                result = _decode_relative(mx, out.kind, olds[k], result)
+            final[k] = result
         return final
 
     def write_back(self, prepared: PreparedLaunch, results: list[Any]) -> None:

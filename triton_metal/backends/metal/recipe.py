@@ -86,16 +86,19 @@ class LaunchRecipe:
     """The logical grid as an int32 array, for a variant compiled with program spreading."""
     reads_old: tuple[int, ...] = ()
     """Outputs whose old contents the launch reads (merged, combined or relative)."""
-    plain: bool = False
-    """Every result is used as it is (no merge, combine or padding)."""
+    adjusted: tuple[int, ...] = ()
+    """Outputs whose result is not used as it is (merged, combined, decoded or padded)."""
     rebound: tuple[int, ...] = ()
     """Outputs whose argument is an MLX array (rebound to the result)."""
     copied: tuple[int, ...] = ()
     """Outputs whose argument is a NumPy buffer (the result copied into it)."""
     call: dict[str, Any] = field(init=False)
     """metal_kernel's keyword arguments but `inputs` (built once: the launch passes them on)."""
+    plain: bool = field(init=False)
+    """Every result is used as it is."""
 
     def __post_init__(self) -> None:
+        self.plain = not self.adjusted
         self.call = {
             "output_shapes": self.output_shapes,
             "output_dtypes": self.output_dtypes,
