@@ -30,6 +30,8 @@ from .specialization import MLX_ARRAY, ReinterpretedArray
 
 INDEX32_LIMIT = 2**31
 _SCALAR_TYPES = frozenset({int, float, bool, type(None), str})
+_PLAIN_TYPES = _SCALAR_TYPES | ({MLX_ARRAY} if MLX_ARRAY is not None else set())
+"""The values the Metal driver takes as they are."""
 
 
 def flat_view(arr: np.ndarray, name: str) -> np.ndarray:
@@ -135,11 +137,7 @@ def metal_values(values: tuple[object, ...], names: tuple[str, ...]) -> tuple[ob
     """The values as the Metal driver takes them: NumPy arrays, torch CPU tensors (and bfloat16
     reinterpretations) as the flat buffers of their memory, NumPy scalars as Python scalars, the rest as given.
     Values that are all MLX arrays and Python scalars (the common launch) come back as they are."""
-    for value in values:
-        cls = type(value)
-        if cls is not MLX_ARRAY and cls not in _SCALAR_TYPES:
-            break
-    else:
+    if _PLAIN_TYPES.issuperset(map(type, values)):  # one pass in C
         return values
     out: list[object] = []
     for value, name in zip(values, names):

@@ -9,12 +9,15 @@
   ...})`, built on first use and kept; MLX versions without `compile_options` raise `TypeError`
   and get the call without it (their math mode is MLX's default, "safe").
 
-Per launch (`prepare` computes everything, `__call__` runs it):
+Per launch (`prepare` computes everything, `__call__` runs it). All but the inputs is the
+launch's recipe (`recipe.py`), memoised per launcher under the launch's grid, its output
+arguments' types and shapes, the scalars the coverage proof reads and each atomic output's
+starting value, so a repeated launch gathers its inputs, calls the kernel and rebinds:
 
 * inputs in the kernel's order: MLX arrays as they are (0-d arrays reshaped to `(1,)`, since
   the kernel indexes every array), NumPy buffers (flat views the runtime made) copied in with
   `mx.array`, bfloat16 buffers (`uint16` words) viewed as `mx.bfloat16`; runtime scalars as
-  explicitly typed 0-d arrays (`mx.array(v, mx.int32)`); the grid input of a spread variant as
+  explicitly typed 0-d arrays (`mx.array(v, mx.int32)`, kept per value for reuse); the grid input of a spread variant as
   `mx.array(grid, mx.int32)`. An input read through vector loads with fewer than 8 elements is
   padded to 8 (MLX passes smaller inputs in `constant` memory).
 * grid `(gx * T, gy, gz)` in threads, threadgroup `(T, 1, 1)` (`plan.launch_dims`).
@@ -43,8 +46,9 @@ Per launch (`prepare` computes everything, `__call__` runs it):
   Those rare atomics are refused with an explanation when the array is not uniform, and so is
   a written mask next to an atomic output that must start at anything but 0. At `TRITON_METAL_DEBUG=1` a merged launch logs why the proof failed
   (the store line and the reason).
-* results: an MLX argument is rebound (`arr[...] = result`, after checking dtype and shape); a
-  NumPy buffer is copied back in place.
+* results: an MLX argument is rebound (`arr[None] = result`, MLX's `arr[...] = result` without
+  the squeeze and broadcast nodes it adds for a leading dimension of 1; its dtype checked when
+  the recipe is made, its shape restored); a NumPy buffer is copied back in place.
 * nothing is evaluated: the launch adds one `CustomKernel` node (plus, when coverage is not
   proven or for atomics, the merge) to MLX's lazy graph. The one exception is a debug build
   with device asserts: its status output (the last output, after any written masks) is read
@@ -88,6 +92,7 @@ from .recipe import (
     PreparedLaunch,
     ScalarArrays,
     exact_key,
+    picker,
 )
 
 MLX_DTYPE_NAMES = {
@@ -218,7 +223,7 @@ class MetalLauncher:
         self.atomics: dict[str, Any] = dict(msl.metadata.get("atomics", {}) or {})
         self._recipes: dict[tuple[object, ...], LaunchRecipe] = {}
         self._inputs = LaunchInputs(plan.inputs, ScalarArrays(self.mx), self._dtype, self._to_mlx)
-        self._coverage_args = tuple(i for i, _ in self.coverage.scalars)
+        self._coverage_values = picker([i for i, _ in self.coverage.scalars])
         self.asserts = has_asserts(msl)
 
     # -- the kernel object ----------------------------------------------------------------------
@@ -328,9 +333,7 @@ class MetalLauncher:
             starts.append(start)
             if start is not None:
                 key.append((start[0], exact_key(start[1])))
-        for i in self._coverage_args:
-            key.append(values[i])
-        return tuple(key), targets, starts
+        return (*key, *self._coverage_values(values)), targets, starts
 
     def _make_recipe(self, values: Sequence[object], grid: tuple[int, int, int],
                      targets: list[Any], starts: list[Any]) -> LaunchRecipe:

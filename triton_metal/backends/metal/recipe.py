@@ -184,7 +184,7 @@ def _keyable(value: object) -> bool:
     return type(value) is not float or bool(value and value == value)
 
 
-def _picker(indices: Sequence[int]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
+def picker(indices: Sequence[int]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
     """`seq -> tuple(seq[i] for i in indices)` for a tuple `seq`, done in C: `itemgetter` of
     the indices, or of a slice for none or one (`itemgetter(i)` returns a bare element)."""
     if len(indices) > 1:
@@ -208,14 +208,14 @@ class LaunchInputs:
         scalar_slots = [s for s in slots if s.role == "scalar"]
         self.arrays = arrays
         self.vector = tuple(k for k, s in enumerate(arrays) if s.vector)
-        self.take_arrays = _picker([s.arg for s in arrays])
-        self.take_scalars = _picker([s.arg for s in scalar_slots])
+        self.take_arrays = picker([s.arg for s in arrays])
+        self.take_scalars = picker([s.arg for s in scalar_slots])
         self.scalar_dtypes = tuple(dtype_of(s.dtype) for s in scalar_slots)
         self.floats = tuple(k for k, s in enumerate(scalar_slots) if s.dtype in _FLOAT_TYPES)
         # every input's position in (arrays..., scalars..., grid input)
         position = {id(s): k for k, s in enumerate([*arrays, *scalar_slots])}
         grid_at = len(arrays) + len(scalar_slots)
-        self.order = _picker([position.get(id(s), grid_at) for s in slots])
+        self.order = picker([position.get(id(s), grid_at) for s in slots])
         self.scalars = scalars
         self.convert = convert
         self.memo: dict[tuple[object, ...], tuple[Any, ...]] = {}
