@@ -32,7 +32,7 @@ from . import (  # noqa: F401
 )
 from .context import LoweringContext
 from .coverage import store_coverage
-from .kernel import MSLKernel, ParamBinding, relative_encoding
+from .kernel import MSLKernel, ParamBinding, old_input_name, relative_encoding
 from .lower_control import ASSERT_OUTPUT
 from .msl_types import mlx_type, msl_type, uint_of_width
 from .options import CodegenOptions
@@ -178,6 +178,7 @@ def compile_module(module: Module, options: CodegenOptions, axis_info: object | 
             "vector_inputs": tuple(sorted(ctx.vector_inputs)),
             "grid_input": GRID_INPUT if options.spread_programs else None,
             "written_masks": masks,
+            "unwritten_masks": bool(masks) and options.unwritten_masks,
             "relative_outputs": relative,
             "assert_output": ASSERT_OUTPUT if ctx.asserts else None,
             "asserts": tuple(ctx.asserts),
@@ -199,7 +200,7 @@ def _relative_outputs(uses: dict[Any, Any], buffers: dict[Any, Buffer],
         encoding = relative_encoding(mlx_type(b.pointee), uses[arg].atomic_kinds)
         if encoding is None:
             raise internal_error(f"'{b.param}' cannot be kept relative to its contents")
-        found[output] = (f"{sanitize(b.param)}_old", encoding)
+        found[output] = (old_input_name(output), encoding)
     return found
 
 

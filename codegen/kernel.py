@@ -59,6 +59,12 @@ def relative_encoding(dtype: str, kinds: Iterable[str]) -> str | None:
     return "xor"
 
 
+def old_input_name(output: str) -> str:
+    """The input holding an output's old contents (`<param>_old` beside `<param>_out`), for an
+    output kept relative to them (`CodegenOptions.relative_outputs`)."""
+    return output.removesuffix("_out") + "_old"
+
+
 @dataclass(frozen=True)
 class ParamBinding:
     """How one kernel parameter reaches the MSL body."""

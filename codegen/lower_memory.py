@@ -218,7 +218,7 @@ def _vector_store(ctx: LoweringContext, op: mem.StoreOp, p: PtrValue, val: RegVa
             continue
         target = Index(PtrCast("device", vtype, Apply("add", (Var(p.buffer.output_name), p.offsets[r]))), Lit("0"))
         value = Call(vtype, tuple(_reg_at(val, r + i) for i in range(vec)))  # type: ignore[misc]
-        stmts = (Assign(target, value), *_mark_written(p, tuple(p.offsets[r + i] for i in range(vec))))
+        stmts = (Assign(target, value), *_mark_written(ctx, p, tuple(p.offsets[r + i] for i in range(vec))))
         cond = _and(own, _reg_at(mask, r))
         _emit_guarded(ctx, cond, stmts)
 
@@ -251,7 +251,7 @@ def lower_store(ctx: LoweringContext, op: mem.StoreOp) -> None:
         off = p.offsets[r] if p.dist is not None else p.offsets[0]
         v = _reg_at(val, r)
         assert v is not None
-        stmts = (Assign(Index(dst, off), _encode(ctx, p, off, v, ety)), *_mark_written(p, (off,)))
+        stmts = (Assign(Index(dst, off), _encode(ctx, p, off, v, ety)), *_mark_written(ctx, p, (off,)))
         cond = _and(own_var, _reg_at(mask, r))
         _emit_guarded(ctx, cond, stmts)
 
@@ -264,38 +264,40 @@ def _emit_guarded(ctx: LoweringContext, cond: Expr | None, stmts: tuple[Assign, 
         ctx.emit(stmt)
 
 
-def _mark_written(p: PtrValue, offsets: tuple[Expr, ...]) -> tuple[Assign, ...]:
-    """`written[off] = true` beside a store, when the buffer has a written mask."""
+def _mark_written(ctx: LoweringContext, p: PtrValue, offsets: tuple[Expr, ...]) -> tuple[Assign, ...]:
+    """`written[off] = true` beside a store, when the buffer has a written mask (`false` when
+    the masks mark the elements not written, `CodegenOptions.unwritten_masks`)."""
     if p.buffer.written_name is None:
         return ()
-    return tuple(Assign(Index(Var(p.buffer.written_name), off), Lit("true")) for off in offsets)
+    mark = Lit("false" if ctx.options.unwritten_masks else "true")
+    return tuple(Assign(Index(Var(p.buffer.written_name), off), mark) for off in offsets)
 
 
-def _relative_helper(ctx: LoweringContext, ety: ScalarType) -> None:
-    ctx.helpers.add("relative_contents")
-    ctx.relative_types.add((msl_type(ety), ety.bitwidth))
+_ENCODE = {"xor": "km_rel_xor", "sub": "km_rel_sub"}
+_DECODE = {"xor": "km_rel_xor", "sub": "km_rel_add"}
 
 
 def _encode(ctx: LoweringContext, p: PtrValue, off: Expr, value: Expr, ety: ScalarType) -> Expr:
     """What to write for `value` at `off` (unchanged unless the output is kept relative)."""
-    buf = p.buffer
-    if not buf.relative:
+    if not p.buffer.relative:
         return value
-    _relative_helper(ctx, ety)
-    assert buf.old_name is not None
-    name = "km_rel_xor" if buf.relative == "xor" else "km_rel_sub"
-    return Call(name, (Convert(msl_type(ety), value), Index(Var(buf.old_name), off)))
+    return _relative_call(ctx, p, off, Convert(msl_type(ety), value), ety, _ENCODE)
 
 
 def _decode(ctx: LoweringContext, p: PtrValue, off: Expr, held: Expr, ety: ScalarType) -> Expr:
     """The element's value from what the output holds at `off` (the inverse of `_encode`)."""
-    buf = p.buffer
-    if not buf.relative:
+    if not p.buffer.relative:
         return held
-    _relative_helper(ctx, ety)
+    return _relative_call(ctx, p, off, held, ety, _DECODE)
+
+
+def _relative_call(ctx: LoweringContext, p: PtrValue, off: Expr, value: Expr, ety: ScalarType,
+                   names: dict[str, str]) -> Expr:
+    buf = p.buffer
     assert buf.old_name is not None
-    name = "km_rel_xor" if buf.relative == "xor" else "km_rel_add"
-    return Call(name, (held, Index(Var(buf.old_name), off)))
+    ctx.helpers.add("relative_contents")
+    ctx.relative_types.add((msl_type(ety), ety.bitwidth))
+    return Call(names[buf.relative], (value, Index(Var(buf.old_name), off)))
 
 
 def _hoist(ctx: LoweringContext, cond: Expr | None) -> Expr | None:

@@ -31,6 +31,10 @@ class CodegenOptions:
     """Output names (`<param>_out`) whose stores also set a bool output `<param>_written` at
     every element they write: the one-run merge of outputs not proven covered
     (docs/runtime.md, "The written mask")."""
+    unwritten_masks: bool = False
+    """The masks start true and stores clear them, so each marks where the kernel did not write:
+    for a launch whose `init_value` (one value for every output) is an atomic identity other
+    than 0, which a bool output takes as true."""
     relative_outputs: tuple[str, ...] = ()
     """Output names whose parameter must start as the array's contents (atomics that read them,
     arrays read and written under a lock): they start at zero and hold each element relative to

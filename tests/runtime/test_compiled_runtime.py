@@ -18,6 +18,7 @@ import pytest
 import triton_metal as triton
 import triton_metal.language as tl
 from triton_metal.backends.metal import plan as plan_module
+from triton_metal.errors import OutOfBoundsError
 import importlib
 
 from triton_metal.runtime import disk_cache
@@ -362,3 +363,18 @@ def test_mlx_arrays_on_the_emulator_follow_the_metal_path():
     counter_kernel[(4,)](mx_count, mx_out, BLOCK=8)
     np.testing.assert_array_equal(np.array(mx_count), [4, 7])
     assert sorted(np.array(mx_out).reshape(4, 8)[:, 0].tolist()) == [0, 1, 2, 3]
+
+
+@triton.jit
+def counter_past_the_end(count_ptr, out_ptr, BLOCK: tl.constexpr):
+    old = tl.atomic_add(count_ptr + 5, 1)
+    tl.store(out_ptr + tl.arange(0, BLOCK), tl.zeros((BLOCK,), tl.int32) + old)
+
+
+@pytest.mark.parametrize("lib", [np, mx])
+def test_a_counter_past_its_end_names_the_argument_on_both_paths(lib):
+    # MLX arrays run the twin that reads the counter's old contents from one more input; the
+    # error names the kernel's argument, as the NumPy path does
+    count, out = lib.zeros((2,), lib.int32), lib.zeros((8,), lib.int32)
+    with pytest.raises(OutOfBoundsError, match="kernel 'counter_past_the_end': .* to 'count_ptr' at index 5"):
+        counter_past_the_end[(1,)](count, out, BLOCK=8)

@@ -167,16 +167,25 @@ def test_written_mask_beside_an_atomic_starting_at_zero(fake: CountingMx):
     assert launch["init_value"] == 0.0
 
 
-def test_written_mask_beside_an_atomic_starting_elsewhere_is_refused(fake: CountingMx):
-    x = mx.ones((40,), mx.float32)
-    top, out = mx.zeros((2,), mx.float32), mx.zeros((50,), mx.float32)
-    before = np.array(out)
-    with pytest.raises(triton.LaunchError, match="mask that must start at 0.*start at -inf"):
-        max_and_store[(1,)](x, top, out, 40, BLOCK=64)
-    assert not fake.fast.launches
-    np.testing.assert_array_equal(np.array(out), before)
-    max_and_store[(1,)](x, top, mx.zeros((40,), mx.float32), 40, BLOCK=64)  # proven: fine
-    assert len(fake.fast.launches) == 1
+def test_written_mask_beside_an_atomic_starting_elsewhere_marks_what_was_not_written(fake: CountingMx):
+    # init_value starts every output: -inf for the max, which starts the bool masks true, so the
+    # twin's stores clear them and the select keeps the old values where they stayed true
+    x = mx.array(np.arange(40, dtype=np.float32) - 20.5)
+    top = mx.array(np.array([3.0, 100.0], np.float32))
+    start = np.full(50, np.nan, np.float32)
+    start[45] = -0.0
+    out = mx.array(start)
+    max_and_store[(1,)](x, top, out, 40, BLOCK=64)
+    xs = np.array(x)
+    np.testing.assert_array_equal(np.array(top), [max(3.0, xs[0::2].max()), 100.0])
+    got = np.array(out)
+    np.testing.assert_array_equal(got[:40], xs)
+    assert np.isnan(got[40:45]).all() and np.signbit(got[45]) and np.isnan(got[46:]).all()
+    (launch,) = fake.fast.launches
+    assert launch["init_value"] == -np.inf and launch["output_dtypes"][-1] == mx.bool_
+    assert fake.ops == Counter(where=1)
+    max_and_store[(1,)](x, top, mx.zeros((40,), mx.float32), 40, BLOCK=64)  # proven: no mask
+    assert fake.fast.launches[-1]["output_dtypes"] == [mx.float32, mx.float32]
 
 
 def test_debug_log_names_the_store_line_not_proven(fake: CountingMx, monkeypatch: pytest.MonkeyPatch,

@@ -97,10 +97,10 @@ def _twin(compiled: CompiledKernel) -> Any:
     """(masked, relative) outputs -> the variant's twin with written masks and outputs kept
     relative to their arrays (compiled on the Metal path's first need)."""
 
-    def variant(masked: tuple[str, ...], relative: tuple[str, ...]) -> Any:
+    def variant(masked: tuple[str, ...], relative: tuple[str, ...], unwritten: bool) -> Any:
         from .compiler import compile_twin
 
-        return compile_twin(compiled, masked, relative)
+        return compile_twin(compiled, masked, relative, unwritten)
 
     return variant
 

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from ..backends.metal.plan import SCALAR_NUMPY, LaunchPlan, launch_dims
+from ..codegen.kernel import old_input_name
 from ..backends.emulator.bounds import checks_enabled
 from ..backends.emulator.errors import KernelFault
 from ..errors import LaunchError
@@ -173,6 +174,8 @@ class EmulatorLauncher:
         text = _MSL_KERNEL.sub(lambda _m: f"kernel '{name}'", str(fault), count=1)
         names = {s.name: self.arg_names[s.arg] for s in self.plan.inputs if s.role == "array"}
         names.update({o.name: o.param for o in self.plan.outputs})
+        # the old contents beside an output kept relative to them (the Metal path's twin)
+        names.update({old_input_name(o.name): o.param for o in self.plan.outputs})
         for msl, param in names.items():
             text = text.replace(f"'{msl}'", f"'{param}'")
         fault.args = (text,)

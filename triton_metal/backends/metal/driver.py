@@ -43,8 +43,10 @@ starting value, so a repeated launch gathers its inputs, calls the kernel and re
   A 16-bit atomic output of odd size is allocated one element longer (its atomics update whole
   32-bit words) and sliced back; a kernel that stores nothing has one "unused" one-element
   output (metal_kernel needs an output), which is dropped.
-  Those rare atomics are refused with an explanation when the array is not uniform, and so is
-  a written mask next to an atomic output that must start at anything but 0. At `TRITON_METAL_DEBUG=1` a merged launch logs why the proof failed
+  Those rare atomics are refused with an explanation when the array is not uniform. The written
+  masks start at the launch's one `init_value` too: when an atomic output starts at anything but
+  0 (`atomic_max` at -inf), a bool output starts true, so the twin's stores clear the masks
+  instead, and the select keeps the old values where they stayed true. At `TRITON_METAL_DEBUG=1` a merged launch logs why the proof failed
   (the store line and the reason).
 * results: an MLX argument is rebound (`arr[None] = result`, MLX's `arr[...] = result` without
   the squeeze and broadcast nodes it adds for a leading dimension of 1; its dtype checked when
@@ -202,7 +204,7 @@ class MetalLauncher:
     """One compiled variant on the Metal backend (module docstring)."""
 
     def __init__(self, msl: Any, plan: LaunchPlan, arg_names: Sequence[str], mx: Any = None,
-                 twin: Callable[[tuple[str, ...], tuple[str, ...]], Any] | None = None) -> None:
+                 twin: Callable[[tuple[str, ...], tuple[str, ...], bool], Any] | None = None) -> None:
         self.msl = msl
         self.plan = plan
         self.arg_names = tuple(arg_names)
@@ -210,9 +212,10 @@ class MetalLauncher:
         self._kernel: Any = None
         self.coverage = LaunchCoverage(msl, self.arg_names)
         self.twin = twin
-        """(masked, relative) outputs -> the `MSLKernel` whose stores to the first also set
-        written masks and which keeps the second relative to their arrays' contents."""
-        self._twins: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[Any, Any]] = {}
+        """(masked, relative, unwritten) -> the `MSLKernel` whose stores to the outputs `masked`
+        also set written masks (clear them, `unwritten`) and which keeps the outputs `relative`
+        relative to their arrays' contents."""
+        self._twins: dict[tuple[tuple[str, ...], tuple[str, ...], bool], tuple[Any, Any]] = {}
         self._dtypes: dict[str, Any] = {}
         self._guard: Any = None
         self._exit_guard: Any = None
@@ -239,12 +242,13 @@ class MetalLauncher:
             "atomic_outputs": bool(msl.atomic_outputs),
         }
 
-    def kernel(self, masked: tuple[str, ...] = (), relative: tuple[str, ...] = ()) -> Any:
+    def kernel(self, masked: tuple[str, ...] = (), relative: tuple[str, ...] = (),
+               unwritten: bool = False) -> Any:
         """The metal_kernel object of this variant, or of its twin that also writes the written
-        masks of the outputs `masked` and keeps `relative` relative to their arrays' contents
-        (compiled and built on first use)."""
+        masks of the outputs `masked` (marking elements not written, `unwritten`) and keeps
+        `relative` relative to their arrays' contents (compiled and built on first use)."""
         if masked or relative:
-            return self._twin_variant(masked, relative)[1]
+            return self._twin_variant(masked, relative, unwritten)[1]
         if self._kernel is None:
             self._kernel = self._build(self.factory_arguments())
         return self._kernel
@@ -255,17 +259,18 @@ class MetalLauncher:
         except TypeError:  # MLX before 0.32: no compile_options (math mode "safe")
             return self.mx.fast.metal_kernel(**args)
 
-    def _twin_variant(self, masked: tuple[str, ...], relative: tuple[str, ...]) -> tuple[Any, Any]:
-        got = self._twins.get((masked, relative))
+    def _twin_variant(self, masked: tuple[str, ...], relative: tuple[str, ...],
+                      unwritten: bool) -> tuple[Any, Any]:
+        got = self._twins.get((masked, relative, unwritten))
         if got is None:
             if self.twin is None:
                 raise self._refuse("an output is not proven to be written in full, or must start "
                                    "as its array, and this launcher cannot compile the twin variant")
-            msl = self.twin(masked, relative)
+            msl = self.twin(masked, relative, unwritten)
             args = dict(self.factory_arguments(), name=msl.name, input_names=list(msl.input_names),
                         output_names=list(msl.output_names), source=msl.source, header=msl.header)
             got = (msl, self._build(args))
-            self._twins[masked, relative] = got
+            self._twins[masked, relative, unwritten] = got
         return got
 
     # -- one launch ------------------------------------------------------------------------------
@@ -345,7 +350,6 @@ class MetalLauncher:
         dtypes: list[Any] = []
         outputs: list[OutputPlan] = []
         identities: set[float] = set()
-        contents = False
         plain: dict[str, int] = {}
         for slot, value, start in zip(plan.outputs, targets, starts):
             dtypes.append(self._dtype(slot.dtype))
@@ -370,8 +374,7 @@ class MetalLauncher:
                     out.action, out.kind = "relative", kind
                 elif kind:
                     out.action, out.kind = "combine", kind
-                else:  # the output starts as the array itself (its one repeated value)
-                    contents = True
+                # else the output starts as the array itself (its one repeated value)
                 identities.add(first)
             else:
                 plain[slot.name] = size
@@ -381,15 +384,12 @@ class MetalLauncher:
                                f"({sorted(identities)})")
         first = next(iter(identities)) if identities else None
         masked = self._merged(values, grid, plain, outputs, shapes)
+        unwritten = False
         if masked:
-            if first:
-                raise self._refuse(
-                    "an output is not proven to be written in full, so the kernel marks the "
-                    "elements it writes in a mask that must start at 0, while an atomically "
-                    f"updated array needs every output to start at {first}"
-                    + (" (its contents)" if contents else " (its operation's identity)")
-                )
-            first = 0.0
+            # init_value starts the masks too: at 0 they mark the elements written; at an atomic
+            # start other than 0 (true, for a bool) they mark those not written
+            unwritten = bool(first)
+            first = first or 0.0
             by_name = {out.slot.name: shape for out, shape in zip(outputs, shapes)}
             for o in masked:  # shaped as its output, for the select
                 shapes.append(by_name[o])
@@ -400,7 +400,7 @@ class MetalLauncher:
             if first is None:
                 first = 0.0  # uninitialised memory could hold anything
         return LaunchRecipe(
-            shapes, dtypes, launch_grid, threadgroup, first, tuple(outputs), masked,
+            shapes, dtypes, launch_grid, threadgroup, first, tuple(outputs), masked, unwritten,
             grid_input=self.mx.array(list(grid), dtype=self.mx.int32) if plan.spread else None,
             relative=tuple(o.slot.name for o in outputs if o.action == "relative"),
             reads_old=tuple(k for k, o in enumerate(outputs) if o.action in ("merge", "combine", "relative")),
@@ -549,7 +549,7 @@ class MetalLauncher:
         masked, relative = recipe.masked, recipe.relative
         kernel = self._kernel
         if kernel is None or masked or relative:
-            kernel = self.kernel(masked, relative)
+            kernel = self.kernel(masked, relative, recipe.unwritten)
         if masked:
             self._log_merge(prepared)
         results = kernel(inputs=prepared.inputs, **recipe.call)
@@ -635,7 +635,10 @@ class MetalLauncher:
             if out.padded:
                 result = result[: out.size]
             if out.action == "merge":
-                result = mx.where(masks[out.slot.name], result, olds[k])
+                if recipe.unwritten:  # the masks mark the elements not written
+                    result = mx.where(masks[out.slot.name], olds[k], result)
+                else:
+                    result = mx.where(masks[out.slot.name], result, olds[k])
             elif out.action == "combine":
                 result = _combine(mx, out.kind, olds[k], result)
             elif out.action == "relative":

@@ -79,6 +79,8 @@ class LaunchRecipe:
     """Outputs merged through written masks: the kernel's twin with those masks runs, and its
     mask outputs follow the outputs (shapes and dtypes appended in this order; a debug build's
     device-assert status output comes last)."""
+    unwritten: bool = False
+    """The masks start true and mark the elements not written (`init_value` is not 0)."""
     relative: tuple[str, ...] = ()
     """Outputs kept relative to their array's contents: the twin with those outputs runs, and
     the arrays follow the inputs in this order."""
