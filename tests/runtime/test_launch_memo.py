@@ -292,3 +292,15 @@ def test_the_binders_inlined_facts_are_specialize_args(options: dict[str, Any]):
         with pytest.raises(triton.LaunchError) as direct_error:
             specialize_arg(bad, "a", specialize, align)
         assert str(binder_error.value) == str(direct_error.value)
+
+
+def test_an_array_of_2_to_the_31_elements_after_small_ones_takes_64_bit_offsets(monkeypatch: pytest.MonkeyPatch):
+    lazy = _use(monkeypatch, LazyMx())  # nothing runs: the huge arrays are never materialised
+    small = mx.zeros((64,), mx.uint8)
+    huge = mx.zeros((2**16, 2**15), mx.uint8)
+    for x in (small, small, huge, small):
+        add_kernel[(1,)](x, x, x, 64, BLOCK=64)
+    bits = [c.key.index_bits for c in add_kernel.cache.entries.values()]
+    assert sorted(bits) == [32, 64]
+    names = [call["name"] for call in lazy.fast.launches]
+    assert names[0] == names[1] == names[3] != names[2]

@@ -15,7 +15,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from .specialization import SpecializationKey
+from .specialization import PointerArg, SpecializationKey
 
 _DISTRIBUTION = "triton-metal-mlx"
 
@@ -144,6 +144,19 @@ class KernelCache:
     """Specializations the compiler accepted, checked before an interpreted launch."""
     last: tuple[tuple[Any, ...], CompiledKernel] | None = None
     """The `by_facts` entry the last launch found (`last_hit`)."""
+    last_arrays: tuple[tuple[Any, ...], tuple[int, ...]] = ((), ())
+    """The last launch's facts and the positions of its array arguments (`array_positions`)."""
+
+    def array_positions(self, facts: tuple[Any, ...]) -> tuple[int, ...]:
+        """The positions of the array arguments (pointer facts) among `facts`: the launch
+        checks only those for 64-bit offsets. Remembered for the last facts, found again by
+        comparing them (one identity test per interned fact)."""
+        last_facts, positions = self.last_arrays
+        if last_facts == facts:
+            return positions
+        positions = tuple(i for i, f in enumerate(facts) if isinstance(f, PointerArg))
+        self.last_arrays = (facts, positions)
+        return positions
 
     def last_hit(self, fast_key: tuple[Any, ...]) -> CompiledKernel | None:
         """`by_facts[fast_key]`, or None. A launch repeating the last one's facts is answered by
@@ -174,6 +187,7 @@ class KernelCache:
         self.entries.clear()
         self.by_facts.clear()
         self.last = None
+        self.last_arrays = ((), ())
         self.legal.clear()
         self.hits = 0
         self.misses = 0

@@ -20,6 +20,7 @@ needs 64-bit offsets.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -81,7 +82,15 @@ def element_extent(value: object) -> int:
     return 0
 
 
-def needs_64bit_indices(values: tuple[object, ...]) -> bool:
+def needs_64bit_indices(values: tuple[object, ...], arrays: Sequence[int] | None = None) -> bool:
+    """An array among `values` (only those at the positions `arrays`, when given) spans 2**31
+    elements or more."""
+    if arrays is not None:
+        for i in arrays:
+            v = values[i]
+            if (v.size if type(v) is MLX_ARRAY else element_extent(v)) >= INDEX32_LIMIT:  # type: ignore[attr-defined]
+                return True
+        return False
     for v in values:  # the common cases inlined: this runs on every launch
         cls = type(v)
         if cls is int:

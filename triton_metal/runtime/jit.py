@@ -238,9 +238,9 @@ class JITFunction(JITCallable):
             launch_on_interpreter(self, grid3, to_launch_args(self.arg_names, values, facts))
             return None
 
-        index_bits = 64 if needs_64bit_indices(values) else 32
-        spread = grid3[0] * 32 * warps > LAUNCH_DIM_LIMIT
         cache = self.cache
+        index_bits = 64 if needs_64bit_indices(values, cache.array_positions(facts)) else 32
+        spread = grid3[0] * 32 * warps > LAUNCH_DIM_LIMIT
         fast_key = (facts, warps, debug_flag, backend, index_bits, spread)
         compiled = cache.last_hit(fast_key)
         observer = OBSERVER.current
