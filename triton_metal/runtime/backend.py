@@ -75,7 +75,8 @@ def launch_environment() -> tuple[bool, str, int]:
         return True, INTERPRETER, level
     requested = env.get(b"TRITON_METAL_BACKEND")
     if not requested:
-        return False, (METAL if metal_available() else EMULATOR), level
+        metal = _metal if _metal is not None else metal_available()  # known after the first launch
+        return False, (METAL if metal else EMULATOR), level
     forced = _PLAIN_FORCED.get(requested)
     if forced is not None or (requested == b"torch_mps" and stand_in_active()):
         return False, forced or TORCH_MPS, level

@@ -15,6 +15,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
+from .host_arrays import needs_64bit_indices
 from .specialization import PointerArg, SpecializationKey
 
 _DISTRIBUTION = "triton-metal-mlx"
@@ -145,18 +146,17 @@ class KernelCache:
     last: tuple[tuple[Any, ...], CompiledKernel] | None = None
     """The `by_facts` entry the last launch found (`last_hit`)."""
     last_arrays: tuple[tuple[Any, ...], tuple[int, ...]] = ((), ())
-    """The last launch's facts and the positions of its array arguments (`array_positions`)."""
+    """The last launch's facts and the positions of its array arguments (`index_bits`)."""
 
-    def array_positions(self, facts: tuple[Any, ...]) -> tuple[int, ...]:
-        """The positions of the array arguments (pointer facts) among `facts`: the launch
-        checks only those for 64-bit offsets. Remembered for the last facts, found again by
-        comparing them (one identity test per interned fact)."""
+    def index_bits(self, facts: tuple[Any, ...], values: tuple[object, ...]) -> int:
+        """64 when an array argument spans 2**31 elements or more, else 32. Only the array
+        arguments (pointer facts) are looked at; their positions are remembered for the last
+        facts, found again by comparing them (one identity test per interned fact)."""
         last_facts, positions = self.last_arrays
-        if last_facts == facts:
-            return positions
-        positions = tuple(i for i, f in enumerate(facts) if isinstance(f, PointerArg))
-        self.last_arrays = (facts, positions)
-        return positions
+        if last_facts != facts:
+            positions = tuple(i for i, f in enumerate(facts) if isinstance(f, PointerArg))
+            self.last_arrays = (facts, positions)
+        return 64 if needs_64bit_indices(values, positions) else 32
 
     def last_hit(self, fast_key: tuple[Any, ...]) -> CompiledKernel | None:
         """`by_facts[fast_key]`, or None. A launch repeating the last one's facts is answered by

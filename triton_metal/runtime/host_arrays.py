@@ -31,7 +31,7 @@ from .specialization import MLX_ARRAY, ReinterpretedArray
 
 INDEX32_LIMIT = 2**31
 _SCALAR_TYPES = frozenset({int, float, bool, type(None), str})
-_PLAIN_TYPES = _SCALAR_TYPES | ({MLX_ARRAY} if MLX_ARRAY is not None else set())
+PLAIN_TYPES = _SCALAR_TYPES | ({MLX_ARRAY} if MLX_ARRAY is not None else set())
 """The values the Metal driver takes as they are."""
 
 
@@ -146,7 +146,7 @@ def metal_values(values: tuple[object, ...], names: tuple[str, ...]) -> tuple[ob
     """The values as the Metal driver takes them: NumPy arrays, torch CPU tensors (and bfloat16
     reinterpretations) as the flat buffers of their memory, NumPy scalars as Python scalars, the rest as given.
     Values that are all MLX arrays and Python scalars (the common launch) come back as they are."""
-    if _PLAIN_TYPES.issuperset(map(type, values)):  # one pass in C
+    if PLAIN_TYPES.issuperset(map(type, values)):  # one pass in C
         return values
     out: list[object] = []
     for value, name in zip(values, names):

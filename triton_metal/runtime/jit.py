@@ -31,7 +31,7 @@ from .backend import active_backend_name, backend_for_arrays, launch_environment
 from .binder import Param, explain_binding_error, make_binder
 from .cache import COMPILER_VERSION, CompiledKernel, KernelCache
 from .dependencies import UsedGlobal, cache_key_and_globals, check_globals
-from .grid import GridSpec, check_num_warps, resolve_grid
+from .grid import VALID_NUM_WARPS, GridSpec, check_num_warps, resolve_grid
 from .host_arrays import needs_64bit_indices
 from .launch import compile_variant, launch_on_interpreter, make_launcher, to_launch_args
 from .log import log
@@ -192,7 +192,12 @@ class JITFunction(JITCallable):
             raise
         except TypeError as error:
             raise explain_binding_error(self.__name__, self.fn, args, kwargs, error) from None
-        warps = DEFAULT_NUM_WARPS if num_warps is None else check_num_warps(num_warps, self.__name__)
+        if num_warps is None:
+            warps = DEFAULT_NUM_WARPS
+        elif type(num_warps) is int and num_warps in VALID_NUM_WARPS:  # check_num_warps, inlined
+            warps = num_warps
+        else:
+            warps = check_num_warps(num_warps, self.__name__)
         return values, facts, warps, self.debug if debug is None else bool(debug)
 
     def _type_check_before_fp64(self, args: tuple[object, ...], kwargs: dict[str, object]) -> None:
@@ -239,7 +244,7 @@ class JITFunction(JITCallable):
             return None
 
         cache = self.cache
-        index_bits = 64 if needs_64bit_indices(values, cache.array_positions(facts)) else 32
+        index_bits = cache.index_bits(facts, values)
         spread = grid3[0] * 32 * warps > LAUNCH_DIM_LIMIT
         fast_key = (facts, warps, debug_flag, backend, index_bits, spread)
         compiled = cache.last_hit(fast_key)

@@ -26,7 +26,7 @@ import numpy as np
 from .backend import EMULATOR, INTERPRETER, METAL, TORCH_MPS
 from .cache import CompiledKernel
 from .grid import Grid3
-from .host_arrays import metal_values
+from .host_arrays import PLAIN_TYPES, metal_values
 from .log import debug_level, log
 from .signature import kernel_signature
 from .specialization import ArgSpec, ConstexprArg, PointerArg, SpecializationKey
@@ -124,7 +124,10 @@ def make_launcher(kernel: Any, compiled: CompiledKernel) -> Any:
         names = tuple(kernel.arg_names)
 
         def metal(values: tuple[object, ...], grid: Grid3) -> None:
-            launcher(metal_values(values, names), grid)
+            if PLAIN_TYPES.issuperset(map(type, values)):  # metal_values' own check, inlined
+                launcher(values, grid)
+            else:
+                launcher(metal_values(values, names), grid)
 
         metal.launcher = launcher  # type: ignore[attr-defined]
         return metal

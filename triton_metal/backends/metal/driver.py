@@ -72,6 +72,7 @@ from __future__ import annotations
 import linecache
 import math
 import re
+from operator import attrgetter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -108,6 +109,7 @@ _ITEM_BYTES = {
 }
 _FLOATS = ("float", "float16_t", "bfloat16_t")
 _COMBINABLE = ("add", "max", "min", "and", "or", "xor")
+_SHAPE = attrgetter("shape")
 
 
 def _mlx() -> Any:
@@ -227,6 +229,9 @@ class MetalLauncher:
         self._recipes: dict[tuple[object, ...], LaunchRecipe] = {}
         self._inputs = LaunchInputs(plan.inputs, ScalarArrays(self.mx), self._dtype, self._to_mlx)
         self._coverage_values = picker([i for i, _ in self.coverage.scalars])
+        self._unused_output = any(slot.arg < 0 for slot in plan.outputs)
+        self._targets = picker([slot.arg for slot in plan.outputs])
+        self._atomic_outputs = any(slot.kind == "pointer_atomic" for slot in plan.outputs)
         self.asserts = has_asserts(msl)
 
     # -- the kernel object ----------------------------------------------------------------------
@@ -303,10 +308,10 @@ class MetalLauncher:
         memoised (`recipe.py`): a repeated launch gathers its inputs and old contents only."""
         if type(values) is not tuple:
             values = tuple(values)
-        key, targets, starts = self._recipe_key(values, grid)
+        targets, key, starts = self._recipe_key(values, grid)
         recipe = self._recipes.get(key)
         if recipe is None:
-            recipe = self._make_recipe(values, grid, targets, starts)
+            recipe = self._make_recipe(values, grid, targets, starts or self._atomic_starts(targets))
             if len(self._recipes) >= RECIPE_LIMIT:
                 self._recipes.clear()
             self._recipes[key] = recipe
@@ -318,30 +323,27 @@ class MetalLauncher:
                     prepared.inputs.append(olds[k])
         return prepared
 
-    def _recipe_key(self, values: Sequence[object], grid: tuple[int, int, int]
-                    ) -> tuple[tuple[object, ...], list[Any], list[Any]]:
-        """(the key of the launch's recipe, the output arguments, each atomic output's
-        `_atomic_start`): everything a recipe depends on that is not fixed per launcher."""
-        key: list[object] = [grid]
-        targets: list[Any] = []
-        starts: list[Any] = []
-        for slot in self.plan.outputs:
-            if slot.arg < 0:  # the unused output of a kernel that stores nothing
-                targets.append(None)
-                starts.append(None)
-                continue
-            value = values[slot.arg]
-            targets.append(value)
-            key.append(type(value))
-            key.append(value.shape)  # type: ignore[attr-defined]
-            start = self._atomic_start(slot, value) if slot.kind == "pointer_atomic" else None
-            starts.append(start)
-            if start is not None:
-                key.append((start[0], exact_key(start[1])))
-        return (*key, *self._coverage_values(values)), targets, starts
+    def _recipe_key(self, values: tuple[object, ...], grid: tuple[int, int, int]
+                    ) -> tuple[tuple[Any, ...], tuple[object, ...], list[tuple[Any, Any]] | None]:
+        """(the output arguments, the key of the launch's recipe, each output's `_atomic_start`
+        when the kernel has atomic outputs): the key holds everything a recipe depends on that
+        is not fixed per launcher (module docstring), gathered in C where it can be."""
+        if self._unused_output:  # a kernel that stores nothing: no output argument
+            return (None,), (grid, *self._coverage_values(values)), None
+        targets = self._targets(values)
+        key = (grid, *map(type, targets), *map(_SHAPE, targets), *self._coverage_values(values))
+        if not self._atomic_outputs:
+            return targets, key, None
+        starts = self._atomic_starts(targets)
+        return targets, (*key, *[(kind, exact_key(first)) for kind, first in starts]), starts
+
+    def _atomic_starts(self, targets: tuple[Any, ...]) -> list[tuple[Any, Any]]:
+        """Each output's `_atomic_start` (None, None for outputs not updated atomically)."""
+        return [self._atomic_start(slot, value) if slot.kind == "pointer_atomic" else (None, None)
+                for slot, value in zip(self.plan.outputs, targets)]
 
     def _make_recipe(self, values: Sequence[object], grid: tuple[int, int, int],
-                     targets: list[Any], starts: list[Any]) -> LaunchRecipe:
+                     targets: tuple[Any, ...], starts: list[tuple[Any, Any]]) -> LaunchRecipe:
         """Outputs (shapes, dtypes, actions), coverage verdicts, written masks and `init_value`
         of a launch (module docstring)."""
         plan = self.plan
@@ -351,7 +353,7 @@ class MetalLauncher:
         outputs: list[OutputPlan] = []
         identities: set[float] = set()
         plain: dict[str, int] = {}
-        for slot, value, start in zip(plan.outputs, targets, starts):
+        for slot, value, (kind, first) in zip(plan.outputs, targets, starts):
             dtypes.append(self._dtype(slot.dtype))
             if slot.kind == "unused":
                 shapes.append((1,))
@@ -368,8 +370,7 @@ class MetalLauncher:
                 self._check_target(slot, value, dtypes[-1])
                 if tuple(value.shape) != shape:  # type: ignore[attr-defined]
                     out.final_shape = tuple(value.shape)  # type: ignore[attr-defined]
-            if start is not None:
-                kind, first = start
+            if kind is not None:
                 if kind in ("xor", "sub"):
                     out.action, out.kind = "relative", kind
                 elif kind:
@@ -431,7 +432,7 @@ class MetalLauncher:
                 f"argument '{slot.param}': the kernel produced {dtype} for an array of {target.dtype}"
             )
 
-    def _olds(self, recipe: LaunchRecipe, targets: list[Any]) -> list[Any]:
+    def _olds(self, recipe: LaunchRecipe, targets: tuple[Any, ...]) -> list[Any]:
         """The old contents of the outputs a merge or combine reads, shaped as the output."""
         olds: list[Any] = [None] * len(targets)
         for k in recipe.reads_old:

@@ -116,7 +116,7 @@ class PreparedLaunch:
 
     recipe: LaunchRecipe
     inputs: list[Any]
-    targets: list[Any]
+    targets: tuple[Any, ...]
     """Per output, the MLX array to rebind or the NumPy buffer to copy into (None: unused)."""
     olds: list[Any] | None = None
     """Per output, the old contents a merge or combine reads (None where not read)."""
