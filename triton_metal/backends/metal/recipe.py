@@ -3,20 +3,22 @@
 Launching the same kernel again with arrays of the same shapes on the same grid makes the same
 `metal_kernel` call but for its inputs. The `LaunchRecipe` is that call without its inputs: the
 launch grid and threadgroup, every output's shape and dtype, `init_value`, what happens to each
-output afterwards (`OutputPlan`) and the written masks of a merged launch. The driver memoises it
-per launcher under `recipe_key`, so a repeated launch only gathers its inputs, calls the kernel
-and rebinds its outputs (`PreparedLaunch` holds those per-launch parts).
+output afterwards (`OutputPlan`), the written masks and relative outputs of a twin. The driver
+memoises it per launcher under `MetalLauncher._recipe_key`, so a repeated launch only gathers
+its inputs (and the old contents a merge, combine or decode reads), calls the kernel and
+rebinds its outputs (`PreparedLaunch` holds those per-launch parts).
 
 A recipe depends on the launch's grid, on each output argument's type (NumPy buffer or MLX
 array) and shape, on the runtime scalars the coverage proof reads and on each atomic output's
-starting value (`MetalLauncher._atomic_start`, which may read a counter array): the key holds
+starting value (`MetalLauncher._atomic_start`, which may read the array): the key holds
 all of them. Everything else it reads is fixed per launcher (the compiled variant and its
 plan); in particular an argument's dtype is part of the variant's specialization, so an output
 array's dtype is checked once, when its recipe is made.
 
-Scalar inputs are typed 0-d arrays (`mx.array(v, dtype)`); `ScalarArrays` keeps the arrays of
-recent values, which is safe because an MLX array is an immutable value that the driver never
-rebinds (only output arguments are rebound).
+Scalar inputs are typed 0-d arrays (`mx.array(v, dtype)`); `ScalarArrays` and `LaunchInputs`
+keep the arrays of recent values, which is safe because an MLX array is an immutable value that
+the driver never rebinds (only output arguments are rebound), and the memo's own reference
+keeps MLX from donating such an array's buffer to an op's output.
 """
 
 from __future__ import annotations
