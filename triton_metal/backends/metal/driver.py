@@ -94,7 +94,6 @@ from .recipe import (
     OutputPlan,
     PreparedLaunch,
     ScalarArrays,
-    exact_key,
     picker,
 )
 
@@ -110,6 +109,8 @@ _ITEM_BYTES = {
 _FLOATS = ("float", "float16_t", "bfloat16_t")
 _COMBINABLE = ("add", "max", "min", "and", "or", "xor")
 _SHAPE = attrgetter("shape")
+_NO_START = (None, None)
+"""The `_atomic_start` of an output not updated atomically."""
 
 
 def _mlx() -> Any:
@@ -311,7 +312,9 @@ class MetalLauncher:
         targets, key, starts = self._recipe_key(values, grid)
         recipe = self._recipes.get(key)
         if recipe is None:
-            recipe = self._make_recipe(values, grid, targets, starts or self._atomic_starts(targets))
+            if starts is None:
+                starts = [_NO_START] * len(targets)
+            recipe = self._make_recipe(values, grid, targets, starts)
             if len(self._recipes) >= RECIPE_LIMIT:
                 self._recipes.clear()
             self._recipes[key] = recipe
@@ -334,13 +337,15 @@ class MetalLauncher:
         key = (grid, *map(type, targets), *map(_SHAPE, targets), *self._coverage_values(values))
         if not self._atomic_outputs:
             return targets, key, None
-        starts = self._atomic_starts(targets)
-        return targets, (*key, *[(kind, exact_key(first)) for kind, first in starts]), starts
-
-    def _atomic_starts(self, targets: tuple[Any, ...]) -> list[tuple[Any, Any]]:
-        """Each output's `_atomic_start` (None, None for outputs not updated atomically)."""
-        return [self._atomic_start(slot, value) if slot.kind == "pointer_atomic" else (None, None)
-                for slot, value in zip(self.plan.outputs, targets)]
+        starts: list[tuple[Any, Any]] = []
+        for slot, value in zip(self.plan.outputs, targets):
+            if slot.kind == "pointer_atomic":
+                kind, first = self._atomic_start(slot, value)
+                starts.append((kind, first))
+                key += (kind, first, math.copysign(1.0, first))  # -0.0 and 0.0 are equal keys
+            else:
+                starts.append(_NO_START)
+        return targets, key, starts
 
     def _make_recipe(self, values: Sequence[object], grid: tuple[int, int, int],
                      targets: tuple[Any, ...], starts: list[tuple[Any, Any]]) -> LaunchRecipe:

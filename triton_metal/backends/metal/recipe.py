@@ -23,7 +23,6 @@ keeps MLX from donating such an array's buffer to an op's output.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
@@ -148,16 +147,6 @@ class PreparedLaunch:
     def call_arguments(self) -> dict[str, Any]:
         """metal_kernel's keyword arguments for this launch."""
         return {"inputs": self.inputs, **self.recipe.call}
-
-
-def exact_key(value: object) -> object:
-    """`value` as a dict key that tells apart values equal as Python numbers but not as the
-    bits an array holds: -0.0 from 0.0 (equal floats), and 1 from 1.0 and True (equal numbers
-    that hash alike)."""
-    cls = type(value)
-    if cls is float and value == 0.0:
-        return (cls, math.copysign(1.0, value))  # type: ignore[arg-type]
-    return (cls, value)
 
 
 @dataclass
