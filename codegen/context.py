@@ -40,8 +40,8 @@ class LoweringContext:
         self._thread_coords: dict[tuple[Distribution, int], Expr] = {}
         self.asserts: list[dict[str, object]] = []
         """The device asserts lowered so far (code, message, file, line, col, source line)."""
-        self.prints = 0
-        """`tl.device_print` calls elided (Metal has no console)."""
+        self.prints: list[dict[str, object]] = []
+        """The `tl.device_print` sites lowered so far (prefix, hex, operand types and shapes)."""
         self.helpers: set[str] = set()
         """Names of header helper templates (`templates/helpers/<name>.metal`) the body uses."""
         self.scratch_high_water = 0

@@ -182,7 +182,7 @@ def compile_module(module: Module, options: CodegenOptions, axis_info: object | 
             "relative_outputs": relative,
             "assert_output": ASSERT_OUTPUT if ctx.asserts else None,
             "asserts": tuple(ctx.asserts),
-            "device_prints": ctx.prints,
+            "device_prints": tuple(ctx.prints),
         },
     )
 

@@ -5,8 +5,12 @@ conditions. Loop-carried values and branch results live in register arrays decla
 construct; each iteration (or branch) assigns the yielded values to them, through temporaries so
 that a yield of swapped values reads the old ones.
 
-`tl.device_print` is elided: MSL kernels run through MLX have no host console (the runtime says
-so once per kernel). `tl.device_assert` (present only in debug builds: the front end drops it
+`tl.device_print` exists only on the emulator: each owner thread of an element calls
+`tm_device_print` (site, the thread's print count, operand, row-major index, program id, value)
+inside `#ifdef TM_DEVICE_PRINT`, a macro only the emulator's kernel header defines, so Metal
+compiles none of it (MLX and torch MPS kernels have no host console: the runtime says so once per
+kernel). The metadata's `device_prints` describes each site (prefix, hex, operand types and
+shapes) for the runtime, which formats the records (`runtime/device_prints.py`). `tl.device_assert` (present only in debug builds: the front end drops it
 otherwise) becomes a check per register whose failure records the assert's code and the program
 id in the extra status output `km_assert` (`helpers/device_assert.metal`); the runtime reads it
 after the launch and raises `DeviceAssertionError` (docs/codegen.md). Hints and assumptions
@@ -17,12 +21,15 @@ from __future__ import annotations
 
 from triton_metal.ir import OpResult, Value
 from triton_metal.ir.ops import arith, scf, tt_debug
-from triton_metal.ir.types import ScalarType, element_type
+from triton_metal.ir.types import PointerType, ScalarType, element_type
 
 from .context import LoweringContext, ctype_of
 from .msl_types import msl_type
+from .lower_layout import flat_index
+from .lower_memory import owner_condition
 from .program import (
-    Apply, Assign, Barrier, Break, Call, Comment, Convert, Declare, Expr, ExprStmt, ForRange, If, Lit, Loop, Var,
+    Apply, Assign, Barrier, Break, Call, Comment, Convert, Declare, Expr, ExprStmt, ForRange, Guarded, If, Lit, Loop,
+    Stmt, Var,
 )
 from .registry import lowers
 from .values import PtrValue, RegValue, Val
@@ -179,10 +186,56 @@ def lower_barrier(ctx: LoweringContext, op: tt_debug.BarrierOp) -> None:
     ctx.emit(Barrier(device=True))
 
 
+PRINT_GUARD = "TM_DEVICE_PRINT"
+"""Defined only by the emulator's kernel header (`tm_kernel.h`): device printing exists there."""
+PRINT_SEQ = "km_print_seq"
+"""Per thread: how many prints it has passed (orders the records of one program)."""
+
+
 @lowers(tt_debug.PrintOp)
 def lower_print(ctx: LoweringContext, op: tt_debug.PrintOp) -> None:
-    ctx.prints += 1
-    ctx.emit(Comment(f"tl.device_print({op.prefix!r}) elided: Metal kernels have no console"))
+    site = len(ctx.prints)
+    operands: list[dict[str, object]] = []
+    calls: list[Stmt] = []
+    pid = (Var("km_pid_x"), Var("km_pid_y"), Var("km_pid_z"))
+    ctx.program_ids.update((0, 1, 2))
+    for k, arg in enumerate(op.args):
+        val = ctx.lookup(arg)
+        el = element_type(arg.type)
+        shape = list(getattr(arg.type, "shape", ()))
+        operands.append({"type": "ptr" if isinstance(el, PointerType) else str(el), "shape": shape})
+        dist = val.dist
+        regs = val.offsets if isinstance(val, PtrValue) else val.regs
+        firsts = dist.first_registers() if dist is not None else (True,)
+        own = owner_condition(ctx, dist)  # one thread prints each element
+        stmts: list[Stmt] = []
+        for r, first in enumerate(firsts):
+            if not first:
+                continue
+            index = flat_index(ctx, dist, r) if dist is not None else Lit("0")
+            value = (Call("tm_print_address", (Var(_buffer_name(ctx, val)), regs[r]))
+                     if isinstance(val, PtrValue) else regs[r])
+            stmts.append(ExprStmt(Call("tm_device_print", (Lit(f"{site}u"), Var(PRINT_SEQ), Lit(f"{k}u"), index,
+                                                           *pid, value))))
+        calls.extend((If(own, tuple(stmts)),) if own is not None else stmts)
+    if not op.args:  # a print of the prefix alone: one record from the program's first thread
+        own = owner_condition(ctx, None)
+        assert own is not None
+        calls.append(If(own, (ExprStmt(Call("tm_device_print", (Lit(f"{site}u"), Var(PRINT_SEQ), Lit("0u"), Lit("0"),
+                                                                 *pid, Lit("0u")))),)))
+    ctx.prints.append({"prefix": op.prefix, "hex": op.hex, "operands": operands})
+    if site == 0:
+        ctx.prologue.add(Guarded(PRINT_GUARD, (Declare(PRINT_SEQ, "uint", None, Lit("0u")),)))
+    calls.append(Assign(Var(PRINT_SEQ), Apply("add", (Var(PRINT_SEQ), Lit("1u")))))
+    ctx.emit(Comment(f"tl.device_print #{site + 1}: printed by the emulator only (Metal kernels have no console)"))
+    ctx.emit(Guarded(PRINT_GUARD, tuple(calls)))
+
+
+def _buffer_name(ctx: LoweringContext, val: PtrValue) -> str:
+    name = val.buffer.input_name or val.buffer.output_name
+    if name is None:
+        raise ctx.error("internal: tl.device_print of a pointer into an array the kernel never reaches")
+    return name
 
 
 ASSERT_OUTPUT = "km_assert"

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 from triton_metal.errors import CompilationError
 from triton_metal.ir import BlockArgument, Op, Value
-from triton_metal.ir.ops import scf
+from triton_metal.ir.ops import scf, tt_debug
 from triton_metal.ir.ops import tt_memory as mem
 from triton_metal.ir.types import PointerType, ScalarType, element_type
 
@@ -149,6 +149,12 @@ def analyse_params(func: Op, kernel: str) -> dict[BlockArgument, ParamUse]:
                 "add" if op.kind is mem.AtomicRMWKind.FADD else op.kind.value)
             u.atomic_kinds.add(kind)
             u.atomic_result_used |= op.result in used_values
+    for op in func.walk():  # a pointer only printed is still read: its address is what prints
+        if isinstance(op, tt_debug.PrintOp):
+            for v in op.args:
+                u = uses[root[v]] if v in root else None
+                if u is not None and not (u.loaded or u.stored or u.atomic):
+                    u.loaded = True
     return uses
 
 

@@ -23,6 +23,7 @@ from .program import (
     Declare,
     ExprStmt,
     ForRange,
+    Guarded,
     If,
     Index,
     LineMark,
@@ -192,6 +193,13 @@ class MSLPrinter:
     @stmt.register
     def _(self, node: LineMark, depth: int, out: list[str]) -> None:
         out.append(f'#line {node.line} "{_ascii_path(node.file)}"')
+
+    @stmt.register
+    def _(self, node: Guarded, depth: int, out: list[str]) -> None:
+        out.append(f"#ifdef {node.macro}")
+        for s in node.body:
+            self._stmt(s, depth, out)
+        out.append("#endif")
 
     @stmt.register
     def _(self, node: Comment, depth: int, out: list[str]) -> None:

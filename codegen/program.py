@@ -185,7 +185,16 @@ class Comment:
     text: str
 
 
-Stmt = Union[Declare, Assign, ExprStmt, If, ForRange, Loop, Break, Barrier, Scope, LineMark, Comment]
+@dataclass(frozen=True)
+class Guarded:
+    """`#ifdef macro` ... `#endif`: code that exists only where `macro` is defined (the emulator's
+    device printing: Metal never sees it)."""
+
+    macro: str
+    body: tuple[Stmt, ...]
+
+
+Stmt = Union[Declare, Assign, ExprStmt, If, ForRange, Loop, Break, Barrier, Scope, LineMark, Comment, Guarded]
 
 
 @dataclass

@@ -341,8 +341,8 @@ def test_shape_and_math_builtins() -> None:
         "%m = arith.maximumf %g,",
         "%q = tt.mulhi %", "arith.bitcast %idx : tensor<8xu32>",
         "tt.barrier",
-        'tt.print %s {hex = false, is_signed = [false], prefix = "s"}',
-        'tt.print %h {hex = false, is_signed = [true], prefix = "h"}',
+        'tt.print %s {hex = false, is_signed = [false], prefix = " s: "}',
+        'tt.print %h {hex = false, is_signed = [true], prefix = " h: "}',
         "arith.uitofp %q : tensor<8xf32>",
     ]
     for line in expected:

@@ -124,7 +124,7 @@ def test_device_print_and_assert(run: Any, capsys: Any) -> None:
 
     with pytest.raises(InterpreterError) as info:
         run(kernel, (2,), x_ptr=x)
-    assert "v= [1 2 3 4]" in capsys.readouterr().out
+    assert capsys.readouterr().out.splitlines() == [f"pid (0, 0, 0) idx ({i}) v=: {i + 1}" for i in range(4)]
     assert "device_assert failed at index (0,): must exceed one" in str(info.value)
     assert "# error" in str(info.value)
 

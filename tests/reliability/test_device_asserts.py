@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 import warnings
 from pathlib import Path
+from typing import Any
 
 import mlx.core as mx
 import numpy as np
@@ -19,7 +20,7 @@ import triton_metal as triton
 import triton_metal.language as tl
 from triton_metal.backends.metal import driver
 from triton_metal.errors import DeviceAssertionError, InterpreterError
-from triton_metal.runtime import backend
+from triton_metal.runtime import backend, device_asserts
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "runtime"))
 from fake_mlx import FakeMx  # noqa: E402
@@ -178,16 +179,102 @@ def test_a_kernel_whose_only_effect_is_an_assert_is_not_refused(monkeypatch):
         only_asserts[(2,)](x, x.size, BLOCK=64)
 
 
-def test_device_print_is_reported_once_as_unavailable_and_prints_in_the_interpreter(monkeypatch, capsys):
-    x = np.arange(8, dtype=np.int32)
-    out = np.zeros_like(x)
+def test_device_print_is_reported_once_as_unavailable_on_the_metal_path(fake, capfd):
+    x = mx.array(np.arange(8, dtype=np.int32))
+    out = mx.zeros((8,), dtype=mx.int32)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         printing[(1,)](x, out, BLOCK=8)
         printing[(1,)](x, out, BLOCK=8)
-    np.testing.assert_array_equal(out, x + 1)
+    np.testing.assert_array_equal(np.array(out), np.arange(8) + 1)
     said = [w for w in caught if "tl.device_print is not available" in str(w.message)]
-    assert len(said) == 1 and "printing" in str(said[0].message)
+    assert len(said) == 1 and "printing" in str(said[0].message) and "Metal" in str(said[0].message)
+    assert "v =" not in capfd.readouterr().out  # Metal prints nothing (the guarded code is not built)
+
+
+def test_device_print_prints_on_the_emulator_and_in_the_interpreter_without_a_warning(monkeypatch, capfd):
+    x = np.arange(8, dtype=np.int32)
+    out = np.zeros_like(x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        printing[(1,)](x, out, BLOCK=8)
+    np.testing.assert_array_equal(out, x + 1)
+    compiled = capfd.readouterr().out
     monkeypatch.setenv("TRITON_METAL_INTERPRET", "1")
     printing[(1,)](x, out, BLOCK=8)
-    assert "v = " in capsys.readouterr().out
+    interpreted = capfd.readouterr().out
+    assert compiled == interpreted
+    assert compiled.splitlines()[3] == "pid (0, 0, 0) idx (3) v =: 3"  # Triton's prefix rule
+
+
+@triton.jit(debug=True)
+def checked_double(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    tl.device_assert(x < 100, "x below 100")
+    tl.store(out_ptr + offs, x * 2)
+
+
+def _lazy(monkeypatch: pytest.MonkeyPatch) -> Any:
+    from fake_mlx import LazyMx
+
+    stand_in = LazyMx()
+    monkeypatch.setattr(backend, "_metal", True)
+    monkeypatch.setattr(driver, "_mlx", lambda: stand_in)
+    monkeypatch.setattr(device_asserts, "_warned", set())  # "once per kernel" starts afresh
+    checked_double.cache.clear()
+    return stand_in
+
+
+def test_asserts_inside_mx_compile_warn_once_and_the_launch_traces(monkeypatch):
+    lazy = _lazy(monkeypatch)
+
+    def step(x):
+        out = mx.zeros((64,), dtype=mx.int32)
+        checked_double[(1,)](x, out, BLOCK=64)
+        return out
+
+    x = mx.arange(64, dtype=mx.int32)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        outs = [mx.compile(step)(x), mx.compile(step)(x + 1)]  # MLX's bare eval error otherwise
+    said = [w for w in caught if "not checked" in str(w.message)]
+    assert len(said) == 1  # once per kernel
+    text = str(said[0].message)
+    assert "'checked_double'" in text and "transformation" in text and "mx.compile" in text
+    assert len(lazy.fast.launches) == 2 and all(o.shape == (64,) for o in outs)
+
+
+class _RealMx:
+    """`mlx.core` itself: its `fast.metal_kernel` builds a `CustomKernel` node inside an export
+    trace even without Metal (tests/runtime/test_lazy_launch.py)."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(mx, name)
+
+
+def test_asserts_inside_export_function_warn_and_the_graph_is_exported(monkeypatch, tmp_path):
+    monkeypatch.setattr(backend, "_metal", True)
+    monkeypatch.setattr(driver, "_mlx", lambda: _RealMx())
+    monkeypatch.setattr(device_asserts, "_warned", set())
+    checked_double.cache.clear()
+
+    def traced(x):
+        out = mx.zeros((64,), dtype=mx.int32)
+        checked_double[(1,)](x, out, BLOCK=64)
+        return out
+
+    path = tmp_path / "f.mlxfn"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        mx.export_function(str(path), traced, mx.arange(64, dtype=mx.int32))
+    assert [w for w in caught if "'checked_double'" in str(w.message) and "not checked" in str(w.message)]
+    assert path.stat().st_size > 0
+
+
+def test_asserts_outside_a_transformation_are_still_checked_on_the_metal_path(fake):
+    x = mx.array(np.arange(64, dtype=np.int32) * 3)  # 3 * 34 = 102: program 0 fails
+    out = mx.zeros((64,), dtype=mx.int32)
+    checked_double.cache.clear()
+    with pytest.raises(DeviceAssertionError, match=r"in kernel 'checked_double', program \(0, 0, 0\)"):
+        checked_double[(1,)](x, out, BLOCK=64)

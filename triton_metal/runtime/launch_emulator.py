@@ -26,7 +26,8 @@ per launcher by the inputs' address spaces (0-d, under 8 elements, or device).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from types import SimpleNamespace
 from typing import Any
 
@@ -36,8 +37,10 @@ from ..backends.metal.plan import SCALAR_NUMPY, LaunchPlan, launch_dims
 from ..codegen.kernel import old_input_name
 from ..backends.emulator.bounds import checks_enabled
 from ..backends.emulator.errors import KernelFault
+from ..backends.emulator.kernel import PrintRecords
 from ..errors import LaunchError
-from .device_asserts import check_status, has_asserts, warn_prints
+from .device_asserts import check_status, has_asserts
+from .device_prints import emit, printer, sites
 from .host_arrays import is_mlx, metal_values, numpy_buffer
 
 
@@ -45,15 +48,19 @@ _MSL_KERNEL = re.compile(r"kernel 'custom_kernel_\w*'")
 
 
 class EmulatedMlx:
-    """`mlx.core` whose `fast.metal_kernel` is the emulator's (same calls, same rules)."""
+    """`mlx.core` whose `fast.metal_kernel` is the emulator's (same calls, same rules), its
+    kernels' `tl.device_print` output going to `device_prints`."""
 
-    def __init__(self) -> None:
+    runs_device_prints = True
+    """The Metal launcher's cue: prints are printed here, not reported as unavailable."""
+
+    def __init__(self, device_prints: Callable[[PrintRecords], None] | None = None) -> None:
         import mlx.core as mx
 
         from ..backends.emulator import metal_kernel
 
         self._mx = mx
-        self.fast = SimpleNamespace(metal_kernel=metal_kernel)
+        self.fast = SimpleNamespace(metal_kernel=partial(metal_kernel, device_prints=device_prints))
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._mx, name)
@@ -80,6 +87,8 @@ class EmulatorLauncher:
         self._metal: Any = None
         self._word_atomic_args = self.plan.word_atomic_args
         self._asserts = has_asserts(msl)
+        self._prints = sites(msl)
+        """The kernel's `tl.device_print` sites (empty: it prints nothing)."""
 
     def _kernel(self, inputs: list[np.ndarray]) -> Any:
         # 0: 0-d, 1: under 8 elements (constant), 2: device memory
@@ -157,15 +166,18 @@ class EmulatorLauncher:
         status = np.zeros(4, dtype=np.uint32) if self._asserts else None  # per launch: threads
         if status is not None:
             outputs.append(status)
+        records = PrintRecords.for_launch() if self._prints else None
         try:
-            kernel.launch(inputs, outputs, launch_grid, threadgroup)
+            kernel.launch(inputs, outputs, launch_grid, threadgroup, prints=records)
         except KernelFault as fault:
             raise self._in_python_terms(fault) from None
+        finally:
+            if records is not None:  # what ran before a fault is printed too
+                emit(self._prints, records, self.kernel_name or self.msl.name)
         for real, copy in word_copies:
             real[...] = copy[: real.size]
         if status is not None:
             check_status(self.msl, status)
-        warn_prints(self.msl, "emulator")
 
     def _in_python_terms(self, fault: KernelFault) -> KernelFault:
         """The run-time error naming the Python kernel and parameters, not their MSL names (the
@@ -185,6 +197,7 @@ class EmulatorLauncher:
         if self._metal is None:
             from ..backends.metal import MetalLauncher
 
-            self._metal = MetalLauncher(self.msl, self.plan, self.arg_names, mx=EmulatedMlx(),
+            prints = printer(self._prints, self.kernel_name or self.msl.name) if self._prints else None
+            self._metal = MetalLauncher(self.msl, self.plan, self.arg_names, mx=EmulatedMlx(prints),
                                         twin=self.twin)
         return self._metal

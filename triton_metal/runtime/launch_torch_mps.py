@@ -29,6 +29,7 @@ from ..backends.metal.plan import LaunchPlan, launch_dims
 from ..backends.torch_mps import TENSOR, SCALAR, TorchKernelSource, active_compiler, build_source
 from ..backends.torch_mps.driver import _ACTIVE
 from ..errors import LaunchError
+from .device_asserts import warn_prints
 from .host_arrays import flat_view
 from .torch_arrays import is_tensor, tensor_type
 
@@ -52,6 +53,8 @@ class TorchMpsLauncher:
         """The tensor attribute saying a tensor is on the compiler's device ("is_mps")."""
         self._tensor_type: type | None = None
         self._dims: dict[tuple[int, int, int], tuple[list[int], list[int]] | None] = {}
+        self._prints = msl if msl.metadata.get("device_prints") else None
+        """The kernel, when it has `tl.device_print`s: MPS cannot print them (said once)."""
 
     def _compile(self) -> Any:
         """Compile once per `compile_shader` in use (a stand-in swapped in or out recompiles)."""
@@ -84,6 +87,8 @@ class TorchMpsLauncher:
             if len(self._dims) >= 256:  # grids seen by this variant, kept small
                 self._dims.clear()
             dims = self._dims[grid] = None if 0 in threads else (list(threads), list(group))
+        if self._prints is not None:
+            warn_prints(self._prints, "torch_mps")
         if dims is None:
             return
         function(*args, threads=dims[0], group_size=dims[1])

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from triton_metal.backends.emulator.bounds import checks_enabled
-from triton_metal.backends.emulator.kernel import NUMPY_DTYPES, EmulatorKernel, asan_enabled
+from triton_metal.backends.emulator.kernel import NUMPY_DTYPES, EmulatorKernel, PrintRecords, asan_enabled
 from triton_metal.backends.emulator.signature import (
     TYPE_STRINGS,
     InputSpec,
@@ -107,6 +107,8 @@ class MetalKernel:
     ensure_row_contiguous: bool
     atomic_outputs: bool
     fast_math: bool
+    device_prints: Callable[[PrintRecords], None] | None = None
+    """Receives each launch's `tl.device_print` records (None: they are dropped, as on Metal)."""
     _compiled: dict[tuple[str, bool, bool], EmulatorKernel] = field(default_factory=dict, repr=False)
 
     def __call__(
@@ -179,7 +181,12 @@ class MetalKernel:
             else:
                 arr = np.full(tuple(shape), init_value).astype(dtype)
             outputs.append(arr)
-        kernel.launch([a for a, _ in converted], outputs, grid, threadgroup)
+        records = PrintRecords.for_launch() if self.device_prints is not None else None
+        try:
+            kernel.launch([a for a, _ in converted], outputs, grid, threadgroup, prints=records)
+        finally:
+            if records is not None and self.device_prints is not None:
+                self.device_prints(records)
         mx = _mlx()
         result = []
         for arr, name in zip(outputs, out_names):
@@ -220,8 +227,11 @@ def metal_kernel(
     ensure_row_contiguous: bool = True,
     atomic_outputs: bool = False,
     compile_options: dict[str, str] | None = None,
+    *,
+    device_prints: Callable[[PrintRecords], None] | None = None,
 ) -> Callable[..., list[Any]]:
-    """A kernel factory with the signature and rules of `mx.fast.metal_kernel` (module doc)."""
+    """A kernel factory with the signature and rules of `mx.fast.metal_kernel` (module doc);
+    `device_prints` (the emulator's own) receives what each launch's `tl.device_print`s printed."""
     if not output_names:
         raise ValueError("[metal_kernel] Must specify at least one output.")
     fast_math = False
@@ -241,4 +251,5 @@ def metal_kernel(
         ensure_row_contiguous,
         atomic_outputs,
         fast_math,
+        device_prints,
     )

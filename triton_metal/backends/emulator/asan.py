@@ -14,6 +14,7 @@ import os
 import re
 import subprocess
 import tempfile
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -22,6 +23,21 @@ import numpy as np
 from triton_metal.backends.emulator.standalone import read_buffers, write_buffers
 
 _STATUS_FAULT = 1
+_WARNED_PRINTS: set[str] = set()
+
+
+def warn_prints_dropped(kernel: str) -> None:
+    """An ASan run collects no `tl.device_print` output (the records stay in the executable):
+    said once per kernel."""
+    if kernel in _WARNED_PRINTS:
+        return
+    _WARNED_PRINTS.add(kernel)
+    warnings.warn(
+        f"kernel '{kernel}': tl.device_print prints nothing in ASan mode "
+        "(TRITON_METAL_EMULATOR_ASAN=1); run without it to see the output",
+        RuntimeWarning,
+        stacklevel=4,
+    )
 
 
 def run(

@@ -13,7 +13,8 @@ Environment: `TRITON_METAL_EMULATOR_THREADS` (OS threads, default one per core),
 `TRITON_METAL_EMULATOR_WATCHDOG` (seconds without progress before a threadgroup is declared
 stuck, default 30), `TRITON_METAL_EMULATOR_STACK` (bytes per fiber stack, default 131072),
 `TRITON_METAL_EMULATOR_ASAN=1` (AddressSanitizer builds, see `asan.py`),
-`TRITON_METAL_EMULATOR_CHECKS=0` (no bounds checks, see `bounds.py`).
+`TRITON_METAL_EMULATOR_CHECKS=0` (no bounds checks, see `bounds.py`),
+`TRITON_METAL_EMULATOR_PRINT_LIMIT` (`tl.device_print` elements kept per launch, default 1048576).
 """
 
 from __future__ import annotations
@@ -104,7 +105,62 @@ class _LaunchDesc(ctypes.Structure):
         ("error_capacity", ctypes.c_uint),
         ("poll_seconds", ctypes.c_double),
         ("state", ctypes.c_void_p),
+        ("prints", ctypes.c_void_p),
+        ("print_capacity", ctypes.c_ulong),
+        ("print_count", ctypes.c_ulong),
     ]
+
+
+PRINT_RECORD = np.dtype([
+    ("pid", "<i4", (3,)), ("seq", "<u4"), ("site", "<u4"), ("operand", "<u4"), ("index", "<i8"), ("bits", "<u8"),
+])
+"""`tm_print_record` (runtime/tm_abi.h): one element a `tl.device_print` printed."""
+
+
+@dataclass
+class PrintRecords:
+    """Where a launch puts what its `tl.device_print`s print: up to `capacity` records (the
+    memory is committed only as records arrive), and how many there were in all."""
+
+    capacity: int
+    buffer: np.ndarray = field(init=False, repr=False)
+    address: int = field(init=False, repr=False)
+    count: int = 0
+
+    def __post_init__(self) -> None:
+        self.buffer = np.empty(self.capacity, PRINT_RECORD)
+        self.address = self.buffer.ctypes.data
+
+    @classmethod
+    def for_launch(cls) -> PrintRecords:
+        """Room for `TRITON_METAL_EMULATOR_PRINT_LIMIT` records (default 1,048,576): a set a
+        finished launch gave back (`release`), or a new one."""
+        capacity = max(_env_int("TRITON_METAL_EMULATOR_PRINT_LIMIT", 1 << 20), 1)
+        try:
+            records = _RECORD_POOL.pop()
+        except IndexError:
+            return cls(capacity)
+        return records if records.capacity == capacity else cls(capacity)
+
+    def release(self) -> None:
+        """Give the set back once its records are read: allocating the buffer costs more than a
+        small launch. Sets that held many records are dropped (their pages stay committed)."""
+        if self.count <= _POOLED_RECORDS and len(_RECORD_POOL) < 4:
+            self.count = 0
+            _RECORD_POOL.append(self)
+
+    @property
+    def records(self) -> np.ndarray:
+        return self.buffer[: min(self.count, self.capacity)]
+
+    @property
+    def dropped(self) -> int:
+        return max(self.count - self.capacity, 0)
+
+
+_RECORD_POOL: list[PrintRecords] = []
+"""Record sets free for the next launch (list.pop and append are atomic: threads share it)."""
+_POOLED_RECORDS = 1 << 16
 
 
 def asan_enabled() -> bool:
@@ -321,7 +377,10 @@ class EmulatorKernel:
         threadgroup: Sequence[int],
         *,
         watchdog_seconds: float | None = None,
+        prints: PrintRecords | None = None,
     ) -> None:
+        """Run the kernel (module docstring). `prints` collects what its `tl.device_print`s
+        print, also when the launch then raises (not in ASan mode: nothing is collected there)."""
         g, tpt = dispatch_dims(grid, threadgroup)
         bufs = self.buffers(inputs, outputs)
         watchdog = (
@@ -335,10 +394,13 @@ class EmulatorKernel:
         if self.asan:
             from triton_metal.backends.emulator import asan as asan_mode  # imported by ASan launches only
 
+            if prints is not None:
+                asan_mode.warn_prints_dropped(self.source.kernel_name)
+
             writeback = [p.kind is ParamKind.OUTPUT for p in self.source.params if p.buffer is not None]
             status, message = asan_mode.run(self.artifact, bufs, writeback, g, tpt, watchdog, workers)
         else:
-            status, message = self._run(bufs, g, tpt, watchdog, workers)
+            status, message = self._run(bufs, g, tpt, watchdog, workers, prints)
         if status:
             raise self._error(status, message)
 
@@ -349,6 +411,7 @@ class EmulatorKernel:
         tpt: tuple[int, int, int],
         watchdog: float,
         workers: int,
+        prints: PrintRecords | None = None,
     ) -> tuple[int, str]:
         lib = self._lib_handle()
         addresses = [b.ctypes.data for b in bufs]
@@ -367,6 +430,9 @@ class EmulatorKernel:
         desc.error = ctypes.cast(error, ctypes.c_void_p)
         desc.error_capacity = len(error)
         desc.poll_seconds = _POLL_SECONDS
+        if prints is not None:
+            desc.prints = prints.address
+            desc.print_capacity = prints.capacity
         ref = ctypes.byref(desc)
         try:
             # Python runs signal handlers between these calls: Ctrl-C raises KeyboardInterrupt
@@ -378,6 +444,9 @@ class EmulatorKernel:
             if desc.state:
                 lib.tm_launch_cancel(ref)
             raise
+        finally:
+            if prints is not None:
+                prints.count = int(desc.print_count)
         return status, error.value.decode(errors="replace")
 
     def _error(self, status: int, message: str) -> Exception:

@@ -26,6 +26,7 @@ from triton_metal.language.builder import (
     RegionFn,
     RoundingMode,
 )
+from triton_metal.language.print_format import Operand, print_lines, type_code
 from triton_metal.language.types import dtype, int1, int32, uint8
 
 from .memory import Memory
@@ -462,15 +463,11 @@ class NumpyBuilder:
         return None  # programs run one at a time: every barrier is already satisfied
 
     def create_print(self, prefix: str, hex: bool, args: Sequence[TensorHandle], signed: Sequence[bool]) -> None:  # noqa: A002
-        parts = []
-        for h in args:
-            data = np.asarray(h.data)
-            if hex and data.dtype.kind in "iub":
-                parts.append(np.vectorize(lambda v: f"{int(v) & ((1 << (8 * data.dtype.itemsize)) - 1):#x}")(data))
-            else:
-                parts.append(data)
-        pid = ", ".join(str(p) for p in self.program)
-        print(f"pid ({pid}) {prefix}", *parts)
+        operands = [
+            Operand(type_code(h.dtype.name), tuple(np.shape(h.data)), np.asarray(h.data)) for h in args
+        ]
+        for line in print_lines(self.program, prefix, hex, operands):
+            print(line)  # sys.stdout at the time of the call (redirect_stdout, capsys, capfd)
 
     def create_assert(self, cond: TensorHandle, message: str) -> None:
         ok = np.asarray(cond.data)

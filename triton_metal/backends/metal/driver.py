@@ -80,7 +80,7 @@ from typing import Any
 import numpy as np
 
 from triton_metal.errors import CompilationError, LaunchError, Loc
-from triton_metal.runtime.device_asserts import check_status, has_asserts, warn_prints
+from triton_metal.runtime.device_asserts import has_asserts, read_status, warn_prints
 from triton_metal.runtime.log import debug_level
 from triton_metal.runtime.mlx_op import inside_op, note_kernel
 
@@ -220,6 +220,9 @@ class MetalLauncher:
         relative to their arrays' contents."""
         self._twins: dict[tuple[tuple[str, ...], tuple[str, ...], bool], tuple[Any, Any]] = {}
         self._dtypes: dict[str, Any] = {}
+        self._prints_dropped = bool(msl.metadata.get("device_prints")) and not getattr(
+            self.mx, "runs_device_prints", False)
+        """The kernel's `tl.device_print`s cannot print here (Metal; not the emulator's mx)."""
         self._guard: Any = None
         self._exit_guard: Any = None
         self._pending: Any = None
@@ -544,9 +547,11 @@ class MetalLauncher:
             results = self.run(prepared)
         if prepared.status is not None:
             # Debug builds only (asserts are compiled in only then): the status is read now,
-            # which waits for the kernel.
-            check_status(self.msl, np.array(prepared.status))
-        warn_prints(self.msl, "Metal")
+            # which waits for the kernel; inside an MLX function transformation nothing may be
+            # read, and the asserts go unchecked with a warning (device_asserts.read_status)
+            read_status(self.msl, prepared.status, self.kernel_name)
+        if self._prints_dropped:
+            warn_prints(self.msl, "Metal")
         self.write_back(prepared, results)
 
     def run(self, prepared: PreparedLaunch) -> list[Any]:

@@ -12,6 +12,7 @@ from typing import Any
 from ...errors import CompileTimeAssertionFailure
 from ..builder import HintKind
 from ..core import constexpr, tensor
+from ..print_format import munge_prefix
 from .base import SemanticBase, error
 
 
@@ -66,6 +67,7 @@ class MiscMixin(SemanticBase):
             raise error(f"tl.device_print's prefix must be a string, got {prefix!r}")
         ts = [self.to_tensor(_opt(a)) for a in args]
         signed = [t.type.scalar.is_int_signed() for t in ts]
+        prefix = munge_prefix(prefix, bool(ts))
         self.builder.create_print(prefix, bool(_opt(hex)), [t.handle for t in ts], signed)
 
     def device_assert(self, cond: Any, msg: Any = "", mask: Any = None) -> None:

@@ -392,3 +392,13 @@ extern "C" void tm_rt_out_of_bounds(const char* name, long index, unsigned long 
              "out-of-bounds access to '%s' at index %ld (the buffer has %lu elements) at %s:%d%s",
              name, index, extent, file, line, who);
 }
+
+extern "C" void tm_rt_print(unsigned site, unsigned seq, unsigned operand, long index, int pid_x,
+                            int pid_y, int pid_z, unsigned long bits) {
+    Worker* w = tm_tl_worker;
+    tm_launch_desc* d = w ? const_cast<tm_launch_desc*>(w->launch) : nullptr;
+    if (!d || !d->prints) return;
+    unsigned long k = __atomic_fetch_add(&d->print_count, 1ul, __ATOMIC_RELAXED);
+    if (k >= d->print_capacity) return;
+    d->prints[k] = tm_print_record{{pid_x, pid_y, pid_z}, seq, site, operand, index, bits};
+}

@@ -41,6 +41,17 @@ typedef void (*tm_group_fn)(void** buffers, const tm_group_info* group);
 // Runs one thread (the fiber entry of kernels that synchronise).
 typedef void (*tm_thread_fn)(void** buffers, const tm_group_info* group, unsigned index);
 
+// One element printed by `tl.device_print` (emulator builds: tm_kernel.h's tm_device_print). The
+// launch gives an array of them; the runtime formats nothing, Python does (runtime/device_prints.py).
+struct tm_print_record {
+    int pid[3];           // the printing program
+    unsigned seq;         // how many prints its thread passed before this one
+    unsigned site;        // which tl.device_print of the kernel
+    unsigned operand;     // which of its arguments
+    long index;           // row-major index of the element (0 for a scalar)
+    unsigned long bits;   // the value's bytes, zero-extended
+};
+
 struct tm_launch_desc {
     const char* kernel_name;
     void** buffers;
@@ -56,6 +67,9 @@ struct tm_launch_desc {
     unsigned error_capacity;
     double poll_seconds;       // > 0: tm_launch/tm_launch_wait return TM_PENDING after this long
     void* state;               // the running launch (runtime-owned; null when none)
+    tm_print_record* prints;   // where device prints go (null: dropped)
+    unsigned long print_capacity;
+    unsigned long print_count; // records produced (more than the capacity: the rest dropped)
 };
 
 // Starts a launch and waits for it (at most poll_seconds when that is > 0: TM_PENDING then means
@@ -94,6 +108,9 @@ void tm_rt_simd_wait(tm_sg_fn fn, int needs_full_simdgroup, const char* what, co
                      int line);
 void* tm_rt_tg_alloc(unsigned id, unsigned long size, unsigned long align, const char* name,
                      const char* file, int line);
+// A `tl.device_print` element: appended to the launch's records (dropped when it has none).
+void tm_rt_print(unsigned site, unsigned seq, unsigned operand, long index, int pid_x, int pid_y,
+                 int pid_z, unsigned long bits);
 // A bounds-checked access failed (never returns): buffer `name`, element `index` of `extent`.
 [[noreturn]] void tm_rt_out_of_bounds(const char* name, long index, unsigned long extent,
                                       unsigned long width, const char* file, int line);

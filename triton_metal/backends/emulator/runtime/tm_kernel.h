@@ -92,6 +92,28 @@ inline X& tm_at(X& x, const char*, int) {
     return x;
 }
 
+// ---------------------------------------------------------------- device printing
+// The code generator puts `tl.device_print` inside `#ifdef TM_DEVICE_PRINT` (Metal has no console
+// and never sees it): each element goes to the launch's print records as raw bytes.
+#define TM_DEVICE_PRINT 1
+template <class T>
+inline void tm_device_print(unsigned site, unsigned seq, unsigned operand, long index, int pid_x,
+                            int pid_y, int pid_z, T value) {
+    static_assert(sizeof(T) <= 8, "a printed value fits 8 bytes");
+    unsigned long bits = 0;
+    __builtin_memcpy(&bits, &value, sizeof(T));
+    tm_rt_print(site, seq, operand, index, pid_x, pid_y, pid_z, bits);
+}
+// The byte address of element `i` of a buffer (a pointer printed by tl.device_print).
+template <class T, class I>
+inline unsigned long tm_print_address(T* p, I i) {
+    return (unsigned long)(p + (long)i);
+}
+template <class T, class I>
+inline unsigned long tm_print_address(tm_view<T> v, I i) {
+    return (unsigned long)(v.p + v.off + (long)i);
+}
+
 }  // namespace metal
 
 #include "tm_simd.h"
