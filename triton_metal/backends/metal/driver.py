@@ -69,23 +69,22 @@ starting value, so a repeated launch gathers its inputs, calls the kernel and re
 
 from __future__ import annotations
 
-import linecache
 import math
-import re
+from collections.abc import Callable, Sequence
 from operator import attrgetter
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 
-from triton_metal.errors import CompilationError, LaunchError, Loc
+from triton_metal.errors import LaunchError
 from triton_metal.runtime.device_asserts import has_asserts, read_status, warn_prints
 from triton_metal.runtime.log import debug_level
 from triton_metal.runtime.mlx_op import inside_op, note_kernel
 
 from triton_metal.codegen.kernel import relative_encoding
 
+from .launch_coverage import LaunchCoverage, coverage_scalars  # noqa: F401 - driver.coverage_scalars
+from .metal_errors import _LAUNCHED, map_metal_error, metal_errors  # noqa: F401 - the package's names
 from .plan import LaunchPlan, OutputSlot, launch_dims
 from .recipe import (
     RECIPE_LIMIT,
@@ -134,73 +133,6 @@ def atomic_identity(kind: str, dtype: str) -> float | None:
     if kind == "and":
         return -1.0 if signed else None
     return None
-
-
-def coverage_scalars(msl: Any, names: Sequence[str]) -> tuple[tuple[int, str], ...]:
-    """(argument index, name) of the runtime scalar parameters the coverage program reads (a
-    seed or a float that changes every launch must not defeat the memo)."""
-    index = {n: i for i, n in enumerate(names)}
-    program = msl.coverage_program
-    read = _program_args(program.statements) if program is not None else set()
-    return tuple((index[p.name], p.name) for p in msl.params
-                 if p.kind == "scalar" and p.name in index and p.name in read)
-
-
-def _program_args(statements: Sequence[Any]) -> set[str]:
-    found: set[str] = set()
-    for st in statements:
-        if st[0] == "arg":
-            found.add(st[2])
-        elif st[0] == "for":
-            found |= _program_args(st[6])
-        elif st[0] == "if":
-            found |= _program_args(st[2]) | _program_args(st[3])
-    return found
-
-
-class LaunchCoverage:
-    """Per launch, which outputs the launch provably writes in full (`runtime.coverage`),
-    memoised per grid, output sizes and scalar values: a repeated launch costs one dict lookup."""
-
-    MEMO_LIMIT = 256
-
-    def __init__(self, msl: Any, names: Sequence[str]) -> None:
-        self.name = msl.name
-        self.program = msl.coverage_program
-        self.static = {c.output: c for c in msl.stored_coverage}
-        self.scalars = coverage_scalars(msl, names)
-        self.memo: dict[tuple[object, ...], dict[str, Any]] = {}
-
-    def __call__(self, values: Sequence[object], grid: tuple[int, int, int],
-                 sizes: dict[str, int]) -> dict[str, Any]:
-        key = (grid, *sizes.values(), *[values[i] for i, _ in self.scalars])
-        got = self.memo.get(key)
-        if got is None:
-            got = self._check(values, grid, sizes)
-            if len(self.memo) >= self.MEMO_LIMIT:
-                self.memo.clear()
-            self.memo[key] = got
-        return got
-
-    def _check(self, values: Sequence[object], grid: tuple[int, int, int],
-               sizes: dict[str, int]) -> dict[str, Any]:
-        from triton_metal.runtime import dumps
-        from triton_metal.runtime.coverage import Verdict, check_coverage
-
-        verdicts: dict[str, Any] = {}
-        checked: dict[str, int] = {}
-        for output, size in sizes.items():
-            static = self.static.get(output)
-            if static is None or not static.checkable or self.program is None:
-                verdicts[output] = Verdict(False, static.reason if static is not None else "no coverage facts")
-            else:
-                checked[output] = size
-        scalars = {name: int(values[i]) for i, name in self.scalars  # type: ignore[call-overload]
-                   if isinstance(values[i], (int, np.integer, np.bool_))}
-        if checked:
-            verdicts.update(check_coverage(self.program, grid, scalars, checked))
-        dumps.record_coverage(self.name, grid, scalars, verdicts)
-        return verdicts
 
 
 class MetalLauncher:
@@ -705,65 +637,3 @@ def _combine(mx: Any, kind: str, old: Any, result: Any) -> Any:
     if kind == "or":
         return mx.bitwise_or(old, result)
     return mx.bitwise_xor(old, result)
-
-
-_LAUNCHED: dict[str, Any] = {}
-"""MSLKernel by name, for every variant launched in this process (for `metal_errors`)."""
-
-
-@contextmanager
-def metal_errors() -> Iterator[None]:
-    """Re-raise an MLX evaluation error that a launched kernel caused as a `CompilationError`
-    at the kernel line (Metal compile errors surface when the graph is evaluated, not at the
-    launch): `with triton_metal.metal_errors(): mx.eval(y)`."""
-    try:
-        yield
-    except (RuntimeError, ValueError) as error:
-        msl = _kernel_of(str(error))
-        if msl is None:
-            raise
-        raise map_metal_error(error, msl) from error
-
-
-def _kernel_of(text: str) -> Any:
-    """The launched variant an MLX error names (by its MSL name, or by a kernel file and line
-    its `#line` directives point to)."""
-    for name, msl in _LAUNCHED.items():
-        if name in text:
-            return msl
-    m = _DIAG.search(text)
-    if m is None:
-        return None
-    marker = f'#line {m.group("line")} "{m.group("file")}"'
-    for msl in _LAUNCHED.values():
-        if marker in msl.source or marker in msl.header:
-            return msl
-    for msl in _LAUNCHED.values():
-        if f'"{m.group("file")}"' in msl.source:
-            return msl
-    return None
-
-
-_DIAG = re.compile(r"(?P<file>[^\s:]+):(?P<line>\d+):(?P<col>\d+): error: (?P<msg>[^\n]*)")
-
-
-def map_metal_error(error: Exception, msl: Any) -> Exception:
-    """An MLX eval error of a new variant as a `CompilationError` at the kernel line, when the
-    Metal compiler's diagnostics name one (through the MSL's `#line` directives)."""
-    text = str(error)
-    if "Unable to build metal library" not in text and "error:" not in text:
-        return LaunchError(f"kernel '{msl.name}' failed on the GPU: {text}")
-    m = _DIAG.search(text)
-    loc = source_line = None
-    message = "the Metal compiler rejected the generated MSL"
-    if m is not None:
-        message += f": {m.group('msg')}"
-        if m.group("file").endswith(".py"):
-            loc = Loc(m.group("file"), int(m.group("line")), int(m.group("col")) - 1)
-            source_line = linecache.getline(loc.file, loc.line).rstrip("\n") or None
-    return CompilationError(
-        message, loc,
-        hint="Metal's diagnostics:\n" + "\n".join(text.splitlines()[:30])
-        + "\nrun with TRITON_METAL_DEBUG=3 to print the MSL",
-        kernel=msl.name, source_line=source_line,
-    )
