@@ -346,7 +346,8 @@ class MetalLauncher:
             relative=tuple(o.slot.name for o in outputs if o.action == "relative"),
             reads_old=tuple(k for k, o in enumerate(outputs) if o.action in ("merge", "combine", "relative")),
             adjusted=tuple(k for k, o in enumerate(outputs) if o.action not in ("plain", "unused") or o.padded),
-            rebound=tuple(k for k, t in enumerate(targets) if t is not None and not isinstance(t, np.ndarray)),
+            rebound=tuple((k, out.final_shape) for k, (t, out) in enumerate(zip(targets, outputs))
+                          if t is not None and not isinstance(t, np.ndarray)),
             copied=tuple(k for k, t in enumerate(targets) if isinstance(t, np.ndarray)),
         )
 
@@ -594,9 +595,8 @@ class MetalLauncher:
         each NumPy buffer's output into it."""
         recipe = prepared.recipe
         targets = prepared.targets
-        for k in recipe.rebound:
+        for k, shape in recipe.rebound:
             result = results[k]
-            shape = recipe.outputs[k].final_shape
             if shape is not None:
                 result = result.reshape(shape)
             # `[None]`, not `[...]`: the same rebinding (mlx_api.md 3), but MLX expands an

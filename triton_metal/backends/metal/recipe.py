@@ -91,8 +91,9 @@ class LaunchRecipe:
     """Outputs whose old contents the launch reads (merged, combined or relative)."""
     adjusted: tuple[int, ...] = ()
     """Outputs whose result is not used as it is (merged, combined, decoded or padded)."""
-    rebound: tuple[int, ...] = ()
-    """Outputs whose argument is an MLX array (rebound to the result)."""
+    rebound: tuple[tuple[int, tuple[int, ...] | None], ...] = ()
+    """(output, `final_shape`) of the outputs whose argument is an MLX array (rebound to the
+    result)."""
     copied: tuple[int, ...] = ()
     """Outputs whose argument is a NumPy buffer (the result copied into it)."""
     call: dict[str, Any] = field(init=False)
