@@ -13,9 +13,10 @@ import os
 import re
 import sys
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
-from .host_arrays import needs_64bit_indices
+from .host_arrays import arrays_need_64bit_indices, picker
 from .specialization import PointerArg, SpecializationKey
 
 _DISTRIBUTION = "triton-metal-mlx"
@@ -145,18 +146,18 @@ class KernelCache:
     """Specializations the compiler accepted, checked before an interpreted launch."""
     last: tuple[tuple[Any, ...], CompiledKernel] | None = None
     """The `by_facts` entry the last launch found (`last_hit`)."""
-    last_arrays: tuple[tuple[Any, ...], tuple[int, ...]] = ((), ())
-    """The last launch's facts and the positions of its array arguments (`index_bits`)."""
+    last_arrays: tuple[tuple[Any, ...], Callable[[tuple[Any, ...]], tuple[Any, ...]]] = ((), picker(()))
+    """The last launch's facts and a picker of its array arguments (`index_bits`)."""
 
     def index_bits(self, facts: tuple[Any, ...], values: tuple[object, ...]) -> int:
         """64 when an array argument spans 2**31 elements or more, else 32. Only the array
         arguments (pointer facts) are looked at; their positions are remembered for the last
         facts, found again by comparing them (one identity test per interned fact)."""
-        last_facts, positions = self.last_arrays
+        last_facts, take = self.last_arrays
         if last_facts != facts:
-            positions = tuple(i for i, f in enumerate(facts) if isinstance(f, PointerArg))
-            self.last_arrays = (facts, positions)
-        return 64 if needs_64bit_indices(values, positions) else 32
+            take = picker([i for i, f in enumerate(facts) if isinstance(f, PointerArg)])
+            self.last_arrays = (facts, take)
+        return 64 if arrays_need_64bit_indices(take(values)) else 32
 
     def last_hit(self, fast_key: tuple[Any, ...]) -> CompiledKernel | None:
         """`by_facts[fast_key]`, or None. A launch repeating the last one's facts is answered by
@@ -187,7 +188,7 @@ class KernelCache:
         self.entries.clear()
         self.by_facts.clear()
         self.last = None
-        self.last_arrays = ((), ())
+        self.last_arrays = ((), picker(()))
         self.legal.clear()
         self.hits = 0
         self.misses = 0

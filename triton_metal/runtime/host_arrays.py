@@ -20,7 +20,8 @@ needs 64-bit offsets.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -82,15 +83,7 @@ def element_extent(value: object) -> int:
     return 0
 
 
-def needs_64bit_indices(values: tuple[object, ...], arrays: Sequence[int] | None = None) -> bool:
-    """An array among `values` (only those at the positions `arrays`, when given) spans 2**31
-    elements or more."""
-    if arrays is not None:
-        for i in arrays:
-            v = values[i]
-            if (v.size if type(v) is MLX_ARRAY else element_extent(v)) >= INDEX32_LIMIT:  # type: ignore[attr-defined]
-                return True
-        return False
+def needs_64bit_indices(values: Sequence[object]) -> bool:
     for v in values:  # the common cases inlined: this runs on every launch
         cls = type(v)
         if cls is int:
@@ -101,6 +94,23 @@ def needs_64bit_indices(values: tuple[object, ...], arrays: Sequence[int] | None
         elif cls not in _SCALAR_TYPES and element_extent(v) >= INDEX32_LIMIT:
             return True
     return False
+
+
+def arrays_need_64bit_indices(arrays: tuple[object, ...]) -> bool:
+    """`needs_64bit_indices` of the array arguments alone."""
+    for v in arrays:
+        if (v.size if type(v) is MLX_ARRAY else element_extent(v)) >= INDEX32_LIMIT:  # type: ignore[attr-defined]
+            return True
+    return False
+
+
+def picker(indices: Sequence[int]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
+    """`seq -> tuple(seq[i] for i in indices)` for a tuple `seq`, done in C: `itemgetter` of
+    the indices, or of a slice for none or one (`itemgetter(i)` returns a bare element)."""
+    if len(indices) > 1:
+        return itemgetter(*indices)
+    start = indices[0] if indices else 0
+    return itemgetter(slice(start, start + len(indices)))
 
 
 def is_mlx(value: object) -> bool:

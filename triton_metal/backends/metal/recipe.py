@@ -25,9 +25,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from operator import itemgetter
 from typing import Any
 
+from triton_metal.runtime.host_arrays import picker
 from triton_metal.runtime.specialization import MLX_ARRAY
 
 from .plan import InputSlot, OutputSlot
@@ -176,15 +176,6 @@ def _keyable(value: object) -> bool:
     """A scalar whose equal values make equal arrays: not ±0.0 (equal, with different bits)
     nor NaN (never equal to itself, so never found)."""
     return type(value) is not float or bool(value and value == value)
-
-
-def picker(indices: Sequence[int]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
-    """`seq -> tuple(seq[i] for i in indices)` for a tuple `seq`, done in C: `itemgetter` of
-    the indices, or of a slice for none or one (`itemgetter(i)` returns a bare element)."""
-    if len(indices) > 1:
-        return itemgetter(*indices)
-    start = indices[0] if indices else 0
-    return itemgetter(slice(start, start + len(indices)))
 
 
 class LaunchInputs:
