@@ -268,7 +268,8 @@ def test_alternating_variants_each_find_their_own(fake: FakeMx):
 
 
 _VALUES = [0, 1, -1, 2, 15, 16, 32, -16, 2**31 - 16, 2**31 - 1, 2**31, -(2**31), -(2**31) - 1, 2**40,
-           2**63, 2**64 - 16, True, False, np.int32(16), np.int64(1), 1.0, None,
+           2**63, 2**64 - 16, True, False, np.int32(16), np.int64(1), 1.0, -0.0, float("nan"), None,
+           np.float32(2.5),
            mx.zeros((3,)), mx.zeros((2, 2), mx.bfloat16), mx.zeros((4,), mx.bool_), mx.zeros((), mx.int8),
            np.zeros(3, np.float32)]
 

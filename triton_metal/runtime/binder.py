@@ -15,8 +15,8 @@ generated function returns, in parameter order, the bound values and their speci
                  _tm_cspec(BLOCK, 'BLOCK')),
                 num_warps, num_stages, num_ctas, maxnreg, debug)
 
-(`_tm_spec` is `specialize_arg`; the tests before it are its commonest cases, an MLX array and
-an `i32` int, inlined: `_fact_expression`.)
+(`_tm_spec` is `specialize_arg`; the tests before it are its commonest cases, an MLX array, an
+`i32` int and a float, inlined: `_fact_expression`.)
 
 A `TypeError` raised by the call itself (a missing or surplus argument) is turned into a
 `LaunchError` naming the parameter by `explain_binding_error`, which may use `inspect`: it runs
@@ -82,6 +82,7 @@ def make_binder(kernel_name: str, params: Sequence[Param]) -> Binder:
         "_tm_cspec": constexpr_arg,
         "_tm_reject": reject_unknown_kwargs,
         "_tm_i32": I32_FACTS,
+        "_tm_fp32": specialize_arg(0.5, "fp32"),  # the fp32 fact (interned)
         "_tm_mlx": MLX_POINTER_FACTS,
         "_tm_array": MLX_ARRAY,
         "_tm_one": specialize_arg(1, "1"),  # the constexpr 1 (interned)
@@ -129,7 +130,7 @@ def _fact_expression(p: Param) -> str:
     with its commonest cases written inline (a Python function call costs a launch ~0.1 us per
     argument): an MLX array of a kernel dtype, whose fact is `MLX_POINTER_FACTS[dtype][aligned]`;
     an `i32` int, whose fact is `I32_FACTS[divisible by 16]`, or the constexpr 1 when it is 1
-    and specialized."""
+    and specialized; a float (`fp32`, never specialized)."""
     name = p.name
     specialize = not p.do_not_specialize
     align = not p.do_not_specialize_on_alignment
@@ -140,7 +141,7 @@ def _fact_expression(p: Param) -> str:
     return (f"(_tm_pair[{specialize and align}] if type({name}) is _tm_array "
             f"and (_tm_pair := _tm_mlx.get({name}.dtype)) is not None "
             f"else ({int_fact}) if type({name}) is int and -2147483648 <= {name} < 2147483648 "
-            f"else {call})")
+            f"else _tm_fp32 if type({name}) is float else {call})")
 
 
 def explain_binding_error(
