@@ -305,3 +305,19 @@ def test_an_array_of_2_to_the_31_elements_after_small_ones_takes_64_bit_offsets(
     assert sorted(bits) == [32, 64]
     names = [call["name"] for call in lazy.fast.launches]
     assert names[0] == names[1] == names[3] != names[2]
+
+
+@triton.jit
+def scaled_copy(n, scale, x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * scale, mask=offs < n)
+
+
+def test_inputs_keep_the_kernels_order_when_scalars_come_first(fake: FakeMx):
+    x = _arange(64)
+    for scale in (2.0, 3.0):
+        out = mx.zeros((64,))
+        scaled_copy[(1,)](64, scale, x, out, BLOCK=64)
+        np.testing.assert_array_equal(np.array(out), scale * np.arange(64, dtype=np.float32))
+    inputs = fake.fast.launches[-1]["inputs"]
+    assert [a.ndim for a in inputs] == [0, 0, 1] and inputs[1].item() == 3.0

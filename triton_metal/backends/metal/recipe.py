@@ -200,7 +200,11 @@ class LaunchInputs:
         # every input's position in (arrays..., scalars..., grid input)
         position = {id(s): k for k, s in enumerate([*arrays, *scalar_slots])}
         grid_at = len(arrays) + len(scalar_slots)
-        self.order = picker([position.get(id(s), grid_at) for s in slots])
+        order = [position.get(id(s), grid_at) for s in slots]
+        self.order = picker(order)
+        self.in_order = order == list(range(grid_at))
+        """The kernel takes its arrays first, then its scalars, and no grid input (the common
+        case: no reordering)."""
         self.scalars = scalars
         self.convert = convert
         self.memo: dict[tuple[object, ...], tuple[Any, ...]] = {}
@@ -220,6 +224,8 @@ class LaunchInputs:
         scalars = self.memo.get(key)  # safe for any key: none with ±0.0 or NaN is stored
         if scalars is None:
             scalars = self._scalar_arrays(key)
+        if self.in_order:
+            return [*arrays, *scalars]
         return list(self.order((*arrays, *scalars, grid_input)))
 
     def _converted(self, arrays: tuple[Any, ...]) -> tuple[Any, ...]:
