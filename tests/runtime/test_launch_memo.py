@@ -321,3 +321,12 @@ def test_inputs_keep_the_kernels_order_when_scalars_come_first(fake: FakeMx):
         np.testing.assert_array_equal(np.array(out), scale * np.arange(64, dtype=np.float32))
     inputs = fake.fast.launches[-1]["inputs"]
     assert [a.ndim for a in inputs] == [0, 0, 1] and inputs[1].item() == 3.0
+
+
+def test_a_launcher_is_built_before_its_mx_is_used():
+    # tools build launchers to study them (benchmarks/coverage.py) without any mx
+    compiled = add_kernel.warmup(np.float32, np.float32, np.float32, 64, BLOCK=64, grid=(1,))
+    assert compiled is not None
+    launcher = driver.MetalLauncher(compiled.msl, driver.LaunchPlan.of(compiled.msl, add_kernel.arg_names),
+                                    add_kernel.arg_names, mx=object())
+    assert launcher.plan.inputs and not launcher._recipes

@@ -195,7 +195,8 @@ class LaunchInputs:
         self.vector = tuple(k for k, s in enumerate(arrays) if s.vector)
         self.take_arrays = picker([s.arg for s in arrays])
         self.take_scalars = picker([s.arg for s in scalar_slots])
-        self.scalar_dtypes = tuple(dtype_of(s.dtype) for s in scalar_slots)
+        self.scalar_types = tuple(s.dtype for s in scalar_slots)
+        self.dtype_of = dtype_of  # resolved when first needed: a launcher is built before its mx is used
         self.floats = tuple(k for k, s in enumerate(scalar_slots) if s.dtype in _FLOAT_TYPES)
         # every input's position in (arrays..., scalars..., grid input)
         position = {id(s): k for k, s in enumerate([*arrays, *scalar_slots])}
@@ -244,7 +245,8 @@ class LaunchInputs:
         """The arrays of the scalar values `key` (not in the memo), memoised unless a float
         among them is one `_keyable` refuses. A slot's values are all of one Python type (the
         variant's specialization), so equal keys mean equal arrays."""
-        got = tuple(self.scalars.get(v, d) for v, d in zip(key, self.scalar_dtypes))
+        dtype_of = self.dtype_of
+        got = tuple(self.scalars.get(v, dtype_of(t)) for v, t in zip(key, self.scalar_types))
         if all(_keyable(key[k]) for k in self.floats):
             if len(self.memo) >= self.LIMIT:
                 self.memo.clear()
