@@ -91,7 +91,7 @@ def _arange(n: int) -> Any:
 
 def test_a_repeated_launch_reuses_its_recipe(fake: FakeMx, recipes_made: list[Any]):
     x = _arange(256)
-    for k in range(3):
+    for _ in range(3):
         out = mx.zeros((256,))
         _launch_add(x, x, out, 256, 4)
         np.testing.assert_array_equal(np.array(out), 2 * np.arange(256, dtype=np.float32))
@@ -185,7 +185,7 @@ def test_scalar_arrays_follow_every_value(fake: FakeMx):
     assert [call["inputs"][2].item() for call in fake.fast.launches] == [200, 130, 64, 200]
 
 
-def test_scalar_memos_are_bounded(monkeypatch: pytest.MonkeyPatch):
+def test_scalar_memos_are_bounded():
     arrays = recipe.ScalarArrays(mx, limit=4)
     got = [arrays.get(v, mx.int32) for v in range(10)]
     assert [int(a.item()) for a in got] == list(range(10)) and len(arrays.arrays) <= 4
