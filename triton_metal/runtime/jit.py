@@ -31,7 +31,7 @@ from .backend import active_backend_name, backend_for_arrays, launch_environment
 from .binder import Param, explain_binding_error, make_binder
 from .cache import COMPILER_VERSION, CompiledKernel, KernelCache
 from .dependencies import UsedGlobal, cache_key_and_globals, check_globals
-from .grid import VALID_NUM_WARPS, GridSpec, check_num_warps, resolve_grid
+from .grid import VALID_NUM_WARPS, GridSpec, check_num_warps, normalize_grid, resolve_grid
 from .host_arrays import needs_64bit_indices
 from .launch import compile_variant, launch_on_interpreter, make_launcher, to_launch_args
 from .log import log
@@ -230,7 +230,10 @@ class JITFunction(JITCallable):
              kwargs: dict[str, object]) -> CompiledKernel | None:
         name = self.__name__
         values, facts, warps, debug_flag = self._bind(args, kwargs)
-        grid3 = resolve_grid(grid, lambda: dict(zip(self.arg_names, values)), name)
+        if type(grid) is tuple:  # no META to build (normalize_grid checks it)
+            grid3 = normalize_grid(grid, name)
+        else:
+            grid3 = resolve_grid(grid, lambda: dict(zip(self.arg_names, values)), name)
         interpret, backend, level = launch_environment()
         if level:  # TRITON_METAL_DEBUG compiles device asserts in, as debug=True does
             debug_flag = True

@@ -167,7 +167,7 @@ class MetalLauncher:
         self._coverage_values = picker([i for i, _ in self.coverage.scalars])
         self._unused_output = any(slot.arg < 0 for slot in plan.outputs)
         self._targets = picker([slot.arg for slot in plan.outputs])
-        self._atomic_outputs = any(slot.kind == "pointer_atomic" for slot in plan.outputs)
+        self._atomic_slots = tuple((k, slot) for k, slot in enumerate(plan.outputs) if slot.kind == "pointer_atomic")
         self.asserts = has_asserts(msl)
 
     # -- the kernel object ----------------------------------------------------------------------
@@ -270,16 +270,12 @@ class MetalLauncher:
             return (None,), (grid, *self._coverage_values(values)), None
         targets = self._targets(values)
         key = (grid, *map(type, targets), *map(_SHAPE, targets), *self._coverage_values(values))
-        if not self._atomic_outputs:
+        if not self._atomic_slots:
             return targets, key, None
-        starts: list[tuple[Any, Any]] = []
-        for slot, value in zip(self.plan.outputs, targets):
-            if slot.kind == "pointer_atomic":
-                kind, first = self._atomic_start(slot, value)
-                starts.append((kind, first))
-                key += (kind, first, math.copysign(1.0, first))  # -0.0 and 0.0 are equal keys
-            else:
-                starts.append(_NO_START)
+        starts = [_NO_START] * len(targets)
+        for k, slot in self._atomic_slots:
+            starts[k] = kind, first = self._atomic_start(slot, targets[k])
+            key += (kind, first, math.copysign(1.0, first))  # -0.0 and 0.0 are equal keys
         return targets, key, starts
 
     def _make_recipe(self, values: Sequence[object], grid: tuple[int, int, int],
