@@ -143,7 +143,7 @@ def launch_cost(prepared: Any) -> tuple[int, int, int, int]:
     plan_outputs = prepared.outputs
     out_bytes = [int(np.prod(s, dtype=np.int64)) * _BYTES[o.slot.dtype]
                  for s, o in zip(prepared.output_shapes, plan_outputs)]
-    olds = {id(o.old) for o in plan_outputs if o.action == "relative"}
+    olds = {id(prepared.olds[k]) for k, o in enumerate(plan_outputs) if o.action == "relative"}
     seen: set[int] = set()
     in_bytes = old_bytes = 0
     for a in prepared.inputs:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 
 from ..errors import LaunchError
+from .environ import DEBUG_LEVELS, ENV_BYTES
 
 INTERPRETER = "interpreter"
 EMULATOR = "emulator"
@@ -31,13 +32,6 @@ AVAILABLE_BACKENDS = KNOWN_BACKENDS
 _FALSE_WORDS = ("", "0", "false", "no", "off")
 _metal: bool | None = None
 
-# os.environ.get costs about a microsecond (it encodes the key and decodes the value); the
-# launch path reads three variables, so it looks at the bytes mapping behind os.environ, which
-# os.environ keeps in step with every change made through it (POSIX; elsewhere the plain way).
-_ENV_BYTES: dict[bytes, bytes] | None = getattr(os.environ, "_data", None)
-if not isinstance(_ENV_BYTES, dict) or not all(isinstance(k, bytes) for k in list(_ENV_BYTES)[:1]):
-    _ENV_BYTES = None
-_LEVELS = {b"": 0, b"0": 0, b"1": 1, b"2": 2, b"3": 3}
 _PLAIN_FORCED = {b"emulator": EMULATOR, b"interpreter": INTERPRETER}
 """Forced backends that need no check of the machine (the others go through
 `active_backend_name`)."""
@@ -62,8 +56,8 @@ def metal_available() -> bool:
 
 
 def launch_environment() -> tuple[bool, str, int]:
-    """(interpret mode, backend, debug level) for one launch, read quickly (see `_ENV_BYTES`)."""
-    env = _ENV_BYTES
+    """(interpret mode, backend, debug level) for one launch, read quickly (`environ.py`)."""
+    env = ENV_BYTES
     if env is None:
         from .log import debug_level
 
@@ -72,7 +66,7 @@ def launch_environment() -> tuple[bool, str, int]:
     raw = env.get(b"TRITON_METAL_INTERPRET")
     interpret = raw is not None and raw.strip().lower().decode(errors="replace") not in _FALSE_WORDS
     level_raw = env.get(b"TRITON_METAL_DEBUG", b"")
-    level = _LEVELS.get(level_raw)
+    level = DEBUG_LEVELS.get(level_raw)
     if level is None:
         from .log import debug_level
 
@@ -81,7 +75,8 @@ def launch_environment() -> tuple[bool, str, int]:
         return True, INTERPRETER, level
     requested = env.get(b"TRITON_METAL_BACKEND")
     if not requested:
-        return False, (METAL if metal_available() else EMULATOR), level
+        metal = _metal if _metal is not None else metal_available()  # known after the first launch
+        return False, (METAL if metal else EMULATOR), level
     forced = _PLAIN_FORCED.get(requested)
     if forced is not None or (requested == b"torch_mps" and stand_in_active()):
         return False, forced or TORCH_MPS, level

@@ -9,9 +9,14 @@ generated function returns, in parameter order, the bound values and their speci
     def binder(x_ptr, n, BLOCK=_tm_default_2, *, num_warps=None, ..., **_tm_extra):
         if _tm_extra: _tm_reject(_tm_extra)
         return ((x_ptr, n, BLOCK),
-                (_tm_spec(x_ptr, 'x_ptr', True, True), _tm_spec(n, 'n', True, True),
+                ((_tm_pair[True] if type(x_ptr) is _tm_array and (_tm_pair := ...) is not None
+                  else (...) if type(x_ptr) is int and ... else _tm_spec(x_ptr, 'x_ptr', True, True)),
+                 (... else _tm_spec(n, 'n', True, True)),
                  _tm_cspec(BLOCK, 'BLOCK')),
                 num_warps, num_stages, num_ctas, maxnreg, debug)
+
+(`_tm_spec` is `specialize_arg`; the tests before it are its commonest cases, an MLX array, an
+`i32` int and a float, inlined: `_fact_expression`.)
 
 A `TypeError` raised by the call itself (a missing or surplus argument) is turned into a
 `LaunchError` naming the parameter by `explain_binding_error`, which may use `inspect`: it runs
@@ -27,7 +32,14 @@ from typing import Any
 
 from ..errors import LaunchError
 from .grid import LAUNCH_OPTION_NAMES, reject_unknown_kwargs
-from .specialization import ArgSpec, constexpr_arg, specialize_arg
+from .specialization import (
+    I32_FACTS,
+    MLX_ARRAY,
+    MLX_POINTER_FACTS,
+    ArgSpec,
+    constexpr_arg,
+    specialize_arg,
+)
 
 BoundArgs = tuple[
     tuple[object, ...], tuple[ArgSpec, ...], object, object, object, object, object
@@ -69,6 +81,11 @@ def make_binder(kernel_name: str, params: Sequence[Param]) -> Binder:
         "_tm_spec": specialize_arg,
         "_tm_cspec": constexpr_arg,
         "_tm_reject": reject_unknown_kwargs,
+        "_tm_i32": I32_FACTS,
+        "_tm_fp32": specialize_arg(0.5, "fp32"),  # the fp32 fact (interned)
+        "_tm_mlx": MLX_POINTER_FACTS,
+        "_tm_array": MLX_ARRAY,
+        "_tm_one": specialize_arg(1, "1"),  # the constexpr 1 (interned)
     }
     signature: list[str] = []
     facts: list[str] = []
@@ -85,9 +102,7 @@ def make_binder(kernel_name: str, params: Sequence[Param]) -> Binder:
         if p.is_constexpr:
             facts.append(f"_tm_cspec({p.name}, {p.name!r})")
         else:
-            specialize = not p.do_not_specialize
-            align = not p.do_not_specialize_on_alignment
-            facts.append(f"_tm_spec({p.name}, {p.name!r}, {specialize}, {align})")
+            facts.append(_fact_expression(p))
     if not star_written:
         signature.append("*")
     # A parameter named like a launch option (tutorial 02's `num_stages: tl.constexpr`) takes
@@ -108,6 +123,25 @@ def make_binder(kernel_name: str, params: Sequence[Param]) -> Binder:
     binder: Binder = namespace["binder"]
     binder.__doc__ = source
     return binder
+
+
+def _fact_expression(p: Param) -> str:
+    """The binder's expression for the fact of a non-constexpr parameter: `specialize_arg`,
+    with its commonest cases written inline (a Python function call costs a launch ~0.1 us per
+    argument): an MLX array of a kernel dtype, whose fact is `MLX_POINTER_FACTS[dtype][aligned]`;
+    an `i32` int, whose fact is `I32_FACTS[divisible by 16]`, or the constexpr 1 when it is 1
+    and specialized; a float (`fp32`, never specialized)."""
+    name = p.name
+    specialize = not p.do_not_specialize
+    align = not p.do_not_specialize_on_alignment
+    call = f"_tm_spec({name}, {name!r}, {specialize}, {align})"
+    int_fact = f"_tm_i32[{name} % 16 == 0]" if specialize and align else "_tm_i32[False]"
+    if specialize:
+        int_fact = f"_tm_one if {name} == 1 else {int_fact}"
+    return (f"(_tm_pair[{specialize and align}] if type({name}) is _tm_array "
+            f"and (_tm_pair := _tm_mlx.get({name}.dtype)) is not None "
+            f"else ({int_fact}) if type({name}) is int and -2147483648 <= {name} < 2147483648 "
+            f"else _tm_fp32 if type({name}) is float else {call})")
 
 
 def explain_binding_error(

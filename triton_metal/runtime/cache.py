@@ -13,9 +13,11 @@ import os
 import re
 import sys
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
-from .specialization import SpecializationKey
+from .host_arrays import arrays_need_64bit_indices, picker
+from .specialization import PointerArg, SpecializationKey
 
 _DISTRIBUTION = "triton-metal-mlx"
 
@@ -142,6 +144,32 @@ class KernelCache:
     variant, a plain tuple lookup that skips building a `SpecializationKey` on a hit."""
     legal: set[tuple[Any, ...]] = field(default_factory=set)
     """Specializations the compiler accepted, checked before an interpreted launch."""
+    last: tuple[tuple[Any, ...], CompiledKernel] | None = None
+    """The `by_facts` entry the last launch found (`last_hit`)."""
+    last_arrays: tuple[tuple[Any, ...], Callable[[tuple[Any, ...]], tuple[Any, ...]]] = ((), picker(()))
+    """The last launch's facts and a picker of its array arguments (`index_bits`)."""
+
+    def index_bits(self, facts: tuple[Any, ...], values: tuple[object, ...]) -> int:
+        """64 when an array argument spans 2**31 elements or more, else 32. Only the array
+        arguments (pointer facts) are looked at; their positions are remembered for the last
+        facts, found again by comparing them (one identity test per interned fact)."""
+        last_facts, take = self.last_arrays
+        if last_facts != facts:
+            take = picker([i for i, f in enumerate(facts) if isinstance(f, PointerArg)])
+            self.last_arrays = (facts, take)
+        return 64 if arrays_need_64bit_indices(take(values)) else 32
+
+    def last_hit(self, fast_key: tuple[Any, ...]) -> CompiledKernel | None:
+        """`by_facts[fast_key]`, or None. A launch repeating the last one's facts is answered by
+        comparing the keys: facts are interned, so the comparison is one identity test per
+        argument, while hashing the key calls each fact's `__hash__` in Python."""
+        last = self.last
+        if last is not None and last[0] == fast_key:
+            return last[1]
+        found = self.by_facts.get(fast_key)
+        if found is not None:
+            self.last = (fast_key, found)
+        return found
 
     def get(self, key: SpecializationKey) -> CompiledKernel | None:
         entry = self.entries.get(key)
@@ -159,6 +187,8 @@ class KernelCache:
     def clear(self) -> None:
         self.entries.clear()
         self.by_facts.clear()
+        self.last = None
+        self.last_arrays = ((), picker(()))
         self.legal.clear()
         self.hits = 0
         self.misses = 0

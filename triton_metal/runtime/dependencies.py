@@ -90,7 +90,9 @@ def _unchanged(current: Any, snapshot: constexpr) -> bool:
 def check_globals(used: tuple[UsedGlobal, ...]) -> None:
     """Raise Triton's RuntimeError when a constexpr read at compile time has changed since."""
     for g in used:
-        current = g.holder.get(g.name, _MISSING) if isinstance(g.holder, dict) else g.current()
+        current = g.holder.get(g.name, _MISSING) if type(g.holder) is dict else g.current()
+        if type(current) is constexpr and current.value is g.snapshot.value:
+            continue  # the very value compiled in (the common case, checked on every launch)
         if not _unchanged(current, g.snapshot):
             shown = "<deleted>" if current is _MISSING else current
             raise RuntimeError(

@@ -20,6 +20,8 @@ needs 64-bit offsets.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -30,6 +32,8 @@ from .specialization import MLX_ARRAY, ReinterpretedArray
 
 INDEX32_LIMIT = 2**31
 _SCALAR_TYPES = frozenset({int, float, bool, type(None), str})
+PLAIN_TYPES = _SCALAR_TYPES | ({MLX_ARRAY} if MLX_ARRAY is not None else set())
+"""The values the Metal driver takes as they are."""
 
 
 def flat_view(arr: np.ndarray, name: str) -> np.ndarray:
@@ -57,6 +61,8 @@ def flat_view(arr: np.ndarray, name: str) -> np.ndarray:
 def element_extent(value: object) -> int:
     """How many elements a kernel may address through `value` (0 for non-arrays)."""
     cls = type(value)
+    if cls is MLX_ARRAY:  # the common cases first: this runs for every argument of a launch
+        return int(value.size)  # type: ignore[attr-defined]
     if cls in _SCALAR_TYPES:
         return 0
     if cls is torch_arrays.TENSOR_TYPE[0]:
@@ -68,8 +74,6 @@ def element_extent(value: object) -> int:
             return 0
         item = value.itemsize
         return 1 + sum((n - 1) * abs(s) // item for n, s in zip(value.shape, value.strides))
-    if MLX_ARRAY is not None and type(value) is MLX_ARRAY:
-        return int(value.size)  # type: ignore[attr-defined]
     if isinstance(value, ReinterpretedArray):
         return element_extent(value.base)
     if isinstance(value, np.ndarray):
@@ -79,11 +83,34 @@ def element_extent(value: object) -> int:
     return 0
 
 
-def needs_64bit_indices(values: tuple[object, ...]) -> bool:
-    for v in values:
-        if element_extent(v) >= INDEX32_LIMIT:
+def needs_64bit_indices(values: Sequence[object]) -> bool:
+    for v in values:  # the common cases inlined: this runs on every launch
+        cls = type(v)
+        if cls is int:
+            continue
+        if cls is MLX_ARRAY:
+            if v.size >= INDEX32_LIMIT:  # type: ignore[attr-defined]
+                return True
+        elif cls not in _SCALAR_TYPES and element_extent(v) >= INDEX32_LIMIT:
             return True
     return False
+
+
+def arrays_need_64bit_indices(arrays: tuple[object, ...]) -> bool:
+    """`needs_64bit_indices` of the array arguments alone."""
+    for v in arrays:
+        if (v.size if type(v) is MLX_ARRAY else element_extent(v)) >= INDEX32_LIMIT:  # type: ignore[attr-defined]
+            return True
+    return False
+
+
+def picker(indices: Sequence[int]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
+    """`seq -> tuple(seq[i] for i in indices)` for a tuple `seq`, done in C: `itemgetter` of
+    the indices, or of a slice for none or one (`itemgetter(i)` returns a bare element)."""
+    if len(indices) > 1:
+        return itemgetter(*indices)
+    start = indices[0] if indices else 0
+    return itemgetter(slice(start, start + len(indices)))
 
 
 def is_mlx(value: object) -> bool:
@@ -127,7 +154,10 @@ def numpy_buffer(value: object, name: str) -> np.ndarray:
 
 def metal_values(values: tuple[object, ...], names: tuple[str, ...]) -> tuple[object, ...]:
     """The values as the Metal driver takes them: NumPy arrays, torch CPU tensors (and bfloat16
-    reinterpretations) as the flat buffers of their memory, NumPy scalars as Python scalars, the rest as given."""
+    reinterpretations) as the flat buffers of their memory, NumPy scalars as Python scalars, the rest as given.
+    Values that are all MLX arrays and Python scalars (the common launch) come back as they are."""
+    if PLAIN_TYPES.issuperset(map(type, values)):  # one pass in C
+        return values
     out: list[object] = []
     for value, name in zip(values, names):
         if isinstance(value, (np.ndarray, ReinterpretedArray)) or torch_arrays.is_tensor(value):

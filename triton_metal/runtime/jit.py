@@ -31,7 +31,7 @@ from .backend import active_backend_name, backend_for_arrays, launch_environment
 from .binder import Param, explain_binding_error, make_binder
 from .cache import COMPILER_VERSION, CompiledKernel, KernelCache
 from .dependencies import UsedGlobal, cache_key_and_globals, check_globals
-from .grid import GridSpec, check_num_warps, resolve_grid
+from .grid import VALID_NUM_WARPS, GridSpec, check_num_warps, normalize_grid, resolve_grid
 from .host_arrays import needs_64bit_indices
 from .launch import compile_variant, launch_on_interpreter, make_launcher, to_launch_args
 from .log import log
@@ -192,7 +192,12 @@ class JITFunction(JITCallable):
             raise
         except TypeError as error:
             raise explain_binding_error(self.__name__, self.fn, args, kwargs, error) from None
-        warps = DEFAULT_NUM_WARPS if num_warps is None else check_num_warps(num_warps, self.__name__)
+        if num_warps is None:
+            warps = DEFAULT_NUM_WARPS
+        elif type(num_warps) is int and num_warps in VALID_NUM_WARPS:  # check_num_warps, inlined
+            warps = num_warps
+        else:
+            warps = check_num_warps(num_warps, self.__name__)
         return values, facts, warps, self.debug if debug is None else bool(debug)
 
     def _type_check_before_fp64(self, args: tuple[object, ...], kwargs: dict[str, object]) -> None:
@@ -225,7 +230,10 @@ class JITFunction(JITCallable):
              kwargs: dict[str, object]) -> CompiledKernel | None:
         name = self.__name__
         values, facts, warps, debug_flag = self._bind(args, kwargs)
-        grid3 = resolve_grid(grid, lambda: dict(zip(self.arg_names, values)), name)
+        if type(grid) is tuple:  # no META to build (normalize_grid checks it)
+            grid3 = normalize_grid(grid, name)
+        else:
+            grid3 = resolve_grid(grid, lambda: dict(zip(self.arg_names, values)), name)
         interpret, backend, level = launch_environment()
         if level:  # TRITON_METAL_DEBUG compiles device asserts in, as debug=True does
             debug_flag = True
@@ -238,11 +246,11 @@ class JITFunction(JITCallable):
             launch_on_interpreter(self, grid3, to_launch_args(self.arg_names, values, facts))
             return None
 
-        index_bits = 64 if needs_64bit_indices(values) else 32
-        spread = grid3[0] * 32 * warps > LAUNCH_DIM_LIMIT
         cache = self.cache
+        index_bits = cache.index_bits(facts, values)
+        spread = grid3[0] * 32 * warps > LAUNCH_DIM_LIMIT
         fast_key = (facts, warps, debug_flag, backend, index_bits, spread)
-        compiled = cache.by_facts.get(fast_key)
+        compiled = cache.last_hit(fast_key)
         observer = OBSERVER.current
         if compiled is not None:
             cache.hits += 1

@@ -30,7 +30,7 @@ from ..backends.metal.plan import check_buffer_limit
 from .backend import EMULATOR, INTERPRETER, METAL, TORCH_MPS
 from .cache import CompiledKernel
 from .grid import Grid3
-from .host_arrays import metal_values, numpy_buffer
+from .host_arrays import PLAIN_TYPES, metal_values, numpy_buffer
 from .log import debug_level, log
 from .signature import kernel_signature
 from .specialization import ArgSpec, ConstexprArg, PointerArg, ReinterpretedArray, SpecializationKey
@@ -143,7 +143,10 @@ def make_launcher(kernel: Any, compiled: CompiledKernel) -> Any:
         names = tuple(kernel.arg_names)
 
         def metal(values: tuple[object, ...], grid: Grid3) -> None:
-            launcher(metal_values(values, names), grid)
+            if PLAIN_TYPES.issuperset(map(type, values)):  # metal_values' own check, inlined
+                launcher(values, grid)
+            else:
+                launcher(metal_values(values, names), grid)
 
         metal.launcher = launcher  # type: ignore[attr-defined]
         return metal

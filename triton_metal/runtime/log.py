@@ -10,8 +10,14 @@ from __future__ import annotations
 import os
 import sys
 
+from .environ import DEBUG_LEVELS, ENV_BYTES
+
 
 def debug_level() -> int:
+    if ENV_BYTES is not None:  # the launch path asks: read fast (environ.py)
+        level = DEBUG_LEVELS.get(ENV_BYTES.get(b"TRITON_METAL_DEBUG", b""))
+        if level is not None:
+            return level
     raw = os.environ.get("TRITON_METAL_DEBUG", "")
     if not raw:
         return 0

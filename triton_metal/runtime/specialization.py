@@ -272,20 +272,29 @@ class MockArray:
         return f"MockArray({self.element!r})"
 
 
+_INT_PAIRS: dict[tlt.dtype, tuple[ScalarArg, ScalarArg]] = {
+    ty: (_INT_SPECS[(ty, False)], _INT_SPECS[(ty, True)]) for ty in (tlt.int32, tlt.int64, tlt.uint64)
+}
+I32_FACTS, _I64_PAIR, _U64_PAIR = _INT_PAIRS[tlt.int32], _INT_PAIRS[tlt.int64], _INT_PAIRS[tlt.uint64]
+"""The (not divisible, divisible by 16) facts per integer type, indexed by a bool: a launch
+computes a fact per scalar, and a dict keyed by `tl` dtypes would hash them in Python. The
+generated binder reads `I32_FACTS` itself (`binder.py`)."""
+
+
 def _int_spec(value: int, name: str, specialize: bool, align: bool) -> ArgSpec:
     if specialize and value == 1:
         return _ONE
     if -(2**31) <= value < 2**31:
-        ty = tlt.int32
+        pair = I32_FACTS
     elif 2**63 <= value < 2**64:
-        ty = tlt.uint64
+        pair = _U64_PAIR
     elif -(2**63) <= value < 2**63:
-        ty = tlt.int64
+        pair = _I64_PAIR
     else:
         raise IntegerArgumentOverflow(
             f"argument '{name}' = {value} does not fit in 64 bits (kernels take i32, i64 or u64)"
         )
-    return _INT_SPECS[(ty, specialize and align and value % 16 == 0)]
+    return pair[specialize and align and value % 16 == 0]
 
 
 _NUMPY_POINTERS: dict[np.dtype[Any], tuple[PointerArg, PointerArg]] = {
@@ -334,9 +343,18 @@ def _numpy_spec(value: np.ndarray[Any, Any], name: str, specialize: bool, align:
     return pair[specialize and align and mod == 0]
 
 
+MLX_POINTER_FACTS: dict[Any, tuple[PointerArg, PointerArg]] = {
+    dt: (_POINTER_SPECS[(ty, False)], _POINTER_SPECS[(ty, True)]) for dt, ty in MLX_DTYPES.items()
+}
+"""MLX dtype -> the (unaligned, aligned) facts, looked up by the MLX dtype (hashed in C; the
+generated binder reads this table itself)."""
+
+
 def _mlx_spec(value: Any, name: str, specialize: bool, align: bool) -> ArgSpec:
-    ty = tl_dtype_of_mlx(value.dtype, name)
-    return _POINTER_SPECS[(ty, specialize and align)]
+    pair = MLX_POINTER_FACTS.get(value.dtype)
+    if pair is None:
+        tl_dtype_of_mlx(value.dtype, name)  # raises, naming the parameter
+    return pair[specialize and align]  # type: ignore[index]
 
 
 def _reinterpreted_spec(value: ReinterpretedArray, name: str, specialize: bool, align: bool) -> ArgSpec:
@@ -351,10 +369,15 @@ def specialize_arg(value: object, name: str, specialize: bool = True, align: boo
     """
     cls = type(value)
     if cls is int:
+        if -(2**31) <= value < 2**31 and (value != 1 or not specialize):  # type: ignore[operator]
+            return I32_FACTS[specialize and align and value % 16 == 0]  # _int_spec, inlined
         return _int_spec(value, name, specialize, align)  # type: ignore[arg-type]
     if cls is np.ndarray:
         return _numpy_spec(value, name, specialize, align)  # type: ignore[arg-type]
     if cls is MLX_ARRAY:
+        pair = MLX_POINTER_FACTS.get(value.dtype)  # type: ignore[attr-defined]  # _mlx_spec, inlined
+        if pair is not None:
+            return pair[specialize and align]
         return _mlx_spec(value, name, specialize, align)
     if cls is float:
         return _FP32

@@ -9,12 +9,15 @@
   ...})`, built on first use and kept; MLX versions without `compile_options` raise `TypeError`
   and get the call without it (their math mode is MLX's default, "safe").
 
-Per launch (`prepare` computes everything, `__call__` runs it):
+Per launch (`prepare` computes everything, `__call__` runs it). All but the inputs is the
+launch's recipe (`recipe.py`), memoised per launcher under the launch's grid, its output
+arguments' types and shapes, the scalars the coverage proof reads and each atomic output's
+starting value, so a repeated launch gathers its inputs, calls the kernel and rebinds:
 
 * inputs in the kernel's order: MLX arrays as they are (0-d arrays reshaped to `(1,)`, since
   the kernel indexes every array), NumPy buffers (flat views the runtime made) copied in with
   `mx.array`, bfloat16 buffers (`uint16` words) viewed as `mx.bfloat16`; runtime scalars as
-  explicitly typed 0-d arrays (`mx.array(v, mx.int32)`); the grid input of a spread variant as
+  explicitly typed 0-d arrays (`mx.array(v, mx.int32)`, kept per value for reuse); the grid input of a spread variant as
   `mx.array(grid, mx.int32)`. An input read through vector loads with fewer than 8 elements is
   padded to 8 (MLX passes smaller inputs in `constant` memory).
 * grid `(gx * T, gy, gz)` in threads, threadgroup `(T, 1, 1)` (`plan.launch_dims`).
@@ -45,8 +48,9 @@ Per launch (`prepare` computes everything, `__call__` runs it):
   0 (`atomic_max` at -inf), a bool output starts true, so the twin's stores clear the masks
   instead, and the select keeps the old values where they stayed true. At `TRITON_METAL_DEBUG=1` a merged launch logs why the proof failed
   (the store line and the reason).
-* results: an MLX argument is rebound (`arr[...] = result`, after checking dtype and shape); a
-  NumPy buffer is copied back in place.
+* results: an MLX argument is rebound (`arr[None] = result`, MLX's `arr[...] = result` without
+  the squeeze and broadcast nodes it adds for a leading dimension of 1; its dtype checked when
+  the recipe is made, its shape restored); a NumPy buffer is copied back in place.
 * nothing is evaluated: the launch adds one `CustomKernel` node (plus, when coverage is not
   proven or for atomics, the merge) to MLX's lazy graph. The one exception is a debug build
   with device asserts: its status output (the last output, after any written masks) is read
@@ -65,24 +69,32 @@ Per launch (`prepare` computes everything, `__call__` runs it):
 
 from __future__ import annotations
 
-import linecache
 import math
-import re
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
 
-from triton_metal.errors import CompilationError, LaunchError, Loc
+from triton_metal.errors import LaunchError
 from triton_metal.runtime.device_asserts import has_asserts, read_status, warn_prints
+from triton_metal.runtime.host_arrays import picker
 from triton_metal.runtime.log import debug_level
 from triton_metal.runtime.mlx_op import inside_op, note_kernel
 
 from triton_metal.codegen.kernel import relative_encoding
 
+from .launch_coverage import LaunchCoverage, coverage_scalars  # noqa: F401 - driver.coverage_scalars
+from .metal_errors import _LAUNCHED, map_metal_error, metal_errors  # noqa: F401 - the package's names
 from .plan import LaunchPlan, OutputSlot, launch_dims
+from .recipe import (
+    RECIPE_LIMIT,
+    LaunchInputs,
+    LaunchRecipe,
+    OutputPlan,
+    PreparedLaunch,
+    ScalarArrays,
+)
 
 MLX_DTYPE_NAMES = {
     "float": "float32", "float16_t": "float16", "bfloat16_t": "bfloat16", "bool": "bool_",
@@ -95,6 +107,9 @@ _ITEM_BYTES = {
 }
 _FLOATS = ("float", "float16_t", "bfloat16_t")
 _COMBINABLE = ("add", "max", "min", "and", "or", "xor")
+_SHAPE = attrgetter("shape")
+_NO_START = (None, None)
+"""The `_atomic_start` of an output not updated atomically."""
 
 
 def _mlx() -> Any:
@@ -118,131 +133,6 @@ def atomic_identity(kind: str, dtype: str) -> float | None:
     if kind == "and":
         return -1.0 if signed else None
     return None
-
-
-@dataclass
-class OutputPlan:
-    """What happens to one output after the launch."""
-
-    slot: OutputSlot
-    action: str
-    """"plain" (use the result), "merge" (select on the written mask), "combine" (atomics),
-    "relative" (decoded against the old array) or "unused" (the one-element output of a kernel
-    that stores nothing: dropped)."""
-    old: Any = None
-    reason: str = ""
-    """Why a merged output is not proven written in full."""
-    kind: str = ""
-    target: Any = None
-    """The MLX array to rebind, or the NumPy buffer to copy into."""
-    size: int = 0
-    """Elements of the argument; the output has one more when `padded`."""
-    padded: bool = False
-    """A 16-bit atomic output of odd size gets one more element: its atomics update the 32-bit
-    word holding each element, which must lie inside the buffer."""
-
-
-@dataclass
-class PreparedLaunch:
-    """Everything one launch passes to metal_kernel, and what to do with its results."""
-
-    inputs: list[Any]
-    output_shapes: list[tuple[int, ...]]
-    output_dtypes: list[Any]
-    grid: tuple[int, int, int]
-    threadgroup: tuple[int, int, int]
-    init_value: float | None
-    """metal_kernel's `init_value`: an atomic identity, 0 for written masks or a device-assert
-    status, else None."""
-    outputs: list[OutputPlan] = field(default_factory=list)
-    masked: tuple[str, ...] = ()
-    unwritten: bool = False
-    """The masks start true and mark the elements not written (`init_value` is not 0)."""
-    relative: tuple[str, ...] = ()
-    """Outputs kept relative to their array's contents: the twin with those outputs runs, and
-    the arrays follow the inputs in this order."""
-    """Outputs merged through written masks: the kernel's twin with those masks runs, and its
-    mask outputs follow the outputs (shapes and dtypes appended in this order; a debug build's
-    device-assert status output comes last)."""
-    status: Any = None
-    """The run's device-assert status output (debug builds with asserts), read after the launch."""
-
-    def call_arguments(self) -> dict[str, Any]:
-        return {
-            "inputs": self.inputs,
-            "output_shapes": self.output_shapes,
-            "output_dtypes": self.output_dtypes,
-            "grid": self.grid,
-            "threadgroup": self.threadgroup,
-            "init_value": self.init_value,
-        }
-
-
-def coverage_scalars(msl: Any, names: Sequence[str]) -> tuple[tuple[int, str], ...]:
-    """(argument index, name) of the runtime scalar parameters the coverage program reads (a
-    seed or a float that changes every launch must not defeat the memo)."""
-    index = {n: i for i, n in enumerate(names)}
-    program = msl.coverage_program
-    read = _program_args(program.statements) if program is not None else set()
-    return tuple((index[p.name], p.name) for p in msl.params
-                 if p.kind == "scalar" and p.name in index and p.name in read)
-
-
-def _program_args(statements: Sequence[Any]) -> set[str]:
-    found: set[str] = set()
-    for st in statements:
-        if st[0] == "arg":
-            found.add(st[2])
-        elif st[0] == "for":
-            found |= _program_args(st[6])
-        elif st[0] == "if":
-            found |= _program_args(st[2]) | _program_args(st[3])
-    return found
-
-
-class LaunchCoverage:
-    """Per launch, which outputs the launch provably writes in full (`runtime.coverage`),
-    memoised per grid, output sizes and scalar values: a repeated launch costs one dict lookup."""
-
-    MEMO_LIMIT = 256
-
-    def __init__(self, msl: Any, names: Sequence[str]) -> None:
-        self.name = msl.name
-        self.program = msl.coverage_program
-        self.static = {c.output: c for c in msl.stored_coverage}
-        self.scalars = coverage_scalars(msl, names)
-        self.memo: dict[tuple[object, ...], dict[str, Any]] = {}
-
-    def __call__(self, values: Sequence[object], grid: tuple[int, int, int],
-                 sizes: dict[str, int]) -> dict[str, Any]:
-        key = (grid, *sizes.values(), *[values[i] for i, _ in self.scalars])
-        got = self.memo.get(key)
-        if got is None:
-            got = self._check(values, grid, sizes)
-            if len(self.memo) >= self.MEMO_LIMIT:
-                self.memo.clear()
-            self.memo[key] = got
-        return got
-
-    def _check(self, values: Sequence[object], grid: tuple[int, int, int],
-               sizes: dict[str, int]) -> dict[str, Any]:
-        from triton_metal.runtime import dumps
-        from triton_metal.runtime.coverage import Verdict, check_coverage
-
-        verdicts: dict[str, Any] = {}
-        checked: dict[str, int] = {}
-        for output, size in sizes.items():
-            static = self.static.get(output)
-            if static is None or not static.checkable or self.program is None:
-                verdicts[output] = Verdict(False, static.reason if static is not None else "no coverage facts")
-            else:
-                checked[output] = size
-        scalars = {name: int(values[i]) for i, name in self.scalars  # type: ignore[call-overload]
-                   if isinstance(values[i], (int, np.integer, np.bool_))}
-        if checked:
-            verdicts.update(check_coverage(self.program, grid, scalars, checked))
-        dumps.record_coverage(self.name, grid, scalars, verdicts)
-        return verdicts
 
 
 class MetalLauncher:
@@ -272,6 +162,13 @@ class MetalLauncher:
         _LAUNCHED[msl.name] = msl
         self.math_mode = str(msl.metadata.get("math_mode", "safe"))
         self.atomics: dict[str, Any] = dict(msl.metadata.get("atomics", {}) or {})
+        self._recipes: dict[tuple[object, ...], LaunchRecipe] = {}
+        self._inputs = LaunchInputs(plan.inputs, ScalarArrays(self.mx), self._dtype, self._to_mlx)
+        self._coverage_values = picker([i for i, _ in self.coverage.scalars])
+        self._unused_output = any(slot.arg < 0 for slot in plan.outputs)
+        self._targets = picker([slot.arg for slot in plan.outputs])
+        self._atomic_slots = tuple((k, slot) for k, slot in enumerate(plan.outputs) if slot.kind == "pointer_atomic")
+        self.asserts = has_asserts(msl)
 
     # -- the kernel object ----------------------------------------------------------------------
     def factory_arguments(self) -> dict[str, Any]:
@@ -342,91 +239,146 @@ class MetalLauncher:
         return arr
 
     def prepare(self, values: Sequence[object], grid: tuple[int, int, int]) -> PreparedLaunch:
-        """The metal_kernel call(s) for a launch; `values` hold flat NumPy buffers for NumPy
-        arguments (bfloat16 as uint16 words) and MLX arrays as given."""
-        mx = self.mx
+        """The metal_kernel call of a launch; `values` hold flat NumPy buffers for NumPy
+        arguments (bfloat16 as uint16 words) and MLX arrays as given. The call's recipe is
+        memoised (`recipe.py`): a repeated launch gathers its inputs and old contents only."""
+        if type(values) is not tuple:
+            values = tuple(values)
+        targets, key, starts = self._recipe_key(values, grid)
+        recipe = self._recipes.get(key)
+        if recipe is None:
+            if starts is None:
+                starts = [_NO_START] * len(targets)
+            recipe = self._make_recipe(values, grid, targets, starts)
+            if len(self._recipes) >= RECIPE_LIMIT:
+                self._recipes.clear()
+            self._recipes[key] = recipe
+        prepared = PreparedLaunch(recipe, self._inputs(values, recipe.grid_input), targets)
+        if recipe.reads_old:
+            prepared.olds = olds = self._olds(recipe, targets)
+            for k, out in enumerate(recipe.outputs):  # the twin's last inputs (codegen.kernel:
+                if out.action == "relative":  # "relative_outputs")
+                    prepared.inputs.append(olds[k])
+        return prepared
+
+    def _recipe_key(self, values: tuple[object, ...], grid: tuple[int, int, int]
+                    ) -> tuple[tuple[Any, ...], tuple[object, ...], list[tuple[Any, Any]] | None]:
+        """(the output arguments, the key of the launch's recipe, each output's `_atomic_start`
+        when the kernel has atomic outputs): the key holds everything a recipe depends on that
+        is not fixed per launcher (module docstring), gathered in C where it can be."""
+        if self._unused_output:  # a kernel that stores nothing: no output argument
+            return (None,), (grid, *self._coverage_values(values)), None
+        targets = self._targets(values)
+        key = (grid, *map(type, targets), *map(_SHAPE, targets), *self._coverage_values(values))
+        if not self._atomic_slots:
+            return targets, key, None
+        starts = [_NO_START] * len(targets)
+        for k, slot in self._atomic_slots:
+            starts[k] = kind, first = self._atomic_start(slot, targets[k])
+            key += (kind, first, math.copysign(1.0, first))  # -0.0 and 0.0 are equal keys
+        return targets, key, starts
+
+    def _make_recipe(self, values: Sequence[object], grid: tuple[int, int, int],
+                     targets: tuple[Any, ...], starts: list[tuple[Any, Any]]) -> LaunchRecipe:
+        """Outputs (shapes, dtypes, actions), coverage verdicts, written masks and `init_value`
+        of a launch (module docstring)."""
         plan = self.plan
-        inputs: list[Any] = []
-        converted: dict[int, Any] = {}
-        for slot in plan.inputs:
-            if slot.role == "array":
-                arr = converted.get(slot.arg)
-                if arr is None or slot.vector:
-                    arr = self._to_mlx(values[slot.arg], slot.dtype, slot.vector)
-                    if not slot.vector:
-                        converted[slot.arg] = arr
-                inputs.append(arr)
-            elif slot.role == "scalar":
-                inputs.append(mx.array(values[slot.arg], dtype=self._dtype(slot.dtype)))
-            else:
-                inputs.append(mx.array(list(grid), dtype=mx.int32))
         launch_grid, threadgroup = launch_dims(grid, plan.threads, plan.spread)
-        prepared = PreparedLaunch(inputs, [], [], launch_grid, threadgroup, None)
+        shapes: list[tuple[int, ...]] = []
+        dtypes: list[Any] = []
+        outputs: list[OutputPlan] = []
         identities: set[float] = set()
         plain: dict[str, int] = {}
-        for slot in plan.outputs:
+        for slot, value, (kind, first) in zip(plan.outputs, targets, starts):
+            dtypes.append(self._dtype(slot.dtype))
             if slot.kind == "unused":
-                prepared.output_shapes.append((1,))
-                prepared.output_dtypes.append(self._dtype(slot.dtype))
-                prepared.outputs.append(OutputPlan(slot, "unused"))
+                shapes.append((1,))
+                outputs.append(OutputPlan(slot, "unused"))
                 continue
-            value = values[slot.arg]
             is_numpy = isinstance(value, np.ndarray)
             size = int(value.size)  # type: ignore[attr-defined]
             shape = (size,) if is_numpy or value.ndim == 0 else tuple(value.shape)  # type: ignore[attr-defined]
-            out = OutputPlan(slot, "plain", target=value, size=size)
+            out = OutputPlan(slot, "plain", size=size)
             if slot.kind == "pointer_atomic" and _ITEM_BYTES[slot.dtype] == 2 and size % 2:
                 out.padded, shape = True, (size,)
-            prepared.output_shapes.append((size + 1,) if out.padded else shape)
-            prepared.output_dtypes.append(self._dtype(slot.dtype))
-            if slot.kind == "pointer_atomic":
-                kind, start = self._atomic_start(slot, value)
+            shapes.append((size + 1,) if out.padded else shape)
+            if not is_numpy:
+                self._check_target(slot, value, dtypes[-1])
+                if tuple(value.shape) != shape:  # type: ignore[attr-defined]
+                    out.final_shape = tuple(value.shape)  # type: ignore[attr-defined]
+            if kind is not None:
                 if kind in ("xor", "sub"):
                     out.action, out.kind = "relative", kind
                 elif kind:
                     out.action, out.kind = "combine", kind
                 # else the output starts as the array itself (its one repeated value)
-                identities.add(start)
+                identities.add(first)
             else:
                 plain[slot.name] = size
-            prepared.outputs.append(out)
+            outputs.append(out)
         if len(identities) > 1:
             raise self._refuse("its atomic outputs need different starting values "
                                f"({sorted(identities)})")
         first = next(iter(identities)) if identities else None
+        masked = self._merged(values, grid, plain, outputs, shapes)
+        unwritten = False
+        if masked:
+            # init_value starts the masks too: at 0 they mark the elements written; at an atomic
+            # start other than 0 (true, for a bool) they mark those not written
+            unwritten = bool(first)
+            first = first or 0.0
+            by_name = {out.slot.name: shape for out, shape in zip(outputs, shapes)}
+            for o in masked:  # shaped as its output, for the select
+                shapes.append(by_name[o])
+                dtypes.append(self.mx.bool_)
+        if self.asserts:  # the status output, last (device_asserts.py)
+            shapes.append((4,))
+            dtypes.append(self.mx.uint32)
+            if first is None:
+                first = 0.0  # uninitialised memory could hold anything
+        return LaunchRecipe(
+            shapes, dtypes, launch_grid, threadgroup, first, tuple(outputs), masked, unwritten,
+            grid_input=self.mx.array(list(grid), dtype=self.mx.int32) if plan.spread else None,
+            relative=tuple(o.slot.name for o in outputs if o.action == "relative"),
+            reads_old=tuple(k for k, o in enumerate(outputs) if o.action in ("merge", "combine", "relative")),
+            adjusted=tuple(k for k, o in enumerate(outputs) if o.action not in ("plain", "unused") or o.padded),
+            rebound=tuple((k, out.final_shape) for k, (t, out) in enumerate(zip(targets, outputs))
+                          if t is not None and not isinstance(t, np.ndarray)),
+            copied=tuple(k for k, t in enumerate(targets) if isinstance(t, np.ndarray)),
+        )
+
+    def _merged(self, values: Sequence[object], grid: tuple[int, int, int], plain: dict[str, int],
+                outputs: list[OutputPlan], shapes: list[tuple[int, ...]]) -> tuple[str, ...]:
+        """The outputs not proven written in full (merged through written masks); sets the
+        shape the old contents of merged and combined outputs take."""
         verdicts = self.coverage(values, grid, plain) if plain else {}
         masked = tuple(o for o, v in verdicts.items() if not v.proven)
-        for out, shape in zip(prepared.outputs, prepared.output_shapes):
+        for out, shape in zip(outputs, shapes):
             if out.slot.name in masked:
                 out.action = "merge"
                 out.reason = verdicts[out.slot.name].reason
             if out.action in ("merge", "combine", "relative"):
-                if out.padded:  # combined before the padding element is sliced off
-                    shape = (out.size,)
-                out.old = self._to_mlx(out.target, out.slot.dtype, False)
-                if tuple(out.old.shape) != shape:
-                    out.old = out.old.reshape(shape)
-        prepared.relative = tuple(o.slot.name for o in prepared.outputs if o.action == "relative")
-        for out in prepared.outputs:  # the twin's last inputs (codegen.kernel: "relative_outputs")
-            if out.action == "relative":
-                prepared.inputs.append(out.old)
-        if masked:
-            # init_value starts the masks too: at 0 they mark the elements written; at an atomic
-            # start other than 0 (true, for a bool) they mark those not written
-            prepared.unwritten = bool(first)
-            first = first or 0.0
-            prepared.masked = masked
-            shapes = {out.slot.name: shape for out, shape in zip(prepared.outputs, prepared.output_shapes)}
-            for o in masked:  # shaped as its output, for the select
-                prepared.output_shapes.append(shapes[o])
-                prepared.output_dtypes.append(self.mx.bool_)
-        if has_asserts(self.msl):  # the status output, last (device_asserts.py)
-            prepared.output_shapes.append((4,))
-            prepared.output_dtypes.append(self.mx.uint32)
-            if first is None:
-                first = 0.0  # uninitialised memory could hold anything
-        prepared.init_value = first
-        return prepared
+                out.old_shape = (out.size,) if out.padded else shape  # combined before slicing
+        return masked
+
+    def _check_target(self, slot: OutputSlot, target: Any, dtype: Any) -> None:
+        """An MLX argument receives an output of its own dtype. Checked once per recipe: the
+        argument's dtype is part of the variant's specialization."""
+        if target.dtype != dtype:
+            raise LaunchError(
+                f"argument '{slot.param}': the kernel produced {dtype} for an array of {target.dtype}"
+            )
+
+    def _olds(self, recipe: LaunchRecipe, targets: tuple[Any, ...]) -> list[Any]:
+        """The old contents of the outputs a merge or combine reads, shaped as the output."""
+        olds: list[Any] = [None] * len(targets)
+        for k in recipe.reads_old:
+            out = recipe.outputs[k]
+            old = self._to_mlx(targets[k], out.slot.dtype, False)
+            if tuple(old.shape) != out.old_shape:
+                old = old.reshape(out.old_shape)
+            olds[k] = old
+        return olds
 
     def _atomic_start(self, slot: OutputSlot, value: object) -> tuple[str, float]:
         """(kind, init_value) for an atomically updated argument (or one loaded and stored under
@@ -532,13 +484,19 @@ class MetalLauncher:
         self.write_back(prepared, results)
 
     def run(self, prepared: PreparedLaunch) -> list[Any]:
-        """The launch's metal_kernel call(s) and each output's final value, as lazy arrays."""
-        kernel = self.kernel(prepared.masked, prepared.relative, prepared.unwritten)
-        if prepared.masked:
+        """The launch's metal_kernel call and each output's final value, as lazy arrays."""
+        recipe = prepared.recipe
+        masked, relative = recipe.masked, recipe.relative
+        kernel = self._kernel
+        if kernel is None or masked or relative:
+            kernel = self.kernel(masked, relative, recipe.unwritten)
+        if masked:
             self._log_merge(prepared)
-        results = kernel(**prepared.call_arguments())
-        if has_asserts(self.msl):
+        results = kernel(inputs=prepared.inputs, **recipe.call)
+        if self.asserts:
             prepared.status = results[-1]
+        if recipe.plain:
+            return results[: len(recipe.outputs)]
         return self.finish(prepared, results)
 
     def guarded(self, prepared: PreparedLaunch) -> list[Any]:
@@ -558,8 +516,8 @@ class MetalLauncher:
             exit_guard = self.mx.custom_function(self._guarded_run)
             exit_guard.vjp(self._no_vjp)
             self._exit_guard = exit_guard
-        olds = [o for o in prepared.outputs if o.old is not None]
-        arrays = list(self._guard(*prepared.inputs, *[o.old for o in olds]))
+        olds = prepared.recipe.reads_old
+        arrays = list(self._guard(*prepared.inputs, *[prepared.olds[k] for k in olds]))  # type: ignore[index]
         self._pending = (prepared, olds)
         try:
             return list(self._exit_guard(*arrays))
@@ -570,8 +528,8 @@ class MetalLauncher:
         prepared, olds = self._pending  # type: ignore[misc]
         count = len(prepared.inputs)
         prepared.inputs = list(arrays[:count])
-        for out, old in zip(olds, arrays[count:]):
-            out.old = old
+        for k, old in zip(olds, arrays[count:]):
+            prepared.olds[k] = old
         return self.run(prepared)
 
     def _transform_error(self, what: str) -> LaunchError:
@@ -602,44 +560,50 @@ class MetalLauncher:
 
     def finish(self, prepared: PreparedLaunch, results: list[Any]) -> list[Any]:
         """Each output's final value: the result, merged (one select on the written mask) or
-        combined with the old array."""
+        combined with the old array, or decoded from it."""
+        recipe = prepared.recipe
+        outputs = recipe.outputs
+        if recipe.plain:
+            return results[: len(outputs)]
+        final = list(results[: len(outputs)])
         mx = self.mx
-        masks = dict(zip(prepared.masked, results[len(prepared.outputs):]))
-        final: list[Any] = []
-        for k, out in enumerate(prepared.outputs):
-            result = results[k]
+        olds: list[Any] = prepared.olds  # type: ignore[assignment]
+        masks = dict(zip(recipe.masked, results[len(outputs):])) if recipe.masked else {}
+        for k in recipe.adjusted:
+            out = outputs[k]
+            result = final[k]
             if out.padded:
                 result = result[: out.size]
             if out.action == "merge":
-                if prepared.unwritten:
-                    result = mx.where(masks[out.slot.name], out.old, result)
+                if recipe.unwritten:  # the masks mark the elements not written
+                    result = mx.where(masks[out.slot.name], olds[k], result)
                 else:
-                    result = mx.where(masks[out.slot.name], result, out.old)
+                    result = mx.where(masks[out.slot.name], result, olds[k])
             elif out.action == "combine":
-                result = _combine(mx, out.kind, out.old, result)
+                result = _combine(mx, out.kind, olds[k], result)
             elif out.action == "relative":
-                result = _decode_relative(mx, out.kind, out.old, result)
-            final.append(result)
+                result = _decode_relative(mx, out.kind, olds[k], result)
+            final[k] = result
         return final
 
     def write_back(self, prepared: PreparedLaunch, results: list[Any]) -> None:
-        mx = self.mx
-        for out, result in zip(prepared.outputs, results):
-            if out.action == "unused":
-                continue
-            target = out.target
-            if isinstance(target, np.ndarray):
-                host = np.array(result.view(mx.uint16) if out.slot.dtype == "bfloat16_t" else result)
-                np.copyto(target, host.reshape(target.shape), casting="no")
-                continue
-            if tuple(result.shape) != tuple(target.shape):
-                result = result.reshape(target.shape)
-            if result.dtype != target.dtype:
-                raise LaunchError(
-                    f"argument '{out.slot.param}': the kernel produced {result.dtype} for an array "
-                    f"of {target.dtype}"
-                )
-            target[...] = result
+        """Rebind each MLX argument to its output (its dtype checked with the recipe); copy
+        each NumPy buffer's output into it."""
+        recipe = prepared.recipe
+        targets = prepared.targets
+        for k, shape in recipe.rebound:
+            result = results[k]
+            if shape is not None:
+                result = result.reshape(shape)
+            # `[None]`, not `[...]`: the same rebinding (mlx_api.md 3), but MLX expands an
+            # Ellipsis into slices and, for a leading dimension of 1, adds a squeeze and a
+            # broadcast to the graph and ~0.5 us to the launch
+            targets[k][None] = result
+        for k in recipe.copied:
+            target, result = targets[k], results[k]
+            if recipe.outputs[k].slot.dtype == "bfloat16_t":
+                result = result.view(self.mx.uint16)
+            np.copyto(target, np.array(result).reshape(target.shape), casting="no")
 
 
 def _identity(*arrays: Any) -> list[Any]:
@@ -669,65 +633,3 @@ def _combine(mx: Any, kind: str, old: Any, result: Any) -> Any:
     if kind == "or":
         return mx.bitwise_or(old, result)
     return mx.bitwise_xor(old, result)
-
-
-_LAUNCHED: dict[str, Any] = {}
-"""MSLKernel by name, for every variant launched in this process (for `metal_errors`)."""
-
-
-@contextmanager
-def metal_errors() -> Iterator[None]:
-    """Re-raise an MLX evaluation error that a launched kernel caused as a `CompilationError`
-    at the kernel line (Metal compile errors surface when the graph is evaluated, not at the
-    launch): `with triton_metal.metal_errors(): mx.eval(y)`."""
-    try:
-        yield
-    except (RuntimeError, ValueError) as error:
-        msl = _kernel_of(str(error))
-        if msl is None:
-            raise
-        raise map_metal_error(error, msl) from error
-
-
-def _kernel_of(text: str) -> Any:
-    """The launched variant an MLX error names (by its MSL name, or by a kernel file and line
-    its `#line` directives point to)."""
-    for name, msl in _LAUNCHED.items():
-        if name in text:
-            return msl
-    m = _DIAG.search(text)
-    if m is None:
-        return None
-    marker = f'#line {m.group("line")} "{m.group("file")}"'
-    for msl in _LAUNCHED.values():
-        if marker in msl.source or marker in msl.header:
-            return msl
-    for msl in _LAUNCHED.values():
-        if f'"{m.group("file")}"' in msl.source:
-            return msl
-    return None
-
-
-_DIAG = re.compile(r"(?P<file>[^\s:]+):(?P<line>\d+):(?P<col>\d+): error: (?P<msg>[^\n]*)")
-
-
-def map_metal_error(error: Exception, msl: Any) -> Exception:
-    """An MLX eval error of a new variant as a `CompilationError` at the kernel line, when the
-    Metal compiler's diagnostics name one (through the MSL's `#line` directives)."""
-    text = str(error)
-    if "Unable to build metal library" not in text and "error:" not in text:
-        return LaunchError(f"kernel '{msl.name}' failed on the GPU: {text}")
-    m = _DIAG.search(text)
-    loc = source_line = None
-    message = "the Metal compiler rejected the generated MSL"
-    if m is not None:
-        message += f": {m.group('msg')}"
-        if m.group("file").endswith(".py"):
-            loc = Loc(m.group("file"), int(m.group("line")), int(m.group("col")) - 1)
-            source_line = linecache.getline(loc.file, loc.line).rstrip("\n") or None
-    return CompilationError(
-        message, loc,
-        hint="Metal's diagnostics:\n" + "\n".join(text.splitlines()[:30])
-        + "\nrun with TRITON_METAL_DEBUG=3 to print the MSL",
-        kernel=msl.name, source_line=source_line,
-    )
