@@ -109,6 +109,8 @@ _FLOATS = ("float", "float16_t", "bfloat16_t")
 _COMBINABLE = ("add", "max", "min", "and", "or", "xor")
 _SHAPE = attrgetter("shape")
 _NO_START = (None, None)
+_READS_OLD = ("merge", "combine", "relative")
+"""Output actions that need the array's old contents."""
 """The `_atomic_start` of an output not updated atomically."""
 
 
@@ -167,7 +169,9 @@ class MetalLauncher:
         self._coverage_values = picker([i for i, _ in self.coverage.scalars])
         self._unused_output = any(slot.arg < 0 for slot in plan.outputs)
         self._targets = picker([slot.arg for slot in plan.outputs])
-        self._atomic_slots = tuple((k, slot) for k, slot in enumerate(plan.outputs) if slot.kind == "pointer_atomic")
+        self._atomic_slots = tuple((k, slot, self._fixed_start(slot)) for k, slot in enumerate(plan.outputs)
+                                   if slot.kind == "pointer_atomic")
+        """(output index, slot, its start when the kernel alone fixes it, else None)."""
         self.asserts = has_asserts(msl)
 
     # -- the kernel object ----------------------------------------------------------------------
@@ -256,9 +260,9 @@ class MetalLauncher:
         prepared = PreparedLaunch(recipe, self._inputs(values, recipe.grid_input), targets)
         if recipe.reads_old:
             prepared.olds = olds = self._olds(recipe, targets)
-            for k, out in enumerate(recipe.outputs):  # the twin's last inputs (codegen.kernel:
-                if out.action == "relative":  # "relative_outputs")
-                    prepared.inputs.append(olds[k])
+            # the old contents of relative outputs are the twin's last inputs (codegen.kernel)
+            prepared.inputs.extend(olds[k] for k, out in enumerate(recipe.outputs)
+                                   if out.action == "relative")
         return prepared
 
     def _recipe_key(self, values: tuple[object, ...], grid: tuple[int, int, int]
@@ -273,7 +277,10 @@ class MetalLauncher:
         if not self._atomic_slots:
             return targets, key, None
         starts = [_NO_START] * len(targets)
-        for k, slot in self._atomic_slots:
+        for k, slot, fixed in self._atomic_slots:
+            if fixed is not None:  # the same for every launch: not part of the key
+                starts[k] = fixed
+                continue
             starts[k] = kind, first = self._atomic_start(slot, targets[k])
             key += (kind, first, math.copysign(1.0, first))  # -0.0 and 0.0 are equal keys
         return targets, key, starts
@@ -340,7 +347,7 @@ class MetalLauncher:
             shapes, dtypes, launch_grid, threadgroup, first, tuple(outputs), masked, unwritten,
             grid_input=self.mx.array(list(grid), dtype=self.mx.int32) if plan.spread else None,
             relative=tuple(o.slot.name for o in outputs if o.action == "relative"),
-            reads_old=tuple(k for k, o in enumerate(outputs) if o.action in ("merge", "combine", "relative")),
+            reads_old=tuple(k for k, o in enumerate(outputs) if o.action in _READS_OLD),
             adjusted=tuple(k for k, o in enumerate(outputs) if o.action not in ("plain", "unused") or o.padded),
             rebound=tuple((k, out.final_shape) for k, (t, out) in enumerate(zip(targets, outputs))
                           if t is not None and not isinstance(t, np.ndarray)),
@@ -357,7 +364,7 @@ class MetalLauncher:
             if out.slot.name in masked:
                 out.action = "merge"
                 out.reason = verdicts[out.slot.name].reason
-            if out.action in ("merge", "combine", "relative"):
+            if out.action in _READS_OLD:
                 out.old_shape = (out.size,) if out.padded else shape  # combined before slicing
         return masked
 
@@ -380,13 +387,12 @@ class MetalLauncher:
             olds[k] = old
         return olds
 
-    def _atomic_start(self, slot: OutputSlot, value: object) -> tuple[str, float]:
+    def _fixed_start(self, slot: OutputSlot) -> tuple[str, float] | None:
         """(kind, init_value) for an atomically updated argument (or one loaded and stored under
-        a lock): an operation whose identity starts the output, combined with the old array
-        afterwards; else "xor" or "sub" with 0 when the kernel needs the array's contents (it
-        loads them, uses the values atomics return, or exchanges) and an encoding relative to
-        them carries its operations; else ("", v) when every element of the array holds the same
-        value v, which `init_value` can then reproduce exactly. Anything else is refused."""
+        a lock) when the kernel alone decides it: an operation whose identity starts the output,
+        combined with the old array afterwards; else "xor" or "sub" with 0 when the kernel needs
+        the array's contents (it loads them, uses the values atomics return, or exchanges) and
+        an encoding relative to them carries its operations. None: it depends on the array."""
         info = self.atomics.get(slot.param, {})
         kinds = list(info.get("kinds", ()))
         if (not info.get("loaded") and not info.get("result_used") and len(kinds) == 1
@@ -397,6 +403,17 @@ class MetalLauncher:
         encoding = relative_encoding(slot.dtype, kinds)
         if encoding is not None and self.twin is not None:
             return encoding, 0.0
+        return None
+
+    def _atomic_start(self, slot: OutputSlot, value: object) -> tuple[str, float]:
+        """`_fixed_start`, else ("", v) when every element of the array holds the same value v,
+        which `init_value` can then reproduce exactly (this reads the array). Anything else is
+        refused."""
+        fixed = self._fixed_start(slot)
+        if fixed is not None:
+            return fixed
+        info = self.atomics.get(slot.param, {})
+        kinds = list(info.get("kinds", ()))
         uniform = self._uniform_value(value, slot.dtype)
         if uniform is not None:
             return "", uniform
