@@ -32,6 +32,7 @@ import triton_metal as triton
 import triton_metal.language as tl
 
 from . import _common as c
+from ._common import next_pow2
 
 AFFINE, MXFP4, INT8, TERNARY = 0, 1, 2, 3
 AFFINE_BITS = (2, 3, 4, 5, 6, 8)
@@ -144,6 +145,136 @@ def _qmv(x_ptr, w_ptr, s_ptr, b_ptr, y_ptr, M, N, K, wpr, gpr, bits, group_shift
              mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 
 
+def _prune_gemv(configs: list[Any], named_args: dict[str, Any], **kwargs: Any) -> list[Any]:
+    # a step of BLOCK_G groups must tile the row's groups exactly (the loop has no masks), and
+    # a tile must give every thread a whole vector of words (else lanes hold copies)
+    steps, wpg = int(named_args["steps"]), int(kwargs["WPG"])
+    fitting = [cf for cf in configs
+               if steps % cf.kwargs["BLOCK_G"] == 0
+               and cf.kwargs["BLOCK_N"] * cf.kwargs["BLOCK_G"] * wpg >= 4 * 32 * cf.num_warps]
+    if not fitting:  # a short or odd row: one group per step, every row of the tile busy
+        fitting = [triton.Config({"BLOCK_N": 32, "BLOCK_G": 1}, num_warps=max(1, min(4, 8 * wpg // 32)))]
+    return c.first_or_all(fitting)
+
+
+_GEMV_CONFIGS = [triton.Config({"BLOCK_N": n, "BLOCK_G": g}, num_warps=w)
+                 for n, g, w in ((32, 4, 4), (64, 4, 4), (16, 8, 4), (32, 8, 8), (64, 2, 4), (128, 2, 8))]
+
+
+@triton.jit
+def _gemv_step(words, x_ptrs, xmask, ROWS: tl.constexpr, BITS: tl.constexpr, MODE: tl.constexpr,
+               BLOCK_N: tl.constexpr, BLOCK_G: tl.constexpr, WPG: tl.constexpr, PAD: tl.constexpr):
+    # one step's codes times x: `qx` sums code * x over each word's codes (for a row of x and a
+    # packed row), `xs` sums x over the same codes (the affine bias and the ternary -1 need it)
+    EPW: tl.constexpr = (8 if MODE >= 2 else 32) // BITS
+    CODE: tl.constexpr = (1 << BITS) - 1
+    qx = tl.zeros([ROWS, BLOCK_N, BLOCK_G, WPG], tl.float32)
+    xs = tl.zeros([ROWS, 1, BLOCK_G, WPG], tl.float32)
+    for j in tl.static_range(EPW):
+        if PAD:
+            xj = tl.load(x_ptrs + j, mask=xmask, other=0).to(tl.float32)
+        else:
+            xj = tl.load(x_ptrs + j).to(tl.float32)
+        xs += xj
+        if MODE == 2:
+            qx += words.to(tl.float32) * xj  # int8 bytes
+        elif MODE == 1:
+            # E2M1 through a table of twice the magnitudes (0, 0.5, 1, 1.5, 2, 3, 4, 6) in
+            # nibbles, the sign flipped on the float's bits; the 0.5 is in the group scale
+            nib = (words >> (4 * j)) & 15
+            mag = ((0xC8643210 >> ((nib & 7) << 2)) & 15).to(tl.float32)
+            q = (mag.to(tl.uint32, bitcast=True) ^ ((nib & 8) << 28)).to(tl.float32, bitcast=True)
+            qx += q * xj
+        else:
+            # code j masked in place (no shift): its value times 2 ** (BITS * j), undone on x
+            q = (words & (CODE << (BITS * j))).to(tl.float32)
+            qx += q * (xj * (1.0 / (1 << (BITS * j))))
+    return qx, xs
+
+
+@triton.autotune(configs=_GEMV_CONFIGS, key=["N", "steps", "ROWS", "BITS", "WPG", "MODE"],
+                 prune_configs_by={"early_config_prune": _prune_gemv})
+@triton.jit
+def _gemv(x_ptr, w_ptr, s_ptr, b_ptr, y_ptr, M, N, K, wpr, gpr, steps, ROWS: tl.constexpr,
+          BITS: tl.constexpr, WPG: tl.constexpr, MODE: tl.constexpr, BLOCK_N: tl.constexpr,
+          ROWS_PADDED: tl.constexpr, BLOCK_G: tl.constexpr):
+    # decode GEMV, `y = x @ W^T` for the M rows of x (ROWS: M rounded up to a power of two;
+    # only M = 3, 5, 6, 7 pad, with masked rows of x): packed words read as vectors
+    # (a thread owns 4 consecutive words of one group of one row), x read once per step for
+    # every row a thread owns, one scale and bias per group, partial sums in registers across
+    # the whole K loop and reduced once; no threadgroup memory or barrier inside the loop.
+    # A step covers BLOCK_G groups of WPG words (int8 and ternary: of WPG bytes, so 16-byte
+    # vectors: their uint8 / int8 buffers cannot be read as uint32).
+    EPW: tl.constexpr = (8 if MODE >= 2 else 32) // BITS  # codes per uint32 word or byte
+    pid = tl.program_id(0)
+    offs_n = pid * BLOCK_N + tl.arange(0, BLOCK_N)
+    rows = tl.where(offs_n < N, offs_n, 0)[None, :, None, None]  # the tail re-reads row 0
+    offs_m = tl.arange(0, ROWS)[:, None, None, None]
+    offs_g = tl.arange(0, BLOCK_G)[None, None, :, None]
+    offs_w = tl.arange(0, WPG)[None, None, None, :]
+    # pointers carried through the loop (each group's scale is one load per thread)
+    w_ptrs = w_ptr + rows.to(tl.int64) * wpr + offs_g * WPG + offs_w
+    x_ptrs = x_ptr + offs_m * K + (offs_g * WPG + offs_w) * EPW
+    s_ptrs = s_ptr + rows * gpr + offs_g
+    b_ptrs = b_ptr + rows * gpr + offs_g
+    PAD: tl.constexpr = ROWS_PADDED
+    xmask = offs_m < M
+    acc = tl.zeros([ROWS, BLOCK_N, BLOCK_G, WPG], tl.float32)
+    for _ in range(0, steps, BLOCK_G):
+        words = tl.load(w_ptrs)
+        qx, xs = _gemv_step(words, x_ptrs, xmask, ROWS, BITS, MODE, BLOCK_N, BLOCK_G, WPG, PAD)
+        if MODE == 0:
+            acc += qx * tl.load(s_ptrs).to(tl.float32) + tl.load(b_ptrs).to(tl.float32) * xs
+            s_ptrs += BLOCK_G
+            b_ptrs += BLOCK_G
+        elif MODE == 1:
+            # E8M0: 2 ** (s - 127), times the table's 0.5
+            acc += qx * tl.exp2(tl.load(s_ptrs).to(tl.float32) - 128.0)
+            s_ptrs += BLOCK_G
+        elif MODE == 2:
+            acc += qx
+        else:
+            acc += qx - xs  # ternary: value = code - 1
+        w_ptrs += BLOCK_G * WPG
+        x_ptrs += BLOCK_G * WPG * EPW
+    y = tl.sum(tl.sum(acc, 3), 2)
+    offs_y = tl.arange(0, ROWS)[:, None] * N + offs_n[None, :]
+    ymask = (tl.arange(0, ROWS)[:, None] < M) & (offs_n[None, :] < N)
+    if MODE == 2:  # one scale per output channel
+        y = y * tl.load(s_ptr + offs_n, mask=offs_n < N, other=0.0).to(tl.float32)[None, :]
+    elif MODE == 3:  # one scale per row of x, one for the whole matrix
+        y = y * tl.load(s_ptr + tl.arange(0, ROWS), mask=tl.arange(0, ROWS) < M, other=0.0)[:, None] * tl.load(b_ptr)
+    tl.store(y_ptr + offs_y, y, mask=ymask)
+
+
+def _gemv_layout(mode: int, bits: int, group: int, K: int) -> tuple[int, int, int] | None:
+    """`(BITS, WPG, steps)` of the GEMV kernel for a packed layout, or None where it does not
+    apply: codes that straddle words (3, 5, 6 bits), or int8 and ternary rows (K and K / 4
+    bytes) that do not split into whole 16-byte groups."""
+    if mode == AFFINE and bits in (2, 4, 8):
+        wpg = group * bits // 32
+        return bits, wpg, K // group
+    if mode == MXFP4:
+        return 4, 4, K // 32
+    if mode == INT8 and K % 16 == 0:
+        return 8, 16, K // 16
+    if mode == TERNARY and K % 64 == 0:
+        return 2, 16, K // 64
+    return None
+
+
+def _gemv_launch(x2: Any, w: Any, s: Any, b: Any, y: Any, N: int, layout: tuple[int, int, int],
+                 mode: int) -> None:
+    M, K = x2.shape
+    bits, wpg, steps = layout
+    wpr = K * bits // (8 if mode in (INT8, TERNARY) else 32)
+    rows = next_pow2(M)
+    gpr = steps if mode in (AFFINE, MXFP4) else 1
+    _gemv[lambda meta: (triton.cdiv(N, meta["BLOCK_N"]),)](
+        x2, w, s, b, y, M, N, K, wpr, gpr, steps, ROWS=rows, BITS=bits, WPG=wpg, MODE=mode,
+        ROWS_PADDED=rows != M)
+
+
 @triton.autotune(configs=_CONFIGS[2:], key=["N", "K", "TRANS", "bits", "MODE"],
                  prune_configs_by={"early_config_prune": _prune})
 @triton.jit
@@ -181,7 +312,10 @@ def _launch(x2: Any, w: Any, scales: Any, biases: Any, N: int, trans: bool, bits
     wpr = w.shape[1]
     gpr = 1 if mode == INT8 else scales.shape[1]
     b = scales if biases is None else biases
-    if M and N and M <= DECODE_MAX_M:
+    layout = _gemv_layout(mode, bits, group, K) if trans else None
+    if M and N and M <= DECODE_MAX_M and layout is not None:
+        _gemv_launch(x2, w, scales, b, y, N, layout, mode)
+    elif M and N and M <= DECODE_MAX_M:
         _qmv[lambda meta: (triton.cdiv(N, meta["BLOCK_N"]),)](
             x2, w, scales, b, y, M, N, K, wpr, gpr, bits, group.bit_length() - 1, TRANS=trans,
             MODE=mode, ROWS=DECODE_MAX_M)
