@@ -118,53 +118,95 @@ def _attn_fwd(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, lse_ptr, Hq, group, Lq, Lkv,
 
 
 def _prune_decode(configs: list[Any], named_args: dict[str, Any], **kwargs: Any) -> list[Any]:
-    return c.first_or_all(configs)
+    # a split must hold whole key blocks, and the per-slot accumulators (group x BLOCK_N x
+    # BLOCK_D floats) must stay within 64 registers a thread
+    gp, block_d = int(kwargs.get("GROUP_P", 4)), int(kwargs.get("BLOCK_D", 128))
+    fitting = [cf for cf in configs
+               if cf.kwargs["SPLIT"] % cf.kwargs["BLOCK_N"] == 0
+               and gp * cf.kwargs["BLOCK_N"] * block_d <= 64 * 32 * cf.num_warps]
+    return c.first_or_all(fitting or [triton.Config({"SPLIT": 64, "BLOCK_N": 8}, num_warps=4)])
 
 
-_DECODE = [triton.Config({"BLOCK_N": n}, num_warps=w) for n, w in ((64, 4), (32, 2), (128, 4), (128, 8))]
+_DECODE = [triton.Config({"SPLIT": s, "BLOCK_N": n}, num_warps=w)
+           for s, n, w in ((128, 16, 4), (256, 16, 4), (64, 16, 4), (128, 8, 4), (256, 32, 8), (512, 16, 4))]
 
 
-@triton.autotune(configs=_DECODE, key=["BLOCK_D", "MASK"],
+@triton.autotune(configs=_DECODE, key=["BLOCK_D", "GROUP_P", "MASK", "EVEN_D"],
                  prune_configs_by={"early_config_prune": _prune_decode})
 @triton.jit
-def _attn_decode(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, lse_ptr, Hq, group, Lkv, D, scale,
-                 smb, smh, smk, MASK, BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr):
-    bh = tl.program_id(0)
-    b = bh // Hq
-    h = bh % Hq
-    kvh = b * (Hq // group) + h // group
-    offs_n = tl.arange(0, BLOCK_N)
-    offs_d = tl.arange(0, BLOCK_D)
+def _attn_decode(q_ptr, k_ptr, v_ptr, mask_ptr, po_ptr, plse_ptr, Hq, group, Lkv, D, scale,
+                 n_splits, smb, smh, smk, MASK, BLOCK_D: tl.constexpr, GROUP_P: tl.constexpr,
+                 EVEN_D: tl.constexpr, SPLIT: tl.constexpr, BLOCK_N: tl.constexpr):
+    # flash-decoding, pass 1: program (split, batch x kv head) reads keys and values
+    # [split * SPLIT, (split + 1) * SPLIT) once for every query head of the group (GROUP_P:
+    # the group size rounded up to a power of two), and writes each head's partial output
+    # (normalised) and log-sum-exp; `_attn_decode_combine` merges the splits
+    split = tl.program_id(0)
+    bkv = tl.program_id(1)
+    Hkv = Hq // group
+    b = bkv // Hkv
+    g = tl.arange(0, GROUP_P)[:, None, None]
+    h = (bkv % Hkv) * group + g  # the query heads of this kv head (padded ones masked)
+    head_ok = g < group
+    offs_n = tl.arange(0, BLOCK_N)[None, :, None]
+    offs_d = tl.arange(0, BLOCK_D)[None, None, :]
     dmask = offs_d < D
-    q = tl.load(q_ptr + bh.to(tl.int64) * D + offs_d, mask=dmask, other=0.0).to(tl.float32)
-    k_base = k_ptr + kvh.to(tl.int64) * Lkv * D
-    v_base = v_ptr + kvh.to(tl.int64) * Lkv * D
-    m_i = tl.full([BLOCK_N], NEG_INF, tl.float32)
-    l_i = tl.zeros([BLOCK_N], tl.float32)
-    acc = tl.zeros([BLOCK_N, BLOCK_D], tl.float32)
-    for start_n in range(0, Lkv, BLOCK_N):
+    q = tl.load(q_ptr + (b * Hq + h).to(tl.int64) * D + offs_d, mask=head_ok & dmask,
+                other=0.0).to(tl.float32)
+    lo = split * SPLIT
+    hi = tl.minimum(lo + SPLIT, Lkv)
+    kv_base = bkv.to(tl.int64) * Lkv * D
+    m_i = tl.full([GROUP_P, BLOCK_N, 1], NEG_INF, tl.float32)
+    l_i = tl.zeros([GROUP_P, BLOCK_N, 1], tl.float32)
+    acc = tl.zeros([GROUP_P, BLOCK_N, BLOCK_D], tl.float32)
+    for start_n in range(lo, hi, BLOCK_N):
         cols = start_n + offs_n
-        ok = cols < Lkv
-        tile = ok[:, None] & dmask[None, :]
-        k = tl.load(k_base + cols[:, None] * D + offs_d[None, :], mask=tile, other=0.0).to(tl.float32)
-        s = tl.sum(k * q[None, :], 1) * scale
-        s += tl.load(mask_ptr + b.to(tl.int64) * smb + h * smh + cols * smk, mask=ok & (MASK == 2),
-                     other=0.0).to(tl.float32)
+        ok = cols < hi
+        at = kv_base + cols * D + offs_d
+        if EVEN_D:
+            k = tl.load(k_ptr + at, mask=ok, other=0.0).to(tl.float32)
+            v = tl.load(v_ptr + at, mask=ok, other=0.0).to(tl.float32)
+        else:
+            k = tl.load(k_ptr + at, mask=ok & dmask, other=0.0).to(tl.float32)
+            v = tl.load(v_ptr + at, mask=ok & dmask, other=0.0).to(tl.float32)
+        s = tl.sum(q * k, 2, keep_dims=True) * scale
+        s += tl.load(mask_ptr + b.to(tl.int64) * smb + h * smh + cols * smk,
+                     mask=ok & head_ok & (MASK == 2), other=0.0).to(tl.float32)
         s = tl.where(ok, s, NEG_INF)
-        # per-lane online softmax: lane j sees keys j, j + BLOCK_N, ...
+        # per-slot online softmax: slot j sees keys j, j + BLOCK_N, ... of the split
         m_new = tl.maximum(m_i, s)
         m_ref = tl.where(m_new > NEG_INF, m_new, 0.0)
         p = tl.exp(s - m_ref)
         alpha = tl.exp(m_i - m_ref)
         l_i = l_i * alpha + p
-        v = tl.load(v_base + cols[:, None] * D + offs_d[None, :], mask=tile, other=0.0).to(tl.float32)
-        acc = acc * alpha[:, None] + p[:, None] * v
+        acc = acc * alpha + p * v
         m_i = m_new
-    m = tl.max(m_i, 0)
+    m = tl.max(m_i, 1, keep_dims=True)
     w = tl.where(m_i > NEG_INF, tl.exp(m_i - m), 0.0)
-    total = tl.sum(l_i * w, 0)
-    out = tl.sum(acc * w[:, None], 0) / total
-    tl.store(o_ptr + bh.to(tl.int64) * D + offs_d, out, mask=dmask)
+    total = tl.sum(l_i * w, 1, keep_dims=True)
+    out = tl.sum(acc * w, 1, keep_dims=True) / tl.where(total > 0, total, 1.0)
+    row = (b * Hq + h).to(tl.int64) * n_splits + split  # [GROUP_P, 1, 1]
+    tl.store(po_ptr + row * BLOCK_D + offs_d, out, mask=head_ok)
+    tl.store(plse_ptr + row, m + tl.log(total), mask=head_ok)
+
+
+@triton.jit
+def _attn_decode_combine(po_ptr, plse_ptr, o_ptr, lse_ptr, n_splits, stride, D, BLOCK_S: tl.constexpr,
+                         BLOCK_D: tl.constexpr):
+    # flash-decoding, pass 2: one program per (batch, query head) merges its splits' partial
+    # outputs by their log-sum-exps; a head whose every key is hidden gets NaN, as one pass would
+    bh = tl.program_id(0)
+    offs_s = tl.arange(0, BLOCK_S)
+    offs_d = tl.arange(0, BLOCK_D)
+    s_ok = offs_s < n_splits
+    row = bh.to(tl.int64) * stride + offs_s
+    lse = tl.load(plse_ptr + row, mask=s_ok, other=NEG_INF)
+    m = tl.max(lse, 0)
+    w = tl.where(lse > NEG_INF, tl.exp(lse - tl.where(m > NEG_INF, m, 0.0)), 0.0)
+    total = tl.sum(w, 0)
+    po = tl.load(po_ptr + row[:, None] * BLOCK_D + offs_d[None, :], mask=s_ok[:, None], other=0.0)
+    out = tl.sum(po * w[:, None], 0) / total
+    tl.store(o_ptr + bh.to(tl.int64) * D + offs_d, out, mask=offs_d < D)
     tl.store(lse_ptr + bh, m + tl.log(total))
 
 
@@ -295,6 +337,31 @@ def _kind(mask: Any) -> int:
     return CAUSAL if isinstance(mask, str) else ADDITIVE
 
 
+def _decode(q: Any, k: Any, v: Any, mask4: Any, o: Any, lse: Any, group: int, scale: float,
+            mask_strides: tuple[int, int, int], kind: int, block_d: int) -> None:
+    """Flash-decoding: the keys split across programs (one pass per kv head serving its whole
+    group of query heads), then one combine program per query head."""
+    m = c.mx()
+    B, Hq, _, D = q.shape
+    Hkv, Lkv = k.shape[1], k.shape[2]
+    # partial results for the most splits any config makes (the smallest SPLIT), so the
+    # buffers do not depend on the tuned choice; the combine reads the splits of the config
+    # that ran last (the launch after any tuning)
+    n_max = triton.cdiv(Lkv, min(cf.kwargs["SPLIT"] for cf in _DECODE))
+    po = c.zeros((B * Hq * n_max, block_d), m.float32)
+    plse = c.zeros((B * Hq * n_max,), m.float32)
+    chosen: dict[str, int] = {}
+
+    def grid(meta: dict[str, Any]) -> tuple[int, int]:
+        chosen["n"] = triton.cdiv(Lkv, meta["SPLIT"])
+        return (chosen["n"], B * Hkv)
+
+    _attn_decode[grid](q, k, v, mask4, po, plse, Hq, group, Lkv, D, scale, n_max, *mask_strides,
+                       kind, BLOCK_D=block_d, GROUP_P=next_pow2(group), EVEN_D=D == block_d)
+    _attn_decode_combine[(B * Hq,)](po, plse, o, lse, chosen["n"], n_max, D, BLOCK_S=next_pow2(n_max),
+                                    BLOCK_D=block_d, num_warps=4)
+
+
 def _forward(q: Any, k: Any, v: Any, mask: Any, scale: float) -> tuple[Any, Any]:
     m = c.mx()
     B, Hq, Lq, D = q.shape
@@ -309,8 +376,8 @@ def _forward(q: Any, k: Any, v: Any, mask: Any, scale: float) -> tuple[Any, Any]
         mask4, (smb, smh, smq, smk) = q, (0, 0, 0, 0)
     block_d = max(16, next_pow2(D))
     if Lq == 1:  # causal with one query (bottom-right aligned) sees every key
-        _attn_decode[(B * Hq,)](q, k, v, mask4, o, lse, Hq, group, Lkv, D, scale, smb, smh, smk,
-                                ADDITIVE if kind == ADDITIVE else NO_MASK, BLOCK_D=block_d)
+        _decode(q, k, v, mask4, o, lse, group, scale, (smb, smh, smk),
+                ADDITIVE if kind == ADDITIVE else NO_MASK, block_d)
     else:
         grid = lambda meta: (triton.cdiv(Lq, meta["BLOCK_M"]), B * Hq)  # noqa: E731
         _attn_fwd[grid](q, k, v, mask4, o, lse, Hq, group, Lq, Lkv, D, scale, smb, smh, smq, smk,
