@@ -151,8 +151,11 @@ def _attn_decode(q_ptr, k_ptr, v_ptr, mask_ptr, po_ptr, plse_ptr, Hq, group, Lkv
     offs_n = tl.arange(0, BLOCK_N)[None, :, None]
     offs_d = tl.arange(0, BLOCK_D)[None, None, :]
     dmask = offs_d < D
-    q = tl.load(q_ptr + (b * Hq + h).to(tl.int64) * D + offs_d, mask=head_ok & dmask,
-                other=0.0).to(tl.float32)
+    # q read as a full [GROUP_P, BLOCK_N, BLOCK_D] tile (each key slot's copy), so the tiles
+    # share the key tile's layout: lanes along the head dim with 16-byte vectors, warps along
+    # the keys, the group's heads in every thread's registers
+    q = tl.load(q_ptr + (b * Hq + h).to(tl.int64) * D + offs_d + offs_n * 0,
+                mask=head_ok & dmask, other=0.0).to(tl.float32)
     lo = split * SPLIT
     hi = tl.minimum(lo + SPLIT, Lkv)
     kv_base = bkv.to(tl.int64) * Lkv * D
@@ -170,8 +173,9 @@ def _attn_decode(q_ptr, k_ptr, v_ptr, mask_ptr, po_ptr, plse_ptr, Hq, group, Lkv
             k = tl.load(k_ptr + at, mask=ok & dmask, other=0.0).to(tl.float32)
             v = tl.load(v_ptr + at, mask=ok & dmask, other=0.0).to(tl.float32)
         s = tl.sum(q * k, 2, keep_dims=True) * scale
-        s += tl.load(mask_ptr + b.to(tl.int64) * smb + h * smh + cols * smk,
-                     mask=ok & head_ok & (MASK == 2), other=0.0).to(tl.float32)
+        if MASK == 2:  # a uniform branch: no mask, no predicated loads
+            s += tl.load(mask_ptr + b.to(tl.int64) * smb + h * smh + cols * smk,
+                         mask=ok & head_ok, other=0.0).to(tl.float32)
         s = tl.where(ok, s, NEG_INF)
         # per-slot online softmax: slot j sees keys j, j + BLOCK_N, ... of the split
         m_new = tl.maximum(m_i, s)
