@@ -140,7 +140,9 @@ def _attn_decode(q_ptr, k_ptr, v_ptr, mask_ptr, po_ptr, plse_ptr, Hq, group, Lkv
     # flash-decoding, pass 1: program (split, batch x kv head) reads keys and values
     # [split * SPLIT, (split + 1) * SPLIT) once for every query head of the group (GROUP_P:
     # the group size rounded up to a power of two), and writes each head's partial output
-    # (normalised) and log-sum-exp; `_attn_decode_combine` merges the splits
+    # (normalised) and log-sum-exp; `_attn_decode_combine` merges the splits. The grid has
+    # `n_splits` programs per kv head for every config (the most any config needs): those past
+    # the keys write an empty split (log-sum-exp -inf), so every slot is written, unmasked
     split = tl.program_id(0)
     bkv = tl.program_id(1)
     Hkv = Hq // group
@@ -189,21 +191,22 @@ def _attn_decode(q_ptr, k_ptr, v_ptr, mask_ptr, po_ptr, plse_ptr, Hq, group, Lkv
     w = tl.where(m_i > NEG_INF, tl.exp(m_i - m), 0.0)
     total = tl.sum(l_i * w, 1, keep_dims=True)
     out = tl.sum(acc * w, 1, keep_dims=True) / tl.where(total > 0, total, 1.0)
-    row = (b * Hq + h).to(tl.int64) * n_splits + split  # [GROUP_P, 1, 1]
-    tl.store(po_ptr + row * BLOCK_D + offs_d, out, mask=head_ok)
-    tl.store(plse_ptr + row, m + tl.log(total), mask=head_ok)
+    row = (bkv.to(tl.int64) * n_splits + split) * GROUP_P + g  # [GROUP_P, 1, 1]
+    tl.store(po_ptr + row * BLOCK_D + offs_d, out)
+    tl.store(plse_ptr + row, m + tl.log(total))
 
 
 @triton.jit
-def _attn_decode_combine(po_ptr, plse_ptr, o_ptr, lse_ptr, n_splits, stride, D, BLOCK_S: tl.constexpr,
-                         BLOCK_D: tl.constexpr):
+def _attn_decode_combine(po_ptr, plse_ptr, o_ptr, lse_ptr, group, n_splits, D,
+                         GROUP_P: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr):
     # flash-decoding, pass 2: one program per (batch, query head) merges its splits' partial
     # outputs by their log-sum-exps; a head whose every key is hidden gets NaN, as one pass would
     bh = tl.program_id(0)
     offs_s = tl.arange(0, BLOCK_S)
     offs_d = tl.arange(0, BLOCK_D)
     s_ok = offs_s < n_splits
-    row = bh.to(tl.int64) * stride + offs_s
+    bkv = bh // group  # batch x kv head (query heads of a batch are consecutive)
+    row = (bkv.to(tl.int64) * n_splits + offs_s) * GROUP_P + bh % group
     lse = tl.load(plse_ptr + row, mask=s_ok, other=NEG_INF)
     m = tl.max(lse, 0)
     w = tl.where(lse > NEG_INF, tl.exp(lse - tl.where(m > NEG_INF, m, 0.0)), 0.0)
@@ -349,21 +352,16 @@ def _decode(q: Any, k: Any, v: Any, mask4: Any, o: Any, lse: Any, group: int, sc
     B, Hq, _, D = q.shape
     Hkv, Lkv = k.shape[1], k.shape[2]
     # partial results for the most splits any config makes (the smallest SPLIT), so the
-    # buffers do not depend on the tuned choice; the combine reads the splits of the config
-    # that ran last (the launch after any tuning)
+    # buffers and the grid do not depend on the tuned choice; one slot per padded group head
     n_max = triton.cdiv(Lkv, min(cf.kwargs["SPLIT"] for cf in _DECODE))
-    po = c.zeros((B * Hq * n_max, block_d), m.float32)
-    plse = c.zeros((B * Hq * n_max,), m.float32)
-    chosen: dict[str, int] = {}
-
-    def grid(meta: dict[str, Any]) -> tuple[int, int]:
-        chosen["n"] = triton.cdiv(Lkv, meta["SPLIT"])
-        return (chosen["n"], B * Hkv)
-
-    _attn_decode[grid](q, k, v, mask4, po, plse, Hq, group, Lkv, D, scale, n_max, *mask_strides,
-                       kind, BLOCK_D=block_d, GROUP_P=next_pow2(group), EVEN_D=D == block_d)
-    _attn_decode_combine[(B * Hq,)](po, plse, o, lse, chosen["n"], n_max, D, BLOCK_S=next_pow2(n_max),
-                                    BLOCK_D=block_d, num_warps=4)
+    gp = next_pow2(group)
+    po = c.zeros((B * Hkv * n_max * gp, block_d), m.float32)
+    plse = c.zeros((B * Hkv * n_max * gp,), m.float32)
+    _attn_decode[(n_max, B * Hkv)](q, k, v, mask4, po, plse, Hq, group, Lkv, D, scale, n_max,
+                                   *mask_strides, kind, BLOCK_D=block_d, GROUP_P=gp,
+                                   EVEN_D=D == block_d)
+    _attn_decode_combine[(B * Hq,)](po, plse, o, lse, group, n_max, D, GROUP_P=gp,
+                                    BLOCK_S=next_pow2(n_max), BLOCK_D=block_d, num_warps=4)
 
 
 def _forward(q: Any, k: Any, v: Any, mask: Any, scale: float) -> tuple[Any, Any]:

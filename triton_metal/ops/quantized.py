@@ -501,7 +501,10 @@ def ternary_matmul(x_q: Any, x_scales: Any, w_packed: Any, w_scale: Any) -> Any:
     x2 = x_q.reshape(-1, K)
     M, N = x2.shape[0], w_packed.shape[0]
     y = c.zeros((M, N), m.float32)
-    if M and N:
+    layout = _gemv_layout(TERNARY, 2, 1, K)
+    if M and N and M <= DECODE_MAX_M and layout is not None:
+        _gemv_launch(x2, w_packed, x_scales.reshape(-1), w_scale.reshape(1), y, N, layout, TERNARY)
+    elif M and N:
         grid = lambda meta: (triton.cdiv(N, meta["BLOCK_N"]), triton.cdiv(M, meta["BLOCK_M"]))  # noqa: E731
         _ternary_mm[grid](x2, x_scales.reshape(-1), w_packed, w_scale.reshape(1), y, M, N, K,
                           DECODE=M <= DECODE_MAX_M)

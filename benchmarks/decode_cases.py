@@ -1,0 +1,71 @@
+"""The decode-time ops at a model's shapes, for `gpuproxy` captures (and anyone timing them).
+
+`python benchmarks/decode_cases.py CASE...` runs each case once (default: all). Cases, all at
+M = 1 (one token), K = N = 4096, float16 activations:
+
+| case | call |
+|---|---|
+| `q4` | `quantized_matmul`, affine 4-bit, group 64 (`mx.quantize`'s default) |
+| `mxfp4` | `quantized_matmul`, mode "mxfp4" |
+| `int8` | `int8_matmul` (int8 weights, per-channel scales) |
+| `ternary` | `ternary_matmul` (int8 activations, 2-bit ternary weights) |
+| `sdpa` | `scaled_dot_product_attention`, one query, 32 query heads over 8 kv heads, 4096 keys, D = 128 |
+
+Capture one case per folder and replay them on a GPU beside a copy of the same bytes and the
+references in `decode_proxy_refs.py` (docs/ops.md, "Decode speed", gives the commands).
+"""
+
+from __future__ import annotations
+
+import sys
+
+import mlx.core as mx
+
+from triton_metal import ops
+
+K = N = 4096
+HQ, HKV, LKV, D = 32, 8, 4096, 128
+
+
+def _q4() -> mx.array:
+    x = mx.random.normal((1, K)).astype(mx.float16)
+    wq, s, b = mx.quantize(mx.random.normal((N, K)).astype(mx.float16), group_size=64, bits=4)
+    return ops.quantized_matmul(x, wq, s, b, group_size=64, bits=4)
+
+
+def _mxfp4() -> mx.array:
+    x = mx.random.normal((1, K)).astype(mx.float16)
+    wq, s = mx.quantize(mx.random.normal((N, K)), group_size=32, bits=4, mode="mxfp4")
+    return ops.quantized_matmul(x, wq, s, group_size=32, bits=4, mode="mxfp4")
+
+
+def _int8() -> mx.array:
+    x = mx.random.normal((1, K)).astype(mx.float16)
+    wq, s = ops.pack_int8(mx.random.normal((N, K)).astype(mx.float16))
+    return ops.int8_matmul(x, wq, s)
+
+
+def _ternary() -> mx.array:
+    xq, xs = ops.quantize_activations(mx.random.normal((1, K)))
+    wp, ws = ops.pack_ternary(mx.random.normal((N, K)))
+    return ops.ternary_matmul(xq, xs, wp, ws)
+
+
+def _sdpa() -> mx.array:
+    q = mx.random.normal((1, HQ, 1, D)).astype(mx.float16)
+    k = mx.random.normal((1, HKV, LKV, D)).astype(mx.float16)
+    v = mx.random.normal((1, HKV, LKV, D)).astype(mx.float16)
+    return ops.scaled_dot_product_attention(q, k, v, scale=D ** -0.5)
+
+
+CASES = {"q4": _q4, "mxfp4": _mxfp4, "int8": _int8, "ternary": _ternary, "sdpa": _sdpa}
+
+
+def main(argv: list[str]) -> int:
+    for name in argv or list(CASES):
+        mx.eval(CASES[name]())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

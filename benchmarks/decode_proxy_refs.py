@@ -1,0 +1,103 @@
+"""Inputs, float64 checks and timing references for replaying `decode_cases.py` captures with
+`gpuproxy/replay.py` (`--inputs`, `--check-fn`, `--time-ref-fn` of this file's functions).
+
+Works for the kernels of any version of the ops (the parameter names `x_ptr`, `w_ptr`, ... are
+shared; the weights are told apart by dtype): packed weights get random codes (replay would
+otherwise make integer inputs zero), the checks dequantize them independently in float64, and
+the references are a dense float16 GEMV (`F.linear`, 4x the bytes of 4-bit weights) and
+PyTorch's `scaled_dot_product_attention`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+_E2M1 = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)
+_SDPA: dict[str, Any] = {}
+
+
+def _param(launch: dict[str, Any], name: str) -> dict[str, Any] | None:
+    return next((i for i in launch["inputs"] if i["param"] == name and i["role"] == "array"), None)
+
+
+def inputs(launch: dict[str, Any], device: str) -> dict[str, Any]:
+    w, s = _param(launch, "w_ptr"), _param(launch, "s_ptr")
+    if w is None:
+        return {}
+    shape, got = tuple(w["shape"]), {}
+    if w["dtype"] == "uint32":
+        got["w_ptr"] = torch.randint(0, 2 ** 31, shape, dtype=torch.int64, device=device).to(torch.uint32)
+    elif w["dtype"] == "int8":
+        got["w_ptr"] = torch.randint(-127, 128, shape, dtype=torch.int8, device=device)
+    elif w["dtype"] == "uint8":  # ternary: four codes 0, 1, 2 a byte
+        codes = torch.randint(0, 3, shape + (4,), dtype=torch.int32, device=device)
+        got["w_ptr"] = (codes << torch.tensor([0, 2, 4, 6], device=device)).sum(-1).to(torch.uint8)
+    if s is not None and s["dtype"] == "uint8":  # E8M0 scales near 1
+        got["s_ptr"] = torch.randint(120, 134, tuple(s["shape"]), dtype=torch.int32, device=device).to(torch.uint8)
+    x = _param(launch, "x_ptr")
+    if x is not None and x["dtype"] == "int8":
+        got["x_ptr"] = torch.randint(-127, 128, tuple(x["shape"]), dtype=torch.int8, device=device)
+    return got
+
+
+def _codes(w: torch.Tensor, bits: int) -> torch.Tensor:
+    """Little-endian codes of each row of uint32 words (or uint8 bytes), float64."""
+    width = 32 if w.dtype == torch.uint32 else 8
+    v = w.to(torch.int64) & ((1 << width) - 1)
+    shifts = torch.arange(0, width, bits, device=w.device)
+    return ((v[..., None] >> shifts) & ((1 << bits) - 1)).reshape(w.shape[0], -1).double()
+
+
+def _weights(names: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """(x in float64, the dequantized (N, K) matrix in float64) for a quantized launch."""
+    w, x = names["w_ptr"], names["x_ptr"].double()
+    K = x.shape[-1]
+    if w.dtype == torch.int8:  # int8_matmul: per-output-channel scale
+        return x, w.double() * names["s_ptr"].double()[:, None]
+    if w.dtype == torch.uint8:  # ternary: code - 1, per-row activation scale, per-tensor weight scale
+        xs = names["xs_ptr"] if "xs_ptr" in names else names["s_ptr"]
+        ws = names["ws_ptr"] if "ws_ptr" in names else names["b_ptr"]
+        return x * xs.double()[:, None], (_codes(w, 2) - 1) * ws.double().reshape(())
+    s = names["s_ptr"]
+    if s.dtype == torch.uint8:  # mxfp4, group 32
+        c = _codes(w, 4).long()
+        mag = torch.tensor(_E2M1, dtype=torch.float64, device=w.device)[c & 7]
+        val = torch.where((c & 8) != 0, -mag, mag)
+        return x, val * torch.exp2(s.double() - 127).repeat_interleave(32, 1)
+    bits = w.shape[1] * 32 // K
+    group = K // s.shape[1]
+    scale = s.double().repeat_interleave(group, 1)
+    return x, _codes(w, bits) * scale + names["b_ptr"].double().repeat_interleave(group, 1)
+
+
+def check(launch: dict[str, Any], names: dict[str, Any]) -> dict[str, Any] | None:
+    if "w_ptr" in names and "y_ptr" in names:
+        x, wd = _weights(names)
+        return {"y_ptr": x @ wd.T}
+    if "q_ptr" in names:  # decode attention: the reference of the (batch, head) outputs
+        q, k, v = (names[p].double() for p in ("q_ptr", "k_ptr", "v_ptr"))
+        rep = q.shape[1] // k.shape[1]
+        ref = F.scaled_dot_product_attention(q, k.repeat_interleave(rep, 1), v.repeat_interleave(rep, 1),
+                                             scale=names["scale"])
+        _SDPA["o"] = ref
+        return {"o_ptr": ref} if "o_ptr" in names else {}
+    if "po_ptr" in names and "o_ptr" in names and "o" in _SDPA:  # flash-decoding's combine
+        return {"o_ptr": _SDPA["o"]}
+    return None
+
+
+def time_refs(launch: dict[str, Any], names: dict[str, Any]) -> dict[str, Any] | None:
+    if "w_ptr" in names and "y_ptr" in names:
+        x = names["x_ptr"]
+        N, K = names["y_ptr"].shape[-1], x.shape[-1]
+        dense = torch.randn((N, K), dtype=torch.float16, device=x.device)
+        x16 = x.to(torch.float16)
+        return {"dense fp16 GEMV": lambda: F.linear(x16, dense)}
+    if "q_ptr" in names and "k_ptr" in names:
+        q, k, v = names["q_ptr"], names["k_ptr"], names["v_ptr"]
+        return {"torch sdpa (GQA)": lambda: F.scaled_dot_product_attention(q, k, v, scale=names["scale"],
+                                                                           enable_gqa=True)}
+    return None
