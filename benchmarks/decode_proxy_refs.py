@@ -53,15 +53,19 @@ def _codes(w: torch.Tensor, bits: int) -> torch.Tensor:
 
 def _weights(names: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor] | None:
     """(x in float64, the dequantized (N, K) matrix in float64) for a quantized launch."""
-    w, x = names["w_ptr"], names["x_ptr"].double()
+    w, x, s = names["w_ptr"], names["x_ptr"].double(), names["s_ptr"]
     K = x.shape[-1]
-    if w.dtype == torch.int8:  # int8_matmul: per-output-channel scale
-        return x, w.double() * names["s_ptr"].double()[:, None]
-    if w.dtype == torch.uint8:  # ternary: code - 1, per-row activation scale, per-tensor weight scale
-        xs = names["xs_ptr"] if "xs_ptr" in names else names["s_ptr"]
+    # int8 and ternary weights come as int8 / uint8 bytes, or as the uint32 words viewing them
+    per_word = K // w.shape[1] if w.dtype == torch.uint32 else 0
+    if w.dtype == torch.int8 or (s.dim() == 1 and per_word == 4):  # int8: per-output-channel scale
+        b = w.double() if w.dtype == torch.int8 else _codes(w, 8)
+        b = torch.where(b >= 128, b - 256, b)
+        return x, b * s.double()[:, None]
+    if w.dtype == torch.uint8 or (s.dim() == 1 and per_word == 16):
+        # ternary: code - 1, per-row activation scale, per-tensor weight scale
+        xs = names["xs_ptr"] if "xs_ptr" in names else s
         ws = names["ws_ptr"] if "ws_ptr" in names else names["b_ptr"]
         return x * xs.double()[:, None], (_codes(w, 2) - 1) * ws.double().reshape(())
-    s = names["s_ptr"]
     if s.dtype == torch.uint8:  # mxfp4, group 32
         c = _codes(w, 4).long()
         mag = torch.tensor(_E2M1, dtype=torch.float64, device=w.device)[c & 7]
@@ -74,7 +78,8 @@ def _weights(names: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor] | None:
 
 
 def check(launch: dict[str, Any], names: dict[str, Any]) -> dict[str, Any] | None:
-    if "w_ptr" in names and "y_ptr" in names:
+    # `names` holds the launch's inputs; its outputs are listed in `launch`
+    if "w_ptr" in names:
         x, wd = _weights(names)
         return {"y_ptr": x @ wd.T}
     if "q_ptr" in names:  # decode attention: the reference of the (batch, head) outputs
@@ -83,16 +88,17 @@ def check(launch: dict[str, Any], names: dict[str, Any]) -> dict[str, Any] | Non
         ref = F.scaled_dot_product_attention(q, k.repeat_interleave(rep, 1), v.repeat_interleave(rep, 1),
                                              scale=names["scale"])
         _SDPA["o"] = ref
-        return {"o_ptr": ref} if "o_ptr" in names else {}
-    if "po_ptr" in names and "o_ptr" in names and "o" in _SDPA:  # flash-decoding's combine
+        # one-pass kernels write o_ptr; flash-decoding's first pass writes partials
+        return {} if any(o["param"] == "po_ptr" for o in launch["outputs"]) else {"o_ptr": ref}
+    if "po_ptr" in names and "o" in _SDPA:  # flash-decoding's combine
         return {"o_ptr": _SDPA["o"]}
     return None
 
 
 def time_refs(launch: dict[str, Any], names: dict[str, Any]) -> dict[str, Any] | None:
-    if "w_ptr" in names and "y_ptr" in names:
+    if "w_ptr" in names:
         x = names["x_ptr"]
-        N, K = names["y_ptr"].shape[-1], x.shape[-1]
+        N, K = names["w_ptr"].shape[0], x.shape[-1]
         dense = torch.randn((N, K), dtype=torch.float16, device=x.device)
         x16 = x.to(torch.float16)
         return {"dense fp16 GEMV": lambda: F.linear(x16, dense)}

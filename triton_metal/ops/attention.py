@@ -128,7 +128,18 @@ def _prune_decode(configs: list[Any], named_args: dict[str, Any], **kwargs: Any)
 
 
 _DECODE = [triton.Config({"SPLIT": s, "BLOCK_N": n}, num_warps=w)
-           for s, n, w in ((128, 16, 4), (256, 16, 4), (64, 16, 4), (128, 8, 4), (256, 32, 8), (512, 16, 4))]
+           for s, n, w in ((64, 8, 4), (64, 16, 4), (32, 8, 4), (32, 8, 2), (64, 8, 2), (128, 8, 4),
+                           (128, 16, 4), (256, 16, 8))]
+
+
+@triton.jit
+def _kv_block(ptr, at, ok, dmask, EVEN_D: tl.constexpr):
+    # a tile of rows `ok`, zero elsewhere; the head-dim mask only where D is padded
+    if EVEN_D:
+        t = tl.load(ptr + at, mask=ok, other=0.0)
+    else:
+        t = tl.load(ptr + at, mask=ok & dmask, other=0.0)
+    return t
 
 
 @triton.autotune(configs=_DECODE, key=["BLOCK_D", "GROUP_P", "MASK", "EVEN_D"],
@@ -153,14 +164,14 @@ def _attn_decode(q_ptr, k_ptr, v_ptr, mask_ptr, po_ptr, plse_ptr, Hq, group, Lkv
     offs_n = tl.arange(0, BLOCK_N)[None, :, None]
     offs_d = tl.arange(0, BLOCK_D)[None, None, :]
     dmask = offs_d < D
-    # q read as a full [GROUP_P, BLOCK_N, BLOCK_D] tile (each key slot's copy), so the tiles
-    # share the key tile's layout: lanes along the head dim with 16-byte vectors, warps along
-    # the keys, the group's heads in every thread's registers
-    q = tl.load(q_ptr + (b * Hq + h).to(tl.int64) * D + offs_d + offs_n * 0,
-                mask=head_ok & dmask, other=0.0).to(tl.float32)
     lo = split * SPLIT
     hi = tl.minimum(lo + SPLIT, Lkv)
     kv_base = bkv.to(tl.int64) * Lkv * D
+    # the first key block is read before q, so the tiles take the key tile's layout (lanes
+    # along the head dim in 4-element vectors, warps along the keys, the group's heads in
+    # every thread's registers), and each step reads the next block's keys ahead of its math
+    k = _kv_block(k_ptr, kv_base + (lo + offs_n) * D + offs_d, (lo + offs_n) < hi, dmask, EVEN_D)
+    q = _kv_block(q_ptr, (b * Hq + h).to(tl.int64) * D + offs_d, head_ok, dmask, EVEN_D).to(tl.float32)
     m_i = tl.full([GROUP_P, BLOCK_N, 1], NEG_INF, tl.float32)
     l_i = tl.zeros([GROUP_P, BLOCK_N, 1], tl.float32)
     acc = tl.zeros([GROUP_P, BLOCK_N, BLOCK_D], tl.float32)
@@ -168,13 +179,9 @@ def _attn_decode(q_ptr, k_ptr, v_ptr, mask_ptr, po_ptr, plse_ptr, Hq, group, Lkv
         cols = start_n + offs_n
         ok = cols < hi
         at = kv_base + cols * D + offs_d
-        if EVEN_D:
-            k = tl.load(k_ptr + at, mask=ok, other=0.0).to(tl.float32)
-            v = tl.load(v_ptr + at, mask=ok, other=0.0).to(tl.float32)
-        else:
-            k = tl.load(k_ptr + at, mask=ok & dmask, other=0.0).to(tl.float32)
-            v = tl.load(v_ptr + at, mask=ok & dmask, other=0.0).to(tl.float32)
-        s = tl.sum(q * k, 2, keep_dims=True) * scale
+        v = _kv_block(v_ptr, at, ok, dmask, EVEN_D)
+        k_next = _kv_block(k_ptr, at + BLOCK_N * D, (cols + BLOCK_N) < hi, dmask, EVEN_D)
+        s = tl.sum(q * k.to(tl.float32), 2, keep_dims=True) * scale
         if MASK == 2:  # a uniform branch: no mask, no predicated loads
             s += tl.load(mask_ptr + b.to(tl.int64) * smb + h * smh + cols * smk,
                          mask=ok & head_ok, other=0.0).to(tl.float32)
@@ -185,8 +192,9 @@ def _attn_decode(q_ptr, k_ptr, v_ptr, mask_ptr, po_ptr, plse_ptr, Hq, group, Lkv
         p = tl.exp(s - m_ref)
         alpha = tl.exp(m_i - m_ref)
         l_i = l_i * alpha + p
-        acc = acc * alpha + p * v
+        acc = acc * alpha + p * v.to(tl.float32)
         m_i = m_new
+        k = k_next
     m = tl.max(m_i, 1, keep_dims=True)
     w = tl.where(m_i > NEG_INF, tl.exp(m_i - m), 0.0)
     total = tl.sum(l_i * w, 1, keep_dims=True)
@@ -198,23 +206,26 @@ def _attn_decode(q_ptr, k_ptr, v_ptr, mask_ptr, po_ptr, plse_ptr, Hq, group, Lkv
 
 @triton.jit
 def _attn_decode_combine(po_ptr, plse_ptr, o_ptr, lse_ptr, group, n_splits, D,
-                         GROUP_P: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr):
-    # flash-decoding, pass 2: one program per (batch, query head) merges its splits' partial
-    # outputs by their log-sum-exps; a head whose every key is hidden gets NaN, as one pass would
+                         GROUP_P: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr,
+                         CHUNK_D: tl.constexpr):
+    # flash-decoding, pass 2: program (batch x query head, chunk of CHUNK_D head dims) merges
+    # its splits' partial outputs by their log-sum-exps, reading only the splits that saw keys;
+    # a head whose every key is hidden gets NaN, as one pass would
     bh = tl.program_id(0)
     offs_s = tl.arange(0, BLOCK_S)
-    offs_d = tl.arange(0, BLOCK_D)
-    s_ok = offs_s < n_splits
+    offs_d = tl.program_id(1) * CHUNK_D + tl.arange(0, CHUNK_D)
     bkv = bh // group  # batch x kv head (query heads of a batch are consecutive)
     row = (bkv.to(tl.int64) * n_splits + offs_s) * GROUP_P + bh % group
-    lse = tl.load(plse_ptr + row, mask=s_ok, other=NEG_INF)
+    lse = tl.load(plse_ptr + row, mask=offs_s < n_splits, other=NEG_INF)
     m = tl.max(lse, 0)
-    w = tl.where(lse > NEG_INF, tl.exp(lse - tl.where(m > NEG_INF, m, 0.0)), 0.0)
+    seen = lse > NEG_INF
+    w = tl.where(seen, tl.exp(lse - tl.where(m > NEG_INF, m, 0.0)), 0.0)
     total = tl.sum(w, 0)
-    po = tl.load(po_ptr + row[:, None] * BLOCK_D + offs_d[None, :], mask=s_ok[:, None], other=0.0)
+    po = tl.load(po_ptr + row[:, None] * BLOCK_D + offs_d[None, :], mask=seen[:, None], other=0.0)
     out = tl.sum(po * w[:, None], 0) / total
     tl.store(o_ptr + bh.to(tl.int64) * D + offs_d, out, mask=offs_d < D)
-    tl.store(lse_ptr + bh, m + tl.log(total))
+    if tl.program_id(1) == 0:
+        tl.store(lse_ptr + bh, m + tl.log(total))
 
 
 @triton.jit
@@ -360,8 +371,10 @@ def _decode(q: Any, k: Any, v: Any, mask4: Any, o: Any, lse: Any, group: int, sc
     _attn_decode[(n_max, B * Hkv)](q, k, v, mask4, po, plse, Hq, group, Lkv, D, scale, n_max,
                                    *mask_strides, kind, BLOCK_D=block_d, GROUP_P=gp,
                                    EVEN_D=D == block_d)
-    _attn_decode_combine[(B * Hq,)](po, plse, o, lse, group, n_max, D, GROUP_P=gp,
-                                    BLOCK_S=next_pow2(n_max), BLOCK_D=block_d, num_warps=4)
+    chunk = min(32, block_d)
+    _attn_decode_combine[(B * Hq, block_d // chunk)](po, plse, o, lse, group, n_max, D, GROUP_P=gp,
+                                                     BLOCK_S=next_pow2(n_max), BLOCK_D=block_d,
+                                                     CHUNK_D=chunk, num_warps=2)
 
 
 def _forward(q: Any, k: Any, v: Any, mask: Any, scale: float) -> tuple[Any, Any]:

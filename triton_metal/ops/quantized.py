@@ -158,7 +158,8 @@ def _prune_gemv(configs: list[Any], named_args: dict[str, Any], **kwargs: Any) -
 
 
 _GEMV_CONFIGS = [triton.Config({"BLOCK_N": n, "BLOCK_G": g}, num_warps=w)
-                 for n, g, w in ((32, 4, 4), (64, 4, 4), (16, 8, 4), (32, 8, 8), (64, 2, 4), (128, 2, 8))]
+                 for n, g, w in ((16, 8, 4), (32, 8, 8), (8, 16, 4), (4, 32, 4), (2, 64, 4), (4, 64, 8),
+                                 (1, 64, 2), (2, 32, 2), (8, 8, 2), (32, 4, 4), (64, 2, 4))]
 
 
 @triton.jit
@@ -166,8 +167,12 @@ def _gemv_step(words, x_ptrs, xmask, ROWS: tl.constexpr, BITS: tl.constexpr, MOD
                BLOCK_N: tl.constexpr, BLOCK_G: tl.constexpr, WPG: tl.constexpr, PAD: tl.constexpr):
     # one step's codes times x: `qx` sums code * x over each word's codes (for a row of x and a
     # packed row), `xs` sums x over the same codes (the affine bias and the ternary -1 need it)
-    EPW: tl.constexpr = (8 if MODE >= 2 else 32) // BITS
+    EPW: tl.constexpr = 32 // BITS
     CODE: tl.constexpr = (1 << BITS) - 1
+    if MODE == 2:
+        # int8: each byte's sign bit flipped makes it `value + 128` unsigned (the 128 comes
+        # off through xs), so its code is masked in place like an affine one
+        words = words ^ 0x80808080
     qx = tl.zeros([ROWS, BLOCK_N, BLOCK_G, WPG], tl.float32)
     xs = tl.zeros([ROWS, 1, BLOCK_G, WPG], tl.float32)
     for j in tl.static_range(EPW):
@@ -176,9 +181,7 @@ def _gemv_step(words, x_ptrs, xmask, ROWS: tl.constexpr, BITS: tl.constexpr, MOD
         else:
             xj = tl.load(x_ptrs + j).to(tl.float32)
         xs += xj
-        if MODE == 2:
-            qx += words.to(tl.float32) * xj  # int8 bytes
-        elif MODE == 1:
+        if MODE == 1:
             # E2M1 through a table of twice the magnitudes (0, 0.5, 1, 1.5, 2, 3, 4, 6) in
             # nibbles, the sign flipped on the float's bits; the 0.5 is in the group scale
             nib = (words >> (4 * j)) & 15
@@ -203,9 +206,9 @@ def _gemv(x_ptr, w_ptr, s_ptr, b_ptr, y_ptr, M, N, K, wpr, gpr, steps, ROWS: tl.
     # (a thread owns 4 consecutive words of one group of one row), x read once per step for
     # every row a thread owns, one scale and bias per group, partial sums in registers across
     # the whole K loop and reduced once; no threadgroup memory or barrier inside the loop.
-    # A step covers BLOCK_G groups of WPG words (int8 and ternary: of WPG bytes, so 16-byte
-    # vectors: their uint8 / int8 buffers cannot be read as uint32).
-    EPW: tl.constexpr = (8 if MODE >= 2 else 32) // BITS  # codes per uint32 word or byte
+    # A step covers BLOCK_G groups of WPG words (int8 and ternary: of 4 words, their bytes
+    # viewed as uint32 by the launcher, since a kernel cannot reinterpret an int8 pointer).
+    EPW: tl.constexpr = 32 // BITS  # codes per word
     pid = tl.program_id(0)
     offs_n = pid * BLOCK_N + tl.arange(0, BLOCK_N)
     rows = tl.where(offs_n < N, offs_n, 0)[None, :, None, None]  # the tail re-reads row 0
@@ -232,7 +235,7 @@ def _gemv(x_ptr, w_ptr, s_ptr, b_ptr, y_ptr, M, N, K, wpr, gpr, steps, ROWS: tl.
             acc += qx * tl.exp2(tl.load(s_ptrs).to(tl.float32) - 128.0)
             s_ptrs += BLOCK_G
         elif MODE == 2:
-            acc += qx
+            acc += qx - 128.0 * xs
         else:
             acc += qx - xs  # ternary: value = code - 1
         w_ptrs += BLOCK_G * WPG
@@ -250,16 +253,16 @@ def _gemv(x_ptr, w_ptr, s_ptr, b_ptr, y_ptr, M, N, K, wpr, gpr, steps, ROWS: tl.
 def _gemv_layout(mode: int, bits: int, group: int, K: int) -> tuple[int, int, int] | None:
     """`(BITS, WPG, steps)` of the GEMV kernel for a packed layout, or None where it does not
     apply: codes that straddle words (3, 5, 6 bits), or int8 and ternary rows (K and K / 4
-    bytes) that do not split into whole 16-byte groups."""
+    bytes) that do not split into whole 16-byte vectors."""
     if mode == AFFINE and bits in (2, 4, 8):
         wpg = group * bits // 32
         return bits, wpg, K // group
     if mode == MXFP4:
         return 4, 4, K // 32
     if mode == INT8 and K % 16 == 0:
-        return 8, 16, K // 16
+        return 8, 4, K // 16
     if mode == TERNARY and K % 64 == 0:
-        return 2, 16, K // 64
+        return 2, 4, K // 64
     return None
 
 
@@ -267,7 +270,9 @@ def _gemv_launch(x2: Any, w: Any, s: Any, b: Any, y: Any, N: int, layout: tuple[
                  mode: int) -> None:
     M, K = x2.shape
     bits, wpg, steps = layout
-    wpr = K * bits // (8 if mode in (INT8, TERNARY) else 32)
+    wpr = K * bits // 32
+    if mode in (INT8, TERNARY):  # bytes read as little-endian words: a code stream as affine
+        w = c.mx().view(w, c.mx().uint32)
     rows = next_pow2(M)
     gpr = steps if mode in (AFFINE, MXFP4) else 1
     _gemv[lambda meta: (triton.cdiv(N, meta["BLOCK_N"]),)](
