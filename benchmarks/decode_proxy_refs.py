@@ -53,7 +53,8 @@ def _codes(w: torch.Tensor, bits: int) -> torch.Tensor:
 
 def _weights(names: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor] | None:
     """(x in float64, the dequantized (N, K) matrix in float64) for a quantized launch."""
-    w, x, s = names["w_ptr"], names["x_ptr"].double(), names["s_ptr"]
+    w, x = names["w_ptr"], names["x_ptr"].double()
+    s = names["s_ptr"] if "s_ptr" in names else names["xs_ptr"]  # older ternary kernels: xs_ptr
     K = x.shape[-1]
     # int8 and ternary weights come as int8 / uint8 bytes, or as the uint32 words viewing them
     per_word = K // w.shape[1] if w.dtype == torch.uint32 else 0

@@ -60,6 +60,20 @@ def test_attention_half(dtype):
                 lambda a, b, c: sdpa(a, b, c, **kw), (q, k, v), dtype, (0, 1, 2), scale=4)
 
 
+@pytest.mark.parametrize("hidden", [None, (0, 100)])
+def test_decode_splits(hidden):
+    # flash-decoding: 200 keys over several splits, a group of 3 query heads (padded to 4)
+    # sharing each kv head; a boolean mask hiding whole splits (their partials are empty)
+    q, k, v = _qkv(2, 6, 2, 1, 200, 64)
+    mask = None
+    if hidden is not None:
+        keep = np.random.default_rng(5).random((2, 6, 1, 200)) > 0.2
+        keep[..., hidden[0]:hidden[1]] = False
+        mask = mx.array(keep)
+    ours = ops.scaled_dot_product_attention(q, k, v, scale=0.125, mask=mask)
+    assert_close(ours, sdpa(q, k, v, scale=0.125, mask=mask), "float32", scale=5)
+
+
 def test_attention_long_sequence():
     q, k, v = _qkv(1, 1, 1, 1000, 1000, 64, "float16")
     kw = dict(scale=0.125, mask="causal")

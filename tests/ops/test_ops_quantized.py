@@ -36,6 +36,38 @@ def test_affine_decode_and_tiled_with_grad(M, transpose, bits):
     check_grads(ours, ref, (x,), "float32", scale=50)
 
 
+@pytest.mark.parametrize("M", [1, 2, 3, 8])
+def test_gemv_rows_and_steps(M):
+    # the GEMV variants per row count (3 pads to 4 rows); K = 1024 in groups of 32 makes several
+    # steps of the K loop; N = 40 leaves a partial block of outputs
+    x = randn((M, 1024), seed=M)
+    wq, s, b = _quantized(40, 1024, True, group_size=32, bits=4)
+    kw = dict(group_size=32, bits=4)
+    assert_close(ops.quantized_matmul(x, wq, s, b, **kw), mx.quantized_matmul(x, wq, s, b, **kw), "float32",
+                 scale=20)
+
+
+@pytest.mark.parametrize("M", [1, 3])
+def test_ternary_gemv(M):
+    # K a multiple of 64: the GEMV kernel on the bytes viewed as words
+    w, x = randn((24, 256), seed=2), randn((M, 256), seed=M)
+    wp, ws = ops.pack_ternary(w)
+    xq, xs = ops.quantize_activations(x)
+    codes = (np.array(wp)[:, :, None] >> np.array([0, 2, 4, 6], np.uint8)) & 3
+    ternary = codes.reshape(24, 256).astype(np.float64) - 1
+    ref = (np.array(xq).astype(np.float64) * np.array(xs)[:, None]) @ (ternary * float(ws)).T
+    np.testing.assert_allclose(np.array(ops.ternary_matmul(xq, xs, wp, ws)), ref, rtol=1e-5, atol=1e-4)
+
+
+def test_int8_gemv_extremes():
+    # -128 (which pack_int8 never makes) and 127 through the sign-flip decoding
+    wq = mx.array(np.tile(np.array([-128, 127, -1, 0], np.int8), (8, 8)))
+    s = randn((8,), seed=3)
+    x = randn((1, 32), seed=4)
+    ref = np.array(x, np.float64) @ (np.array(wq, np.float64) * np.array(s, np.float64)[:, None]).T
+    np.testing.assert_allclose(np.array(ops.int8_matmul(x, wq, s)), ref, rtol=1e-5, atol=1e-4)
+
+
 @pytest.mark.parametrize("M, transpose", [(4, True), (17, False)])
 def test_mxfp4(M, transpose):
     x = randn((2, M, 96))

@@ -12,8 +12,11 @@ head dimension serves every mask):
 * prefill (`Lq > 1`): FlashAttention-2, one program per (block of `BLOCK_M` queries, batch x
   query head), streaming key/value blocks of `BLOCK_N` through `tl.dot`; causal programs stop at
   their last visible key block.
-* decode (`Lq == 1`): one program per (batch, query head), streaming blocks of keys with
-  elementwise products and row sums (a 1-row `tl.dot` would waste 15 of 16 rows).
+* decode (`Lq == 1`): flash-decoding. Pass 1, one program per (split of `SPLIT` keys, batch x
+  kv head), reads its keys and values once for all the query heads of the group, with
+  elementwise products and row sums (a 1-row `tl.dot` would waste 15 of 16 rows) and a per-slot
+  online softmax, and writes each head's normalised partial output and log-sum-exp; pass 2
+  merges the splits per (batch x query head, chunk of the head dim).
 * backward: `delta = rowsum(dO * O)` per query row; then `dK, dV` one program per (key block,
   batch x key/value head), summing over the group's query heads and every query block, and
   `dQ` one program per (query block, batch x query head):
@@ -124,11 +127,11 @@ def _prune_decode(configs: list[Any], named_args: dict[str, Any], **kwargs: Any)
     fitting = [cf for cf in configs
                if cf.kwargs["SPLIT"] % cf.kwargs["BLOCK_N"] == 0
                and gp * cf.kwargs["BLOCK_N"] * block_d <= 64 * 32 * cf.num_warps]
-    return c.first_or_all(fitting or [triton.Config({"SPLIT": 64, "BLOCK_N": 8}, num_warps=4)])
+    return c.first_or_all(fitting or [triton.Config({"SPLIT": 32, "BLOCK_N": 8}, num_warps=4)])
 
 
 _DECODE = [triton.Config({"SPLIT": s, "BLOCK_N": n}, num_warps=w)
-           for s, n, w in ((64, 8, 4), (64, 16, 4), (32, 8, 4), (32, 8, 2), (64, 8, 2), (128, 8, 4),
+           for s, n, w in ((32, 8, 4), (64, 8, 4), (64, 16, 4), (32, 8, 2), (64, 8, 2), (128, 8, 4),
                            (128, 16, 4), (256, 16, 8))]
 
 

@@ -16,10 +16,14 @@ The kernels compute `y = x @ W^T` (`TRANS`, `W` the dequantized `(rows, elems) =
 matrix) or `y = x @ W` (`W` of `(K, N)`), decoding weight tiles in registers (`_dequant`) and
 accumulating in float32. `bits` and the group size are run-time arguments (one compiled variant
 per dtype, layout and mode serves every width). The gradient of `x` is the same kernel with the
-other `TRANS` (`dx = dy @ W` or `dy @ W^T`). Two kernels:
-* `_qmv`, decode (`M <= 8`): one program per block of outputs holding every row of `x`, so each
-  weight byte is read once; products reduced over K in registers (memory-bound; tuned over
-  `BLOCK_N`, `BLOCK_K`).
+other `TRANS` (`dx = dy @ W` or `dy @ W^T`). Three kernels:
+* `_gemv`, decode (`M <= 8`, `y = x @ W^T`) for the layouts whose codes never straddle a word
+  (affine 2, 4, 8 bits, mxfp4, int8 and ternary bytes viewed as words): a variant per row
+  count, 16-byte vector loads of packed words, per-group scales, partial sums in registers
+  over the whole K loop reduced once (memory-bound; tuned over `BLOCK_N`, `BLOCK_G`).
+* `_qmv`, decode for the rest (3, 5, 6 bits, `transpose=False`, K that `_gemv` cannot step):
+  one program per block of outputs holding every row of `x`, so each weight byte is read once;
+  dequantized tiles, products reduced over K every step (tuned over `BLOCK_N`, `BLOCK_K`).
 * `_qmm`, tiled (`M > 8`): a 2-D grid of `BLOCK_M x BLOCK_N` output tiles through `tl.dot`,
   tuned over the three blocks.
 """
@@ -154,9 +158,15 @@ def _prune_gemv(configs: list[Any], named_args: dict[str, Any], **kwargs: Any) -
                and cf.kwargs["BLOCK_N"] * cf.kwargs["BLOCK_G"] * wpg >= 4 * 32 * cf.num_warps]
     if not fitting:  # a short or odd row: one group per step, every row of the tile busy
         fitting = [triton.Config({"BLOCK_N": 32, "BLOCK_G": 1}, num_warps=max(1, min(4, 8 * wpg // 32)))]
+    # the default (first) config: the fastest measured for the mode, where one fits
+    best = _GEMV_DEFAULT.get(int(kwargs["MODE"]))
+    fitting.sort(key=lambda cf: (cf.kwargs["BLOCK_N"], cf.kwargs["BLOCK_G"], cf.num_warps) != best)
     return c.first_or_all(fitting)
 
 
+# int8 rows (4-byte words of 4 codes) ran fastest with 16 groups a step, 8 rows a program, 4
+# warps (gpuproxy, docs/ops.md); the other modes with the list's first config
+_GEMV_DEFAULT = {INT8: (8, 16, 4)}
 _GEMV_CONFIGS = [triton.Config({"BLOCK_N": n, "BLOCK_G": g}, num_warps=w)
                  for n, g, w in ((16, 8, 4), (32, 8, 8), (8, 16, 4), (4, 32, 4), (2, 64, 4), (4, 64, 8),
                                  (1, 64, 2), (2, 32, 2), (8, 8, 2), (32, 4, 4), (64, 2, 4))]
