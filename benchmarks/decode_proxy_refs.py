@@ -29,14 +29,18 @@ def inputs(launch: dict[str, Any], device: str) -> dict[str, Any]:
         return {}
     shape, got = tuple(w["shape"]), {}
     if w["dtype"] == "uint32":
-        got["w_ptr"] = torch.randint(0, 2 ** 31, shape, dtype=torch.int64, device=device).to(torch.uint32)
+        # packed codes, or int8 / ternary bytes the launch views as words (then every code
+        # 0-3 of a ternary byte occurs; kernel and check read code 3 alike, as value 2)
+        words = torch.randint(0, 2 ** 31, shape, dtype=torch.int64, device=device)
+        got["w_ptr"] = words.to(torch.uint32)
     elif w["dtype"] == "int8":
         got["w_ptr"] = torch.randint(-127, 128, shape, dtype=torch.int8, device=device)
     elif w["dtype"] == "uint8":  # ternary: four codes 0, 1, 2 a byte
         codes = torch.randint(0, 3, shape + (4,), dtype=torch.int32, device=device)
         got["w_ptr"] = (codes << torch.tensor([0, 2, 4, 6], device=device)).sum(-1).to(torch.uint8)
     if s is not None and s["dtype"] == "uint8":  # E8M0 scales near 1
-        got["s_ptr"] = torch.randint(120, 134, tuple(s["shape"]), dtype=torch.int32, device=device).to(torch.uint8)
+        e8m0 = torch.randint(120, 134, tuple(s["shape"]), dtype=torch.int32, device=device)
+        got["s_ptr"] = e8m0.to(torch.uint8)
     x = _param(launch, "x_ptr")
     if x is not None and x["dtype"] == "int8":
         got["x_ptr"] = torch.randint(-127, 128, tuple(x["shape"]), dtype=torch.int8, device=device)

@@ -136,8 +136,9 @@ _DECODE = [triton.Config({"SPLIT": s, "BLOCK_N": n}, num_warps=w)
 
 
 @triton.jit
-def _kv_block(ptr, at, ok, dmask, EVEN_D: tl.constexpr):
-    # a tile of rows `ok`, zero elsewhere; the head-dim mask only where D is padded
+def _masked_tile(ptr, at, ok, dmask, EVEN_D: tl.constexpr):
+    # the rows `ok` of a tile (keys, or the group's query heads), zero elsewhere; the head-dim
+    # mask only where D is padded
     if EVEN_D:
         t = tl.load(ptr + at, mask=ok, other=0.0)
     else:
@@ -173,8 +174,8 @@ def _attn_decode(q_ptr, k_ptr, v_ptr, mask_ptr, po_ptr, plse_ptr, Hq, group, Lkv
     # the first key block is read before q, so the tiles take the key tile's layout (lanes
     # along the head dim in 4-element vectors, warps along the keys, the group's heads in
     # every thread's registers), and each step reads the next block's keys ahead of its math
-    k = _kv_block(k_ptr, kv_base + (lo + offs_n) * D + offs_d, (lo + offs_n) < hi, dmask, EVEN_D)
-    q = _kv_block(q_ptr, (b * Hq + h).to(tl.int64) * D + offs_d, head_ok, dmask, EVEN_D).to(tl.float32)
+    k = _masked_tile(k_ptr, kv_base + (lo + offs_n) * D + offs_d, (lo + offs_n) < hi, dmask, EVEN_D)
+    q = _masked_tile(q_ptr, (b * Hq + h).to(tl.int64) * D + offs_d, head_ok, dmask, EVEN_D).to(tl.float32)
     m_i = tl.full([GROUP_P, BLOCK_N, 1], NEG_INF, tl.float32)
     l_i = tl.zeros([GROUP_P, BLOCK_N, 1], tl.float32)
     acc = tl.zeros([GROUP_P, BLOCK_N, BLOCK_D], tl.float32)
@@ -182,8 +183,8 @@ def _attn_decode(q_ptr, k_ptr, v_ptr, mask_ptr, po_ptr, plse_ptr, Hq, group, Lkv
         cols = start_n + offs_n
         ok = cols < hi
         at = kv_base + cols * D + offs_d
-        v = _kv_block(v_ptr, at, ok, dmask, EVEN_D)
-        k_next = _kv_block(k_ptr, at + BLOCK_N * D, (cols + BLOCK_N) < hi, dmask, EVEN_D)
+        v = _masked_tile(v_ptr, at, ok, dmask, EVEN_D)
+        k_next = _masked_tile(k_ptr, at + BLOCK_N * D, (cols + BLOCK_N) < hi, dmask, EVEN_D)
         s = tl.sum(q * k.to(tl.float32), 2, keep_dims=True) * scale
         if MASK == 2:  # a uniform branch: no mask, no predicated loads
             s += tl.load(mask_ptr + b.to(tl.int64) * smb + h * smh + cols * smk,
@@ -361,7 +362,7 @@ def _kind(mask: Any) -> int:
 def _decode(q: Any, k: Any, v: Any, mask4: Any, o: Any, lse: Any, group: int, scale: float,
             mask_strides: tuple[int, int, int], kind: int, block_d: int) -> None:
     """Flash-decoding: the keys split across programs (one pass per kv head serving its whole
-    group of query heads), then one combine program per query head."""
+    group of query heads), then a combine per (query head, 32 head dims)."""
     m = c.mx()
     B, Hq, _, D = q.shape
     Hkv, Lkv = k.shape[1], k.shape[2]

@@ -256,7 +256,8 @@ def _gemv(x_ptr, w_ptr, s_ptr, b_ptr, y_ptr, M, N, K, wpr, gpr, steps, ROWS: tl.
     if MODE == 2:  # one scale per output channel
         y = y * tl.load(s_ptr + offs_n, mask=offs_n < N, other=0.0).to(tl.float32)[None, :]
     elif MODE == 3:  # one scale per row of x, one for the whole matrix
-        y = y * tl.load(s_ptr + tl.arange(0, ROWS), mask=tl.arange(0, ROWS) < M, other=0.0)[:, None] * tl.load(b_ptr)
+        xscale = tl.load(s_ptr + tl.arange(0, ROWS), mask=tl.arange(0, ROWS) < M, other=0.0)
+        y = y * xscale[:, None] * tl.load(b_ptr)
     tl.store(y_ptr + offs_y, y, mask=ymask)
 
 
