@@ -63,7 +63,7 @@ def launch_on_interpreter(kernel: Any, grid: Grid3, args: dict[str, object]) -> 
 
 def compile_variant(kernel: Any, key: SpecializationKey) -> CompiledKernel:
     """The compiled variant for `key`: from the disk cache, or compiled and stored there."""
-    from . import disk_cache
+    from . import disk_cache, progress
     from .compiler import compile_msl, compiler_hash
 
     start = time.perf_counter()
@@ -85,6 +85,8 @@ def compile_variant(kernel: Any, key: SpecializationKey) -> CompiledKernel:
             compile_seconds=seconds, msl=result.msl, ir_text=result.ir_text,
         )
     level = debug_level()
+    if hit is None:
+        progress.compiled(kernel.__name__, seconds)
     if level >= 1:
         from .jit import describe_facts
 

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from triton_metal.errors import TritonError
-from triton_metal.runtime import cache_files
+from triton_metal.runtime import cache_files, progress
 
 # subprocess, shutil and tempfile are imported where a compile runs: a process whose
 # artifacts are all cached never needs them (each costs milliseconds to import).
@@ -274,7 +274,9 @@ def build(
             return target
         texts = sources.read() if isinstance(sources, SourceFiles) else sources
         try:
-            return _compile(compiler, target, key, texts, command, prepare)
+            built = _compile(compiler, target, key, texts, command, prepare)
+            progress.touch()  # a long C++ compile is part of the call that needs it
+            return built
         except OSError as error:
             if cache_files.in_fallback(target):
                 raise
