@@ -14,8 +14,9 @@ kernel it meets:
 Every case runs twice in the same invocation: "before", with `TRITON_METAL_AUTOTUNE=measure`
 (each config compiled and timed, as autotuning did off a GPU before), and "after", with the
 default (off a GPU: the stored choice for the chip, else the first config that fits, untimed).
-Printed: the median seconds of each over `--repeat` processes and the ratio before/after. The
-figures are CPU times of the emulator on this machine; they say nothing about a Mac.
+Printed: the median seconds of each over `--repeat` processes (the two modes alternate) and the
+ratio before/after, with each mode's largest error. The figures are CPU times of the emulator on
+this machine; they say nothing about a Mac.
 """
 
 from __future__ import annotations
@@ -115,8 +116,10 @@ def main() -> int:
           f"(median of {args.repeat}); CPU times on this machine, not a Mac's")
     print(f"{'case':<18}{'before (measure)':>18}{'after (default)':>18}{'ratio':>8}  max error (against)")
     for case in args.only or CASES:
-        results = {label: [run_case(case, mode, args.timeout) for _ in range(args.repeat)]
-                   for label, mode in MODES.items()}
+        results: dict[str, list[dict[str, object]]] = {label: [] for label in MODES}
+        for _ in range(args.repeat):  # the modes alternate, so a change in the machine's load hits both
+            for label, mode in MODES.items():
+                results[label].append(run_case(case, mode, args.timeout))
         before, after = (statistics.median(float(r["seconds"]) for r in results[label]) for label in MODES)
         errors = ", ".join(f"{max(float(r['error']) for r in rs):.2g} ({rs[0]['against']})"
                            for rs in results.values())

@@ -4,9 +4,10 @@
   skips the front end and the code generator), else `compiler.compile_msl` and a store; logs
   (`TRITON_METAL_DEBUG`), progress lines (`progress.py`) and dumps (`dumps.py`) follow. The disk
   cache keeps no pass IR, so a hit asked for dumps (level 2, or `TRITON_METAL_DUMP_DIR`) runs
-  the passes again for them, and the level-1 log says the variant came from the cache. Every variant, compiled or read back,
-  then passes Metal's buffer limit (`backends.metal.plan.check_buffer_limit`): the interpreter
-  compiles each variant for legality through here too, so all backends refuse alike.
+  the passes again for them, and the level-1 log says the variant came from the cache. Every
+  variant, compiled or read back, then passes Metal's buffer limit
+  (`backends.metal.plan.check_buffer_limit`): the interpreter compiles each variant for
+  legality through here too, so all backends refuse alike.
 * `make_launcher(kernel, compiled)`: the backend's callable `(values, grid) -> None` for the
   variant: `EmulatorLauncher`, the Metal driver's `MetalLauncher` (NumPy arguments turned into
   the flat buffers it copies in and back), the torch_mps `TorchMpsLauncher` (tensors bound in
