@@ -123,7 +123,10 @@ def main() -> int:
         before, after = (statistics.median(float(r["seconds"]) for r in results[label]) for label in MODES)
         errors = ", ".join(f"{max(float(r['error']) for r in rs):.2g} ({rs[0]['against']})"
                            for rs in results.values())
+        spread = "; ".join(f"{label.split()[0]} " + ", ".join(f"{float(r['seconds']):.1f}" for r in rs)
+                           for label, rs in results.items())
         print(f"{case:<18}{before:>16.1f} s{after:>16.1f} s{before / after:>7.1f}x  {errors}", flush=True)
+        print(f"{'':<18}every run (s): {spread}", flush=True)
     return 0
 
 
