@@ -34,10 +34,17 @@ pytestmark = pytest.mark.skipif(
 
 
 def _free_port() -> int:
-    """A port the ring can start from (it listens on this one and the next)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A port the ring can start from: free now, and so is the next (one per rank)."""
+    for _ in range(50):
+        with socket.socket() as first, socket.socket() as second:
+            first.bind(("127.0.0.1", 0))
+            port = int(first.getsockname()[1])
+            try:
+                second.bind(("127.0.0.1", port + 1))
+            except OSError:
+                continue
+            return port
+    pytest.fail("no two consecutive free local ports for the ring")
 
 
 def _launch(args: list[str], tmp_path: Path) -> str:
