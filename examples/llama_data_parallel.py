@@ -8,8 +8,8 @@ same update and the ranks stay identical, equal (to float32 rounding) to one pro
 the whole batch. Autotuned kernels choose once, on rank 0, for every rank
 (`triton_metal/runtime/autotune_ranks.py`), so no rank runs other configs than the others.
 
-    mlx.launch -n 2 --backend ring examples/llama_data_parallel.py   # two local ranks
-    python -m examples.llama_data_parallel                            # one process, whole batch
+    mlx.launch -n 2 --backend ring --python .venv/bin/python -m examples.llama_data_parallel
+    python -m examples.llama_data_parallel          # one process, stepping on the whole batch
 
 `--save PREFIX` writes each rank's final parameters to `PREFIX<rank>.npz` (the test compares
 them); the dims are small, so a step takes well under a second on the CPU emulator.
