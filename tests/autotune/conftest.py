@@ -1,6 +1,8 @@
-"""Autotuning tests: the default environment, one compile cache for the session (compiling is
-slow on the emulator), and for every test an empty tuning-results folder and an empty shipped
-folder, so no result leaks between tests or in from the repository."""
+"""Autotuning tests: the default environment but for `TRITON_METAL_AUTOTUNE=measure` (these tests
+are about timing configs, which is off by default off a GPU; `test_first_runs.py` unsets it), one
+compile cache for the session (compiling is slow on the emulator), and for every test an empty
+tuning-results folder and an empty shipped folder, so no result leaks between tests or in from
+the repository."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ def _isolated(monkeypatch: pytest.MonkeyPatch, session_cache: Path, tmp_path: Pa
     for name in ("TRITON_METAL_INTERPRET", "TRITON_METAL_DEBUG", "TRITON_METAL_BACKEND",
                  "TRITON_METAL_PRINT_AUTOTUNING"):
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("TRITON_METAL_AUTOTUNE", "measure")
     monkeypatch.setenv("TRITON_METAL_CACHE_DIR", str(session_cache))
     shutil.rmtree(session_cache / "autotune", ignore_errors=True)
     shipped = tmp_path / "shipped"

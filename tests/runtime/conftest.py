@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from triton_metal.runtime import disk_cache
+from triton_metal.runtime import cache_files, disk_cache
 
 
 @pytest.fixture(autouse=True)
@@ -17,4 +17,9 @@ def _plain_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     for name in ("TRITON_METAL_INTERPRET", "TRITON_METAL_DEBUG", "TRITON_METAL_BACKEND"):
         monkeypatch.delenv(name, raising=False)
     msl = tmp_path / "cache" / "msl"
-    monkeypatch.setattr(disk_cache, "msl_dir", lambda: msl)
+
+    def msl_dir() -> Path:  # created on use, as the real one is
+        cache_files.make_private(msl)
+        return msl
+
+    monkeypatch.setattr(disk_cache, "msl_dir", msl_dir)

@@ -293,6 +293,29 @@ def test_debug_levels_and_dump_files(monkeypatch: pytest.MonkeyPatch, capfd: pyt
     assert list(dump.glob("*/*.ir")), "the IR after every pass is dumped too"
 
 
+def test_level_two_dumps_the_passes_of_a_variant_read_from_the_disk_cache(
+        monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str], tmp_path: Path):
+    """The disk cache keeps the MSL, not the IR after each pass: a hit runs the passes again for
+    the dump, and the log says where the variant came from."""
+    x = np.arange(20, dtype=np.float32)
+    monkeypatch.setenv("TRITON_METAL_DEBUG", "1")  # any level compiles device asserts in: one key
+    monkeypatch.delenv("TRITON_METAL_DUMP_DIR", raising=False)
+    _fresh(add_kernel)[(1,)](x, x, np.zeros(20, np.float32), 20, BLOCK=32, num_warps=1)
+    assert "IR after pass" not in capfd.readouterr().err
+    monkeypatch.setenv("TRITON_METAL_DUMP_DIR", str(tmp_path / "dump"))
+    monkeypatch.setenv("TRITON_METAL_DEBUG", "2")
+    k = _fresh(add_kernel)
+    out = np.zeros(20, np.float32)
+    k[(1,)](x, x, out, 20, BLOCK=32, num_warps=1)
+    np.testing.assert_array_equal(out, 2 * x)
+    (compiled,) = k.cache.entries.values()
+    assert compiled.origin == "disk"
+    err = capfd.readouterr().err
+    assert "read from the disk cache (its passes run again for the IR dump)" in err
+    assert "IR after pass" in err and "op-to-MSL mapping" in err
+    assert list((tmp_path / "dump").glob("*/*.ir"))
+
+
 def test_level_one_logs_compiles_and_launches_only(monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]):
     monkeypatch.setenv("TRITON_METAL_DEBUG", "1")
     monkeypatch.delenv("TRITON_METAL_DUMP_DIR", raising=False)

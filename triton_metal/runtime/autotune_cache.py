@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from .backend import EMULATOR, METAL
+from .cache_files import make_private
 
 FORMAT_VERSION = 1
 SHIPPED_ENV = "TRITON_METAL_AUTOTUNE_SHIPPED_DIR"
@@ -174,7 +175,7 @@ def lookup(name: EntryName, key_text: str, config_dicts: list[dict[str, Any]]
 def write_entry(path: Path, data: dict[str, Any]) -> Path | None:
     """Write atomically; None when the folder cannot be written (tuning still works, unsaved)."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_private(path.parent)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.stem[:24]}.", suffix=".tmp", dir=path.parent)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             json.dump(data, f, indent=1, sort_keys=True)

@@ -36,7 +36,16 @@ Triton's semantics (reference: triton.md section 4):
   choice; nothing is persisted under the interpreter or when a config has a `pre_hook`.
 * `TRITON_METAL_PRINT_AUTOTUNING=1` prints each choice, where it came from and the tuning time.
 
-After a launch, `best_config`, `last_origin` ("benchmark", "single", "user", "shipped", "memory"),
+Off a GPU (the emulator, the interpreter) configs are not timed by default: CPU timings say
+nothing about a GPU, and compiling and timing every config made first runs take minutes. The
+stored choice is taken as above (the user's, else the one shipped for this chip), else the first
+pruned config that compiles (each is compiled in turn; one that cannot is skipped as above); the
+kernel says so once, on stderr. `TRITON_METAL_AUTOTUNE=measure` times them as on a GPU, and so
+does a `do_bench=` given to `autotune`. Under `mx.distributed` with more than one rank, rank 0
+alone chooses and every rank runs its choice (`autotune_ranks.py`).
+
+After a launch, `best_config`, `last_origin` ("benchmark", "single", "user", "shipped", "first",
+"rank 0", "memory"),
 `configs_timings` (config -> [p50, p20, p80] of the last tuning) and `bench_time` (seconds) say
 what happened; `cache` maps tuning keys to the chosen configs.
 """
@@ -50,11 +59,15 @@ from typing import Any
 
 from ..errors import CompilationError, LaunchError, OutOfResources, TritonError
 from .autotune_config import Config
-from .backend import active_backend_name, interpret_mode
+from .autotune_ranks import distributed_group, shared_index
+from .backend import METAL, TORCH_MPS, active_backend_name, interpret_mode
 from .grid import GridSpec
 from .heuristics import base_jit_function, default_arguments
 from .log import log
 
+MODE_ENV = "TRITON_METAL_AUTOTUNE"
+MEASURE = "measure"
+GPU_BACKENDS = (METAL, TORCH_MPS)
 QUANTILES = (0.5, 0.2, 0.8)
 SKIPPABLE = (OutOfResources, CompilationError, LaunchError)
 _TRUE_WORDS = ("1", "true", "yes", "on")
@@ -69,6 +82,20 @@ def _print_autotuning() -> bool:
 
 
 _DTYPE_NAMES: dict[object, str] = {}
+
+
+def measures(backend: str, custom_bench: bool) -> bool:
+    """Whether configs are timed: on a GPU, with a `do_bench=`, or under
+    `TRITON_METAL_AUTOTUNE=measure` (module docstring)."""
+    mode = os.environ.get(MODE_ENV, "").strip().lower()
+    if mode == MEASURE:
+        return True
+    if mode not in ("", "default"):
+        raise AutotunerError(
+            f"{MODE_ENV}={mode!r} is not a mode: set it to '{MEASURE}' to time every config, or "
+            "leave it unset to time them on a GPU only"
+        )
+    return custom_bench or backend in GPU_BACKENDS
 
 
 def dtype_name(dtype: object) -> str:
@@ -178,6 +205,7 @@ class Autotuner:
         self.configs_timings: dict[Config, list[float]] = {}
         self.bench_time: float = 0.0
         self.skipped: dict[Config, str] = {}
+        self._announced = False
 
     @property
     def cache_key(self) -> str:
@@ -305,6 +333,28 @@ class Autotuner:
                 print(f"autotuning of {self.__name__} for key {key}: one config left after pruning, "
                       f"chosen without benchmarking: {pruned[0]}", flush=True)
             return pruned[0]
+        group = distributed_group()
+        if group is None:
+            return self._choose_here(key, pruned, named, args, kwargs, grid)
+
+        def choose() -> int:
+            chosen = self._choose_here(key, pruned, named, args, kwargs, grid)
+            return next(i for i, c in enumerate(pruned) if c is chosen)
+
+        index = shared_index(group, len(pruned), choose)
+        if index is None:
+            raise AutotunerError(f"autotune of '{self.__name__}': rank 0 could not choose a config "
+                                 "(its error is in rank 0's output)")
+        if group.rank() != 0:
+            self.last_origin = "rank 0"
+            self.configs_timings = {}
+            self.bench_time = 0.0
+        return pruned[index]
+
+    def _choose_here(self, key: tuple[object, ...], pruned: list[Config], named: dict[str, object],
+                     args: tuple[object, ...], kwargs: dict[str, object], grid: GridSpec) -> Config:
+        """The choice of this process alone: stored, else timed, else the first that fits."""
+        timed = measures(active_backend_name(), self.custom_do_bench is not None)
         entry = self._entry(key, pruned)
         if entry is not None:
             from . import autotune_cache
@@ -314,12 +364,18 @@ class Autotuner:
                 data, path, origin = found
                 config = pruned[entry[2].index(data["best"])]
                 self.last_origin = origin
+                if not timed:
+                    self._announce(f"the {origin} choice for chip {data['chip']} ({path})", config)
                 if _print_autotuning():
                     measured = data.get("measured", {})
                     print(f"autotuning of {self.__name__} for key {key}: reused the {origin} result "
                           f"{path} (chip {data['chip']}, measured {measured.get('date', '?')} on "
                           f"{measured.get('backend', '?')}); config selected: {config}", flush=True)
                 return config
+        if not timed:
+            config = self._first_that_fits(pruned, args, kwargs, grid)
+            self._announce("the first config that fits", config)
+            return config
         start = time.perf_counter()
         timings = self._bench_all(pruned, named, args, kwargs, grid)
         self.bench_time = time.perf_counter() - start
@@ -335,6 +391,45 @@ class Autotuner:
             self._save(entry, pruned, best, timings)
         return best
 
+    def _announce(self, what: str, config: Config) -> None:
+        """Say once per kernel that its configs are not timed, and what it runs instead."""
+        if self._announced:
+            return
+        self._announced = True
+        log(f"autotune of '{self.__name__}': configs are not timed on the {active_backend_name()} "
+            f"(CPU timings say nothing about a GPU); using {what}: {{{config}}}. Set "
+            f"{MODE_ENV}={MEASURE} to time them.")
+
+    def _first_that_fits(self, pruned: list[Config], args: tuple[object, ...],
+                         kwargs: dict[str, object], grid: GridSpec) -> Config:
+        """The first config that compiles (nothing is timed)."""
+        self.skipped = {}
+        self.configs_timings = {}
+        self.bench_time = 0.0
+        for config in pruned:
+            try:
+                self.fn.run(*args, grid=grid, warmup=True, **kwargs, **config.all_kwargs())
+            except SKIPPABLE as error:
+                self._skip(config, error)
+                continue
+            self.last_origin = "first"
+            if _print_autotuning():
+                print(f"autotuning of {self.__name__}: not timed on the {active_backend_name()}; "
+                      f"first config that fits: {config}", flush=True)
+            return config
+        raise self._every_config_failed()
+
+    def _skip(self, config: Config, error: Exception) -> None:
+        log(f"autotune of '{self.__name__}': skipped config {{{config}}}: "
+            f"{type(error).__name__}: {error}")
+        # the saved reason leaves out file paths and source lines
+        short = error.reason if isinstance(error, CompilationError) else str(error)
+        self.skipped[config] = f"{type(error).__name__}: {short}"
+
+    def _every_config_failed(self) -> AutotunerError:
+        lines = "\n".join(f"  {{{c}}}: {r}" for c, r in self.skipped.items())
+        return AutotunerError(f"autotune of '{self.__name__}': every config failed:\n{lines}")
+
     def _bench_all(self, pruned: list[Config], named: dict[str, object], args: tuple[object, ...],
                    kwargs: dict[str, object], grid: GridSpec) -> dict[Config, list[float]]:
         timings: dict[Config, list[float]] = {}
@@ -343,15 +438,9 @@ class Autotuner:
             try:
                 timings[config] = self._bench(config, named, args, kwargs, grid)
             except SKIPPABLE as error:
-                log(f"autotune of '{self.__name__}': skipped config {{{config}}}: "
-                    f"{type(error).__name__}: {error}")
-                # the saved reason leaves out file paths and source lines
-                short = error.reason if isinstance(error, CompilationError) else str(error)
-                self.skipped[config] = f"{type(error).__name__}: {short}"
-
+                self._skip(config, error)
         if not timings:
-            lines = "\n".join(f"  {{{c}}}: {r}" for c, r in self.skipped.items())
-            raise AutotunerError(f"autotune of '{self.__name__}': every config failed:\n{lines}")
+            raise self._every_config_failed()
         return timings
 
     def _bench(self, config: Config, named: dict[str, object], args: tuple[object, ...],

@@ -9,6 +9,15 @@ Every cache on disk (generated MSL in `msl/`, the emulator's binaries, headers a
   of the process's own, with one `RuntimeWarning` naming `TRITON_METAL_CACHE_DIR`
   (`fall_back`); what could be read from the root before is still valid. The temporary
   directory is removed at exit.
+* **Private.** The cache holds shared objects the emulator loads and runs, so only its user may
+  write into it. `folder(name)` creates missing folders with mode 0700 and checks, before
+  anything in it is read, that the folder and every folder above it up to the root belong to
+  the user and are writable by no one else (`trust_problem`). A root that fails (another user's,
+  or world- or group-writable, as a shared `TRITON_METAL_CACHE_DIR` may be) is never read: the
+  process compiles into a private temporary directory instead, with one `RuntimeWarning` naming
+  the folder and the reason (`distrust`). A file that is not the user's alone (another owner, a
+  mode that lets others write, a symbolic link) is never loaded either: it is removed and
+  rebuilt, with one warning (`verify_artifact`, `disk_cache.load`).
 * **Writing.** Through a staging name unique to the process and the thread
   (`.<name>.<host>-<pid>-<thread>.tmp`) and one `os.replace`: a reader sees a whole file or
   none, and threads of one process compiling the same new kernel never share a staging file.
@@ -30,11 +39,14 @@ directory in the file's place, bytes that are not UTF-8) is removed and rebuilt 
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import re
+import stat
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ENV = "TRITON_METAL_CACHE_DIR"
@@ -42,11 +54,14 @@ RECORD_MAGIC = "tm-record-1"
 BUILD_PREFIX = "tm-build-"
 STALE_SECONDS = 24 * 3600
 """Leftovers whose owner cannot be checked (another host, an older naming) are removed after this."""
+PRIVATE_MODE = 0o700
+OTHERS_WRITE = stat.S_IWGRP | stat.S_IWOTH
 
 _lock = threading.Lock()
 _fallbacks: dict[str, Path] = {}  # configured root -> the temporary directory used instead
 _verified: dict[str, str] = {}  # artifact path -> stat stamp of the verified file
 _cleaned: set[str] = set()
+_warned: set[str] = set()  # what a trust warning was given for (once per process)
 _host = re.sub(r"[^A-Za-z0-9_]", "_", os.uname().nodename if hasattr(os, "uname") else "") or "host"
 
 
@@ -66,6 +81,23 @@ def cache_root() -> Path:
 
 def fall_back(root: Path, error: OSError) -> Path:
     """Use a per-process temporary directory instead of `root` from now on (warned once)."""
+    reason = error.strerror or str(error)
+    return _replace_root(root, lambda folder: (
+        f"triton_metal: the cache directory {root} cannot be written ({reason}); compiled "
+        f"kernels are kept in {folder} for this process only. Set {ENV} to a writable "
+        "directory to keep them between runs."))
+
+
+def distrust(root: Path, why: str) -> Path:
+    """Use a private per-process temporary directory instead of `root`, which others can write
+    into (`why`), from now on: nothing in `root` is read any more (warned once)."""
+    return _replace_root(root, lambda folder: (
+        f"triton_metal: the cache directory {root} is not private ({why}); nothing is loaded "
+        f"from it, and kernels are compiled into {folder} for this process only. Make the "
+        f"cache yours and writable by you alone (chmod 700), or set {ENV} to such a directory."))
+
+
+def _replace_root(root: Path, message: Callable[[Path], str]) -> Path:
     import atexit
     import shutil
     import tempfile
@@ -76,18 +108,101 @@ def fall_back(root: Path, error: OSError) -> Path:
         existing = _fallbacks.get(key)
         if existing is not None:
             return existing
-        folder = Path(tempfile.mkdtemp(prefix="triton_metal-cache-"))
+        folder = Path(tempfile.mkdtemp(prefix="triton_metal-cache-"))  # mode 0700
         _fallbacks[key] = folder
         atexit.register(shutil.rmtree, folder, True)
-    reason = error.strerror or str(error)
-    warnings.warn(
-        f"triton_metal: the cache directory {root} cannot be written ({reason}); compiled "
-        f"kernels are kept in {folder} for this process only. Set {ENV} to a writable "
-        "directory to keep them between runs.",
-        RuntimeWarning,
-        stacklevel=3,
-    )
+    warnings.warn(message(folder), RuntimeWarning, stacklevel=4)
     return folder
+
+
+def make_private(path: Path) -> None:
+    """Create `path` and its missing parents, each with mode 0700 whatever the umask (raises
+    OSError; existing folders are left as they are)."""
+    missing: list[Path] = []
+    probe = path
+    while not os.path.isdir(probe) and probe.parent != probe:
+        missing.append(probe)
+        probe = probe.parent
+    for folder in reversed(missing):
+        try:
+            os.mkdir(folder, PRIVATE_MODE)
+        except FileExistsError:
+            if not os.path.isdir(folder):
+                raise
+            continue
+        os.chmod(folder, PRIVATE_MODE)
+
+
+def foreign(st: os.stat_result) -> str:
+    """Why a file or folder with this (l)stat could hold what another user wrote ("" when it
+    is the user's alone). Always "" where the platform has no user ids."""
+    if not hasattr(os, "geteuid"):
+        return ""
+    if stat.S_ISLNK(st.st_mode):
+        return "a symbolic link"
+    uid = os.geteuid()
+    if st.st_uid != uid:
+        return f"owned by uid {st.st_uid}, not by this user (uid {uid})"
+    if st.st_mode & OTHERS_WRITE:
+        who = "everyone" if st.st_mode & stat.S_IWOTH else "its group"
+        return f"writable by {who} (mode {stat.S_IMODE(st.st_mode):o})"
+    return ""
+
+
+def trust_problem(path: Path, root: Path) -> str:
+    """Why `path` (a folder or file at or under `root`) could hold what another user wrote: the
+    first of `path` and the folders above it, up to `root` included, that is not the user's
+    alone ("" when none). The root may be reached through a symbolic link; nothing below it may."""
+    try:
+        parts = path.relative_to(root).parts
+    except ValueError:
+        return f"{path} is not inside {root}"
+    chain = [root] + [root.joinpath(*parts[: i + 1]) for i in range(len(parts))]
+    for i, item in enumerate(chain):
+        try:
+            st = os.stat(item) if i == 0 else os.lstat(item)
+        except OSError as error:
+            return f"{item}: {error.strerror or type(error).__name__}"
+        why = foreign(st)
+        if why:
+            return f"{item} is {why}"
+    return ""
+
+
+def folder(name: str) -> Path:
+    """The cache folder `name` (one level under the root in use), created private, and checked
+    private before it is used (module docstring): another user's or a shared root is replaced by
+    the process's private one. Raises OSError only when even that cannot be made."""
+    root = cache_root()
+    path = root / name
+    try:
+        make_private(path)
+    except OSError as error:
+        if in_fallback(root):
+            raise
+        path = fall_back(configured_root(), error) / name
+        make_private(path)
+        return path
+    why = trust_problem(path, root)
+    if why and not in_fallback(root):
+        path = distrust(configured_root(), why) / name
+        make_private(path)
+    return path
+
+
+def reject_foreign(path: Path, why: str) -> None:
+    """A cache file someone else could have written is never used: removed (it is rebuilt), with
+    one warning per process."""
+    import warnings
+
+    if str(path) not in _warned:
+        _warned.add(str(path))
+        warnings.warn(
+            f"triton_metal: the cache file {path} is {why}; it is not loaded, and is rebuilt",
+            RuntimeWarning,
+            stacklevel=4,
+        )
+    discard(path)
 
 
 def in_fallback(path: Path) -> bool:
@@ -110,9 +225,13 @@ def build_prefix() -> str:
 
 
 def replace_into(staged: Path, target: Path) -> None:
-    """`os.replace`, after removing a directory that sits where the file belongs."""
+    """`os.replace`, after removing a directory that sits where the file belongs. The file loses
+    any group or world write permission a umask gave it (such a file is never loaded)."""
     if target.is_dir() and not target.is_symlink():
         discard(target)
+    mode = stat.S_IMODE(os.stat(staged).st_mode)
+    if mode & OTHERS_WRITE:
+        os.chmod(staged, mode & ~OTHERS_WRITE)
     os.replace(staged, target)
 
 
@@ -183,15 +302,34 @@ def decode_record(raw: bytes, key: str) -> tuple[bytes | None, str]:
     return payload, ""
 
 
+def read_private(path: Path) -> bytes | None:
+    """The bytes of a cache file; None when it is absent, or when it is not the user's alone
+    (then removed with a warning: `reject_foreign`). Other failures raise OSError."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as error:
+        if error.errno == errno.ELOOP:  # O_NOFOLLOW met a symbolic link
+            reject_foreign(path, "a symbolic link")
+            return None
+        raise
+    with os.fdopen(fd, "rb") as f:
+        why = foreign(os.fstat(f.fileno()))
+        if why:
+            reject_foreign(path, why)
+            return None
+        return f.read()
+
+
 def read_record(path: Path, key: str) -> bytes | None:
     """The payload stored at `path` for `key`; None when absent, or damaged (then removed)."""
     try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except (FileNotFoundError, NotADirectoryError):
-        return None
+        raw = read_private(path)
     except OSError as error:  # a directory, unreadable: rebuilt
         report_damage(path, error.strerror or type(error).__name__)
+        return None
+    if raw is None:
         return None
     payload, why = decode_record(raw, key)
     if payload is None:
@@ -247,11 +385,16 @@ def verify_artifact(artifact: Path, key: str) -> bool:
     """True when `artifact` exists and matches its sidecar (size, checksum, key). A damaged
     artifact and its sidecar are removed (and reported); an absent one is simply False."""
     try:
-        st = os.stat(artifact)
+        st = os.lstat(artifact)
     except (FileNotFoundError, NotADirectoryError):
         return False
     except OSError as error:
         report_damage(artifact, error.strerror or type(error).__name__)
+        return False
+    foreign_why = foreign(st)
+    if foreign_why:  # checked before the checksum: a valid record proves nothing about the writer
+        reject_foreign(artifact, foreign_why)
+        discard(sidecar(artifact))
         return False
     path = str(artifact)
     stamp = _stamp(st)
@@ -388,15 +531,22 @@ __all__ = [
     "configured_root",
     "decode_record",
     "discard",
+    "distrust",
     "encode_record",
     "fall_back",
     "file_digest",
+    "folder",
+    "foreign",
+    "make_private",
+    "read_private",
     "read_record",
     "read_text_record",
+    "reject_foreign",
     "replace_into",
     "report_damage",
     "seal_artifact",
     "staging_path",
+    "trust_problem",
     "verify_artifact",
     "write_atomically",
     "write_record",

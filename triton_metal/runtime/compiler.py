@@ -273,7 +273,7 @@ def _compute_compiler_hash(memo_dir: Path | None) -> str:
     result = digest.hexdigest()
     if memo is not None:
         try:
-            memo.parent.mkdir(parents=True, exist_ok=True)
+            cache_files.make_private(memo.parent)
         except OSError:  # a read-only cache directory only costs the memo
             return result
         cache_files.write_record(memo, memo_key, result.encode())
@@ -287,7 +287,11 @@ def compiler_hash() -> str:
     """`COMPILER_HASH` (module docstring), computed once per process."""
     global _compiler_hash
     if _compiler_hash is None:
-        from .disk_cache import cache_root
+        from .disk_cache import msl_dir
 
-        _compiler_hash = _compute_compiler_hash(cache_root() / "msl")
+        try:
+            memo_dir: Path | None = msl_dir()  # created private, and checked (cache_files.folder)
+        except OSError:  # no cache folder at all: the hash is computed without its memo
+            memo_dir = None
+        _compiler_hash = _compute_compiler_hash(memo_dir)
     return _compiler_hash

@@ -40,7 +40,9 @@ def cache_root() -> Path:
 
 
 def msl_dir() -> Path:
-    return cache_root() / "msl"
+    """The MSL folder, created private and checked (`cache_files.folder`): its entries become
+    shared objects, so one someone else could write into is never read."""
+    return cache_files.folder("msl")
 
 
 def _fact_text(fact: object) -> str:
@@ -166,12 +168,11 @@ def load(entry: str, key: SpecializationKey | None = None) -> tuple[Any, str] | 
     damaged entry, which is removed (module docstring)."""
     path = msl_dir() / f"{entry}.json"
     try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except (FileNotFoundError, NotADirectoryError):
-        return None
+        raw = cache_files.read_private(path)
     except OSError as error:
         cache_files.report_damage(path, error.strerror or type(error).__name__)
+        return None
+    if raw is None:  # absent, or not the user's alone (compiled anew: the MSL becomes a binary)
         return None
     try:
         data = json.loads(raw.decode("utf-8"))
@@ -200,10 +201,12 @@ def store(entry: str, msl: Any, ir_text: str, key: SpecializationKey) -> Path | 
     data["size"], data["sha256"] = _body_checksum(data)
     raw = json.dumps(data).encode("utf-8", "surrogatepass")
     for _attempt in range(2):
-        folder = msl_dir()
+        try:
+            folder = msl_dir()
+        except OSError:  # not even a temporary folder can be made
+            return None
         path = folder / f"{entry}.json"
         try:
-            folder.mkdir(parents=True, exist_ok=True)
             cache_files.write_atomically(path, raw)
             return path
         except OSError as error:

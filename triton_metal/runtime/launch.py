@@ -2,9 +2,12 @@
 
 * `compile_variant(kernel, key) -> CompiledKernel`: the disk cache first (`disk_cache.py`: a hit
   skips the front end and the code generator), else `compiler.compile_msl` and a store; logs
-  (`TRITON_METAL_DEBUG`) and dumps (`dumps.py`) follow. Every variant, compiled or read back,
-  then passes Metal's buffer limit (`backends.metal.plan.check_buffer_limit`): the interpreter
-  compiles each variant for legality through here too, so all backends refuse alike.
+  (`TRITON_METAL_DEBUG`), progress lines (`progress.py`) and dumps (`dumps.py`) follow. The disk
+  cache keeps no pass IR, so a hit asked for dumps (level 2, or `TRITON_METAL_DUMP_DIR`) runs
+  the passes again for them, and the level-1 log says the variant came from the cache. Every
+  variant, compiled or read back, then passes Metal's buffer limit
+  (`backends.metal.plan.check_buffer_limit`): the interpreter compiles each variant for
+  legality through here too, so all backends refuse alike.
 * `make_launcher(kernel, compiled)`: the backend's callable `(values, grid) -> None` for the
   variant: `EmulatorLauncher`, the Metal driver's `MetalLauncher` (NumPy arguments turned into
   the flat buffers it copies in and back), the torch_mps `TorchMpsLauncher` (tensors bound in
@@ -63,7 +66,7 @@ def launch_on_interpreter(kernel: Any, grid: Grid3, args: dict[str, object]) -> 
 
 def compile_variant(kernel: Any, key: SpecializationKey) -> CompiledKernel:
     """The compiled variant for `key`: from the disk cache, or compiled and stored there."""
-    from . import disk_cache
+    from . import disk_cache, progress
     from .compiler import compile_msl, compiler_hash
 
     start = time.perf_counter()
@@ -85,14 +88,21 @@ def compile_variant(kernel: Any, key: SpecializationKey) -> CompiledKernel:
             compile_seconds=seconds, msl=result.msl, ir_text=result.ir_text,
         )
     level = debug_level()
+    dumping = level >= 2 or bool(os.environ.get("TRITON_METAL_DUMP_DIR"))
+    if hit is None:
+        progress.compiled(kernel.__name__, seconds)
+    elif dumping:  # the disk cache keeps no pass IR: the passes run again, for their dump only
+        compile_msl(kernel, key)
     if level >= 1:
         from .jit import describe_facts
 
-        how = "read from the disk cache" if hit is not None else "compiled"
+        how = "compiled"
+        if hit is not None:
+            how = "read from the disk cache" + (" (its passes run again for the IR dump)" if dumping else "")
         log(f"compile {key.kernel} [{describe_facts(kernel.arg_names, key.args)}] "
             f"num_warps={key.num_warps} index_bits={key.index_bits} backend={key.backend}: {how} "
             f"in {seconds * 1e3:.1f} ms -> {compiled.msl.name}")
-    if level >= 2 or os.environ.get("TRITON_METAL_DUMP_DIR"):
+    if dumping:
         from . import dumps
 
         dumps.after_compile(compiled, level)

@@ -20,8 +20,10 @@ is never reused.
 Every file here is checked before use (`runtime/cache_files.py`): an artifact is returned only
 when its sidecar record (key, size, SHA-256) matches it, so a kernel library is loaded only
 after its checksum matched; memos are records checked the same way. Anything damaged is removed
-and rebuilt. Compiles stage in `tm-build-<host>-<pid>-*` directories, and those of dead processes
-are removed by the next compile. An unwritable cache moves to a per-process temporary directory.
+and rebuilt; so is a file someone else could have written (another owner, writable by others),
+and a cache whose folders others can write into is not used at all (`cache_files.folder`).
+Compiles stage in `tm-build-<host>-<pid>-*` directories, and those of dead processes are removed
+by the next compile. An unwritable cache moves to a per-process temporary directory.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from triton_metal.errors import TritonError
-from triton_metal.runtime import cache_files
+from triton_metal.runtime import cache_files, progress
 
 # subprocess, shutil and tempfile are imported where a compile runs: a process whose
 # artifacts are all cached never needs them (each costs milliseconds to import).
@@ -163,21 +165,11 @@ def find_compiler() -> Compiler:
     )
 
 
-_made_dirs: set[Path] = set()
-
-
 def cache_dir() -> Path:
-    """The emulator's folder of the disk cache (created on demand; `TRITON_METAL_CACHE_DIR` is
-    read per call; an unwritable one is replaced by the process's temporary cache)."""
-    path = cache_files.cache_root() / "emulator"
-    if path not in _made_dirs or not path.is_dir():
-        try:
-            path.mkdir(parents=True, exist_ok=True)
-        except OSError as error:
-            path = cache_files.fall_back(cache_files.configured_root(), error) / "emulator"
-            path.mkdir(parents=True, exist_ok=True)
-        _made_dirs.add(path)
-    return path
+    """The emulator's folder of the disk cache: created private, and checked private before use
+    (`cache_files.folder`; `TRITON_METAL_CACHE_DIR` is read per call; an unwritable or shared
+    one is replaced by the process's private temporary cache)."""
+    return cache_files.folder("emulator")
 
 
 def cache_key(*parts: str | bytes) -> str:
@@ -277,11 +269,14 @@ def build(
     if cache_files.verify_artifact(target, key):
         return target
     with _building(key):  # threads of this process wanting one artifact compile it once
+        target = cache_dir() / target.name  # the cache in use now (it may have been replaced)
         if cache_files.verify_artifact(target, key):
             return target
         texts = sources.read() if isinstance(sources, SourceFiles) else sources
         try:
-            return _compile(compiler, target, key, texts, command, prepare)
+            built = _compile(compiler, target, key, texts, command, prepare)
+            progress.touch()  # a long C++ compile is part of the call that needs it
+            return built
         except OSError as error:
             if cache_files.in_fallback(target):
                 raise
