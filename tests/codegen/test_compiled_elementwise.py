@@ -199,13 +199,18 @@ def test_math_functions_fp32(fn: str, mode: str):
 
 
 def test_math_modes_pick_namespaces():
-    safe = compile_1d(math_kernel, "*fp32", "*fp32", "i32", C("exp"), C(128), math_mode="safe")
-    fast = compile_1d(math_kernel, "*fp32", "*fp32", "i32", C("exp"), C(128), math_mode="fast")
-    relaxed = compile_1d(math_kernel, "*fp32", "*fp32", "i32", C("exp"), C(128), math_mode="relaxed")
-    assert "precise::exp(" in safe.source
-    assert "fast::exp(" in fast.source
-    assert "precise::exp(" not in relaxed.source and "fast::exp(" not in relaxed.source
+    # functions Triton computes exactly (sin here) follow the math mode; tl.exp is Triton's
+    # approximate instruction, fast:: whatever the mode
+    safe = compile_1d(math_kernel, "*fp32", "*fp32", "i32", C("sin"), C(128), math_mode="safe")
+    fast = compile_1d(math_kernel, "*fp32", "*fp32", "i32", C("sin"), C(128), math_mode="fast")
+    relaxed = compile_1d(math_kernel, "*fp32", "*fp32", "i32", C("sin"), C(128), math_mode="relaxed")
+    assert "precise::sin(" in safe.source
+    assert "fast::sin(" in fast.source
+    assert "precise::sin(" not in relaxed.source and "fast::sin(" not in relaxed.source
     assert safe.name != fast.name
+    for mode in ("safe", "relaxed", "fast"):
+        exp = compile_1d(math_kernel, "*fp32", "*fp32", "i32", C("exp"), C(128), math_mode=mode)
+        assert "fast::exp(" in exp.source and "precise::exp(" not in exp.source
 
 
 @pytest.mark.parametrize("dtype", ["fp16", "bf16"])
