@@ -78,6 +78,14 @@ def _ulps(got: np.ndarray, exact: np.ndarray) -> np.ndarray:
 
 
 _ERF = np.vectorize(math.erf)
+_UNARY_OUTS = ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sig", "erf")
+
+
+def _run_unary(x: np.ndarray) -> dict[str, dict[str, np.ndarray]]:
+    """`_unary_kernel` over `x` (a multiple of 1024 elements) on both backends."""
+    outs = {f"{k}_ptr": np.zeros(x.size, np.float32) for k in _UNARY_OUTS}
+    with np.errstate(all="ignore"):
+        return _both(_unary_kernel, (x.size // 1024,), x_ptr=x, N=1024, **outs)
 
 
 def _erf_points() -> np.ndarray:
@@ -89,9 +97,7 @@ def _erf_points() -> np.ndarray:
 
 def test_erf_is_within_its_stated_bound_everywhere():
     x = _erf_points()
-    n = x.size
-    names = ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sig", "erf")
-    res = _both(_unary_kernel, (n // 1024,), x_ptr=x, N=1024, **{f"{k}_ptr": np.zeros(n, np.float32) for k in names})
+    res = _run_unary(x)
     exact = _ERF(x.astype(np.float64))
     for backend, r in res.items():
         got = r["erf_ptr"]
@@ -100,8 +106,7 @@ def test_erf_is_within_its_stated_bound_everywhere():
         assert err.max() <= 1.4e-7, (backend, x[err.argmax()], err.max())
         assert _ulps(got, exact).max() <= 2.5, backend
         np.testing.assert_array_equal(np.signbit(got), np.signbit(x), err_msg=backend)  # odd, erf(-0) = -0
-    for backend, r in _both(_unary_kernel, (1,), x_ptr=np.float32([np.nan, np.inf, -np.inf] + [0.5] * 1021), N=1024,
-                            **{f"{k}_ptr": np.zeros(1024, np.float32) for k in names}).items():
+    for backend, r in _run_unary(np.float32([np.nan, np.inf, -np.inf] + [0.5] * 1021)).items():
         np.testing.assert_array_equal(r["erf_ptr"][:3], np.float32([np.nan, 1.0, -1.0]), err_msg=backend)
 
 
@@ -124,9 +129,7 @@ def test_fast_functions_within_documented_bounds(name: str, ref: Any, bound: Any
         x = np.exp(rng.uniform(np.log(lo), np.log(hi), 4096)).astype(np.float32)
     else:
         x = rng.uniform(lo, hi, 4096).astype(np.float32)
-    names = ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sig", "erf")
-    with np.errstate(all="ignore"):
-        res = _both(_unary_kernel, (4,), x_ptr=x, N=1024, **{f"{k}_ptr": np.zeros(4096, np.float32) for k in names})
+    res = _run_unary(x)
     exact = ref(x.astype(np.float64))
     # log/log2 near 1: the table's absolute bounds (2^-21, 2^-22) apply in [0.5, 2]
     absolute = {"log": 2.0**-21, "log2": 2.0**-22}.get(name)
@@ -143,9 +146,8 @@ def test_fast_functions_within_documented_bounds(name: str, ref: Any, bound: Any
 def test_sigmoid_special_values_and_accuracy():
     x = np.concatenate([np.float32([np.inf, -np.inf, 0.0, 100.0, -100.0, -1e30]),
                         np.linspace(-30, 30, 1018, dtype=np.float32)])
-    names = ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sig", "erf")
-    with np.errstate(all="ignore"):
-        res = _both(_unary_kernel, (1,), x_ptr=x, N=1024, **{f"{k}_ptr": np.zeros(1024, np.float32) for k in names})
+    res = _run_unary(x)
+    with np.errstate(over="ignore"):
         exact = 1 / (1 + np.exp(-x.astype(np.float64)))
     for backend, r in res.items():
         s = r["sig_ptr"]
@@ -191,9 +193,8 @@ def test_maximum_minimum_nan_and_signed_zero_rules():
     n = 1024
     a = np.resize(a, n)
     b = np.resize(b, n)
-    res = _both(_minmax_kernel, (1,), a_ptr=a, b_ptr=b, max_ptr=np.zeros(n, np.float32), min_ptr=np.zeros(n, np.float32),
-                maxnan_ptr=np.zeros(n, np.float32), minnan_ptr=np.zeros(n, np.float32), rmax_ptr=np.zeros(1, np.float32),
-                N=n)
+    outs = {f"{k}_ptr": np.zeros(n, np.float32) for k in ("max", "min", "maxnan", "minnan")}
+    res = _both(_minmax_kernel, (1,), a_ptr=a, b_ptr=b, rmax_ptr=np.zeros(1, np.float32), N=n, **outs)
     for backend, r in res.items():
         # Triton's max.f32/min.f32: a NaN operand gives the other one (np.fmax/np.fmin)
         np.testing.assert_array_equal(r["max_ptr"], np.fmax(a, b), err_msg=backend)
