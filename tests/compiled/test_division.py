@@ -1,8 +1,9 @@
 """fp32 division as Triton divides on a GPU: `/` is the approximate division (Triton's
-div.full.f32, within 2 ulp; here Metal's fast::divide, within 2.5 ulp, for divisors of magnitude in
-[2^-126, 2^126] and the IEEE division for the others), `tl.math.div_rn` and
-`tl.fdiv(..., ieee_rounding=True)` are the IEEE one. Checked against NumPy's exact quotient on the emulator (whose `fast::divide` is
-deliberately inexact within its documented bound) and in the interpreter."""
+div.full.f32, within 2 ulp; here Metal's fast::divide, within 2.5 ulp, for divisors of magnitude
+in [2^-126, 2^126] and the IEEE division for the others), `tl.math.div_rn` and
+`tl.fdiv(..., ieee_rounding=True)` are the IEEE one. Checked against NumPy's exact quotient on
+the emulator (whose `fast::divide` is deliberately inexact within its documented bound) and in
+the interpreter."""
 
 from __future__ import annotations
 
