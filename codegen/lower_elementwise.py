@@ -241,13 +241,15 @@ def lower_float_binary(ctx: LoweringContext, op: arith.BinaryOp) -> None:
     ty = _el(op.lhs)
     key = _FLOAT_OPS[type(op)]
     a, b = ctx.reg(op.lhs), ctx.reg(op.rhs)
-    if key in ("fminimum", "fmaximum", "fminnum", "fmaxnum"):
+    if key in ("fminimum", "fmaximum"):
+        # propagate_nan=ALL: exact NaN and signed-zero rules (helpers/float_ops.metal)
         ctx.helpers.add("float_ops")
         ctx.float_helper_types.add("float" if ty.name == "bf16" else msl_type(ty))
     if isinstance(op, arith.DivFOp) and ty.name == "f32":
-        # Triton's `/` on fp32 is the approximate full-range division (2 ulp); div_rn is `/` in MSL
-        ctx.helpers.add("div_full")
-        key = "fdiv_full"
+        # Triton's `/` on fp32 is the approximate full-range division (2 ulp): fast::divide
+        # (2.5 ulp) where it is specified; div_rn is `/` in MSL
+        ctx.helpers.add("div_fast")
+        key = "fdiv_fast"
     if ty.name == "bf16" or (ty.name == "f16" and key == "frem"):
         elementwise(ctx, op, [a, b], lambda x, y: from_float(Apply(key, (as_float(x, ty), as_float(y, ty))), ty))
     else:
@@ -287,6 +289,11 @@ def lower_math(ctx: LoweringContext, op: arith.UnaryOp) -> None:
     ty = _el(op.operand)
     fn = _MATH[type(op)]
     a = ctx.reg(op.operand)
+    if isinstance(op, arith.ApproxUnaryOp) and not op.precise:
+        # Triton computes tl.exp, exp2, log, log2, sqrt and rsqrt with approximate instructions:
+        # Metal's fast:: functions are their counterparts (docs/language.md, "Math functions")
+        elementwise(ctx, op, [a], lambda x: from_float(Call(f"fast::{fn}", (as_float(x, ty),)), ty))
+        return
     elementwise(ctx, op, [a], lambda x: from_float(MathCall(fn, (as_float(x, ty),)), ty))
 
 

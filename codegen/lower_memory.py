@@ -92,7 +92,7 @@ def _and(a: Expr | None, b: Expr | None) -> Expr | None:
 
 # -- vector width ---------------------------------------------------------------------------------
 
-_VECTOR_TYPES = frozenset({"f32", "f16", "i32", "u32", "i16", "u16", "i8", "u8"})
+_VECTOR_TYPES = frozenset({"f32", "f16", "bf16", "i32", "u32", "i16", "u16", "i8", "u8"})
 _LANES = "xyzw"
 
 

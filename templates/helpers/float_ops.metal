@@ -1,8 +1,9 @@
-{# Float minimum and maximum with one answer for signed zeros, per float type in `types` (MSL
-   names): min(-0.0, +0.0) is -0.0 and max(-0.0, +0.0) is +0.0 in either order (IEEE 754-2019's
-   minimum/maximum order), where MSL's fmin/fmax may return either zero. Equal operands merge
-   their bits: OR keeps a sign bit, AND drops it. km_fmin/km_fmax ignore a NaN operand
-   (tl.minimum/maximum); km_fminimum/km_fmaximum propagate it (propagate_nan=ALL). #}
+{# Float minimum and maximum that propagate NaN (tl.minimum/maximum with propagate_nan=ALL, which
+   Triton makes exact), per float type in `types` (MSL names), with one answer for signed zeros:
+   min(-0.0, +0.0) is -0.0 and max(-0.0, +0.0) is +0.0 in either order (IEEE 754-2019's
+   minimum/maximum), where MSL's fmin/fmax may return either zero. Equal operands merge their
+   bits: OR keeps a sign bit, AND drops it. (Plain tl.minimum/maximum are fmin/fmax, as Triton's
+   min.f32/max.f32.) #}
 {% for t in types %}
 {% set bits = "ushort" if t == "half" else "uint" %}
 inline {{ t }} km_fmin({{ t }} a, {{ t }} b) {

@@ -199,13 +199,18 @@ def test_math_functions_fp32(fn: str, mode: str):
 
 
 def test_math_modes_pick_namespaces():
-    safe = compile_1d(math_kernel, "*fp32", "*fp32", "i32", C("exp"), C(128), math_mode="safe")
-    fast = compile_1d(math_kernel, "*fp32", "*fp32", "i32", C("exp"), C(128), math_mode="fast")
-    relaxed = compile_1d(math_kernel, "*fp32", "*fp32", "i32", C("exp"), C(128), math_mode="relaxed")
-    assert "precise::exp(" in safe.source
-    assert "fast::exp(" in fast.source
-    assert "precise::exp(" not in relaxed.source and "fast::exp(" not in relaxed.source
+    # functions Triton computes exactly (sin here) follow the math mode; tl.exp is Triton's
+    # approximate instruction, fast:: whatever the mode
+    safe = compile_1d(math_kernel, "*fp32", "*fp32", "i32", C("sin"), C(128), math_mode="safe")
+    fast = compile_1d(math_kernel, "*fp32", "*fp32", "i32", C("sin"), C(128), math_mode="fast")
+    relaxed = compile_1d(math_kernel, "*fp32", "*fp32", "i32", C("sin"), C(128), math_mode="relaxed")
+    assert "precise::sin(" in safe.source
+    assert "fast::sin(" in fast.source
+    assert "precise::sin(" not in relaxed.source and "fast::sin(" not in relaxed.source
     assert safe.name != fast.name
+    for mode in ("safe", "relaxed", "fast"):
+        exp = compile_1d(math_kernel, "*fp32", "*fp32", "i32", C("exp"), C(128), math_mode=mode)
+        assert "fast::exp(" in exp.source and "precise::exp(" not in exp.source
 
 
 @pytest.mark.parametrize("dtype", ["fp16", "bf16"])
@@ -282,11 +287,21 @@ def test_where_compare_program_ids():
     np.testing.assert_allclose(out, want.astype(np.float32), rtol=1e-6)
 
 
-@pytest.mark.parametrize("dtype,spt,vec", [("fp16", 8, "half4"), ("i8", 4, "char4"), ("i32", 2, "int2")])
+@pytest.mark.parametrize("dtype,spt,vec", [("fp16", 8, "half4"), ("bf16", 8, "bfloat4"), ("i8", 4, "char4"),
+                                             ("i32", 2, "int2")])
 def test_vector_accesses_for_narrow_types(dtype: str, spt: int, vec: str):
     n, block = 4096 + 64, 1024
     k = compile_1d(add_kernel, f"*{dtype}/16", f"*{dtype}/16", f"*{dtype}/16", "i32/16", C(block), spt=spt)
+    # bf16 moves exactly as fp16 does: 8-byte vectors, no scalar 16-bit accesses left
     assert f"const device {vec}*" in k.source and f"(device {vec}*)" in k.source
+    if dtype == "bf16":
+        assert "const device half4*" not in k.source and "x_ptr_in[" not in k.source
+        x = RNG.integers(-50, 50, n).astype(np.float32)
+        y = RNG.integers(-50, 50, n).astype(np.float32)
+        out = run(k, (triton.cdiv(n, block),), x_ptr=mx.array(x).astype(mx.bfloat16),
+                  y_ptr=mx.array(y).astype(mx.bfloat16), out_ptr=mx.zeros((n,), mx.bfloat16), n=n)["out_ptr"]
+        np.testing.assert_array_equal(out, x + y)  # small integers: exact in bfloat16
+        return
     np_t = {"fp16": np.float16, "i8": np.int8, "i32": np.int32}[dtype]
     x = RNG.integers(-50, 50, n).astype(np_t)
     y = RNG.integers(-50, 50, n).astype(np_t)

@@ -105,4 +105,4 @@ def test_golden_softmax_through_the_pipeline():
     # completes the other's reads (also across the loop over rows)
     assert k.metadata["threadgroup_memory_bytes"] == 32
     assert src.count("threadgroup_barrier(mem_flags::mem_threadgroup)") == 2
-    assert "precise::exp(" in src
+    assert "fast::exp(" in src and "km_div_fast(" in src and "km_fmax" not in src

@@ -130,7 +130,10 @@ def test_cumsum(monkeypatch: pytest.MonkeyPatch, num_warps: int):
 def test_dropout(monkeypatch: pytest.MonkeyPatch):
     x = RNG.standard_normal(3000).astype(np.float32)
     compiled, interpreted = both(monkeypatch, dropout.seeded_dropout, x, 0.3, 123, BLOCK_SIZE=512)
-    np.testing.assert_array_equal(compiled, interpreted)
+    # the same elements dropped; kept ones are x / (1 - p), Triton's approximate fp32 division
+    # (fast::divide, within 2.5 ulp: docs/language.md) compiled, exact in the interpreter
+    np.testing.assert_array_equal(compiled == 0, interpreted == 0)
+    np.testing.assert_allclose(compiled, interpreted, rtol=3.6e-7, atol=0)
     np.testing.assert_allclose(compiled, dropout.reference(x, 0.3, 123), rtol=1e-6)
 
 

@@ -7,6 +7,15 @@ import pytest
 
 from examples import dropout
 
+# kept elements are x / (1 - p): Triton's approximate fp32 division, Metal's fast::divide (within
+# 2.5 ulp, docs/language.md); the reference divides exactly
+DIVISION_RTOL = 3.6e-7
+
+
+def _assert_matches(out: np.ndarray, want: np.ndarray) -> None:
+    np.testing.assert_array_equal(out == 0, want == 0)  # the same elements dropped
+    np.testing.assert_allclose(out, want, rtol=DIVISION_RTOL, atol=0)
+
 
 def test_main(mode, capsys):
     assert dropout.main() == 0
@@ -31,7 +40,7 @@ def test_reference_philox_matches_the_published_test_vectors():
 def test_matches_the_philox_reference(size, p):
     x = np.random.default_rng(size).standard_normal(size).astype(np.float32)
     out = dropout.seeded_dropout(x, p, seed=size + 11, BLOCK_SIZE=256)
-    np.testing.assert_array_equal(out, dropout.reference(x, p, size + 11))
+    _assert_matches(out, dropout.reference(x, p, size + 11))
 
 
 @pytest.mark.parametrize("num_warps", [1, 2, 4, 8])
@@ -44,9 +53,9 @@ def test_same_seed_same_mask_and_keep_rate(num_warps):
     assert (a != c).any()
     kept = a != 0
     # kept elements are scaled by 1 / (1 - p); about 70% are kept (binomial sd is 0.3%)
-    np.testing.assert_allclose(a[kept], np.float32(1) / (np.float32(1) - np.float32(0.3)))
+    np.testing.assert_allclose(a[kept], np.float32(1) / (np.float32(1) - np.float32(0.3)), rtol=DIVISION_RTOL)
     assert abs(kept.mean() - 0.7) < 0.02
-    np.testing.assert_array_equal(a, dropout.reference(x, 0.3, 2**40 + 5))
+    _assert_matches(a, dropout.reference(x, 0.3, 2**40 + 5))
 
 
 def test_mlx_array():
@@ -54,4 +63,4 @@ def test_mlx_array():
 
     x = np.random.default_rng(3).standard_normal(1500).astype(np.float32)
     out = dropout.seeded_dropout(mx.array(x), 0.25, seed=99)
-    np.testing.assert_array_equal(np.array(out), dropout.reference(x, 0.25, 99))
+    _assert_matches(np.array(out), dropout.reference(x, 0.25, 99))

@@ -73,7 +73,8 @@ def correctness_cases(ex: dict[str, Any]) -> list[Case]:
         Case("softmax", lambda lib: (ex["softmax"].softmax(lib(sm)),), 1e-6),
         Case("layer_norm", lambda lib: ex["layer_norm"].layer_norm_forward(lib(ln_x), lib(ln_w), lib(ln_b)), 1e-4),
         Case("matmul", lambda lib: (ex["matmul"].matmul(lib(ma), lib(mb), activation="leaky_relu"),), 5e-2, 1e-2),
-        Case("dropout", lambda lib: (ex["dropout"].seeded_dropout(lib(dx), 0.5, 123),), 0.0),
+        # x / (1 - p) is Triton's approximate fp32 division, fast::divide (2.5 ulp) compiled
+        Case("dropout", lambda lib: (ex["dropout"].seeded_dropout(lib(dx), 0.5, 123),), 0.0, 3.6e-7),
         Case("cumsum", lambda lib: (ex["cumsum"].cumsum(lib(cs)),), 0.0),
         Case("histogram", lambda lib: (ex["histogram"].histogram(lib(hx), 64),), 0.0),
         Case("flash_attention", lambda lib: ex["flash_attention"].attention(lib(q), lib(k), lib(v), True, 0.5), 1e-2),

@@ -6,6 +6,13 @@ static_assert(sizeof(float4) == 16 && alignof(float4) == 16, "float4");
 static_assert(sizeof(half3) == 8 && sizeof(half4) == 8, "half3/half4");
 static_assert(sizeof(packed_float3) == 12 && alignof(packed_float3) == 4, "packed_float3 is dense");
 static_assert(sizeof(bool4) == 4 && sizeof(long2) == 16 && sizeof(bfloat4) == 8, "sizes");
+// bfloat vectors as MSL 3.1 lays them out (as half's): what an 8-byte bfloat4 access of a
+// bfloat16 buffer relies on
+static_assert(sizeof(bfloat2) == 4 && alignof(bfloat2) == 4, "bfloat2");
+static_assert(sizeof(bfloat3) == 8 && alignof(bfloat3) == 8, "bfloat3 is laid out like bfloat4");
+static_assert(alignof(bfloat4) == 8 && sizeof(packed_bfloat4) == 8 && alignof(packed_bfloat4) == 2, "bfloat4");
+static_assert(is_same_v<decltype(bfloat4() * bfloat4()), bfloat4>, "bfloat4 * bfloat4 is bfloat4");
+static_assert(is_same_v<decltype(bfloat4() + 1), bfloat4>, "bfloat4 + int is bfloat4");
 static_assert(is_same_v<decltype(float4() < float4()), bool4>, "comparisons give boolN");
 static_assert(is_same_v<decltype(int3() == int3()), bool3>, "comparisons give boolN");
 static_assert(is_same_v<decltype(half4() * 2), half4>, "half4 * int is half4");

@@ -226,7 +226,8 @@ class NumpyBuilder:
         res = np.array([v & mask for v in out], dtype=np.uint64).reshape(flat_a.shape)
         return res.view(a.dtype) if ty.is_int_signed() else res
 
-    def create_math(self, op: MathOp, x: TensorHandle) -> TensorHandle:
+    def create_math(self, op: MathOp, x: TensorHandle, precise: bool = False) -> TensorHandle:
+        # NumPy's functions are within the bounds of both forms (docs/language.md): one answer
         a, ty = x.data, x.dtype
         if op is MathOp.NEG:
             return _h(np.negative(a) if a.dtype != np.bool_ else a, ty)

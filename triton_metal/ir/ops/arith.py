@@ -256,19 +256,28 @@ class IntUnaryOp(UnaryOp):
     requires: ClassVar[str] = "int"
 
 
-class ExpOp(UnaryOp):
+class ApproxUnaryOp(UnaryOp):
+    """A function Triton computes with an approximate instruction (`ex2.approx`, `lg2.approx`,
+    `sqrt.approx`, `rsqrt.approx`) unless it comes from libdevice, whose functions are accurate:
+    `precise = true` marks those (docs/language.md, "Math functions"); None (not printed) is
+    Triton's approximate form."""
+
+    precise: bool | None = attr(bool, default=None)
+
+
+class ExpOp(ApproxUnaryOp):
     name: ClassVar[str] = "math.exp"
 
 
-class Exp2Op(UnaryOp):
+class Exp2Op(ApproxUnaryOp):
     name: ClassVar[str] = "math.exp2"
 
 
-class LogOp(UnaryOp):
+class LogOp(ApproxUnaryOp):
     name: ClassVar[str] = "math.log"
 
 
-class Log2Op(UnaryOp):
+class Log2Op(ApproxUnaryOp):
     name: ClassVar[str] = "math.log2"
 
 
@@ -280,7 +289,7 @@ class SinOp(UnaryOp):
     name: ClassVar[str] = "math.sin"
 
 
-class SqrtOp(UnaryOp):
+class SqrtOp(ApproxUnaryOp):
     name: ClassVar[str] = "math.sqrt"
 
 
@@ -290,7 +299,7 @@ class PreciseSqrtOp(UnaryOp):
     name: ClassVar[str] = "tt.precise_sqrt"
 
 
-class RsqrtOp(UnaryOp):
+class RsqrtOp(ApproxUnaryOp):
     name: ClassVar[str] = "math.rsqrt"
 
 

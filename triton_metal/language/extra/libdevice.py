@@ -22,9 +22,9 @@ from ..core import _unwrap as _u
 from ..semantic import Semantic
 
 
-def _unary(op: MathOp, name: str) -> Any:
+def _unary(op: MathOp, name: str, precise: bool = False) -> Any:
     def fn(arg0: Any, _semantic: Semantic = None) -> tensor:  # type: ignore[assignment]
-        return _semantic.math_unary(op, _u(arg0), name)
+        return _semantic.math_unary(op, _u(arg0), name, precise)
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"libdevice `{name}`: elementwise, floating point (MSL `{op.value}`)."
@@ -46,12 +46,14 @@ trunc = _unary(MathOp.TRUNC, "trunc")
 rint = _unary(MathOp.RINT, "rint")
 nearbyint = _unary(MathOp.RINT, "nearbyint")
 round = _unary(MathOp.ROUND, "round")  # noqa: A001
-exp = _unary(MathOp.EXP, "exp")
-exp2 = _unary(MathOp.EXP2, "exp2")
-log = _unary(MathOp.LOG, "log")
-log2 = _unary(MathOp.LOG2, "log2")
-sqrt = _unary(MathOp.SQRT, "sqrt")
-rsqrt = _unary(MathOp.RSQRT, "rsqrt")
+# libdevice's exp, log, sqrt, ... are accurate functions (`__nv_expf`, `__nv_sqrtf`) where
+# `tl.exp`, `tl.sqrt`, ... are approximate instructions: they keep MSL's precise forms
+exp = _unary(MathOp.EXP, "exp", precise=True)
+exp2 = _unary(MathOp.EXP2, "exp2", precise=True)
+log = _unary(MathOp.LOG, "log", precise=True)
+log2 = _unary(MathOp.LOG2, "log2", precise=True)
+sqrt = _unary(MathOp.SQRT, "sqrt", precise=True)
+rsqrt = _unary(MathOp.RSQRT, "rsqrt", precise=True)
 sin = _unary(MathOp.SIN, "sin")
 cos = _unary(MathOp.COS, "cos")
 erf = _unary(MathOp.ERF, "erf")

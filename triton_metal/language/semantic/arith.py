@@ -341,10 +341,12 @@ class ArithMixin(SemanticBase):
                 hint=f"cast first: tl.{name}(x.to(tl.float32))",
             )
 
-    def math_unary(self, op: MathOp, x: Any, name: str | None = None) -> tensor:
+    def math_unary(self, op: MathOp, x: Any, name: str | None = None, precise: bool = False) -> tensor:
+        """`op` elementwise; `precise`: libdevice's accurate form of a function `tl` computes
+        approximately (exp, exp2, log, log2, rsqrt)."""
         x = self.to_tensor(x)
         self.check_dtype(name or op.value, x, MATH_DTYPES[op])
-        return tensor(self.builder.create_math(op, x.handle), x.type)
+        return tensor(self.builder.create_math(op, x.handle, precise), x.type)
 
     def fma(self, x: Any, y: Any, z: Any) -> tensor:
         x, y = self.binary_op_type_checking_impl(x, y)

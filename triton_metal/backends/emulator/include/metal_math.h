@@ -7,8 +7,9 @@
 // -lm). half functions compute in float and round the result to half once.
 // metal::precise:: and metal::fast:: offer the float functions with the same
 // (IEEE, correctly handled NaN/Inf) results: the emulator does not model fast
-// math's lower accuracy. min/max on floats equal fmin/fmax (a NaN operand
-// yields the other operand).
+// math's lower accuracy (fast::divide excepted: it moves the quotient within
+// its documented bound). min/max on floats equal fmin/fmax (a NaN operand
+// yields the other operand; -0.0 orders below +0.0).
 // bfloat has no math functions in MSL: a bfloat argument converts to float
 // and the float result does not convert back implicitly (mlx_preamble.h adds
 // MLX's bfloat overloads).
@@ -143,10 +144,19 @@ TM_MATH2(pow, __builtin_powf(x, y))
 TM_MATH2(powr, x >= 0.0f ? __builtin_powf(x, y) : __builtin_nanf(""))
 TM_MATH2(atan2, __builtin_atan2f(x, y))
 TM_MATH2(fmod, __builtin_fmodf(x, y))
-TM_MATH2(fmin, __builtin_fminf(x, y))
-TM_MATH2(fmax, __builtin_fmaxf(x, y))
-TM_MATH2(min, __builtin_fminf(x, y))
-TM_MATH2(max, __builtin_fmaxf(x, y))
+// MSL leaves open which zero fmin/fmax return for a -0.0 and a +0.0 (either operand); the
+// emulator orders -0.0 below +0.0 (IEEE 754-2019 minimumNumber/maximumNumber), so its answer does
+// not depend on the operands' order (a reduction tree's shape) and is the one the interpreter gives.
+METAL_FUNC float tm_fmin(float x, float y) {
+  return x == y ? (__builtin_signbit(x) ? x : y) : __builtin_fminf(x, y);
+}
+METAL_FUNC float tm_fmax(float x, float y) {
+  return x == y ? (__builtin_signbit(x) ? y : x) : __builtin_fmaxf(x, y);
+}
+TM_MATH2(fmin, tm_fmin(x, y))
+TM_MATH2(fmax, tm_fmax(x, y))
+TM_MATH2(min, tm_fmin(x, y))
+TM_MATH2(max, tm_fmax(x, y))
 TM_MATH2(copysign, __builtin_copysignf(x, y))
 TM_MATH2(fdim, __builtin_fdimf(x, y))
 TM_MATH2(nextafter, __builtin_nextafterf(x, y))
