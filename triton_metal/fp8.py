@@ -9,7 +9,8 @@ Triton's fp8 dtypes as formats of one sign bit, `exponent_bits`, `mantissa_bits`
 
 Conversions, the same on every backend (the MSL helpers in `templates/helpers/fp8.metal` do
 these steps on `uchar`):
-* fp8 -> float32 is exact (every fp8 value is a float32);
+* fp8 -> float32 is exact (every fp8 value is a float32); a NaN comes out as float32's quiet NaN
+  with the code's sign bit (positive for the FNUZ formats' 0x80);
 * float32 -> fp8 rounds to nearest, ties to even (or toward zero with `rtz`), and saturates as
   NVIDIA's `cvt.rn.satfinite` (which Triton emits for these conversions): a finite value past
   the largest finite fp8 value, and an infinity, become that value with the sign kept; NaN
@@ -85,9 +86,9 @@ def decode(codes: np.ndarray, fmt: Fp8Format) -> np.ndarray:
         v = np.where(mag == 0x7F, np.nan, v)
     elif fmt.kind == IEEE:
         v = np.where(e == emax, np.where(m == 0, np.inf, np.nan), v)
-    else:
-        v = np.where(c == 0x80, np.nan, v)
     v = np.where(sign == 1, -v, v)
+    if fmt.kind == FNUZ:  # the one NaN, positive (its code's sign bit is not a sign)
+        v = np.where(c == 0x80, np.nan, v)
     return v.astype(np.float32)
 
 

@@ -101,7 +101,7 @@ def refuse_fp8_arithmetic(ty: dtype) -> None:
     """fp8 types are storage types: loads, stores, selects, shape ops and `.to()` only."""
     if not ty.is_ptr() and ty.scalar.is_fp8():
         raise error(
-            f"arithmetic on {ty.scalar!r} values is not supported: fp8 is a storage type on Apple GPUs",
+            f"arithmetic on {ty.scalar.name} values is not supported: fp8 is a storage type on Apple GPUs",
             hint="convert first, e.g. x.to(tl.float32) (and back with .to() to store fp8)",
         )
 
