@@ -32,11 +32,6 @@ _NOT_YET = "not supported yet on Apple GPUs"
 
 make_block_ptr = _refusing("make_block_ptr", "block pointers are " + _NOT_YET, BLOCK_POINTER_HINT)
 advance = _refusing("advance", "block pointers are " + _NOT_YET, BLOCK_POINTER_HINT)
-dot_scaled = _refusing(
-    "dot_scaled",
-    "microscaling (MX) formats have no Apple GPU support",
-    "dequantize to float16/bfloat16 and use tl.dot",
-)
 inline_asm_elementwise = _refusing(
     "inline_asm_elementwise",
     "inline PTX/AMDGCN assembly cannot run on Apple GPUs",
