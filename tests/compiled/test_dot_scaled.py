@@ -5,8 +5,6 @@ fast_math, packing along M or N, and the refusals."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import numpy as np
 import pytest
 from test_fp8 import MODELS
@@ -19,13 +17,6 @@ E2M1 = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0])
 E2M1 = np.concatenate([E2M1, -E2M1])
 """The 16 e2m1 values by code: sign bit 3, exponent bits 2-1 (bias 1), mantissa bit 0."""
 FP8_MODEL = {"e4m3": MODELS["e4nv"], "e5m2": MODELS["e5"]}
-
-
-@pytest.fixture(params=["emulator", "interpreter"])
-def mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    if request.param == "interpreter":
-        monkeypatch.setenv("TRITON_METAL_INTERPRET", "1")
-    yield request.param
 
 
 @triton.jit
@@ -120,24 +111,24 @@ def _typed(x: np.ndarray, fmt: str) -> object:
 
 @pytest.mark.parametrize("fa, fb", [("e2m1", "e2m1"), ("e4m3", "e4m3"), ("e5m2", "e5m2"), ("e2m1", "e4m3"),
                                     ("e5m2", "bf16"), ("fp16", "e2m1")])
-def test_matches_float64(mode: str, fa: str, fb: str):
+def test_matches_float64(each_backend: str, fa: str, fb: str):
     got, ref, bound = _run(fa, fb)
     assert np.all(np.abs(got - ref) <= bound), np.max(np.abs(got - ref) - bound)
 
 
-def test_unscaled_fast_math_bfloat16_operands(mode: str):
+def test_unscaled_fast_math_bfloat16_operands(each_backend: str):
     got, ref, bound = _run("e2m1", "e5m2", scaled=False, fast=True, seed=3)
     assert np.all(np.abs(got - ref) <= bound)
 
 
-def test_rhs_packed_along_n_and_float16_result(mode: str):
+def test_rhs_packed_along_n_and_float16_result(each_backend: str):
     got, ref, bound = _run("e4m3", "e2m1", scaled=False, pack_b_along_k=False, out=tl.float16, seed=4)
     # the accumulator is rounded to half after each of the two K blocks: a half ulp of at most
     # the sum of the products' magnitudes (the bound's scale) each time
     assert np.all(np.abs(got - ref) <= bound * (1 + 2.0 ** -11 / (4 * 128 * 2.0 ** -24)))
 
 
-def test_scale_255_is_nan(mode: str):
+def test_scale_255_is_nan(each_backend: str):
     got, ref, _ = _run("e2m1", "e2m1", scale_fix=(5, 1), seed=5)
     assert np.all(np.isnan(got[5])) and not np.isnan(np.delete(got, 5, axis=0)).any()
     assert np.isnan(ref[5]).all()
@@ -157,7 +148,7 @@ def bad_scaled(a_ptr, s_ptr, out_ptr, FMT: tl.constexpr, SCALE_ROWS: tl.constexp
     ("e4m3", 32, False, "only mxfp4 inputs can be packed along a dimension different than K"),
     ("e2m1", 32, True, "Reduction dimension should pack the same number of elements"),
 ])
-def test_refusals_name_the_line(mode: str, fmt: str, rows: int, pack: bool, message: str):
+def test_refusals_name_the_line(each_backend: str, fmt: str, rows: int, pack: bool, message: str):
     a = np.zeros((32, 32), np.uint8)
     with pytest.raises(CompilationError, match=message) as info:
         bad_scaled[(1,)](a, np.zeros(32, np.uint8), np.zeros((32, 32), np.float32), FMT=fmt, SCALE_ROWS=rows,
@@ -174,7 +165,7 @@ def fp8_dot(a_ptr, b_ptr, c_ptr, N: tl.constexpr):
 
 
 @pytest.mark.parametrize("fa, fb", [("e4nv", "e5"), ("e4b8", "e5b16")])
-def test_tl_dot_of_fp8_operands(mode: str, fa: str, fb: str):
+def test_tl_dot_of_fp8_operands(each_backend: str, fa: str, fb: str):
     rng = np.random.default_rng(6)
     ma, mb = MODELS[fa], MODELS[fb]
     a = rng.choice(np.flatnonzero(np.isfinite(ma.values())).astype(np.uint8), (32, 32))

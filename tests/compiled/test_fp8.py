@@ -5,7 +5,6 @@ special values), exhaustively over the 256 codes and over every fp16 and bf16 va
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -90,13 +89,6 @@ MODELS = {
 CODES = np.arange(256, dtype=np.uint8)
 
 
-@pytest.fixture(params=["emulator", "interpreter"])
-def mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    if request.param == "interpreter":
-        monkeypatch.setenv("TRITON_METAL_INTERPRET", "1")
-    yield request.param
-
-
 @triton.jit
 def convert_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr, RTZ: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
@@ -123,7 +115,7 @@ def test_models_agree_with_tritons_dtype_attributes():
 
 
 @pytest.mark.parametrize("fmt", list(MODELS))
-def test_every_code_converts_to_float32_exactly(mode: str, fmt: str):
+def test_every_code_converts_to_float32_exactly(each_backend: str, fmt: str):
     model = MODELS[fmt]
     out = np.full(256, 7.0, np.float32)
     _convert(triton.reinterpret(CODES, model.dtype), out, 256)
@@ -139,7 +131,7 @@ def test_every_code_converts_to_float32_exactly(mode: str, fmt: str):
 
 @pytest.mark.parametrize("fmt", ["e4nv", "e5"])
 @pytest.mark.parametrize("wide", ["f16", "bf16"])
-def test_every_code_converts_to_half_and_bfloat_exactly(mode: str, fmt: str, wide: str):
+def test_every_code_converts_to_half_and_bfloat_exactly(each_backend: str, fmt: str, wide: str):
     model = MODELS[fmt]
     out16 = np.zeros(256, np.uint16)
     out = out16.view(np.float16) if wide == "f16" else triton.reinterpret(out16, tl.bfloat16)
@@ -169,7 +161,7 @@ def _float32_inputs(model: Model) -> np.ndarray:
 
 
 @pytest.mark.parametrize("fmt", list(MODELS))
-def test_float32_rounds_to_nearest_even_and_saturates(mode: str, fmt: str):
+def test_float32_rounds_to_nearest_even_and_saturates(each_backend: str, fmt: str):
     model = MODELS[fmt]
     x = _float32_inputs(model)
     out = np.zeros(x.size, np.uint8)
@@ -178,7 +170,7 @@ def test_float32_rounds_to_nearest_even_and_saturates(mode: str, fmt: str):
 
 
 @pytest.mark.parametrize("fmt", ["e4nv", "e5"])
-def test_float32_rounds_toward_zero(mode: str, fmt: str):
+def test_float32_rounds_toward_zero(each_backend: str, fmt: str):
     model = MODELS[fmt]
     x = _float32_inputs(model)
     out = np.zeros(x.size, np.uint8)
@@ -188,7 +180,7 @@ def test_float32_rounds_toward_zero(mode: str, fmt: str):
 
 @pytest.mark.parametrize("fmt", ["e4nv", "e5"])
 @pytest.mark.parametrize("wide", ["f16", "bf16"])
-def test_every_half_and_bfloat_value_rounds_once(mode: str, fmt: str, wide: str):
+def test_every_half_and_bfloat_value_rounds_once(each_backend: str, fmt: str, wide: str):
     model = MODELS[fmt]
     bits = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16)
     if wide == "f16":
@@ -220,7 +212,7 @@ def fp8_ops_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
 
 
 @pytest.mark.parametrize("fmt", ["e4nv", "e5b16"])
-def test_select_flip_masked_load_and_constants(mode: str, fmt: str):
+def test_select_flip_masked_load_and_constants(each_backend: str, fmt: str):
     model = MODELS[fmt]
     codes = np.random.default_rng(2).integers(0, 256, 64).astype(np.uint8)
     out = np.zeros(64, np.uint8)
@@ -232,7 +224,7 @@ def test_select_flip_masked_load_and_constants(mode: str, fmt: str):
     np.testing.assert_array_equal(out, np.where(offs % 5 == 0, y, y[::-1]))
 
 
-def test_torch_float8_tensors(mode: str):
+def test_torch_float8_tensors(each_backend: str):
     torch = pytest.importorskip("torch")
     x = torch.randn(300) * 50
     out = torch.zeros(300, dtype=torch.float8_e4m3fn)
@@ -253,7 +245,7 @@ def fp8_add_kernel(x_ptr, out_ptr):
     tl.store(out_ptr + tl.arange(0, 16), x + x)  # error
 
 
-def test_arithmetic_is_refused_with_a_hint(mode: str):
+def test_arithmetic_is_refused_with_a_hint(each_backend: str):
     codes = np.zeros(16, np.uint8)
     with pytest.raises(CompilationError) as info:
         fp8_add_kernel[(1,)](triton.reinterpret(codes, tl.float8e5), triton.reinterpret(codes.copy(), tl.float8e5))
