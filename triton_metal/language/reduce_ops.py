@@ -140,9 +140,9 @@ def dot_scaled(lhs: Any, lhs_scale: Any, lhs_format: Any, rhs: Any, rhs_scale: A
     the low nibble; along M with `lhs_k_pack=False`), `rhs` [K, N] ([K // 2, N] for "e2m1"; along
     N with `rhs_k_pack=False`). Formats: "e2m1", "e4m3", "e5m2" (uint8 codes or fp8 blocks),
     "bf16", "fp16". Scales are e8m0 bytes, one per 32 elements along K: `lhs_scale` [M, K // 32],
-    `rhs_scale` [N, K // 32], or None. The operands are dequantized exactly and multiplied with
-    float32 accumulation; the result (and `acc`) have `out_dtype` (float32 by default).
-    `fast_math` skips the NaN check of scale 255 and multiplies in bfloat16 where that is exact."""
+    `rhs_scale` [N, K // 32], or None. The operands are dequantized into bfloat16 (float32 when
+    one is "fp16") and multiplied with float32 accumulation; the result (and `acc`) have
+    `out_dtype` (float32 by default). `fast_math` skips the NaN check of scale 255."""
     return _semantic.dot_scaled(_unwrap(lhs), _unwrap(lhs_scale), _unwrap(lhs_format), _unwrap(rhs),  # type: ignore[attr-defined, no-any-return]
                                 _unwrap(rhs_scale), _unwrap(rhs_format), _unwrap(acc), _unwrap(fast_math),
                                 _unwrap(lhs_k_pack), _unwrap(rhs_k_pack), _unwrap(out_dtype))

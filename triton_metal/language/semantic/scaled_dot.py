@@ -11,12 +11,13 @@ rhs_format, acc=None, fast_math=False, lhs_k_pack=True, rhs_k_pack=True, out_dty
   s = 0, as Triton's references compute it), and s = 255 is NaN (the OCP MX rule; `fast_math`
   leaves the check out, so 255 scales by infinity).
 
-Every value of these formats times a power of two is exact in float32 (and in bfloat16, whose
-exponent range is float32's), so the dequantized operands are exact; they feed `dot` as float32
-blocks (bfloat16 with `fast_math` when neither operand is fp16), whose products are exact in the
-float32 accumulator. The dequantization is elementwise code on the registers the operands are
-loaded into, which the dot's layout conversion then puts into its fragments. The accumulator
-and the result are float32; `out_dtype` float16 or bfloat16 rounds the result once.
+The operands feed `dot` as bfloat16 blocks, Triton's compute type for these formats (float32
+when an operand is fp16, where Triton computes in fp16): every e2m1, e4m3, e5m2 and bf16 value
+times a power of two is a bfloat16 (whose exponent range is float32's) as long as it stays in the
+normal range, above 2^-126 in magnitude, and bfloat16 products are exact in the float32
+accumulator. The dequantization is elementwise code on the registers the operands are loaded
+into, which the dot's layout conversion then puts into its fragments. The accumulator and the
+result are float32; `out_dtype` float16 or bfloat16 rounds the result once.
 """
 
 from __future__ import annotations
@@ -72,7 +73,9 @@ class ScaledDotMixin(SemanticBase):
             )
         a = self._scaled(a, _value(lhs_scale), "lhs", m, k, fast, transpose=False)
         b = self._scaled(b, _value(rhs_scale), "rhs", n, k, fast, transpose=True)
-        operand = bfloat16 if fast and "fp16" not in (fa, fb) else float32
+        # Triton's compute type: bfloat16 unless an operand is fp16 (float32 here, where Triton
+        # takes fp16, so that no scaled value overflows)
+        operand = float32 if "fp16" in (fa, fb) else bfloat16
         acc_t = None
         if _value(acc) is not None:
             acc_t = self.to_tensor(_value(acc))
