@@ -208,6 +208,7 @@ def fp8_ops_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     x = tl.load(x_ptr + offs, mask=mask, other=0.3)  # other: a constant converted to fp8
     big = tl.full([BLOCK], 1000.0, out_ptr.dtype.element_ty)  # saturates
     y = tl.where(offs % 3 == 0, x, big)
+    y = tl.where(offs == 7, -3.3, y)  # a number beside an fp8 block becomes fp8
     tl.store(out_ptr + offs, tl.where(offs % 5 == 0, y, tl.flip(y, 0)))
 
 
@@ -217,10 +218,11 @@ def test_select_flip_masked_load_and_constants(each_backend: str, fmt: str):
     codes = np.random.default_rng(2).integers(0, 256, 64).astype(np.uint8)
     out = np.zeros(64, np.uint8)
     fp8_ops_kernel[(1,)](triton.reinterpret(codes, model.dtype), triton.reinterpret(out, model.dtype), 40, BLOCK=64)
-    (other,), (big,) = model.encode(np.array([0.3], np.float32)), model.encode(np.array([1000.0], np.float32))
+    other, big, seven = model.encode(np.array([0.3, 1000.0, -3.3], np.float32))
     offs = np.arange(64)
     x = np.where(offs < 40, codes, other)
     y = np.where(offs % 3 == 0, x, big)
+    y = np.where(offs == 7, seven, y)
     np.testing.assert_array_equal(out, np.where(offs % 5 == 0, y, y[::-1]))
 
 

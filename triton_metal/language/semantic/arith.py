@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..builder import BinaryOp, CmpPredicate, MathOp
-from ..core import PropagateNan, tensor
+from ..core import PropagateNan, constexpr, tensor
 from ..types import float32, int1
 from .base import SemanticBase, error, refuse_fp8_arithmetic, with_element
 
@@ -283,9 +283,13 @@ class ArithMixin(SemanticBase):
     # -- select, min/max ----------------------------------------------------------------------
     def where(self, cond: Any, x: Any, y: Any) -> tensor:
         cond = self._to_bool(cond)
-        # two fp8 blocks of one type select without arithmetic (no promotion, no conversion)
-        same_fp8 = (isinstance(x, tensor) and isinstance(y, tensor) and x.type.scalar == y.type.scalar
-                    and x.type.scalar.is_fp8())
+        # fp8 selects without arithmetic: two blocks of one fp8 type, or an fp8 block and a number,
+        # which becomes that type (as Triton's weakly typed scalars do)
+        fp8 = next((t.type.scalar for t in (x, y) if isinstance(t, tensor) and t.type.scalar.is_fp8()), None)
+        if fp8 is not None:
+            x, y = (v.value if isinstance(v, constexpr) else v for v in (x, y))
+            x, y = (self.scalar_constant(v, fp8) if isinstance(v, (bool, int, float)) else v for v in (x, y))
+        same_fp8 = fp8 is not None and isinstance(x, tensor) and isinstance(y, tensor) and x.type.scalar == y.type.scalar
         x, y = self.binary_op_type_checking_impl(x, y, True, True, arithmetic_check=not same_fp8)
         if cond.type.is_block() or x.type.is_block():
             cond, x, y = self.broadcast_tensors(cond, x, y)
