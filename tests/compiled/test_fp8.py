@@ -258,3 +258,24 @@ def test_arithmetic_is_refused_with_a_hint(each_backend: str):
 def test_reinterpret_checks_the_element_size():
     with pytest.raises(ValueError, match="1-byte elements"):
         triton.reinterpret(np.zeros(4, np.float16), tl.float8e4nv)
+
+
+@triton.jit
+def mlx_codes_kernel(codes_ptr, x_ptr, decoded_ptr, encoded_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    # MLX keeps e4m3 as uint8 codes (mx.to_fp8): a bitcast in the kernel makes them fp8
+    codes = tl.load(codes_ptr + offs).to(tl.float8e4nv, bitcast=True)
+    tl.store(decoded_ptr + offs, codes.to(tl.float32))
+    tl.store(encoded_ptr + offs, tl.load(x_ptr + offs).to(tl.float8e4nv).to(tl.uint8, bitcast=True))
+
+
+def test_e4m3_agrees_with_mlx_to_fp8_and_from_fp8(each_backend: str):
+    mx = pytest.importorskip("mlx.core")
+    x = _float32_inputs(MODELS["e4nv"])[:4096]
+    x = x[~np.isnan(x)]  # MLX's to_fp8 gives 0x7E for NaN (saturates it); ours gives NaN (0x7F)
+    x = np.resize(x, 4096).astype(np.float32)
+    codes = np.arange(4096, dtype=np.uint32).astype(np.uint8)
+    decoded, encoded = np.zeros(4096, np.float32), np.zeros(4096, np.uint8)
+    mlx_codes_kernel[(1,)](mx.array(codes), x, decoded, encoded, BLOCK=4096)
+    np.testing.assert_array_equal(decoded, np.array(mx.from_fp8(mx.array(codes), dtype=mx.float32)))
+    np.testing.assert_array_equal(encoded, np.array(mx.to_fp8(mx.array(x))))

@@ -68,7 +68,8 @@ def reinterpret(array: Any, dtype: tlt.dtype | str) -> Any:
 
         if ty.is_fp8():
             raise TypeError(f"reinterpret: MLX has no fp8 arrays to view as {ty!r}; pass the uint8 "
-                            "codes as a NumPy array (or a torch float8 tensor)")
+                            "codes (mx.to_fp8) and bitcast them in the kernel: "
+                            "tl.load(ptr + offs).to(tl.float8e4nv, bitcast=True)")
         mlx_of = {v: k for k, v in MLX_DTYPES.items()}
         return mx.view(array, mlx_of[ty])
     raise TypeError(
