@@ -255,9 +255,12 @@ def test_arithmetic_is_refused_with_a_hint(each_backend: str):
     assert "arithmetic on fp8e5 values is not supported" in text and "x + x" in text and "x.to(tl.float32)" in text
 
 
-def test_reinterpret_checks_the_element_size():
+def test_reinterpret_checks_the_element_size_and_refuses_mlx():
     with pytest.raises(ValueError, match="1-byte elements"):
         triton.reinterpret(np.zeros(4, np.float16), tl.float8e4nv)
+    mx = pytest.importorskip("mlx.core")
+    with pytest.raises(TypeError, match="bitcast them in the kernel"):
+        triton.reinterpret(mx.zeros((4,), mx.uint8), tl.float8e5)
 
 
 @triton.jit
