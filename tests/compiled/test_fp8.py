@@ -282,3 +282,17 @@ def test_e4m3_agrees_with_mlx_to_fp8_and_from_fp8(each_backend: str):
     mlx_codes_kernel[(1,)](mx.array(codes), x, decoded, encoded, BLOCK=4096)
     np.testing.assert_array_equal(decoded, np.array(mx.from_fp8(mx.array(codes), dtype=mx.float32)))
     np.testing.assert_array_equal(encoded, np.array(mx.to_fp8(mx.array(x))))
+
+
+@triton.jit
+def fp8_print_kernel(x_ptr, HEX: tl.constexpr):
+    tl.device_print("v", tl.load(x_ptr + tl.arange(0, 4)), hex=HEX)
+
+
+@pytest.mark.parametrize("hex_", [False, True])
+def test_device_print_shows_values_or_codes(each_backend: str, hex_: bool, capfd: pytest.CaptureFixture[str]):
+    codes = np.array([0x38, 0x40, 0xB8, 0x7F], np.uint8)  # e4m3: 1, 2, -1, NaN
+    fp8_print_kernel[(1,)](triton.reinterpret(codes, tl.float8e4nv), HEX=hex_)
+    text = capfd.readouterr()
+    lines = [ln.split("v: ")[1] for ln in (text.out + text.err).splitlines() if "v: " in ln]
+    assert lines == (["0x38", "0x40", "0xb8", "0x7f"] if hex_ else ["1.000000", "2.000000", "-1.000000", "nan"])
