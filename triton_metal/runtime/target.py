@@ -20,26 +20,32 @@ from .environ import ENV_BYTES
 
 TARGET_VARIABLE = "TRITON_METAL_TARGET"
 _TARGET_BYTES = TARGET_VARIABLE.encode()
-_parsed: dict[str, str] = {}
+_resolved: dict[bytes | None, str] = {}
+"""The target of each raw value of the variable seen (None: unset), so a launch costs one lookup."""
 
 
 def active_target() -> str:
     """The target text (`apple9:3.2`) of the next compile (see the module docstring)."""
     if ENV_BYTES is not None:
         raw = ENV_BYTES.get(_TARGET_BYTES)
-        text = raw.decode(errors="replace") if raw is not None else None
     else:
-        text = os.environ.get(TARGET_VARIABLE)
-    if not text or not text.strip():
-        return machine_target()
-    found = _parsed.get(text)
+        value = os.environ.get(TARGET_VARIABLE)
+        raw = None if value is None else value.encode()
+    found = _resolved.get(raw)
     if found is None:
-        try:
-            found = str(parse_target(text))
-        except ValueError as error:
-            raise LaunchError(str(error)) from None
-        _parsed[text] = found
+        found = _resolve(raw)
+        _resolved[raw] = found
     return found
+
+
+def _resolve(raw: bytes | None) -> str:
+    text = raw.decode(errors="replace") if raw is not None else ""
+    if not text.strip():
+        return machine_target()
+    try:
+        return str(parse_target(text))
+    except ValueError as error:
+        raise LaunchError(str(error)) from None
 
 
 def macos_major() -> int | None:
