@@ -174,3 +174,22 @@ def test_tl_dot_of_fp8_operands(each_backend: str, fa: str, fb: str):
     fp8_dot[(1,)](triton.reinterpret(a, ma.dtype), triton.reinterpret(b, mb.dtype), c, N=32)
     av, bv = ma.values()[a], mb.values()[b]
     assert np.all(np.abs(c - av @ bv) <= 4 * 32 * 2.0 ** -24 * (np.abs(av) @ np.abs(bv)))
+
+
+@triton.jit
+def lhs_along_m(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    # A's bytes pack rows 2i (low nibble) and 2i + 1 (high): [M // 2, K]
+    a = tl.load(a_ptr + tl.arange(0, M // 2)[:, None] * K + tl.arange(0, K)[None, :])
+    b = tl.load(b_ptr + tl.arange(0, K)[:, None] * N + tl.arange(0, N)[None, :])
+    c = tl.dot_scaled(a, None, "e2m1", b, None, "e5m2", lhs_k_pack=False)
+    tl.store(c_ptr + tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :], c)
+
+
+def test_lhs_packed_along_m(each_backend: str):
+    rng = np.random.default_rng(7)
+    at, atv = _operand("e2m1", 32, 32, rng)  # A^T packed along its columns = A's rows
+    b, bv = _operand("e5m2", 32, 32, rng)
+    c = np.zeros((32, 32), np.float32)
+    lhs_along_m[(1,)](np.ascontiguousarray(at.T), b, c, M=32, N=32, K=32)
+    av = atv.T
+    assert np.all(np.abs(c - av @ bv) <= 4 * 32 * 2.0 ** -24 * (np.abs(av) @ np.abs(bv)))
