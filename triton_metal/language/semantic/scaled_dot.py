@@ -92,14 +92,15 @@ class ScaledDotMixin(SemanticBase):
         if fmt == "e2m1":
             if s != uint8:
                 raise error(f"e2m1 format must be packed as uint8. Got {s!r}", hint=f"pass {side} as uint8 bytes")
-            low = self._e2m1(self.and_(x, 15))  # type: ignore[attr-defined]
-            high = self._e2m1(self.lshr(x, 4))  # type: ignore[attr-defined]
-            pair = self.join(low, high)  # type: ignore[attr-defined]  # [R, C, 2]: element 2j, 2j + 1
+            # the nibbles are interleaved as bytes (the shape ops move a quarter of float32's
+            # bytes), then decoded
+            pair = self.join(self.and_(x, 15), self.lshr(x, 4))  # type: ignore[attr-defined]  # [R, C, 2]
             r, c = x.type.shape
             if pack_axis == 0:  # bytes pack rows 2i and 2i + 1
-                pair = self.trans(pair, (0, 2, 1))  # type: ignore[attr-defined]
-                return self.reshape(pair, [2 * r, c])  # type: ignore[attr-defined, no-any-return]
-            return self.reshape(pair, [r, 2 * c])  # type: ignore[attr-defined, no-any-return]
+                codes = self.reshape(self.trans(pair, (0, 2, 1)), [2 * r, c])  # type: ignore[attr-defined]
+            else:  # element 2j in the low nibble, 2j + 1 in the high one
+                codes = self.reshape(pair, [r, 2 * c])  # type: ignore[attr-defined]
+            return self._e2m1(codes)
         want = _FLOAT_OF[fmt]
         if s == _BITS_OF[fmt]:
             x = self.bitcast(x, want)
@@ -135,8 +136,23 @@ class ScaledDotMixin(SemanticBase):
         value = self.bitcast(self.shl(self.cast(sc, uint32), 23), float32)  # type: ignore[attr-defined]
         if not fast:
             value = self.where(self.equal(sc, 255), float("nan"), value)  # type: ignore[attr-defined]
-        wide = self.broadcast_to(self.expand_dims(value, 2), [rows, k // SCALE_GROUP, SCALE_GROUP])  # type: ignore[attr-defined]
-        per_element = self.reshape(wide, [rows, k])  # type: ignore[attr-defined]
-        if transpose:
-            per_element = self.trans(per_element, (1, 0))  # type: ignore[attr-defined]
-        return self.mul(x, per_element)  # type: ignore[attr-defined, no-any-return]
+        return self.mul(x, self._expanded(value, rows, k, transpose))  # type: ignore[attr-defined, no-any-return]
+
+    def _expanded(self, value: tensor, rows: int, k: int, transpose: bool) -> tensor:
+        """[rows, K // 32] -> [rows, K] (or [K, rows] with `transpose`), each value over its 32
+        elements along K: per group, its column picked out (a sum of one value and zeros: exact)
+        and selected where K falls in the group. Kept 2-D, so the layouts need no reshapes or
+        transposes, which would move the expanded scales through threadgroup memory."""
+        groups = k // SCALE_GROUP
+        k_axis = 0 if transpose else 1
+        group_of = self.expand_dims(self.floordiv(self.arange(0, k), SCALE_GROUP), 1 - k_axis)  # type: ignore[attr-defined]
+        index = self.expand_dims(self.arange(0, groups), 0)  # type: ignore[attr-defined]
+        shape = [k, rows] if transpose else [rows, k]
+        out: tensor | None = None
+        for g in range(groups):
+            col = self.sum(self.where(self.equal(index, g), value, 0.0), 1, False)  # type: ignore[attr-defined]
+            col = self.expand_dims(col, k_axis)  # type: ignore[attr-defined]
+            out = self.broadcast_to(col, shape) if out is None else self.where(  # type: ignore[attr-defined]
+                self.equal(group_of, g), col, out)  # type: ignore[attr-defined]
+        assert out is not None
+        return out
