@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from .kernel import MSLKernel, OutputCoverage, ParamBinding
 from .options import CodegenOptions
+from .target import DEFAULT_TARGET, Target, parse_target
 
 
 def compile_module(module, options: CodegenOptions, axis_info: object | None = None) -> MSLKernel:  # noqa: ANN001
@@ -19,4 +20,7 @@ def compile_module(module, options: CodegenOptions, axis_info: object | None = N
     return _compile(module, options, axis_info)
 
 
-__all__ = ["CodegenOptions", "MSLKernel", "OutputCoverage", "ParamBinding", "compile_module"]
+__all__ = [
+    "DEFAULT_TARGET", "CodegenOptions", "MSLKernel", "OutputCoverage", "ParamBinding", "Target", "compile_module",
+    "parse_target",
+]

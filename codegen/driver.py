@@ -132,7 +132,7 @@ def compile_module(module: Module, options: CodegenOptions, axis_info: object | 
         prologue=printer.print_body(prologue),
         code=printer.print_body(code_stmts),
     )
-    header = render("header.metal", kernel_name=_ascii(name), helpers=_helpers(ctx))
+    header = render("header.metal", kernel_name=_ascii(name), target=str(options.target), helpers=_helpers(ctx))
     _check_ascii(body + header)
 
     input_names: list[str] = []
@@ -172,6 +172,7 @@ def compile_module(module: Module, options: CodegenOptions, axis_info: object | 
         metadata={
             "num_warps": options.num_warps,
             "math_mode": options.math_mode,
+            "target": str(options.target),
             "index_bits": options.index_bits,
             "threadgroup_memory_bytes": scratch,
             "atomics": atomic_info,

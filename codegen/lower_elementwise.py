@@ -13,12 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from triton_metal.errors import internal_error
+from triton_metal.fp8 import FNUZ, FORMATS
 from triton_metal.ir import ops
 from triton_metal.ir.ops import arith
 from triton_metal.ir.types import PointerType, ScalarType, element_type
 
 from .context import LoweringContext, ctype_of
-from .msl_types import msl_type, uint_of_width
+from .msl_types import fp8_format_name, msl_type, uint_of_width
 from .program import Apply, Call, Convert, Expr, Lit, MathCall, Reinterpret
 from .registry import lowers
 from .values import PtrValue, RegValue
@@ -412,6 +414,9 @@ def lower_convert(ctx: LoweringContext, op: arith.CastOp) -> None:
     src, dst = _el(op.operand), _el(op.result)
     a = ctx.reg(op.operand)
     dc = msl_type(dst)
+    if src.is_fp8() or dst.is_fp8():
+        _lower_fp8_convert(ctx, op, src, dst, a)
+        return
     if isinstance(op, arith.TruncFOp) and op.rounding is arith.RoundingMode.RTZ:
         ctx.helpers.add("round_rtz")
         fn = {"f16": "km_half_rtz", "bf16": "km_bfloat_rtz"}.get(dst.name)
@@ -453,6 +458,25 @@ def lower_convert(ctx: LoweringContext, op: arith.CastOp) -> None:
         elementwise(ctx, op, [a], lambda x: _to_float(x, dst, src))
         return
     elementwise(ctx, op, [a], lambda x: Convert(dc, x))
+
+
+def _lower_fp8_convert(ctx: LoweringContext, op: arith.CastOp, src: ScalarType, dst: ScalarType, a: RegValue) -> None:
+    """fp8 <-> f32, the only fp8 conversions the semantic layer emits (the others go through
+    f32), with the format's parameters as literals (templates/helpers/fp8.metal)."""
+    ctx.helpers.add("fp8")
+    if isinstance(op, arith.ExtFOp) and src.is_fp8() and dst.name == "f32":
+        f = FORMATS[fp8_format_name(src)]
+        params = (Lit(str(f.mantissa_bits)), Lit(str(f.bias)), Lit(str(f.kind)))
+        elementwise(ctx, op, [a], lambda x: Call("km_fp8_to_float", (x, *params)))
+        return
+    if isinstance(op, arith.TruncFOp) and dst.is_fp8() and src.name == "f32":
+        f = FORMATS[fp8_format_name(dst)]
+        rtz = op.rounding is arith.RoundingMode.RTZ
+        params = (Lit(str(f.mantissa_bits)), Lit(str(f.bias)), Lit(f"{f.max_code}u"), Lit(f"{f.nan_code}u"),
+                  Lit("true" if f.kind == FNUZ else "false"), Lit("true" if rtz else "false"))
+        elementwise(ctx, op, [a], lambda x: Call("km_float_to_fp8", (x, *params)))
+        return
+    raise internal_error(f"conversion {src} -> {dst} of fp8 must go through f32 (the semantic layer's rule)")
 
 
 def _to_float(x: Expr, dst: ScalarType, src: ScalarType | None = None) -> Expr:

@@ -9,12 +9,15 @@ import math
 import struct
 
 from triton_metal.errors import CompilationError
+from triton_metal.fp8 import FORMATS, encode_scalar
 from triton_metal.ir.types import PointerType, ScalarType
 
 _MSL = {
     "i1": "bool", "i8": "char", "i16": "short", "i32": "int", "i64": "long",
     "u8": "uchar", "u16": "ushort", "u32": "uint", "u64": "ulong",
     "f16": "half", "bf16": "bfloat", "f32": "float",
+    # fp8: the 8-bit code (MSL has no fp8 type; templates/helpers/fp8.metal converts)
+    "f8e4nv": "uchar", "f8e5": "uchar", "f8e4b8": "uchar", "f8e5b16": "uchar",
 }
 
 # The type strings MLX writes for buffers of each element type (`get_type_string`).
@@ -22,6 +25,7 @@ _MLX = {
     "i1": "bool", "i8": "int8_t", "i16": "int16_t", "i32": "int32_t", "i64": "int64_t",
     "u8": "uint8_t", "u16": "uint16_t", "u32": "uint32_t", "u64": "uint64_t",
     "f16": "float16_t", "bf16": "bfloat16_t", "f32": "float",
+    "f8e4nv": "uint8_t", "f8e5": "uint8_t", "f8e4b8": "uint8_t", "f8e5b16": "uint8_t",
 }
 
 # Unsigned integer of the same width (bit manipulation, reinterpretation).
@@ -66,6 +70,8 @@ def literal(value: bool | int | float, ty: ScalarType) -> str:
         if name == "i32":
             return "(-2147483647 - 1)" if v == -(1 << 31) else str(v)
         return f"{_MSL[name]}({v})"
+    if ty.is_fp8():
+        return f"uchar({encode_scalar(float(value), FORMATS[fp8_format_name(ty)])})"
     f = float(value)
     text = _float_text(f)
     if name == "f32":
@@ -75,6 +81,11 @@ def literal(value: bool | int | float, ty: ScalarType) -> str:
     if name == "bf16":
         return f"bfloat({text})"
     raise CompilationError(f"type {ty} is not supported on Apple GPUs")
+
+
+def fp8_format_name(ty: ScalarType) -> str:
+    """The `triton_metal.fp8` format of an IR fp8 type (`f8e4nv` -> `fp8e4nv`)."""
+    return "fp" + ty.name[1:]
 
 
 def _float_text(f: float) -> str:

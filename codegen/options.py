@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .target import DEFAULT_TARGET, Target
+
 MATH_MODES = ("safe", "relaxed", "fast")
 
 
@@ -19,6 +21,8 @@ class CodegenOptions:
     `tl.device_assert` are elided on Metal either way (docs/codegen.md)."""
     index_bits: int = 32
     """64: pointer offsets computed in `long` (arrays past 2**31 elements)."""
+    target: Target = DEFAULT_TARGET
+    """The GPU family and MSL version compiled for (`codegen/target.py`)."""
     kernel_name: str | None = None
     """Overrides the module's function name in the MSLKernel name."""
     spread_programs: bool = False

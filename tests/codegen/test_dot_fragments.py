@@ -22,6 +22,7 @@ from triton_metal.codegen.options import CodegenOptions
 from triton_metal.codegen.printer import MSLPrinter
 from triton_metal.codegen.program import Apply, Assign, Index, Lit, Var
 from triton_metal.codegen.scaffold import render
+from triton_metal.codegen.target import DEFAULT_TARGET
 from triton_metal.codegen.values import RegValue
 from triton_metal.errors import CompilationError
 from triton_metal.ir import Value
@@ -62,7 +63,7 @@ def build_dot(m: int, n: int, k: int, el: ScalarType, acc: ScalarType, la: Layou
     body = render("body.metal", threads=32 * num_warps, scratch_words=(scratch + 15) // 16,
                   prologue=printer.print_body(list(ctx.prologue.stmts)), code=printer.print_body(ctx.pop()))
     helpers = [render(f"helpers/{name}.metal") for name in sorted(ctx.helpers)]
-    header = render("header.metal", kernel_name="dot_test", helpers=helpers)
+    header = render("header.metal", kernel_name="dot_test", target=str(DEFAULT_TARGET), helpers=helpers)
     return body, header, 32 * num_warps
 
 

@@ -36,6 +36,14 @@ def _compiled_environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         yield
 
 
+@pytest.fixture(params=["emulator", "interpreter"])
+def each_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Runs the test once compiled (the suite's backend) and once in the interpreter."""
+    if request.param == "interpreter":
+        monkeypatch.setenv("TRITON_METAL_INTERPRET", "1")
+    return str(request.param)
+
+
 @pytest.fixture
 def run() -> Callable[..., None]:
     """The interpreter tests' `run(fn, grid, **args)`, run in both modes and compared."""

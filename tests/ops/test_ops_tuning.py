@@ -39,6 +39,37 @@ def test_attention_tiles_fit_threadgroup_memory(tuning):
     assert len(attention._prune_tiles(attention._TILES, {}, BLOCK_D=64)) > len(kept)
 
 
+@pytest.mark.parametrize("dtype, itemsize", [("float32", 4), ("float16", 2), ("bfloat16", 2)])
+def test_attention_forward_tiles_count_the_operands_real_size(tuning, dtype, itemsize):
+    import mlx.core as mx
+
+    q = mx.zeros((1, 1, 4, 128), getattr(mx, dtype))
+    kept = attention._prune_forward_tiles(attention._TILES, {"q_ptr": q}, BLOCK_D=128)
+    tiles = [(cf.kwargs["BLOCK_M"], cf.kwargs["BLOCK_N"]) for cf in kept]
+    # q (M x D), k^T (D x N), p (M x N), v (N x D) at `itemsize` bytes within 32 KiB
+    expect = [(m, n) for m, n in ((32, 32), (64, 32), (32, 64), (64, 64), (16, 16))
+              if (m * 128 + 128 * n + m * n + n * 128) * itemsize <= 32 * 1024]
+    assert tiles == expect
+    assert (32, 32) in tiles if itemsize == 2 else tiles == [(16, 16)]
+
+
+def test_half_attention_prefill_at_head_dim_128_runs_the_larger_tile(monkeypatch):
+    import mlx.core as mx
+    import numpy as np
+
+    from triton_metal import ops
+
+    monkeypatch.delenv("TRITON_METAL_TUNE_OPS", raising=False)
+    rng = np.random.default_rng(0)
+    q, k, v = (mx.array(rng.standard_normal((1, 1, 40, 128)).astype(np.float16)) for _ in range(3))
+    out = ops.scaled_dot_product_attention(q, k, v, scale=128 ** -0.5, mask="causal")
+    cfg = attention._attn_fwd.best_config
+    assert (cfg.kwargs["BLOCK_M"], cfg.kwargs["BLOCK_N"], cfg.num_warps) == (32, 32, 4)
+    f32 = [a.astype(mx.float32) for a in (q, k, v)]
+    ref = mx.fast.scaled_dot_product_attention(*f32, scale=128 ** -0.5, mask="causal")
+    assert float(mx.max(mx.abs(out.astype(mx.float32) - ref))) < 2e-3
+
+
 def test_quantized_configs(tuning):
     tiled = quantized._prune(quantized._CONFIGS, {})
     assert tiled and all(c.kwargs["BLOCK_M"] > 16 for c in tiled)

@@ -31,6 +31,7 @@ _SCALARS = {
     "int1": T.i1, "int8": T.i8, "int16": T.i16, "int32": T.i32, "int64": T.i64,
     "uint8": T.u8, "uint16": T.u16, "uint32": T.u32, "uint64": T.u64,
     "fp16": T.f16, "bf16": T.bf16, "fp32": T.f32, "fp64": T.f64,
+    "fp8e4nv": T.f8e4nv, "fp8e5": T.f8e5, "fp8e4b8": T.f8e4b8, "fp8e5b16": T.f8e5b16,
 }
 
 

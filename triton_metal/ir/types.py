@@ -1,6 +1,7 @@
 """Types of IR values: scalars, pointers and tensors (immutable, compared by content).
 
-Text forms (MLIR-like): scalars `i1 i8 i16 i32 i64 u8 u16 u32 u64 f16 bf16 f32 f64`, pointers
+Text forms (MLIR-like): scalars `i1 i8 i16 i32 i64 u8 u16 u32 u64 f16 bf16 f32 f64` and the fp8
+storage types `f8e4nv f8e5 f8e4b8 f8e5b16`, pointers
 `!tt.ptr<f32>`, tensors `tensor<128x64xf32>` or `tensor<128x!tt.ptr<f16>>`. Integer types carry
 their signedness (unlike MLIR) because the MSL the compiler prints needs it.
 """
@@ -13,7 +14,10 @@ from typing import ClassVar, Union
 
 from .layouts import Layout, layout_rank, parse_layout
 
-_SCALAR_NAMES = ("i1", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32", "f64")
+_FP8_NAMES = ("f8e4nv", "f8e5", "f8e4b8", "f8e5b16")
+"""fp8 storage types (`triton_metal/fp8.py`): held as 8-bit codes, converted only to and from f32."""
+_SCALAR_NAMES = ("i1", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32", "f64",
+                 *_FP8_NAMES)
 
 
 @dataclass(frozen=True)
@@ -30,10 +34,13 @@ class ScalarType:
 
     @property
     def bitwidth(self) -> int:
-        return int(self.name.lstrip("biuf"))
+        return 8 if self.is_fp8() else int(self.name.lstrip("biuf"))
+
+    def is_fp8(self) -> bool:
+        return self.name in _FP8_NAMES
 
     def is_float(self) -> bool:
-        return self.name in ("f16", "bf16", "f32", "f64")
+        return self.name in ("f16", "bf16", "f32", "f64") or self.is_fp8()
 
     def is_int(self) -> bool:
         """Any integer type, `i1` included."""
@@ -127,6 +134,10 @@ u64 = ScalarType("u64")
 f16 = ScalarType("f16")
 bf16 = ScalarType("bf16")
 f32 = ScalarType("f32")
+f8e4nv = ScalarType("f8e4nv")
+f8e5 = ScalarType("f8e5")
+f8e4b8 = ScalarType("f8e4b8")
+f8e5b16 = ScalarType("f8e5b16")
 f64 = ScalarType("f64")
 
 

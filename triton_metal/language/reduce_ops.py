@@ -128,3 +128,21 @@ def dot(input: Any, other: Any, acc: Any = None, input_precision: Any = None,  #
     """Matrix product of 2-D (or batched 3-D) blocks, plus `acc`; `allow_tf32` is ignored."""
     return _semantic.dot(_unwrap(input), _unwrap(other), _unwrap(acc), _unwrap(input_precision),
                          _unwrap(max_num_imprecise_acc), _unwrap(out_dtype))
+
+
+@builtin
+def dot_scaled(lhs: Any, lhs_scale: Any, lhs_format: Any, rhs: Any, rhs_scale: Any, rhs_format: Any,
+               acc: Any = None, fast_math: Any = False, lhs_k_pack: Any = True, rhs_k_pack: Any = True,
+               out_dtype: Any = None, _semantic: Semantic = None) -> tensor:  # type: ignore[assignment]
+    """Matrix product of microscaled (MX) 2-D blocks, plus `acc`, as Triton's `tl.dot_scaled`.
+
+    `lhs` is [M, K] ([M, K // 2] bytes for "e2m1", two values per byte along K, the even one in
+    the low nibble; along M with `lhs_k_pack=False`), `rhs` [K, N] ([K // 2, N] for "e2m1"; along
+    N with `rhs_k_pack=False`). Formats: "e2m1", "e4m3", "e5m2" (uint8 codes or fp8 blocks),
+    "bf16", "fp16". Scales are e8m0 bytes, one per 32 elements along K: `lhs_scale` [M, K // 32],
+    `rhs_scale` [N, K // 32], or None. The operands are dequantized into bfloat16 (float32 when
+    one is "fp16") and multiplied with float32 accumulation; the result (and `acc`) have
+    `out_dtype` (float32 by default). `fast_math` skips the NaN check of scale 255."""
+    return _semantic.dot_scaled(_unwrap(lhs), _unwrap(lhs_scale), _unwrap(lhs_format), _unwrap(rhs),  # type: ignore[attr-defined, no-any-return]
+                                _unwrap(rhs_scale), _unwrap(rhs_format), _unwrap(acc), _unwrap(fast_math),
+                                _unwrap(lhs_k_pack), _unwrap(rhs_k_pack), _unwrap(out_dtype))

@@ -32,11 +32,6 @@ _NOT_YET = "not supported yet on Apple GPUs"
 
 make_block_ptr = _refusing("make_block_ptr", "block pointers are " + _NOT_YET, BLOCK_POINTER_HINT)
 advance = _refusing("advance", "block pointers are " + _NOT_YET, BLOCK_POINTER_HINT)
-dot_scaled = _refusing(
-    "dot_scaled",
-    "microscaling (MX) formats have no Apple GPU support",
-    "dequantize to float16/bfloat16 and use tl.dot",
-)
 inline_asm_elementwise = _refusing(
     "inline_asm_elementwise",
     "inline PTX/AMDGCN assembly cannot run on Apple GPUs",
@@ -56,7 +51,7 @@ atomic_poll = _refusing("atomic_poll", _NOT_YET, "spin on tl.atomic_cas")
 
 
 class UnsupportedDType(dtype):
-    """A Triton dtype Apple GPUs do not have (the fp8 family). It answers Triton's dtype
+    """A Triton dtype triton_metal does not support (float8e4b15). It answers Triton's dtype
     questions (`primitive_bitwidth`, `exponent_bias`, `is_fp8()`, ...) so code that inspects
     dtypes runs, but any use in a kernel is refused (the semantic layer's `_as_dtype`)."""
 
@@ -74,9 +69,6 @@ class UnsupportedDType(dtype):
         return f"triton_metal.language.{self.public_name} (unsupported)"
 
 
-_FP8_HINT = "Apple GPUs have no fp8 arithmetic: store float16/bfloat16, or dequantize int8 data"
-float8e4nv = UnsupportedDType("fp8e4nv", "float8e4nv", _FP8_HINT)
-float8e5 = UnsupportedDType("fp8e5", "float8e5", _FP8_HINT)
-float8e4b8 = UnsupportedDType("fp8e4b8", "float8e4b8", _FP8_HINT)
-float8e5b16 = UnsupportedDType("fp8e5b16", "float8e5b16", _FP8_HINT)
+_FP8_HINT = ("float8e4b15 has no published definition of its special values: use tl.float8e4nv "
+             "(e4m3fn), tl.float8e5 (e5m2), tl.float8e4b8 or tl.float8e5b16")
 float8e4b15 = UnsupportedDType("fp8e4b15", "float8e4b15", _FP8_HINT)

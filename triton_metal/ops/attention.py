@@ -60,12 +60,23 @@ def _fits(block_m: int, block_n: int, block_d: int, itemsize: int) -> bool:
     return staged <= SMEM_BYTES
 
 
-def _prune_tiles(configs: list[Any], named_args: dict[str, Any], **kwargs: Any) -> list[Any]:
-    block_d = int(kwargs.get("BLOCK_D", 128))
-    # fp32 operands are 4 bytes; half types 2 (the dtype is not visible here: assume the worst)
-    fitting = [cf for cf in configs
-               if _fits(cf.kwargs["BLOCK_M"], cf.kwargs["BLOCK_N"], block_d, 4)]
+def _kept_tiles(configs: list[Any], block_d: int, itemsize: int) -> list[Any]:
+    fitting = [cf for cf in configs if _fits(cf.kwargs["BLOCK_M"], cf.kwargs["BLOCK_N"], block_d, itemsize)]
     return c.first_or_all(fitting or configs[-1:])
+
+
+def _prune_tiles(configs: list[Any], named_args: dict[str, Any], **kwargs: Any) -> list[Any]:
+    # the backward kernels stage about twice the forward's tiles (k, q^T, p^T, dO, v, dO^T, dS^T,
+    # q) at the inputs' size: counted as the forward's four tiles at 4 bytes
+    return _kept_tiles(configs, int(kwargs.get("BLOCK_D", 128)), 4)
+
+
+def _prune_forward_tiles(configs: list[Any], named_args: dict[str, Any], **kwargs: Any) -> list[Any]:
+    # the forward's dot operands at their real size: q, k and v in the inputs' dtype, and p
+    # converted to v's before its dot (fp16 and bf16 heads stage half the bytes of fp32 ones);
+    # the dtype joins the autotune key, so each dtype gets its own choice
+    itemsize = int(getattr(named_args.get("q_ptr"), "itemsize", 4))
+    return _kept_tiles(configs, int(kwargs.get("BLOCK_D", 128)), itemsize)
 
 
 _TILES = [triton.Config({"BLOCK_M": m, "BLOCK_N": n}, num_warps=w)
@@ -73,7 +84,7 @@ _TILES = [triton.Config({"BLOCK_M": m, "BLOCK_N": n}, num_warps=w)
 _TILE_TUNING = {"early_config_prune": _prune_tiles}
 
 
-@triton.autotune(configs=_TILES, key=["BLOCK_D", "MASK"], prune_configs_by=_TILE_TUNING)
+@triton.autotune(configs=_TILES, key=["BLOCK_D", "MASK"], prune_configs_by={"early_config_prune": _prune_forward_tiles})
 @triton.jit
 def _attn_fwd(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, lse_ptr, Hq, group, Lq, Lkv, D, scale,
               smb, smh, smq, smk, MASK, BLOCK_D: tl.constexpr, BLOCK_M: tl.constexpr,

@@ -10,7 +10,10 @@ Rewrites, repeated until none applies:
   recomputable in any layout), and whose every use is a conversion back to `L`, is computed in
   `L` instead: both sets of conversions go;
 * a chain of single-use elementwise ops from a conversion out of `L` to a conversion back to `L`
-  (each op's other operands recomputable) runs in `L`: both conversions go.
+  (each op's other operands recomputable) runs in `L`: both conversions go;
+* a conversion of a chain of single-use casts whose source has narrower elements converts the
+  source and runs the casts in the target layout: fewer bytes move (an fp8 or int8 dot operand
+  moves as bytes and is widened in the dot's operand layout, straight into its fragments).
 Conversions (and ranges, splats, constants) left without uses are erased. Values of other ops keep their layouts.
 """
 
@@ -22,7 +25,7 @@ from typing import ClassVar
 from ..ir import Module, Op, OpResult, Value
 from ..ir.layouts import Layout
 from ..ir.ops.ttg import ConvertLayoutOp
-from ..ir.types import TensorType
+from ..ir.types import ScalarType, TensorType
 from .layout_rewrite_rules import is_elementwise
 from .pass_base import ModulePass, PassContext, register_pass
 
@@ -86,7 +89,7 @@ def _step(func: Op) -> bool:
                 _replace(func, res, _remat(src.op, target))
                 _erase(op)
                 return True
-            if _hoist(func, op, uses):
+            if _hoist(func, op, uses) or _below_casts(func, op, uses):
                 return True
         elif is_elementwise(op) and len(op.results) == 1 and isinstance(op.results[0].type, TensorType):
             if _sink(func, op, uses.get(op.results[0], [])):
@@ -132,6 +135,41 @@ def _hoist(func: Op, conv: ConvertLayoutOp, uses: dict[Value, list[Op]]) -> bool
                 op.replace_operand(w, below)
         op.results[0].type = op.results[0].type.with_layout(target)  # type: ignore[union-attr]
         below = op.results[0]
+    _replace(func, conv.results[0], chain[0].results[0])
+    _erase(conv)
+    return True
+
+
+_CASTS = ("arith.bitcast", "arith.extf", "arith.truncf", "arith.sitofp", "arith.uitofp", "arith.extsi",
+          "arith.extui")
+
+
+def _element_bits(v: Value) -> int:
+    ty = v.type
+    assert isinstance(ty, TensorType) and isinstance(ty.element, ScalarType)
+    return ty.element.bitwidth
+
+
+def _below_casts(func: Op, conv: ConvertLayoutOp, uses: dict[Value, list[Op]]) -> bool:
+    """`convert(c_k(...c_1(x)...), D)`, each `c_i` a cast with one use and `x` of narrower
+    elements than the conversion's: `c_k(...c_1(convert(x, D))...)`."""
+    chain: list[Op] = []
+    v: Value = conv.src
+    while isinstance(v, OpResult) and v.op.name in _CASTS and len(uses.get(v, [])) == 1:
+        chain.append(v.op)
+        v = v.op.operands[0]
+    element = v.type.element if isinstance(v.type, TensorType) else None
+    if not chain or not isinstance(element, ScalarType) or _element_bits(v) >= _element_bits(conv.src):
+        return False
+    target = _layout(conv.results[0])
+    assert target is not None and isinstance(v.type, TensorType)
+    first = chain[-1]  # the cast reading `x`
+    moved = ConvertLayoutOp(src=v, result_types=[v.type.with_layout(target)], loc=conv.loc)
+    assert first.parent is not None
+    first.parent.insert_before(first, moved)
+    first.replace_operand(v, moved.results[0])
+    for op in chain:
+        op.results[0].type = op.results[0].type.with_layout(target)  # type: ignore[union-attr]
     _replace(func, conv.results[0], chain[0].results[0])
     _erase(conv)
     return True

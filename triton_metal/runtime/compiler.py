@@ -160,10 +160,11 @@ def _compile_msl(kernel: Any, key: SpecializationKey) -> CompileResult:
 def codegen_options(key: SpecializationKey, written_masks: tuple[str, ...] = (),
                     relative_outputs: tuple[str, ...] = (), unwritten_masks: bool = False) -> Any:
     """The code generator's options for a specialization."""
-    from ..codegen import CodegenOptions
+    from ..codegen import CodegenOptions, parse_target
 
     return CodegenOptions(
         num_warps=key.num_warps,
+        target=parse_target(key.target),
         math_mode=key.math_mode,
         debug=key.debug,
         index_bits=key.index_bits,

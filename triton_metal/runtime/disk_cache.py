@@ -60,7 +60,7 @@ def key_text(key: SpecializationKey) -> str:
     facts = ",".join(_fact_text(f) for f in key.args)
     return (
         f"{key.kernel}|{facts}|w{key.num_warps}|d{int(key.debug)}|{key.backend}|"
-        f"{key.compiler_version}|i{key.index_bits}|s{int(key.spread)}|{key.math_mode}"
+        f"{key.compiler_version}|i{key.index_bits}|s{int(key.spread)}|{key.math_mode}|{key.target}"
     )
 
 

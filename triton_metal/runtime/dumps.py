@@ -81,6 +81,7 @@ def launch_metadata(compiled: Any) -> dict[str, object]:
     data.pop("source")
     data.pop("header")
     data["specialization"] = key_text(compiled.key)
+    data["target"] = compiled.key.target
     data["origin"] = compiled.origin
     data["compile_seconds"] = compiled.compile_seconds
     return data

@@ -142,9 +142,10 @@ def rebind_mlx(target: Any, flat: np.ndarray, name: str) -> None:
 
 
 def numpy_buffer(value: object, name: str) -> np.ndarray:
-    """The flat NumPy buffer for a NumPy array or a bfloat16 reinterpretation of one."""
+    """The flat NumPy buffer for a NumPy array or a bfloat16 or fp8 reinterpretation of one
+    (its 16-bit or 8-bit codes)."""
     if isinstance(value, ReinterpretedArray):
-        return flat_view(value.base.view(np.uint16), name)
+        return flat_view(value.base.view(np.uint8 if value.dtype.is_fp8() else np.uint16), name)
     if isinstance(value, np.ndarray):
         return flat_view(value, name)
     if torch_arrays.is_tensor(value):

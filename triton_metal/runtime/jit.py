@@ -36,6 +36,7 @@ from .host_arrays import needs_64bit_indices
 from .launch import compile_variant, launch_on_interpreter, make_launcher, to_launch_args
 from .log import log
 from .observer import OBSERVER
+from .target import active_target
 from .specialization import (
     ArgSpec,
     ArgumentError,
@@ -179,6 +180,7 @@ class JITFunction(JITCallable):
             self.__name__, facts, warps, debug, backend_for_arrays(active_backend_name(), facts),
             COMPILER_VERSION,
             64 if needs_64bit_indices(values) else 32,
+            target=active_target(),
         )
 
     def _bind(
@@ -249,7 +251,8 @@ class JITFunction(JITCallable):
         cache = self.cache
         index_bits = cache.index_bits(facts, values)
         spread = grid3[0] * 32 * warps > LAUNCH_DIM_LIMIT
-        fast_key = (facts, warps, debug_flag, backend, index_bits, spread)
+        target = active_target()
+        fast_key = (facts, warps, debug_flag, backend, index_bits, spread, target)
         compiled = cache.last_hit(fast_key)
         observer = OBSERVER.current
         if compiled is not None:
@@ -257,7 +260,7 @@ class JITFunction(JITCallable):
         else:
             key = SpecializationKey(
                 name, facts, warps, debug_flag, backend_for_arrays(backend, facts),
-                COMPILER_VERSION, index_bits, spread,
+                COMPILER_VERSION, index_bits, spread, target=target,
             )
             compiled = cache.get(key)
             if compiled is None:
@@ -287,11 +290,13 @@ class JITFunction(JITCallable):
         exactly the compiler's refusal, from the same place (Metal's buffer limit included)."""
         index_bits = 64 if needs_64bit_indices(values) else 32
         spread = programs_x * 32 * warps > LAUNCH_DIM_LIMIT
-        fast_key = (facts, warps, debug_flag, backend, index_bits, spread)
+        target = active_target()
+        fast_key = (facts, warps, debug_flag, backend, index_bits, spread, target)
         if fast_key in self.cache.legal:
             return
         key = SpecializationKey(
-            self.__name__, facts, warps, debug_flag, backend, COMPILER_VERSION, index_bits, spread
+            self.__name__, facts, warps, debug_flag, backend, COMPILER_VERSION, index_bits, spread,
+            target=target,
         )
         compile_variant(self, key)
         self.cache.legal.add(fast_key)

@@ -40,9 +40,12 @@ from typing import Any
 
 import numpy as np
 
+from ..codegen.target import DEFAULT_TARGET
 from ..errors import LaunchError
 from ..language import types as tlt
 from .torch_arrays import TENSOR_TYPE, is_tensor, tensor_spec, tensor_type, torch_dtype
+
+DEFAULT_TARGET_TEXT = str(DEFAULT_TARGET)
 
 try:  # MLX is a dependency, but the interpreter and tests must work where it fails to load.
     import mlx.core as _mx
@@ -129,6 +132,8 @@ class SpecializationKey:
     spread: bool = False
     """The grid is too large for one launch dimension: programs are spread over y and z."""
     math_mode: str = "safe"
+    target: str = DEFAULT_TARGET_TEXT
+    """`<family>:<msl>` compiled for (`runtime/target.py`); every launch passes the active one."""
 
 
 # -- interned facts ----------------------------------------------------------------------------

@@ -10,7 +10,8 @@ caller passes (`x.stride(0)`), counted in elements.
 
 * CPU tensors are seen by the emulator and the interpreter as NumPy views of their own memory
   (`host_view`): nothing is copied and the kernel's stores land in the tensor. bfloat16 travels
-  as its 16-bit words (`ReinterpretedArray`), as `reinterpret(numpy_array, tl.bfloat16)` does.
+  as its 16-bit words (`ReinterpretedArray`), as `reinterpret(numpy_array, tl.bfloat16)` does;
+  the float8 dtypes as their 8-bit codes the same way.
 * MPS tensors are bound in place by the torch_mps backend (`backends/torch_mps`).
 
 `tensor_spec` checks a tensor before anything runs and refuses, naming the parameter: a device
@@ -34,6 +35,9 @@ _TORCH_TO_TL_NAMES = {
     "int64": tlt.int64, "uint8": tlt.uint8, "uint16": tlt.uint16, "uint32": tlt.uint32,
     "uint64": tlt.uint64, "float16": tlt.float16, "bfloat16": tlt.bfloat16,
     "float32": tlt.float32,
+    # torch's fp8 dtypes are Triton's (the OCP formats and the FNUZ ones); held as 8-bit codes
+    "float8_e4m3fn": tlt.float8e4nv, "float8_e5m2": tlt.float8e5,
+    "float8_e4m3fnuz": tlt.float8e4b8, "float8_e5m2fnuz": tlt.float8e5b16,
 }
 
 MPS = "mps"
@@ -62,7 +66,8 @@ def _dtype_table() -> dict[Any, tlt.dtype]:
     if not _DTYPES:
         torch = sys.modules["torch"]
         for key, ty in _TORCH_TO_TL_NAMES.items():
-            _DTYPES[getattr(torch, key)] = ty
+            if hasattr(torch, key):  # fp8 dtypes arrived in torch 2.1 (FNUZ in 2.2)
+                _DTYPES[getattr(torch, key)] = ty
         _STRIDED.append(torch.strided)
     return _DTYPES
 
@@ -151,10 +156,13 @@ def host_view(t: Any, name: str) -> Any:
             "(emulator or interpreter); pass CPU tensors, or MPS tensors only, on a Mac"
         )
     t = t.detach()
-    if (_DTYPES or _dtype_table()).get(t.dtype) is tlt.bfloat16:
+    ty = (_DTYPES or _dtype_table()).get(t.dtype)
+    if ty is tlt.bfloat16 or (ty is not None and ty.is_fp8()):
         import torch
 
         from .specialization import ReinterpretedArray
 
+        if ty.is_fp8():  # NumPy has no fp8: the codes as bytes
+            return ReinterpretedArray(t.view(torch.uint8).numpy(), ty)
         return ReinterpretedArray(t.view(torch.int16).numpy().view(np.uint16), tlt.bfloat16)
     return t.numpy()

@@ -44,22 +44,21 @@ def reinterpret(array: Any, dtype: tlt.dtype | str) -> Any:
     A kernel receives the same address with the new element type. NumPy arrays become NumPy
     views (for bfloat16, which NumPy lacks, a wrapper the launcher understands); MLX arrays
     become `mx.view` arrays. Either way the element size may differ only where the library's own
-    view allows it (the last axis must be contiguous).
+    view allows it (the last axis must be contiguous). fp8 (`tl.float8e4nv`, ...) views a NumPy
+    array of 1-byte elements holding the 8-bit codes (a wrapper, as for bfloat16).
     """
     ty = tlt.dtype_from_name(dtype) if isinstance(dtype, str) else dtype
     if not isinstance(ty, tlt.dtype) or ty.is_ptr() or ty.is_block() or ty.is_void():
         raise TypeError(f"reinterpret: {dtype!r} is not a scalar element type")
     if ty.is_fp64():
         raise TypeError(f"reinterpret: {tlt.FP64_REFUSAL}")
-    if ty.is_fp8():
-        raise TypeError(f"reinterpret: {ty!r}: Apple GPUs have no fp8 types")
     if isinstance(array, ReinterpretedArray):
         array = array.base
     if isinstance(array, np.ndarray):
-        if ty.is_bf16():
-            if array.dtype.itemsize != 2:
+        if ty.is_bf16() or ty.is_fp8():
+            if array.dtype.itemsize != ty.itemsize:
                 raise ValueError(
-                    f"reinterpret: a NumPy array seen as bfloat16 must have 2-byte elements, "
+                    f"reinterpret: a NumPy array seen as {ty!r} must have {ty.itemsize}-byte elements, "
                     f"not {array.dtype}"
                 )
             return ReinterpretedArray(array, ty)
@@ -67,6 +66,10 @@ def reinterpret(array: Any, dtype: tlt.dtype | str) -> Any:
     if MLX_ARRAY is not None and isinstance(array, MLX_ARRAY):
         import mlx.core as mx
 
+        if ty.is_fp8():
+            raise TypeError(f"reinterpret: MLX has no fp8 arrays to view as {ty!r}; pass the uint8 "
+                            "codes (mx.to_fp8) and bitcast them in the kernel: "
+                            "tl.load(ptr + offs).to(tl.float8e4nv, bitcast=True)")
         mlx_of = {v: k for k, v in MLX_DTYPES.items()}
         return mx.view(array, mlx_of[ty])
     raise TypeError(

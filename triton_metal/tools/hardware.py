@@ -33,6 +33,7 @@ from ..backends.metal.chip import (
     chip_info,
     gpu_core_count,
 )
+from ..runtime.target import active_target
 from .timing import load_mlx
 
 _MAC_FAMILY = {13: "Apple7", 14: "Apple8", 15: "Apple9", 16: "Apple9", 17: "Apple10"}
@@ -66,6 +67,9 @@ class HardwareCapabilities:
     recommended_working_set_bytes: int | None = None
     gpu_cores: int | None = None
     """GPU cores (Triton's `multiprocessor_count`), from the IORegistry; None when unknown."""
+    target: str = ""
+    """The `<family>:<msl>` kernels compile for now (`TRITON_METAL_TARGET`, else the machine's
+    own on a Mac, else the default: docs/targets.md)."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -74,6 +78,8 @@ class HardwareCapabilities:
         lines = [f"{self.device_name} ({self.architecture}) on {self.backend}"]
         if self.chip or self.gpu_family:
             lines.append(f"  chip {self.chip or '?'}, tier {self.tier_name or '?'}, GPU family {self.gpu_family or '?'}")
+        if self.target:
+            lines.append(f"  compiling for target {self.target}")
         if self.gpu_cores:
             lines.append(f"  {self.gpu_cores} GPU cores")
         lines.append(f"  SIMD width {self.simd_width}, max {self.max_threads_per_threadgroup} threads and "
@@ -140,6 +146,7 @@ def get_hardware_capabilities(mx: Any = None) -> HardwareCapabilities:
             max_buffer_bytes=_int_or_none(raw.get("max_buffer_length")),
             recommended_working_set_bytes=_int_or_none(raw.get("max_recommended_working_set_size")),
             gpu_cores=gpu_core_count(),
+            target=active_target(),
         )
     cores = os.cpu_count() or 1
     features = {
@@ -154,7 +161,7 @@ def get_hardware_capabilities(mx: Any = None) -> HardwareCapabilities:
         backend=EMULATOR, device_name=f"CPU emulator ({platform.machine()}, {cores} cores)",
         architecture=platform.machine(), generation=None, tier=None, tier_name=None, chip=None,
         gpu_family=None, derived_from="the emulator runs the generated MSL on the CPU; no Apple GPU here",
-        features=features, notes=notes,
+        features=features, notes=notes, target=active_target(),
     )
 
 

@@ -3,7 +3,8 @@
 Storage: int1 -> bool, (u)intN -> (u)intN, fp16 -> float16, fp32 -> float32, pointers -> uint64
 byte addresses, bf16 -> float32 holding a value already rounded to bfloat16 (NumPy has no
 bfloat16; every operation producing bf16 rounds its fp32 result to nearest even on the bit
-pattern, which gives correctly rounded bf16 arithmetic since fp32 has more than twice the bits).
+pattern, which gives correctly rounded bf16 arithmetic since fp32 has more than twice the bits),
+fp8 -> uint8 holding the 8-bit code (fp8 has no arithmetic; conversions go through float32).
 In memory bf16 is its 16-bit pattern (uint16) and int1 one byte.
 """
 
@@ -18,6 +19,8 @@ _STORAGE: dict[str, type[np.generic]] = {
     "int1": np.bool_, "int8": np.int8, "int16": np.int16, "int32": np.int32, "int64": np.int64,
     "uint8": np.uint8, "uint16": np.uint16, "uint32": np.uint32, "uint64": np.uint64,
     "fp16": np.float16, "bf16": np.float32, "fp32": np.float32, "fp64": np.float64,
+    # fp8: the 8-bit codes, in registers as in memory (triton_metal/fp8.py converts)
+    "fp8e4nv": np.uint8, "fp8e5": np.uint8, "fp8e4b8": np.uint8, "fp8e5b16": np.uint8,
 }
 
 _UNSIGNED_OF = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from triton_metal import fp8
 from triton_metal.errors import InterpreterError
 from triton_metal.language.builder import (
     AtomicOp,
@@ -275,6 +276,12 @@ class NumpyBuilder:
             if dst.is_bf16():
                 return TensorHandle(bf16_bits_to_f32(raw.view(np.uint16)), dst)
             return TensorHandle(np.asarray(raw).view(storage_dtype(dst)), dst)
+        if x.dtype.is_fp8() or dst.is_fp8():  # fp8 <-> fp32 only (the semantic layer's rule)
+            if kind is CastKind.FP_EXT:
+                return TensorHandle(fp8.decode(a, fp8.FORMATS[x.dtype.name]), dst)
+            if kind is CastKind.FP_TRUNC:
+                rtz = rounding is RoundingMode.RTZ
+                return TensorHandle(fp8.encode(a, fp8.FORMATS[dst.name], rtz), dst)
         if kind is CastKind.FP_TRUNC and rounding is RoundingMode.RTZ:
             f = a.astype(np.float32)
             if dst.is_fp16():

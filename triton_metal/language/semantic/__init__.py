@@ -2,7 +2,7 @@
 
 `Semantic(builder)` checks arguments, promotes dtypes, broadcasts shapes and then calls one
 `create_*` per primitive on the builder. The op families live in sibling modules (`arith`,
-`shape`, `memory`, `reduce`, `misc`) as mixins of `SemanticBase`.
+`shape`, `memory`, `reduce`, `scaled_dot`, `misc`) as mixins of `SemanticBase`.
 
     Semantic(builder, *, concrete=None, call_jit=None)
 
@@ -19,10 +19,11 @@ from .base import SemanticBase
 from .memory import BLOCK_POINTER_HINT, BLOCK_POINTER_REFUSAL, MemoryMixin
 from .misc import MiscMixin
 from .reduce import ReduceMixin
+from .scaled_dot import ScaledDotMixin
 from .shape import ShapeMixin, check_block_shape
 
 
-class Semantic(ReduceMixin, MemoryMixin, ShapeMixin, MiscMixin, ArithMixin, SemanticBase):
+class Semantic(ScaledDotMixin, ReduceMixin, MemoryMixin, ShapeMixin, MiscMixin, ArithMixin, SemanticBase):
     """Triton's semantics over one builder (see the module docstring)."""
 
 

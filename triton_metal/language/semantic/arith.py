@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..builder import BinaryOp, CmpPredicate, MathOp
-from ..core import PropagateNan, tensor
+from ..core import PropagateNan, constexpr, tensor
 from ..types import float32, int1
-from .base import SemanticBase, error, with_element
+from .base import SemanticBase, error, refuse_fp8_arithmetic, with_element
 
 _FLOAT_ANY = ("fp16", "bf16", "fp32", "fp64")
 _FP32_ONLY = ("fp32", "fp64")
@@ -154,6 +154,7 @@ class ArithMixin(SemanticBase):
             raise error(f"wrong type argument to unary minus ({s!r})")
         if s.is_bool():
             return x  # -True == True in 1-bit two's complement, as Triton computes it
+        refuse_fp8_arithmetic(s)
         return tensor(self.builder.create_math(MathOp.NEG, x.handle), x.type)
 
     def invert(self, x: Any) -> tensor:
@@ -166,6 +167,7 @@ class ArithMixin(SemanticBase):
     def abs(self, x: Any) -> tensor:
         x = self.to_tensor(x)
         s = x.type.scalar
+        refuse_fp8_arithmetic(s)
         if s.is_floating():
             return tensor(self.builder.create_math(MathOp.FABS, x.handle), x.type)
         if s.is_int_signed():
@@ -281,7 +283,14 @@ class ArithMixin(SemanticBase):
     # -- select, min/max ----------------------------------------------------------------------
     def where(self, cond: Any, x: Any, y: Any) -> tensor:
         cond = self._to_bool(cond)
-        x, y = self.binary_op_type_checking_impl(x, y, True, True)
+        # fp8 selects without arithmetic: two blocks of one fp8 type, or an fp8 block and a number,
+        # which becomes that type (as Triton's weakly typed scalars do)
+        fp8 = next((t.type.scalar for t in (x, y) if isinstance(t, tensor) and t.type.scalar.is_fp8()), None)
+        if fp8 is not None:
+            x, y = (v.value if isinstance(v, constexpr) else v for v in (x, y))
+            x, y = (self.scalar_constant(v, fp8) if isinstance(v, (bool, int, float)) else v for v in (x, y))
+        same_fp8 = fp8 is not None and isinstance(x, tensor) and isinstance(y, tensor) and x.type.scalar == y.type.scalar
+        x, y = self.binary_op_type_checking_impl(x, y, True, True, arithmetic_check=not same_fp8)
         if cond.type.is_block() or x.type.is_block():
             cond, x, y = self.broadcast_tensors(cond, x, y)
         return tensor(self.builder.create_select(cond.handle, x.handle, y.handle), x.type)

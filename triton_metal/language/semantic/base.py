@@ -97,6 +97,15 @@ def refuse_fp64(ty: dtype) -> None:
         raise error(FP64_REFUSAL, hint="cast to tl.float32")
 
 
+def refuse_fp8_arithmetic(ty: dtype) -> None:
+    """fp8 types are storage types: loads, stores, selects, shape ops and `.to()` only."""
+    if not ty.is_ptr() and ty.scalar.is_fp8():
+        raise error(
+            f"arithmetic on {ty.scalar.name} values is not supported: fp8 is a storage type on Apple GPUs",
+            hint="convert first, e.g. x.to(tl.float32) (and back with .to() to store fp8)",
+        )
+
+
 class SemanticBase:
     """Shared machinery of `Semantic`; the op families are mixins in sibling modules."""
 
@@ -187,6 +196,8 @@ class SemanticBase:
 
     def scalar_constant(self, value: Number, ty: dtype) -> tensor:
         refuse_fp64(ty)
+        if ty.is_fp8():  # rounded and saturated by the one conversion every backend shares
+            return self.cast(self.scalar_constant(float(value), float32), ty)
         if ty.is_int():
             if isinstance(value, float) and not value.is_integer():
                 raise error(
@@ -233,6 +244,8 @@ class SemanticBase:
     def computation_type_impl(
         self, a: dtype, a_is_scalar: bool, b: dtype, b_is_scalar: bool, div_or_mod: bool
     ) -> dtype:
+        refuse_fp8_arithmetic(a)
+        refuse_fp8_arithmetic(b)
         if a_is_scalar != b_is_scalar:
             scalar_ty, tensor_ty = (a, b) if a_is_scalar else (b, a)
             if kind(scalar_ty) <= kind(tensor_ty):
@@ -441,6 +454,16 @@ class SemanticBase:
         def make(kind_: CastKind) -> tensor:
             return tensor(b.create_cast(x.handle, kind_, dst_ty, rounding), dst_ty)
 
+        if s.is_fp8() or d.is_fp8():
+            if s.is_ptr() or d.is_ptr():
+                raise error(f"cannot convert {s!r} to {d!r}")
+            if (s.is_fp8() and d.is_fp32()) or (s.is_fp32() and d.is_fp8()):
+                return make(CastKind.FP_EXT if s.is_fp8() else CastKind.FP_TRUNC)
+            # every other conversion goes through float32, exactly on the wide side: fp8 values
+            # are float32 values, and fp16, bf16 and integers that do not convert exactly lie
+            # past every fp8 format's range (they saturate either way)
+            wide = self.cast(x, float32)
+            return wide if d.is_fp32() else self.cast(wide, d, fp_downcast_rounding if d.is_fp8() else None)
         if s.is_floating() and d.is_floating():
             if s.primitive_bitwidth == d.primitive_bitwidth:  # fp16 <-> bf16 goes through fp32
                 return self.cast(self.cast(x, float32), d, fp_downcast_rounding)

@@ -66,6 +66,9 @@ class MiscMixin(SemanticBase):
         if not isinstance(prefix, str):
             raise error(f"tl.device_print's prefix must be a string, got {prefix!r}")
         ts = [self.to_tensor(_opt(a)) for a in args]
+        # fp8 values print as their float32 values, or with hex=True as their 8-bit codes
+        ts = [(self.bitcast(t, "uint8") if _opt(hex) else self.cast(t, "fp32")) if t.type.scalar.is_fp8() else t
+              for t in ts]
         signed = [t.type.scalar.is_int_signed() for t in ts]
         prefix = munge_prefix(prefix, bool(ts))
         self.builder.create_print(prefix, bool(_opt(hex)), [t.handle for t in ts], signed)

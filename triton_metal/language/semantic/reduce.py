@@ -264,6 +264,11 @@ class ReduceMixin(SemanticBase):
         if not a.type.is_block() or not b.type.is_block():
             raise error("tl.dot takes two blocks")
         sa, sb = a.type.scalar, b.type.scalar
+        if sa.is_fp8() and sb.is_fp8():
+            # every value of the four fp8 formats is a float16 (ranges and subnormals included):
+            # the operands convert exactly and the dot runs on half fragments
+            a, b = self.cast(a, float16), self.cast(b, float16)
+            sa, sb = float16, float16
         allowed = (int8, float16, float32)
         if sa != sb:
             raise error(f"tl.dot operands must have one dtype, got {sa!r} and {sb!r}", hint="cast one operand")

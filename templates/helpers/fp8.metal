@@ -1,0 +1,59 @@
+{# fp8 values are stored as uchar (MSL has no fp8 type). Conversions to and from float, one per
+   direction, parameterised by the format (triton_metal/fp8.py gives the formats and the rules):
+   `mbits` mantissa bits, `bias`, `kind` 0 = no infinities and NaN all ones (e4m3fn), 1 = IEEE
+   infinities and NaNs (e5m2), 2 = no infinities, no -0, NaN 0x80 (the FNUZ formats).
+   float -> fp8 rounds the float's 24-bit significand at the format's quantum (to nearest even,
+   or toward zero) and saturates past the largest finite value, infinities included. No data in. #}
+inline float km_fp8_to_float(uchar c, int mbits, int bias, int kind) {
+  uint mag = uint(c) & 0x7Fu;
+  int e = int(mag >> uint(mbits));
+  uint m = mag & ((1u << uint(mbits)) - 1u);
+  int emax = (1 << (7 - mbits)) - 1;
+  if (kind == 2 && c == uchar(0x80)) {
+    return NAN;
+  }
+  float v;
+  if (kind == 0 && mag == 0x7Fu) {
+    v = NAN;
+  } else if (kind == 1 && e == emax) {
+    v = m == 0u ? INFINITY : NAN;
+  } else {
+    float sig = float(e > 0 ? (m | (1u << uint(mbits))) : m);
+    v = ldexp(sig, (e > 0 ? e : 1) - bias - mbits);
+  }
+  return (uint(c) & 0x80u) != 0u ? -v : v;
+}
+inline uchar km_float_to_fp8(float x, int mbits, int bias, uint max_code, uint nan_code, bool fnuz, bool rtz) {
+  if (isnan(x)) {
+    return uchar(nan_code);
+  }
+  uint bits = as_type<uint>(x);
+  uint sign = bits >> 31;
+  int biased = int((bits >> 23) & 0xFFu);
+  uint mag = 0u;
+  if (biased == 0xFF) {
+    mag = max_code;
+  } else if (biased != 0) {
+    // float subnormals (biased == 0) are far below every fp8 quantum: they give zero
+    uint sig = (bits & 0x7FFFFFu) | 0x800000u;
+    int exponent = biased - 127;
+    int emin = 1 - bias;
+    int e = max(exponent, emin);
+    int shift = 23 - mbits + (e - exponent);
+    uint q = 0u;
+    if (shift <= 25) {
+      q = sig >> uint(shift);
+      uint rem = sig & ((1u << uint(shift)) - 1u);
+      uint halfway = 1u << uint(shift - 1);
+      if (!rtz && (rem > halfway || (rem == halfway && (q & 1u) != 0u))) {
+        q += 1u;
+      }
+    }
+    // e - emin < 2^8: no overflow; past the largest finite value, saturate
+    mag = min((uint(e - emin) << uint(mbits)) + q, max_code);
+  }
+  if (fnuz && mag == 0u) {
+    return uchar(0);
+  }
+  return uchar((sign << 7) | mag);
+}

@@ -1,0 +1,195 @@
+"""`tl.dot_scaled` on the emulator and in the interpreter against a float64 reference built here
+from the formats' definitions: e2m1 (two per byte), e4m3, e5m2, bf16 and fp16 operands, e8m0
+scales (one per 32 elements along K), the accumulator carried over a K loop, out_dtype,
+fast_math, packing along M or N, and the refusals."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_fp8 import MODELS
+
+import triton_metal as triton
+import triton_metal.language as tl
+from triton_metal.errors import CompilationError
+
+E2M1 = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0])
+E2M1 = np.concatenate([E2M1, -E2M1])
+"""The 16 e2m1 values by code: sign bit 3, exponent bits 2-1 (bias 1), mantissa bit 0."""
+FP8_MODEL = {"e4m3": MODELS["e4nv"], "e5m2": MODELS["e5"]}
+
+
+@triton.jit
+def scaled_matmul(a_ptr, sa_ptr, b_ptr, sb_ptr, c_ptr, K,
+                  M: tl.constexpr, N: tl.constexpr, BLOCK_K: tl.constexpr, FA: tl.constexpr, FB: tl.constexpr,
+                  SCALED: tl.constexpr, FAST: tl.constexpr, PACK_B_ALONG_K: tl.constexpr, OUT: tl.constexpr):
+    # the bytes of e2m1 operands hold two values: A along K, B along K or along N
+    DA: tl.constexpr = 2 if FA == "e2m1" else 1
+    DBK: tl.constexpr = 2 if FB == "e2m1" and PACK_B_ALONG_K else 1
+    DBN: tl.constexpr = 2 if FB == "e2m1" and not PACK_B_ALONG_K else 1
+    rm = tl.arange(0, M)
+    rn = tl.arange(0, N // DBN)
+    rs = tl.arange(0, N)
+    acc = tl.full((M, N), 1.0, OUT)
+    for k0 in range(0, K, BLOCK_K):
+        ka = k0 // DA + tl.arange(0, BLOCK_K // DA)
+        kb = k0 // DBK + tl.arange(0, BLOCK_K // DBK)
+        ks = k0 // 32 + tl.arange(0, BLOCK_K // 32)
+        a = tl.load(a_ptr + rm[:, None] * (K // DA) + ka[None, :])
+        b = tl.load(b_ptr + kb[:, None] * (N // DBN) + rn[None, :])
+        if SCALED:
+            sa = tl.load(sa_ptr + rm[:, None] * (K // 32) + ks[None, :])
+            sb = tl.load(sb_ptr + rs[:, None] * (K // 32) + ks[None, :])
+            acc = tl.dot_scaled(a, sa, FA, b, sb, FB, acc, fast_math=FAST, rhs_k_pack=PACK_B_ALONG_K, out_dtype=OUT)
+        else:
+            acc = tl.dot_scaled(a, None, FA, b, None, FB, acc, fast_math=FAST, rhs_k_pack=PACK_B_ALONG_K,
+                                out_dtype=OUT)
+    tl.store(c_ptr + rm[:, None] * N + rs[None, :], acc)
+
+
+def _operand(fmt: str, rows: int, cols: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """(the array the kernel loads, its float64 values [rows, cols]); e2m1 packed along cols."""
+    if fmt == "e2m1":
+        codes = rng.integers(0, 16, (rows, cols))
+        packed = (codes[:, 0::2] | (codes[:, 1::2] << 4)).astype(np.uint8)
+        return packed, E2M1[codes]
+    if fmt in FP8_MODEL:
+        values = FP8_MODEL[fmt].values()
+        finite = np.flatnonzero(np.isfinite(values)).astype(np.uint8)
+        codes = rng.choice(finite, (rows, cols))
+        return codes, values[codes]
+    x = (rng.standard_normal((rows, cols)) * 4).astype(np.float16 if fmt == "fp16" else np.float32)
+    if fmt == "fp16":
+        return x.view(np.uint16), x.astype(np.float64)
+    bits = (x.view(np.uint32) >> 16).astype(np.uint16)
+    return bits, (bits.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+
+
+def _scale_values(codes: np.ndarray) -> np.ndarray:
+    """e8m0: 2^(code - 127), 255 is NaN; repeated over the 32 elements along K each covers."""
+    values = np.where(codes == 255, np.nan, np.exp2(codes.astype(np.float64) - 127))
+    return np.repeat(values, 32, axis=1)
+
+
+def _run(fa: str, fb: str, *, k: int = 128, scaled: bool = True, fast: bool = False, pack_b_along_k: bool = True,
+         out: tl.dtype = tl.float32, seed: int = 0, scale_fix: tuple[int, int] | None = None
+         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(kernel result, float64 reference, float64 bound on the accumulation error)."""
+    m, n = 32, 32
+    rng = np.random.default_rng(seed)
+    a, av = _operand(fa, m, k, rng)
+    if fb == "e2m1" and not pack_b_along_k:
+        b, bv = _operand(fb, k, n, rng)  # packed along N (its columns)
+    else:
+        bt, btv = _operand(fb, n, k, rng)  # packed along K: make it as B^T, then transpose
+        b, bv = np.ascontiguousarray(bt.T), btv.T  # e2m1: byte (j, n) holds k = 2j, 2j + 1
+    sa = rng.integers(118, 137, (m, k // 32)).astype(np.uint8)
+    sb = rng.integers(118, 137, (n, k // 32)).astype(np.uint8)
+    if scale_fix is not None:
+        sa[scale_fix] = 255
+    if scaled:
+        av, bv = av * _scale_values(sa), bv * _scale_values(sb).T
+    ref = 1.0 + av @ bv
+    bound = 4 * k * 2.0 ** -24 * (1.0 + np.abs(av) @ np.abs(bv))
+    np_out = {tl.float32: np.float32, tl.float16: np.float16}[out]
+    c = np.zeros((m, n), np_out)
+    sa_arg, sb_arg = (sa, sb) if scaled else (np.zeros(1, np.uint8), np.zeros(1, np.uint8))
+    scaled_matmul[(1,)](_typed(a, fa), sa_arg, _typed(b, fb), sb_arg, c, k, M=m, N=n, BLOCK_K=64, FA=fa, FB=fb,
+                        SCALED=scaled, FAST=fast, PACK_B_ALONG_K=pack_b_along_k, OUT=out)
+    return c.astype(np.float64), ref, bound
+
+
+def _typed(x: np.ndarray, fmt: str) -> object:
+    """fp16 operands as float16 blocks and e4m3 ones as fp8 blocks (the others as raw bits):
+    both ways Triton accepts."""
+    if fmt == "fp16":
+        return x.view(np.float16)
+    if fmt == "e4m3":
+        return triton.reinterpret(x, tl.float8e4nv)
+    return x
+
+
+@pytest.mark.parametrize("fa, fb", [("e2m1", "e2m1"), ("e4m3", "e4m3"), ("e5m2", "e5m2"), ("e2m1", "e4m3"),
+                                    ("e5m2", "bf16"), ("fp16", "e2m1")])
+def test_matches_float64(each_backend: str, fa: str, fb: str):
+    got, ref, bound = _run(fa, fb)
+    assert np.all(np.abs(got - ref) <= bound), np.max(np.abs(got - ref) - bound)
+
+
+def test_unscaled_operands_under_fast_math(each_backend: str):
+    got, ref, bound = _run("e2m1", "e5m2", scaled=False, fast=True, seed=3)
+    assert np.all(np.abs(got - ref) <= bound)
+
+
+def test_rhs_packed_along_n_and_float16_result(each_backend: str):
+    got, ref, bound = _run("e4m3", "e2m1", scaled=False, pack_b_along_k=False, out=tl.float16, seed=4)
+    # the accumulator is rounded to half after each of the two K blocks: a half ulp of at most
+    # the sum of the products' magnitudes (the bound's scale) each time
+    assert np.all(np.abs(got - ref) <= bound * (1 + 2.0 ** -11 / (4 * 128 * 2.0 ** -24)))
+
+
+def test_scale_255_is_nan(each_backend: str):
+    got, ref, _ = _run("e2m1", "e2m1", scale_fix=(5, 1), seed=5)
+    assert np.all(np.isnan(got[5])) and not np.isnan(np.delete(got, 5, axis=0)).any()
+    assert np.isnan(ref[5]).all()
+
+
+@triton.jit
+def bad_scaled(a_ptr, s_ptr, out_ptr, FMT: tl.constexpr, SCALE_ROWS: tl.constexpr, PACK: tl.constexpr):
+    a = tl.load(a_ptr + tl.arange(0, 32)[:, None] * 32 + tl.arange(0, 32)[None, :])
+    s = tl.load(s_ptr + tl.arange(0, SCALE_ROWS)[:, None] + tl.arange(0, 1)[None, :])
+    c = tl.dot_scaled(a, s, FMT, a, s, "e4m3", lhs_k_pack=PACK)  # error
+    tl.store(out_ptr + tl.arange(0, 32)[:, None] * 32 + tl.arange(0, 32)[None, :], c)
+
+
+@pytest.mark.parametrize("fmt, rows, pack, message", [
+    ("e3m3", 32, True, "NYI: lhs_format e3m3"),
+    ("e4m3", 16, True, r"lhs_scale must be uint8 \(e8m0\) of shape \[32, 1\]"),
+    ("e4m3", 32, False, "only mxfp4 inputs can be packed along a dimension different than K"),
+    ("e2m1", 32, True, "Reduction dimension should pack the same number of elements"),
+])
+def test_refusals_name_the_line(each_backend: str, fmt: str, rows: int, pack: bool, message: str):
+    a = np.zeros((32, 32), np.uint8)
+    with pytest.raises(CompilationError, match=message) as info:
+        bad_scaled[(1,)](a, np.zeros(32, np.uint8), np.zeros((32, 32), np.float32), FMT=fmt, SCALE_ROWS=rows,
+                         PACK=pack)
+    assert "tl.dot_scaled(a, s, FMT" in str(info.value)
+
+
+@triton.jit
+def fp8_dot(a_ptr, b_ptr, c_ptr, N: tl.constexpr):
+    r = tl.arange(0, N)
+    a = tl.load(a_ptr + r[:, None] * N + r[None, :])
+    b = tl.load(b_ptr + r[:, None] * N + r[None, :])
+    tl.store(c_ptr + r[:, None] * N + r[None, :], tl.dot(a, b))
+
+
+@pytest.mark.parametrize("fa, fb", [("e4nv", "e5"), ("e4b8", "e5b16")])
+def test_tl_dot_of_fp8_operands(each_backend: str, fa: str, fb: str):
+    rng = np.random.default_rng(6)
+    ma, mb = MODELS[fa], MODELS[fb]
+    a = rng.choice(np.flatnonzero(np.isfinite(ma.values())).astype(np.uint8), (32, 32))
+    b = rng.choice(np.flatnonzero(np.isfinite(mb.values())).astype(np.uint8), (32, 32))
+    c = np.zeros((32, 32), np.float32)
+    fp8_dot[(1,)](triton.reinterpret(a, ma.dtype), triton.reinterpret(b, mb.dtype), c, N=32)
+    av, bv = ma.values()[a], mb.values()[b]
+    assert np.all(np.abs(c - av @ bv) <= 4 * 32 * 2.0 ** -24 * (np.abs(av) @ np.abs(bv)))
+
+
+@triton.jit
+def lhs_along_m(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    # A's bytes pack rows 2i (low nibble) and 2i + 1 (high): [M // 2, K]
+    a = tl.load(a_ptr + tl.arange(0, M // 2)[:, None] * K + tl.arange(0, K)[None, :])
+    b = tl.load(b_ptr + tl.arange(0, K)[:, None] * N + tl.arange(0, N)[None, :])
+    c = tl.dot_scaled(a, None, "e2m1", b, None, "e5m2", lhs_k_pack=False)
+    tl.store(c_ptr + tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :], c)
+
+
+def test_lhs_packed_along_m(each_backend: str):
+    rng = np.random.default_rng(7)
+    at, atv = _operand("e2m1", 32, 32, rng)  # A^T packed along its columns = A's rows
+    b, bv = _operand("e5m2", 32, 32, rng)
+    c = np.zeros((32, 32), np.float32)
+    lhs_along_m[(1,)](np.ascontiguousarray(at.T), b, c, M=32, N=32, K=32)
+    av = atv.T
+    assert np.all(np.abs(c - av @ bv) <= 4 * 32 * 2.0 ** -24 * (np.abs(av) @ np.abs(bv)))

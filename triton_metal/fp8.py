@@ -1,0 +1,122 @@
+"""The fp8 storage formats and their conversions to and from float32 (NumPy, bit by bit).
+
+Triton's fp8 dtypes as formats of one sign bit, `exponent_bits`, `mantissa_bits` and a bias:
+* `fp8e4nv` (`tl.float8e4nv`, OCP E4M3FN): bias 7, no infinities, NaN is S.1111.111, max 448;
+* `fp8e5` (`tl.float8e5`, OCP E5M2): bias 15, IEEE-like infinities and NaNs, max 57344;
+* `fp8e4b8` (`tl.float8e4b8`, E4M3FNUZ) and `fp8e5b16` (`tl.float8e5b16`, E5M2FNUZ): biases 8
+  and 16, no infinities, no negative zero, the single NaN 0x80, max 240 and 57344.
+(`tl.float8e4b15` has no published definition of its special values, so it stays refused.)
+
+Conversions, the same on every backend (the MSL helpers in `templates/helpers/fp8.metal` do
+these steps on `uchar`):
+* fp8 -> float32 is exact (every fp8 value is a float32); a NaN comes out as float32's quiet NaN
+  with the code's sign bit (positive for the FNUZ formats' 0x80);
+* float32 -> fp8 rounds to nearest, ties to even (or toward zero with `rtz`), and saturates as
+  NVIDIA's `cvt.rn.satfinite` (which Triton emits for these conversions): a finite value past
+  the largest finite fp8 value, and an infinity, become that value with the sign kept; NaN
+  becomes the format's NaN (0x7F, or 0x80 for the FNUZ formats); the FNUZ formats turn -0 into +0.
+Wider types (fp16, bf16) convert through float32, which is exact, so they round once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+FN, IEEE, FNUZ = 0, 1, 2
+"""Kinds of special values: no infinities and NaN = all ones (FN); IEEE infinities and NaNs;
+no infinities, no -0 and NaN = 0x80 (FNUZ)."""
+
+
+@dataclass(frozen=True)
+class Fp8Format:
+    name: str
+    mantissa_bits: int
+    bias: int
+    kind: int
+
+    @property
+    def exponent_bits(self) -> int:
+        return 7 - self.mantissa_bits
+
+    @property
+    def max_code(self) -> int:
+        """The magnitude code (low 7 bits) of the largest finite value."""
+        if self.kind == FN:
+            return 0x7E
+        if self.kind == IEEE:
+            return (((1 << self.exponent_bits) - 2) << self.mantissa_bits) | ((1 << self.mantissa_bits) - 1)
+        return 0x7F
+
+    @property
+    def nan_code(self) -> int:
+        return 0x80 if self.kind == FNUZ else 0x7F
+
+    @property
+    def emin(self) -> int:
+        """The exponent of the smallest normal value (and the scale of the subnormals)."""
+        return 1 - self.bias
+
+
+FORMATS: dict[str, Fp8Format] = {
+    f.name: f for f in (
+        Fp8Format("fp8e4nv", 3, 7, FN),
+        Fp8Format("fp8e5", 2, 15, IEEE),
+        Fp8Format("fp8e4b8", 3, 8, FNUZ),
+        Fp8Format("fp8e5b16", 2, 16, FNUZ),
+    )
+}
+"""By Triton's dtype name (`tl.float8e4nv.name == "fp8e4nv"`)."""
+
+
+def decode(codes: np.ndarray, fmt: Fp8Format) -> np.ndarray:
+    """uint8 codes -> float32 values (exact)."""
+    c = np.asarray(codes, dtype=np.uint8).astype(np.uint32)
+    sign = c >> 7
+    mag = c & 0x7F
+    e = (mag >> fmt.mantissa_bits).astype(np.int32)
+    m = (mag & ((1 << fmt.mantissa_bits) - 1)).astype(np.float64)
+    normal = e > 0
+    sig = np.where(normal, m + (1 << fmt.mantissa_bits), m)
+    scale = np.where(normal, e, 1) - fmt.bias - fmt.mantissa_bits
+    v = np.ldexp(sig, scale)
+    emax = (1 << fmt.exponent_bits) - 1
+    if fmt.kind == FN:
+        v = np.where(mag == 0x7F, np.nan, v)
+    elif fmt.kind == IEEE:
+        v = np.where(e == emax, np.where(m == 0, np.inf, np.nan), v)
+    v = np.where(sign == 1, -v, v)
+    if fmt.kind == FNUZ:  # the one NaN, positive (its code's sign bit is not a sign)
+        v = np.where(c == 0x80, np.nan, v)
+    return v.astype(np.float32)
+
+
+def encode(values: np.ndarray, fmt: Fp8Format, rtz: bool = False) -> np.ndarray:
+    """float32 values -> uint8 codes: round to nearest even (or toward zero), saturating."""
+    f = np.asarray(values, dtype=np.float32)
+    bits = f.view(np.uint32).astype(np.int64)
+    sign = bits >> 31
+    biased = (bits >> 23) & 0xFF
+    # float32 subnormals are far below every fp8 quantum: they round to zero
+    sig = np.where(biased == 0, 0, (bits & 0x7FFFFF) | 0x800000)
+    exp = biased - 127
+    e = np.maximum(exp, fmt.emin)
+    shift = np.minimum(23 - fmt.mantissa_bits + (e - exp), 40)  # >= 20; past 26 the value is 0
+    q = sig >> shift
+    if not rtz:
+        rem = sig & ((np.int64(1) << shift) - 1)
+        half = np.int64(1) << (shift - 1)
+        q = q + ((rem > half) | ((rem == half) & ((q & 1) == 1)))
+    mag = ((e - fmt.emin) << fmt.mantissa_bits) + q
+    mag = np.where((mag > fmt.max_code) | (biased == 0xFF), fmt.max_code, mag)
+    out = (sign << 7) | mag
+    if fmt.kind == FNUZ:
+        out = np.where(mag == 0, 0, out)
+    out = np.where(np.isnan(f), fmt.nan_code, out)
+    return out.astype(np.uint8)
+
+
+def encode_scalar(value: float, fmt: Fp8Format, rtz: bool = False) -> int:
+    """One float (rounded to float32 first) -> its code."""
+    return int(encode(np.array([value], dtype=np.float32), fmt, rtz)[0])

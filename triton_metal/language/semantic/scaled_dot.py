@@ -1,0 +1,158 @@
+"""Semantic layer: `dot_scaled`, microscaled (MX) operands dequantized into an ordinary `dot`.
+
+Triton's signature and packing (`tl.dot_scaled(lhs, lhs_scale, lhs_format, rhs, rhs_scale,
+rhs_format, acc=None, fast_math=False, lhs_k_pack=True, rhs_k_pack=True, out_dtype=float32)`):
+* formats "e2m1" (two per uint8 along K, the even element in the low nibble; along M or N with
+  `*_k_pack=False`), "e4m3" and "e5m2" (uint8 codes or fp8 blocks), "bf16" and "fp16" (uint16
+  bits or the float block);
+* scales e8m0 (uint8), one per 32 elements along K: lhs_scale is [M, K // 32], rhs_scale
+  [N, K // 32] (Triton's layout: the right scale is indexed by column first), or None (no
+  scaling); an e8m0 code `s` scales by the float32 with bits `s << 23` (2^(s - 127), and 0 for
+  s = 0, as Triton's references compute it), and s = 255 is NaN (the OCP MX rule; `fast_math`
+  leaves the check out, so 255 scales by infinity).
+
+The operands feed `dot` as bfloat16 blocks, Triton's compute type for these formats (float32
+when an operand is fp16, where Triton computes in fp16): every e2m1, e4m3, e5m2 and bf16 value
+times a power of two is a bfloat16 (whose exponent range is float32's) as long as it stays in the
+normal range, above 2^-126 in magnitude, and bfloat16 products are exact in the float32
+accumulator. The dequantization is elementwise code on the registers the operands are loaded
+into, which the dot's layout conversion then puts into its fragments. The accumulator and the
+result are float32; `out_dtype` float16 or bfloat16 rounds the result once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..core import constexpr, tensor
+from ..types import bfloat16, float8e4nv, float8e5, float16, float32, uint8, uint16, uint32
+from .base import SemanticBase, error
+
+SCALE_GROUP = 32
+"""Elements along K sharing one e8m0 scale."""
+FORMATS = ("e2m1", "e4m3", "e5m2", "bf16", "fp16")
+"""Operand formats, as Triton names them."""
+_FLOAT_OF = {"e4m3": float8e4nv, "e5m2": float8e5, "bf16": bfloat16, "fp16": float16}
+_BITS_OF = {"e4m3": uint8, "e5m2": uint8, "bf16": uint16, "fp16": uint16}
+
+
+def _value(x: Any) -> Any:
+    return x.value if isinstance(x, constexpr) else x
+
+
+class ScaledDotMixin(SemanticBase):
+    def dot_scaled(self, lhs: Any, lhs_scale: Any, lhs_format: Any, rhs: Any, rhs_scale: Any, rhs_format: Any,
+                   acc: Any = None, fast_math: Any = False, lhs_k_pack: Any = True, rhs_k_pack: Any = True,
+                   out_dtype: Any = float32) -> tensor:
+        fa, fb = _value(lhs_format), _value(rhs_format)
+        for side, fmt in (("lhs", fa), ("rhs", fb)):
+            if fmt not in FORMATS:
+                raise error(f"NYI: {side}_format {fmt}", hint=f"formats: {', '.join(FORMATS)}")
+        fast, pack_a, pack_b = bool(_value(fast_math)), bool(_value(lhs_k_pack)), bool(_value(rhs_k_pack))
+        for pack, fmt in ((pack_a, fa), (pack_b, fb)):
+            if not pack and fmt != "e2m1":
+                raise error("only mxfp4 inputs can be packed along a dimension different than K")
+        out_ty = self._as_dtype(_value(out_dtype) if _value(out_dtype) is not None else float32, "out_dtype")
+        if out_ty not in (float32, float16, bfloat16):
+            raise error(f"dot_scaled out_dtype must be float32, float16 or bfloat16, not {out_ty!r}")
+        a_raw, b_raw = self.to_tensor(_value(lhs)), self.to_tensor(_value(rhs))
+        for side, t in (("lhs", a_raw), ("rhs", b_raw)):
+            if not t.type.is_block() or len(t.type.shape) != 2:
+                raise error(
+                    f"dot_scaled {side} must be a 2-D block, got {list(t.type.shape) if t.type.is_block() else 'a scalar'}",
+                    hint="3-D (batched) dot_scaled is not supported yet: loop over the batch",
+                )
+        a = self._dequantized(a_raw, fa, "lhs", 1 if pack_a else 0)
+        b = self._dequantized(b_raw, fb, "rhs", 0 if pack_b else 1)
+        (m, k), (kb, n) = a.type.shape, b.type.shape
+        if k != kb:
+            raise error(
+                "Reduction dimension should pack the same number of elements; "
+                f"(lhs: {list(a_raw.type.shape)} vs rhs: {list(b_raw.type.shape)})",
+                hint="e2m1 operands hold two elements per byte along the packed axis",
+            )
+        a = self._scaled(a, _value(lhs_scale), "lhs", m, k, fast, transpose=False)
+        b = self._scaled(b, _value(rhs_scale), "rhs", n, k, fast, transpose=True)
+        # Triton's compute type: bfloat16 unless an operand is fp16 (float32 here, where Triton
+        # takes fp16, so that no scaled value overflows)
+        operand = float32 if "fp16" in (fa, fb) else bfloat16
+        acc_t = None
+        if _value(acc) is not None:
+            acc_t = self.to_tensor(_value(acc))
+            if acc_t.type.scalar != out_ty or list(acc_t.type.shape) != [m, n]:
+                raise error(f"dot_scaled accumulator has type {acc_t.type}, expected {out_ty!r} of shape {[m, n]}")
+            acc_t = self.cast(acc_t, float32)
+        out = self.dot(self.cast(a, operand), self.cast(b, operand), acc_t, None, None, float32)  # type: ignore[attr-defined]
+        return self.cast(out, out_ty)
+
+    # -- operands ------------------------------------------------------------------------------
+    def _dequantized(self, x: tensor, fmt: str, side: str, pack_axis: int) -> tensor:
+        """The float32 values of an operand in format `fmt` (e2m1 unpacked along `pack_axis`)."""
+        s = x.type.scalar
+        if fmt == "e2m1":
+            if s != uint8:
+                raise error(f"e2m1 format must be packed as uint8. Got {s!r}", hint=f"pass {side} as uint8 bytes")
+            # the nibbles are interleaved as bytes (the shape ops move a quarter of float32's
+            # bytes), then decoded
+            pair = self.join(self.and_(x, 15), self.lshr(x, 4))  # type: ignore[attr-defined]  # [R, C, 2]
+            r, c = x.type.shape
+            if pack_axis == 0:  # bytes pack rows 2i and 2i + 1
+                codes = self.reshape(self.trans(pair, (0, 2, 1)), [2 * r, c])  # type: ignore[attr-defined]
+            else:  # element 2j in the low nibble, 2j + 1 in the high one
+                codes = self.reshape(pair, [r, 2 * c])  # type: ignore[attr-defined]
+            return self._e2m1(codes)
+        want = _FLOAT_OF[fmt]
+        if s == _BITS_OF[fmt]:
+            x = self.bitcast(x, want)
+        elif s != want:
+            raise error(f"Unexpected dtype for {fmt}. Got {s!r}",
+                        hint=f"pass {side} as {_BITS_OF[fmt]!r} bits or a {want!r} block")
+        return self.cast(x, float32)
+
+    def _e2m1(self, nibble: tensor) -> tensor:
+        """4-bit e2m1 codes (sign, 2 exponent bits with bias 1, 1 mantissa bit) -> float32, built
+        as float32 bit patterns: exact, and the same integer operations on every backend."""
+        n = self.cast(nibble, uint32)
+        sign = self.shl(self.lshr(n, 3), 31)  # type: ignore[attr-defined]
+        exponent = self.and_(self.lshr(n, 1), 3)  # type: ignore[attr-defined]
+        mantissa = self.and_(n, 1)  # type: ignore[attr-defined]
+        normal = self.or_(self.shl(self.add(exponent, 126), 23), self.shl(mantissa, 22))  # type: ignore[attr-defined]
+        half = self.mul(mantissa, 0x3F000000)  # type: ignore[attr-defined]  # 0.5 or 0
+        bits = self.where(self.equal(exponent, 0), half, normal)  # type: ignore[attr-defined]
+        return self.bitcast(self.or_(bits, sign), float32)  # type: ignore[attr-defined]
+
+    def _scaled(self, x: tensor, scale: Any, side: str, rows: int, k: int, fast: bool, transpose: bool) -> tensor:
+        """`x` times its e8m0 scales, each repeated over its 32 elements along K."""
+        if scale is None:
+            return x
+        sc = self.to_tensor(scale)
+        if k % SCALE_GROUP:
+            raise error(f"dot_scaled needs K to be a multiple of {SCALE_GROUP} for e8m0 scales, got K={k}")
+        want = [rows, k // SCALE_GROUP]
+        if sc.type.scalar != uint8 or not sc.type.is_block() or list(sc.type.shape) != want:
+            shown = f"{sc.type.scalar!r} {list(sc.type.shape) if sc.type.is_block() else 'scalar'}"
+            raise error(f"{side}_scale must be uint8 (e8m0) of shape {want}, got {shown}",
+                        hint=f"one scale per {SCALE_GROUP} elements along K; rhs_scale is [N, K // {SCALE_GROUP}]")
+        value = self.bitcast(self.shl(self.cast(sc, uint32), 23), float32)  # type: ignore[attr-defined]
+        if not fast:
+            value = self.where(self.equal(sc, 255), float("nan"), value)  # type: ignore[attr-defined]
+        return self.mul(x, self._expanded(value, rows, k, transpose))  # type: ignore[attr-defined, no-any-return]
+
+    def _expanded(self, value: tensor, rows: int, k: int, transpose: bool) -> tensor:
+        """[rows, K // 32] -> [rows, K] (or [K, rows] with `transpose`), each value over its 32
+        elements along K: per group, its column picked out (a sum of one value and zeros: exact)
+        and selected where K falls in the group. Kept 2-D, so the layouts need no reshapes or
+        transposes, which would move the expanded scales through threadgroup memory."""
+        groups = k // SCALE_GROUP
+        k_axis = 0 if transpose else 1
+        group_of = self.expand_dims(self.floordiv(self.arange(0, k), SCALE_GROUP), 1 - k_axis)  # type: ignore[attr-defined]
+        index = self.expand_dims(self.arange(0, groups), 0)  # type: ignore[attr-defined]
+        shape = [k, rows] if transpose else [rows, k]
+        out: tensor | None = None
+        for g in range(groups):
+            col = self.sum(self.where(self.equal(index, g), value, 0.0), 1, False)  # type: ignore[attr-defined]
+            col = self.expand_dims(col, k_axis)  # type: ignore[attr-defined]
+            out = self.broadcast_to(col, shape) if out is None else self.where(  # type: ignore[attr-defined]
+                self.equal(group_of, g), col, out)  # type: ignore[attr-defined]
+        assert out is not None
+        return out
