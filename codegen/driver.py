@@ -17,6 +17,7 @@ from typing import Any
 
 from triton_metal.errors import CompilationError, OutOfResources, internal_error
 from triton_metal.ir import Module, Op
+from triton_metal.ir.ops import tt_memory as mem
 from triton_metal.ir.types import ScalarType
 
 # the rule modules register themselves on import
@@ -109,7 +110,7 @@ def compile_module(module: Module, options: CodegenOptions, axis_info: object | 
             aligned = int(attrs.get("tt.divisibility", 1)) % 16 == 0
             written = _written_name(b.output_name) if b.output_name in options.written_masks else None
             old, encoding = relative.get(b.output_name or "", (None, ""))
-            buf = Buffer(b.param, b.pointee, b.input_name, b.output_name, aligned, written, old, encoding)
+            buf = Buffer(b.param, b.pointee, b.input_name, b.output_name, aligned, written, old, encoding, b.shared)
             ctype = "long" if options.index_bits == 64 else "int"
             ctx.bind(arg, PtrValue(arg.type, buf, (Lit("0"),), ctype, None))
         else:
@@ -153,6 +154,10 @@ def compile_module(module: Module, options: CodegenOptions, axis_info: object | 
         output_names.append(UNUSED_OUTPUT)  # a one-element int32 buffer the launch allocates and drops
     digest = hashlib.sha256((header + "\n" + body + repr(output_names)).encode()).hexdigest()[:12]
     coverage, program = store_coverage(func, buffers, uses, options.index_bits)
+    # arrays other programs write that the kernel also loads or stores plainly: their order
+    # relative to the atomics rests on the device fence, which MSL has from 3.2 on
+    ordered = any(op.sem != "relaxed" for op in func.walk() if isinstance(op, (mem.AtomicRMWOp, mem.AtomicCASOp)))
+    exchanged = tuple(sorted(u.arg.name_hint or "" for u in uses.values() if (u.atomic or u.live) and (u.loaded or u.stored)))
     atomic_info = {
         u.arg.name_hint or "": {"kinds": sorted(u.atomic_kinds), "result_used": u.atomic_result_used,
                                 "loaded": u.loaded}
@@ -175,6 +180,7 @@ def compile_module(module: Module, options: CodegenOptions, axis_info: object | 
             "index_bits": options.index_bits,
             "threadgroup_memory_bytes": scratch,
             "atomics": atomic_info,
+            "ordered_exchange": exchanged if ordered else (),
             "vector_inputs": tuple(sorted(ctx.vector_inputs)),
             "grid_input": GRID_INPUT if options.spread_programs else None,
             "written_masks": masks,

@@ -9,7 +9,7 @@
 // included or declared.
 #pragma once
 
-#define __METAL_VERSION__ 310
+#define __METAL_VERSION__ 320
 #define __HAVE_BFLOAT__ 1
 #define METAL_FUNC inline __attribute__((__always_inline__))
 
