@@ -97,7 +97,7 @@ def _norm_bwd(x_ptr, w_ptr, dy_ptr, dx_ptr, dw_ptr, db_ptr, n_rows, n_cols, eps,
     dw_acc = tl.zeros([BLOCK], tl.float32)
     db_acc = tl.zeros([BLOCK], tl.float32)
     for row in tl.range(pid, n_rows, step):
-        base = row.to(tl.int64) * n_cols
+        base = tl.cast(row, tl.int64) * n_cols  # a loop variable: an int when interpreted
         x = tl.load(x_ptr + base + offs, mask=mask, other=0.0).to(tl.float32)
         dy = tl.load(dy_ptr + base + offs, mask=mask, other=0.0).to(tl.float32)
         if RMS:
@@ -177,7 +177,7 @@ def _norm_dw_long(x_ptr, dy_ptr, stats_ptr, dw_ptr, db_ptr, n_rows, n_cols, HAS_
     dw = tl.zeros([BLOCK], tl.float32)
     db = tl.zeros([BLOCK], tl.float32)
     for row in range(0, n_rows):
-        base = row.to(tl.int64) * n_cols
+        base = tl.cast(row, tl.int64) * n_cols  # a loop variable: an int when interpreted
         mean = tl.load(stats_ptr + row * 2)
         rstd = tl.load(stats_ptr + row * 2 + 1)
         x = tl.load(x_ptr + base + offs, mask=mask, other=0.0).to(tl.float32)
