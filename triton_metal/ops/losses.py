@@ -53,8 +53,8 @@ def _row_stats(x_row, t_row, n_cols, MODE: tl.constexpr, SMOOTH: tl.constexpr, B
         x = tl.load(x_row + off + offs, mask=mask, other=NEG_INF).to(tl.float32)
         d = x - m
         above = x > m
-        # both -inf (a masked lane, or nothing but -inf so far): no term
-        e = tl.where(tl.maximum(m, x) > NEG_INF, tl.exp(tl.where(above, -d, d)), 0.0)
+        # both -inf (a masked lane, or nothing but -inf so far): no term; a NaN passes on
+        e = tl.where((m != NEG_INF) | (x != NEG_INF), tl.exp(tl.where(above, -d, d)), 0.0)
         xz = tl.where(mask, x, 0.0)
         s = tl.where(above, s * e + 1.0, s + e)
         if SMOOTH:
