@@ -156,8 +156,10 @@ def compile_module(module: Module, options: CodegenOptions, axis_info: object | 
     coverage, program = store_coverage(func, buffers, uses, options.index_bits)
     # arrays other programs write that the kernel also loads or stores plainly: their order
     # relative to the atomics rests on the device fence, which MSL has from 3.2 on
-    ordered = any(op.sem != "relaxed" for op in func.walk() if isinstance(op, (mem.AtomicRMWOp, mem.AtomicCASOp)))
-    exchanged = tuple(sorted(u.arg.name_hint or "" for u in uses.values() if (u.atomic or u.live) and (u.loaded or u.stored)))
+    ordered = any(op.sem != "relaxed" for op in func.walk()
+                  if isinstance(op, (mem.AtomicRMWOp, mem.AtomicCASOp)))
+    exchanged = tuple(sorted(u.arg.name_hint or "" for u in uses.values()
+                             if (u.atomic or u.live) and (u.loaded or u.stored)))
     atomic_info = {
         u.arg.name_hint or "": {"kinds": sorted(u.atomic_kinds), "result_used": u.atomic_result_used,
                                 "loaded": u.loaded}

@@ -260,7 +260,8 @@ def lower_store(ctx: LoweringContext, op: mem.StoreOp) -> None:
         v = _reg_at(val, r)
         assert v is not None
         held = _encode(ctx, p, off, v, ety)
-        write = ExprStmt(_shared_write(ctx, buf.output_name, off, held, ety)) if buf.shared else Assign(Index(dst, off), held)
+        write = (ExprStmt(_shared_write(ctx, buf.output_name, off, held, ety)) if buf.shared
+                 else Assign(Index(dst, off), held))
         stmts = (write, *_mark_written(ctx, p, (off,)))
         cond = _and(own_var, _reg_at(mask, r))
         _emit_guarded(ctx, cond, stmts)
@@ -299,7 +300,8 @@ def _shared_write(ctx: LoweringContext, buf_name: str, off: Expr, value: Expr, e
     _check_shared_type(ctx, ety)
     if ety.bitwidth == 16:
         ctx.helpers.add("shared_half_word")
-        return Call("km_shared_store16", (*_half_word(buf_name, off), Reinterpret("ushort", Convert(msl_type(ety), value))))
+        bits = Reinterpret("ushort", Convert(msl_type(ety), value))
+        return Call("km_shared_store16", (*_half_word(buf_name, off), bits))
     return Call("atomic_store_explicit", (_atomic_ptr(buf_name, off, ety), value, Var("memory_order_relaxed")))
 
 

@@ -11,6 +11,7 @@ per threadgroup, SIMD width 32. Without Metal (MLX's CPU build) the architecture
 from __future__ import annotations
 
 import functools
+import platform
 import plistlib
 import re
 import subprocess
@@ -138,8 +139,7 @@ def msl_version_of_macos(macos: str) -> tuple[int, int] | None:
     return (3, 2) if major == 15 else (3, 1)
 
 
+@functools.lru_cache(maxsize=1)
 def host_msl_version() -> tuple[int, int] | None:
     """`msl_version_of_macos` of this machine (None off macOS)."""
-    import platform
-
     return msl_version_of_macos(platform.mac_ver()[0]) if sys.platform == "darwin" else None
