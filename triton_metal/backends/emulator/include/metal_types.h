@@ -22,6 +22,11 @@
 #define thread
 #define threadgroup
 #define kernel
+// MSL 3.2's coherence qualifier for buffers, `coherent(device)` (device memory
+// visible across threadgroups); every other scope is a compile error naming
+// the token. Memory on the CPU is coherent anyway.
+#define coherent(scope) tm_coherent_##scope
+#define tm_coherent_device
 
 // MSL's `char` is signed; aarch64 Linux makes plain char unsigned.
 static_assert(static_cast<char>(-1) < 0, "compile kernels with -fsigned-char");
