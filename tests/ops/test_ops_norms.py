@@ -41,7 +41,7 @@ def test_backward(shape):
 
 
 def test_weight_gradients_summed_from_many_partials():
-    # 40 rows: 40 persistent programs' partials, summed 16 at a time over two column blocks
+    # 40 rows: 40 persistent programs' partials, summed 32 at a time over four column blocks
     x = randn((40, 100), scale=2.0)
     w, b = randn((100,), seed=1), randn((100,), seed=2)
     check_grads(lambda a, ww, bb: ops.layer_norm(a, ww, bb, 1e-5),

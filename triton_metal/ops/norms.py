@@ -7,7 +7,7 @@ Backward: a persistent grid (a few programs per GPU core, `_common.persistent_pr
 the rows; each program recomputes its rows' statistics (cheaper than saving them: the row is
 loaded anyway), writes `dx`, and accumulates the weight and bias gradients of its rows in
 registers, written once as a float32 partial per program. A second kernel (`_sum_partials`, one
-program per 64 columns) sums the partials in float32 and stores both gradients in the
+program per 32 columns) sums the partials in float32 and stores both gradients in the
 parameters' dtype: one launch where an MLX `sum` and `astype` per gradient took four. (Summing
 them inside the first kernel, by the last program to finish, would need an arrival counter that
 starts at zero, and MLX's `init_value` would then fill `dx` as well: a write pass over the
@@ -214,10 +214,10 @@ def _sum_partials(dw_part_ptr, db_part_ptr, dw_ptr, db_ptr, n_parts, n_cols, HAS
         tl.store(db_ptr + cols, tl.sum(db, 0).to(db_ptr.dtype.element_ty), mask=col_mask)
 
 
-SUM_PARTS = 16
-SUM_COLS = 64
-"""The reduction's tile: 16 partials by 64 columns per step (8 per thread at 4 warps), so a
-4096-column gradient spreads over 64 programs."""
+SUM_PARTS = 32
+SUM_COLS = 32
+"""The reduction's tile: 32 partials by 32 columns per step (8 per thread at 4 warps; a row of
+the tile is 128 contiguous bytes), so a 4096-column gradient spreads over 128 programs."""
 
 
 def _forward(x: Any, w: Any, b: Any, eps: float, rms: bool) -> Any:
