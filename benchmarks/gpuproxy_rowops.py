@@ -147,17 +147,18 @@ def main(argv: list[str] | None = None) -> int:
 
     import mlx.core as mx
 
-    chosen = [c for c in CASES if not args.only or c.name in args.only]
-    lines = ["#!/bin/sh", "# from the project's root on the GPU machine; RESULTS: a folder for the JSON",
-             'RESULTS=${RESULTS:-.gpuproxy/results}; mkdir -p "$RESULTS"']
-    for case in chosen:
+    for case in CASES:
+        if args.only and case.name not in args.only:
+            continue
         mx.random.seed(0)
         with capture.Capture(configs=args.configs, root=str(ROOT)) as cap:
             case.run(mx)
         meta = cap.save(str(ROOT / args.out / case.name), command=[sys.argv[0], case.name])
         print(f"{case.name}: {len(meta['launches'])} launch(es), errors {len(meta['errors'])}")
-        lines.append(replay_line(case, args.out))
-    (ROOT / args.out).mkdir(parents=True, exist_ok=True)
+    # one replay per case captured so far (a run with --only keeps the others' lines)
+    lines = ["#!/bin/sh", "# from the project's root on the GPU machine; RESULTS: a folder for the JSON",
+             'RESULTS=${RESULTS:-.gpuproxy/results}; mkdir -p "$RESULTS"']
+    lines += [replay_line(c, args.out) for c in CASES if (ROOT / args.out / c.name / "capture.json").is_file()]
     (ROOT / args.out / "replay.sh").write_text("\n".join(lines) + "\n")
     print(f"replay commands: {args.out}/replay.sh")
     return 0
