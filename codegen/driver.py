@@ -154,12 +154,6 @@ def compile_module(module: Module, options: CodegenOptions, axis_info: object | 
         output_names.append(UNUSED_OUTPUT)  # a one-element int32 buffer the launch allocates and drops
     digest = hashlib.sha256((header + "\n" + body + repr(output_names)).encode()).hexdigest()[:12]
     coverage, program = store_coverage(func, buffers, uses, options.index_bits)
-    # arrays other programs write that the kernel also loads or stores plainly: their order
-    # relative to the atomics rests on the device fence, which MSL has from 3.2 on
-    ordered = any(op.sem != "relaxed" for op in func.walk()
-                  if isinstance(op, (mem.AtomicRMWOp, mem.AtomicCASOp)))
-    exchanged = tuple(sorted(u.arg.name_hint or "" for u in uses.values()
-                             if (u.atomic or u.live) and (u.loaded or u.stored)))
     atomic_info = {
         u.arg.name_hint or "": {"kinds": sorted(u.atomic_kinds), "result_used": u.atomic_result_used,
                                 "loaded": u.loaded}
@@ -182,7 +176,6 @@ def compile_module(module: Module, options: CodegenOptions, axis_info: object | 
             "index_bits": options.index_bits,
             "threadgroup_memory_bytes": scratch,
             "atomics": atomic_info,
-            "ordered_exchange": exchanged if ordered else (),
             "vector_inputs": tuple(sorted(ctx.vector_inputs)),
             "grid_input": GRID_INPUT if options.spread_programs else None,
             "written_masks": masks,
@@ -191,6 +184,7 @@ def compile_module(module: Module, options: CodegenOptions, axis_info: object | 
             "assert_output": ASSERT_OUTPUT if ctx.asserts else None,
             "asserts": tuple(ctx.asserts),
             "device_prints": tuple(ctx.prints),
+            "ordered_exchange": _ordered_exchange(func, uses),
         },
     )
 
@@ -260,6 +254,17 @@ def _helpers(ctx: LoweringContext) -> list[str]:
         else:
             texts.append(render(f"helpers/{name}.metal"))
     return texts
+
+
+def _ordered_exchange(func: Op, uses: dict[Any, Any]) -> tuple[str, ...]:
+    """The arrays other programs write that the kernel also loads or stores, in a kernel with an
+    acquiring or releasing atomic: their order relative to the atomics rests on the device
+    fence, which MSL has from 3.2 on (docs/codegen.md, "Memory order between programs")."""
+    atomics = [op for op in func.walk() if isinstance(op, (mem.AtomicRMWOp, mem.AtomicCASOp))]
+    if all(op.sem == "relaxed" for op in atomics):
+        return ()
+    return tuple(sorted(u.arg.name_hint or "" for u in uses.values()
+                        if (u.atomic or u.live) and (u.loaded or u.stored)))
 
 
 def _float_to_int(c: str) -> dict[str, str]:
