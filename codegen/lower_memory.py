@@ -6,7 +6,9 @@ only where the mask holds (`mask ? p[i] : other`, the conditional operator evalu
 Stores and atomics run once per element: only from the first register holding it and only in
 owner threads (the layout's replicated lane and warp bits clear); a scalar store or atomic runs
 in thread 0 of the program. A used atomic result reaches the threads that did not perform the
-atomic through scratch (thread 0's for a scalar, the elements' row-major slots otherwise).
+atomic through scratch (thread 0's for a scalar, the elements' row-major slots otherwise). An
+array that other programs of the launch write (`Buffer.shared`) is loaded and stored with
+relaxed atomic accesses, coherent across the device where plain ones are not.
 
 Atomics are relaxed (the only order MSL's atomic functions take before 4.1), with a device
 fence before a releasing and after an acquiring one (Triton's `sem`; docs/codegen.md, "Memory
@@ -23,9 +25,6 @@ relative_outputs`) holds each element relative to the old value in `<param>_old`
 the operands of exchanges and compare-and-swaps are encoded against it, and what loads and
 atomics read is decoded (templates/helpers/relative_contents.metal); atomic adds of a "sub"
 output need neither, since a wrapping difference carries them.
-
-An array that other programs of the launch write (`Buffer.shared`) is loaded and stored with
-relaxed atomic accesses, coherent across the device where plain ones are not.
 """
 
 from __future__ import annotations
@@ -181,7 +180,8 @@ def lower_load(ctx: LoweringContext, op: mem.LoadOp) -> None:
         _vector_load(ctx, op, p, mask, other, vec, ety, zero, dist)
         return
     regs: list[Expr] = []
-    shared = buf.shared and source == buf.output_name and not own_stores
+    # an array other programs write: every load reads its output, atomically (no input exists)
+    shared = buf.shared and source == buf.output_name
     for r in range(n):
         off = p.offsets[r] if p.dist is not None else p.offsets[0]
         held = _shared_read(ctx, buf.output_name, off, ety) if shared else Index(src, off)  # type: ignore[arg-type]
