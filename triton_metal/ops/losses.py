@@ -4,7 +4,8 @@ One program per row streams the logits once, keeping a per-lane running maximum 
 `s = sum(exp(x - m))` (the online log-sum-exp, one `exp` per element: `exp(-|x - m|)` is either
 the new term or the factor that rescales `s` to a new maximum), and what the loss needs besides:
 the row's sum (only with label smoothing, a compile-time flag), `sum(x * t)` for probability
-targets, or `sum(exp(x - m) * x)` for the entropy. With `z = x - max(x)` (MLX stops the gradient at the maximum):
+targets, or `sum(exp(x - m) * x)` for the entropy. With `z = x - max(x)` (MLX stops the
+gradient at the maximum):
 
     class targets:        loss = lse(z) - (1 - ls) * z[t] - ls * mean(z)
     probability targets:  loss = lse(z) - (1 - ls) * sum(z * t) - ls * mean(z)
