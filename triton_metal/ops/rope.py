@@ -107,7 +107,7 @@ def _launch(x: Any, dims: int, traditional: bool, base: float | None, scale: flo
             out if freq_grad else x, df if freq_grad else x,
             rows, L, D, dims, offset, scale, log2_base, sign,
             TRAD=traditional, HAS_FREQS=freqs is not None, FREQ_GRAD=freq_grad, ROWS=per_program,
-            HALF_BLOCK=half_block, REST_BLOCK=max(16, min(1024, next_pow2(D - dims))),
+            HALF_BLOCK=half_block, REST_BLOCK=max(16, min(2048 // per_program, next_pow2(D - dims))),
             num_warps=max(1, min(4, per_program * half_block // 128)))
     return out, df
 
