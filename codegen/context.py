@@ -225,12 +225,13 @@ class LoweringContext:
         if not self._managed_ok.get(op, False):
             self.emit(Barrier())
 
-    def broadcast_from_thread0(self, value: Expr, ctype: str) -> Expr:
-        """Thread 0's `value` in every thread (through scratch, between barriers)."""
+    def broadcast_from_thread0(self, value: Expr, ctype: str, device: bool = False) -> Expr:
+        """Thread 0's `value` in every thread (through scratch, between barriers; `device`: the
+        first barrier also orders device memory)."""
         off = self.own_scratch(8)
         view = self.scratch_view(ctype, off)
         self.emit(If(Apply("eq", (TID, Lit("0u"))), (Assign(Index(view, Lit("0")), value),)))
-        self.emit(Barrier())
+        self.emit(Barrier(device=device))
         name = self.fresh()
         self.emit(Declare(name, ctype, None, Index(view, Lit("0"))))
         self.emit(Barrier())

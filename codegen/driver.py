@@ -17,6 +17,7 @@ from typing import Any
 
 from triton_metal.errors import CompilationError, OutOfResources, internal_error
 from triton_metal.ir import Module, Op
+from triton_metal.ir.ops import tt_memory as mem
 from triton_metal.ir.types import ScalarType
 
 # the rule modules register themselves on import
@@ -109,7 +110,7 @@ def compile_module(module: Module, options: CodegenOptions, axis_info: object | 
             aligned = int(attrs.get("tt.divisibility", 1)) % 16 == 0
             written = _written_name(b.output_name) if b.output_name in options.written_masks else None
             old, encoding = relative.get(b.output_name or "", (None, ""))
-            buf = Buffer(b.param, b.pointee, b.input_name, b.output_name, aligned, written, old, encoding)
+            buf = Buffer(b.param, b.pointee, b.input_name, b.output_name, aligned, written, old, encoding, b.shared)
             ctype = "long" if options.index_bits == 64 else "int"
             ctx.bind(arg, PtrValue(arg.type, buf, (Lit("0"),), ctype, None))
         else:
@@ -184,6 +185,7 @@ def compile_module(module: Module, options: CodegenOptions, axis_info: object | 
             "assert_output": ASSERT_OUTPUT if ctx.asserts else None,
             "asserts": tuple(ctx.asserts),
             "device_prints": tuple(ctx.prints),
+            "ordered_exchange": _ordered_exchange(func, uses),
         },
     )
 
@@ -253,6 +255,17 @@ def _helpers(ctx: LoweringContext) -> list[str]:
         else:
             texts.append(render(f"helpers/{name}.metal"))
     return texts
+
+
+def _ordered_exchange(func: Op, uses: dict[Any, Any]) -> tuple[str, ...]:
+    """The arrays other programs write that the kernel also loads or stores, in a kernel with an
+    acquiring or releasing atomic: their order relative to the atomics rests on the device
+    fence, which MSL has from 3.2 on (docs/codegen.md, "Memory order between programs")."""
+    atomics = [op for op in func.walk() if isinstance(op, (mem.AtomicRMWOp, mem.AtomicCASOp))]
+    if all(op.sem == "relaxed" for op in atomics):
+        return ()
+    return tuple(sorted(u.arg.name_hint or "" for u in uses.values()
+                        if (u.atomic or u.live) and (u.loaded or u.stored)))
 
 
 def _float_to_int(c: str) -> dict[str, str]:

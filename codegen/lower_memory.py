@@ -6,9 +6,13 @@ only where the mask holds (`mask ? p[i] : other`, the conditional operator evalu
 Stores and atomics run once per element: only from the first register holding it and only in
 owner threads (the layout's replicated lane and warp bits clear); a scalar store or atomic runs
 in thread 0 of the program. A used atomic result reaches the threads that did not perform the
-atomic through scratch (thread 0's for a scalar, the elements' row-major slots otherwise).
+atomic through scratch (thread 0's for a scalar, the elements' row-major slots otherwise). An
+array that other programs of the launch write (`Buffer.shared`) is loaded and stored with
+relaxed atomic accesses, coherent across the device where plain ones are not.
 
-Atomics are relaxed (the only order MSL offers) on `device atomic<T>*` views of the output:
+Atomics are relaxed (the only order MSL's atomic functions take before 4.1), with a device
+fence before a releasing and after an acquiring one (Triton's `sem`; docs/codegen.md, "Memory
+order between programs"), on `device atomic<T>*` views of the output:
 int and uint get every operation; float gets add and exchange natively and max/min as
 compare-and-swap loops; float `atomic_cas` compares bit patterns through `atomic_uint`. half and
 bfloat (add, max, min, exchange, cas) are compare-and-swap loops on the aligned 32-bit word that
@@ -32,7 +36,8 @@ from triton_metal.ir.types import ScalarType, element_type
 from .context import LoweringContext, ctype_of
 from .distribution import Distribution
 from .msl_types import literal, msl_type
-from .program import Apply, Assign, Barrier, Call, Convert, Declare, Expr, ExprStmt, If, Index, Lit, Member, PtrCast, Var
+from .program import (Apply, Assign, Barrier, Call, Convert, Declare, Expr, ExprStmt, If, Index, Lit, Member, PtrCast,
+                      Reinterpret, Var)
 from .registry import lowers
 from .values import PtrValue, RegValue
 
@@ -175,9 +180,12 @@ def lower_load(ctx: LoweringContext, op: mem.LoadOp) -> None:
         _vector_load(ctx, op, p, mask, other, vec, ety, zero, dist)
         return
     regs: list[Expr] = []
+    # an array other programs write: every load reads its output, atomically (no input exists)
+    shared = buf.shared and source == buf.output_name
     for r in range(n):
         off = p.offsets[r] if p.dist is not None else p.offsets[0]
-        read: Expr = _decode(ctx, p, off, Index(src, off), ety) if source == buf.output_name else Index(src, off)
+        held = _shared_read(ctx, buf.output_name, off, ety) if shared else Index(src, off)  # type: ignore[arg-type]
+        read: Expr = _decode(ctx, p, off, held, ety) if source == buf.output_name else held
         m = _reg_at(mask, r)
         if m is not None:
             o = _reg_at(other, r)
@@ -240,7 +248,7 @@ def lower_store(ctx: LoweringContext, op: mem.StoreOp) -> None:
     own_var = _hoist(ctx, own)
     ety = element_type(op.value.type)
     assert isinstance(ety, ScalarType)
-    vec, _ = vector_width(ctx, op, dist, ety) if not buf.relative else (1, 0)
+    vec, _ = vector_width(ctx, op, dist, ety) if not (buf.relative or buf.shared) else (1, 0)
     if vec > 1:
         _vector_store(ctx, op, p, val, mask, vec, ety, own_var)
         return
@@ -251,12 +259,15 @@ def lower_store(ctx: LoweringContext, op: mem.StoreOp) -> None:
         off = p.offsets[r] if p.dist is not None else p.offsets[0]
         v = _reg_at(val, r)
         assert v is not None
-        stmts = (Assign(Index(dst, off), _encode(ctx, p, off, v, ety)), *_mark_written(ctx, p, (off,)))
+        held = _encode(ctx, p, off, v, ety)
+        write = (ExprStmt(_shared_write(ctx, buf.output_name, off, held, ety)) if buf.shared
+                 else Assign(Index(dst, off), held))
+        stmts = (write, *_mark_written(ctx, p, (off,)))
         cond = _and(own_var, _reg_at(mask, r))
         _emit_guarded(ctx, cond, stmts)
 
 
-def _emit_guarded(ctx: LoweringContext, cond: Expr | None, stmts: tuple[Assign, ...]) -> None:
+def _emit_guarded(ctx: LoweringContext, cond: Expr | None, stmts: tuple[Assign | ExprStmt, ...]) -> None:
     if cond is not None:
         ctx.emit(If(cond, stmts))
         return
@@ -271,6 +282,39 @@ def _mark_written(ctx: LoweringContext, p: PtrValue, offsets: tuple[Expr, ...]) 
         return ()
     mark = Lit("false" if ctx.options.unwritten_masks else "true")
     return tuple(Assign(Index(Var(p.buffer.written_name), off), mark) for off in offsets)
+
+
+def _shared_read(ctx: LoweringContext, buf_name: str, off: Expr, ety: ScalarType) -> Expr:
+    """A relaxed atomic load of the element at `off` of a shared output (`Buffer.shared`):
+    32-bit elements through `atomic<T>`, 16-bit ones through the 32-bit word holding them."""
+    _check_shared_type(ctx, ety)
+    if ety.bitwidth == 16:
+        ctx.helpers.add("shared_half_word")
+        return Reinterpret(msl_type(ety), Call("km_shared_load16", _half_word(buf_name, off)))
+    return Call("atomic_load_explicit", (_atomic_ptr(buf_name, off, ety), Var("memory_order_relaxed")))
+
+
+def _shared_write(ctx: LoweringContext, buf_name: str, off: Expr, value: Expr, ety: ScalarType) -> Expr:
+    """A relaxed atomic store of `value` at `off` of a shared output (for a 16-bit element, a
+    compare-and-swap of its word that keeps the other half and passes the bits unchanged)."""
+    _check_shared_type(ctx, ety)
+    if ety.bitwidth == 16:
+        ctx.helpers.add("shared_half_word")
+        bits = Reinterpret("ushort", Convert(msl_type(ety), value))
+        return Call("km_shared_store16", (*_half_word(buf_name, off), bits))
+    return Call("atomic_store_explicit", (_atomic_ptr(buf_name, off, ety), value, Var("memory_order_relaxed")))
+
+
+def _check_shared_type(ctx: LoweringContext, ety: ScalarType) -> None:
+    if ety.name in ("i32", "u32", "f32", "i16", "u16", *_HALF_WORD):
+        return
+    raise ctx.error(
+        f"a {ety} array that other programs of the launch write (it is updated atomically, or loaded "
+        "and stored in a kernel whose programs wait for each other) is read or written here: Metal "
+        "makes such accesses coherent across threadgroups only as atomics, which exist for 32-bit "
+        "int, uint and float (16-bit types through their 32-bit word)",
+        hint="keep data that programs exchange in a 32-bit or 16-bit array",
+    )
 
 
 _ENCODE = {"xor": "km_rel_xor", "sub": "km_rel_sub"}
@@ -460,6 +504,8 @@ def _atomic(ctx: LoweringContext, op: mem.AtomicRMWOp | mem.AtomicCASOp, p: PtrV
     firsts = dist.first_registers() if dist is not None else (True,)
     n = len(firsts)
     results = ctx.declare_array(ctype, n) if used else ()
+    if op.sem in _RELEASES:
+        _emit_fence(ctx, own)
     for r, first in enumerate(firsts):
         if not first:
             continue
@@ -472,16 +518,36 @@ def _atomic(ctx: LoweringContext, op: mem.AtomicRMWOp | mem.AtomicCASOp, p: PtrV
         else:
             zero = (Assign(results[r], Lit(literal(0, ety))),) if used else ()
             ctx.emit(If(cond, (stmt,), zero))
+    acquires = op.sem in _ACQUIRES
+    if acquires:
+        _emit_fence(ctx, own)
     if used:
+        # after an acquiring atomic the barrier that hands its result over orders device memory
+        # too, so the threads that read the result also see what the fence made visible
         if dist is None:
-            results = (ctx.broadcast_from_thread0(results[0], ctype),)
+            results = (ctx.broadcast_from_thread0(results[0], ctype, device=acquires),)
         elif replicated:
-            results = _broadcast_to_replicas(ctx, dist, results, firsts, own, ctype)
+            results = _broadcast_to_replicas(ctx, dist, results, firsts, own, ctype, acquires)
         ctx.bind(op.result, RegValue(op.result.type, results, dist))
 
 
+_RELEASES = ("release", "acq_rel")
+_ACQUIRES = ("acquire", "acq_rel")
+"""Triton's `sem` values whose atomics a device-scope fence precedes (release) or follows
+(acquire); `relaxed` gets neither."""
+
+
+def _emit_fence(ctx: LoweringContext, own: Expr | None) -> None:
+    """`km_fence_device()` (templates/helpers/device_fence.metal) in the threads that perform
+    the atomic: a fence orders the memory accesses of the thread that runs it."""
+    ctx.helpers.add("device_fence")
+    fence = ExprStmt(Call("km_fence_device", ()))
+    ctx.emit(If(own, (fence,)) if own is not None else fence)
+
+
 def _broadcast_to_replicas(ctx: LoweringContext, dist: Distribution, results: tuple[Expr, ...],
-                           firsts: tuple[bool, ...], own: Expr | None, ctype: str) -> tuple[Expr, ...]:
+                           firsts: tuple[bool, ...], own: Expr | None, ctype: str,
+                           device: bool) -> tuple[Expr, ...]:
     """The old values the owners' atomics returned, in every register holding each element.
 
     Only one thread and register performs the atomic on an element (it must run once); the
@@ -497,7 +563,7 @@ def _broadcast_to_replicas(ctx: LoweringContext, dist: Distribution, results: tu
         if first:
             stmt = Assign(Index(view, flat_index(ctx, dist, r)), results[r])
             ctx.emit(If(own, (stmt,)) if own is not None else stmt)
-    ctx.emit(Barrier())
+    ctx.emit(Barrier(device=device))
     out = ctx.materialize([Index(view, flat_index(ctx, dist, r)) for r in range(len(firsts))], ctype, force=True)
     ctx.emit(Barrier())
     return out

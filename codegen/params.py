@@ -207,7 +207,7 @@ def make_buffers(uses: dict[BlockArgument, ParamUse]) -> tuple[dict[BlockArgumen
                 kind = "pointer_out"
             else:
                 kind = "pointer_in"
-            buffers[arg] = Buffer(name, pointee, input_name, output_name)
+            buffers[arg] = Buffer(name, pointee, input_name, output_name, shared=u.atomic or u.live)
             bindings.append(ParamBinding(
                 name, kind, (input_name,) if input_name else (), (output_name,) if output_name else (),
                 mlx_type(pointee),

@@ -37,6 +37,11 @@ class Buffer:
     (`CodegenOptions.relative_outputs`)."""
     relative: str = ""
     """"xor" or "sub" for such an output (`kernel.relative_encoding`), else ""."""
+    shared: bool = False
+    """Other programs of the launch may write what its loads read (an atomically updated or
+    live parameter, `params.ParamUse.live`): its loads and stores are relaxed atomic accesses,
+    which are coherent across the device where plain ones are only coherent within a
+    threadgroup (docs/codegen.md, "Memory order between programs")."""
 
 
 @dataclass(frozen=True)

@@ -117,6 +117,43 @@ def test_operations_msl_lacks_do_not_compile(code: str, message: str) -> None:
     assert message in result.stderr, result.stderr
 
 
+@pytest.mark.parametrize(
+    "code",
+    [
+        "void f() { atomic_thread_fence(mem_flags::mem_device, memory_order_seq_cst); }",
+        "void f() { atomic_thread_fence(mem_flags::mem_device, memory_order_seq_cst, thread_scope_device); }",
+        "void f() { atomic_thread_fence(mem_flags::mem_device | mem_flags::mem_threadgroup, memory_order_relaxed,"
+        " thread_scope_threadgroup); }",
+        "float f(coherent(device) device float* p) { coherent(device) device float* q = p + 1; return *q; }",
+    ],
+    ids=["default-scope", "device-scope", "relaxed", "coherent-device"],
+)
+def test_fences_and_coherence_of_msl_3_2_compile(code: str) -> None:
+    result = compile_only(code)
+    assert result.ok, result.stderr
+
+
+@pytest.mark.parametrize(
+    ("code", "message"),
+    [
+        ("void f() { atomic_thread_fence(mem_flags::mem_device, memory_order_acquire); }", "memory_order_acquire"),
+        ("void f() { atomic_thread_fence(mem_flags::mem_device, memory_order_acq_rel); }", "memory_order_acq_rel"),
+        ("void f() { atomic_thread_fence(memory_order_seq_cst); }", "atomic_thread_fence"),
+        ("int f(device atomic_int* a) { return atomic_fetch_add_explicit(a, 1, memory_order_seq_cst); }",
+         "atomic_fetch_add_explicit"),
+        ("void f() { atomic_thread_fence(mem_flags::mem_device, memory_order_seq_cst, 2); }",
+         "atomic_thread_fence"),
+        ("float f(coherent(threadgroup) device float* p) { return *p; }", "tm_coherent_threadgroup"),
+    ],
+    ids=["acquire-fence", "acq-rel-fence", "no-flags", "seq-cst-atomic", "int-scope", "coherent-threadgroup"],
+)
+def test_fence_forms_msl_3_2_lacks_do_not_compile(code: str, message: str) -> None:
+    # before MSL 4.1 a fence takes relaxed or seq_cst and atomic operations take relaxed only
+    result = compile_only(code)
+    assert not result.ok, f"compiled but MSL 3.2 rejects it: {code}"
+    assert message in result.stderr, result.stderr
+
+
 def test_atomic_layout_matches_the_value() -> None:
     code = """
     static_assert(sizeof(atomic_int) == 4 && sizeof(atomic_float) == 4, "32-bit atomics");

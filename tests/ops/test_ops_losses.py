@@ -37,6 +37,26 @@ def test_cross_entropy_class_targets(shape, reduction):
                 lambda a: xent(a, t, reduction=reduction), (x,), "float32")
 
 
+def test_cross_entropy_masked_logits_and_a_rising_maximum():
+    # -inf logits (a masked vocabulary): a row whose first block holds nothing but -inf, a row
+    # with scattered -inf, and a row whose maximum rises at every element (each element rescales);
+    # a NaN first in its row (before any maximum) still makes the row's loss NaN
+    x = np.asarray(randn((4, 4100), scale=3.0)).copy()
+    x[0, :4096] = -np.inf
+    x[1, ::3] = -np.inf
+    x[2] = np.linspace(-20.0, 20.0, 4100)
+    x[3, 0] = np.nan
+    t = mx.array(np.array([4097, 1, 4099, 7], np.int32))
+    xa = mx.array(x.astype(np.float32))
+    loss = ops.cross_entropy(xa, t)
+    assert_close(loss[:3], xent(xa, t)[:3], "float32", scale=10)
+    assert np.isnan(np.array(loss[3]))
+    assert_close(ops.cross_entropy(xa, t, label_smoothing=0.1)[2:3], xent(xa, t, label_smoothing=0.1)[2:3],
+                 "float32", scale=10)
+    x_finite = mx.array(np.nan_to_num(x, nan=0.0, neginf=-30.0).astype(np.float32))
+    check_grads(lambda a: ops.cross_entropy(a, t), lambda a: xent(a, t), (x_finite,), "float32")
+
+
 def test_cross_entropy_options():
     x = randn((2, 3, 50), scale=2.0)
     t = _targets((2, 3), 50)

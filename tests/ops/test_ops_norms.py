@@ -40,6 +40,17 @@ def test_backward(shape):
                 lambda a: mx.fast.rms_norm(a, None, 1e-5), (x,), "float32", scale=10)
 
 
+def test_weight_gradients_summed_from_many_partials():
+    # 40 rows: 40 persistent programs' partials, summed 32 at a time over four column blocks
+    x = randn((40, 100), scale=2.0)
+    w, b = randn((100,), seed=1), randn((100,), seed=2)
+    check_grads(lambda a, ww, bb: ops.layer_norm(a, ww, bb, 1e-5),
+                lambda a, ww, bb: mx.fast.layer_norm(a, ww, bb, 1e-5), (x, w, b), "float32",
+                (0, 1, 2), scale=10)
+    check_grads(lambda a, bb: ops.layer_norm(a, None, bb, 1e-5),
+                lambda a, bb: mx.fast.layer_norm(a, None, bb, 1e-5), (x, b), "float32", (0, 1), scale=10)
+
+
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_backward_half(dtype):
     x, w = randn((3, 100), dtype), randn((100,), dtype, seed=1)

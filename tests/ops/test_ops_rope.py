@@ -14,6 +14,8 @@ CASES = [
     ((2, 3, 5, 80), 48, True, "float32"),
     ((1, 1, 100, 16), 16, True, "bfloat16"),
     ((1, 2, 3, 32), 24, False, "float16"),
+    # 8 rows of 128 features per program: positions wrap to the next head inside a program
+    ((1, 3, 11, 128), 128, False, "float16"),
 ]
 
 

@@ -1,9 +1,11 @@
 """`cross_entropy` (as `mlx.nn.losses.cross_entropy`) and `entropy`, fused, forward and backward.
 
 One program per row streams the logits once, keeping a per-lane running maximum `m` and sum
-`s = sum(exp(x - m))` (the online log-sum-exp), and what the loss needs besides: the row's sum
-(label smoothing), `sum(x * t)` for probability targets, or `sum(exp(x - m) * x)` for the
-entropy. With `z = x - max(x)` (MLX stops the gradient at the maximum):
+`s = sum(exp(x - m))` (the online log-sum-exp, one `exp` per element: `exp(-|x - m|)` is either
+the new term or the factor that rescales `s` to a new maximum), and what the loss needs besides:
+the row's sum (only with label smoothing, a compile-time flag), `sum(x * t)` for probability
+targets, or `sum(exp(x - m) * x)` for the entropy. With `z = x - max(x)` (MLX stops the
+gradient at the maximum):
 
     class targets:        loss = lse(z) - (1 - ls) * z[t] - ls * mean(z)
     probability targets:  loss = lse(z) - (1 - ls) * sum(z * t) - ls * mean(z)
@@ -37,8 +39,10 @@ CLASS, PROBS, ENTROPY = 0, 1, 2
 
 
 @triton.jit
-def _row_stats(x_row, t_row, n_cols, MODE: tl.constexpr, BLOCK: tl.constexpr):
-    # per lane: running max, sum of exp, sum of x, and the mode's extra sum
+def _row_stats(x_row, t_row, n_cols, MODE: tl.constexpr, SMOOTH: tl.constexpr, BLOCK: tl.constexpr):
+    # per lane: running max, sum of exp, sum of x (label smoothing only), and the mode's extra
+    # sum. One exp per element: exp(-|x - m|) is the new element's term when x is not above the
+    # running max, else the factor that rescales the sum to the new max (the new term is 1).
     offs = tl.arange(0, BLOCK)
     m = tl.full([BLOCK], NEG_INF, tl.float32)
     s = tl.zeros([BLOCK], tl.float32)
@@ -48,20 +52,21 @@ def _row_stats(x_row, t_row, n_cols, MODE: tl.constexpr, BLOCK: tl.constexpr):
     for off in range(0, n_cols, BLOCK):
         mask = off + offs < n_cols
         x = tl.load(x_row + off + offs, mask=mask, other=NEG_INF).to(tl.float32)
-        m_new = tl.maximum(m, x)
-        alive = m_new > NEG_INF
-        scale = tl.where(alive, tl.exp(m - m_new), 0.0)
-        e = tl.where(alive, tl.exp(x - m_new), 0.0)
+        d = x - m
+        above = x > m
+        # both -inf (a masked lane, or nothing but -inf so far): no term; a NaN passes on
+        e = tl.where((m != NEG_INF) | (x != NEG_INF), tl.exp(tl.where(above, -d, d)), 0.0)
         xz = tl.where(mask, x, 0.0)
-        s = s * scale + e
-        sx += xz
+        s = tl.where(above, s * e + 1.0, s + e)
+        if SMOOTH:
+            sx += xz
         if MODE == 1:
             tv = tl.load(t_row + off + offs, mask=mask, other=0.0).to(tl.float32)
             extra += xz * tv
             st += tv
         if MODE == 2:
-            extra = extra * scale + e * xz
-        m = m_new
+            extra = tl.where(above, extra * e + xz, extra + e * xz)
+        m = tl.where(above, x, m)
     row_max = tl.max(m, 0)
     w = tl.where(m > NEG_INF, tl.exp(m - row_max), 0.0)
     total = tl.sum(s * w, 0)
@@ -75,22 +80,25 @@ def _row_stats(x_row, t_row, n_cols, MODE: tl.constexpr, BLOCK: tl.constexpr):
 @triton.autotune(configs=row_configs(), key=["n_cols"], prune_configs_by=ROW_TUNING)
 @triton.jit
 def _xent_fwd(x_ptr, t_ptr, loss_ptr, n_cols, smoothing, MODE: tl.constexpr,
-              BLOCK: tl.constexpr, ONE_PASS: tl.constexpr):
+              SMOOTH: tl.constexpr, BLOCK: tl.constexpr, ONE_PASS: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
     x_row = x_ptr + row * n_cols
     row_max, total, sum_x, extra, sum_t = _row_stats(x_row, t_ptr + row * n_cols, n_cols, MODE,
-                                                      BLOCK)
+                                                      SMOOTH, BLOCK)
     lse_z = tl.log(total)
-    mean_z = sum_x / n_cols - row_max
     if MODE == 0:
         t = tl.load(t_ptr + row)
         valid = (t >= 0) & (t < n_cols)
         x_t = tl.load(x_row + tl.where(valid, t, 0)).to(tl.float32)
         score = tl.where(valid, x_t - row_max, float("nan"))
-        loss = lse_z - (1.0 - smoothing) * score - smoothing * mean_z
+        loss = lse_z - (1.0 - smoothing) * score
+        if SMOOTH:
+            loss -= smoothing * (sum_x / n_cols - row_max)
     elif MODE == 1:
         # sum(z * t) = sum(x * t) - max * sum(t)
-        loss = lse_z - (1.0 - smoothing) * (extra - row_max * sum_t) - smoothing * mean_z
+        loss = lse_z - (1.0 - smoothing) * (extra - row_max * sum_t)
+        if SMOOTH:
+            loss -= smoothing * (sum_x / n_cols - row_max)
     else:
         loss = lse_z + row_max - extra
     tl.store(loss_ptr + row, loss)
@@ -103,8 +111,10 @@ def _xent_bwd(x_ptr, t_ptr, g_ptr, dx_ptr, dt_ptr, n_cols, smoothing, MODE: tl.c
     row = tl.program_id(0).to(tl.int64)
     x_row = x_ptr + row * n_cols
     t_row = t_ptr + row * n_cols
-    row_max, total, sum_x, extra, sum_t = _row_stats(x_row, t_row, n_cols, MODE, BLOCK)
+    # the gradient needs the maximum and the sum of exponentials only (no row sum of x)
+    row_max, total, sum_x, extra, sum_t = _row_stats(x_row, t_row, n_cols, MODE, False, BLOCK)
     g = tl.load(g_ptr + row).to(tl.float32)
+    inv_total = 1.0 / total
     if MODE == 0:
         t = tl.load(t_ptr + row)
     offs = tl.arange(0, BLOCK)
@@ -112,7 +122,7 @@ def _xent_bwd(x_ptr, t_ptr, g_ptr, dx_ptr, dt_ptr, n_cols, smoothing, MODE: tl.c
         cols = off + offs
         mask = cols < n_cols
         x = tl.load(x_row + cols, mask=mask, other=0.0).to(tl.float32)
-        p = tl.exp(x - row_max) / total
+        p = tl.exp(x - row_max) * inv_total
         if MODE == 0:
             dx = p - (1.0 - smoothing) * tl.where(cols == t, 1.0, 0.0) - smoothing / n_cols
         elif MODE == 1:
@@ -135,7 +145,8 @@ def _forward(x: Any, t: Any, smoothing: float, mode: int) -> Any:
     tp = x if t is None else t
     if x.size:
         block = _block(n)
-        _xent_fwd[(rows,)](x, tp, loss, n, smoothing, MODE=mode, BLOCK=block, ONE_PASS=n <= block)
+        _xent_fwd[(rows,)](x, tp, loss, n, smoothing, MODE=mode, SMOOTH=smoothing != 0.0,
+                           BLOCK=block, ONE_PASS=n <= block)
     return loss
 
 

@@ -5,10 +5,15 @@ Forward: one program per row, statistics in float32, the row held in registers w
 
 Backward: a persistent grid (a few programs per GPU core, `_common.persistent_programs`) walks
 the rows; each program recomputes its rows' statistics (cheaper than saving them: the row is
-loaded anyway), writes `dx`, and accumulates the weight and bias gradients of its rows in registers, written once as a
-float32 partial per program and summed by MLX. Rows too long for registers take two kernels:
-`dx` and each row's (mean, rstd) one program per row, then the weight and bias gradients one
-program per column block down every row.
+loaded anyway), writes `dx`, and accumulates the weight and bias gradients of its rows in
+registers, written once as a float32 partial per program. A second kernel (`_sum_partials`, one
+program per 32 columns) sums the partials in float32 and stores both gradients in the
+parameters' dtype: one launch where an MLX `sum` and `astype` per gradient took four. (Summing
+them inside the first kernel, by the last program to finish, would need an arrival counter that
+starts at zero, and MLX's `init_value` would then fill `dx` as well: a write pass over the
+largest output, more than the partials cost; docs/ops.md.) Rows too long for registers take two
+kernels: `dx` and each row's (mean, rstd) one program per row, then the weight and bias
+gradients one program per column block down every row, stored in the parameters' dtype.
 
     xhat = (x - mean) * rstd          (rms_norm: mean = 0)
     dxhat = dy * w
@@ -92,7 +97,7 @@ def _norm_bwd(x_ptr, w_ptr, dy_ptr, dx_ptr, dw_ptr, db_ptr, n_rows, n_cols, eps,
     dw_acc = tl.zeros([BLOCK], tl.float32)
     db_acc = tl.zeros([BLOCK], tl.float32)
     for row in tl.range(pid, n_rows, step):
-        base = row.to(tl.int64) * n_cols
+        base = tl.cast(row, tl.int64) * n_cols  # a loop variable: an int when interpreted
         x = tl.load(x_ptr + base + offs, mask=mask, other=0.0).to(tl.float32)
         dy = tl.load(dy_ptr + base + offs, mask=mask, other=0.0).to(tl.float32)
         if RMS:
@@ -163,22 +168,56 @@ def _norm_bwd_long(x_ptr, w_ptr, dy_ptr, dx_ptr, stats_ptr, n_cols, eps, RMS,
 
 
 @triton.jit
-def _norm_dw_long(x_ptr, dy_ptr, stats_ptr, dw_ptr, db_ptr, n_rows, n_cols, BLOCK: tl.constexpr):
-    # weight and bias gradients of long rows: one program per column block, down every row
+def _norm_dw_long(x_ptr, dy_ptr, stats_ptr, dw_ptr, db_ptr, n_rows, n_cols, HAS_W: tl.constexpr,
+                  HAS_B: tl.constexpr, BLOCK: tl.constexpr):
+    # weight and bias gradients of long rows: one program per column block, down every row,
+    # stored in the parameters' dtype
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n_cols
     dw = tl.zeros([BLOCK], tl.float32)
     db = tl.zeros([BLOCK], tl.float32)
     for row in range(0, n_rows):
-        base = row.to(tl.int64) * n_cols
+        base = tl.cast(row, tl.int64) * n_cols  # a loop variable: an int when interpreted
         mean = tl.load(stats_ptr + row * 2)
         rstd = tl.load(stats_ptr + row * 2 + 1)
         x = tl.load(x_ptr + base + offs, mask=mask, other=0.0).to(tl.float32)
         dy = tl.load(dy_ptr + base + offs, mask=mask, other=0.0).to(tl.float32)
         dw += dy * (x - mean) * rstd
         db += dy
-    tl.store(dw_ptr + offs, dw, mask=mask)
-    tl.store(db_ptr + offs, db, mask=mask)
+    if HAS_W:
+        tl.store(dw_ptr + offs, dw.to(dw_ptr.dtype.element_ty), mask=mask)
+    if HAS_B:
+        tl.store(db_ptr + offs, db.to(db_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _sum_partials(dw_part_ptr, db_part_ptr, dw_ptr, db_ptr, n_parts, n_cols, HAS_W: tl.constexpr,
+                  HAS_B: tl.constexpr, PARTS: tl.constexpr, COLS: tl.constexpr):
+    # the weight and bias gradients from the persistent programs' float32 partials: one program
+    # per column block sums it down every partial, in float32, and stores the parameter's dtype
+    cols = tl.program_id(0) * COLS + tl.arange(0, COLS)
+    col_mask = cols < n_cols
+    parts = tl.arange(0, PARTS)
+    dw = tl.zeros([PARTS, COLS], tl.float32)
+    db = tl.zeros([PARTS, COLS], tl.float32)
+    for first in range(0, n_parts, PARTS):
+        rows = first + parts
+        mask = (rows[:, None] < n_parts) & col_mask[None, :]
+        offs = rows[:, None] * n_cols + cols[None, :]
+        if HAS_W:
+            dw += tl.load(dw_part_ptr + offs, mask=mask, other=0.0)
+        if HAS_B:
+            db += tl.load(db_part_ptr + offs, mask=mask, other=0.0)
+    if HAS_W:
+        tl.store(dw_ptr + cols, tl.sum(dw, 0).to(dw_ptr.dtype.element_ty), mask=col_mask)
+    if HAS_B:
+        tl.store(db_ptr + cols, tl.sum(db, 0).to(db_ptr.dtype.element_ty), mask=col_mask)
+
+
+SUM_PARTS = 32
+SUM_COLS = 32
+"""The reduction's tile: 32 partials by 32 columns per step (8 per thread at 4 warps; a row of
+the tile is 128 contiguous bytes), so a 4096-column gradient spreads over 128 programs."""
 
 
 def _forward(x: Any, w: Any, b: Any, eps: float, rms: bool) -> Any:
@@ -201,24 +240,28 @@ def _backward(x: Any, w: Any, b: Any, dy: Any, eps: float, rms: bool) -> tuple[A
     programs = c.persistent_programs(rows)
     dy = dy.astype(x.dtype)
     wp = x if w is None else w
+    has_w, has_b = w is not None, b is not None
+    dw_out = c.zeros((n,), w.dtype) if has_w else None
+    db_out = c.zeros((n,), b.dtype) if has_b else None
     if one_pass:
         dw = c.zeros((programs, n), m.float32)
         db = c.zeros((programs, n), m.float32)
         if x.size:
             _norm_bwd[(programs,)](x, wp, dy, dx, dw, db, rows, n, eps, int(rms),
-                                   HAS_W=w is not None, HAS_B=b is not None, BLOCK=block,
-                                   ONE_PASS=True)
+                                   HAS_W=has_w, HAS_B=has_b, BLOCK=block, ONE_PASS=True)
+        if (has_w or has_b) and n:
+            _sum_partials[(triton.cdiv(n, SUM_COLS),)](
+                dw, db, dx if dw_out is None else dw_out, dx if db_out is None else db_out,
+                programs if x.size else 0, n, HAS_W=has_w, HAS_B=has_b, PARTS=SUM_PARTS,
+                COLS=SUM_COLS, num_warps=4)
     else:
         stats = c.zeros((rows, 2), m.float32)
-        dw = c.zeros((1, n), m.float32)
-        db = c.zeros((1, n), m.float32)
-        _norm_bwd_long[(rows,)](x, wp, dy, dx, stats, n, eps, int(rms), HAS_W=w is not None,
+        _norm_bwd_long[(rows,)](x, wp, dy, dx, stats, n, eps, int(rms), HAS_W=has_w,
                                 BLOCK=block, ONE_PASS=False)
-        if w is not None or b is not None:
-            _norm_dw_long[(triton.cdiv(n, block),)](x, dy, stats, dw, db, rows, n, BLOCK=block,
-                                                     num_warps=4)
-    dw_out = None if w is None else dw.sum(axis=0).astype(w.dtype)
-    db_out = None if b is None else db.sum(axis=0).astype(b.dtype)
+        if has_w or has_b:
+            _norm_dw_long[(triton.cdiv(n, block),)](
+                x, dy, stats, dx if dw_out is None else dw_out, dx if db_out is None else db_out,
+                rows, n, HAS_W=has_w, HAS_B=has_b, BLOCK=block, num_warps=4)
     return dx, dw_out, db_out
 
 

@@ -3,8 +3,9 @@
 `x` has shape `(..., L, D)`: positions along axis -2, features along the last axis. Feature pairs
 among the first `dims` rotate by `angle = (offset + l) * scale * inv_freq[i]`, with
 `inv_freq[i] = base ** (-2 i / dims)` or `1 / freqs[i]`; pairs are `(x[2i], x[2i+1])` when
-`traditional`, else `(x[i], x[i + dims/2])`; features from `dims` on pass through. One program
-per row (one position of one head); angles in float32.
+`traditional`, else `(x[i], x[i + dims/2])`; features from `dims` on pass through. A program
+rotates several consecutive rows (positions; `rows_per_program`, 8 rows of 128 features), a
+2-D tile of rows by feature pairs; angles in float32.
 
 Backward: the rotation by `-angle` of the cotangent (`SIGN` a run-time argument, so the forward
 and the backward of `x` share one compiled variant). With `freqs`, its gradient is
@@ -27,7 +28,8 @@ from ._common import next_pow2
 @triton.jit
 def _angles(f_ptr, l, half, dims, offset, scale, log2_base, HAS_FREQS: tl.constexpr,
             HALF_BLOCK: tl.constexpr):
-    i = tl.arange(0, HALF_BLOCK)
+    # l: the rows' positions, (ROWS, 1); the angles (ROWS, HALF_BLOCK) and scaled positions
+    i = tl.arange(0, HALF_BLOCK)[None, :]
     mask = i < half
     if HAS_FREQS:
         inv = 1.0 / tl.load(f_ptr + i, mask=mask, other=1.0).to(tl.float32)
@@ -38,16 +40,17 @@ def _angles(f_ptr, l, half, dims, offset, scale, log2_base, HAS_FREQS: tl.conste
 
 
 @triton.jit
-def _rope_kernel(x_ptr, f_ptr, y_ptr, dx_ptr, df_ptr, L, D, dims, offset, scale, log2_base, sign,
-                 TRAD: tl.constexpr, HAS_FREQS: tl.constexpr, FREQ_GRAD: tl.constexpr,
-                 HALF_BLOCK: tl.constexpr, REST_BLOCK: tl.constexpr):
-    # y = R(sign * angle) x; with FREQ_GRAD, x is the cotangent, y_ptr the forward input, the
-    # result goes to dx_ptr and each row's dL/dangle * position to df_ptr
-    row = tl.program_id(0).to(tl.int64)
-    l = (row % L).to(tl.int32)
+def _rope_kernel(x_ptr, f_ptr, y_ptr, dx_ptr, df_ptr, n_rows, L, D, dims, offset, scale, log2_base,
+                 sign, TRAD: tl.constexpr, HAS_FREQS: tl.constexpr, FREQ_GRAD: tl.constexpr,
+                 ROWS: tl.constexpr, HALF_BLOCK: tl.constexpr, REST_BLOCK: tl.constexpr):
+    # y = R(sign * angle) x for ROWS consecutive rows; with FREQ_GRAD, x is the cotangent, y_ptr
+    # the forward input, the result goes to dx_ptr and each row's dL/dangle * position to df_ptr
+    rows = (tl.program_id(0) * ROWS + tl.arange(0, ROWS)).to(tl.int64)[:, None]
+    row_mask = rows < n_rows
+    l = (rows % L).to(tl.int32)
     half = dims // 2
-    i = tl.arange(0, HALF_BLOCK)
-    mask = i < half
+    i = tl.arange(0, HALF_BLOCK)[None, :]
+    mask = row_mask & (i < half)
     angle, pos = _angles(f_ptr, l, half, dims, offset, scale, log2_base, HAS_FREQS, HALF_BLOCK)
     cos = tl.cos(angle)
     sin = tl.sin(angle) * sign
@@ -57,7 +60,7 @@ def _rope_kernel(x_ptr, f_ptr, y_ptr, dx_ptr, df_ptr, L, D, dims, offset, scale,
     else:
         i1 = i
         i2 = i + half
-    base = row * D
+    base = rows * D
     x1 = tl.load(x_ptr + base + i1, mask=mask, other=0.0).to(tl.float32)
     x2 = tl.load(x_ptr + base + i2, mask=mask, other=0.0).to(tl.float32)
     out = dx_ptr if FREQ_GRAD else y_ptr
@@ -68,11 +71,22 @@ def _rope_kernel(x_ptr, f_ptr, y_ptr, dx_ptr, df_ptr, L, D, dims, offset, scale,
         a1 = tl.load(y_ptr + base + i1, mask=mask, other=0.0).to(tl.float32)
         a2 = tl.load(y_ptr + base + i2, mask=mask, other=0.0).to(tl.float32)
         d_angle = x1 * (-a1 * (-sin) - a2 * cos) + x2 * (a1 * cos - a2 * (-sin))
-        tl.store(df_ptr + row * half + i, d_angle * pos, mask=mask)
-    r = tl.arange(0, REST_BLOCK)
+        tl.store(df_ptr + rows * half + i, d_angle * pos, mask=mask)
+    r = tl.arange(0, REST_BLOCK)[None, :]
     for off in range(dims, D, REST_BLOCK):
-        rmask = off + r < D
+        rmask = row_mask & (off + r < D)
         tl.store(out + base + off + r, tl.load(x_ptr + base + off + r, mask=rmask), mask=rmask)
+
+
+PAIRS_PER_PROGRAM = 512
+"""Rows per program: enough that a program rotates about 512 pairs (8 rows of 128 features),
+so a program moves kilobytes rather than one 256-byte row."""
+
+
+def rows_per_program(half_block: int, rows: int) -> int:
+    """Rows per program for rows of `half_block` pairs (a power of two up to 16, at most the
+    rows there are rounded up)."""
+    return max(1, min(16, PAIRS_PER_PROGRAM // half_block, next_pow2(rows)))
 
 
 def _launch(x: Any, dims: int, traditional: bool, base: float | None, scale: float, offset: int,
@@ -86,13 +100,15 @@ def _launch(x: Any, dims: int, traditional: bool, base: float | None, scale: flo
     df = c.zeros((rows, half), c.mx().float32) if freq_grad else None
     if x.size:
         log2_base = math.log2(base) if base is not None else 0.0
-        _rope_kernel[(rows,)](
+        half_block = max(16, next_pow2(half))
+        per_program = rows_per_program(half_block, rows)
+        _rope_kernel[(triton.cdiv(rows, per_program),)](
             x, x if freqs is None else freqs, primal if freq_grad else out,
             out if freq_grad else x, df if freq_grad else x,
-            L, D, dims, offset, scale, log2_base, sign,
-            TRAD=traditional, HAS_FREQS=freqs is not None, FREQ_GRAD=freq_grad,
-            HALF_BLOCK=max(16, next_pow2(half)), REST_BLOCK=max(16, min(1024, next_pow2(D - dims))),
-            num_warps=1 if half <= 64 else 2)
+            rows, L, D, dims, offset, scale, log2_base, sign,
+            TRAD=traditional, HAS_FREQS=freqs is not None, FREQ_GRAD=freq_grad, ROWS=per_program,
+            HALF_BLOCK=half_block, REST_BLOCK=max(16, min(2048 // per_program, next_pow2(D - dims))),
+            num_warps=max(1, min(4, per_program * half_block // 128)))
     return out, df
 
 

@@ -11,17 +11,39 @@
 //   float:     load store exchange compare_exchange_weak fetch_add/sub
 //   bool:      load store exchange compare_exchange_weak
 //   ulong:     atomic_min_explicit / atomic_max_explicit only (no return value)
-// Anything else is a compile error naming the rule. Threadgroups run on
+// Anything else is a compile error naming the rule.
+// Fences (MSL 3.2): `atomic_thread_fence(mem_flags, memory_order,
+// thread_scope = thread_scope_device)` with memory_order_relaxed or
+// memory_order_seq_cst, the two orders a fence takes before MSL 4.1.
+// memory_order_seq_cst has a type of its own, so an atomic operation given
+// it does not compile (they take relaxed only). A seq_cst fence is a full
+// fence of the CPU (it orders every address space, a superset of the
+// flags'); a relaxed one does nothing. Threadgroups run on
 // several OS threads, so these are real atomics (GCC __atomic builtins);
 // float operations are compare-and-swap loops, and float compare-exchange
 // compares numerically as MSL does (so a NaN in memory never matches).
 #pragma once
 
 #include "metal_types.h"
+#include "metal_sync.h"
 
 namespace metal {
 
 enum memory_order { memory_order_relaxed = 0 };
+enum tm_fence_order { memory_order_seq_cst = 5 };
+enum thread_scope {
+  thread_scope_thread = 0,
+  thread_scope_threadgroup = 1,
+  thread_scope_device = 2,
+  thread_scope_simdgroup = 4,
+};
+
+METAL_FUNC void atomic_thread_fence(mem_flags, memory_order,
+                                    thread_scope = thread_scope_device) {}
+METAL_FUNC void atomic_thread_fence(mem_flags, tm_fence_order,
+                                    thread_scope = thread_scope_device) {
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
 
 template <class T> constexpr bool tm_atomic_type =
     is_same_v<T, int> || is_same_v<T, uint> || is_same_v<T, bool> ||

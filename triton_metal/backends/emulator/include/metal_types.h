@@ -9,7 +9,7 @@
 // included or declared.
 #pragma once
 
-#define __METAL_VERSION__ 310
+#define __METAL_VERSION__ 320
 #define __HAVE_BFLOAT__ 1
 #define METAL_FUNC inline __attribute__((__always_inline__))
 
@@ -22,6 +22,11 @@
 #define thread
 #define threadgroup
 #define kernel
+// MSL 3.2's coherence qualifier for buffers, `coherent(device)` (device memory
+// visible across threadgroups); every other scope is a compile error naming
+// the token. Memory on the CPU is coherent anyway.
+#define coherent(scope) tm_coherent_##scope
+#define tm_coherent_device
 
 // MSL's `char` is signed; aarch64 Linux makes plain char unsigned.
 static_assert(static_cast<char>(-1) < 0, "compile kernels with -fsigned-char");
