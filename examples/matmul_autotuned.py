@@ -3,9 +3,7 @@
 The kernel is tutorial 03's grouped-order `tl.dot` loop, `examples/matmul.py`'s kernel called as a
 `@jit` function; `@autotune` times each `Config` on the first launch for a shape and dtype
 (`key=["M", "N", "K"]`, dtypes always join the key), launches the fastest, and files the choice
-under this chip in `$TRITON_METAL_CACHE_DIR/autotune/` (off a GPU it times them only under
-`TRITON_METAL_AUTOTUNE=measure`, and otherwise takes the stored choice or the first config that
-compiles: docs/autotune.md). A later process with the same kernel,
+under this chip in `$TRITON_METAL_CACHE_DIR/autotune/`. A later process with the same kernel,
 shapes and configs reads the choice instead of benchmarking; so does a user without results of
 their own when `autotune_cache/` in the repository ships one for the chip. One config asks for
 8x8 tiles, below simdgroup_matrix's reach: `tl.dot` computes those as products and a sum over K.
