@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import triton_metal.language as tl
+from triton_metal.language import JITCallable
 
 # -- tl.umulhi: the operands' bits multiplied as unsigned, whatever their type -------------------
 
@@ -246,3 +247,36 @@ def test_random_with_int64_offsets_splits_the_offset(run: Any) -> None:
         u2 = float(np.float32(w2 if w2 >= 0 else -w2 - 1) * np.float32(4.6566127342e-10))
         np.testing.assert_allclose(nrm[n], np.sqrt(-2.0 * np.log(u1)) * np.cos(2 * np.pi * u2), rtol=1e-4, atol=1e-5)
         assert [int(v) for v in wide[:, n]] == _philox((o, (o + 1) & m64, (o * 3) & m64, (o + 7) & m64), (seed, 0), 64)
+
+
+# -- a program's loads never see its own later stores -------------------------------------------
+
+
+@JITCallable
+def _plus_one(x):  # noqa: ANN001, ANN202
+    return x + 1
+
+
+def test_load_through_an_address_read_before_the_store(run: Any) -> None:
+    """Triton's test_if_call[attribute_jit]: every thread loads `Out[0]`, one thread stores it,
+    and `Out + f(Out[0]) - 1` must use the value from before the store (compiled, a barrier keeps
+    the other threads from reading the store: they would read `Out[1]`, past the end)."""
+    out = np.zeros(1, np.int32)
+    tail = np.zeros(4, np.int32)
+
+    def kernel(out_ptr, t_ptr):  # noqa: ANN001, ANN202
+        pid = tl.program_id(0)
+        o = tl.load(out_ptr)
+        if pid == 0:
+            a = o
+            a = tl.load(out_ptr + _plus_one(a) - 1).to(tl.int32) + 1
+            o = a
+        tl.store(out_ptr, o)
+        for i in range(0, 3):  # the same across loop iterations: each reads the last one's store
+            v = tl.load(t_ptr)
+            tl.store(t_ptr + v + 1, v + 10)
+            tl.store(t_ptr, v + 1)
+
+    run(kernel, out_ptr=out, t_ptr=tail)
+    assert out.tolist() == [1]
+    assert tail.tolist() == [3, 10, 11, 12]
