@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import triton_metal.language as tl
+from triton_metal.errors import CompilationError
 from triton_metal.language import JITCallable
 
 # -- tl.umulhi: the operands' bits multiplied as unsigned, whatever their type -------------------
@@ -280,3 +281,53 @@ def test_load_through_an_address_read_before_the_store(run: Any) -> None:
     run(kernel, out_ptr=out, t_ptr=tail)
     assert out.tolist() == [1]
     assert tail.tolist() == [3, 10, 11, 12]
+
+
+# -- refusals in Triton's words (Triton 3.9's core.expand_dims and tensor.__getitem__) -----------
+
+
+def _duplicate_axes(p_ptr):  # noqa: ANN001, ANN202
+    tl.store(p_ptr + tl.expand_dims(tl.arange(0, 8), (0, -3)), 1.0)
+
+
+def _axis_out_of_range(p_ptr):  # noqa: ANN001, ANN202
+    tl.store(p_ptr + tl.expand_dims(tl.arange(0, 8), (0, 3)), 1.0)
+
+
+def _bounded_slice(p_ptr):  # noqa: ANN001, ANN202
+    p_ptr[10:]
+
+
+def _slice_before_new_axes(p_ptr):  # noqa: ANN001, ANN202
+    tl.arange(0, 8)[None, 2:]
+
+
+def _slice_past_the_rank(p_ptr):  # noqa: ANN001, ANN202
+    tl.store(p_ptr[None, None, :], tl.zeros((1, 1), tl.float32))
+
+
+@pytest.mark.parametrize(("kernel", "words"), [
+    (_duplicate_axes, r"expand_dims received duplicate axes, normalized axes = \[0, 0\]"),
+    (_axis_out_of_range, r"invalid axis 3. Expected -3 <= axis < 3"),
+    (_bounded_slice, r"unsupported tensor index: slice\(10, None, None\)"),
+    (_slice_before_new_axes, r"unsupported tensor index: slice\(2, None, None\)"),
+    (_slice_past_the_rank, "too many indices for tensor of rank 0"),
+])
+def test_shape_refusals_in_tritons_words(run: Any, kernel: Any, words: str) -> None:
+    with pytest.raises(CompilationError, match=words):
+        run(kernel, p_ptr=np.zeros(8, np.float32))
+
+
+def test_new_axes_on_a_scalar_pointer(run: Any) -> None:
+    """`p[None, None]` makes a (1, 1) block of one pointer (Triton's keep_dims store of a full
+    reduction writes through it)."""
+    out = np.zeros(1, np.float32)
+
+    def kernel(x_ptr, o_ptr):  # noqa: ANN001, ANN202
+        r = tl.arange(0, 4)
+        x = tl.load(x_ptr + r[:, None] * 8 + tl.arange(0, 8)[None, :])
+        tl.store(o_ptr[None, None], tl.sum(x, axis=None, keep_dims=True))
+
+    x = np.arange(32, dtype=np.float32)
+    run(kernel, x_ptr=x, o_ptr=out)
+    assert out.tolist() == [x.sum()]
