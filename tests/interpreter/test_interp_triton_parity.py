@@ -331,3 +331,33 @@ def test_new_axes_on_a_scalar_pointer(run: Any) -> None:
     x = np.arange(32, dtype=np.float32)
     run(kernel, x_ptr=x, o_ptr=out)
     assert out.tolist() == [x.sum()]
+
+
+# -- compile-time names reach attributes, as in the front end -----------------------------------
+
+
+@pytest.mark.parametrize("func", ["minimum", "maximum", "clamp"])
+@pytest.mark.parametrize("propagate", ["NONE", "ALL"])
+def test_getattr_with_a_constexpr_name(run: Any, func: str, propagate: str) -> None:
+    """Triton's test_propagate_nan: `getattr(tl, func)` and `getattr(tl.PropagateNan, name)`."""
+    a = np.array([np.nan, 2.0, -3.0, np.nan], np.float32)
+    b = np.array([1.0, np.nan, 0.5, np.nan], np.float32)
+    out = np.zeros(4, np.float32)
+
+    def kernel(a_ptr, b_ptr, o_ptr, PROPAGATE: tl.constexpr, FUNC: tl.constexpr):  # noqa: ANN001, ANN202, N803
+        offs = tl.arange(0, 4)
+        x, y = tl.load(a_ptr + offs), tl.load(b_ptr + offs)
+        mode = getattr(tl.PropagateNan, PROPAGATE)
+        if hasattr(tl, FUNC) and FUNC == "clamp":
+            r = getattr(tl, FUNC)(x, -tl.abs(y), tl.abs(y), propagate_nan=mode)
+        else:
+            r = getattr(tl, FUNC)(x, y, propagate_nan=mode)
+        tl.store(o_ptr + offs, r)
+
+    run(kernel, a_ptr=a, b_ptr=b, o_ptr=out, PROPAGATE=propagate, FUNC=func)
+    if func == "clamp":
+        lo, hi = -np.abs(b), np.abs(b)
+        ref = np.minimum(np.maximum(a, lo), hi) if propagate == "ALL" else np.fmin(np.fmax(a, lo), hi)
+    else:
+        ref = {"minimum": (np.minimum, np.fmin), "maximum": (np.maximum, np.fmax)}[func][propagate == "NONE"](a, b)
+    np.testing.assert_array_equal(out, ref.astype(np.float32))

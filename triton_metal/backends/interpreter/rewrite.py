@@ -6,7 +6,8 @@ differ, so that a program means in the interpreter what it means compiled:
   compile-time value; `x += v` is `x = x + v`.
 * `a and b`, `a or b`, `not a`: on tensors, elementwise logical operations (compile-time operands
   short-circuit as in Python), the front end's rule.
-* `is`, `is not` and `isinstance` see through `tl.constexpr`, as the front end's do.
+* `is`, `is not`, `isinstance`, `getattr` and `hasattr` see through `tl.constexpr` (so
+  `getattr(tl, FUNC)` takes a compile-time name), as the front end's do.
 * `for i in range(...)`: Python's `range` in a loop header is `tl.range`, as in the front end, so
   a bound known only at run time counts as the compiled loop does (`Semantic.loop_types`).
 
@@ -98,6 +99,14 @@ class _Runtime:
         return isinstance(_unwrap(obj), _unwrap(classes))
 
     @staticmethod
+    def getattr(obj: Any, name: Any, *default: Any) -> Any:
+        return getattr(_unwrap(obj), _unwrap(name), *default)
+
+    @staticmethod
+    def hasattr(obj: Any, name: Any) -> bool:
+        return hasattr(_unwrap(obj), _unwrap(name))
+
+    @staticmethod
     def loop_iterable(make: Any) -> Any:
         """What a loop header's `make(...)` calls: Python's `range` is `tl.range` there."""
         return tl_range if make is builtins.range else make
@@ -171,8 +180,8 @@ class _Rewriter(ast.NodeTransformer):
 
     def visit_Call(self, node: ast.Call) -> ast.AST:
         self.generic_visit(node)
-        if isinstance(node.func, ast.Name) and node.func.id == "isinstance":
-            node.func = ast.copy_location(_rt("isinstance"), node.func)
+        if isinstance(node.func, ast.Name) and node.func.id in ("isinstance", "getattr", "hasattr"):
+            node.func = ast.copy_location(_rt(node.func.id), node.func)
         return node
 
 
