@@ -105,7 +105,7 @@ def test_argmax_of_all_nans_is_the_first_index(run: Any) -> None:
 def test_loop_with_unsigned_start_counts_as_scf_for(run: Any) -> None:
     """Triton promotes the bounds (uint32 with int32 -> uint32) and MLIR's scf.for compares them
     signed, so a start of 0xFFFFFFFF is -1: 8 trips to 7, the index a uint32 (0xFFFFFFFF, 0, ...)."""
-    trips = np.zeros(2, np.int32)
+    trips = np.zeros(3, np.int32)
     seen = np.zeros(16, np.int64)
 
     def kernel(t_ptr, s_ptr, n, big):  # noqa: ANN001, ANN202
@@ -119,9 +119,13 @@ def test_loop_with_unsigned_start_counts_as_scf_for(run: Any) -> None:
         for _ in range(start, big):  # with an int64 bound the start widens to 4294967295
             d += 1
         tl.store(t_ptr + 1, d)
+        e = 0
+        for _ in range(0, 3_000_000_000):  # a uint32 constant end, compared signed: negative
+            e += 1
+        tl.store(t_ptr + 2, e)
 
     run(kernel, t_ptr=trips, s_ptr=seen, n=7, big=2**32 + 2)
-    assert trips.tolist() == [8, 3]
+    assert trips.tolist() == [8, 3, 0]
     assert seen[:8].tolist() == [2**32 - 1, 0, 1, 2, 3, 4, 5, 6]
 
 
