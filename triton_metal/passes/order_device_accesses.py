@@ -33,6 +33,7 @@ from ..ir.ops.tt_debug import BarrierOp
 from ..ir.pointers import pointer_roots
 from ..ir.types import TensorType
 from .pass_base import ModulePass, PassContext, register_pass
+from .region_flow import pending_after
 
 Pending = frozenset[mem.LoadOp]
 _WRITERS = (mem.StoreOp, mem.AtomicRMWOp, mem.AtomicCASOp)
@@ -70,19 +71,8 @@ def _block(block: Block, pending: Pending, prog: _Program) -> Pending:
             if pending and prog.hazard(pending, op):
                 block.insert_before(op, BarrierOp(loc=op.loc))
                 pending = frozenset()
-        elif op.name == "scf.if":
-            outs = [_block(reg.block, pending, prog) for reg in op.regions]
-            pending = frozenset().union(*outs)
-        elif op.name in ("scf.for", "scf.while"):
-            entry = pending
-            for _ in range(3):  # the pending set only grows; two rounds reach the fixed point
-                out = entry
-                for reg in op.regions:
-                    out = _block(reg.block, out, prog)
-                if out <= entry:
-                    break
-                entry = entry | out
-            pending = entry
+        elif op.name in ("scf.if", "scf.for", "scf.while"):
+            pending = pending_after(op, pending, lambda b, p: _block(b, p, prog))
         else:
             for reg in op.regions:  # combine regions of reductions and scans hold no memory ops
                 pending = _block(reg.block, pending, prog)
