@@ -6,8 +6,9 @@ Otherwise the owners of the elements write them into threadgroup scratch in row-
 the offset the threadgroup-memory allocation gave the op), a barrier, and every thread reads the
 elements of its new registers. A tensor larger than the scratch the allocation granted (past the
 threadgroup memory limit) moves in row-major pieces of that size: each piece is written by the
-owners of its elements, read by the threads whose registers need them, between barriers. A barrier the passes inserted (`ttg.barrier`) orders threadgroup
-memory between ops that reuse scratch.
+owners of its elements, read by the threads whose registers need them, between barriers. A
+barrier the passes inserted (`ttg.barrier`) orders threadgroup memory between ops that reuse
+scratch.
 """
 
 from __future__ import annotations

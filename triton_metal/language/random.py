@@ -4,7 +4,8 @@ These are `@jit` device functions: the compiler inlines them like any user helpe
 interpreter runs them as Python. They reproduce Triton's `tl.rand*` bit for bit: the same Philox
 constants and round structure (Random123's philox4x32), the same split of a 64-bit seed into the
 two key words (low, high), the same offset -> counter mapping (the offset's low 32 bits are
-counter word 0, a 64-bit offset's high 32 bits word 1, the other words 0), the same uint -> float conversion and the same Box-Muller transform.
+counter word 0, a 64-bit offset's high 32 bits word 1, the other words 0), the same uint -> float
+conversion and the same Box-Muller transform.
 """
 
 from __future__ import annotations
