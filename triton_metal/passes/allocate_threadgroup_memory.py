@@ -10,7 +10,8 @@ ops:
   kernel with dots only once it compiles with direct fragment loads, `direct_fragment_io`: the
   first compile's refusal is what sends it there);
 * `tt.reduce` whose axis spans several SIMD groups: one partial per result line held, per SIMD
-  group and per lane slot (lanes along the axis share one), per operand.
+  group and per lane slot (lanes along the axis share one), per operand; past 32 KiB,
+  `STAGE_BYTES`, through which the lowering combines the lines a few at a time.
 (Other lowerings that need scratch - scans, gathers, staged dot operands - size their own after
 this region.)
 
@@ -86,11 +87,13 @@ def scratch_bytes(op: Op, num_warps: int, stage: bool = True) -> int:
         bits = [i for i, b in enumerate(lanes) if b[axis]]
         slots = WARP_SIZE >> len(bits) if bits and bits == list(range(bits[0], bits[0] + len(bits))) else WARP_SIZE
         lines = {ll.coords(0, 0, r)[:axis] + ll.coords(0, 0, r)[axis + 1:] for r in range(ll.registers)}
-        total = 0
-        for v in op.operands:
-            assert isinstance(v.type, TensorType)
-            total += _round(len(lines) * num_warps * slots * element_bytes(v.type))
-        return total
+        per_line = [num_warps * slots * element_bytes(v.type) for v in op.operands]  # type: ignore[arg-type]
+        total = sum(_round(len(lines) * n) for n in per_line)
+        # past the limit the lowering combines the lines a few at a time through STAGE_BYTES (or
+        # the scratch of one line, where that is more)
+        if total <= THREADGROUP_MEMORY_LIMIT or not stage:
+            return total
+        return max(STAGE_BYTES, sum(_round(n) for n in per_line))
     return 0
 
 
