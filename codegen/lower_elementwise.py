@@ -200,7 +200,8 @@ def lower_mulhi(ctx: LoweringContext, op: arith.MulHiOp) -> None:
     a, b = ctx.reg(op.lhs), ctx.reg(op.rhs)
     if ty.bitwidth < 32:
         raise ctx.error(f"umulhi on {ty} is not supported", hint="use 32- or 64-bit integers")
-    elementwise(ctx, op, [a, b], lambda x, y: Apply("mulhi", (x, y)))
+    # Triton's umulhi is unsigned for every integer type; MSL's mulhi follows the operand type
+    _binary_in(ctx, op, a, b, msl_type(ty), _unsigned(ty), lambda x, y: Apply("mulhi", (x, y)))
 
 
 @lowers(arith.NegIOp, arith.NotIOp, arith.AbsIOp)

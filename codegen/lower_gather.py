@@ -2,7 +2,8 @@
 
 * gather: the source is written to scratch in row-major order, a barrier, and each result register
   reads the source element its index names along the axis (indices outside the axis are clamped
-  into it, so no read leaves the scratch: Triton leaves them undefined).
+  into it, so no read leaves the scratch: Triton leaves them undefined); a source past the
+  threadgroup memory limit moves in pieces (`lower_layout.exchange`).
 * histogram: the bins are zeroed in scratch, a barrier, every element held by its owner adds one
   to its bin with a threadgroup atomic (elements outside `[0, bins)` or masked off are skipped),
   a barrier, and each result register reads its bin.
@@ -15,7 +16,7 @@ from triton_metal.ir.ops import tt
 from triton_metal.ir.types import ScalarType, element_type
 
 from .context import LoweringContext, ctype_of
-from .lower_layout import _size_of, flat_index
+from .lower_layout import exchange
 from .lower_memory import owner_condition
 from .program import Apply, Assign, Barrier, Call, Convert, Expr, ExprStmt, ForRange, If, Index, Lit, PtrCast, Var
 from .registry import lowers
@@ -35,20 +36,11 @@ def lower_gather(ctx: LoweringContext, op: tt.GatherOp) -> None:
     numel = 1
     for s in src.dist.shape:
         numel *= s
-    view = ctx.scratch_view(stored, ctx.op_scratch(op, numel * _size_of(stored)))
-    own = owner_condition(ctx, src.dist)
-    firsts = src.dist.first_registers()
-    for r in range(src.dist.num_regs):
-        if firsts[r]:
-            v = src.regs[r] if stored == ctype else Convert(stored, src.regs[r])
-            stmt = Assign(Index(view, flat_index(ctx, src.dist, r)), v)
-            ctx.emit(If(own, (stmt,)) if own is not None else stmt)
-    ctx.emit(Barrier())
     shape = src.dist.shape
     axis = op.axis
     if idx.dist != dst:
         raise ctx.error("internal: gather's indices and result have different layouts")
-    out: list[Expr] = []
+    reads: list[Expr] = []
     for r in range(dst.num_regs):
         e: Expr | None = None
         stride = 1
@@ -61,11 +53,11 @@ def lower_gather(ctx: LoweringContext, op: tt.GatherOp) -> None:
             e = term if e is None else Apply("add", (term, e))
             stride *= shape[d]
         assert e is not None
-        x: Expr = Index(view, e)
-        out.append(Apply("ne", (x, Lit("0"))) if stored != ctype else x)
+        reads.append(ctx.materialize([e], "int")[0])
+    out = exchange(ctx, op, src.dist, src.regs, stored, ctype, numel, reads, None)
     from .values import RegValue
 
-    ctx.bind(op.result, RegValue(op.result.type, ctx.materialize(out, ctype, force=True), dst))
+    ctx.bind(op.result, RegValue(op.result.type, out, dst))
     ctx.scratch_done(op)
 
 

@@ -4,11 +4,16 @@
 its new registers need (the layouts agree up to a register renaming), no code is emitted.
 Otherwise the owners of the elements write them into threadgroup scratch in row-major order (at
 the offset the threadgroup-memory allocation gave the op), a barrier, and every thread reads the
-elements of its new registers. A barrier the passes inserted (`ttg.barrier`) orders threadgroup
-memory between ops that reuse scratch.
+elements of its new registers. A tensor larger than the scratch the allocation granted (past the
+threadgroup memory limit) moves in row-major pieces of that size: each piece is written by the
+owners of its elements, read by the threads whose registers need them, between barriers. A
+barrier the passes inserted (`ttg.barrier`) orders threadgroup memory between ops that reuse
+scratch.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from triton_metal.ir import Op, Value
 from triton_metal.ir.types import ScalarType, element_type
@@ -20,6 +25,10 @@ from .lower_tensor import local_mapping, src_regs, with_regs
 from .program import Apply, Assign, Barrier, Convert, Expr, If, Index, Lit
 from .registry import lowers
 from .values import PtrValue
+
+THREADGROUP_MEMORY_LIMIT = 32768
+STAGE_BYTES = 16384
+"""The piece a tensor past the threadgroup memory limit moves in (the allocation pass's)."""
 
 
 def flat_index(ctx: LoweringContext, dist: Distribution, reg: int) -> Expr:
@@ -58,25 +67,64 @@ def convert(ctx: LoweringContext, op: Op, src: Value, result: Value) -> None:
     numel = 1
     for s in dst.shape:
         numel *= s
-    size = numel * _size_of(stored)
-    view = ctx.scratch_view(stored, ctx.op_scratch(op, size))
-    own = owner_condition(ctx, val.dist)
-    firsts = val.dist.first_registers()
-    for r in range(val.dist.num_regs):
-        if not firsts[r]:
-            continue
-        v = regs[r] if stored == ctype else Convert(stored, regs[r])
-        stmt = Assign(Index(view, flat_index(ctx, val.dist, r)), v)
-        ctx.emit(If(own, (stmt,)) if own is not None else stmt)
-    ctx.emit(Barrier())
-    out = []
-    for r in range(dst.num_regs):
-        x: Expr = Index(view, flat_index(ctx, dst, r))
-        if stored != ctype:
-            x = Apply("ne", (x, Lit("0")))
-        out.append(x)
-    ctx.bind(result, with_regs(val, result.type, ctx.materialize(out, ctype, force=True), dst))
+    granted = getattr(op, "smem_bytes", None)
+    reads = [flat_index(ctx, dst, r) for r in range(dst.num_regs)]
+    out = exchange(ctx, op, val.dist, regs, stored, ctype, numel, reads, None if granted is None else int(granted))
+    ctx.bind(result, with_regs(val, result.type, out, dst))
     ctx.scratch_done(op)
+
+
+def exchange(ctx: LoweringContext, op: Op, src: Distribution, regs: Sequence[Expr], stored: str, ctype: str,
+             numel: int, reads: Sequence[Expr], granted: int | None) -> tuple[Expr, ...]:
+    """Write the `numel` elements `regs` hold (distributed by `src`) to scratch in row-major
+    order, then read element `reads[i]` into register `i`; stored as `stored` (`uchar` for
+    booleans). Past the scratch `granted` (or, without a grant, past the threadgroup memory
+    limit) the tensor moves in row-major pieces of `STAGE_BYTES`, each written by the owners of
+    its elements and read by the registers that need them, between barriers."""
+    size = numel * _size_of(stored)
+    budget = granted if granted is not None else (size if size <= THREADGROUP_MEMORY_LIMIT else STAGE_BYTES)
+    piece = numel if budget >= size else budget // _size_of(stored)
+    view = ctx.scratch_view(stored, ctx.op_scratch(op, piece * _size_of(stored)))
+    own = owner_condition(ctx, src)
+    firsts = src.first_registers()
+    staged = piece < numel
+    out = ctx.declare_array(ctype, len(reads)) if staged else ()
+    for lo in range(0, numel, piece):
+        if lo:
+            ctx.emit(Barrier())  # the previous piece's reads are done before it is overwritten
+        for r in range(src.num_regs):
+            if not firsts[r]:
+                continue
+            v = regs[r] if stored == ctype else Convert(stored, regs[r])
+            idx = flat_index(ctx, src, r)
+            cond = _all_of(own, _within(idx, lo, piece) if staged else None)
+            stmt = Assign(Index(view, _minus(idx, lo)), v)
+            ctx.emit(If(cond, (stmt,)) if cond is not None else stmt)
+        ctx.emit(Barrier())
+        values: list[Expr] = []
+        for r, idx in enumerate(reads):
+            x: Expr = Index(view, _minus(idx, lo))
+            values.append(Apply("ne", (x, Lit("0"))) if stored != ctype else x)
+            if staged:
+                ctx.emit(If(_within(idx, lo, piece), (Assign(out[r], values[-1]),)))
+        if not staged:
+            out = ctx.materialize(values, ctype, force=True)
+    return tuple(out)
+
+
+def _minus(idx: Expr, lo: int) -> Expr:
+    return Apply("sub", (idx, Lit(str(lo)))) if lo else idx
+
+
+def _within(idx: Expr, lo: int, count: int) -> Expr:
+    """`lo <= idx < lo + count`: the element belongs to the piece staged now."""
+    return Apply("land", (Apply("ge", (idx, Lit(str(lo)))), Apply("lt", (idx, Lit(str(lo + count))))))
+
+
+def _all_of(a: Expr | None, b: Expr | None) -> Expr | None:
+    if a is None or b is None:
+        return a if b is None else b
+    return Apply("land", (a, b))
 
 
 def _size_of(ctype: str) -> int:

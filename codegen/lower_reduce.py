@@ -205,11 +205,21 @@ def _across_warps(
     nw = ctx.num_warps
     groups = len(partial)
     slots, shift, width = scratch_slots(dist, axis)
+
+    def need(n: int) -> int:  # scratch for the partials of n lines
+        return sum((n * nw * slots * _bytes(t) + 15) // 16 * 16 for t in etys)
+
+    # past the scratch the allocation granted (the threadgroup memory limit), the lines go
+    # through it a few at a time
+    granted = getattr(op, "smem_bytes", None)
+    per = groups
+    if granted is not None and int(granted) < need(groups):
+        per = max([n for n in range(1, groups + 1) if need(n) <= int(granted)], default=1)
     offsets = []
     total = 0
     for t in etys:
         offsets.append(total)
-        total += (groups * nw * slots * _bytes(t) + 15) // 16 * 16
+        total += (per * nw * slots * _bytes(t) + 15) // 16 * 16
     base = ctx.op_scratch(op, total)
     views = [ctx.scratch_view(_store_type(t), base + o) for t, o in zip(etys, offsets)]
     lane, warp = Var("km_lane"), Var("km_warp")
@@ -228,17 +238,6 @@ def _across_warps(
         gw = Apply("add", (Lit(f"{g * nw}u"), w)) if g else w
         return Apply("add", (Apply("mul", (gw, Lit(f"{slots}u"))), lane_slot)) if slots > 1 else gw
 
-    writes = []
-    for g, acc in enumerate(partial):
-        for v, a, t in zip(views, acc, etys):
-            writes.append(Assign(Index(v, slot(g, warp)), _to_store(a, t)))
-    # every lane of a line holds its partial; one of them writes it
-    if writer is not None:
-        ctx.emit(If(writer, tuple(writes)))
-    else:
-        for w_ in writes:
-            ctx.emit(w_)
-    ctx.emit(Barrier())
     axis_mask = sum(1 << j for j in warp_bits)
     rest_mask = (nw - 1) & ~axis_mask
     rest: Expr | None = Apply("and", (warp, Lit(f"{rest_mask}u"))) if rest_mask else None
@@ -246,20 +245,34 @@ def _across_warps(
     combos = sorted(range(1 << len(warp_bits)), key=lambda c: sum(
         dist.warp_bases[warp_bits[i]][axis] for i in range(len(warp_bits)) if c >> i & 1))
     out: list[list[Expr]] = []
-    for g in range(groups):
-        acc: list[Expr] | None = None
-        for c in combos:
-            bits = sum(1 << warp_bits[i] for i in range(len(warp_bits)) if c >> i & 1)
-            if rest is None:
-                w: Expr = Lit(f"{bits}u")
-            else:
-                w = Apply("or", (rest, Lit(f"{bits}u"))) if bits else rest
-            # read into registers now: the scratch may be rewritten after the closing barrier
-            vals = [ctx.materialize([_from_store(Index(v, slot(g, w)), t)], msl_type(t), force=True)[0]
-                    for v, t in zip(views, etys)]
-            acc = vals if acc is None else combine(ctx, op.combine, acc, vals)
-        assert acc is not None
-        out.append(acc)
+    for g0 in range(0, groups, per):
+        if g0:
+            ctx.emit(Barrier())  # the previous lines' partials are read before they are overwritten
+        writes = []
+        for g in range(g0, min(g0 + per, groups)):
+            for v, a, t in zip(views, partial[g], etys):
+                writes.append(Assign(Index(v, slot(g - g0, warp)), _to_store(a, t)))
+        # every lane of a line holds its partial; one of them writes it
+        if writer is not None:
+            ctx.emit(If(writer, tuple(writes)))
+        else:
+            for w_ in writes:
+                ctx.emit(w_)
+        ctx.emit(Barrier())
+        for g in range(g0, min(g0 + per, groups)):
+            acc: list[Expr] | None = None
+            for c in combos:
+                bits = sum(1 << warp_bits[i] for i in range(len(warp_bits)) if c >> i & 1)
+                if rest is None:
+                    w: Expr = Lit(f"{bits}u")
+                else:
+                    w = Apply("or", (rest, Lit(f"{bits}u"))) if bits else rest
+                # read into registers now: the scratch may be rewritten after the closing barrier
+                vals = [ctx.materialize([_from_store(Index(v, slot(g - g0, w)), t)], msl_type(t), force=True)[0]
+                        for v, t in zip(views, etys)]
+                acc = vals if acc is None else combine(ctx, op.combine, acc, vals)
+            assert acc is not None
+            out.append(acc)
     ctx.scratch_done(op)
     return out
 

@@ -28,9 +28,10 @@ import re
 from dataclasses import dataclass, field
 
 from triton_metal.errors import CompilationError
-from triton_metal.ir import BlockArgument, Op, Value
-from triton_metal.ir.ops import scf, tt_debug
+from triton_metal.ir import BlockArgument, Op
+from triton_metal.ir.ops import tt_debug
 from triton_metal.ir.ops import tt_memory as mem
+from triton_metal.ir.pointers import pointer_roots
 from triton_metal.ir.types import PointerType, ScalarType, element_type
 
 from .kernel import ParamBinding
@@ -59,52 +60,6 @@ def sanitize(name: str) -> str:
     """An ASCII C identifier from a Python one."""
     out = re.sub(r"[^A-Za-z0-9_]", lambda m: f"u{ord(m.group(0)):x}", name)
     return out if out and not out[0].isdigit() else "p" + out
-
-
-def pointer_roots(func: Op) -> dict[Value, BlockArgument]:
-    """Every pointer-typed value that derives from a pointer parameter, mapped to it."""
-    args = func.body.block.args  # type: ignore[attr-defined]
-    root: dict[Value, BlockArgument] = {a: a for a in args if isinstance(element_type(a.type), PointerType)}
-    changed = True
-    while changed:
-        changed = False
-
-        def set_root(v: Value, r: BlockArgument) -> None:
-            nonlocal changed
-            if v not in root:
-                root[v] = r
-                changed = True
-
-        for op in func.walk():
-            if isinstance(op, scf.ForOp):
-                for init, barg, res in zip(op.iter_args, op.body.block.args[1:], op.results):
-                    if init in root:
-                        set_root(barg, root[init])
-                        set_root(res, root[init])
-            elif isinstance(op, scf.WhileOp):
-                for init, barg in zip(op.inits, op.before.block.args):
-                    if init in root:
-                        set_root(barg, root[init])
-                cond = op.before.block.ops[-1]
-                for fwd, aarg, res in zip(cond.operands[1:], op.after.block.args, op.results):
-                    if fwd in root:
-                        set_root(aarg, root[fwd])
-                        set_root(res, root[fwd])
-            elif isinstance(op, scf.IfOp):
-                for r in (op.then_region, op.else_region):
-                    term = r.block.ops[-1] if r.block.ops else None
-                    if term is not None and term.name == "scf.yield":
-                        for y, res in zip(term.operands, op.results):
-                            if y in root:
-                                set_root(res, root[y])
-            else:
-                for res in op.results:
-                    if isinstance(element_type(res.type), PointerType):
-                        for v in op.operands:
-                            if v in root:
-                                set_root(res, root[v])
-                                break
-    return root
 
 
 def analyse_params(func: Op, kernel: str) -> dict[BlockArgument, ParamUse]:

@@ -61,9 +61,9 @@ class ScriptedBench:
 
 
 @triton.jit
-def transpose_tile(x_ptr, y_ptr, BLOCK: tl.constexpr):
-    """y = x.T for one BLOCK x BLOCK tile: the layout change goes through threadgroup memory
-    (BLOCK * BLOCK * 4 bytes), so BLOCK = 128 needs 64 KiB, over Apple's 32 KiB."""
+def histogram_tile(x_ptr, y_ptr, BLOCK: tl.constexpr):
+    """y = the histogram of BLOCK values over BLOCK * BLOCK bins, counted in threadgroup memory
+    (4 bytes a bin), so BLOCK = 128 needs 64 KiB, over Apple's 32 KiB."""
     r = tl.arange(0, BLOCK)
-    x = tl.load(x_ptr + r[:, None] * BLOCK + r[None, :])
-    tl.store(y_ptr + r[None, :] * BLOCK + r[:, None], x)
+    bins = tl.arange(0, BLOCK * BLOCK)
+    tl.store(y_ptr + bins, tl.histogram(tl.load(x_ptr + r), BLOCK * BLOCK))

@@ -9,7 +9,7 @@ import triton_metal as triton
 from triton_metal.runtime.autotuner import AutotunerError
 
 from autotune_kernels import (
-    ScriptedBench, accumulate, fill_block, grid_of, increment, needs_big_block, transpose_tile,
+    ScriptedBench, accumulate, fill_block, grid_of, histogram_tile, increment, needs_big_block,
 )
 
 N = 300
@@ -132,16 +132,15 @@ def test_configs_that_cannot_compile_are_skipped_with_the_reason(capsys):
 def test_a_config_over_the_threadgroup_memory_limit_is_skipped():
     cfgs = [triton.Config({"BLOCK": 128}), triton.Config({"BLOCK": 32})]
     bench = ScriptedBench()
-    tuned = triton.autotune(cfgs, key=[], do_bench=bench)(transpose_tile)
-    x = np.arange(128 * 128, dtype=np.float32)
-    y = np.zeros_like(x)
+    tuned = triton.autotune(cfgs, key=[], do_bench=bench)(histogram_tile)
+    x = (np.arange(128, dtype=np.int32) * 7) % 1024
+    y = np.zeros(128 * 128, np.int32)
     tuned[(1,)](x, y)
     assert tuned.best_config == cfgs[1] and bench.calls == 1
     reason = tuned.skipped[cfgs[0]]
-    assert reason.startswith("OutOfResources") and "65536" in reason and "32768" in reason
-    tile = x[: 32 * 32].reshape(32, 32)
-    np.testing.assert_array_equal(y[: 32 * 32].reshape(32, 32), tile.T)
-    assert not y[32 * 32:].any()
+    assert reason.startswith("OutOfResources") and "threadgroup memory" in reason and "32768" in reason
+    np.testing.assert_array_equal(y[:1024], np.bincount(x[:32], minlength=1024))
+    assert not y[1024:].any()
 
 
 def test_when_every_config_fails_the_error_lists_each_reason():

@@ -22,10 +22,11 @@ import test_interp_memory  # noqa: E402
 import test_interp_random  # noqa: E402
 import test_interp_reduce  # noqa: E402
 import test_interp_shape  # noqa: E402
+import test_interp_triton_parity  # noqa: E402
 
 _MODULES = (
     test_interp_arith, test_interp_casts_math, test_interp_control, test_interp_memory,
-    test_interp_random, test_interp_reduce, test_interp_shape,
+    test_interp_random, test_interp_reduce, test_interp_shape, test_interp_triton_parity,
 )
 for _module in _MODULES:
     register_exec_sources(_module)

@@ -114,3 +114,35 @@ def test_binding_errors_name_the_parameter(args, kwargs, message):
 def test_unknown_keyword_raises_tritons_key_error():
     with pytest.raises(KeyError, match="Keyword argument num_warp was specified but unrecognised"):
         kernel.specialization(np.zeros(4, np.float32), 1, 2.0, num_warp=4)
+
+
+@triton.jit
+def _scaled(x_ptr, type, int, float, len, isinstance, N: tl.constexpr):  # noqa: A002
+    offs = tl.arange(0, N)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs) * type + int + float * len + isinstance)
+
+
+@triton.jit
+def _by_mode(x_ptr, n, type: tl.constexpr):  # noqa: A002 - Triton's test_call names it so
+    offs = tl.arange(0, 8)
+    v = tl.load(x_ptr + offs, mask=offs < n)
+    if type == "double":
+        v = v * 2
+    else:
+        v = v + 1
+    tl.store(x_ptr + offs, v, mask=offs < n)
+
+
+@pytest.mark.parametrize("interpret", [False, True])
+def test_parameters_may_be_named_like_builtins(monkeypatch: pytest.MonkeyPatch, interpret: bool) -> None:
+    """The binder reaches no builtin by its own name: parameters called `type`, `int`, `float`,
+    `len` or `isinstance` bind and launch on every backend."""
+    if interpret:
+        monkeypatch.setenv("TRITON_METAL_INTERPRET", "1")
+    x = np.arange(8, dtype=np.float32)
+    _scaled[(1,)](x, 3.0, 2, 0.5, 4, 1, N=8)
+    np.testing.assert_array_equal(x, np.arange(8, dtype=np.float32) * 3 + 2 + 0.5 * 4 + 1)
+    y = np.arange(8, dtype=np.float32)
+    _by_mode[(1,)](y, 6, "double")
+    _by_mode[(1,)](y, 6, type="plus")
+    np.testing.assert_array_equal(y, np.where(np.arange(8) < 6, np.arange(8) * 2 + 1, np.arange(8)))

@@ -368,7 +368,7 @@ class ControlFlowMixin:
         for b in bounds:
             if not is_tensor(b) or b.type.is_block() or not b.type.is_int() or b.type.is_bool():
                 raise CompilationError(f"loop bounds must be integer scalars, got {getattr(b, 'type', b)}")
-        iv_ty = int64 if any(b.type.int_bitwidth == 64 for b in bounds) else int32
+        iv_ty, index_ty = self.semantic.loop_types([b.type.scalar for b in bounds])
         lb, ub, step = [self.semantic.cast(b, iv_ty) for b in bounds]
         downward = not is_tensor(step_value) and isinstance(step_value, int) and step_value < 0
         start = lb
@@ -391,6 +391,8 @@ class ControlFlowMixin:
             index = tlc.tensor(body.args[0], iv_ty)
             if downward:
                 index = self.semantic.add(start, self.semantic.mul(index, step_value))
+            if index_ty != iv_ty:
+                index = self.semantic.cast(index, index_ty)  # an unsigned index: the same bits
             self.define(target, index)
             self.visit_statements(node.body)
             self._end_loop_body(carried)

@@ -78,7 +78,7 @@ class BinaryOp(Enum):
     FMAX = "fmax"
     FMIN_NAN = "fmin_nan"  # NaN-propagating
     FMAX_NAN = "fmax_nan"
-    UMULHI = "umulhi"      # high half of the full product (signedness from the dtype)
+    UMULHI = "umulhi"      # high half of the unsigned product (any signedness)
     POW = "pow"            # float power, for `**` with a float exponent
 
 

@@ -524,13 +524,20 @@ class range:  # noqa: A001 - Triton's name
         self.warp_specialize = warp_specialize
         self.disable_licm = disable_licm
 
-    def __iter__(self) -> Iterator[int]:
+    def __iter__(self) -> Iterator[Any]:
         step = _loop_bound(self.step, "the loop step")
         if step == 0:
             raise CompilationError("a loop step of 0 never ends")
-        return iter(
-            _py.range(_loop_bound(self.start, "the loop start"), _loop_bound(self.end, "the loop end"), step)
-        )
+        start, end = _loop_bound(self.start, "the loop start"), _loop_bound(self.end, "the loop end")
+        sem = current_semantic()
+        bounds = (self.start, self.end, self.step)
+        if sem is None or not any(isinstance(_unwrap(b), tensor) or not -(2**31) <= _unwrap(b) < 2**31 for b in bounds):
+            return iter(_py.range(start, end, step))  # int32 bounds: Python's range counts alike
+        # a bound known only at run time, or past int32: count and index as the compiled loop does
+        count_ty, index_ty = sem.loop_types([sem.to_tensor(b).type.scalar for b in bounds])
+        bits = count_ty.int_bitwidth
+        signed = [(v + 2 ** (bits - 1)) % 2**bits - 2 ** (bits - 1) for v in (start, end, step)]
+        return (sem.loop_index_constant(v, index_ty) for v in _py.range(*signed))
 
 
 class static_range:

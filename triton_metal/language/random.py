@@ -3,8 +3,9 @@
 These are `@jit` device functions: the compiler inlines them like any user helper and the
 interpreter runs them as Python. They reproduce Triton's `tl.rand*` bit for bit: the same Philox
 constants and round structure (Random123's philox4x32), the same split of a 64-bit seed into the
-two key words (low, high), the same offset -> counter mapping (the offset is counter word 0, the
-other words are 0), the same uint -> float conversion and the same Box-Muller transform.
+two key words (low, high), the same offset -> counter mapping (the offset's low 32 bits are
+counter word 0, a 64-bit offset's high 32 bits word 1, the other words 0), the same uint -> float
+conversion and the same Box-Muller transform.
 """
 
 from __future__ import annotations
@@ -21,10 +22,15 @@ from .shape_ops import full, to_tensor
 from .types import int32, int64, uint32, uint64
 
 N_ROUNDS_DEFAULT = constexpr(10)
+# Philox's key increments (Weyl constants) and round multipliers, for 32- and 64-bit words
 PHILOX_KEY_A = constexpr(0x9E3779B9)
 PHILOX_KEY_B = constexpr(0xBB67AE85)
 PHILOX_ROUND_A = constexpr(0xD2511F53)
 PHILOX_ROUND_B = constexpr(0xCD9E8D57)
+PHILOX_KEY_A_64 = constexpr(0x9E3779B97F4A7C15)
+PHILOX_KEY_B_64 = constexpr(0xBB67AE8584CAA73B)
+PHILOX_ROUND_A_64 = constexpr(0xD2E7470EE14C6C93)
+PHILOX_ROUND_B_64 = constexpr(0xCA5A826395121157)
 
 
 def jit(fn: Any) -> JITCallable:
@@ -33,15 +39,27 @@ def jit(fn: Any) -> JITCallable:
 
 @jit
 def philox_impl(c0, c1, c2, c3, k0, k1, n_rounds: tl.constexpr = N_ROUNDS_DEFAULT):  # noqa: ANN001, ANN201
-    """`n_rounds` Philox rounds on the counter (c0..c3) with the key (k0, k1), all uint32."""
+    """`n_rounds` Philox rounds on the counter (c0..c3) with the key (k0, k1): all uint32
+    (philox4x32) or all uint64 (philox4x64, with its own constants)."""
+    if c0.dtype == uint32:
+        key_a: tl.constexpr = PHILOX_KEY_A
+        key_b: tl.constexpr = PHILOX_KEY_B
+        round_a: tl.constexpr = PHILOX_ROUND_A
+        round_b: tl.constexpr = PHILOX_ROUND_B
+    else:
+        static_assert(c0.dtype == uint64, "dtype not supported in philox_impl")
+        key_a: tl.constexpr = PHILOX_KEY_A_64
+        key_b: tl.constexpr = PHILOX_KEY_B_64
+        round_a: tl.constexpr = PHILOX_ROUND_A_64
+        round_b: tl.constexpr = PHILOX_ROUND_B_64
     for _ in tl.static_range(n_rounds):
         _c0, _c2 = c0, c2
-        c0 = umulhi(PHILOX_ROUND_B, _c2) ^ c1 ^ k0
-        c2 = umulhi(PHILOX_ROUND_A, _c0) ^ c3 ^ k1
-        c1 = PHILOX_ROUND_B * _c2
-        c3 = PHILOX_ROUND_A * _c0
-        k0 = k0 + PHILOX_KEY_A
-        k1 = k1 + PHILOX_KEY_B
+        c0 = umulhi(round_b, _c2) ^ c1 ^ k0
+        c2 = umulhi(round_a, _c0) ^ c3 ^ k1
+        c1 = round_b * _c2
+        c3 = round_a * _c0
+        k0 = k0 + key_a
+        k1 = k1 + key_b
     return c0, c1, c2, c3
 
 
@@ -72,9 +90,15 @@ def philox(seed, c0, c1, c2, c3, n_rounds: tl.constexpr = N_ROUNDS_DEFAULT):  # 
 
 @jit
 def randint4x(seed, offset, n_rounds: tl.constexpr = N_ROUNDS_DEFAULT):  # noqa: ANN001, ANN201
-    """Four blocks of random uint32 for each offset (the offset is the counter's first word)."""
-    _0 = offset * 0
-    return philox(seed, offset, _0, _0, _0, n_rounds)
+    """Four blocks of random uint32 for each offset: the offset's low 32 bits are the counter's
+    first word and, for a 64-bit offset, its high 32 bits the second (Triton's split)."""
+    offset_lo = offset.to(uint32)
+    _0 = offset_lo * 0
+    if tl.constexpr(offset.dtype.primitive_bitwidth) > 32:
+        offset_hi = (offset >> 32).to(uint32)
+    else:
+        offset_hi = _0
+    return philox(seed, offset_lo, offset_hi, _0, _0, n_rounds)
 
 
 @jit

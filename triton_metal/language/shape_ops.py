@@ -169,6 +169,9 @@ def swizzle2d(i: Any, j: Any, size_i: Any, size_j: Any, size_g: Any, _semantic: 
     group_id = s.floordiv(ij, size_gj)
     off_i = s.mul(group_id, size_g)
     g = s.minimum(s.sub(size_i, off_i), size_g)
+    # the index within the group first: on a partial last group (g < size_g) `ij % g` differs
+    # from `(ij % size_gj) % g`, and Triton takes the latter
+    ij = s.mod(ij, size_gj)
     new_i = s.add(off_i, s.mod(ij, g))
-    new_j = s.floordiv(s.mod(ij, size_gj), g)
+    new_j = s.floordiv(ij, g)
     return new_i, new_j

@@ -5,9 +5,13 @@ Contract: every op that moves data between threads through threadgroup memory ge
 `threadgroup_memory_bytes`, the end of the highest buffer rounded to 16 (0 without scratch). The
 ops:
 * `ttg.convert_layout` that moves elements between threads (`is_thread_local` false): the whole
-  tensor, row-major (`numel * element bytes`; booleans 1 byte, pointers 8);
+  tensor, row-major (`numel * element bytes`; booleans 1 byte, pointers 8), or, for a tensor past
+  32 KiB, `STAGE_BYTES`, through which the lowering moves it one row-major piece at a time (in a
+  kernel with dots only once it compiles with direct fragment loads, `direct_fragment_io`: the
+  first compile's refusal is what sends it there);
 * `tt.reduce` whose axis spans several SIMD groups: one partial per result line held, per SIMD
-  group and per lane slot (lanes along the axis share one), per operand.
+  group and per lane slot (lanes along the axis share one), per operand; past 32 KiB,
+  `STAGE_BYTES`, through which the lowering combines the lines a few at a time.
 (Other lowerings that need scratch - scans, gathers, staged dot operands - size their own after
 this region.)
 
@@ -36,6 +40,8 @@ from .pass_base import ModulePass, PassContext, register_pass
 
 THREADGROUP_MEMORY_LIMIT = 32768
 SPARE_BARRIERS_LIMIT = 16384
+STAGE_BYTES = 16384
+"""A conversion whose tensor exceeds the threadgroup memory limit moves in pieces of this size."""
 """Up to this many bytes, buffers stay live until the next scratch op (fewer barriers); more
 threadgroup memory per program would cost occupancy, so beyond it buffers share."""
 ALIGN = 16
@@ -53,8 +59,9 @@ def element_bytes(ty: TensorType) -> int:
     return max(1, el.bitwidth // 8)
 
 
-def scratch_bytes(op: Op, num_warps: int) -> int:
-    """Bytes of threadgroup memory `op` needs (0: none)."""
+def scratch_bytes(op: Op, num_warps: int, stage: bool = True) -> int:
+    """Bytes of threadgroup memory `op` needs (0: none); `stage`: a conversion past the limit
+    moves in `STAGE_BYTES` pieces (else it asks for the whole tensor, and is refused)."""
     if op.name == "ttg.convert_layout":
         src, dst = op.operands[0].type, op.results[0].type
         assert isinstance(src, TensorType) and isinstance(dst, TensorType)
@@ -62,7 +69,9 @@ def scratch_bytes(op: Op, num_warps: int) -> int:
             return 0
         if is_thread_local(src.layout, dst.layout, src.shape, num_warps):
             return 0
-        return _round(src.numel * element_bytes(src))
+        full = _round(src.numel * element_bytes(src))
+        # past the limit the lowering stages the tensor through a smaller buffer, piece by piece
+        return full if full <= THREADGROUP_MEMORY_LIMIT or not stage else STAGE_BYTES
     if op.name == "tt.reduce":
         src = op.operands[0].type
         assert isinstance(src, TensorType)
@@ -78,11 +87,13 @@ def scratch_bytes(op: Op, num_warps: int) -> int:
         bits = [i for i, b in enumerate(lanes) if b[axis]]
         slots = WARP_SIZE >> len(bits) if bits and bits == list(range(bits[0], bits[0] + len(bits))) else WARP_SIZE
         lines = {ll.coords(0, 0, r)[:axis] + ll.coords(0, 0, r)[axis + 1:] for r in range(ll.registers)}
-        total = 0
-        for v in op.operands:
-            assert isinstance(v.type, TensorType)
-            total += _round(len(lines) * num_warps * slots * element_bytes(v.type))
-        return total
+        per_line = [num_warps * slots * element_bytes(v.type) for v in op.operands]  # type: ignore[arg-type]
+        total = sum(_round(len(lines) * n) for n in per_line)
+        # past the limit the lowering combines the lines a few at a time through STAGE_BYTES (or
+        # the scratch of one line, where that is more)
+        if total <= THREADGROUP_MEMORY_LIMIT or not stage:
+            return total
+        return max(STAGE_BYTES, sum(_round(n) for n in per_line))
     return 0
 
 
@@ -129,13 +140,18 @@ class AllocateThreadgroupMemory(ModulePass):
 
     def apply(self, ctx: PassContext | None, module: Module) -> None:
         num_warps = int(module.attributes.get("num_warps", 4))
+        # A kernel with dots first tries staged dot operands whole, and on a refusal compiles
+        # again with direct fragment loads and stores (runtime/compiler.py); only that second
+        # form, or a kernel without dots, stages big conversions in pieces.
+        stage = "direct_fragment_io" in module.attributes or not any(
+            op.name == "tt.dot" for func in module.funcs for op in func.walk())
         total = 0
         for func in module.funcs:
             pos = _positions(func)
             users: list[Op] = []
             sizes: list[int] = []
             for op in func.walk():
-                size = scratch_bytes(op, num_warps)
+                size = scratch_bytes(op, num_warps, stage)
                 if size:
                     users.append(op)
                     sizes.append(size)

@@ -153,9 +153,8 @@ def _min_max(op: Op, v: list[Scalar], el: ScalarType) -> Scalar | None:
 
 @evaluates(A.MulHiOp)
 def _mulhi(op: Op, v: list[Scalar], el: ScalarType) -> Scalar | None:
-    bits = el.bitwidth
-    view = signed if el.is_signed() else unsigned
-    return _int_result(op, (view(v[0], bits) * view(v[1], bits)) >> bits)
+    bits = el.bitwidth  # unsigned product whatever the type, as Triton's umulhi
+    return _int_result(op, (unsigned(v[0], bits) * unsigned(v[1], bits)) >> bits)
 
 
 @evaluates(A.NegIOp, A.NotIOp)

@@ -26,6 +26,7 @@ from ..ir import Block, Module, Op
 from ..ir.ops.ttg import BarrierOp
 from ..ir.types import TensorType
 from .pass_base import ModulePass, PassContext, register_pass
+from .region_flow import pending_after
 
 Ranges = frozenset[tuple[int, int]]
 
@@ -64,19 +65,8 @@ def _block(block: Block, pending: Ranges) -> Ranges:
         if op.name in ("tt.reduce", "tt.scan") or not op.regions:
             continue
         _uniform(op)
-        if op.name == "scf.if":
-            outs = [_block(reg.block, pending) for reg in op.regions]
-            pending = frozenset().union(*outs)
-        elif op.name in ("scf.for", "scf.while"):
-            entry = pending
-            for _ in range(3):  # the pending set only grows; two rounds reach the fixed point
-                out = entry
-                for reg in op.regions:
-                    out = _block(reg.block, out)
-                if out <= entry:
-                    break
-                entry = entry | out
-            pending = entry
+        if op.name in ("scf.if", "scf.for", "scf.while"):
+            pending = pending_after(op, pending, _block)
     return pending
 
 

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
-from . import allocate_threadgroup_memory, insert_barriers, layout_assignment, remove_layout_conversions  # noqa: F401
+from . import (  # noqa: F401
+    allocate_threadgroup_memory,
+    insert_barriers,
+    layout_assignment,
+    order_device_accesses,
+    remove_layout_conversions,
+)
 from .pipeline import LAYOUT_PASSES
 
-for _name in ("assign-layouts", "remove-layout-conversions", "allocate-threadgroup-memory", "insert-barriers"):
+for _name in ("assign-layouts", "remove-layout-conversions", "allocate-threadgroup-memory", "order-device-accesses",
+              "insert-barriers"):
     if _name not in LAYOUT_PASSES:
         LAYOUT_PASSES.append(_name)

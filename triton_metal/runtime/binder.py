@@ -9,14 +9,17 @@ generated function returns, in parameter order, the bound values and their speci
     def binder(x_ptr, n, BLOCK=_tm_default_2, *, num_warps=None, ..., **_tm_extra):
         if _tm_extra: _tm_reject(_tm_extra)
         return ((x_ptr, n, BLOCK),
-                ((_tm_pair[True] if type(x_ptr) is _tm_array and (_tm_pair := ...) is not None
-                  else (...) if type(x_ptr) is int and ... else _tm_spec(x_ptr, 'x_ptr', True, True)),
+                ((_tm_pair[True] if _tm_type(x_ptr) is _tm_array and (_tm_pair := ...) is not None
+                  else (...) if _tm_type(x_ptr) is _tm_int and ...
+                  else _tm_spec(x_ptr, 'x_ptr', True, True)),
                  (... else _tm_spec(n, 'n', True, True)),
                  _tm_cspec(BLOCK, 'BLOCK')),
                 num_warps, num_stages, num_ctas, maxnreg, debug)
 
 (`_tm_spec` is `specialize_arg`; the tests before it are its commonest cases, an MLX array, an
-`i32` int and a float, inlined: `_fact_expression`.)
+`i32` int and a float, inlined: `_fact_expression`.) The generated code reaches no builtin by its
+own name (it runs with empty `__builtins__`; `type`, `int` and `float` are `_tm_` names), so no
+parameter name can shadow what it calls.
 
 A `TypeError` raised by the call itself (a missing or surplus argument) is turned into a
 `LaunchError` naming the parameter by `explain_binding_error`, which may use `inspect`: it runs
@@ -86,6 +89,12 @@ def make_binder(kernel_name: str, params: Sequence[Param]) -> Binder:
         "_tm_mlx": MLX_POINTER_FACTS,
         "_tm_array": MLX_ARRAY,
         "_tm_one": specialize_arg(1, "1"),  # the constexpr 1 (interned)
+        # the builtins the generated code calls, under reserved names: a parameter may be
+        # called `type` or `int` (Triton's test_call names one `type`) and would shadow them
+        "_tm_type": type,
+        "_tm_int": int,
+        "_tm_float": float,
+        "__builtins__": {},
     }
     signature: list[str] = []
     facts: list[str] = []
@@ -138,10 +147,10 @@ def _fact_expression(p: Param) -> str:
     int_fact = f"_tm_i32[{name} % 16 == 0]" if specialize and align else "_tm_i32[False]"
     if specialize:
         int_fact = f"_tm_one if {name} == 1 else {int_fact}"
-    return (f"(_tm_pair[{specialize and align}] if type({name}) is _tm_array "
+    return (f"(_tm_pair[{specialize and align}] if _tm_type({name}) is _tm_array "
             f"and (_tm_pair := _tm_mlx.get({name}.dtype)) is not None "
-            f"else ({int_fact}) if type({name}) is int and -2147483648 <= {name} < 2147483648 "
-            f"else _tm_fp32 if type({name}) is float else {call})")
+            f"else ({int_fact}) if _tm_type({name}) is _tm_int and -2147483648 <= {name} < 2147483648 "
+            f"else _tm_fp32 if _tm_type({name}) is _tm_float else {call})")
 
 
 def explain_binding_error(

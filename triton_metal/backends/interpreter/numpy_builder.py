@@ -218,14 +218,17 @@ class NumpyBuilder:
 
     @staticmethod
     def _mulhi(a: np.ndarray, b: np.ndarray, ty: dtype) -> np.ndarray:
-        if ty.int_bitwidth == 32:
-            wide = np.int64 if ty.is_int_signed() else np.uint64
-            return ((a.astype(wide) * b.astype(wide)) >> 32).astype(a.dtype)
-        flat_a, flat_b = np.broadcast_arrays(a, b)
-        out = [(int(x) * int(y)) >> 64 for x, y in zip(flat_a.reshape(-1), flat_b.reshape(-1))]
-        mask = (1 << 64) - 1
-        res = np.array([v & mask for v in out], dtype=np.uint64).reshape(flat_a.shape)
-        return res.view(a.dtype) if ty.is_int_signed() else res
+        """Triton's umulhi: the operands' bit patterns multiplied as unsigned, whatever the type."""
+        bits = ty.int_bitwidth
+        unsigned = np.uint32 if bits == 32 else np.uint64
+        ua, ub = np.asarray(a).astype(unsigned), np.asarray(b).astype(unsigned)  # same bits, wrapped
+        if bits == 32:
+            res = ((ua.astype(np.uint64) * ub.astype(np.uint64)) >> np.uint64(32)).astype(np.uint32)
+        else:
+            flat_a, flat_b = np.broadcast_arrays(ua, ub)
+            high = [(int(x) * int(y)) >> 64 for x, y in zip(flat_a.reshape(-1), flat_b.reshape(-1))]
+            res = np.array(high, dtype=np.uint64).reshape(flat_a.shape)
+        return res.view(np.int32 if bits == 32 else np.int64) if ty.is_int_signed() else res
 
     def create_math(self, op: MathOp, x: TensorHandle, precise: bool = False) -> TensorHandle:
         # NumPy's functions are within the bounds of both forms (docs/language.md): one answer

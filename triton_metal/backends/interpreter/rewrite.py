@@ -6,7 +6,10 @@ differ, so that a program means in the interpreter what it means compiled:
   compile-time value; `x += v` is `x = x + v`.
 * `a and b`, `a or b`, `not a`: on tensors, elementwise logical operations (compile-time operands
   short-circuit as in Python), the front end's rule.
-* `is`, `is not` and `isinstance` see through `tl.constexpr`, as the front end's do.
+* `is`, `is not`, `isinstance`, `getattr` and `hasattr` see through `tl.constexpr` (so
+  `getattr(tl, FUNC)` takes a compile-time name), as the front end's do.
+* `for i in range(...)`: Python's `range` in a loop header is `tl.range`, as in the front end, so
+  a bound known only at run time counts as the compiled loop does (`Semantic.loop_types`).
 
 Arguments follow the front end too: a helper receives every non-tensor argument as a
 `tl.constexpr` (so `DTYPE.value` works), and so does a kernel's compile-time parameter.
@@ -18,6 +21,7 @@ Arguments follow the front end too: a helper receives every non-tensor argument 
 from __future__ import annotations
 
 import ast
+import builtins
 import inspect
 import linecache
 import textwrap
@@ -25,6 +29,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from triton_metal.language import constexpr, current_semantic, tensor
+from triton_metal.language import range as tl_range
 from triton_metal.language.core import warn_logical_on_block
 
 _RT = "__triton_metal_rt__"
@@ -93,6 +98,19 @@ class _Runtime:
     def isinstance(obj: Any, classes: Any) -> bool:
         return isinstance(_unwrap(obj), _unwrap(classes))
 
+    @staticmethod
+    def getattr(obj: Any, name: Any, *default: Any) -> Any:
+        return getattr(_unwrap(obj), _unwrap(name), *default)
+
+    @staticmethod
+    def hasattr(obj: Any, name: Any) -> bool:
+        return hasattr(_unwrap(obj), _unwrap(name))
+
+    @staticmethod
+    def loop_iterable(make: Any) -> Any:
+        """What a loop header's `make(...)` calls: Python's `range` is `tl.range` there."""
+        return tl_range if make is builtins.range else make
+
 
 # -- the rewrite -------------------------------------------------------------------------------
 
@@ -153,10 +171,17 @@ class _Rewriter(ast.NodeTransformer):
             return _call("is_", [node.left, node.comparators[0], negate], node)
         return node
 
+    def visit_For(self, node: ast.For) -> ast.AST:
+        self.generic_visit(node)
+        it = node.iter
+        if isinstance(it, ast.Call):
+            it.func = _call("loop_iterable", [it.func], it.func)
+        return node
+
     def visit_Call(self, node: ast.Call) -> ast.AST:
         self.generic_visit(node)
-        if isinstance(node.func, ast.Name) and node.func.id == "isinstance":
-            node.func = ast.copy_location(_rt("isinstance"), node.func)
+        if isinstance(node.func, ast.Name) and node.func.id in ("isinstance", "getattr", "hasattr"):
+            node.func = ast.copy_location(_rt(node.func.id), node.func)
         return node
 
 

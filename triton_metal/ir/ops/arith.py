@@ -174,7 +174,8 @@ class MaxUIOp(IntBinaryOp):
 
 
 class MulHiOp(IntBinaryOp):
-    """The high half of the double-width product (signedness from the operand type)."""
+    """The high half of the double-width product of the operands read as unsigned (Triton's
+    umulhi: a signed type takes part through its bit pattern)."""
 
     name: ClassVar[str] = "tt.mulhi"
 

@@ -241,6 +241,25 @@ class SemanticBase:
             return a if a_bits >= b_bits else b
         return b if b_bits >= a_bits else a
 
+    def loop_types(self, bounds: Sequence[dtype]) -> tuple[dtype, dtype]:
+        """For a run-time `range(start, end, step)` with integer bounds of these types: the signed
+        type the loop counts and compares in, and the type of its index.
+
+        As Triton's `scf.for`: the index has the bounds' integer promotion, and MLIR compares the
+        bounds as signed integers of that width (so an unsigned start of 0xFFFFFFFF counts from
+        -1). Bounds narrower than 32 bits count in `int32` with an `int32` index."""
+        promoted = bounds[0]
+        for ty in bounds[1:]:
+            promoted = self.integer_promote_impl(promoted, ty)
+        count = int64 if promoted.int_bitwidth == 64 else int32
+        return count, (promoted if promoted.int_bitwidth >= 32 else count)
+
+    def loop_index_constant(self, value: int, ty: dtype) -> tensor:
+        """The loop index `value` (counted signed) as a constant of the index type `ty`."""
+        if ty.is_int_unsigned():
+            value %= 2 ** ty.int_bitwidth
+        return self.scalar_constant(value, ty)
+
     def computation_type_impl(
         self, a: dtype, a_is_scalar: bool, b: dtype, b_is_scalar: bool, div_or_mod: bool
     ) -> dtype:

@@ -205,10 +205,11 @@ class ReduceMixin(SemanticBase):
             better = self.greater_than(v1, v2) if is_max else self.less_than(v1, v2)  # type: ignore[attr-defined]
             tie = self.equal(v1, v2)  # type: ignore[attr-defined]
             if floating:
-                # NaN wins (as NumPy's argmax/argmin): the first NaN is the answer
+                # NaNs are skipped, as Triton's nanargmax/nanargmin: a number beats a NaN, and
+                # NaNs tie among themselves (so an all-NaN slice answers its first index)
                 nan1 = self.not_equal(v1, v1)  # type: ignore[attr-defined]
                 nan2 = self.not_equal(v2, v2)  # type: ignore[attr-defined]
-                better = self.or_(better, self.and_(nan1, self.logical_not(nan2)))  # type: ignore[attr-defined]
+                better = self.or_(better, self.and_(nan2, self.logical_not(nan1)))  # type: ignore[attr-defined]
                 tie = self.or_(tie, self.and_(nan1, nan2))  # type: ignore[attr-defined]
             if tie_break_left:
                 better = self.or_(better, self.and_(tie, self.less_than(i1, i2)))  # type: ignore[attr-defined]

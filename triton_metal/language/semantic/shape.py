@@ -137,10 +137,14 @@ class ShapeMixin(SemanticBase):
         x = self.to_tensor(x)
         axes = _ints(axis, "expand_dims' axis")
         ndim = len(x.shape) + len(axes)
-        norm = sorted(a + ndim if a < 0 else a for a in axes)
-        if len(set(norm)) != len(norm) or any(not 0 <= a < ndim for a in norm):
-            raise error(f"invalid axis {list(axes) if len(axes) > 1 else axes[0]}: expand_dims' result has rank {ndim}")
-        for a in norm:
+        norm: list[int] = []
+        for a in axes:  # Triton's checks and words, in its order: each axis, then duplicates
+            if not -ndim <= a < ndim:
+                raise error(f"invalid axis {a}. Expected {-ndim} <= axis < {ndim}")
+            norm.append(a + ndim if a < 0 else a)
+        if len(set(norm)) != len(norm):
+            raise error(f"expand_dims received duplicate axes, normalized axes = {norm}")
+        for a in sorted(norm):
             if not x.type.is_block():
                 x = self.splat(x, [1])
             else:
@@ -254,33 +258,33 @@ class ShapeMixin(SemanticBase):
         return self.reshape(c, shape[:-2] + [2 * shape[-2]])
 
     def getitem(self, x: tensor, slices: Any) -> tensor:
+        """`x[...]` with `None` (a new axis of size 1), `:` (an axis kept) and at most one `...`
+        (the `:` the other entries leave), as Triton's `tensor.__getitem__`: entries are taken in
+        order, an axis past the rank and any other index are refused in Triton's words."""
         if not isinstance(slices, tuple):
             slices = (slices,)
         slices = tuple(s.value if isinstance(s, constexpr) else s for s in slices)
-        n_real = sum(1 for s in slices if s is not None and s is not Ellipsis)
         rank = len(x.shape)
         if sum(1 for s in slices if s is Ellipsis) > 1:
             raise error("an index may contain at most one '...'")
+        n_real = sum(1 for s in slices if s is not None and s is not Ellipsis)
         expanded: list[Any] = []
         for s in slices:
-            if s is Ellipsis:
-                expanded.extend([slice(None)] * (rank - n_real))
-            else:
-                expanded.append(s)
-        if sum(1 for s in expanded if s is not None) < rank and Ellipsis not in slices:
-            expanded.extend([slice(None)] * (rank - sum(1 for s in expanded if s is not None)))
-        if sum(1 for s in expanded if s is not None) != rank:
-            raise error(f"too many indices for tensor of rank {rank}")
+            expanded.extend([slice(None)] * max(rank - n_real, 0) if s is Ellipsis else [s])
         out = x
+        indexed = 0
         for i, s in enumerate(expanded):
             if s is None:
                 out = self.expand_dims(out, i)
             elif isinstance(s, slice) and s == slice(None):
-                continue
+                indexed += 1
+                if indexed > rank:
+                    raise error(f"too many indices for tensor of rank {rank}")
             else:
                 raise error(
-                    f"unsupported tensor index: {s}: only None, ':' and '...' are allowed",
-                    hint="select elements with pointer arithmetic and masks, or tl.gather",
+                    f"unsupported tensor index: {s}",
+                    hint="only None, ':' and '...' index a tensor; select elements with pointer "
+                    "arithmetic and masks, or tl.gather",
                 )
         return out
 
