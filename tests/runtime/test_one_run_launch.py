@@ -112,7 +112,7 @@ def count_and_store(x_ptr, hist_ptr, out_ptr, n, BLOCK: tl.constexpr):
 @triton.jit
 def max_and_store(x_ptr, top_ptr, out_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0)
     tl.atomic_max(top_ptr + offs % 2, x, mask=offs < n)
     tl.store(out_ptr + offs, x, mask=offs < n)
 
@@ -168,24 +168,23 @@ def test_written_mask_beside_an_atomic_starting_at_zero(fake: CountingMx):
 
 
 def test_written_mask_beside_an_atomic_starting_elsewhere_marks_what_was_not_written(fake: CountingMx):
-    # init_value starts every output: -inf for the max, which starts the bool masks true, so the
-    # twin's stores clear them and the select keeps the old values where they stayed true
-    x = mx.array(np.arange(40, dtype=np.float32) - 20.5)
-    top = mx.array(np.array([3.0, 100.0], np.float32))
-    start = np.full(50, np.nan, np.float32)
-    start[45] = -0.0
+    # init_value starts every output: -2**31 for an int32 max, which starts the bool masks true,
+    # so the twin's stores clear them and the select keeps the old values where they stayed true
+    x = mx.array(np.arange(40, dtype=np.int32) * 7 - 250)
+    top = mx.array(np.array([3, 100], np.int32))
+    start = np.full(50, -5, np.int32)
     out = mx.array(start)
     max_and_store[(1,)](x, top, out, 40, BLOCK=64)
     xs = np.array(x)
-    np.testing.assert_array_equal(np.array(top), [max(3.0, xs[0::2].max()), 100.0])
+    np.testing.assert_array_equal(np.array(top), [max(3, xs[0::2].max()), max(100, xs[1::2].max())])
     got = np.array(out)
     np.testing.assert_array_equal(got[:40], xs)
-    assert np.isnan(got[40:45]).all() and np.signbit(got[45]) and np.isnan(got[46:]).all()
+    np.testing.assert_array_equal(got[40:], start[40:])
     (launch,) = fake.fast.launches
-    assert launch["init_value"] == -np.inf and launch["output_dtypes"][-1] == mx.bool_
+    assert launch["init_value"] == -2.0**31 and launch["output_dtypes"][-1] == mx.bool_
     assert fake.ops == Counter(where=1)
-    max_and_store[(1,)](x, top, mx.zeros((40,), mx.float32), 40, BLOCK=64)  # proven: no mask
-    assert fake.fast.launches[-1]["output_dtypes"] == [mx.float32, mx.float32]
+    max_and_store[(1,)](x, top, mx.zeros((40,), mx.int32), 40, BLOCK=64)  # proven: no mask
+    assert fake.fast.launches[-1]["output_dtypes"] == [mx.int32, mx.int32]
 
 
 def test_debug_log_names_the_store_line_not_proven(fake: CountingMx, monkeypatch: pytest.MonkeyPatch,

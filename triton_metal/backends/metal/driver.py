@@ -109,9 +109,9 @@ _FLOATS = ("float", "float16_t", "bfloat16_t")
 _COMBINABLE = ("add", "max", "min", "and", "or", "xor")
 _SHAPE = attrgetter("shape")
 _NO_START = (None, None)
+"""The start of an output that starts empty."""
 _READS_OLD = ("merge", "combine", "relative")
 """Output actions that need the array's old contents."""
-"""The `_atomic_start` of an output not updated atomically."""
 
 
 def _mlx() -> Any:
@@ -169,9 +169,15 @@ class MetalLauncher:
         self._coverage_values = picker([i for i, _ in self.coverage.scalars])
         self._unused_output = any(slot.arg < 0 for slot in plan.outputs)
         self._targets = picker([slot.arg for slot in plan.outputs])
-        self._atomic_slots = tuple((k, slot, self._fixed_start(slot)) for k, slot in enumerate(plan.outputs)
-                                   if slot.kind == "pointer_atomic")
-        """(output index, slot, its start when the kernel alone fixes it, else None)."""
+        self._reads_stored = frozenset(msl.metadata.get("reads_stored", ()) or ())
+        self._starts = _agreeing_starts([self._fixed_start(slot) for slot in plan.outputs], plan.outputs)
+        """Per output, (encoding or atomic kind, init_value) when it is kept relative to its
+        array or combined with it, else `_NO_START`: fixed per variant."""
+        self._written = tuple(k for k, slot in enumerate(plan.outputs) if slot.arg >= 0)
+        array_inputs = {s.arg for s in plan.inputs if s.role == "array"}
+        self._appends_old = frozenset(k for k, slot in enumerate(plan.outputs) if slot.arg not in array_inputs)
+        """Outputs whose twin takes the array's old contents as one more input (a parameter also
+        read finds them in its own input)."""
         self.asserts = has_asserts(msl)
 
     # -- the kernel object ----------------------------------------------------------------------
@@ -248,12 +254,12 @@ class MetalLauncher:
         memoised (`recipe.py`): a repeated launch gathers its inputs and old contents only."""
         if type(values) is not tuple:
             values = tuple(values)
-        targets, key, starts = self._recipe_key(values, grid)
+        targets, key = self._recipe_key(values, grid)
+        if len(self._written) > 1:
+            self._check_aliasing(targets)
         recipe = self._recipes.get(key)
         if recipe is None:
-            if starts is None:
-                starts = [_NO_START] * len(targets)
-            recipe = self._make_recipe(values, grid, targets, starts)
+            recipe = self._make_recipe(values, grid, targets, self._starts)
             if len(self._recipes) >= RECIPE_LIMIT:
                 self._recipes.clear()
             self._recipes[key] = recipe
@@ -262,28 +268,36 @@ class MetalLauncher:
             prepared.olds = olds = self._olds(recipe, targets)
             # the old contents of relative outputs are the twin's last inputs (codegen.kernel)
             prepared.inputs.extend(olds[k] for k, out in enumerate(recipe.outputs)
-                                   if out.action == "relative")
+                                   if out.action == "relative" and k in self._appends_old)
         return prepared
 
+    def _check_aliasing(self, targets: tuple[Any, ...]) -> None:
+        """Refuse two written arguments that are one array (or overlapping views of one NumPy
+        buffer): each has its own fresh output here, and one rebinding or copy-back would drop
+        the stores made through the other (in place they are one buffer)."""
+        written = [(k, targets[k]) for k in self._written]
+        if len({id(t) for _, t in written}) == len(written) and not any(
+                isinstance(t, np.ndarray) for _, t in written):
+            return
+        for i, (k, a) in enumerate(written):
+            for m, b in written[i + 1:]:
+                if a is b or (isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and _overlap(a, b)):
+                    first, second = self.plan.outputs[k].param, self.plan.outputs[m].param
+                    raise LaunchError(
+                        f"kernel '{self.kernel_name}': arguments '{first}' and '{second}' are the same array "
+                        "(or overlapping views of one buffer) and the kernel writes both; on the Metal path "
+                        "each written argument gets its own output, so stores through one of them would be "
+                        "lost. Pass one array once (index it through one parameter), or separate arrays"
+                    )
+
     def _recipe_key(self, values: tuple[object, ...], grid: tuple[int, int, int]
-                    ) -> tuple[tuple[Any, ...], tuple[object, ...], list[tuple[Any, Any]] | None]:
-        """(the output arguments, the key of the launch's recipe, each output's `_atomic_start`
-        when the kernel has atomic outputs): the key holds everything a recipe depends on that
-        is not fixed per launcher (module docstring), gathered in C where it can be."""
+                    ) -> tuple[tuple[Any, ...], tuple[object, ...]]:
+        """(the output arguments, the key of the launch's recipe): the key holds everything a
+        recipe depends on that is not fixed per launcher (module docstring), gathered in C."""
         if self._unused_output:  # a kernel that stores nothing: no output argument
-            return (None,), (grid, *self._coverage_values(values)), None
+            return (None,), (grid, *self._coverage_values(values))
         targets = self._targets(values)
-        key = (grid, *map(type, targets), *map(_SHAPE, targets), *self._coverage_values(values))
-        if not self._atomic_slots:
-            return targets, key, None
-        starts = [_NO_START] * len(targets)
-        for k, slot, fixed in self._atomic_slots:
-            if fixed is not None:  # the same for every launch: not part of the key
-                starts[k] = fixed
-                continue
-            starts[k] = kind, first = self._atomic_start(slot, targets[k])
-            key += (kind, first, math.copysign(1.0, first))  # -0.0 and 0.0 are equal keys
-        return targets, key, starts
+        return targets, (grid, *map(type, targets), *map(_SHAPE, targets), *self._coverage_values(values))
 
     def _make_recipe(self, values: Sequence[object], grid: tuple[int, int, int],
                      targets: tuple[Any, ...], starts: list[tuple[Any, Any]]) -> LaunchRecipe:
@@ -314,18 +328,11 @@ class MetalLauncher:
                 if tuple(value.shape) != shape:  # type: ignore[attr-defined]
                     out.final_shape = tuple(value.shape)  # type: ignore[attr-defined]
             if kind is not None:
-                if kind in ("xor", "sub"):
-                    out.action, out.kind = "relative", kind
-                elif kind:
-                    out.action, out.kind = "combine", kind
-                # else the output starts as the array itself (its one repeated value)
+                out.action, out.kind = ("relative" if kind in ("xor", "sub") else "combine"), kind
                 identities.add(first)
             else:
                 plain[slot.name] = size
             outputs.append(out)
-        if len(identities) > 1:
-            raise self._refuse("its atomic outputs need different starting values "
-                               f"({sorted(identities)})")
         first = next(iter(identities)) if identities else None
         masked = self._merged(values, grid, plain, outputs, shapes)
         unwritten = False
@@ -388,93 +395,30 @@ class MetalLauncher:
         return olds
 
     def _fixed_start(self, slot: OutputSlot) -> tuple[str, float] | None:
-        """(kind, init_value) for an atomically updated argument (or one loaded and stored under
-        a lock) when the kernel alone decides it: an operation whose identity starts the output,
-        combined with the old array afterwards; else "xor" or "sub" with 0 when the kernel needs
-        the array's contents (it loads them, uses the values atomics return, or exchanges) and
-        an encoding relative to them carries its operations. None: it depends on the array."""
+        """(kind, init_value) of an output that does not start empty (docs/runtime.md, "Exact
+        in-place memory"): an integer atomic operation whose identity starts the output,
+        combined with the old array afterwards, when the kernel neither reads, stores nor uses
+        the values atomics return there; else "xor" or "sub" with 0 for an output kept relative
+        to its array (every other atomically updated array, and arrays with a load that may
+        read what the kernel stored). None: the output starts empty (written in full, or merged
+        through a written mask)."""
+        if slot.kind == "pointer_inout" and slot.param in self._reads_stored:
+            return relative_encoding(slot.dtype, ()), 0.0  # type: ignore[return-value]
+        if slot.kind != "pointer_atomic":
+            return None
         info = self.atomics.get(slot.param, {})
         kinds = list(info.get("kinds", ()))
-        if (not info.get("loaded") and not info.get("result_used") and len(kinds) == 1
-                and kinds[0] in _COMBINABLE):
+        if (not info.get("loaded") and not info.get("result_used") and not info.get("stored")
+                and len(kinds) == 1 and kinds[0] in _COMBINABLE and slot.dtype not in _FLOATS):
             identity = atomic_identity(kinds[0], slot.dtype)
             if identity is not None:
                 return kinds[0], identity
         encoding = relative_encoding(slot.dtype, kinds)
-        if encoding is not None and self.twin is not None:
-            return encoding, 0.0
-        return None
-
-    def _atomic_start(self, slot: OutputSlot, value: object) -> tuple[str, float]:
-        """`_fixed_start`, else ("", v) when every element of the array holds the same value v,
-        which `init_value` can then reproduce exactly (this reads the array). Anything else is
-        refused."""
-        fixed = self._fixed_start(slot)
-        if fixed is not None:
-            return fixed
-        info = self.atomics.get(slot.param, {})
-        kinds = list(info.get("kinds", ()))
-        uniform = self._uniform_value(value, slot.dtype)
-        if uniform is not None:
-            return "", uniform
-        if not kinds:
+        if encoding is None:
             raise self._refuse(
-                f"'{slot.param}' is loaded and stored by programs that wait for each other through "
-                "atomics (a lock), so its loads must read the kernel's output, which must start as "
-                "the array's current contents: mx.fast.metal_kernel cannot provide them unless every "
-                "element holds one value (outputs start empty or at one scalar)"
-            )
-        if info.get("loaded"):
-            problem = "it also loads from the array"
-        elif info.get("result_used"):
-            problem = "it uses the old values the atomics return"
-        elif len(kinds) != 1:
-            problem = f"it mixes atomic operations ({', '.join(kinds) or 'none recorded'})"
-        elif kinds[0] not in _COMBINABLE:
-            problem = f"atomic_{kinds[0]} replaces values"
-        else:
-            problem = f"atomic_{kinds[0]} on {slot.dtype} has no starting value metal_kernel can express"
-        raise self._refuse(
-            f"'{slot.param}' is updated atomically and {problem}: that needs the array's "
-            "current contents in the kernel's output, which mx.fast.metal_kernel cannot "
-            "provide unless every element holds one value (outputs start empty or at one scalar)"
-        )
-
-    def _uniform_value(self, value: object, type_string: str) -> float | None:
-        """The one value every element of the array holds, if there is one that metal_kernel's
-        float `init_value` reproduces exactly (this evaluates the array)."""
-        if type_string == "bfloat16_t":
-            return None
-        if isinstance(value, np.ndarray):
-            flat = value.reshape(-1)
-            if flat.size == 0 or not (flat == flat[0]).all():
-                return None
-            first = flat[0].item()
-        else:
-            # An evaluation on the launch path, for the atomics no relative encoding carries:
-            # metal_kernel starts an output empty or at one scalar, so the array must be read
-            # to find its starting value.
-            mx = self.mx
-            flat = value.reshape(-1)  # type: ignore[attr-defined]
-            try:
-                if flat.size == 0 or not bool(mx.all(flat == flat[0]).item()):
-                    return None
-                first = flat[0].item()
-            except ValueError as error:  # inside mx.compile / mx.vmap / mx.export_function
-                raise LaunchError(
-                    f"kernel '{self.kernel_name}' updates an array through atomics that need its "
-                    "current contents and that no encoding relative to them carries (max, min, "
-                    "and, or, xor or float adds whose results are used, or 16-bit atomics), and "
-                    "mx.fast.metal_kernel can only start an output at one known value, which the "
-                    "launch must read from the array; it cannot inside an MLX function "
-                    f"transformation ({error}). Launch it outside the transformation"
-                ) from None
-        start = float(first)
-        if type_string not in _FLOATS and (start != first or abs(start) >= 2**24):
-            return None  # not exactly a float32
-        if type_string == "float" and start != start:
-            return None  # NaN: comparisons above cannot have held
-        return start
+                f"'{slot.param}' is updated by atomics ({', '.join(kinds)}) that must start from the "
+                f"array's contents, and no {slot.dtype} atomic can run relative to them")
+        return encoding, 0.0
 
     def _refuse(self, why: str) -> LaunchError:
         return LaunchError(
@@ -621,6 +565,29 @@ class MetalLauncher:
             if recipe.outputs[k].slot.dtype == "bfloat16_t":
                 result = result.view(self.mx.uint16)
             np.copyto(target, np.array(result).reshape(target.shape), casting="no")
+
+
+def _agreeing_starts(starts: list[tuple[str, float] | None], slots: Sequence[OutputSlot]
+                     ) -> list[tuple[Any, Any]]:
+    """The starts of a launch's outputs, made to agree on one `init_value` (metal_kernel has
+    one for every output): when an output kept relative starts at 0, an atomic combined from
+    another identity (`atomic_max` of int32 at -2**31) is kept relative too."""
+    relative = any(s is not None and s[0] in ("xor", "sub") for s in starts)
+    identities = {s[1] for s in starts if s is not None}
+    out: list[tuple[Any, Any]] = []
+    for start, slot in zip(starts, slots):
+        if start is not None and (relative or len(identities) > 1) and start[1] != 0.0:
+            start = (relative_encoding(slot.dtype, [start[0]]) or "xor", 0.0)
+        out.append(start if start is not None else _NO_START)
+    return out
+
+
+def _overlap(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether two NumPy views share an element (a view the exact test gives up on counts)."""
+    try:
+        return bool(np.shares_memory(a, b, max_work=10_000))
+    except np.exceptions.TooHardError:
+        return True
 
 
 def _identity(*arrays: Any) -> list[Any]:
