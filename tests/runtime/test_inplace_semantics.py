@@ -1,0 +1,198 @@
+"""The Metal path (fresh `metal_kernel` outputs, run through the sentinel-filling stand-in of
+fake_mlx.py) gives, bit for bit, what in-place execution gives: the interpreter on NumPy
+arrays, and the values Triton's in-place memory model implies, computed here with NumPy."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import mlx.core as mx
+import numpy as np
+import pytest
+
+import triton_metal as triton
+import triton_metal.language as tl
+from triton_metal.backends.metal import driver
+from triton_metal.runtime import backend
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fake_mlx import FakeMx  # noqa: E402
+
+_KERNELS: list[Any] = []
+
+
+def _kernel(fn: Any) -> Any:
+    _KERNELS.append(fn)
+    return fn
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch) -> FakeMx:
+    stand_in = FakeMx()
+    monkeypatch.setattr(backend, "_metal", True)
+    monkeypatch.setattr(driver, "_mlx", lambda: stand_in)
+    for kernel in _KERNELS:
+        kernel.cache.clear()  # launchers hold the stand-in they were built with
+    return stand_in
+
+
+def _interpreted(monkeypatch: pytest.MonkeyPatch, kernel: Any, grid: tuple[int, ...], arrays: list[np.ndarray],
+                 *rest: Any, **kwargs: Any) -> list[np.ndarray]:
+    """The launch in the interpreter on copies of `arrays` (NumPy, updated in place)."""
+    copies = [a.copy() for a in arrays]
+    with monkeypatch.context() as m:
+        m.setenv("TRITON_METAL_INTERPRET", "1")
+        kernel[grid](*copies, *rest, **kwargs)
+    return copies
+
+
+def _on_metal(kernel: Any, grid: tuple[int, ...], arrays: list[np.ndarray], *rest: Any, **kwargs: Any) -> list[np.ndarray]:
+    """The launch on the Metal path with MLX arrays of the same contents."""
+    mlx_arrays = [mx.array(a) for a in arrays]
+    kernel[grid](*mlx_arrays, *rest, **kwargs)
+    return [np.array(a) for a in mlx_arrays]
+
+
+def _same_bits(got: np.ndarray, want: np.ndarray) -> None:
+    bits = np.dtype(f"u{got.dtype.itemsize}")
+    np.testing.assert_array_equal(got.view(bits), np.asarray(want, got.dtype).view(bits))
+
+
+@_kernel
+@triton.jit
+def rounds(x_ptr, n, ROUNDS: tl.constexpr, BLOCK: tl.constexpr):
+    o = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    for _ in range(ROUNDS):
+        tl.store(x_ptr + o, tl.load(x_ptr + o, mask=o < n) + 1, mask=o < n)
+
+
+def test_a_load_reads_what_an_earlier_iteration_stored(fake: FakeMx, monkeypatch: pytest.MonkeyPatch):
+    old = np.arange(100, dtype=np.float32) * 0.5
+    (got,) = _on_metal(rounds, (2,), [old], 90, ROUNDS=3, BLOCK=64)
+    (want,) = _interpreted(monkeypatch, rounds, (2,), [old], 90, ROUNDS=3, BLOCK=64)
+    _same_bits(got, np.concatenate([old[:90] + 3, old[90:]]))
+    _same_bits(got, want)
+    (launch,) = fake.fast.launches
+    assert launch["init_value"] == 0.0 and len(launch["inputs"]) == 2  # its input is its old contents
+
+
+@_kernel
+@triton.jit
+def store_then_atomic(x_ptr, KIND: tl.constexpr):
+    tl.store(x_ptr, 20)
+    if KIND == 0:
+        tl.atomic_add(x_ptr, 8)
+    else:
+        tl.atomic_max(x_ptr, 8)
+
+
+@pytest.mark.parametrize("kind, want", [(0, 28), (1, 20)])
+def test_an_array_stored_to_and_updated_atomically(fake: FakeMx, monkeypatch: pytest.MonkeyPatch,
+                                                   kind: int, want: int):
+    old = np.array([100, -3], np.int32)
+    (got,) = _on_metal(store_then_atomic, (1,), [old], KIND=kind)
+    _same_bits(got, [want, -3])
+    _same_bits(got, _interpreted(monkeypatch, store_then_atomic, (1,), [old], KIND=kind)[0])
+
+
+@_kernel
+@triton.jit
+def add_in_order(x_ptr, v_ptr, N: tl.constexpr):
+    for i in range(N):
+        tl.atomic_add(x_ptr, tl.load(v_ptr + i))
+
+
+@pytest.mark.parametrize("dtype, start, adds, want", [
+    (np.float32, 1.0, [1e30, -1e30], 0.0),  # (1 + 1e30) - 1e30: the old value first
+    (np.float16, 2048.0, [1.0, 1.0], 2048.0),  # 2049 rounds to 2048, twice
+    (np.float32, -0.0, [-0.0], -0.0),
+])
+def test_float_atomic_adds_start_from_the_old_value(fake: FakeMx, monkeypatch: pytest.MonkeyPatch,
+                                                     dtype: Any, start: float, adds: list[float], want: float):
+    x = np.array([start, 7.0], dtype)
+    v = np.array(adds, dtype)
+    got, _ = _on_metal(add_in_order, (1,), [x, v], N=len(adds))
+    _same_bits(got, np.array([want, 7.0], dtype))
+    _same_bits(got, _interpreted(monkeypatch, add_in_order, (1,), [x, v], N=len(adds))[0])
+
+
+@_kernel
+@triton.jit
+def add_some(x_ptr, v_ptr, BLOCK: tl.constexpr):
+    o = tl.arange(0, BLOCK)
+    tl.atomic_add(x_ptr + o, tl.load(v_ptr + o), mask=o % 3 == 0)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_float_atomic_add_keeps_signed_zeros_and_nan_payloads(fake: FakeMx, monkeypatch: pytest.MonkeyPatch,
+                                                              dtype: Any):
+    bits = np.dtype(f"u{np.dtype(dtype).itemsize}")
+    if dtype == np.float32:
+        specials = np.array([0x80000000, 0x7F800001, 0x7FC01234, 0xFFA00001, 0x00000001, 0x80000000], np.uint32)
+    else:
+        specials = np.array([0x8000, 0x7C01, 0x7E12, 0xFD01, 0x0001, 0x8000], np.uint16)
+    x = np.resize(specials.view(dtype), 32)
+    v = np.full(32, -0.0, dtype)
+    got, _ = _on_metal(add_some, (1,), [x, v], BLOCK=32)
+    want = _interpreted(monkeypatch, add_some, (1,), [x, v], BLOCK=32)[0]
+    _same_bits(got, want)
+    untouched = np.arange(32) % 3 != 0
+    np.testing.assert_array_equal(got.view(bits)[untouched], x.view(bits)[untouched])
+    assert np.signbit(got[0]) and np.signbit(got[15])  # -0.0 + -0.0 is -0.0
+
+
+@_kernel
+@triton.jit
+def max_and_keep(x_ptr, seen_ptr, BLOCK: tl.constexpr):
+    o = tl.arange(0, BLOCK)
+    tl.store(seen_ptr + o, tl.atomic_max(x_ptr + o, -1.0, mask=o < BLOCK - 2))
+
+
+def test_an_atomic_array_of_mixed_signed_zeros_is_not_uniform(fake: FakeMx, monkeypatch: pytest.MonkeyPatch):
+    x = np.array([0.0, -0.0, 0.0, -0.0, -0.0, 0.0, -0.0, 0.0], np.float32)
+    seen = np.zeros(8, np.float32)
+    got_x, got_seen = _on_metal(max_and_keep, (1,), [x, seen], BLOCK=8)
+    _same_bits(got_x, x)  # -1.0 changes no zero, and each keeps its sign
+    _same_bits(got_seen[:6], x[:6])
+    want_x, want_seen = _interpreted(monkeypatch, max_and_keep, (1,), [x, seen], BLOCK=8)
+    _same_bits(got_x, want_x)
+    _same_bits(got_seen, want_seen)
+
+
+@_kernel
+@triton.jit
+def two_outputs(a_ptr, b_ptr, BLOCK: tl.constexpr):
+    o = tl.arange(0, BLOCK)
+    tl.store(a_ptr + o, o, mask=o % 2 == 0)
+    tl.store(b_ptr + o, -o, mask=o % 2 == 1)
+
+
+def test_one_array_as_two_written_arguments_is_refused_before_launch(fake: FakeMx):
+    x = mx.zeros((16,), mx.int32)
+    with pytest.raises(triton.LaunchError, match="arguments 'a_ptr' and 'b_ptr' are the same array"):
+        two_outputs[(1,)](x, x, BLOCK=16)
+    assert not fake.fast.launches
+    np.testing.assert_array_equal(np.array(x), np.zeros(16, np.int32))
+
+
+def test_overlapping_numpy_views_are_refused_on_the_metal_path(fake: FakeMx):
+    base = np.zeros(24, np.int32)
+    with pytest.raises(triton.LaunchError, match="'a_ptr' and 'b_ptr'"):
+        two_outputs[(1,)](base[:16], base[8:], BLOCK=16)
+    assert not base.any() and not fake.fast.launches
+    # disjoint views of one buffer are separate arrays: both sets of stores land
+    two_outputs[(1,)](base[:8], base[16:], BLOCK=8)
+    np.testing.assert_array_equal(base[:8], np.where(np.arange(8) % 2 == 0, np.arange(8), 0))
+    np.testing.assert_array_equal(base[16:], np.where(np.arange(8) % 2 == 1, -np.arange(8), 0))
+
+
+def test_in_place_numpy_views_behave_as_one_buffer_on_the_emulator(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(backend, "_metal", False)
+    two_outputs.cache.clear()
+    base = np.zeros(24, np.int32)
+    two_outputs[(1,)](base[:16], base[8:], BLOCK=16)
+    want = np.zeros(24, np.int32)
+    _interpreted(monkeypatch, two_outputs, (1,), [], want[:16], want[8:], BLOCK=16)
+    np.testing.assert_array_equal(base, want)
