@@ -184,7 +184,7 @@ def test_counters_start_as_their_array_without_reading_it(fake: FakeMx):
 
 @triton.jit
 def max_ticket_kernel(m_ptr, out_ptr, BLOCK: tl.constexpr):
-    old = tl.atomic_max(m_ptr, tl.program_id(0))  # its returned value: no encoding carries a max
+    old = tl.atomic_max(m_ptr, tl.program_id(0))  # its returned value: a loop on the difference
     tl.store(out_ptr + tl.program_id(0) * BLOCK + tl.arange(0, BLOCK), tl.zeros((BLOCK,), tl.int32) + old)
 
 
