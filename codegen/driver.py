@@ -36,7 +36,7 @@ from .kernel import MSLKernel, ParamBinding, old_input_name, relative_encoding
 from .lower_control import ASSERT_OUTPUT
 from .msl_types import mlx_type, msl_type, uint_of_width
 from .options import CodegenOptions
-from .params import analyse_params, make_buffers, sanitize
+from .params import analyse_params, loads_after_writes, make_buffers, sanitize
 from .printer import MSLPrinter
 from .program import LineMark, Lit, Var
 from .registry import rule_for
@@ -180,6 +180,7 @@ def compile_module(module: Module, options: CodegenOptions, axis_info: object | 
             "threadgroup_memory_bytes": scratch,
             "atomics": atomic_info,
             "reads_stored": reads_stored,
+            "loads_after_writes": loads_after_writes(func),
             "vector_inputs": tuple(sorted(ctx.vector_inputs)),
             "grid_input": GRID_INPUT if options.spread_programs else None,
             "written_masks": masks,

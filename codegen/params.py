@@ -161,6 +161,28 @@ def analyse_params(func: Op, kernel: str) -> dict[BlockArgument, ParamUse]:
     return uses
 
 
+def loads_after_writes(func: Op) -> tuple[tuple[str, str], ...]:
+    """(loaded parameter, written parameter) pairs of distinct pointer parameters where a load of
+    the first may follow a store or atomic of the second (earlier in program order, or in a
+    loop around both). Passed one array, the load would read the write in place; the Metal path
+    gives each written parameter its own output, so the runtime refuses such a launch."""
+    root = pointer_roots(func)
+    order = {op: k for k, op in enumerate(func.walk())}
+    loads: list[tuple[Op, BlockArgument]] = []
+    writes: list[tuple[Op, BlockArgument]] = []
+    for op in order:
+        if isinstance(op, mem.LoadOp) and op.ptr in root:
+            loads.append((op, root[op.ptr]))
+        elif isinstance(op, (mem.StoreOp, mem.AtomicRMWOp, mem.AtomicCASOp)) and op.ptr in root:
+            writes.append((op, root[op.ptr]))
+    pairs = {
+        (a.name_hint or "", b.name_hint or "")
+        for load, a in loads for write, b in writes
+        if a is not b and (order[write] < order[load] or shares_loop(write, load))
+    }
+    return tuple(sorted(pairs))
+
+
 def reads_own_stores(load: Op, stores: list[Op]) -> bool:
     """Whether every element `load` reads was stored earlier by the program itself: every store
     so far uses the load's pointer value, and one that dominates it has no mask or its mask."""

@@ -196,3 +196,33 @@ def test_in_place_numpy_views_behave_as_one_buffer_on_the_emulator(monkeypatch: 
     want = np.zeros(24, np.int32)
     _interpreted(monkeypatch, two_outputs, (1,), [], want[:16], want[8:], BLOCK=16)
     np.testing.assert_array_equal(base, want)
+
+
+@_kernel
+@triton.jit
+def add_twice(src_ptr, dst_ptr, BLOCK: tl.constexpr):
+    o = tl.arange(0, BLOCK)
+    tl.store(dst_ptr + o, tl.load(src_ptr + o) + 1)
+    tl.store(dst_ptr + o, tl.load(src_ptr + o) * 2)  # reads 'src' after writing 'dst'
+
+
+@_kernel
+@triton.jit
+def add_into(x_ptr, y_ptr, out_ptr, BLOCK: tl.constexpr):
+    o = tl.arange(0, BLOCK)
+    tl.store(out_ptr + o, tl.load(x_ptr + o) + tl.load(y_ptr + o))
+
+
+def test_reading_an_argument_after_writing_its_alias_is_refused(fake: FakeMx, monkeypatch: pytest.MonkeyPatch):
+    x = mx.arange(16, dtype=mx.int32)
+    with pytest.raises(triton.LaunchError, match="'src_ptr' and 'dst_ptr' are the same array"):
+        add_twice[(1,)](x, x, BLOCK=16)
+    assert not fake.fast.launches
+    # every load before every write: the usual in-place form runs, as in place
+    old = np.arange(16, dtype=np.int32)
+    x, y = mx.array(old), mx.array(old * 10)
+    add_into[(1,)](x, y, x, BLOCK=16)
+    np.testing.assert_array_equal(np.array(x), old * 11)
+    numpy_x = old.copy()
+    _interpreted(monkeypatch, add_into, (1,), [], numpy_x, old * 10, numpy_x, BLOCK=16)
+    np.testing.assert_array_equal(numpy_x, old * 11)

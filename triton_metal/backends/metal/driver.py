@@ -174,6 +174,12 @@ class MetalLauncher:
         """Per output, (encoding or atomic kind, init_value) when it is kept relative to its
         array or combined with it, else `_NO_START`: fixed per variant."""
         self._written = tuple(k for k, slot in enumerate(plan.outputs) if slot.arg >= 0)
+        index = {name: i for i, name in enumerate(self.arg_names)}
+        self._read_after_write = tuple(
+            (index[a], index[b]) for a, b in msl.metadata.get("loads_after_writes", ()) or ()
+            if a in index and b in index)
+        """(read argument, written argument) pairs where a load of the first may follow a write
+        of the second: the two must not be one array here."""
         array_inputs = {s.arg for s in plan.inputs if s.role == "array"}
         self._appends_old = frozenset(k for k, slot in enumerate(plan.outputs) if slot.arg not in array_inputs)
         """Outputs whose twin takes the array's old contents as one more input (a parameter also
@@ -257,6 +263,10 @@ class MetalLauncher:
         targets, key = self._recipe_key(values, grid)
         if len(self._written) > 1:
             self._check_aliasing(targets)
+        if self._read_after_write:
+            for i, k in self._read_after_write:
+                if _aliased(values[i], values[k]):
+                    raise self._aliasing_error(self.arg_names[i], self.arg_names[k], "reads one after writing the other")
         recipe = self._recipes.get(key)
         if recipe is None:
             recipe = self._make_recipe(values, grid, targets, self._starts)
@@ -281,14 +291,18 @@ class MetalLauncher:
             return
         for i, (k, a) in enumerate(written):
             for m, b in written[i + 1:]:
-                if a is b or (isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and _overlap(a, b)):
-                    first, second = self.plan.outputs[k].param, self.plan.outputs[m].param
-                    raise LaunchError(
-                        f"kernel '{self.kernel_name}': arguments '{first}' and '{second}' are the same array "
-                        "(or overlapping views of one buffer) and the kernel writes both; on the Metal path "
-                        "each written argument gets its own output, so stores through one of them would be "
-                        "lost. Pass one array once (index it through one parameter), or separate arrays"
-                    )
+                if _aliased(a, b):
+                    raise self._aliasing_error(self.plan.outputs[k].param, self.plan.outputs[m].param,
+                                               "writes both")
+
+    def _aliasing_error(self, first: str, second: str, what: str) -> LaunchError:
+        return LaunchError(
+            f"kernel '{self.kernel_name}': arguments '{first}' and '{second}' are the same array (or "
+            f"overlapping views of one buffer) and the kernel {what}; on the Metal path each written "
+            "argument gets its own output and loads read the contents from before the launch, so "
+            "the kernel would not see its own writes as one buffer. Pass separate arrays, or one "
+            "array through one parameter"
+        )
 
     def _recipe_key(self, values: tuple[object, ...], grid: tuple[int, int, int]
                     ) -> tuple[tuple[Any, ...], tuple[object, ...]]:
@@ -582,8 +596,13 @@ def _agreeing_starts(starts: list[tuple[str, float] | None], slots: Sequence[Out
     return out
 
 
-def _overlap(a: np.ndarray, b: np.ndarray) -> bool:
-    """Whether two NumPy views share an element (a view the exact test gives up on counts)."""
+def _aliased(a: object, b: object) -> bool:
+    """Whether two arguments are one MLX array, or NumPy views sharing an element (views the
+    exact test gives up on count as sharing)."""
+    if a is b:
+        return True
+    if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)):
+        return False
     try:
         return bool(np.shares_memory(a, b, max_work=10_000))
     except np.exceptions.TooHardError:
