@@ -12,12 +12,13 @@ can see that every element it reads was stored before it by the program itself (
 store to the parameter uses the load's very pointer value, and one of them dominates the load
 with no mask or the load's own mask), the load reads the output (after a device-memory barrier,
 so a replicated element stored by its owner thread is visible to the other threads holding it);
-`ParamUse.reads_output` lists it. Any other such load (`ParamUse.reads_stored`) reads the
-parameter's input, which is the output's own memory where arrays are updated in place (the
-emulator's NumPy buffers, torch tensors); the Metal driver, whose outputs are fresh arrays, runs
-such a parameter relative to its array's contents instead, where loads read the output
-(docs/runtime.md, "Exact in-place memory"). Such a load sits between two device-memory barriers:
-the stores before it are visible to every thread, and no store after it overtakes it.
+`ParamUse.reads_output` lists it. Any other such load reads the parameter's input, which is the
+output's own memory where arrays are updated in place (the emulator's NumPy buffers, torch
+tensors); the Metal driver, whose outputs are fresh arrays, runs such a parameter relative to
+its array's contents instead, where loads read the output (docs/runtime.md, "Exact in-place
+memory"). Every load of such a parameter (`ParamUse.reads_stored`) sits between two
+device-memory barriers: the stores before it are visible to every thread of the program, and no
+store after it overtakes it.
 A parameter updated by atomics is different: its loads read the output, the memory the atomics
 (and stores) update, so locks and counters work; the runtime must start that output with the
 array's contents (`MSLKernel.metadata["atomics"]`). So is a parameter both loaded and stored in a
@@ -58,7 +59,8 @@ class ParamUse:
     reads_output: set[Op] = field(default_factory=set)
     """Loads that read what the program itself stored earlier (module docstring)."""
     reads_stored: set[Op] = field(default_factory=set)
-    """Other loads that may read what the kernel stored before them (module docstring)."""
+    """When another load may read what the kernel stored before it, every load of the parameter
+    but `reads_output` (module docstring)."""
 
 
 def sanitize(name: str) -> str:
@@ -152,6 +154,10 @@ def analyse_params(func: Op, kernel: str) -> dict[BlockArgument, ParamUse]:
                 "add" if op.kind is mem.AtomicRMWKind.FADD else op.kind.value)
             u.atomic_kinds.add(kind)
             u.atomic_result_used |= op.result in used_values
+    for u in uses.values():
+        if u.reads_stored:  # every load of it is ordered: on the MLX path each reads the output
+            u.reads_stored |= {op for op in func.walk() if isinstance(op, mem.LoadOp) and op.ptr in root
+                               and root[op.ptr] is u.arg and op not in u.reads_output}
     for op in func.walk():  # a pointer only printed is still read: its address is what prints
         if isinstance(op, tt_debug.PrintOp):
             for v in op.args:

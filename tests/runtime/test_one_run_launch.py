@@ -51,7 +51,7 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> CountingMx:
     stand_in = CountingMx()
     monkeypatch.setattr(backend, "_metal", True)
     monkeypatch.setattr(driver, "_mlx", lambda: stand_in)
-    for kernel in (add_kernel, two_outputs, count_and_store, max_and_store):
+    for kernel in (add_kernel, two_outputs, count_and_store, max_and_store, masked_pair):
         kernel.cache.clear()  # launchers hold the stand-in they were built with
     return stand_in
 
@@ -185,6 +185,25 @@ def test_written_mask_beside_an_atomic_starting_elsewhere_marks_what_was_not_wri
     assert fake.ops == Counter(where=1)
     max_and_store[(1,)](x, top, mx.zeros((40,), mx.int32), 40, BLOCK=64)  # proven: no mask
     assert fake.fast.launches[-1]["output_dtypes"] == [mx.int32, mx.int32]
+
+
+@triton.jit
+def masked_pair(x_ptr, first_ptr, second_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    tl.store(first_ptr + offs, x, mask=offs < n)  # modelled: not proven for n < BLOCK
+    tl.store(second_ptr + offs, -x, mask=x > 0)  # on loaded data: never modelled
+
+
+def test_each_written_mask_merges_its_own_output(fake: CountingMx):
+    # the second output's verdict is known before the first's is checked; the masks still
+    # follow the outputs' order, as the twin writes them
+    x = np.arange(16, dtype=np.float32) - 5
+    first, second = mx.full((16,), 9.0), mx.full((16,), 9.0)
+    masked_pair[(1,)](mx.array(x), first, second, 10, BLOCK=16)
+    np.testing.assert_array_equal(np.array(first), np.where(np.arange(16) < 10, x, 9.0))
+    np.testing.assert_array_equal(np.array(second), np.where(x > 0, -x, 9.0))
+    assert fake.ops == Counter(where=2)
 
 
 def test_debug_log_names_the_store_line_not_proven(fake: CountingMx, monkeypatch: pytest.MonkeyPatch,

@@ -380,7 +380,9 @@ class MetalLauncher:
         """The outputs not proven written in full (merged through written masks); sets the
         shape the old contents of merged and combined outputs take."""
         verdicts = self.coverage(values, grid, plain) if plain else {}
-        masked = tuple(o for o, v in verdicts.items() if not v.proven)
+        # in the order of the outputs, which is the order of the twin's mask outputs
+        masked = tuple(out.slot.name for out in outputs if out.slot.name in verdicts
+                       and not verdicts[out.slot.name].proven)
         for out, shape in zip(outputs, shapes):
             if out.slot.name in masked:
                 out.action = "merge"
