@@ -137,7 +137,7 @@ def analyse_params(func: Op, kernel: str) -> dict[BlockArgument, ParamUse]:
     for op in func.walk():
         if isinstance(op, mem.LoadOp) and op.ptr in root:
             u = uses[root[op.ptr]]
-            if u.arg not in atomic_params and not u.live:
+            if u.arg not in atomic_params:  # a live parameter's loads read its output anyway
                 if reads_own_stores(op, u.stores):
                     u.reads_output.add(op)
                 elif u.stores or any(shares_loop(s, op) for s in all_stores.get(u.arg, ())):

@@ -10,8 +10,10 @@ used in later values, and loads of a neighbour's element (`o ^ 1`) in arrays no 
 
 Every kernel is race-free, so in-place execution has one answer: each program touches only its
 own block of `BLOCK` elements, every access but the neighbour loads uses the block's own index
-`o` (so one thread owns each element in every store and atomic), and `BLOCK` is at least the
-program's thread count (no element is held by two threads). Values are single correctly rounded
+`o` (so one thread owns each element in every store and atomic), `BLOCK` is at least the
+program's thread count (no element is held by two threads), and the one array whose loads read
+a neighbour's element is stored to first and takes no atomics, so every load of it follows a
+store and the compiler orders it against the other threads' stores (codegen/params.py). Values are single correctly rounded
 operations (add, subtract, multiply by 2, negate, select; bitwise and wrapping integer
 operations), which every backend computes alike.
 """
@@ -47,6 +49,8 @@ class _Writer:
     rng: random.Random
     dtype: str
     atomic_arrays: frozenset[str]
+    neighbour: str | None
+    """The array whose neighbours' elements loads may read: stored first, no atomics."""
     lines: list[str] = field(default_factory=list)
     count: int = 0
     written: set[str] = field(default_factory=set)
@@ -65,7 +69,9 @@ class _Writer:
         others = [x for x in scope if x != a]
         b = self.rng.choice(others) if others else a
         if self.is_float:
-            forms = ("{a}", "{a} + {b}", "{a} - {b}", "{a} * 2", "-{a}", "tl.where({a} > {b}, {a}, {b})")
+            forms = ("{a}", "{a} + {b}", "{a} - {b}", "{a} * 2", "tl.where({a} > {b}, {a}, {b})")
+            if self.dtype == "float32":  # the emulator negates a float16 through float (quieting a
+                forms += ("-{a}",)       # signalling NaN), where Metal flips the sign bit
         else:
             forms = ("{a}", "{a} + {b}", "{a} - {b}", "{a} ^ {b}", "{a} & {b}", "{a} | 5", "{a} + 1")
         return self.rng.choice(forms).format(a=a, b=b)
@@ -88,8 +94,11 @@ class _Writer:
         array = rng.choice(("A", "B"))
         if kind == "atomic" and array not in self.atomic_arrays:
             kind = "store"
-        if kind == "neighbour" and array in self.atomic_arrays:
-            kind = "load"
+        if kind == "neighbour":
+            if self.neighbour is None:
+                kind = "load"
+            else:
+                array = self.neighbour
         if kind in ("loop", "branch") and depth >= 2 or kind == "return" and depth:
             kind = "load"
         if kind == "load":
@@ -154,8 +163,12 @@ def kernel_shape(seed: int) -> KernelShape:
     dtype = rng.choice(ATOMIC_TYPES if atomics else PLAIN_TYPES)
     atomic_arrays = frozenset(a for a in ("A", "B") if atomics and rng.random() < 0.6) or (
         frozenset({"A"}) if atomics else frozenset())
-    writer = _Writer(rng, dtype, atomic_arrays)
+    neighbour = "A" if "A" not in atomic_arrays and rng.random() < 0.7 else None
+    writer = _Writer(rng, dtype, atomic_arrays, neighbour)
     scope = ["v"]
+    if neighbour is not None:  # every later load of it then follows a store: ordered by barriers
+        writer.lines.append("    tl.store(A + o, v, mask=m)")
+        writer.written.add("A")
     for _ in range(rng.randint(3, 6)):
         writer.statement(scope, 0, "    ")
     block = rng.choice((32, 64, 128))
