@@ -11,9 +11,12 @@
 
 Per launch (`prepare` computes everything, `__call__` runs it). All but the inputs is the
 launch's recipe (`recipe.py`), memoised per launcher under the launch's grid, its output
-arguments' types and shapes, the scalars the coverage proof reads and each atomic output's
-starting value, so a repeated launch gathers its inputs, calls the kernel and rebinds:
+arguments' types and shapes and the scalars the coverage proof reads, so a repeated launch
+gathers its inputs, calls the kernel and rebinds:
 
+* written arguments that are one array (or overlapping NumPy views), and a read argument that
+  is the same array as a written one it may be read after, are refused before anything runs,
+  naming both (each written argument gets its own output here).
 * inputs in the kernel's order: MLX arrays as they are (0-d arrays reshaped to `(1,)`, since
   the kernel indexes every array), NumPy buffers (flat views the runtime made) copied in with
   `mx.array`, bfloat16 buffers (`uint16` words) viewed as `mx.bfloat16`; runtime scalars as
@@ -22,40 +25,41 @@ starting value, so a repeated launch gathers its inputs, calls the kernel and re
   padded to 8 (MLX passes smaller inputs in `constant` memory).
 * grid `(gx * T, gy, gz)` in threads, threadgroup `(T, 1, 1)` (`plan.launch_dims`).
 * outputs: every stored or atomically updated argument, with its shape and dtype. MLX
-  allocates them fresh, so elements the launch does not write must come from the old array:
-  - proven coverage (`LaunchCoverage`: the code generator's coverage program run for this
-    launch's grid, scalars and output sizes by `runtime.coverage`, memoised): the result is
-    used as is;
-  - atomics whose old values are not read (add, max, min, and, or, xor): the output starts at
-    the operation's identity (`init_value`) and is combined with the old array afterwards;
-  - other atomics (locks, counters, compare-and-swap loops) and arrays loaded and stored under
-    a lock need the output to start as the array itself, which `metal_kernel` cannot do (an
-    output starts empty or at one scalar): the variant's twin compiled with relative outputs
-    runs instead (`codegen.kernel.relative_encoding`): the output starts at 0, the array is
-    passed as one more input and the kernel keeps each element relative to it (its bitwise or
-    wrapping difference); one op (`bitwise_xor` or `add` on the bits) decodes the result. The
-    rare atomics no encoding carries (an atomic max whose result is used, say) still start at
-    `init_value` when every element holds one value, which reads the array;
-  - otherwise the variant's twin compiled with written masks runs instead (once, compiled on
-    first need): its stores also set a bool output per merged output, which starts at 0
-    (`init_value=0`), and one `mx.where(mask, result, old)` per output keeps the old values
-    where nothing was written. One kernel run per launch, always.
-  A 16-bit atomic output of odd size is allocated one element longer (its atomics update whole
-  32-bit words) and sliced back; a kernel that stores nothing has one "unused" one-element
-  output (metal_kernel needs an output), which is dropped.
-  Those rare atomics are refused with an explanation when the array is not uniform. The written
-  masks start at the launch's one `init_value` too: when an atomic output starts at anything but
-  0 (`atomic_max` at -inf), a bool output starts true, so the twin's stores clear the masks
-  instead, and the select keeps the old values where they stayed true. At `TRITON_METAL_DEBUG=1` a merged launch logs why the proof failed
-  (the store line and the reason).
+  allocates them fresh, so each takes one of four forms (docs/runtime.md, "Exact in-place
+  memory"), fixed per launcher but for the coverage verdicts:
+  - plain: an array only stored to (or loaded before any store) whose launch is proven to
+    write every element (`LaunchCoverage`: the code generator's coverage program run for this
+    launch's grid, scalars and output sizes by `runtime.coverage`, memoised): used as is;
+  - merged: the same, not proven: the variant's twin compiled with written masks runs
+    instead (once, compiled on first need): its stores also set a bool output per merged
+    output, and one `mx.where(mask, result, old)` per output keeps the old values where
+    nothing was written;
+  - combined: an integer array updated by one of add, max, min, and, or, xor and nothing
+    else (no load, store or returned value): the output starts at the operation's identity
+    (`init_value`) and is combined with the old array afterwards;
+  - relative: every other written array (float and other atomics, arrays with a load that may
+    read what the kernel stored, arrays loaded and stored under a lock): the twin compiled with
+    relative outputs (`codegen.kernel.relative_encoding`) starts the output at 0, takes the
+    array as an input (its own, or one more) and keeps each element as its bitwise or
+    wrapping difference from it; one op (`bitwise_xor` or `add` on the bits) decodes the
+    result.
+  One kernel run per launch, always. `init_value` is one value for all outputs: beside a
+  relative output (0), a combined one of another identity is kept relative too; written masks
+  start at it as well, so at a combined output's other identity (`atomic_max` of int32 at
+  -2**31) a bool output starts true, the twin's stores clear the masks instead, and the select
+  keeps the old values where they stayed true. A 16-bit atomic output of odd size is
+  allocated one element longer (its atomics update whole 32-bit words) and sliced back; a
+  kernel that stores nothing has one "unused" one-element output (metal_kernel needs an
+  output), which is dropped. At `TRITON_METAL_DEBUG=1` a merged launch logs why the proof
+  failed (the store line and the reason).
 * results: an MLX argument is rebound (`arr[None] = result`, MLX's `arr[...] = result` without
   the squeeze and broadcast nodes it adds for a leading dimension of 1; its dtype checked when
   the recipe is made, its shape restored); a NumPy buffer is copied back in place.
-* nothing is evaluated: the launch adds one `CustomKernel` node (plus, when coverage is not
-  proven or for atomics, the merge) to MLX's lazy graph. The one exception is a debug build
-  with device asserts: its status output (the last output, after any written masks) is read
-  right after the launch, which waits for the kernel (`runtime/device_asserts.py`); and so
-  are the rare atomics above. A Metal compile error therefore
+* nothing is evaluated: the launch adds one `CustomKernel` node (plus the merge, combine or
+  decode ops of outputs that need the old contents) to MLX's lazy graph. The one exception is
+  a debug build with device asserts: its status output (the last output, after any written
+  masks) is read right after the launch, which waits for the kernel
+  (`runtime/device_asserts.py`). A Metal compile error therefore
   surfaces where the graph is evaluated, as MLX's `RuntimeError` whose diagnostics name the
   kernel's Python file and line (the MSL's `#line` directives); `metal_errors()` turns it into
   a `CompilationError` with the source line and caret.
