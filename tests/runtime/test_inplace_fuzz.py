@@ -24,8 +24,6 @@ import numpy as np
 import pytest
 
 import triton_metal as triton
-from triton_metal.backends.metal import driver
-from triton_metal.runtime import backend
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fake_mlx import FakeMx  # noqa: E402
@@ -73,16 +71,8 @@ def _launch(kernel: Any, grid: int, arrays: dict[str, Any], alias: bool, n: int,
     kernel[(grid,)](arrays["A"], b, arrays["V"], arrays["R"], n, s, BLOCK=block, num_warps=num_warps)
 
 
-@pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch) -> FakeMx:
-    stand_in = FakeMx()
-    monkeypatch.setattr(backend, "_metal", True)
-    monkeypatch.setattr(driver, "_mlx", lambda: stand_in)
-    return stand_in
-
-
 @pytest.mark.parametrize("shape_seed", range(FIRST_SEED, FIRST_SEED + SHAPES))
-def test_metal_path_matches_in_place_execution(shape_seed: int, fake: FakeMx, monkeypatch: pytest.MonkeyPatch,
+def test_metal_path_matches_in_place_execution(shape_seed: int, metal_stand_in: FakeMx, monkeypatch: pytest.MonkeyPatch,
                                                tmp_path: Path):
     shape = kernel_shape(shape_seed)
     kernel, num_warps = _load(shape, tmp_path)

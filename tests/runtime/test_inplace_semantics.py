@@ -14,7 +14,6 @@ import pytest
 
 import triton_metal as triton
 import triton_metal.language as tl
-from triton_metal.backends.metal import driver
 from triton_metal.runtime import backend
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -29,13 +28,10 @@ def _kernel(fn: Any) -> Any:
 
 
 @pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch) -> FakeMx:
-    stand_in = FakeMx()
-    monkeypatch.setattr(backend, "_metal", True)
-    monkeypatch.setattr(driver, "_mlx", lambda: stand_in)
+def fake(metal_stand_in: FakeMx) -> FakeMx:
     for kernel in _KERNELS:
         kernel.cache.clear()  # launchers hold the stand-in they were built with
-    return stand_in
+    return metal_stand_in
 
 
 def _interpreted(monkeypatch: pytest.MonkeyPatch, kernel: Any, grid: tuple[int, ...], arrays: list[np.ndarray],
