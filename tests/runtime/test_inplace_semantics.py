@@ -222,3 +222,57 @@ def test_reading_an_argument_after_writing_its_alias_is_refused(fake: FakeMx, mo
     numpy_x = old.copy()
     _interpreted(monkeypatch, add_into, (1,), [], numpy_x, old * 10, numpy_x, BLOCK=16)
     np.testing.assert_array_equal(numpy_x, old * 11)
+
+
+@_kernel
+@triton.jit
+def flip_rounds(x_ptr, BLOCK: tl.constexpr):
+    o = tl.arange(0, BLOCK)
+    for _ in range(3):
+        tl.store(x_ptr + o, tl.load(x_ptr + o) == 0)
+
+
+@_kernel
+@triton.jit
+def bump_rounds(x_ptr, BLOCK: tl.constexpr):
+    o = tl.arange(0, BLOCK)
+    for _ in range(3):
+        tl.store(x_ptr + o, tl.load(x_ptr + o) + 1)
+
+
+@pytest.mark.parametrize("dtype", [mx.uint8, mx.int16, mx.int64, mx.bfloat16, mx.float16])
+def test_arrays_of_every_width_are_kept_relative(fake: FakeMx, dtype: Any):
+    start = np.arange(32) - 7
+    x = mx.array(start).astype(dtype)
+    bump_rounds[(1,)](x, BLOCK=32)
+    np.testing.assert_array_equal(np.array(x.astype(mx.float32)), np.array(mx.array(start + 3).astype(dtype).astype(mx.float32)))
+    (launch,) = fake.fast.launches
+    assert launch["init_value"] == 0.0
+
+
+def test_a_bool_array_is_kept_relative(fake: FakeMx, monkeypatch: pytest.MonkeyPatch):
+    old = np.arange(32) % 3 == 0
+    (got,) = _on_metal(flip_rounds, (1,), [old], BLOCK=32)
+    np.testing.assert_array_equal(got, ~old)
+    np.testing.assert_array_equal(got, _interpreted(monkeypatch, flip_rounds, (1,), [old], BLOCK=32)[0])
+
+
+@_kernel
+@triton.jit
+def store_or_read(x_ptr, out_ptr, flag, BLOCK: tl.constexpr):
+    # the shape of Liger-Kernel's cross entropy: its one store is in a branch that returns
+    o = tl.arange(0, BLOCK)
+    if flag > 0:
+        tl.store(x_ptr + o, tl.zeros((BLOCK,), tl.float32) - 1.0)
+        return
+    tl.store(out_ptr + o, tl.load(x_ptr + o) * 2)
+
+
+@pytest.mark.parametrize("flag", [0, 1])
+def test_a_store_in_a_returning_branch_beside_a_load(fake: FakeMx, monkeypatch: pytest.MonkeyPatch, flag: int):
+    x, out = np.arange(16, dtype=np.float32), np.full(16, 5.0, np.float32)
+    got = _on_metal(store_or_read, (1,), [x, out], flag, BLOCK=16)
+    want = _interpreted(monkeypatch, store_or_read, (1,), [x, out], flag, BLOCK=16)
+    for g, w in zip(got, want):
+        _same_bits(g, w)
+    _same_bits(got[0], np.full(16, -1.0) if flag else x)
