@@ -276,3 +276,26 @@ def test_a_store_in_a_returning_branch_beside_a_load(fake: FakeMx, monkeypatch: 
     for g, w in zip(got, want):
         _same_bits(g, w)
     _same_bits(got[0], np.full(16, -1.0) if flag else x)
+
+
+@_kernel
+@triton.jit
+def max_beside_rounds(top_ptr, x_ptr, BLOCK: tl.constexpr):
+    o = tl.arange(0, BLOCK)
+    for _ in range(2):
+        x = tl.load(x_ptr + o) + 1
+        tl.store(x_ptr + o, x)
+        tl.atomic_max(top_ptr + o % 4, x)
+
+
+def test_an_atomic_of_another_identity_beside_a_relative_output_is_kept_relative(fake: FakeMx,
+                                                                                 monkeypatch: pytest.MonkeyPatch):
+    # int32 max would start at -2**31, the relative array at 0: metal_kernel has one init_value
+    top, x = np.array([5, -9, 100, -2**31], np.int32), np.arange(32, dtype=np.int32) - 20
+    got = _on_metal(max_beside_rounds, (1,), [top, x], BLOCK=32)
+    want = _interpreted(monkeypatch, max_beside_rounds, (1,), [top, x], BLOCK=32)
+    for g, w in zip(got, want):
+        _same_bits(g, w)
+    _same_bits(got[0], np.maximum(top, (x + 2).reshape(8, 4).max(0)))
+    (launch,) = fake.fast.launches
+    assert launch["init_value"] == 0.0
