@@ -4,7 +4,8 @@ arrays (inplace_fuzz.py) run on the Metal path, whose `metal_kernel` outputs are
 interpreter on NumPy arrays, which it updates in place; every array must end bit for bit the
 same. Each kernel shape is compiled once and run over many array contents, sizes, scalars and
 argument kinds (MLX arrays, NumPy arrays, and one array passed as both `A` and `B`, which the
-Metal path runs as one buffer or refuses before launch naming the two arguments).
+Metal path runs as one buffer or refuses before launch naming the two arguments); one case in
+five runs the same variant on the emulator with NumPy arrays updated in place instead.
 
 `TRITON_METAL_FUZZ_SHAPES`, `TRITON_METAL_FUZZ_CASES` and `TRITON_METAL_FUZZ_SEED` widen a run
 (the defaults are CI's: 20 shapes of 110 cases). A mismatch names the shape seed and the case,
@@ -24,6 +25,7 @@ import numpy as np
 import pytest
 
 import triton_metal as triton
+from triton_metal.runtime import backend
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fake_mlx import FakeMx  # noqa: E402
@@ -84,7 +86,9 @@ def test_metal_path_matches_in_place_execution(shape_seed: int, metal_stand_in: 
         n = size if rng.random() < 0.3 else int(rng.integers(max(1, size - shape.block), size + 1))
         s = int(rng.integers(0, 4))
         alias = rng.random() < 0.1
-        kind = "numpy" if rng.random() < 0.25 else "mlx"
+        # MLX arrays or NumPy arrays on the Metal path, or NumPy arrays the emulator updates in
+        # place (the variant itself: its loads after stores read the output's own memory)
+        kind = ("mlx", "mlx", "mlx", "numpy", "in place")[int(rng.integers(0, 5))]
         where = (f"shape seed {shape_seed}, case {case} ({shape.dtype}, grid {shape.grid}, BLOCK {shape.block}, "
                  f"n={n}, s={s}, {kind} arrays{', A passed as B' if alias else ''}); reproduce with "
                  f"TRITON_METAL_FUZZ_SEED={shape_seed} TRITON_METAL_FUZZ_SHAPES=1\n{shape.source}")
@@ -92,9 +96,12 @@ def test_metal_path_matches_in_place_execution(shape_seed: int, metal_stand_in: 
         with monkeypatch.context() as m, np.errstate(all="ignore"):
             m.setenv("TRITON_METAL_INTERPRET", "1")
             _launch(kernel, shape.grid, want, alias, n, s, shape.block, num_warps)
-        given = {name: a.copy() if kind == "numpy" else mx.array(a) for name, a in start.items()}
+        given = {name: mx.array(a) if kind == "mlx" else a.copy() for name, a in start.items()}
         try:
-            _launch(kernel, shape.grid, given, alias, n, s, shape.block, num_warps)
+            with monkeypatch.context() as m:
+                if kind == "in place":
+                    m.setattr(backend, "_metal", False)
+                _launch(kernel, shape.grid, given, alias, n, s, shape.block, num_warps)
         except triton.LaunchError as error:
             text = str(error)
             assert alias and ("'A' and 'B' are" in text or "'B' and 'A' are" in text), f"{where}\n{text}"

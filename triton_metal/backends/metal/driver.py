@@ -82,7 +82,7 @@ import numpy as np
 
 from triton_metal.errors import LaunchError
 from triton_metal.runtime.device_asserts import has_asserts, read_status, warn_prints
-from triton_metal.runtime.host_arrays import picker
+from triton_metal.runtime.host_arrays import picker, share_elements
 from triton_metal.runtime.log import debug_level
 from triton_metal.runtime.mlx_op import inside_op, note_kernel
 
@@ -269,7 +269,7 @@ class MetalLauncher:
             self._check_aliasing(targets)
         if self._read_after_write:
             for i, k in self._read_after_write:
-                if _aliased(values[i], values[k]):
+                if share_elements(values[i], values[k]):
                     raise self._aliasing_error(self.arg_names[i], self.arg_names[k], "reads one after writing the other")
         recipe = self._recipes.get(key)
         if recipe is None:
@@ -295,7 +295,7 @@ class MetalLauncher:
             return
         for i, (k, a) in enumerate(written):
             for m, b in written[i + 1:]:
-                if _aliased(a, b):
+                if share_elements(a, b):
                     raise self._aliasing_error(self.plan.outputs[k].param, self.plan.outputs[m].param,
                                                "writes both")
 
@@ -600,19 +600,6 @@ def _agreeing_starts(starts: list[tuple[str, float] | None], slots: Sequence[Out
             start = (relative_encoding(slot.dtype, [start[0]]) or "xor", 0.0)
         out.append(start if start is not None else _NO_START)
     return out
-
-
-def _aliased(a: object, b: object) -> bool:
-    """Whether two arguments are one MLX array, or NumPy views sharing an element (views the
-    exact test gives up on count as sharing)."""
-    if a is b:
-        return True
-    if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)):
-        return False
-    try:
-        return bool(np.shares_memory(a, b, max_work=10_000))
-    except np.exceptions.TooHardError:
-        return True
 
 
 def _identity(*arrays: Any) -> list[Any]:
