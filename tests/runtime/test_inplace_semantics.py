@@ -299,3 +299,25 @@ def test_an_atomic_of_another_identity_beside_a_relative_output_is_kept_relative
     _same_bits(got[0], np.maximum(top, (x + 2).reshape(8, 4).max(0)))
     (launch,) = fake.fast.launches
     assert launch["init_value"] == 0.0
+
+
+@_kernel
+@triton.jit
+def half_atomic_beside_store(a_ptr, b_ptr, BLOCK: tl.constexpr):
+    o = tl.arange(0, BLOCK)
+    tl.store(b_ptr + o, tl.zeros((BLOCK,), tl.float16) + 2.0)
+    tl.atomic_add(a_ptr + o, tl.zeros((BLOCK,), tl.float16) + 1.0)
+
+
+def test_an_alias_of_a_16_bit_atomic_array_is_refused_in_place(monkeypatch: pytest.MonkeyPatch):
+    # the emulator runs 16-bit atomics on a word-aligned copy, which an alias would not see
+    monkeypatch.setattr(backend, "_metal", False)
+    half_atomic_beside_store.cache.clear()
+    x = np.zeros(16, np.float16)
+    with pytest.raises(triton.LaunchError, match="'a_ptr' and 'b_ptr' are the same array"):
+        half_atomic_beside_store[(1,)](x, x, BLOCK=16)
+    assert not x.any()
+    y = np.zeros(16, np.float16)
+    half_atomic_beside_store[(1,)](x, y, BLOCK=16)  # separate arrays run
+    np.testing.assert_array_equal(x, 1.0)
+    np.testing.assert_array_equal(y, 2.0)
