@@ -256,9 +256,10 @@ def _helpers(ctx: LoweringContext) -> list[str]:
                 {"c": c, "u": uint_of_width(bits)} for c, bits in sorted(ctx.relative_types)]))
         elif name == "relative_atomics":
             ops = sorted(ctx.relative_atomics)
+            half = ("half", "bfloat")  # 16-bit elements: loops on the word holding them
             texts.append(render("helpers/relative_atomics.metal",
-                                ops32=[{"c": c, "op": o, "enc": e} for c, o, e in ops if c not in ("half", "bfloat")],
-                                ops16=[{"t": c, "op": o} for c, o, e in ops if c in ("half", "bfloat")]))
+                                ops32=[{"c": c, "op": o, "enc": e} for c, o, e in ops if c not in half],
+                                ops16=[{"t": c, "op": o} for c, o, _ in ops if c in half]))
         elif name == "atomic_cas_op":
             texts.append(render("helpers/atomic_cas_op.metal", types=sorted(ctx.cas_types)))
         else:

@@ -415,8 +415,8 @@ def lower_atomic_rmw(ctx: LoweringContext, op: mem.AtomicRMWOp) -> None:
     if buf.relative and not native_on(buf.relative, op_name):
         # a compare-and-swap loop on the held difference (relative_atomics.metal)
         name = _relative_atomic(ctx, ety, op_name, buf.relative)
-        _atomic(ctx, op, p, mask, lambda off, r: Call(name, (
-            Apply("atomic_ptr", (Lit("uint"), Index(Var(buf.output_name), off))), _reg_at(val, r), _old_at(p, off))))
+        word = lambda off: Apply("atomic_ptr", (Lit("uint"), Index(Var(buf.output_name), off)))  # noqa: E731
+        _atomic(ctx, op, p, mask, lambda off, r: Call(name, (word(off), _reg_at(val, r), _old_at(p, off))))
         return
 
     def rmw(off: Expr, r: int) -> Expr:
@@ -467,8 +467,8 @@ def lower_atomic_cas(ctx: LoweringContext, op: mem.AtomicCASOp) -> None:
     if ety.name in _HALF_WORD:
         if buf.relative:
             name = _relative_atomic(ctx, ety, "cas", "xor")
-            _atomic(ctx, op, p, None, lambda off, r: Call(
-                name, (*_half_word(buf.output_name, off), _reg_at(cmp, r), _reg_at(val, r), _old_at(p, off))))  # type: ignore[arg-type]
+            _atomic(ctx, op, p, None, lambda off, r: Call(name, (  # type: ignore[arg-type]
+                *_half_word(buf.output_name, off), _reg_at(cmp, r), _reg_at(val, r), _old_at(p, off))))
             return
         ctx.helpers.add("atomic_half_word")
         name = f"km_atomic16_cas_{msl_type(ety)}"

@@ -74,8 +74,8 @@ def _launch(kernel: Any, grid: int, arrays: dict[str, Any], alias: bool, n: int,
 
 
 @pytest.mark.parametrize("shape_seed", range(FIRST_SEED, FIRST_SEED + SHAPES))
-def test_metal_path_matches_in_place_execution(shape_seed: int, metal_stand_in: FakeMx, monkeypatch: pytest.MonkeyPatch,
-                                               tmp_path: Path):
+def test_metal_path_matches_in_place_execution(shape_seed: int, metal_stand_in: FakeMx,
+                                               monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     shape = kernel_shape(shape_seed)
     kernel, num_warps = _load(shape, tmp_path)
     size = shape.grid * shape.block

@@ -44,7 +44,8 @@ def _interpreted(monkeypatch: pytest.MonkeyPatch, kernel: Any, grid: tuple[int, 
     return copies
 
 
-def _on_metal(kernel: Any, grid: tuple[int, ...], arrays: list[np.ndarray], *rest: Any, **kwargs: Any) -> list[np.ndarray]:
+def _on_metal(kernel: Any, grid: tuple[int, ...], arrays: list[np.ndarray], *rest: Any,
+              **kwargs: Any) -> list[np.ndarray]:
     """The launch on the Metal path with MLX arrays of the same contents."""
     mlx_arrays = [mx.array(a) for a in arrays]
     kernel[grid](*mlx_arrays, *rest, **kwargs)
@@ -245,7 +246,8 @@ def test_arrays_of_every_width_are_kept_relative(fake: FakeMx, dtype: Any):
     start = np.arange(32) - 7
     x = mx.array(start).astype(dtype)
     bump_rounds[(1,)](x, BLOCK=32)
-    np.testing.assert_array_equal(np.array(x.astype(mx.float32)), np.array(mx.array(start + 3).astype(dtype).astype(mx.float32)))
+    want = mx.array(start + 3).astype(dtype).astype(mx.float32)
+    np.testing.assert_array_equal(np.array(x.astype(mx.float32)), np.array(want))
     (launch,) = fake.fast.launches
     assert launch["init_value"] == 0.0
 

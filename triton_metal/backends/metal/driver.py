@@ -270,7 +270,8 @@ class MetalLauncher:
         if self._read_after_write:
             for i, k in self._read_after_write:
                 if share_elements(values[i], values[k]):
-                    raise self._aliasing_error(self.arg_names[i], self.arg_names[k], "reads one after writing the other")
+                    raise self._aliasing_error(self.arg_names[i], self.arg_names[k],
+                                               "reads one after writing the other")
         recipe = self._recipes.get(key)
         if recipe is None:
             recipe = self._make_recipe(values, grid, targets, self._starts)
