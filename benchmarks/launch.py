@@ -28,6 +28,15 @@ beside each goal:
   (`mx.add` of two arrays), the cheapest thing a launch could cost, and the same launch with
   the driver stubbed out (column "no drv": binding, grid and variant lookup only).
 
+Then the cost of exact in-place memory (docs/runtime.md, "Exact in-place memory") on the
+launches it applies to, beside the form the previous rule gave the same launch, measured in
+the same run: a float scatter-add (`atomic_add` on float32; previously started at 0 and added
+to the old array on the host, which rounds in another order, turns -0.0 into +0.0 and quiets
+signalling NaNs; now kept relative, a compare-and-swap loop on the difference), and three
+rounds of `x[o] = x[o] + 1` (previously the loads read the old contents, giving old + 1; now
+kept relative, old + 3). The previous rule is restored for these rows by overriding
+`MetalLauncher._fixed_start`; its answers are wrong, only its cost is shown.
+
 Medians over the launches of each kernel; the exit status is 0 (the goals are reported, not
 enforced).
 """
@@ -50,6 +59,7 @@ import mlx.core as mx  # noqa: E402
 import numpy as np  # noqa: E402
 
 import triton_metal as triton  # noqa: E402
+import triton_metal.language as tl  # noqa: E402
 from examples import (  # noqa: E402
     cumsum,
     dropout,
@@ -143,7 +153,10 @@ def launch_cost(prepared: Any) -> tuple[int, int, int, int]:
     plan_outputs = prepared.outputs
     out_bytes = [int(np.prod(s, dtype=np.int64)) * _BYTES[o.slot.dtype]
                  for s, o in zip(prepared.output_shapes, plan_outputs)]
-    olds = {id(prepared.olds[k]) for k, o in enumerate(plan_outputs) if o.action == "relative"}
+    # old contents passed beside an output kept relative (an array the kernel also reads has
+    # them in its own input, counted as the kernel's)
+    olds = {id(prepared.olds[k]) for k, o in enumerate(plan_outputs)
+            if o.action == "relative" and o.slot.kind != "pointer_inout"}
     seen: set[int] = set()
     in_bytes = old_bytes = 0
     for a in prepared.inputs:
@@ -169,6 +182,62 @@ def launch_cost(prepared: Any) -> tuple[int, int, int, int]:
             extra += 1
             moved += 3 * b
     return calls, extra, moved, own
+
+
+@triton.jit
+def scatter_add(x_ptr, idx_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.atomic_add(out_ptr + tl.load(idx_ptr + offs, mask=mask), tl.load(x_ptr + offs, mask=mask), mask=mask)
+
+
+@triton.jit
+def rounds(x_ptr, n, ROUNDS: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    for _ in range(ROUNDS):
+        tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) + 1, mask=offs < n)
+
+
+def exact_cases() -> list[tuple[str, Any]]:
+    """Launches the exact in-place rule keeps relative (module docstring)."""
+    rng = np.random.default_rng(1)
+    x = mx.array(rng.standard_normal(98432).astype(np.float32))
+    idx = mx.array(rng.integers(0, 4096, 98432).astype(np.int32))
+    acc = mx.zeros((4096,), mx.float32)
+    data = mx.array(rng.standard_normal(98432).astype(np.float32))
+    return [
+        ("float scatter-add", lambda: scatter_add[(triton.cdiv(98432, 1024),)](x, idx, acc, 98432, BLOCK=1024)),
+        ("3 rounds x[o] += 1", lambda: rounds[(triton.cdiv(98432, 1024),)](data, 98432, ROUNDS=3, BLOCK=1024)),
+    ]
+
+
+def _previous_start(self: Any, slot: Any) -> Any:
+    """The form the previous rule gave an output (for the before rows): float atomics combined
+    with the old array, arrays read after a store used as is."""
+    info = self.atomics.get(slot.param, {})
+    kinds = list(info.get("kinds", ()))
+    if slot.kind == "pointer_atomic" and not info.get("loaded") and not info.get("result_used") \
+            and len(kinds) == 1 and kinds[0] in ("add", "max", "min"):
+        return kinds[0], driver.atomic_identity(kinds[0], slot.dtype)
+    if slot.kind == "pointer_inout":
+        return None
+    return _EXACT_START(self, slot)
+
+
+_EXACT_START = driver.MetalLauncher._fixed_start
+
+
+@contextlib.contextmanager
+def previous_rule() -> Any:
+    driver.MetalLauncher._fixed_start = _previous_start  # type: ignore[method-assign]
+    for kernel in (scatter_add, rounds):
+        kernel.cache.clear()  # launchers decide each output's form when they are built
+    try:
+        yield
+    finally:
+        driver.MetalLauncher._fixed_start = _EXACT_START  # type: ignore[method-assign]
+        for kernel in (scatter_add, rounds):
+            kernel.cache.clear()
 
 
 def cases() -> list[tuple[str, Any]]:
@@ -239,6 +308,26 @@ def baseline_us(repeat: int, number: int = 2000) -> float:
     return statistics.median(rounds)
 
 
+def report(label: str, fn: Any, repeat: int) -> None:
+    """One line per kernel that `fn` launches (module docstring)."""
+    fn()  # compile every variant first
+    launches = record_launches(fn)
+    by_kernel: dict[str, list[Launch]] = {}
+    for launch in launches:
+        by_kernel.setdefault(launch.kernel.__name__, []).append(launch)
+    for name, group in by_kernel.items():
+        costs = [launch_cost(p) for launch in group for p in launch.prepared]
+        calls = statistics.median(c[0] for c in costs)
+        extra = statistics.median(c[1] for c in costs)
+        ratio = statistics.median(c[2] / c[3] for c in costs)
+        us = python_cost_us(group[0], repeat)
+        us_op = python_cost_us(group[0], repeat, in_op=True)
+        with driver_stubbed():
+            us_runtime = python_cost_us(group[0], repeat)
+        print(f"{label:24} {name:26} {calls:5g} {'1':>4} {extra:9g} {'0':>4} "
+              f"{ratio:9.2f} {'1.0':>4} {us:9.1f} {us_op:6.1f} {us_runtime:8.1f} {'<=10':>5}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=7)
@@ -251,22 +340,12 @@ def main(argv: list[str] | None = None) -> int:
           f"{'bytes/own':>9} {'goal':>4} {'python us':>9} {'in op':>6} {'no drv':>8} {'goal':>5}")
     base = baseline_us(options.repeat)
     for label, fn in cases():
-        fn()  # compile every variant first
-        launches = record_launches(fn)
-        by_kernel: dict[str, list[Launch]] = {}
-        for launch in launches:
-            by_kernel.setdefault(launch.kernel.__name__, []).append(launch)
-        for name, group in by_kernel.items():
-            costs = [launch_cost(p) for launch in group for p in launch.prepared]
-            calls = statistics.median(c[0] for c in costs)
-            extra = statistics.median(c[1] for c in costs)
-            ratio = statistics.median(c[2] / c[3] for c in costs)
-            us = python_cost_us(group[0], options.repeat)
-            us_op = python_cost_us(group[0], options.repeat, in_op=True)
-            with driver_stubbed():
-                us_runtime = python_cost_us(group[0], options.repeat)
-            print(f"{label:24} {name:26} {calls:5g} {'1':>4} {extra:9g} {'0':>4} "
-                  f"{ratio:9.2f} {'1.0':>4} {us:9.1f} {us_op:6.1f} {us_runtime:8.1f} {'<=10':>5}")
+        report(label, fn, options.repeat)
+    print("exact in-place memory on the launches it applies to, beside the previous rule's form:")
+    for label, fn in exact_cases():
+        report(label + " (exact)", fn, options.repeat)
+        with previous_rule():
+            report(label + " (before)", fn, options.repeat)
     print(f"baselines in this run: 'no drv' = the same launch with the Metal driver stubbed "
           f"(the runtime's own share); one lazy MLX op (mx.add) {base:.2f} us; peer launch "
           "(M4 Pro, reported, not measured here): 3.2 us")

@@ -57,9 +57,14 @@ class LoweringContext:
         self.cas_types: set[str] = set()
         self.relative_types: set[tuple[str, int]] = set()
         """(MSL type, bits) of outputs kept relative to their array's contents."""
+        self.relative_atomics: set[tuple[str, str, str]] = set()
+        """(MSL type, operation, encoding) of compare-and-swap loops on such outputs."""
         self.vector_inputs: set[str] = set()
         self.reads_output: set[Op] = set()
         """Loads that read their parameter's output (what the program stored before them)."""
+        self.reads_stored: set[Op] = set()
+        """Other loads that may read what the kernel stored before them (params.py): between
+        device-memory barriers, and from the output where it is kept relative."""
         """Inputs read through `const device` vector views (must arrive in device memory)."""
         self.used_values: set[Value] = set()
         """Values some op uses (the driver fills it before lowering)."""

@@ -37,7 +37,7 @@ from .kernel import MSLKernel, ParamBinding, old_input_name, relative_encoding
 from .lower_control import ASSERT_OUTPUT
 from .msl_types import mlx_type, msl_type, uint_of_width
 from .options import CodegenOptions
-from .params import analyse_params, make_buffers, sanitize
+from .params import analyse_params, loads_after_writes, make_buffers, sanitize
 from .printer import MSLPrinter
 from .program import LineMark, Lit, Var
 from .registry import rule_for
@@ -103,6 +103,7 @@ def compile_module(module: Module, options: CodegenOptions, axis_info: object | 
     relative = _relative_outputs(uses, buffers, options.relative_outputs)
     bindings = [_with_old_input(b, relative) for b in bindings]
     ctx.reads_output = {op for u in uses.values() for op in u.reads_output}
+    ctx.reads_stored = {op for u in uses.values() for op in u.reads_stored}
     arg_attrs = func.arg_attrs or [{} for _ in func.body.block.args]  # type: ignore[attr-defined]
     for arg, attrs in zip(func.body.block.args, arg_attrs):  # type: ignore[attr-defined]
         if arg in buffers:
@@ -138,7 +139,8 @@ def compile_module(module: Module, options: CodegenOptions, axis_info: object | 
 
     input_names: list[str] = []
     output_names: list[str] = []
-    olds = {old for old, _ in relative.values()}
+    # the old contents an output kept relative needs beyond its parameter's own input
+    olds = {old for old, _ in relative.values()} - {b.input_name for b in buffers.values()}
     for b in bindings:
         input_names.extend(n for n in b.msl_inputs if n not in olds)
         output_names.extend(b.msl_outputs)
@@ -147,7 +149,7 @@ def compile_module(module: Module, options: CodegenOptions, axis_info: object | 
     output_names.extend(masks.values())
     if options.spread_programs:
         input_names.append(GRID_INPUT)
-    input_names.extend(old for old, _ in relative.values())  # last: the launch appends them
+    input_names.extend(old for old, _ in relative.values() if old in olds)  # last: the launch appends them
     if ctx.asserts:
         output_names.append(ASSERT_OUTPUT)
     if not output_names:
@@ -156,9 +158,11 @@ def compile_module(module: Module, options: CodegenOptions, axis_info: object | 
     coverage, program = store_coverage(func, buffers, uses, options.index_bits)
     atomic_info = {
         u.arg.name_hint or "": {"kinds": sorted(u.atomic_kinds), "result_used": u.atomic_result_used,
-                                "loaded": u.loaded}
+                                "loaded": u.loaded, "stored": u.stored}
         for u in uses.values() if u.atomic or u.live
     }
+    # parameters with a load that may read what the kernel stored before it (params.py)
+    reads_stored = tuple(sorted(u.arg.name_hint or "" for u in uses.values() if u.reads_stored))
     return MSLKernel(
         name=f"{sanitize(name)}_{digest}",
         source=body,
@@ -177,6 +181,8 @@ def compile_module(module: Module, options: CodegenOptions, axis_info: object | 
             "index_bits": options.index_bits,
             "threadgroup_memory_bytes": scratch,
             "atomics": atomic_info,
+            "reads_stored": reads_stored,
+            "loads_after_writes": loads_after_writes(func),
             "vector_inputs": tuple(sorted(ctx.vector_inputs)),
             "grid_input": GRID_INPUT if options.spread_programs else None,
             "written_masks": masks,
@@ -203,14 +209,15 @@ def _relative_outputs(uses: dict[Any, Any], buffers: dict[Any, Buffer],
         encoding = relative_encoding(mlx_type(b.pointee), uses[arg].atomic_kinds)
         if encoding is None:
             raise internal_error(f"'{b.param}' cannot be kept relative to its contents")
-        found[output] = (old_input_name(output), encoding)
+        # a parameter that is also read has its old contents in its input already
+        found[output] = (b.input_name or old_input_name(output), encoding)
     return found
 
 
 def _with_old_input(binding: ParamBinding, relative: dict[str, tuple[str, str]]) -> ParamBinding:
     """The parameter's binding with its old-contents input, when its output is relative."""
     for output in binding.msl_outputs:
-        if output in relative:
+        if output in relative and relative[output][0] not in binding.msl_inputs:
             return dataclasses.replace(binding, msl_inputs=(*binding.msl_inputs, relative[output][0]))
     return binding
 
@@ -250,6 +257,12 @@ def _helpers(ctx: LoweringContext) -> list[str]:
         elif name == "relative_contents":
             texts.append(render("helpers/relative_contents.metal", types=[
                 {"c": c, "u": uint_of_width(bits)} for c, bits in sorted(ctx.relative_types)]))
+        elif name == "relative_atomics":
+            ops = sorted(ctx.relative_atomics)
+            half = ("half", "bfloat")  # 16-bit elements: loops on the word holding them
+            texts.append(render("helpers/relative_atomics.metal",
+                                ops32=[{"c": c, "op": o, "enc": e} for c, o, e in ops if c not in half],
+                                ops16=[{"t": c, "op": o} for c, o, _ in ops if c in half]))
         elif name == "atomic_cas_op":
             texts.append(render("helpers/atomic_cas_op.metal", types=sorted(ctx.cas_types)))
         else:

@@ -34,29 +34,36 @@ from typing import Any
 PARAM_KINDS = ("pointer_in", "pointer_out", "pointer_inout", "pointer_atomic", "scalar", "constexpr")
 
 
-_RELATIVE_ATOMICS = frozenset({"cas", "xchg", "add"})
-_WORD_TYPES = ("int32_t", "uint32_t", "float")
+_NATIVE_ON_SUB = frozenset({"cas", "xchg", "add"})
+_RELATIVE_TYPES = ("int32_t", "uint32_t", "float", "float16_t", "bfloat16_t")
+"""Element types whose atomics an output kept relative to its contents carries (the atomic
+types); any type may be kept relative when the kernel only loads and stores it."""
 
 
 def relative_encoding(dtype: str, kinds: Iterable[str]) -> str | None:
-    """How an output that must start as its array's contents (a lock, a counter, an array read
-    and written under a lock) can start at zero instead, given its MLX type string and the
-    atomic operations the kernel applies to it.
+    """How an output can start at zero while it stands for its array's contents, given its MLX
+    type string and the atomic operations the kernel applies to it.
 
     The kernel then holds each element relative to the array's old value `o`: "xor" keeps the
-    bitwise difference `v ^ o`, a bijection that preserves equality, so loads, stores, exchanges
-    and compare-and-swaps see through it exactly; "sub" keeps the wrapping difference `v - o` of
-    a 32-bit integer, which atomic adds also see through. None where neither is exact: atomic
-    max, min, and, or, xor or float adds, 16-bit atomics (they update the 32-bit word holding
-    the element) and bools (no arithmetic on their bits)."""
+    bitwise difference `v ^ o`, "sub" the wrapping difference `v - o` of a 32-bit integer. Both
+    are bijections of the element's bits, so loads (which decode) and stores (which encode) see
+    the array exactly, every bit pattern included, and compare-and-swap and exchange carry their
+    encoded operands; "sub" also carries atomic adds as they are, so it is chosen for 32-bit
+    integers whose atomics are adds (a ticket counter). Every other read-modify-write runs as a
+    compare-and-swap loop on the held difference (templates/helpers/relative_atomics.metal).
+    None where no atomic of the type exists (64-bit atomics; bools are stored only)."""
     kinds = set(kinds)
-    if dtype == "bool" or not kinds <= _RELATIVE_ATOMICS:
+    if kinds and dtype not in _RELATIVE_TYPES:
         return None
-    if kinds and dtype not in _WORD_TYPES:
-        return None
-    if "add" in kinds:
-        return "sub" if dtype in ("int32_t", "uint32_t") else None
+    if "add" in kinds and kinds <= _NATIVE_ON_SUB and dtype in ("int32_t", "uint32_t"):
+        return "sub"
     return "xor"
+
+
+def native_on(encoding: str, kind: str) -> bool:
+    """Whether atomic `kind` runs as the hardware atomic on an output held with `encoding`
+    (its operands encoded, its result decoded), rather than as a compare-and-swap loop."""
+    return kind in ("cas", "xchg") or (encoding == "sub" and kind == "add")
 
 
 def old_input_name(output: str) -> str:

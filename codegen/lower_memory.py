@@ -21,10 +21,13 @@ start on a 4-byte boundary and to be readable to the end of its last word (the l
 8-bit integer, 16-bit integer and 64-bit types are refused with the limit named.
 
 An output kept relative to its array's contents (`Buffer.relative`, `CodegenOptions.
-relative_outputs`) holds each element relative to the old value in `<param>_old`: stores and
-the operands of exchanges and compare-and-swaps are encoded against it, and what loads and
-atomics read is decoded (templates/helpers/relative_contents.metal); atomic adds of a "sub"
-output need neither, since a wrapping difference carries them.
+relative_outputs`) holds each element relative to the old value in its old-contents input (the
+parameter's own input when it has one, else `<param>_old`): stores and the operands of
+exchanges and compare-and-swaps are encoded against it, and what loads and atomics read is
+decoded (templates/helpers/relative_contents.metal); atomic adds of a "sub" output need
+neither, since a wrapping difference carries them; every other read-modify-write is a
+compare-and-swap loop on the held difference (templates/helpers/relative_atomics.metal). Its
+loads read the output, which stands for the array as updated so far.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from triton_metal.ir.types import ScalarType, element_type
 
 from .context import LoweringContext, ctype_of
 from .distribution import Distribution
+from .kernel import native_on
 from .msl_types import literal, msl_type
 from .program import (Apply, Assign, Barrier, Call, Convert, Declare, Expr, ExprStmt, If, Index, Lit, Member, PtrCast,
                       Reinterpret, Var)
@@ -158,11 +162,14 @@ def lower_load(ctx: LoweringContext, op: mem.LoadOp) -> None:
     other = ctx.reg(op.other) if op.other is not None else None
     buf = p.buffer
     source = buf.input_name or buf.output_name
-    own_stores = op in ctx.reads_output
+    own_stores = op in ctx.reads_output or bool(buf.relative)
+    after_stores = op in ctx.reads_stored
     if own_stores:
-        # the program stored every element this load reads (params.py): read the output, once
-        # the owners' device writes are visible to every thread holding a copy
+        # the program stored every element this load reads (params.py), or the output stands
+        # for the array as updated so far (kept relative): read it
         source = buf.output_name
+    if op in ctx.reads_output or after_stores:
+        # once the owners' device writes are visible to every thread holding a copy
         ctx.emit(Barrier(device=True))
     if source is None:
         raise ctx.error(f"internal: '{buf.param}' is loaded but has no buffer")
@@ -173,19 +180,26 @@ def lower_load(ctx: LoweringContext, op: mem.LoadOp) -> None:
     for v in (p, mask, other):
         if v is not None and v.dist is not None and v.dist != dist:
             raise ctx.error("internal: a load's pointers, mask or other are laid out unlike its result")
-    n = dist.num_regs if dist is not None else 1
-    src = Var(source)
     vec, _ = vector_width(ctx, op, p.dist, ety) if buf.input_name is not None and not own_stores else (1, 0)
     if vec > 1:
         _vector_load(ctx, op, p, mask, other, vec, ety, zero, dist)
-        return
+    else:
+        _scalar_load(ctx, op, p, mask, other, Var(source), source == buf.output_name, ety, zero, dist)
+    if after_stores:  # no later store of another thread overtakes this load
+        ctx.emit(Barrier(device=True))
+
+
+def _scalar_load(ctx: LoweringContext, op: mem.LoadOp, p: PtrValue, mask: RegValue | None,
+                 other: RegValue | None, src: Var, decode: bool, ety: ScalarType, zero: Expr,
+                 dist: Distribution | None) -> None:
+    n = dist.num_regs if dist is not None else 1
     regs: list[Expr] = []
     # an array other programs write: every load reads its output, atomically (no input exists)
-    shared = buf.shared and source == buf.output_name
+    shared = p.buffer.shared
     for r in range(n):
         off = p.offsets[r] if p.dist is not None else p.offsets[0]
-        held = _shared_read(ctx, buf.output_name, off, ety) if shared else Index(src, off)  # type: ignore[arg-type]
-        read: Expr = _decode(ctx, p, off, held, ety) if source == buf.output_name else held
+        held = _shared_read(ctx, p.buffer.output_name, off, ety) if shared else Index(src, off)  # type: ignore[arg-type]
+        read: Expr = _decode(ctx, p, off, held, ety) if decode else held
         m = _reg_at(mask, r)
         if m is not None:
             o = _reg_at(other, r)
@@ -341,7 +355,24 @@ def _relative_call(ctx: LoweringContext, p: PtrValue, off: Expr, value: Expr, et
     assert buf.old_name is not None
     ctx.helpers.add("relative_contents")
     ctx.relative_types.add((msl_type(ety), ety.bitwidth))
-    return Call(names[buf.relative], (value, Index(Var(buf.old_name), off)))
+    return Call(names[buf.relative], (value, _old_at(p, off)))
+
+
+def _old_at(p: PtrValue, off: Expr) -> Expr:
+    """The array's old value at `off`, for an output kept relative to it."""
+    assert p.buffer.old_name is not None
+    return Index(Var(p.buffer.old_name), off)
+
+
+def _relative_atomic(ctx: LoweringContext, ety: ScalarType, op: str, encoding: str) -> str:
+    """The compare-and-swap loop applying atomic `op` to an output kept relative to its
+    contents (templates/helpers/relative_atomics.metal), registered for the header."""
+    ctx.helpers.add("relative_atomics")
+    ctype = msl_type(ety)
+    ctx.relative_atomics.add((ctype, op, encoding))
+    if ety.name in _HALF_WORD:
+        return f"km_rel16_{op}_{ctype}"
+    return f"km_rel_{op}_{ctype}_{encoding}"
 
 
 def _hoist(ctx: LoweringContext, cond: Expr | None) -> Expr | None:
@@ -415,12 +446,22 @@ def lower_atomic_rmw(ctx: LoweringContext, op: mem.AtomicRMWOp) -> None:
     if ety.name in _HALF_WORD:
         if kind not in _HALF_WORD_OPS:
             raise ctx.error(f"atomic {kind.value} on {ety} is not defined")
+        if buf.relative:
+            name = _relative_atomic(ctx, ety, _HALF_WORD_OPS[kind], "xor")
+            _atomic(ctx, op, p, mask, lambda off, r: Call(name, (
+                *_half_word(buf.output_name, off), _f32(val, r, ety), _old_at(p, off))))
+            return
         ctx.helpers.add("atomic_half_word")
         name = f"km_atomic16_{_HALF_WORD_OPS[kind]}_{msl_type(ety)}"
         _atomic(ctx, op, p, mask, lambda off, r: Call(name, (*_half_word(buf.output_name, off), _f32(val, r, ety))))
         return
-    if buf.relative and kind not in (mem.AtomicRMWKind.ADD, mem.AtomicRMWKind.XCHG):
-        raise ctx.error(f"internal: atomic {kind.value} on an output kept relative to its contents")
+    op_name = "add" if kind is mem.AtomicRMWKind.FADD else kind.value
+    if buf.relative and not native_on(buf.relative, op_name):
+        # a compare-and-swap loop on the held difference (relative_atomics.metal)
+        name = _relative_atomic(ctx, ety, op_name, buf.relative)
+        word = lambda off: Apply("atomic_ptr", (Lit("uint"), Index(Var(buf.output_name), off)))  # noqa: E731
+        _atomic(ctx, op, p, mask, lambda off, r: Call(name, (word(off), _reg_at(val, r), _old_at(p, off))))
+        return
 
     def rmw(off: Expr, r: int) -> Expr:
         v = _reg_at(val, r)
@@ -468,6 +509,11 @@ def lower_atomic_cas(ctx: LoweringContext, op: mem.AtomicCASOp) -> None:
     buf = p.buffer
     assert buf.output_name is not None
     if ety.name in _HALF_WORD:
+        if buf.relative:
+            name = _relative_atomic(ctx, ety, "cas", "xor")
+            _atomic(ctx, op, p, None, lambda off, r: Call(name, (  # type: ignore[arg-type]
+                *_half_word(buf.output_name, off), _reg_at(cmp, r), _reg_at(val, r), _old_at(p, off))))
+            return
         ctx.helpers.add("atomic_half_word")
         name = f"km_atomic16_cas_{msl_type(ety)}"
         _atomic(ctx, op, p, None, lambda off, r: Call(

@@ -43,7 +43,7 @@ class CodegenOptions:
     """Output names whose parameter must start as the array's contents (atomics that read them,
     arrays read and written under a lock): they start at zero and hold each element relative to
     the array's old values, passed as the extra input `<param>_old` (`kernel.relative_encoding`;
-    docs/runtime.md, "Arrays that start as their contents")."""
+    docs/runtime.md, "Exact in-place memory")."""
 
     def __post_init__(self) -> None:
         if self.num_warps not in (1, 2, 4, 8, 16, 32):

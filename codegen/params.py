@@ -6,14 +6,19 @@ kernel uses it, and names its metal_kernel input (`<param>_in`) and output (`<pa
 suffixes keep every name clear of MLX's `<input>_shape/_strides/_ndim` detection and of MSL
 keywords.
 
-A load of a parameter that an earlier op (in program order) has stored to reads what the
-program stored when the compiler can see that every element it reads was stored before it by
-the program itself: every earlier store to the parameter uses the load's very pointer value, and
-one of them dominates the load with no mask or the load's own mask. Such a load reads the output
-(after a device-memory barrier, so a replicated element stored by its owner thread is visible to
-the other threads holding it); `ParamUse.reads_output` lists it. Any other load after a store is
-refused: on Metal the stores go to a fresh output array while loads read the input, so it would
-not see them, or would read elements nobody wrote.
+A load of a parameter that the kernel may have stored to before it (a store earlier in program
+order, or one later in a loop around both) reads what was stored, as in place. Where the compiler
+can see that every element it reads was stored before it by the program itself (every earlier
+store to the parameter uses the load's very pointer value, and one of them dominates the load
+with no mask or the load's own mask), the load reads the output (after a device-memory barrier,
+so a replicated element stored by its owner thread is visible to the other threads holding it);
+`ParamUse.reads_output` lists it. Any other such load reads the parameter's input, which is the
+output's own memory where arrays are updated in place (the emulator's NumPy buffers, torch
+tensors); the Metal driver, whose outputs are fresh arrays, runs such a parameter relative to
+its array's contents instead, where loads read the output (docs/runtime.md, "Exact in-place
+memory"). Every load of such a parameter (`ParamUse.reads_stored`) sits between two
+device-memory barriers: the stores before it are visible to every thread of the program, and no
+store after it overtakes it.
 A parameter updated by atomics is different: its loads read the output, the memory the atomics
 (and stores) update, so locks and counters work; the runtime must start that output with the
 array's contents (`MSLKernel.metadata["atomics"]`). So is a parameter both loaded and stored in a
@@ -54,6 +59,9 @@ class ParamUse:
     """The stores to it met so far in program order (while analysing)."""
     reads_output: set[Op] = field(default_factory=set)
     """Loads that read what the program itself stored earlier (module docstring)."""
+    reads_stored: set[Op] = field(default_factory=set)
+    """When another load may read what the kernel stored before it, every load of the parameter
+    but `reads_output` (module docstring)."""
 
 
 def sanitize(name: str) -> str:
@@ -77,21 +85,18 @@ def analyse_params(func: Op, kernel: str) -> dict[BlockArgument, ParamUse]:
     live = (loaded & stored) - atomic_params if synchronized else set()
     for arg in live:
         uses[arg].live = True
+    all_stores: dict[BlockArgument, list[Op]] = {}
+    for op in func.walk():
+        if isinstance(op, mem.StoreOp) and op.ptr in root:
+            all_stores.setdefault(root[op.ptr], []).append(op)
     for op in func.walk():
         if isinstance(op, mem.LoadOp) and op.ptr in root:
             u = uses[root[op.ptr]]
-            if u.stored and u.arg not in atomic_params and not u.live:
-                if not reads_own_stores(op, u.stores):
-                    name = u.arg.name_hint or "?"
-                    raise CompilationError(
-                        f"this load reads '{name}' after the kernel stored to it: on Apple GPUs the stores of a "
-                        "launch go to a new array, which a load reads only where the program itself stored "
-                        "every element it reads before it (the same pointers, under the same or no mask)",
-                        op.loc, hint=f"keep the stored values in registers, load through the very pointers (and "
-                        f"mask) of an earlier store, or read '{name}' in a second launch",
-                        kernel=kernel,
-                    )
-                u.reads_output.add(op)
+            if u.arg not in atomic_params:  # a live parameter's loads read its output anyway
+                if reads_own_stores(op, u.stores):
+                    u.reads_output.add(op)
+                elif u.stores or any(shares_loop(s, op) for s in all_stores.get(u.arg, ())):
+                    u.reads_stored.add(op)
             u.loaded = True
         elif isinstance(op, mem.StoreOp) and op.ptr in root:
             uses[root[op.ptr]].stored = True
@@ -104,6 +109,10 @@ def analyse_params(func: Op, kernel: str) -> dict[BlockArgument, ParamUse]:
                 "add" if op.kind is mem.AtomicRMWKind.FADD else op.kind.value)
             u.atomic_kinds.add(kind)
             u.atomic_result_used |= op.result in used_values
+    for u in uses.values():
+        if u.reads_stored:  # every load of it is ordered: on the MLX path each reads the output
+            u.reads_stored |= {op for op in func.walk() if isinstance(op, mem.LoadOp) and op.ptr in root
+                               and root[op.ptr] is u.arg and op not in u.reads_output}
     for op in func.walk():  # a pointer only printed is still read: its address is what prints
         if isinstance(op, tt_debug.PrintOp):
             for v in op.args:
@@ -111,6 +120,28 @@ def analyse_params(func: Op, kernel: str) -> dict[BlockArgument, ParamUse]:
                 if u is not None and not (u.loaded or u.stored or u.atomic):
                     u.loaded = True
     return uses
+
+
+def loads_after_writes(func: Op) -> tuple[tuple[str, str], ...]:
+    """(loaded parameter, written parameter) pairs of distinct pointer parameters where a load of
+    the first may follow a store or atomic of the second (earlier in program order, or in a
+    loop around both). Passed one array, the load would read the write in place; the Metal path
+    gives each written parameter its own output, so the runtime refuses such a launch."""
+    root = pointer_roots(func)
+    order = {op: k for k, op in enumerate(func.walk())}
+    loads: list[tuple[Op, BlockArgument]] = []
+    writes: list[tuple[Op, BlockArgument]] = []
+    for op in order:
+        if isinstance(op, mem.LoadOp) and op.ptr in root:
+            loads.append((op, root[op.ptr]))
+        elif isinstance(op, (mem.StoreOp, mem.AtomicRMWOp, mem.AtomicCASOp)) and op.ptr in root:
+            writes.append((op, root[op.ptr]))
+    pairs = {
+        (a.name_hint or "", b.name_hint or "")
+        for load, a in loads for write, b in writes
+        if a is not b and (order[write] < order[load] or shares_loop(write, load))
+    }
+    return tuple(sorted(pairs))
 
 
 def reads_own_stores(load: Op, stores: list[Op]) -> bool:
@@ -122,6 +153,25 @@ def reads_own_stores(load: Op, stores: list[Op]) -> bool:
         (s.mask is None or s.mask is load.mask) and dominates(s, load)  # type: ignore[attr-defined]
         for s in stores
     )
+
+
+def shares_loop(a: Op, b: Op) -> bool:
+    """Whether `a` and `b` sit in one loop (`scf.for`, `scf.while`): then either may run after
+    the other."""
+    return bool(_loops_around(a) & _loops_around(b))
+
+
+def _loops_around(op: Op) -> set[Op]:
+    found: set[Op] = set()
+    block = op.parent
+    while block is not None:
+        outer = block.parent_op
+        if outer is None:
+            break
+        if isinstance(outer, (scf.ForOp, scf.WhileOp)):
+            found.add(outer)
+        block = outer.parent
+    return found
 
 
 def dominates(first: Op, later: Op) -> bool:

@@ -258,6 +258,20 @@ def test_patterns_that_leave_holes(fn, params, grid, size, scalars):  # noqa: AN
     assert not v["Y"] and not v["Y_full"]
 
 
+@triton.jit
+def mask_as_index(Y, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(Y + offs * (offs < n).to(tl.int32), offs.to(tl.float32))  # past n: element 0
+
+
+def test_a_mask_cast_into_an_index_is_not_proven():
+    k = compile_source(mask_as_index, "*fp32", "i32", C(64))
+    v = agree(k, (2,), {"Y": 128}, dict(n=100))
+    assert not v["Y"] and not v["Y_full"]
+    v = agree(k, (2,), {"Y": 128}, dict(n=128))  # writes every element, but no proof is claimed
+    assert not v["Y"] and v["Y_full"]
+
+
 def test_stores_under_branches_on_loaded_data_are_not_modelled():
     k = compile_1d(data_dependent, "*fp32", "*fp32", "i32", C(64))
     (cov,) = k.stored_coverage

@@ -1,7 +1,8 @@
-"""A load of a pointer the program stored to earlier in the same launch (formerly refused on the
-compiled path): it reads what the program stored when every element it reads was stored before
-by the program itself (the same pointers, under the same or no mask). Both backends (`run_both`),
-the MLX launch path (separate input and output buffers, on the emulator), and NumPy."""
+"""A load of a pointer the program stored to earlier in the same launch reads what was stored,
+as in place: directly from the output when every element it reads was stored before by the
+program itself (the same pointers, under the same or no mask), else through the array kept
+relative to its contents on the MLX path. Both backends (`run_both`), the MLX launch path
+(separate input and output buffers, on the emulator), and NumPy."""
 
 from __future__ import annotations
 
@@ -74,19 +75,26 @@ def test_store_dominating_a_load_in_a_branch(flag: int):
 def shifted_reread(x_ptr, y_ptr, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     tl.store(x_ptr + offs, offs.to(tl.float32))
-    tl.store(y_ptr + offs, tl.load(x_ptr + offs + 1))  # error
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs + 1))  # another thread's element, and one not stored
 
 
 @triton.jit
 def wider_mask_reread(x_ptr, y_ptr, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     tl.store(x_ptr + offs, offs.to(tl.float32), mask=offs < 4)
-    tl.store(y_ptr + offs, tl.load(x_ptr + offs))  # error
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs))  # half of them stored
 
 
-@pytest.mark.parametrize("kernel", [shifted_reread, wider_mask_reread])
-def test_loads_of_elements_not_proven_stored_stay_refused(kernel: triton.JITFunction):
-    x = np.zeros(9, np.float32)
-    with pytest.raises(triton.CompilationError, match="the program itself stored every element"):
-        kernel[(1,)](x, np.zeros(8, np.float32), BLOCK=8)
-    np.testing.assert_array_equal(x, 0)  # nothing ran
+@pytest.mark.parametrize("kernel, want", [
+    (shifted_reread, [1, 2, 3, 4, 5, 6, 7, -1]),
+    (wider_mask_reread, [0, 1, 2, 3, -1, -1, -1, -1]),
+])
+def test_loads_of_elements_not_all_stored_read_the_array_as_updated(kernel: triton.JITFunction, want: list[int]):
+    x = np.full(9, -1, np.float32)
+    y = np.zeros(8, np.float32)
+    run_both(kernel, (1,), x_ptr=x, y_ptr=y, BLOCK=8)
+    np.testing.assert_array_equal(y, want)
+    xm, ym = mx.full((9,), -1.0), mx.zeros((8,))
+    kernel[(1,)](xm, ym, BLOCK=8)  # separate outputs: the array is kept relative to its contents
+    np.testing.assert_array_equal(np.array(ym), want)
+    np.testing.assert_array_equal(np.array(xm), x)

@@ -5,11 +5,15 @@ time)."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from triton_metal.runtime import cache_files, disk_cache
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # fake_mlx
 
 
 @pytest.fixture(autouse=True)
@@ -23,3 +27,19 @@ def _plain_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
         return msl
 
     monkeypatch.setattr(disk_cache, "msl_dir", msl_dir)
+
+
+@pytest.fixture
+def metal_stand_in(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The Metal path (`backend._metal`) with the recording stand-in of `metal_kernel` that runs
+    the exact MSL on the emulator into sentinel-filled outputs (fake_mlx.py). Launchers keep
+    the stand-in they were built with: a test clears the caches of kernels launched before."""
+    from fake_mlx import FakeMx
+
+    from triton_metal.backends.metal import driver
+    from triton_metal.runtime import backend
+
+    stand_in = FakeMx()
+    monkeypatch.setattr(backend, "_metal", True)
+    monkeypatch.setattr(driver, "_mlx", lambda: stand_in)
+    return stand_in

@@ -51,7 +51,7 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> CountingMx:
     stand_in = CountingMx()
     monkeypatch.setattr(backend, "_metal", True)
     monkeypatch.setattr(driver, "_mlx", lambda: stand_in)
-    for kernel in (add_kernel, two_outputs, count_and_store, max_and_store):
+    for kernel in (add_kernel, two_outputs, count_and_store, max_and_store, masked_pair):
         kernel.cache.clear()  # launchers hold the stand-in they were built with
     return stand_in
 
@@ -112,7 +112,7 @@ def count_and_store(x_ptr, hist_ptr, out_ptr, n, BLOCK: tl.constexpr):
 @triton.jit
 def max_and_store(x_ptr, top_ptr, out_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0)
     tl.atomic_max(top_ptr + offs % 2, x, mask=offs < n)
     tl.store(out_ptr + offs, x, mask=offs < n)
 
@@ -168,24 +168,42 @@ def test_written_mask_beside_an_atomic_starting_at_zero(fake: CountingMx):
 
 
 def test_written_mask_beside_an_atomic_starting_elsewhere_marks_what_was_not_written(fake: CountingMx):
-    # init_value starts every output: -inf for the max, which starts the bool masks true, so the
-    # twin's stores clear them and the select keeps the old values where they stayed true
-    x = mx.array(np.arange(40, dtype=np.float32) - 20.5)
-    top = mx.array(np.array([3.0, 100.0], np.float32))
-    start = np.full(50, np.nan, np.float32)
-    start[45] = -0.0
+    # init_value starts every output: -2**31 for an int32 max, which starts the bool masks true,
+    # so the twin's stores clear them and the select keeps the old values where they stayed true
+    x = mx.array(np.arange(40, dtype=np.int32) * 7 - 250)
+    top = mx.array(np.array([3, 100], np.int32))
+    start = np.full(50, -5, np.int32)
     out = mx.array(start)
     max_and_store[(1,)](x, top, out, 40, BLOCK=64)
     xs = np.array(x)
-    np.testing.assert_array_equal(np.array(top), [max(3.0, xs[0::2].max()), 100.0])
+    np.testing.assert_array_equal(np.array(top), [max(3, xs[0::2].max()), max(100, xs[1::2].max())])
     got = np.array(out)
     np.testing.assert_array_equal(got[:40], xs)
-    assert np.isnan(got[40:45]).all() and np.signbit(got[45]) and np.isnan(got[46:]).all()
+    np.testing.assert_array_equal(got[40:], start[40:])
     (launch,) = fake.fast.launches
-    assert launch["init_value"] == -np.inf and launch["output_dtypes"][-1] == mx.bool_
+    assert launch["init_value"] == -2.0**31 and launch["output_dtypes"][-1] == mx.bool_
     assert fake.ops == Counter(where=1)
-    max_and_store[(1,)](x, top, mx.zeros((40,), mx.float32), 40, BLOCK=64)  # proven: no mask
-    assert fake.fast.launches[-1]["output_dtypes"] == [mx.float32, mx.float32]
+    max_and_store[(1,)](x, top, mx.zeros((40,), mx.int32), 40, BLOCK=64)  # proven: no mask
+    assert fake.fast.launches[-1]["output_dtypes"] == [mx.int32, mx.int32]
+
+
+@triton.jit
+def masked_pair(x_ptr, first_ptr, second_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    tl.store(first_ptr + offs, x, mask=offs < n)  # modelled: not proven for n < BLOCK
+    tl.store(second_ptr + offs, -x, mask=x > 0)  # on loaded data: never modelled
+
+
+def test_each_written_mask_merges_its_own_output(fake: CountingMx):
+    # the second output's verdict is known before the first's is checked; the masks still
+    # follow the outputs' order, as the twin writes them
+    x = np.arange(16, dtype=np.float32) - 5
+    first, second = mx.full((16,), 9.0), mx.full((16,), 9.0)
+    masked_pair[(1,)](mx.array(x), first, second, 10, BLOCK=16)
+    np.testing.assert_array_equal(np.array(first), np.where(np.arange(16) < 10, x, 9.0))
+    np.testing.assert_array_equal(np.array(second), np.where(x > 0, -x, 9.0))
+    assert fake.ops == Counter(where=2)
 
 
 def test_debug_log_names_the_store_line_not_proven(fake: CountingMx, monkeypatch: pytest.MonkeyPatch,

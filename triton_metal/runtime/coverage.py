@@ -293,6 +293,8 @@ class _Run:
                 _check_tile(a, src, kind != "extui", "an index before a cast")
                 _check_tile(a, dst, signed, "an index cast")
                 return a
+            if not isinstance(a, np.ndarray):  # a mask or pointer tile turned into a value
+                raise _NotProven(f"a cast of a {'mask' if isinstance(a, _Mask) else 'pointer'} tile")
             if kind == "extui":
                 return _wrap(_wrap(a, src, False), dst, signed)
             return _wrap(a, dst, signed)

@@ -113,6 +113,19 @@ def picker(indices: Sequence[int]) -> Callable[[tuple[Any, ...]], tuple[Any, ...
     return itemgetter(slice(start, start + len(indices)))
 
 
+def share_elements(a: object, b: object) -> bool:
+    """Whether two arguments are one array, or NumPy views sharing an element (views the exact
+    test gives up on count as sharing)."""
+    if a is b:
+        return True
+    if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)):
+        return False
+    try:
+        return bool(np.shares_memory(a, b, max_work=10_000))
+    except np.exceptions.TooHardError:
+        return True
+
+
 def is_mlx(value: object) -> bool:
     return MLX_ARRAY is not None and isinstance(value, MLX_ARRAY)
 

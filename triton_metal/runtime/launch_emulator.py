@@ -41,7 +41,7 @@ from ..backends.emulator.kernel import PrintRecords
 from ..errors import LaunchError
 from .device_asserts import check_status, has_asserts
 from .device_prints import emit, printer, sites
-from .host_arrays import is_mlx, metal_values, numpy_buffer
+from .host_arrays import is_mlx, metal_values, numpy_buffer, share_elements
 
 
 _MSL_KERNEL = re.compile(r"kernel 'custom_kernel_\w*'")
@@ -128,6 +128,7 @@ class EmulatorLauncher:
             # the kernel gets the array's own elements (bounds checks count those), the padding
             # word half lying just past them
             real = numpy_buffer(values[arg], self.arg_names[arg])
+            self._check_not_aliased(arg, real, values)
             copy = np.zeros(real.size + 1, real.dtype)[: real.size]
             copy[...] = real
             buffers[arg] = copy
@@ -180,6 +181,19 @@ class EmulatorLauncher:
             real[...] = copy[: real.size]
         if status is not None:
             check_status(self.msl, status)
+
+    def _check_not_aliased(self, arg: int, real: np.ndarray, values: Sequence[object]) -> None:
+        """A 16-bit atomic argument runs on a copy: refuse another array argument sharing its
+        elements, whose accesses would miss the copy's updates (in place they are one buffer)."""
+        for other in self._array_args:
+            if other != arg and share_elements(real, numpy_buffer(values[other], self.arg_names[other])):
+                raise LaunchError(
+                    f"kernel '{self.kernel_name or self.msl.name}': arguments '{self.arg_names[arg]}' and "
+                    f"'{self.arg_names[other]}' are the same array (or overlapping views of one buffer), "
+                    f"and '{self.arg_names[arg]}' takes 16-bit atomics, which the emulator runs on a "
+                    "word-aligned copy of it: the other argument would not see them. Pass separate "
+                    "arrays, or one array through one parameter"
+                )
 
     def _in_python_terms(self, fault: KernelFault) -> KernelFault:
         """The run-time error naming the Python kernel and parameters, not their MSL names (the

@@ -382,6 +382,13 @@ def _check_aligned(real: np.ndarray, itemsize: int, what: str) -> None:
 def _apply_op(op: AtomicOp, old: np.ndarray, val: np.ndarray) -> np.ndarray:
     if op in (AtomicOp.ADD, AtomicOp.FADD):
         return old + val
+    if op in (AtomicOp.MAX, AtomicOp.MIN) and old.dtype.kind == "f":
+        # as the compiled loops (templates/helpers/atomic_cas.metal): the old value stays when it
+        # is a NaN or not beaten (so of -0.0 and +0.0 the old one stays), bit for bit; NumPy's
+        # maximum picks either equal operand
+        with np.errstate(invalid="ignore"):
+            keep = (old >= val) if op is AtomicOp.MAX else (old <= val)
+        return np.where(keep | np.isnan(old), old, val)
     if op is AtomicOp.MAX:
         return np.maximum(old, val)
     if op is AtomicOp.MIN:

@@ -11,9 +11,12 @@
 
 Per launch (`prepare` computes everything, `__call__` runs it). All but the inputs is the
 launch's recipe (`recipe.py`), memoised per launcher under the launch's grid, its output
-arguments' types and shapes, the scalars the coverage proof reads and each atomic output's
-starting value, so a repeated launch gathers its inputs, calls the kernel and rebinds:
+arguments' types and shapes and the scalars the coverage proof reads, so a repeated launch
+gathers its inputs, calls the kernel and rebinds:
 
+* written arguments that are one array (or overlapping NumPy views), and a read argument that
+  is the same array as a written one it may be read after, are refused before anything runs,
+  naming both (each written argument gets its own output here).
 * inputs in the kernel's order: MLX arrays as they are (0-d arrays reshaped to `(1,)`, since
   the kernel indexes every array), NumPy buffers (flat views the runtime made) copied in with
   `mx.array`, bfloat16 buffers (`uint16` words) viewed as `mx.bfloat16`; runtime scalars as
@@ -22,40 +25,41 @@ starting value, so a repeated launch gathers its inputs, calls the kernel and re
   padded to 8 (MLX passes smaller inputs in `constant` memory).
 * grid `(gx * T, gy, gz)` in threads, threadgroup `(T, 1, 1)` (`plan.launch_dims`).
 * outputs: every stored or atomically updated argument, with its shape and dtype. MLX
-  allocates them fresh, so elements the launch does not write must come from the old array:
-  - proven coverage (`LaunchCoverage`: the code generator's coverage program run for this
-    launch's grid, scalars and output sizes by `runtime.coverage`, memoised): the result is
-    used as is;
-  - atomics whose old values are not read (add, max, min, and, or, xor): the output starts at
-    the operation's identity (`init_value`) and is combined with the old array afterwards;
-  - other atomics (locks, counters, compare-and-swap loops) and arrays loaded and stored under
-    a lock need the output to start as the array itself, which `metal_kernel` cannot do (an
-    output starts empty or at one scalar): the variant's twin compiled with relative outputs
-    runs instead (`codegen.kernel.relative_encoding`): the output starts at 0, the array is
-    passed as one more input and the kernel keeps each element relative to it (its bitwise or
-    wrapping difference); one op (`bitwise_xor` or `add` on the bits) decodes the result. The
-    rare atomics no encoding carries (an atomic max whose result is used, say) still start at
-    `init_value` when every element holds one value, which reads the array;
-  - otherwise the variant's twin compiled with written masks runs instead (once, compiled on
-    first need): its stores also set a bool output per merged output, which starts at 0
-    (`init_value=0`), and one `mx.where(mask, result, old)` per output keeps the old values
-    where nothing was written. One kernel run per launch, always.
-  A 16-bit atomic output of odd size is allocated one element longer (its atomics update whole
-  32-bit words) and sliced back; a kernel that stores nothing has one "unused" one-element
-  output (metal_kernel needs an output), which is dropped.
-  Those rare atomics are refused with an explanation when the array is not uniform. The written
-  masks start at the launch's one `init_value` too: when an atomic output starts at anything but
-  0 (`atomic_max` at -inf), a bool output starts true, so the twin's stores clear the masks
-  instead, and the select keeps the old values where they stayed true. At `TRITON_METAL_DEBUG=1` a merged launch logs why the proof failed
-  (the store line and the reason).
+  allocates them fresh, so each takes one of four forms (docs/runtime.md, "Exact in-place
+  memory"), fixed per launcher but for the coverage verdicts:
+  - plain: an array only stored to (or loaded before any store) whose launch is proven to
+    write every element (`LaunchCoverage`: the code generator's coverage program run for this
+    launch's grid, scalars and output sizes by `runtime.coverage`, memoised): used as is;
+  - merged: the same, not proven: the variant's twin compiled with written masks runs
+    instead (once, compiled on first need): its stores also set a bool output per merged
+    output, and one `mx.where(mask, result, old)` per output keeps the old values where
+    nothing was written;
+  - combined: an integer array updated by one of add, max, min, and, or, xor and nothing
+    else (no load, store or returned value): the output starts at the operation's identity
+    (`init_value`) and is combined with the old array afterwards;
+  - relative: every other written array (float and other atomics, arrays with a load that may
+    read what the kernel stored, arrays loaded and stored under a lock): the twin compiled with
+    relative outputs (`codegen.kernel.relative_encoding`) starts the output at 0, takes the
+    array as an input (its own, or one more) and keeps each element as its bitwise or
+    wrapping difference from it; one op (`bitwise_xor` or `add` on the bits) decodes the
+    result.
+  One kernel run per launch, always. `init_value` is one value for all outputs: beside a
+  relative output (0), a combined one of another identity is kept relative too; written masks
+  start at it as well, so at a combined output's other identity (`atomic_max` of int32 at
+  -2**31) a bool output starts true, the twin's stores clear the masks instead, and the select
+  keeps the old values where they stayed true. A 16-bit atomic output of odd size is
+  allocated one element longer (its atomics update whole 32-bit words) and sliced back; a
+  kernel that stores nothing has one "unused" one-element output (metal_kernel needs an
+  output), which is dropped. At `TRITON_METAL_DEBUG=1` a merged launch logs why the proof
+  failed (the store line and the reason).
 * results: an MLX argument is rebound (`arr[None] = result`, MLX's `arr[...] = result` without
   the squeeze and broadcast nodes it adds for a leading dimension of 1; its dtype checked when
   the recipe is made, its shape restored); a NumPy buffer is copied back in place.
-* nothing is evaluated: the launch adds one `CustomKernel` node (plus, when coverage is not
-  proven or for atomics, the merge) to MLX's lazy graph. The one exception is a debug build
-  with device asserts: its status output (the last output, after any written masks) is read
-  right after the launch, which waits for the kernel (`runtime/device_asserts.py`); and so
-  are the rare atomics above. A Metal compile error therefore
+* nothing is evaluated: the launch adds one `CustomKernel` node (plus the merge, combine or
+  decode ops of outputs that need the old contents) to MLX's lazy graph. The one exception is
+  a debug build with device asserts: its status output (the last output, after any written
+  masks) is read right after the launch, which waits for the kernel
+  (`runtime/device_asserts.py`). A Metal compile error therefore
   surfaces where the graph is evaluated, as MLX's `RuntimeError` whose diagnostics name the
   kernel's Python file and line (the MSL's `#line` directives); `metal_errors()` turns it into
   a `CompilationError` with the source line and caret.
@@ -79,7 +83,7 @@ import numpy as np
 
 from triton_metal.errors import LaunchError
 from triton_metal.runtime.device_asserts import has_asserts, read_status, warn_prints
-from triton_metal.runtime.host_arrays import picker
+from triton_metal.runtime.host_arrays import picker, share_elements
 from triton_metal.runtime.log import debug_level
 from triton_metal.runtime.mlx_op import inside_op, note_kernel
 
@@ -111,9 +115,9 @@ _FLOATS = ("float", "float16_t", "bfloat16_t")
 _COMBINABLE = ("add", "max", "min", "and", "or", "xor")
 _SHAPE = attrgetter("shape")
 _NO_START = (None, None)
+"""The start of an output that starts empty."""
 _READS_OLD = ("merge", "combine", "relative")
 """Output actions that need the array's old contents."""
-"""The `_atomic_start` of an output not updated atomically."""
 
 
 def _mlx() -> Any:
@@ -171,9 +175,21 @@ class MetalLauncher:
         self._coverage_values = picker([i for i, _ in self.coverage.scalars])
         self._unused_output = any(slot.arg < 0 for slot in plan.outputs)
         self._targets = picker([slot.arg for slot in plan.outputs])
-        self._atomic_slots = tuple((k, slot, self._fixed_start(slot)) for k, slot in enumerate(plan.outputs)
-                                   if slot.kind == "pointer_atomic")
-        """(output index, slot, its start when the kernel alone fixes it, else None)."""
+        self._reads_stored = frozenset(msl.metadata.get("reads_stored", ()) or ())
+        self._starts = _agreeing_starts([self._fixed_start(slot) for slot in plan.outputs], plan.outputs)
+        """Per output, (encoding or atomic kind, init_value) when it is kept relative to its
+        array or combined with it, else `_NO_START`: fixed per variant."""
+        self._written = tuple(k for k, slot in enumerate(plan.outputs) if slot.arg >= 0)
+        index = {name: i for i, name in enumerate(self.arg_names)}
+        self._read_after_write = tuple(
+            (index[a], index[b]) for a, b in msl.metadata.get("loads_after_writes", ()) or ()
+            if a in index and b in index)
+        """(read argument, written argument) pairs where a load of the first may follow a write
+        of the second: the two must not be one array here."""
+        array_inputs = {s.arg for s in plan.inputs if s.role == "array"}
+        self._appends_old = frozenset(k for k, slot in enumerate(plan.outputs) if slot.arg not in array_inputs)
+        """Outputs whose twin takes the array's old contents as one more input (a parameter also
+        read finds them in its own input)."""
         self.asserts = has_asserts(msl)
         _warn_unordered(msl, host_msl_version())
 
@@ -251,12 +267,17 @@ class MetalLauncher:
         memoised (`recipe.py`): a repeated launch gathers its inputs and old contents only."""
         if type(values) is not tuple:
             values = tuple(values)
-        targets, key, starts = self._recipe_key(values, grid)
+        targets, key = self._recipe_key(values, grid)
+        if len(self._written) > 1:
+            self._check_aliasing(targets)
+        if self._read_after_write:
+            for i, k in self._read_after_write:
+                if share_elements(values[i], values[k]):
+                    raise self._aliasing_error(self.arg_names[i], self.arg_names[k],
+                                               "reads one after writing the other")
         recipe = self._recipes.get(key)
         if recipe is None:
-            if starts is None:
-                starts = [_NO_START] * len(targets)
-            recipe = self._make_recipe(values, grid, targets, starts)
+            recipe = self._make_recipe(values, grid, targets, self._starts)
             if len(self._recipes) >= RECIPE_LIMIT:
                 self._recipes.clear()
             self._recipes[key] = recipe
@@ -265,28 +286,40 @@ class MetalLauncher:
             prepared.olds = olds = self._olds(recipe, targets)
             # the old contents of relative outputs are the twin's last inputs (codegen.kernel)
             prepared.inputs.extend(olds[k] for k, out in enumerate(recipe.outputs)
-                                   if out.action == "relative")
+                                   if out.action == "relative" and k in self._appends_old)
         return prepared
 
+    def _check_aliasing(self, targets: tuple[Any, ...]) -> None:
+        """Refuse two written arguments that are one array (or overlapping views of one NumPy
+        buffer): each has its own fresh output here, and one rebinding or copy-back would drop
+        the stores made through the other (in place they are one buffer)."""
+        written = [(k, targets[k]) for k in self._written]
+        if len({id(t) for _, t in written}) == len(written) and not any(
+                isinstance(t, np.ndarray) for _, t in written):
+            return
+        for i, (k, a) in enumerate(written):
+            for m, b in written[i + 1:]:
+                if share_elements(a, b):
+                    raise self._aliasing_error(self.plan.outputs[k].param, self.plan.outputs[m].param,
+                                               "writes both")
+
+    def _aliasing_error(self, first: str, second: str, what: str) -> LaunchError:
+        return LaunchError(
+            f"kernel '{self.kernel_name}': arguments '{first}' and '{second}' are the same array (or "
+            f"overlapping views of one buffer) and the kernel {what}; on the Metal path each written "
+            "argument gets its own output and loads read the contents from before the launch, so "
+            "the kernel would not see its own writes as one buffer. Pass separate arrays, or one "
+            "array through one parameter"
+        )
+
     def _recipe_key(self, values: tuple[object, ...], grid: tuple[int, int, int]
-                    ) -> tuple[tuple[Any, ...], tuple[object, ...], list[tuple[Any, Any]] | None]:
-        """(the output arguments, the key of the launch's recipe, each output's `_atomic_start`
-        when the kernel has atomic outputs): the key holds everything a recipe depends on that
-        is not fixed per launcher (module docstring), gathered in C where it can be."""
+                    ) -> tuple[tuple[Any, ...], tuple[object, ...]]:
+        """(the output arguments, the key of the launch's recipe): the key holds everything a
+        recipe depends on that is not fixed per launcher (module docstring), gathered in C."""
         if self._unused_output:  # a kernel that stores nothing: no output argument
-            return (None,), (grid, *self._coverage_values(values)), None
+            return (None,), (grid, *self._coverage_values(values))
         targets = self._targets(values)
-        key = (grid, *map(type, targets), *map(_SHAPE, targets), *self._coverage_values(values))
-        if not self._atomic_slots:
-            return targets, key, None
-        starts = [_NO_START] * len(targets)
-        for k, slot, fixed in self._atomic_slots:
-            if fixed is not None:  # the same for every launch: not part of the key
-                starts[k] = fixed
-                continue
-            starts[k] = kind, first = self._atomic_start(slot, targets[k])
-            key += (kind, first, math.copysign(1.0, first))  # -0.0 and 0.0 are equal keys
-        return targets, key, starts
+        return targets, (grid, *map(type, targets), *map(_SHAPE, targets), *self._coverage_values(values))
 
     def _make_recipe(self, values: Sequence[object], grid: tuple[int, int, int],
                      targets: tuple[Any, ...], starts: list[tuple[Any, Any]]) -> LaunchRecipe:
@@ -317,18 +350,11 @@ class MetalLauncher:
                 if tuple(value.shape) != shape:  # type: ignore[attr-defined]
                     out.final_shape = tuple(value.shape)  # type: ignore[attr-defined]
             if kind is not None:
-                if kind in ("xor", "sub"):
-                    out.action, out.kind = "relative", kind
-                elif kind:
-                    out.action, out.kind = "combine", kind
-                # else the output starts as the array itself (its one repeated value)
+                out.action, out.kind = ("relative" if kind in ("xor", "sub") else "combine"), kind
                 identities.add(first)
             else:
                 plain[slot.name] = size
             outputs.append(out)
-        if len(identities) > 1:
-            raise self._refuse("its atomic outputs need different starting values "
-                               f"({sorted(identities)})")
         first = next(iter(identities)) if identities else None
         masked = self._merged(values, grid, plain, outputs, shapes)
         unwritten = False
@@ -362,7 +388,9 @@ class MetalLauncher:
         """The outputs not proven written in full (merged through written masks); sets the
         shape the old contents of merged and combined outputs take."""
         verdicts = self.coverage(values, grid, plain) if plain else {}
-        masked = tuple(o for o, v in verdicts.items() if not v.proven)
+        # in the order of the outputs, which is the order of the twin's mask outputs
+        masked = tuple(out.slot.name for out in outputs if out.slot.name in verdicts
+                       and not verdicts[out.slot.name].proven)
         for out, shape in zip(outputs, shapes):
             if out.slot.name in masked:
                 out.action = "merge"
@@ -391,93 +419,30 @@ class MetalLauncher:
         return olds
 
     def _fixed_start(self, slot: OutputSlot) -> tuple[str, float] | None:
-        """(kind, init_value) for an atomically updated argument (or one loaded and stored under
-        a lock) when the kernel alone decides it: an operation whose identity starts the output,
-        combined with the old array afterwards; else "xor" or "sub" with 0 when the kernel needs
-        the array's contents (it loads them, uses the values atomics return, or exchanges) and
-        an encoding relative to them carries its operations. None: it depends on the array."""
+        """(kind, init_value) of an output that does not start empty (docs/runtime.md, "Exact
+        in-place memory"): an integer atomic operation whose identity starts the output,
+        combined with the old array afterwards, when the kernel neither reads, stores nor uses
+        the values atomics return there; else "xor" or "sub" with 0 for an output kept relative
+        to its array (every other atomically updated array, and arrays with a load that may
+        read what the kernel stored). None: the output starts empty (written in full, or merged
+        through a written mask)."""
+        if slot.kind == "pointer_inout" and slot.param in self._reads_stored:
+            return relative_encoding(slot.dtype, ()), 0.0  # type: ignore[return-value]
+        if slot.kind != "pointer_atomic":
+            return None
         info = self.atomics.get(slot.param, {})
         kinds = list(info.get("kinds", ()))
-        if (not info.get("loaded") and not info.get("result_used") and len(kinds) == 1
-                and kinds[0] in _COMBINABLE):
+        if (not info.get("loaded") and not info.get("result_used") and not info.get("stored")
+                and len(kinds) == 1 and kinds[0] in _COMBINABLE and slot.dtype not in _FLOATS):
             identity = atomic_identity(kinds[0], slot.dtype)
             if identity is not None:
                 return kinds[0], identity
         encoding = relative_encoding(slot.dtype, kinds)
-        if encoding is not None and self.twin is not None:
-            return encoding, 0.0
-        return None
-
-    def _atomic_start(self, slot: OutputSlot, value: object) -> tuple[str, float]:
-        """`_fixed_start`, else ("", v) when every element of the array holds the same value v,
-        which `init_value` can then reproduce exactly (this reads the array). Anything else is
-        refused."""
-        fixed = self._fixed_start(slot)
-        if fixed is not None:
-            return fixed
-        info = self.atomics.get(slot.param, {})
-        kinds = list(info.get("kinds", ()))
-        uniform = self._uniform_value(value, slot.dtype)
-        if uniform is not None:
-            return "", uniform
-        if not kinds:
+        if encoding is None:
             raise self._refuse(
-                f"'{slot.param}' is loaded and stored by programs that wait for each other through "
-                "atomics (a lock), so its loads must read the kernel's output, which must start as "
-                "the array's current contents: mx.fast.metal_kernel cannot provide them unless every "
-                "element holds one value (outputs start empty or at one scalar)"
-            )
-        if info.get("loaded"):
-            problem = "it also loads from the array"
-        elif info.get("result_used"):
-            problem = "it uses the old values the atomics return"
-        elif len(kinds) != 1:
-            problem = f"it mixes atomic operations ({', '.join(kinds) or 'none recorded'})"
-        elif kinds[0] not in _COMBINABLE:
-            problem = f"atomic_{kinds[0]} replaces values"
-        else:
-            problem = f"atomic_{kinds[0]} on {slot.dtype} has no starting value metal_kernel can express"
-        raise self._refuse(
-            f"'{slot.param}' is updated atomically and {problem}: that needs the array's "
-            "current contents in the kernel's output, which mx.fast.metal_kernel cannot "
-            "provide unless every element holds one value (outputs start empty or at one scalar)"
-        )
-
-    def _uniform_value(self, value: object, type_string: str) -> float | None:
-        """The one value every element of the array holds, if there is one that metal_kernel's
-        float `init_value` reproduces exactly (this evaluates the array)."""
-        if type_string == "bfloat16_t":
-            return None
-        if isinstance(value, np.ndarray):
-            flat = value.reshape(-1)
-            if flat.size == 0 or not (flat == flat[0]).all():
-                return None
-            first = flat[0].item()
-        else:
-            # An evaluation on the launch path, for the atomics no relative encoding carries:
-            # metal_kernel starts an output empty or at one scalar, so the array must be read
-            # to find its starting value.
-            mx = self.mx
-            flat = value.reshape(-1)  # type: ignore[attr-defined]
-            try:
-                if flat.size == 0 or not bool(mx.all(flat == flat[0]).item()):
-                    return None
-                first = flat[0].item()
-            except ValueError as error:  # inside mx.compile / mx.vmap / mx.export_function
-                raise LaunchError(
-                    f"kernel '{self.kernel_name}' updates an array through atomics that need its "
-                    "current contents and that no encoding relative to them carries (max, min, "
-                    "and, or, xor or float adds whose results are used, or 16-bit atomics), and "
-                    "mx.fast.metal_kernel can only start an output at one known value, which the "
-                    "launch must read from the array; it cannot inside an MLX function "
-                    f"transformation ({error}). Launch it outside the transformation"
-                ) from None
-        start = float(first)
-        if type_string not in _FLOATS and (start != first or abs(start) >= 2**24):
-            return None  # not exactly a float32
-        if type_string == "float" and start != start:
-            return None  # NaN: comparisons above cannot have held
-        return start
+                f"'{slot.param}' is updated by atomics ({', '.join(kinds)}) that must start from the "
+                f"array's contents, and no {slot.dtype} atomic can run relative to them")
+        return encoding, 0.0
 
     def _refuse(self, why: str) -> LaunchError:
         return LaunchError(
@@ -624,6 +589,21 @@ class MetalLauncher:
             if recipe.outputs[k].slot.dtype == "bfloat16_t":
                 result = result.view(self.mx.uint16)
             np.copyto(target, np.array(result).reshape(target.shape), casting="no")
+
+
+def _agreeing_starts(starts: list[tuple[str, float] | None], slots: Sequence[OutputSlot]
+                     ) -> list[tuple[Any, Any]]:
+    """The starts of a launch's outputs, made to agree on one `init_value` (metal_kernel has
+    one for every output): when an output kept relative starts at 0, an atomic combined from
+    another identity (`atomic_max` of int32 at -2**31) is kept relative too."""
+    relative = any(s is not None and s[0] in ("xor", "sub") for s in starts)
+    identities = {s[1] for s in starts if s is not None}
+    out: list[tuple[Any, Any]] = []
+    for start, slot in zip(starts, slots):
+        if start is not None and (relative or len(identities) > 1) and start[1] != 0.0:
+            start = (relative_encoding(slot.dtype, [start[0]]) or "xor", 0.0)
+        out.append(start if start is not None else _NO_START)
+    return out
 
 
 def _identity(*arrays: Any) -> list[Any]:

@@ -169,7 +169,8 @@ def buffer_count(msl: object) -> BufferCount:
     grid = 1 if metadata.get("grid_input") else 0
     status = 1 if metadata.get("assert_output") else 0
     masks = len(metadata.get("written_masks") or ())
-    contents = len(metadata.get("relative_outputs") or ())
+    # an output kept relative whose parameter is also read finds its old contents in its input
+    contents = sum(1 for old, _ in (metadata.get("relative_outputs") or {}).values() if old.endswith("_old"))
     scalars = sum(len(p.msl_inputs) for p in msl.params if p.kind == "scalar")  # type: ignore[attr-defined]
     read = len(msl.input_names) - scalars - grid - contents  # type: ignore[attr-defined]
     outputs = len(msl.output_names)  # type: ignore[attr-defined]

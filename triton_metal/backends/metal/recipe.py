@@ -9,9 +9,9 @@ its inputs (and the old contents a merge, combine or decode reads), calls the ke
 rebinds its outputs (`PreparedLaunch` holds those per-launch parts).
 
 A recipe depends on the launch's grid, on each output argument's type (NumPy buffer or MLX
-array) and shape, on the runtime scalars the coverage proof reads and on each atomic output's
-starting value (`MetalLauncher._atomic_start`, which may read the array): the key holds
-all of them. Everything else it reads is fixed per launcher (the compiled variant and its
+array) and shape and on the runtime scalars the coverage proof reads: the key holds all of
+them (each output's form but the coverage verdicts, and its starting value, is fixed per
+launcher: no array's contents are read). Everything else it reads is fixed per launcher (the compiled variant and its
 plan); in particular an argument's dtype is part of the variant's specialization, so an output
 array's dtype is checked once, when its recipe is made.
 
@@ -73,7 +73,7 @@ class LaunchRecipe:
     grid: tuple[int, int, int]
     threadgroup: tuple[int, int, int]
     init_value: float | None
-    """metal_kernel's `init_value`: an atomic identity or starting value, 0 for written masks or
+    """metal_kernel's `init_value`: an atomic identity, 0 for relative outputs, written masks or
     a device-assert status, else None."""
     outputs: tuple[OutputPlan, ...]
     masked: tuple[str, ...] = ()

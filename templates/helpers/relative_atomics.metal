@@ -1,0 +1,78 @@
+{# Atomics on an output kept relative to its array's contents (CodegenOptions.relative_outputs)
+   that the held difference does not carry as they are: a compare-and-swap loop that decodes
+   the held value against the element's old value `o`, applies the operation exactly as the
+   in-place atomic does (templates/helpers/atomic_cas.metal, atomic_half_word.metal), encodes
+   the result and swaps it in if nothing changed meanwhile. Each returns the element's old
+   value. "xor" holds `v ^ o`, "sub" the wrapping `v - o` (kernel.relative_encoding).
+   32-bit: `ops32` = [{c: "float", op: "max", enc: "xor"}] on the word as atomic_uint.
+   16-bit: `ops16` = [{t: "half", op: "add"}] on the aligned word holding the element (`shift`
+   0 for the low half, 16 for the high one), always "xor". #}
+{% macro next32(c, op) -%}
+{% if op == "add" and c == "float" %}old + v
+{%- elif op == "add" %}as_type<{{ c }}>(as_type<uint>(old) + as_type<uint>(v))
+{%- elif op == "max" and c == "float" %}((old >= v) || isnan(old)) ? old : v
+{%- elif op == "min" and c == "float" %}((old <= v) || isnan(old)) ? old : v
+{%- elif op == "max" %}max(old, v)
+{%- elif op == "min" %}min(old, v)
+{%- elif op == "and" %}old & v
+{%- elif op == "or" %}old | v
+{%- elif op == "xor" %}old ^ v
+{%- else %}v
+{%- endif %}
+{%- endmacro %}
+{% for a in ops32 %}
+inline {{ a.c }} km_rel_{{ a.op }}_{{ a.c }}_{{ a.enc }}(device atomic_uint* p, {{ a.c }} v, {{ a.c }} o) {
+  uint held = atomic_load_explicit(p, memory_order_relaxed);
+  while (true) {
+{% if a.enc == "xor" %}
+    {{ a.c }} old = as_type<{{ a.c }}>(held ^ as_type<uint>(o));
+    uint next = as_type<uint>({{ a.c }}({{ next32(a.c, a.op) }})) ^ as_type<uint>(o);
+{% else %}
+    {{ a.c }} old = as_type<{{ a.c }}>(held + as_type<uint>(o));
+    uint next = as_type<uint>({{ a.c }}({{ next32(a.c, a.op) }})) - as_type<uint>(o);
+{% endif %}
+    if (atomic_compare_exchange_weak_explicit(p, &held, next, memory_order_relaxed, memory_order_relaxed)) {
+      return old;
+    }
+  }
+}
+{% endfor %}
+{% for a in ops16 %}
+{% set t = a.t %}
+{% if a.op == "cas" %}
+inline {{ t }} km_rel16_cas_{{ t }}(device atomic_uint* w, uint shift, {{ t }} cmp, {{ t }} val, {{ t }} o) {
+{% else %}
+inline {{ t }} km_rel16_{{ a.op }}_{{ t }}(device atomic_uint* w, uint shift, float v, {{ t }} o) {
+{% endif %}
+  uint word = atomic_load_explicit(w, memory_order_relaxed);
+  ushort ob = as_type<ushort>(o);
+  while (true) {
+    {{ t }} old = as_type<{{ t }}>(ushort(ushort(word >> shift) ^ ob));
+{% if a.op == "cas" %}
+    if (as_type<ushort>(old) != as_type<ushort>(cmp)) {
+      return old;
+    }
+    {{ t }} next = val;
+{% elif a.op == "max" %}
+    if ((float(old) >= v) || isnan(float(old))) {
+      return old;
+    }
+    {{ t }} next = {{ t }}(v);
+{% elif a.op == "min" %}
+    if ((float(old) <= v) || isnan(float(old))) {
+      return old;
+    }
+    {{ t }} next = {{ t }}(v);
+{% elif a.op == "add" %}
+    {{ t }} next = {{ t }}(float(old) + v);
+{% else %}
+    {{ t }} next = {{ t }}(v);
+{% endif %}
+    uint bits = uint(ushort(as_type<ushort>(next) ^ ob)) << shift;
+    if (atomic_compare_exchange_weak_explicit(w, &word, (word & ~(0xFFFFu << shift)) | bits, memory_order_relaxed,
+                                              memory_order_relaxed)) {
+      return old;
+    }
+  }
+}
+{% endfor %}
