@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 from triton_metal.errors import CompilationError
 from triton_metal.ir import BlockArgument, Op
-from triton_metal.ir.ops import tt_debug
+from triton_metal.ir.ops import scf, tt_debug
 from triton_metal.ir.ops import tt_memory as mem
 from triton_metal.ir.pointers import pointer_roots
 from triton_metal.ir.types import PointerType, ScalarType, element_type
