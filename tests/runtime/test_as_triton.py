@@ -42,7 +42,17 @@ def test_installing_again_keeps_the_installed_module():
     import triton
 
     assert triton_metal.install_as_triton() is triton
-    assert not hasattr(triton, "__file__") and triton.jit is triton_metal.jit
+    assert triton.__file__ == triton_metal.__file__ and triton.jit is triton_metal.jit
+
+
+def test_active_torch_device_is_where_tensors_run_in_place():
+    torch = pytest.importorskip("torch")
+    from triton.runtime import driver
+
+    device = driver.active.get_active_torch_device()
+    assert isinstance(device, torch.device)
+    assert device.type == ("mps" if torch.backends.mps.is_available() else "cpu")
+    assert torch.zeros(2, device=device).device.type == device.type
 
 
 def test_perf_report_tables(tmp_path, capsys):
@@ -77,6 +87,13 @@ def test_environment_opt_in_and_script_runner(tmp_path):
     script = tmp_path / "uses_triton.py"
     script.write_text("import sys, triton\nprint(triton.__version__, sys.argv[1:])\n")
     env.pop("TRITON_METAL_AS_TRITON")
-    out = subprocess.run([sys.executable, "-m", "triton_metal.as_triton", str(script), "a"],
+    out = subprocess.run([sys.executable, "-W", "default", "-m", "triton_metal.as_triton", str(script), "a"],
                          env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip().endswith("['a']") and out.stdout.startswith("3.")
+    assert "Warning" not in out.stderr  # runpy's "found in sys.modules" warning included
+    usage = subprocess.run([sys.executable, "-W", "default", "-m", "triton_metal.as_triton", "--help"],
+                           env=env, capture_output=True, text=True)
+    assert usage.returncode == 0 and usage.stdout.startswith("usage: python -m triton_metal.as_triton")
+    assert usage.stderr == ""
+    bare = subprocess.run([sys.executable, "-m", "triton_metal.as_triton"], env=env, capture_output=True, text=True)
+    assert bare.returncode == 2 and "usage:" in bare.stderr

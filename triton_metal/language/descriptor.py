@@ -13,8 +13,9 @@ read as zero (`padding_option="zero"`, Triton's default) or NaN (`"nan"`). A sto
 the elements inside the shape. `block_shape` is compile-time; `shape`, `strides` and `offsets`
 may be run-time values. Unlike TMA, no alignment or contiguity is required of the strides.
 
-Descriptors passed from the host (`triton.tools.tensor_descriptor.TensorDescriptor`) are not
-supported: make the descriptor in the kernel from a pointer and the sizes.
+A descriptor made on the host (`triton.tools.tensor_descriptor.TensorDescriptor`) and passed
+as an argument arrives as this same object, over its base pointer, shape and strides
+(runtime/descriptors.py).
 """
 
 from __future__ import annotations

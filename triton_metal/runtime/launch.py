@@ -33,7 +33,10 @@ from .grid import Grid3
 from .host_arrays import PLAIN_TYPES, metal_values, numpy_buffer
 from .log import debug_level, log
 from .signature import kernel_signature
-from .specialization import ArgSpec, ConstexprArg, PointerArg, ReinterpretedArray, SpecializationKey
+from .descriptors import flat_names, flattening, has_descriptors, interpreter_descriptor
+from .specialization import (
+    ArgSpec, ConstexprArg, DescriptorArg, PointerArg, ReinterpretedArray, SpecializationKey,
+)
 from .torch_arrays import host_view, is_tensor
 
 
@@ -47,12 +50,22 @@ def to_launch_args(
             value = fact.value
         elif isinstance(value, np.generic):
             value = value.item()
-        elif isinstance(fact, PointerArg) and is_tensor(value):
-            value = host_view(value, name)
-        if isinstance(fact, PointerArg) and isinstance(value, (np.ndarray, ReinterpretedArray)):
-            numpy_buffer(value, name)  # refused as the compiled backends refuse it (strides)
+        elif isinstance(fact, PointerArg):
+            value = _host_array(value, name)
+        elif isinstance(fact, DescriptorArg):
+            value = interpreter_descriptor(value, lambda base: _host_array(base, f"{name}.base"))
         args[name] = value
     return args
+
+
+def _host_array(value: object, name: str) -> object:
+    """What the interpreter reads through an array argument: a torch CPU tensor's NumPy view;
+    a NumPy view the compiled backends cannot pass is refused as they refuse it (strides)."""
+    if is_tensor(value):
+        value = host_view(value, name)
+    if isinstance(value, (np.ndarray, ReinterpretedArray)):
+        numpy_buffer(value, name)
+    return value
 
 
 def launch_on_interpreter(kernel: Any, grid: Grid3, args: dict[str, object]) -> None:
@@ -125,22 +138,31 @@ def _twin(kernel: Any, compiled: CompiledKernel) -> Any:
 
 
 def make_launcher(kernel: Any, compiled: CompiledKernel) -> Any:
+    facts = compiled.key.args
+    if compiled.key.backend == INTERPRETER or not has_descriptors(facts):
+        return _make_launcher(kernel, compiled, kernel.arg_names)
+    # host tensor descriptors travel as their parts (runtime/descriptors.py)
+    names = flat_names(kernel.__name__, kernel.arg_names, facts)
+    return flattening(_make_launcher(kernel, compiled, names), facts)
+
+
+def _make_launcher(kernel: Any, compiled: CompiledKernel, arg_names: list[str]) -> Any:
     backend = compiled.key.backend
     if backend == EMULATOR:
         from .launch_emulator import EmulatorLauncher
 
-        return EmulatorLauncher(compiled.msl, kernel.arg_names, kernel.__name__,
+        return EmulatorLauncher(compiled.msl, arg_names, kernel.__name__,
                                 twin=_twin(kernel, compiled))
     if backend == TORCH_MPS:
         from .launch_torch_mps import TorchMpsLauncher
 
-        return TorchMpsLauncher(compiled.msl, kernel.arg_names)
+        return TorchMpsLauncher(compiled.msl, arg_names)
     if backend == METAL:
         from ..backends.metal import LaunchPlan, MetalLauncher
 
-        launcher = MetalLauncher(compiled.msl, LaunchPlan.of(compiled.msl, kernel.arg_names), kernel.arg_names,
+        launcher = MetalLauncher(compiled.msl, LaunchPlan.of(compiled.msl, arg_names), arg_names,
                                  twin=_twin(kernel, compiled))
-        names = tuple(kernel.arg_names)
+        names = tuple(arg_names)
 
         def metal(values: tuple[object, ...], grid: Grid3) -> None:
             if PLAIN_TYPES.issuperset(map(type, values)):  # metal_values' own check, inlined
