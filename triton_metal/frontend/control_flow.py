@@ -217,12 +217,12 @@ class ControlFlowMixin:
                 for name, value in other.items():
                     if name in fixed or value is before.get(name, _MISSING):
                         continue
-                    fixed[name] = self.placeholder(value) if self._carriable(value) else value
+                    fixed[name] = self.placeholder(value, before) if self._carriable(value) else value
             scopes[i] = fixed
         for i in (0, 1):
             if RET in scopes[1 - i] and RET not in scopes[i]:
                 with self.builder.insertion_block(blocks[i]):
-                    scopes[i][RET] = self.placeholder(scopes[1 - i][RET])
+                    scopes[i][RET] = self.placeholder(scopes[1 - i][RET], before)
 
     def visit_IfExp(self: CodeGenerator, node: ast.IfExp) -> Any:
         cond = self.visit(node.test)
@@ -320,7 +320,7 @@ class ControlFlowMixin:
         except ReturnSlotNeeded as need:
             del block.ops[mark:]
             self.scope, self.poisoned, self.returned = scope, poisoned, False
-            self.scope[RET] = self.placeholder(need.value)
+            self.scope[RET] = self.placeholder(need.value, scope)
             visit(node)
 
     def _end_loop_body(self: CodeGenerator, carried: _Carried) -> None:

@@ -401,4 +401,6 @@ def jit(
     return decorator
 
 
-__all__ = ["JITFunction", "jit"]
+from ..language.jit_marker import ConstexprFunction, constexpr_function  # noqa: E402 - Triton's home of them
+
+__all__ = ["ConstexprFunction", "JITFunction", "constexpr_function", "jit"]
