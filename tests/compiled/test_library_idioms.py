@@ -128,3 +128,78 @@ def no_pointer_before_return(x_ptr, n):
 def test_a_pointer_with_no_value_of_its_type_before_the_return_is_refused():
     with pytest.raises(CompilationError, match="no pointer of its type is defined before"):
         run_both(no_pointer_before_return, (1,), x_ptr=np.zeros(1, np.float32), n=1)
+
+
+@triton.jit
+def _to_block(x):
+    return x + tl.zeros((1,), tl.int1)  # a scalar as a 1-element block: only its dtype is read
+
+
+@triton.jit
+def _max_with_last_index(a, ia, b, ib):
+    """Running maximum keeping the right-most index of ties; NaN wins (a NaN-aware combine)."""
+    take_a = a > b
+    same = a == b
+    if _to_block(a).dtype.is_floating():
+        a_nan = a != a
+        b_nan = b != b
+        take_a |= a_nan and not b_nan
+        same |= a_nan and b_nan
+    take_a |= same & (ia > ib)
+    return tl.where(take_a, a, b), tl.where(take_a, ia, ib)
+
+
+@triton.jit
+def running_max(x_ptr, out_ptr, idx_ptr, block_max_ptr, block_idx_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=-float("inf"))
+    v, i = tl.associative_scan((x, offs), 0, _max_with_last_index)
+    m, mi = tl.reduce((x, offs), 0, _max_with_last_index)
+    tl.store(out_ptr + offs, v, mask=offs < n)
+    tl.store(idx_ptr + offs, i, mask=offs < n)
+    tl.store(block_max_ptr + tl.program_id(0), m)
+    tl.store(block_idx_ptr + tl.program_id(0), mi)
+
+
+def test_scan_and_reduce_whose_combine_makes_a_block_of_a_scalar():
+    x = np.array([1, 3, 2, 3, 5, 0, 5, 4, 9, np.nan, 2, 9], np.float32)
+    out, idx = np.zeros(12, np.float32), np.zeros(12, np.int32)
+    bmax, bidx = np.zeros(2, np.float32), np.zeros(2, np.int32)
+    run_both(running_max, (2,), x_ptr=x, out_ptr=out, idx_ptr=idx, block_max_ptr=bmax, block_idx_ptr=bidx,
+             n=12, BLOCK=8)
+    ref, ref_idx = np.empty(12, np.float32), np.empty(12, np.int32)
+    for start in (0, 8):  # per block, NaN-aware, ties to the later index
+        best, at = -np.inf, -1
+        for j in range(start, min(start + 8, 12)):
+            if np.isnan(x[j]) or not np.isnan(best) and x[j] >= best:
+                best, at = x[j], j
+            ref[j], ref_idx[j] = best, at
+    np.testing.assert_array_equal(out, ref)
+    np.testing.assert_array_equal(idx, ref_idx)
+    np.testing.assert_array_equal(bmax, [ref[7], ref[11]])
+    np.testing.assert_array_equal(bidx, [ref_idx[7], ref_idx[11]])
+
+
+@triton.jit
+def checked_copy(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0)
+    assert x >= 0, "negative input"  # a tensor condition: Triton's device assert
+    assert BLOCK >= 16, "block too small"  # a compile-time condition
+    tl.store(out_ptr + offs, x, mask=offs < n)
+
+
+def test_python_assert_on_a_tensor_is_a_device_assert(monkeypatch):
+    x = np.arange(10, dtype=np.int32)
+    out = np.zeros(10, np.int32)
+    run_both(checked_copy, (1,), x_ptr=x, out_ptr=out, n=10, BLOCK=16)
+    np.testing.assert_array_equal(out, x)
+    kernel = triton.jit(checked_copy.fn)
+    x[3] = -1
+    with pytest.raises(triton.DeviceAssertionError, match="negative input"):
+        kernel[(1,)](x, out, 10, BLOCK=16, debug=True)
+    monkeypatch.setenv("TRITON_METAL_INTERPRET", "1")
+    with pytest.raises(triton.InterpreterError, match="device_assert failed at index \\(3,\\): negative input"):
+        kernel[(1,)](x, out, 10, BLOCK=16)
+    with pytest.raises(CompilationError, match="assertion failed: block too small"):
+        kernel[(1,)](x, out, 10, BLOCK=8)

@@ -7,6 +7,8 @@ differ, so that a program means in the interpreter what it means compiled:
 * `a and b`, `a or b`, `not a`: on tensors, elementwise logical operations (compile-time operands
   short-circuit as in Python), the front end's rule.
 * `is`, `is not` and `isinstance` see through `tl.constexpr`, as the front end's do.
+* `assert cond, msg`: a device assert when `cond` is a tensor (as Triton reads it), else a
+  compile-time check, as the front end's.
 
 Arguments follow the front end too: a helper receives every non-tensor argument as a
 `tl.constexpr` (so `DTYPE.value` works), and so does a kernel's compile-time parameter.
@@ -93,6 +95,20 @@ class _Runtime:
     def isinstance(obj: Any, classes: Any) -> bool:
         return isinstance(_unwrap(obj), _unwrap(classes))
 
+    @staticmethod
+    def assert_(cond: Any, msg: Any) -> None:
+        """`assert cond, msg`: a device assert of a tensor condition (Triton's meaning), a
+        compile-time check of any other value, as the front end's `visit_Assert`."""
+        text = str(_unwrap(msg))
+        if isinstance(cond, tensor):
+            sem = current_semantic()
+            assert sem is not None  # the interpreter runs bodies under its semantic
+            sem.device_assert(cond, text)
+        elif not _unwrap(cond):
+            from triton_metal.errors import CompilationError
+
+            raise CompilationError(f"assertion failed: {text}" if text else "assertion failed")
+
 
 # -- the rewrite -------------------------------------------------------------------------------
 
@@ -152,6 +168,11 @@ class _Rewriter(ast.NodeTransformer):
             negate = ast.copy_location(ast.Constant(isinstance(node.ops[0], ast.IsNot)), node)
             return _call("is_", [node.left, node.comparators[0], negate], node)
         return node
+
+    def visit_Assert(self, node: ast.Assert) -> ast.AST:
+        self.generic_visit(node)
+        msg = node.msg if node.msg is not None else ast.copy_location(ast.Constant(""), node)
+        return ast.copy_location(ast.Expr(value=_call("assert_", [node.test, msg], node)), node)
 
     def visit_Call(self, node: ast.Call) -> ast.AST:
         self.generic_visit(node)
