@@ -97,3 +97,40 @@ def test_environment_opt_in_and_script_runner(tmp_path):
     assert usage.stderr == ""
     bare = subprocess.run([sys.executable, "-m", "triton_metal.as_triton"], env=env, capture_output=True, text=True)
     assert bare.returncode == 2 and "usage:" in bare.stderr
+
+
+def test_modules_that_torch_inductor_imports_from_triton():
+    """PyTorch treats an importable `triton` as Triton: `torch.compiler.disable` (Liger-Kernel's
+    ops use it) imports torch._inductor, which imports these at module level."""
+    import triton
+    import triton.backends.compiler
+    import triton.compiler.compiler
+    from triton.compiler import CompiledKernel
+    from triton.language import core
+    from triton.runtime.jit import JITFunction, KernelInterface
+
+    from triton_metal.runtime.cache import CompiledKernel as Ours
+
+    assert CompiledKernel is Ours and issubclass(JITFunction, KernelInterface)
+    assert triton.backends.compiler.GPUTarget("metal", "apple", 32).warp_size == 32
+    key = triton.compiler.compiler.triton_key()
+    assert key.startswith("triton_metal-") and key == triton.compiler.compiler.triton_key()
+    import inspect
+
+    # every builtin answers through triton.language.core, as in Triton (the same objects)
+    assert core.view is triton.language.view and core.reshape is triton.language.reshape
+    assert "_semantic" in inspect.signature(core.view).parameters and core.CONSTEXPR_0 == 0
+
+
+def test_torch_inductor_imports_under_the_swap():
+    pytest.importorskip("torch")
+    import subprocess
+
+    probe = (
+        "import triton_metal; triton_metal.install_as_triton()\n"
+        "from torch._inductor.runtime import triton_compat as tc\n"
+        "from triton_metal.runtime.cache import CompiledKernel\n"
+        "print(tc.HAS_TRITON, tc.CompiledKernel is CompiledKernel)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True", "True"]

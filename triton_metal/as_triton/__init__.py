@@ -42,7 +42,9 @@ _ALIASES = {
     "triton.runtime.driver": "triton_metal.runtime.driver_stub",
     "triton.runtime.errors": "triton_metal.errors",
     "triton.compiler": "triton_metal.runtime.compiler",
+    "triton.compiler.compiler": "triton_metal.runtime.compiler",
     "triton.compiler.errors": "triton_metal.errors",
+    "triton.backends.compiler": "triton_metal.runtime.driver_stub",
 }
 
 

@@ -58,7 +58,18 @@ def _is_constexpr_annotation(annotation: object) -> bool:
     )
 
 
-class JITFunction(JITCallable):
+class KernelInterface:
+    """Triton's base of launchable kernels (`triton.runtime.jit.KernelInterface`):
+    `kernel[grid](*args)` is `kernel.run(*args, grid=grid, warmup=False)`."""
+
+    def run(self, *args: object, grid: GridSpec, warmup: bool, **kwargs: object) -> Any:
+        raise NotImplementedError
+
+    def __getitem__(self, grid: GridSpec) -> Callable[..., Any]:
+        return lambda *args, **kwargs: self.run(*args, grid=grid, warmup=False, **kwargs)
+
+
+class JITFunction(KernelInterface, JITCallable):
     """A `@jit` kernel: launch it with `kernel[grid](*args, **kwargs)`."""
 
     def __init__(
@@ -403,4 +414,4 @@ def jit(
 
 from ..language.jit_marker import ConstexprFunction, constexpr_function  # noqa: E402 - Triton's home of them
 
-__all__ = ["ConstexprFunction", "JITFunction", "constexpr_function", "jit"]
+__all__ = ["ConstexprFunction", "JITFunction", "KernelInterface", "constexpr_function", "jit"]
