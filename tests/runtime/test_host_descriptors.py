@@ -19,11 +19,16 @@ from triton_metal.tools.tensor_descriptor import TensorDescriptor  # noqa: E402
 
 
 @triton_metal.jit
-def scaled_tiles(src, dst, scale, BM: tl.constexpr, BN: tl.constexpr):
-    """dst's block = src's block * scale, one block per program (2-D grid)."""
+def _scale_block(src, dst, scale, BM: tl.constexpr, BN: tl.constexpr):
     m0 = tl.program_id(0) * BM
     n0 = tl.program_id(1) * BN
     dst.store([m0, n0], src.load([m0, n0]) * scale)
+
+
+@triton_metal.jit
+def scaled_tiles(src, dst, scale, BM: tl.constexpr, BN: tl.constexpr):
+    """dst's block = src's block * scale, one block per program (2-D grid)."""
+    _scale_block(src, dst, scale, BM, BN)
 
 
 @triton_metal.jit
@@ -141,3 +146,23 @@ def test_importable_as_triton_tools():
 
     assert Imported is TensorDescriptor
     assert triton.tools.tensor_descriptor.TensorDescriptor is TensorDescriptor
+
+
+def _block_shapes_of_the_config(nargs):
+    """Tutorial 06's pre-hook: the descriptors were made with a placeholder block shape."""
+    nargs["src"].block_shape = [nargs["BM"], nargs["BN"]]
+    nargs["dst"].block_shape = [nargs["BM"], nargs["BN"]]
+
+
+@triton_metal.autotune([triton_metal.Config({"BM": 8, "BN": 16}, pre_hook=_block_shapes_of_the_config)], key=[])
+@triton_metal.jit
+def tuned_scaled_tiles(src, dst, scale, BM: tl.constexpr, BN: tl.constexpr):
+    _scale_block(src, dst, scale, BM, BN)
+
+
+def test_block_shapes_set_by_an_autotuning_pre_hook(backend):
+    x = torch.randn(20, 16)
+    y = torch.zeros(20, 16)
+    src, dst = (TensorDescriptor(t, list(t.shape), list(t.stride()), [1, 1]) for t in (x, y))
+    tuned_scaled_tiles[lambda meta: (triton_metal.cdiv(20, meta["BM"]), 1)](src, dst, -1.0)
+    assert torch.equal(y, -x) and src.block_shape == [8, 16]
