@@ -181,8 +181,6 @@ REFUSED = [
     ("tl.dot_scaled(None, None, 'e4m3', None, None, 'e4m3')", "microscaling"),
     ("tl.inline_asm_elementwise('', '', [], tl.float32, True, 1)", "inline PTX"),
     ("tl.extra.libdevice.log1p(1.0)", "the Metal standard library has no such function"),
-    ("tl.sort(tl.arange(0, 4))", "not supported yet"),
-    ("tl.topk(tl.arange(0, 4), 2)", "not supported yet"),
     ("tl.zeros((4,), tl.float8e4nv)", "float8e4nv is not supported on Apple GPUs"),
     ("tl.arange(0, 4).to(tl.float64)", "no fp64"),
     ("tl.load(tl.arange(0, 4))", "needs a pointer"),

@@ -3,7 +3,7 @@
 Everything a kernel calls lives here with Triton's names and signatures: dtypes, `constexpr`,
 `tensor`, the builtins (`load`, `store`, `arange`, `dot`, `sum`, ...), `tl.math`, `tl.random`'s
 Philox generators, `tl.extra.libdevice` on the Metal standard library, and the names
-triton_metal refuses with a precise message (block pointers, fp8, `sort`, ...).
+triton_metal refuses with a precise message (block pointers, fp8, ...).
 """
 
 from __future__ import annotations
@@ -157,7 +157,6 @@ from .unsupported import (
     atomic_load,
     atomic_poll,
     atomic_store,
-    bitonic_merge,
     dot_scaled,
     float8e4b8,
     float8e4b15,
@@ -167,9 +166,8 @@ from .unsupported import (
     inline_asm_elementwise,
     make_block_ptr,
     map_elementwise,
-    sort,
-    topk,
 )
+from .sort import bitonic_merge, sort, topk
 
 const = constexpr  # Triton exports `tl.const` for constant pointer annotations
 
