@@ -4,15 +4,12 @@ returns the variant on every backend, `_init_handles()`, `n_regs`, `n_spills`,
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")  # the `torch` extra; CI installs it
 
 import triton_metal  # noqa: E402
-from triton_metal.backends.torch_mps.standin import RecordingCompiler  # noqa: E402
 
 triton = triton_metal.install_as_triton()
 import triton.language as tl  # noqa: E402
@@ -30,20 +27,7 @@ def row_softmax(out_ptr, in_ptr, in_stride, out_stride, n_rows, n_cols,
         tl.store(out_ptr + row * out_stride + cols, e / tl.sum(e, axis=0), mask=cols < n_cols)
 
 
-@pytest.fixture(params=["emulator", "interpret", "torch_mps"])
-def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    if request.param == "interpret":
-        monkeypatch.setenv("TRITON_METAL_INTERPRET", "1")
-    if request.param != "torch_mps":
-        yield request.param
-        return
-    monkeypatch.setenv("TRITON_METAL_BACKEND", "torch_mps")
-    with RecordingCompiler().installed() as recorder:
-        yield request.param
-    assert recorder.calls
-
-
-def test_persistent_softmax_sized_from_the_warmed_up_variant(backend):
+def test_persistent_softmax_sized_from_the_warmed_up_variant(torch_backend):
     device = driver.active.get_active_torch_device()
     props = driver.active.utils.get_device_properties(device.index)
     torch.manual_seed(0)

@@ -4,8 +4,6 @@ recording stand-in), NumPy and MLX arrays, against torch / NumPy; Triton's host 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import numpy as np
 import pytest
 
@@ -13,7 +11,6 @@ torch = pytest.importorskip("torch")  # the `torch` extra; CI installs it
 
 import triton_metal  # noqa: E402
 import triton_metal.language as tl  # noqa: E402
-from triton_metal.backends.torch_mps.standin import RecordingCompiler  # noqa: E402
 from triton_metal.errors import LaunchError  # noqa: E402
 from triton_metal.tools.tensor_descriptor import TensorDescriptor  # noqa: E402
 
@@ -48,20 +45,7 @@ def shifted_copy(x, y, n, shift, BLOCK: tl.constexpr):
     yd.store([start], xd.load([start + shift]))
 
 
-@pytest.fixture(params=["emulator", "interpret", "torch_mps"])
-def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    if request.param == "interpret":
-        monkeypatch.setenv("TRITON_METAL_INTERPRET", "1")
-    if request.param != "torch_mps":
-        yield request.param
-        return
-    monkeypatch.setenv("TRITON_METAL_BACKEND", "torch_mps")
-    with RecordingCompiler().installed() as recorder:
-        yield request.param
-    assert recorder.calls
-
-
-def test_from_tensor_and_an_explicit_shape_over_a_strided_view(backend):
+def test_from_tensor_and_an_explicit_shape_over_a_strided_view(torch_backend):
     torch.manual_seed(0)
     x = torch.randn(37, 56)[:, :50]  # rows 56 floats apart: 224 bytes, a multiple of 16
     y = torch.full((40, 56), 7.0)
@@ -73,7 +57,7 @@ def test_from_tensor_and_an_explicit_shape_over_a_strided_view(backend):
     assert torch.all(y[37:] == 7.0) and torch.all(y[:, 50:] == 7.0)  # outside the shape: untouched
 
 
-def test_reads_past_the_shape_are_padding(backend):
+def test_reads_past_the_shape_are_padding(torch_backend):
     x, y = torch.arange(1.0, 41.0), torch.full((48,), -1.0)
     shifted_copy[(3,)](TensorDescriptor.from_tensor(x, [16]), TensorDescriptor.from_tensor(y[:40], [16]),
                        40, 5, BLOCK=16)
@@ -85,13 +69,13 @@ def test_reads_past_the_shape_are_padding(backend):
     assert torch.equal(nan[:35], x[5:]) and torch.isnan(nan[35:]).all()
 
 
-def test_a_pointer_and_a_descriptor_in_one_helper(backend):
+def test_a_pointer_and_a_descriptor_in_one_helper(torch_backend):
     x, y = torch.randn(64), torch.zeros(64)
     shifted_copy[(4,)](TensorDescriptor.from_tensor(x, [16]), y, 64, 0, BLOCK=16)
     assert torch.equal(y, x)
 
 
-def test_block_shape_set_before_each_launch_selects_the_variant(backend):
+def test_block_shape_set_before_each_launch_selects_the_variant(torch_backend):
     """As autotuning pre-hooks do: the descriptor made with a placeholder block shape, which is
     set to the config's before the launch."""
     x = torch.randn(100)
@@ -160,7 +144,7 @@ def tuned_scaled_tiles(src, dst, scale, BM: tl.constexpr, BN: tl.constexpr):
     _scale_block(src, dst, scale, BM, BN)
 
 
-def test_block_shapes_set_by_an_autotuning_pre_hook(backend):
+def test_block_shapes_set_by_an_autotuning_pre_hook(torch_backend):
     x = torch.randn(20, 16)
     y = torch.zeros(20, 16)
     src, dst = (TensorDescriptor(t, list(t.shape), list(t.stride()), [1, 1]) for t in (x, y))
