@@ -19,7 +19,7 @@ from .calls import check_parameters, is_constexpr_annotation, visible_globals
 from .code_generator import CodeGenerator, FunctionSource
 from .ir_builder import IRBuilder, ir_type
 from .refusals import refusal
-from .signature import KernelSignature, Param, ParamConstexpr, ParamDescriptor, ParamType
+from .signature import KernelSignature, Param, ParamConstexpr, ParamDescriptor, ParamTuple, ParamType, leaves
 
 
 def compile_to_ir(kernel: JITCallable, signature: KernelSignature) -> Module:
@@ -51,7 +51,7 @@ def compile_to_ir(kernel: JITCallable, signature: KernelSignature) -> Module:
     semantic = Semantic(builder)
     gen = CodeGenerator(builder, semantic, source, visible_globals(kernel), name, (kernel,), signature.debug)
 
-    runtime = [(n, s) for p, spec in zip(params, signature.params) for n, s in _flat(p, spec)
+    runtime = [(n, s) for p, spec in zip(params, signature.params) for n, s in leaves(p, spec)
                if isinstance(s, ParamType)]
     builder.set_loc(source.loc(fdef))
     func = builder.create_func(
@@ -62,12 +62,7 @@ def compile_to_ir(kernel: JITCallable, signature: KernelSignature) -> Module:
     )
     args = iter(func.body.block.args)
     for p, s in zip(params, signature.params):
-        if isinstance(s, ParamDescriptor):
-            base, *ints = (_entry(e, args) for _, e in s.parts(p))
-            rank = len(s.block_shape)
-            gen.scope[p] = tensor_descriptor(base, ints[:rank], ints[rank:], list(s.block_shape), s.padding)
-        else:
-            gen.scope[p] = _entry(s, args)
+        gen.scope[p] = _value(s, args)
 
     with active_semantic(semantic):
         gen.begin_body(fdef.body)
@@ -82,16 +77,18 @@ def compile_to_ir(kernel: JITCallable, signature: KernelSignature) -> Module:
     return module
 
 
-def _flat(name: str, spec: Param) -> tuple[tuple[str, Param], ...]:
-    """The entries a parameter contributes to the function's arguments (a descriptor: its
-    base, shape and strides)."""
-    return spec.parts(name) if isinstance(spec, ParamDescriptor) else ((name, spec),)
-
-
-def _entry(spec: Param, args: Iterator[Any]) -> Any:
-    """The kernel's value for a run-time argument (the next function argument) or a constexpr."""
+def _value(spec: Param, args: Iterator[Any]) -> Any:
+    """The kernel's value of a parameter, taking its run-time parts from the function's
+    arguments in order (`signature.leaves`): a tensor, a constexpr, a `tl.tensor_descriptor` or
+    a tuple of those."""
     if isinstance(spec, ParamType):
         return tlc.tensor(next(args), spec.ty)
+    if isinstance(spec, ParamDescriptor):
+        base, *ints = (_value(e, args) for _, e in spec.parts(""))
+        rank = len(spec.block_shape)
+        return tensor_descriptor(base, ints[:rank], ints[rank:], list(spec.block_shape), spec.padding)
+    if isinstance(spec, ParamTuple):
+        return tuple(_value(e, args) for e in spec.elements)
     assert isinstance(spec, ParamConstexpr)
     return tlc.constexpr(spec.value)
 

@@ -75,7 +75,26 @@ def descriptor_part_names(name: str, rank: int) -> tuple[str, ...]:
     )
 
 
-Param = ParamType | ParamConstexpr | ParamDescriptor
+@dataclass(frozen=True)
+class ParamTuple:
+    """A tuple argument: the kernel sees a Python tuple of its elements' values."""
+
+    elements: tuple[Any, ...]
+    """One `Param` per element (nested `ParamTuple`s and `ParamDescriptor`s included)."""
+
+
+Param = ParamType | ParamConstexpr | ParamDescriptor | ParamTuple
+
+
+def leaves(name: str, spec: Param) -> list[tuple[str, ParamType | ParamConstexpr]]:
+    """The run-time and compile-time entries a parameter is made of, named as the compiled
+    kernel's arguments: a descriptor's base, shape and strides (`descriptor_part_names`), a
+    tuple's elements as `<name>_<i>`, recursively."""
+    if isinstance(spec, ParamDescriptor):
+        return list(spec.parts(name))
+    if isinstance(spec, ParamTuple):
+        return [leaf for i, e in enumerate(spec.elements) for leaf in leaves(f"{name}_{i}", e)]
+    return [(name, spec)]
 
 
 @dataclass(frozen=True)

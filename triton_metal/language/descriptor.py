@@ -15,7 +15,7 @@ may be run-time values. Unlike TMA, no alignment or contiguity is required of th
 
 A descriptor made on the host (`triton.tools.tensor_descriptor.TensorDescriptor`) and passed
 as an argument arrives as this same object, over its base pointer, shape and strides
-(runtime/descriptors.py).
+(runtime/flat_args.py).
 """
 
 from __future__ import annotations

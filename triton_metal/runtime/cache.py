@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .host_arrays import arrays_need_64bit_indices, picker
-from .specialization import DescriptorArg, PointerArg, SpecializationKey
+from .specialization import DescriptorArg, PointerArg, SpecializationKey, TupleArg
 
 _DISTRIBUTION = "triton-metal-mlx"
 
@@ -198,7 +198,7 @@ class KernelCache:
         facts, found again by comparing them (one identity test per interned fact)."""
         last_facts, take = self.last_arrays
         if last_facts != facts:
-            take = picker([i for i, f in enumerate(facts) if isinstance(f, (PointerArg, DescriptorArg))])
+            take = picker([i for i, f in enumerate(facts) if isinstance(f, (PointerArg, DescriptorArg, TupleArg))])
             self.last_arrays = (facts, take)
         return 64 if arrays_need_64bit_indices(take(values)) else 32
 

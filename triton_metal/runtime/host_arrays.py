@@ -82,6 +82,8 @@ def element_extent(value: object) -> int:
         return torch_arrays.element_extent(value)
     if is_host_descriptor(value):  # a tensor descriptor addresses its base
         return element_extent(value.base)  # type: ignore[attr-defined]
+    if isinstance(value, tuple):  # a tuple argument: its largest array
+        return max(map(element_extent, value), default=0)
     return 0
 
 

@@ -335,11 +335,13 @@ def _name_kernel(error: LaunchError, name: str) -> LaunchError:
 
 def describe_facts(names: list[str], facts: tuple[ArgSpec, ...]) -> str:
     """`x_ptr: *fp32 (aligned), n: i32 (%16), BLOCK=1024` for the debug log."""
-    from .specialization import ConstexprArg, DescriptorArg, PointerArg, ScalarArg
+    from .specialization import ConstexprArg, DescriptorArg, PointerArg, ScalarArg, TupleArg
 
     parts: list[str] = []
     for name, fact in zip(names, facts):
-        if isinstance(fact, DescriptorArg):
+        if isinstance(fact, TupleArg):
+            parts.append(f"{name}: ({describe_facts([str(i) for i in range(len(fact.elements))], fact.elements)})")
+        elif isinstance(fact, DescriptorArg):
             parts.append(f"{name}: tensordesc<{fact.base.element}{list(fact.block_shape)}>")
         elif isinstance(fact, PointerArg):
             parts.append(f"{name}: *{fact.element}" + (" (aligned)" if fact.aligned16 else ""))

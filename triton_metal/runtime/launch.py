@@ -33,9 +33,9 @@ from .grid import Grid3
 from .host_arrays import PLAIN_TYPES, metal_values, numpy_buffer
 from .log import debug_level, log
 from .signature import kernel_signature
-from .descriptors import flat_names, flattening, has_descriptors, interpreter_descriptor
+from .flat_args import flat_names, flattening, has_composites, host_values
 from .specialization import (
-    ArgSpec, ConstexprArg, DescriptorArg, PointerArg, ReinterpretedArray, SpecializationKey,
+    ArgSpec, ConstexprArg, DescriptorArg, PointerArg, ReinterpretedArray, SpecializationKey, TupleArg,
 )
 from .torch_arrays import host_view, is_tensor
 
@@ -44,18 +44,19 @@ def to_launch_args(
     names: list[str], values: tuple[object, ...], facts: tuple[ArgSpec, ...]
 ) -> dict[str, object]:
     """Name -> value for the interpreter, in parameter order (see the module docstring)."""
-    args: dict[str, object] = {}
-    for name, value, fact in zip(names, values, facts):
-        if isinstance(fact, ConstexprArg):
-            value = fact.value
-        elif isinstance(value, np.generic):
-            value = value.item()
-        elif isinstance(fact, PointerArg):
-            value = _host_array(value, name)
-        elif isinstance(fact, DescriptorArg):
-            value = interpreter_descriptor(value, lambda base: _host_array(base, f"{name}.base"))
-        args[name] = value
-    return args
+    return {name: _interpreted(value, fact, name) for name, value, fact in zip(names, values, facts)}
+
+
+def _interpreted(value: object, fact: ArgSpec, name: str) -> object:
+    if isinstance(fact, ConstexprArg):
+        return fact.value
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(fact, PointerArg):
+        return _host_array(value, name)
+    if isinstance(fact, (DescriptorArg, TupleArg)):  # their arrays and scalars, each as above
+        return host_values(value, fact, lambda v, f: _interpreted(v, f, name))
+    return value
 
 
 def _host_array(value: object, name: str) -> object:
@@ -139,9 +140,9 @@ def _twin(kernel: Any, compiled: CompiledKernel) -> Any:
 
 def make_launcher(kernel: Any, compiled: CompiledKernel) -> Any:
     facts = compiled.key.args
-    if compiled.key.backend == INTERPRETER or not has_descriptors(facts):
+    if compiled.key.backend == INTERPRETER or not has_composites(facts):
         return _make_launcher(kernel, compiled, kernel.arg_names)
-    # host tensor descriptors travel as their parts (runtime/descriptors.py)
+    # host tensor descriptors and tuples travel as their parts (runtime/flat_args.py)
     names = flat_names(kernel.__name__, kernel.arg_names, facts)
     return flattening(_make_launcher(kernel, compiled, names), facts)
 

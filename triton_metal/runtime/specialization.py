@@ -15,6 +15,7 @@ rules here are Triton's (`specialize_impl` in `triton/runtime/jit.py`):
 | other `int` in [-2**63, 2**63)   | `i64`, plus "divisible by 16"              |
 | `float`                          | `fp32`, never value-specialized            |
 | NumPy / MLX array, torch tensor  | a pointer to its element type, plus "16-byte aligned" |
+| a tuple                          | one fact per element (nested tuples too)   |
 | host `TensorDescriptor`          | its base's pointer fact, the shape's and strides' integer facts, the block shape and padding |
 
 `do_not_specialize` turns off the `== 1` and divisibility facts for a parameter (and alignment for
@@ -126,7 +127,15 @@ class DescriptorArg:
     padding: str
 
 
-ArgSpec = PointerArg | ScalarArg | ConstexprArg | DescriptorArg
+@dataclass(frozen=True, slots=True)
+class TupleArg:
+    """A tuple argument: one fact per element, as if each were an argument of its own."""
+
+    elements: tuple[Any, ...]
+    """`ArgSpec`s, nested `TupleArg`s included."""
+
+
+ArgSpec = PointerArg | ScalarArg | ConstexprArg | DescriptorArg | TupleArg
 
 
 @dataclass(frozen=True, slots=True)
@@ -453,10 +462,14 @@ def _specialize_other(value: object, name: str, specialize: bool, align: bool) -
             "mlx.core.array or numpy.ndarray) for a pointer argument"
         )
     if isinstance(value, tuple):
-        raise ArgumentError(
-            f"argument '{name}' is a tuple; pass tuples' elements as separate "
-            "arguments (tuple arguments are not supported yet)"
-        )
+        if hasattr(value, "_fields"):
+            raise ArgumentError(
+                f"argument '{name}' is a named tuple; pass a plain tuple (named tuple arguments "
+                "are not supported yet)"
+            )
+        return TupleArg(tuple(
+            specialize_arg(v, f"{name}[{i}]", specialize, align) for i, v in enumerate(value)
+        ))
     raise ArgumentError(
         f"argument '{name}' has unsupported type {type(value).__module__}.{type(value).__qualname__}:"
         " pass a torch tensor, mlx.core.array or numpy.ndarray for a pointer, or a Python int, float"
