@@ -5,7 +5,6 @@ time)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,20 +18,3 @@ def _plain_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
         monkeypatch.delenv(name, raising=False)
     msl = tmp_path / "cache" / "msl"
     monkeypatch.setattr(disk_cache, "msl_dir", lambda: msl)
-
-
-@pytest.fixture(params=["emulator", "interpret", "torch_mps"])
-def torch_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """Launches on torch CPU tensors through the emulator, the interpreter, and the torch_mps
-    path (the recording stand-in for `torch.mps.compile_shader`, which must be called)."""
-    if request.param == "interpret":
-        monkeypatch.setenv("TRITON_METAL_INTERPRET", "1")
-    if request.param != "torch_mps":
-        yield request.param
-        return
-    from triton_metal.backends.torch_mps.standin import RecordingCompiler
-
-    monkeypatch.setenv("TRITON_METAL_BACKEND", "torch_mps")
-    with RecordingCompiler().installed() as recorder:
-        yield request.param
-    assert recorder.calls

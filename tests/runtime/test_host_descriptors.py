@@ -9,6 +9,8 @@ import pytest
 
 torch = pytest.importorskip("torch")  # the `torch` extra; CI installs it
 
+from torch_backends import torch_backend  # noqa: E402, F401 - the fixture
+
 import triton_metal  # noqa: E402
 import triton_metal.language as tl  # noqa: E402
 from triton_metal.errors import LaunchError  # noqa: E402
