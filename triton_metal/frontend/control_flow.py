@@ -19,8 +19,10 @@ from typing import TYPE_CHECKING, Any
 from ..errors import CompilationError
 from ..ir import Block
 from ..language import core as tlc
+from ..language.descriptor import tensor_descriptor
 from ..language.types import int1, int32, int64
 from .refusals import refusal
+from .signature import descriptor_part_names
 from .returns import LIVE, RET, ReturnSlotNeeded, has_return, has_value_return
 from .values import is_tensor, unwrap
 
@@ -44,17 +46,30 @@ def assigned_names(stmts: list[ast.stmt]) -> list[str]:
 
 
 def rebuild(template: Any, leaves: Iterator[Any]) -> Any:
-    """`template`'s tuple structure filled with the next tensors from `leaves`."""
+    """`template`'s structure (tuples, tensor descriptors) filled with the next tensors from
+    `leaves`."""
     raw = unwrap(template)
     if isinstance(raw, tuple):
         return tuple(rebuild(v, leaves) for v in raw)
+    if isinstance(raw, tensor_descriptor):  # its base, shape and strides, as `descriptor_parts`
+        rank = len(raw.block_shape)
+        base = next(leaves)
+        ints = [next(leaves) for _ in range(2 * rank)]
+        return tensor_descriptor(base, ints[:rank], ints[rank:], raw.block_shape, raw.padding)
     return next(leaves)
+
+
+def descriptor_parts(desc: tensor_descriptor) -> list[Any]:
+    """The values a tensor descriptor carries through a region: base, shape, strides."""
+    return [desc.base, *desc.shape, *desc.strides]
 
 
 def _leaf_names(name: str, template: Any) -> list[str]:
     raw = unwrap(template)
     if isinstance(raw, tuple):
         return [n for i, v in enumerate(raw) for n in _leaf_names(f"{name}_{i}", v)]
+    if isinstance(raw, tensor_descriptor):
+        return list(descriptor_part_names(name, len(raw.block_shape)))
     return [name]
 
 
@@ -82,9 +97,12 @@ class ControlFlowMixin:
         return self.source.loc(node).line
 
     def _carriable(self: CodeGenerator, value: Any) -> bool:
-        """A tensor, a number, or a tuple of carriable values: what can flow through a region."""
+        """A tensor, a number, a tensor descriptor, or a tuple of carriable values: what can
+        flow through a region."""
         raw = unwrap(value)
         if is_tensor(value) or (isinstance(raw, (bool, int, float)) and not is_tensor(raw)):
+            return True
+        if isinstance(raw, tensor_descriptor):
             return True
         return isinstance(raw, tuple) and all(self._carriable(v) for v in raw)
 
@@ -93,6 +111,8 @@ class ControlFlowMixin:
         raw = unwrap(value)
         if isinstance(raw, tuple):
             return [leaf for v in raw for leaf in self._leaves(v)]
+        if isinstance(raw, tensor_descriptor):
+            return [self.materialize(p) for p in descriptor_parts(raw)]
         return [self.materialize(value)]
 
     def _same_structure(self: CodeGenerator, a: Any, b: Any) -> bool:
@@ -101,6 +121,10 @@ class ControlFlowMixin:
             return isinstance(ra, tuple) and isinstance(rb, tuple) and len(ra) == len(rb) and all(
                 self._same_structure(x, y) for x, y in zip(ra, rb)
             )
+        if isinstance(ra, tensor_descriptor) or isinstance(rb, tensor_descriptor):
+            # the block shape and padding are compile-time: both sides must agree on them
+            return (isinstance(ra, tensor_descriptor) and isinstance(rb, tensor_descriptor)
+                    and list(ra.block_shape) == list(rb.block_shape) and ra.padding == rb.padding)
         return True
 
     def _define_carried(self: CodeGenerator, name: str, value: Any) -> None:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import CompilationError
 from ..ir import Block
 from ..language import core as tlc
+from ..language.descriptor import tensor_descriptor
 from ..language.types import int64
 from .refusals import refusal
 from .values import is_tensor, unwrap
@@ -128,6 +129,10 @@ class ReturnsMixin:
         raw = unwrap(like)
         if isinstance(raw, tuple):
             return tuple(self.placeholder(v, available) for v in raw)
+        if isinstance(raw, tensor_descriptor):
+            rank = len(raw.block_shape)
+            base, *ints = (self.placeholder(p, available) for p in (raw.base, *raw.shape, *raw.strides))
+            return tensor_descriptor(base, ints[:rank], ints[rank:], raw.block_shape, raw.padding)
         if not is_tensor(like):
             return like
         ty = like.type
