@@ -84,9 +84,8 @@ def _value(spec: Param, args: Iterator[Any]) -> Any:
     if isinstance(spec, ParamType):
         return tlc.tensor(next(args), spec.ty)
     if isinstance(spec, ParamDescriptor):
-        base, *ints = (_value(e, args) for _, e in spec.parts(""))
-        rank = len(spec.block_shape)
-        return tensor_descriptor(base, ints[:rank], ints[rank:], list(spec.block_shape), spec.padding)
+        return tensor_descriptor.from_parts([_value(e, args) for _, e in spec.parts("")],
+                                            spec.block_shape, spec.padding)
     if isinstance(spec, ParamTuple):
         return tuple(_value(e, args) for e in spec.elements)
     assert isinstance(spec, ParamConstexpr)

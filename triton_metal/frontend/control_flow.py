@@ -51,17 +51,10 @@ def rebuild(template: Any, leaves: Iterator[Any]) -> Any:
     raw = unwrap(template)
     if isinstance(raw, tuple):
         return tuple(rebuild(v, leaves) for v in raw)
-    if isinstance(raw, tensor_descriptor):  # its base, shape and strides, as `descriptor_parts`
-        rank = len(raw.block_shape)
-        base = next(leaves)
-        ints = [next(leaves) for _ in range(2 * rank)]
-        return tensor_descriptor(base, ints[:rank], ints[rank:], raw.block_shape, raw.padding)
+    if isinstance(raw, tensor_descriptor):  # its base, shape and strides (`parts()`)
+        parts = [next(leaves) for _ in raw.parts()]
+        return tensor_descriptor.from_parts(parts, raw.block_shape, raw.padding)
     return next(leaves)
-
-
-def descriptor_parts(desc: tensor_descriptor) -> list[Any]:
-    """The values a tensor descriptor carries through a region: base, shape, strides."""
-    return [desc.base, *desc.shape, *desc.strides]
 
 
 def _leaf_names(name: str, template: Any) -> list[str]:
@@ -112,7 +105,7 @@ class ControlFlowMixin:
         if isinstance(raw, tuple):
             return [leaf for v in raw for leaf in self._leaves(v)]
         if isinstance(raw, tensor_descriptor):
-            return [self.materialize(p) for p in descriptor_parts(raw)]
+            return [self.materialize(p) for p in raw.parts()]
         return [self.materialize(value)]
 
     def _same_structure(self: CodeGenerator, a: Any, b: Any) -> bool:

@@ -130,9 +130,8 @@ class ReturnsMixin:
         if isinstance(raw, tuple):
             return tuple(self.placeholder(v, available) for v in raw)
         if isinstance(raw, tensor_descriptor):
-            rank = len(raw.block_shape)
-            base, *ints = (self.placeholder(p, available) for p in (raw.base, *raw.shape, *raw.strides))
-            return tensor_descriptor(base, ints[:rank], ints[rank:], raw.block_shape, raw.padding)
+            parts = [self.placeholder(p, available) for p in raw.parts()]
+            return tensor_descriptor.from_parts(parts, raw.block_shape, raw.padding)
         if not is_tensor(like):
             return like
         ty = like.type

@@ -50,6 +50,16 @@ class tensor_descriptor:  # noqa: N801 - Triton's name
     def dtype(self) -> Any:
         return self.base.type.scalar.element_ty
 
+    def parts(self) -> list[Any]:
+        """What the descriptor carries at run time: its base, shape and strides, in order."""
+        return [self.base, *self.shape, *self.strides]
+
+    @classmethod
+    def from_parts(cls, parts: list[Any], block_shape: Any, padding: str) -> tensor_descriptor:
+        """The descriptor whose `parts()` are `parts`."""
+        rank = len(block_shape)
+        return cls(parts[0], list(parts[1:1 + rank]), list(parts[1 + rank:]), list(block_shape), padding)
+
     def _pointers(self, offsets: Any, sem: Semantic) -> tuple[tensor, tensor]:
         offsets = list(_u(offsets))
         rank = len(self.block_shape)

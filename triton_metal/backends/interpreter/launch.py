@@ -167,10 +167,9 @@ def _is_host_descriptor(value: Any) -> bool:
 def _bind_descriptor(name: str, value: Any, memory: Memory, mlx: dict[int, _MlxBinding]) -> tensor_descriptor:
     """A host `TensorDescriptor` as the kernel sees it: the `tl.tensor_descriptor` over its
     base pointer, shape and strides (run-time scalars, as a compiled kernel receives them)."""
-    base = _bind(f"{name}.base", value.base, memory, mlx, False)
-    shape = [_bind(f"{name}.shape[{d}]", v, memory, mlx, False) for d, v in enumerate(value.shape)]
-    strides = [_bind(f"{name}.strides[{d}]", v, memory, mlx, False) for d, v in enumerate(value.strides)]
-    return tensor_descriptor(base, shape, strides, list(value.block_shape), value.padding)
+    parts = [value.base, *value.shape, *value.strides]
+    bound = [_bind(f"{name}.{i}", v, memory, mlx, False) for i, v in enumerate(parts)]
+    return tensor_descriptor.from_parts(bound, value.block_shape, value.padding)
 
 
 def _element_type(name: str, np_dtype: np.dtype) -> dtype:
