@@ -68,3 +68,17 @@ def test_named_tuples_and_lists_are_refused():
     with pytest.raises(LaunchError, match="argument 'ptrs' is a Python list; pass an array or a tensor"):
         tuples_in[(1,)]([x, x], (1, 1), (x, (1, 1), "affine"), 16)
     assert not x.any()
+
+
+@triton.jit
+def doubled_into(pair, N: tl.constexpr):
+    src, dst = pair
+    offs = tl.arange(0, N)
+    tl.store(dst + offs, tl.load(src + offs) * 2)
+
+
+def test_mlx_arrays_in_a_tuple_are_rebound_to_the_results():
+    mx = pytest.importorskip("mlx.core")
+    x, y = mx.arange(16, dtype=mx.float32), mx.zeros(16)
+    run_both(doubled_into, (1,), pair=(x, y), N=16)
+    np.testing.assert_array_equal(np.array(y), np.arange(16, dtype=np.float32) * 2)
