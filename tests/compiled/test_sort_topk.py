@@ -1,4 +1,4 @@
-"""`tl.sort`, `tl.topk` and `tl.bitonic_merge` (language/sort.py), in the interpreter and compiled
+"""`tl.sort`, `tl.topk` and `tl.bitonic_merge` (language/sorting.py), in the interpreter and compiled
 (`run_both`), against NumPy: several dtypes, 1-D and 2-D, ties, signed zeros and NaNs."""
 
 from __future__ import annotations

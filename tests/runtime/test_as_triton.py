@@ -112,6 +112,10 @@ def test_modules_that_torch_inductor_imports_from_triton():
     from triton_metal.runtime.cache import CompiledKernel as Ours
 
     assert CompiledKernel is Ours and issubclass(JITFunction, KernelInterface)
+    import triton_metal.runtime
+
+    # importing the submodule through its alias left the package's `jit` function in place
+    assert triton_metal.runtime.jit is triton_metal.jit and callable(triton_metal.runtime.jit)
     assert triton.backends.compiler.GPUTarget("metal", "apple", 32).warp_size == 32
     key = triton.compiler.compiler.triton_key()
     assert key.startswith("triton_metal-") and key == triton.compiler.compiler.triton_key()

@@ -108,6 +108,18 @@ def _top_module() -> types.ModuleType:
     return module
 
 
+def _alias_imported_modules() -> None:
+    """Register `triton.<path>` for every `triton_metal.<path>` already imported. Importing a
+    submodule the first time binds it on its parent package, and the alias's parent is our
+    package: `import triton.runtime.jit` would rebind `triton_metal.runtime.jit` (the `jit`
+    function) to the module. A module found in `sys.modules` is not bound again."""
+    for name, module in list(sys.modules.items()):
+        if name.startswith("triton_metal.") and module is not None:
+            alias = "triton" + name[len("triton_metal"):]
+            if alias not in _ALIASES:
+                sys.modules.setdefault(alias, module)
+
+
 def install_as_triton() -> types.ModuleType:
     """Make `import triton` (and its submodules) resolve to triton_metal; returns `triton`."""
     current = sys.modules.get("triton")
@@ -122,6 +134,7 @@ def install_as_triton() -> types.ModuleType:
         sys.meta_path.insert(0, _TritonFinder())
     module = _top_module()
     sys.modules["triton"] = module
+    _alias_imported_modules()
     # `from triton.runtime import driver` looks the name up on triton_metal.runtime itself
     from ..runtime import driver_stub
     import triton_metal.runtime as runtime

@@ -167,7 +167,7 @@ from .unsupported import (
     make_block_ptr,
     map_elementwise,
 )
-from .sort import bitonic_merge, sort, topk
+from .sorting import bitonic_merge, sort, topk
 
 const = constexpr  # Triton exports `tl.const` for constant pointer annotations
 tuple = tuple  # noqa: A001, PLW0127 - `tl.tuple(values)`, `isinstance(x, tl.tuple)`: kernel tuples are Python tuples

@@ -18,7 +18,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..errors import LaunchError
-from ..frontend.signature import leaves
 from .signature import signature_param
 from .specialization import ArgSpec, DescriptorArg, TupleArg
 
@@ -32,6 +31,8 @@ def has_composites(facts: tuple[ArgSpec, ...]) -> bool:
 
 def flat_names(kernel_name: str, names: Sequence[str], facts: tuple[ArgSpec, ...]) -> list[str]:
     """The compiled kernel's argument names: each composite parameter replaced by its parts."""
+    from ..frontend.signature import leaves  # the front end is imported by compiling, not launching
+
     flat: list[str] = []
     for name, fact in zip(names, facts):
         if not isinstance(fact, _COMPOSITE):
