@@ -119,5 +119,7 @@ def is_floating(array: Any) -> bool:
     flag = getattr(dt, "is_floating_point", None)  # torch
     if isinstance(flag, bool):
         return flag
+    if callable(getattr(dt, "is_floating", None)):  # a tl dtype (a reinterpreted array)
+        return bool(dt.is_floating())
     name = str(dt).rsplit(".", 1)[-1]
     return name.startswith(("float", "bfloat"))
