@@ -53,6 +53,7 @@ from .runtime.autotuner import Autotuner, autotune
 from .runtime.cache import COMPILER_VERSION as __version__
 from .runtime.heuristics import Heuristics, heuristics
 from .as_triton import install_as_triton
+from .language.jit_marker import ConstexprFunction, constexpr_function
 
 # Imported on first use (PEP 562): a process that only launches kernels never needs them, and
 # the memory analysis alone pulls in the IR and its parser (about half of the package's import
@@ -98,6 +99,7 @@ __all__ = [
     "Autotuner",
     "CompilationError",
     "Config",
+    "ConstexprFunction",
     "Heuristics",
     "DeviceAssertionError",
     "InterpreterError",
@@ -113,6 +115,7 @@ __all__ = [
     "autotune",
     "cdiv",
     "clear_cache",
+    "constexpr_function",
     "get_hardware_capabilities",
     "heuristics",
     "install_as_triton",

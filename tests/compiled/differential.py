@@ -68,7 +68,16 @@ def _copy(value: Any) -> Any:
         return copy
     if isinstance(value, mx.array):
         return mx.array(value)
+    if type(value) is tuple:  # a tuple argument: its arrays copied the same way
+        return tuple(_copy(v) for v in value)
     return value
+
+
+def _leaves(name: str, value: Any) -> list[tuple[str, Any]]:
+    """(name, value) of an argument, or of each element of a tuple argument (`name[i]`)."""
+    if type(value) is tuple:
+        return [leaf for i, v in enumerate(value) for leaf in _leaves(f"{name}[{i}]", v)]
+    return [(name, value)]
 
 
 def _host(value: Any) -> np.ndarray | None:
@@ -99,6 +108,9 @@ def _restore(target: Any, saved: Any) -> None:
         np.copyto(target, saved)
     elif isinstance(target, mx.array):
         target[...] = saved
+    elif type(target) is tuple:
+        for t, v in zip(target, saved):
+            _restore(t, v)
 
 
 def run_both(fn: Callable[..., Any], grid: tuple[int, ...] = (1,), *, num_warps: int | None = None,
@@ -135,10 +147,11 @@ def run_both(fn: Callable[..., Any], grid: tuple[int, ...] = (1,), *, num_warps:
         pytest.skip(f"the compiler refuses this kernel (a stated limit): "
                     f"{error.reason}")
     unordered = set(getattr(plain, "program_order_dependent", ()))
-    for name, value in args.items():
+    references = dict(leaf for k, v in interpreted.items() for leaf in _leaves(k, v))
+    for name, value in (leaf for k, v in args.items() for leaf in _leaves(k, v)):
         compiled = _host(value)
         if compiled is not None:
-            reference = _host(interpreted[name])
+            reference = _host(references[name])
             assert reference is not None
             if name in unordered:
                 compiled, reference = np.sort(compiled, axis=None), np.sort(reference, axis=None)

@@ -42,7 +42,17 @@ def test_installing_again_keeps_the_installed_module():
     import triton
 
     assert triton_metal.install_as_triton() is triton
-    assert not hasattr(triton, "__file__") and triton.jit is triton_metal.jit
+    assert triton.__file__ == triton_metal.__file__ and triton.jit is triton_metal.jit
+
+
+def test_active_torch_device_is_where_tensors_run_in_place():
+    torch = pytest.importorskip("torch")
+    from triton.runtime import driver
+
+    device = driver.active.get_active_torch_device()
+    assert isinstance(device, torch.device)
+    assert device.type == ("mps" if torch.backends.mps.is_available() else "cpu")
+    assert torch.zeros(2, device=device).device.type == device.type
 
 
 def test_perf_report_tables(tmp_path, capsys):
@@ -77,6 +87,54 @@ def test_environment_opt_in_and_script_runner(tmp_path):
     script = tmp_path / "uses_triton.py"
     script.write_text("import sys, triton\nprint(triton.__version__, sys.argv[1:])\n")
     env.pop("TRITON_METAL_AS_TRITON")
-    out = subprocess.run([sys.executable, "-m", "triton_metal.as_triton", str(script), "a"],
+    out = subprocess.run([sys.executable, "-W", "default", "-m", "triton_metal.as_triton", str(script), "a"],
                          env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip().endswith("['a']") and out.stdout.startswith("3.")
+    assert "Warning" not in out.stderr  # runpy's "found in sys.modules" warning included
+    usage = subprocess.run([sys.executable, "-W", "default", "-m", "triton_metal.as_triton", "--help"],
+                           env=env, capture_output=True, text=True)
+    assert usage.returncode == 0 and usage.stdout.startswith("usage: python -m triton_metal.as_triton")
+    assert usage.stderr == ""
+    bare = subprocess.run([sys.executable, "-m", "triton_metal.as_triton"], env=env, capture_output=True, text=True)
+    assert bare.returncode == 2 and "usage:" in bare.stderr
+
+
+def test_modules_that_torch_inductor_imports_from_triton():
+    """PyTorch treats an importable `triton` as Triton: `torch.compiler.disable` (Liger-Kernel's
+    ops use it) imports torch._inductor, which imports these at module level."""
+    import triton
+    import triton.backends.compiler
+    import triton.compiler.compiler
+    from triton.compiler import CompiledKernel
+    from triton.language import core
+    from triton.runtime.jit import JITFunction, KernelInterface
+
+    from triton_metal.runtime.cache import CompiledKernel as Ours
+
+    assert CompiledKernel is Ours and issubclass(JITFunction, KernelInterface)
+    import triton_metal.runtime
+
+    # importing the submodule through its alias left the package's `jit` function in place
+    assert triton_metal.runtime.jit is triton_metal.jit and callable(triton_metal.runtime.jit)
+    assert triton.backends.compiler.GPUTarget("metal", "apple", 32).warp_size == 32
+    key = triton.compiler.compiler.triton_key()
+    assert key.startswith("triton_metal-") and key == triton.compiler.compiler.triton_key()
+    import inspect
+
+    # every builtin answers through triton.language.core, as in Triton (the same objects)
+    assert core.view is triton.language.view and core.reshape is triton.language.reshape
+    assert "_semantic" in inspect.signature(core.view).parameters and core.CONSTEXPR_0 == 0
+
+
+def test_torch_inductor_imports_under_the_swap():
+    pytest.importorskip("torch")
+    import subprocess
+
+    probe = (
+        "import triton_metal; triton_metal.install_as_triton()\n"
+        "from torch._inductor.runtime import triton_compat as tc\n"
+        "from triton_metal.runtime.cache import CompiledKernel\n"
+        "print(tc.HAS_TRITON, tc.CompiledKernel is CompiledKernel)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True", "True"]

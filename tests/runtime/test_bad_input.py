@@ -52,7 +52,7 @@ def test_the_good_launch_writes(arrays):
          "multiple values for argument 'x_ptr'"),
         # a non-array where an array is expected
         (lambda x, y, o: (([1.0] * N, y, o, 1.5, N), {"BLOCK": 64}), LaunchError,
-         "argument 'x_ptr' is a list"),
+         "argument 'x_ptr' is a Python list; pass an array or a tensor"),
         (lambda x, y, o: ((x, "y", o, 1.5, N), {"BLOCK": 64}), None, None),  # str: a constexpr
         (lambda x, y, o: ((x, y, object(), 1.5, N), {"BLOCK": 64}), TypeError,
          "argument 'out_ptr' has unsupported type builtins.object"),

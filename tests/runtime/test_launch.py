@@ -158,7 +158,8 @@ def test_interpret_mode_checks_with_the_compiler_once_per_variant(monkeypatch):
         copy_twice[(1,)](src, dst, 20, BLOCK=32)
         np.testing.assert_array_equal(dst, src)
     assert calls == ["copy_twice"] and len(copy_twice.cache) == 0  # checked, never built
-    assert copy_twice.warmup(src, dst, 20, BLOCK=32, grid=(1,)) is None
+    warmed = copy_twice.warmup(src, dst, 20, BLOCK=32, grid=(1,))  # the legality check's variant
+    assert warmed is not None and warmed.key.backend == "interpreter" and warmed.kernel is copy_twice
     assert triton.active_backend_name() == "interpreter"
 
     @triton.jit

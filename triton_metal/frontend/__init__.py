@@ -10,6 +10,6 @@ from __future__ import annotations
 
 from .compile import compile_to_ir
 from .ir_builder import IRBuilder, ir_type
-from .signature import KernelSignature, Param, ParamConstexpr, ParamType
+from .signature import KernelSignature, Param, ParamConstexpr, ParamDescriptor, ParamTuple, ParamType
 
-__all__ = ["IRBuilder", "KernelSignature", "Param", "ParamConstexpr", "ParamType", "compile_to_ir", "ir_type"]
+__all__ = ["IRBuilder", "KernelSignature", "Param", "ParamConstexpr", "ParamDescriptor", "ParamTuple", "ParamType", "compile_to_ir", "ir_type"]

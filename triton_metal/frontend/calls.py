@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any
 from ..errors import CompilationError
 from ..language import core as tlc
 from ..language.context import active_semantic
-from ..language.jit_marker import JITCallable
+from ..language.jit_marker import ConstexprFunction, JITCallable
+from ..language.shape_ops import dtype_call
 from ..language.types import dtype
 from .refusals import refusal
 from .values import is_tensor, to_python, unwrap
@@ -126,6 +127,8 @@ class CallsMixin:
 
     def call(self: CodeGenerator, fn: Any, args: list[Any], kwargs: dict[str, Any], name: str) -> Any:
         fn = unwrap(fn)
+        if isinstance(fn, ConstexprFunction):  # runs now, on compile-time values
+            return tlc.constexpr(fn(*args, **kwargs))
         if isinstance(fn, JITCallable):
             return self.call_JitFunction(fn, args, kwargs)
         if fn is PRINT:
@@ -139,6 +142,8 @@ class CallsMixin:
             return fn(*args, **kwargs, **extra)
         if any(fn is f for f in _PYTHON_ALLOWED):
             return _wrap(fn(*to_python(args), **to_python(kwargs)))
+        if isinstance(fn, dtype):  # `tl.float32(x)`
+            return dtype_call(fn, *args, **kwargs, _semantic=self.semantic)
         if isinstance(fn, type) and _from_language(fn):
             return fn(*args, **kwargs)  # tl.range, tl.static_range, tl.constexpr, dtypes, ...
         if is_python_function(fn):

@@ -5,18 +5,21 @@ from __future__ import annotations
 import inspect
 import os
 import sys
+from collections.abc import Iterator
+from typing import Any
 
 from ..errors import CompilationError
 from ..ir import Module, print_module
 from ..language import core as tlc
 from ..language.context import active_semantic
+from ..language.descriptor import tensor_descriptor
 from ..language.jit_marker import JITCallable
 from ..language.semantic import Semantic
 from .calls import check_parameters, is_constexpr_annotation, visible_globals
 from .code_generator import CodeGenerator, FunctionSource
 from .ir_builder import IRBuilder, ir_type
 from .refusals import refusal
-from .signature import KernelSignature, ParamConstexpr, ParamType
+from .signature import KernelSignature, Param, ParamConstexpr, ParamDescriptor, ParamTuple, ParamType, leaves
 
 
 def compile_to_ir(kernel: JITCallable, signature: KernelSignature) -> Module:
@@ -48,7 +51,8 @@ def compile_to_ir(kernel: JITCallable, signature: KernelSignature) -> Module:
     semantic = Semantic(builder)
     gen = CodeGenerator(builder, semantic, source, visible_globals(kernel), name, (kernel,), signature.debug)
 
-    runtime = [(p, s) for p, s in zip(params, signature.params) if isinstance(s, ParamType)]
+    runtime = [(n, s) for p, spec in zip(params, signature.params) for n, s in leaves(p, spec)
+               if isinstance(s, ParamType)]
     builder.set_loc(source.loc(fdef))
     func = builder.create_func(
         name,
@@ -58,11 +62,7 @@ def compile_to_ir(kernel: JITCallable, signature: KernelSignature) -> Module:
     )
     args = iter(func.body.block.args)
     for p, s in zip(params, signature.params):
-        if isinstance(s, ParamType):
-            gen.scope[p] = tlc.tensor(next(args), s.ty)
-        else:
-            assert isinstance(s, ParamConstexpr)
-            gen.scope[p] = tlc.constexpr(s.value)
+        gen.scope[p] = _value(s, args)
 
     with active_semantic(semantic):
         gen.begin_body(fdef.body)
@@ -75,6 +75,21 @@ def compile_to_ir(kernel: JITCallable, signature: KernelSignature) -> Module:
     if _debug_level() >= 2:
         print(f"// IR of kernel '{name}'\n{print_module(module)}", file=sys.stderr, end="")
     return module
+
+
+def _value(spec: Param, args: Iterator[Any]) -> Any:
+    """The kernel's value of a parameter, taking its run-time parts from the function's
+    arguments in order (`signature.leaves`): a tensor, a constexpr, a `tl.tensor_descriptor` or
+    a tuple of those."""
+    if isinstance(spec, ParamType):
+        return tlc.tensor(next(args), spec.ty)
+    if isinstance(spec, ParamDescriptor):
+        return tensor_descriptor.from_parts([_value(e, args) for _, e in spec.parts("")],
+                                            spec.block_shape, spec.padding)
+    if isinstance(spec, ParamTuple):
+        return tuple(_value(e, args) for e in spec.elements)
+    assert isinstance(spec, ParamConstexpr)
+    return tlc.constexpr(spec.value)
 
 
 def _debug_level() -> int:

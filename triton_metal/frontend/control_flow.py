@@ -19,8 +19,10 @@ from typing import TYPE_CHECKING, Any
 from ..errors import CompilationError
 from ..ir import Block
 from ..language import core as tlc
+from ..language.descriptor import tensor_descriptor
 from ..language.types import int1, int32, int64
 from .refusals import refusal
+from .signature import descriptor_part_names
 from .returns import LIVE, RET, ReturnSlotNeeded, has_return, has_value_return
 from .values import is_tensor, unwrap
 
@@ -44,10 +46,14 @@ def assigned_names(stmts: list[ast.stmt]) -> list[str]:
 
 
 def rebuild(template: Any, leaves: Iterator[Any]) -> Any:
-    """`template`'s tuple structure filled with the next tensors from `leaves`."""
+    """`template`'s structure (tuples, tensor descriptors) filled with the next tensors from
+    `leaves`."""
     raw = unwrap(template)
     if isinstance(raw, tuple):
         return tuple(rebuild(v, leaves) for v in raw)
+    if isinstance(raw, tensor_descriptor):  # its base, shape and strides (`parts()`)
+        parts = [next(leaves) for _ in raw.parts()]
+        return tensor_descriptor.from_parts(parts, raw.block_shape, raw.padding)
     return next(leaves)
 
 
@@ -55,6 +61,8 @@ def _leaf_names(name: str, template: Any) -> list[str]:
     raw = unwrap(template)
     if isinstance(raw, tuple):
         return [n for i, v in enumerate(raw) for n in _leaf_names(f"{name}_{i}", v)]
+    if isinstance(raw, tensor_descriptor):
+        return list(descriptor_part_names(name, len(raw.block_shape)))
     return [name]
 
 
@@ -82,9 +90,12 @@ class ControlFlowMixin:
         return self.source.loc(node).line
 
     def _carriable(self: CodeGenerator, value: Any) -> bool:
-        """A tensor, a number, or a tuple of carriable values: what can flow through a region."""
+        """A tensor, a number, a tensor descriptor, or a tuple of carriable values: what can
+        flow through a region."""
         raw = unwrap(value)
         if is_tensor(value) or (isinstance(raw, (bool, int, float)) and not is_tensor(raw)):
+            return True
+        if isinstance(raw, tensor_descriptor):
             return True
         return isinstance(raw, tuple) and all(self._carriable(v) for v in raw)
 
@@ -93,6 +104,8 @@ class ControlFlowMixin:
         raw = unwrap(value)
         if isinstance(raw, tuple):
             return [leaf for v in raw for leaf in self._leaves(v)]
+        if isinstance(raw, tensor_descriptor):
+            return [self.materialize(p) for p in raw.parts()]
         return [self.materialize(value)]
 
     def _same_structure(self: CodeGenerator, a: Any, b: Any) -> bool:
@@ -101,6 +114,10 @@ class ControlFlowMixin:
             return isinstance(ra, tuple) and isinstance(rb, tuple) and len(ra) == len(rb) and all(
                 self._same_structure(x, y) for x, y in zip(ra, rb)
             )
+        if isinstance(ra, tensor_descriptor) or isinstance(rb, tensor_descriptor):
+            # the block shape and padding are compile-time: both sides must agree on them
+            return (isinstance(ra, tensor_descriptor) and isinstance(rb, tensor_descriptor)
+                    and list(ra.block_shape) == list(rb.block_shape) and ra.padding == rb.padding)
         return True
 
     def _define_carried(self: CodeGenerator, name: str, value: Any) -> None:
@@ -217,12 +234,12 @@ class ControlFlowMixin:
                 for name, value in other.items():
                     if name in fixed or value is before.get(name, _MISSING):
                         continue
-                    fixed[name] = self.placeholder(value) if self._carriable(value) else value
+                    fixed[name] = self.placeholder(value, before) if self._carriable(value) else value
             scopes[i] = fixed
         for i in (0, 1):
             if RET in scopes[1 - i] and RET not in scopes[i]:
                 with self.builder.insertion_block(blocks[i]):
-                    scopes[i][RET] = self.placeholder(scopes[1 - i][RET])
+                    scopes[i][RET] = self.placeholder(scopes[1 - i][RET], before)
 
     def visit_IfExp(self: CodeGenerator, node: ast.IfExp) -> Any:
         cond = self.visit(node.test)
@@ -320,7 +337,7 @@ class ControlFlowMixin:
         except ReturnSlotNeeded as need:
             del block.ops[mark:]
             self.scope, self.poisoned, self.returned = scope, poisoned, False
-            self.scope[RET] = self.placeholder(need.value)
+            self.scope[RET] = self.placeholder(need.value, scope)
             visit(node)
 
     def _end_loop_body(self: CodeGenerator, carried: _Carried) -> None:

@@ -14,6 +14,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+import numpy as np
+
 from ..errors import Loc, internal_error
 from ..ir import Block, Module, Op, Region, Value
 from ..ir import types as T
@@ -166,7 +168,7 @@ class IRBuilder:
         elif el.is_int():
             v = int(value)
         else:
-            v = float(value)
+            v = representable(float(value), el.name)
         return self._one(A.ConstantOp(value=v, result_types=[t]))
 
     def create_splat(self, x: Value, ty: dtype) -> Value:
@@ -392,3 +394,22 @@ class IRBuilder:
 
     def create_condition(self, cond: Value, args: Sequence[Value]) -> None:
         self.insert(S.ConditionOp(condition=cond, args=tuple(args)))
+
+
+def representable(value: float, name: str) -> float:
+    """`value` as the half-precision type `name` (f16, bf16) holds it, rounded to nearest even
+    and overflowing to an infinity as Metal converts; other types keep the Python float (an f32
+    constant's text stays as written, and every use rounds it to f32 alike). A half constant's
+    IR value is then the device's, so folding it (an exact `extf`, say) gives what the kernel
+    computes unfolded."""
+    if name not in ("f16", "bf16"):
+        return value
+    with np.errstate(all="ignore"):
+        if name == "f16":
+            return float(np.float16(value))
+        single = np.float32(value)
+        if not np.isfinite(single):
+            return float(single)
+        bits = int(single.view(np.uint32))
+        bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000  # round the low half to nearest even
+        return float(np.uint32(bits).view(np.float32))

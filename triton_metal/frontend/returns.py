@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING, Any
 from ..errors import CompilationError
 from ..ir import Block
 from ..language import core as tlc
+from ..language.descriptor import tensor_descriptor
+from ..language.types import int64
 from .refusals import refusal
 from .values import is_tensor, unwrap
 
@@ -119,23 +121,38 @@ class ReturnsMixin:
             )
         return value
 
-    def placeholder(self: CodeGenerator, like: Any) -> Any:
+    def placeholder(self: CodeGenerator, like: Any, available: dict[str, Any]) -> Any:
         """Zeros of `like`'s structure and types: the value of a variable on a path that has
-        returned (never read)."""
+        returned (never read). A pointer has no zero on Apple GPUs (no integer-to-pointer
+        conversion): it takes a pointer of its type from `available`, the values defined
+        before the construct (a kernel's pointer argument, say)."""
         raw = unwrap(like)
         if isinstance(raw, tuple):
-            return tuple(self.placeholder(v) for v in raw)
+            return tuple(self.placeholder(v, available) for v in raw)
+        if isinstance(raw, tensor_descriptor):
+            parts = [self.placeholder(p, available) for p in raw.parts()]
+            return tensor_descriptor.from_parts(parts, raw.block_shape, raw.padding)
         if not is_tensor(like):
             return like
         ty = like.type
-        if ty.scalar.is_ptr():
-            raise CompilationError(
-                "a pointer that is assigned or returned on only some paths of an early 'return' has no "
-                "value on the others",
-                hint="assign the pointer before the 'if' or loop that returns",
-            )
         shape = list(ty.shape) if ty.is_block() else []
+        if ty.scalar.is_ptr():
+            return self._pointer_placeholder(ty, shape, available)
         return self.semantic.full(shape, 0, ty.scalar)
+
+    def _pointer_placeholder(self: CodeGenerator, ty: Any, shape: list[int], available: dict[str, Any]) -> Any:
+        for value in available.values():
+            if not is_tensor(value) or value.type.scalar != ty.scalar:
+                continue
+            if not value.type.is_block():
+                return self.semantic.splat(value, shape) if shape else value
+            if list(value.type.shape) == shape:
+                return value
+        raise CompilationError(
+            "a pointer that is assigned or returned on only some paths of an early 'return' has no "
+            "value on the others (no pointer of its type is defined before the 'return')",
+            hint="assign the pointer before the 'if' or loop that returns",
+        )
 
     def loop_condition(self: CodeGenerator, test: ast.expr) -> Any:
         """A loop's condition; once the loop body may have returned, `LIVE and cond` (the

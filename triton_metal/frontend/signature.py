@@ -42,7 +42,59 @@ class ParamConstexpr:
     value: Any
 
 
-Param = ParamType | ParamConstexpr
+@dataclass(frozen=True)
+class ParamDescriptor:
+    """A tensor descriptor made on the host: the kernel sees a `tl.tensor_descriptor` built from
+    a run-time base pointer, a shape and strides (each entry a run-time integer or a
+    compile-time one) and a compile-time block shape and padding."""
+
+    base: ParamType
+    shape: tuple[ParamType | ParamConstexpr, ...]
+    strides: tuple[ParamType | ParamConstexpr, ...]
+    block_shape: tuple[int, ...]
+    padding: str = "zero"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.base.ty, pointer_type):
+            raise ValueError(f"a descriptor's base must be a pointer, got {self.base.ty!r}")
+        if not (len(self.shape) == len(self.strides) == len(self.block_shape)):
+            raise ValueError("a descriptor needs one shape, stride and block size per dimension")
+
+    def parts(self, name: str) -> tuple[tuple[str, ParamType | ParamConstexpr], ...]:
+        """(name, entry) of the base, the shape and the strides, in launch order."""
+        return tuple(zip(descriptor_part_names(name, len(self.shape)), (self.base, *self.shape, *self.strides)))
+
+
+def descriptor_part_names(name: str, rank: int) -> tuple[str, ...]:
+    """The compiled kernel's parameters for descriptor parameter `name`: its base, then one
+    per dimension for the shape and for the strides."""
+    return (
+        f"{name}_base",
+        *(f"{name}_shape{d}" for d in range(rank)),
+        *(f"{name}_stride{d}" for d in range(rank)),
+    )
+
+
+@dataclass(frozen=True)
+class ParamTuple:
+    """A tuple argument: the kernel sees a Python tuple of its elements' values."""
+
+    elements: tuple[Any, ...]
+    """One `Param` per element (nested `ParamTuple`s and `ParamDescriptor`s included)."""
+
+
+Param = ParamType | ParamConstexpr | ParamDescriptor | ParamTuple
+
+
+def leaves(name: str, spec: Param) -> list[tuple[str, ParamType | ParamConstexpr]]:
+    """The run-time and compile-time entries a parameter is made of, named as the compiled
+    kernel's arguments: a descriptor's base, shape and strides (`descriptor_part_names`), a
+    tuple's elements as `<name>_<i>`, recursively."""
+    if isinstance(spec, ParamDescriptor):
+        return list(spec.parts(name))
+    if isinstance(spec, ParamTuple):
+        return [leaf for i, e in enumerate(spec.elements) for leaf in leaves(f"{name}_{i}", e)]
+    return [(name, spec)]
 
 
 @dataclass(frozen=True)

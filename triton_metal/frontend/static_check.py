@@ -9,7 +9,8 @@ comprehensions, nested `def` and `class`, `global`/`nonlocal`, `del`, `yield`, `
 star-arguments, `:=`, `break`/`continue`, a kernel that returns a value, and calls of callables
 from the kernel's globals that are neither allowed globals nor plain Python functions (those run
 as Python at compile time, as the interpreter runs them: `calls.is_python_function`). Left to the interpreter, for debugging, as documented:
-`print`, f-strings, `import pdb`, dict and set literals. A function is checked once
+`print`, f-strings, `import pdb`, dict and set literals. `constexpr_function`s are Python run at
+compile time and are not checked. A function is checked once
 (memoised on it); the check is not on the compiled launch path.
 """
 
@@ -21,6 +22,7 @@ from typing import Any
 
 from ..errors import CompilationError, Loc
 from ..language import JITCallable
+from ..language.jit_marker import ConstexprFunction
 from .calls import is_allowed_global, is_python_function
 from .refusals import _NODE_KINDS, refusal
 
@@ -49,9 +51,12 @@ def check_kernel(kernel: JITCallable) -> None:
 
 
 def _callees(fn: JITCallable) -> list[JITCallable]:
+    """The device functions `fn` calls; a `constexpr_function` is Python run at compile time,
+    so it is not checked."""
     from ..runtime.dependencies import _referenced
 
-    return [value for value, _ in _referenced(fn).values() if isinstance(value, JITCallable)]
+    return [value for value, _ in _referenced(fn).values()
+            if isinstance(value, JITCallable) and not isinstance(value, ConstexprFunction)]
 
 
 def _check_function(fn: JITCallable, is_kernel: bool, kernel_name: str) -> None:

@@ -3,7 +3,7 @@
 Everything a kernel calls lives here with Triton's names and signatures: dtypes, `constexpr`,
 `tensor`, the builtins (`load`, `store`, `arange`, `dot`, `sum`, ...), `tl.math`, `tl.random`'s
 Philox generators, `tl.extra.libdevice` on the Metal standard library, and the names
-triton_metal refuses with a precise message (block pointers, fp8, `sort`, ...).
+triton_metal refuses with a precise message (block pointers, fp8, ...).
 """
 
 from __future__ import annotations
@@ -162,16 +162,15 @@ from .unsupported import (
     atomic_load,
     atomic_poll,
     atomic_store,
-    bitonic_merge,
     float8e4b15,
     inline_asm_elementwise,
     make_block_ptr,
     map_elementwise,
-    sort,
-    topk,
 )
+from .sorting import bitonic_merge, sort, topk
 
 const = constexpr  # Triton exports `tl.const` for constant pointer annotations
+tuple = tuple  # noqa: A001, PLW0127 - `tl.tuple(values)`, `isinstance(x, tl.tuple)`: kernel tuples are Python tuples
 
 __all__ = [
     "FP64_REFUSAL", "JITCallable", "PropagateNan", "Semantic", "TRITON_MAX_TENSOR_NUMEL",
@@ -193,6 +192,6 @@ __all__ = [
     "rsqrt", "sigmoid", "sin", "softmax", "sort", "split", "sqrt", "sqrt_rn", "squeeze",
     "static_assert", "static_print", "static_range", "store", "str_to_ty", "store_tensor_descriptor", "sub",
     "sum", "swizzle2d", "tensor", "tensor_descriptor", "tensor_descriptor_type", "to_tensor",
-    "topk", "trans", "uint16", "uint32", "uint64", "uint8", "uint_to_uniform_float", "umulhi",
+    "topk", "trans", "tuple", "uint16", "uint32", "uint64", "uint8", "uint_to_uniform_float", "umulhi",
     "unsqueeze", "view", "void", "where", "xor_sum", "zeros", "zeros_like",
 ]

@@ -217,6 +217,10 @@ class constexpr:
         return constexpr(not self.value)
 
 
+CONSTEXPR_0 = constexpr(0)
+"""Triton's shared constexpr 0 (a default of `sort`, `argsort` helpers in libraries)."""
+
+
 class constexpr_type:
     """The type of a compile-time value (Triton's `tl.constexpr_type`): equal when the values are."""
 
@@ -572,3 +576,14 @@ class condition:
 
     def __bool__(self) -> bool:
         return bool(self.condition)
+
+
+def __getattr__(name: str) -> Any:
+    """Triton defines every builtin in its `language/core.py`, and libraries reach them through
+    it (`core.reshape`, `core.static_range`, `core.view`): the names of the language package that
+    live in its other modules answer here too (the same objects)."""
+    import triton_metal.language as tl
+
+    if name in tl.__all__:
+        return getattr(tl, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

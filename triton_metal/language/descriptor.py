@@ -6,6 +6,8 @@ what it means, built from `tl` operations the compiler and the interpreter alrea
     desc = tl.make_tensor_descriptor(base, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
     tile = desc.load([m0, n0])            # tl.load_tensor_descriptor(desc, [m0, n0])
     desc.store([m0, n0], tile * 2)         # tl.store_tensor_descriptor(desc, [m0, n0], value)
+    rows = desc1.gather(row_ids, n0)       # a [1, BN] descriptor: the rows row_ids, columns n0..
+    desc1.scatter(rows, row_ids, n0)
 
 A load gives the `block_shape` block whose first element is at `offsets`, reading
 `base + sum(offsets[d] + i_d) * strides[d]`; elements outside `[0, shape[d])` in any dimension
@@ -13,8 +15,9 @@ read as zero (`padding_option="zero"`, Triton's default) or NaN (`"nan"`). A sto
 the elements inside the shape. `block_shape` is compile-time; `shape`, `strides` and `offsets`
 may be run-time values. Unlike TMA, no alignment or contiguity is required of the strides.
 
-Descriptors passed from the host (`triton.tools.tensor_descriptor.TensorDescriptor`) are not
-supported: make the descriptor in the kernel from a pointer and the sizes.
+A descriptor made on the host (`triton.tools.tensor_descriptor.TensorDescriptor`) and passed
+as an argument arrives as this same object, over its base pointer, shape and strides
+(runtime/flat_args.py).
 """
 
 from __future__ import annotations
@@ -46,6 +49,16 @@ class tensor_descriptor:  # noqa: N801 - Triton's name
     @property
     def dtype(self) -> Any:
         return self.base.type.scalar.element_ty
+
+    def parts(self) -> list[Any]:
+        """What the descriptor carries at run time: its base, shape and strides, in order."""
+        return [self.base, *self.shape, *self.strides]
+
+    @classmethod
+    def from_parts(cls, parts: list[Any], block_shape: Any, padding: str) -> tensor_descriptor:
+        """The descriptor whose `parts()` are `parts`."""
+        rank = len(block_shape)
+        return cls(parts[0], list(parts[1:1 + rank]), list(parts[1 + rank:]), list(block_shape), padding)
 
     def _pointers(self, offsets: Any, sem: Semantic) -> tuple[tensor, tensor]:
         offsets = list(_u(offsets))
@@ -81,6 +94,54 @@ class tensor_descriptor:  # noqa: N801 - Triton's name
     def store(self, offsets: Any, value: Any, _semantic: Semantic = None) -> None:  # type: ignore[assignment]
         """Write the block at `offsets`; elements outside the shape are not written."""
         ptrs, mask = self._pointers(offsets, _semantic)
+        _semantic.store(ptrs, _u(value), mask, (), "", "", None)
+
+
+    def _row_pointers(self, x_offsets: Any, y_offset: Any, sem: Semantic, what: str) -> tuple[tensor, tensor]:
+        """Pointers and bounds mask of the rows `x_offsets` (a 1-D block), each the block's
+        columns from `y_offset`: Triton's gather/scatter, with its checks in its words."""
+        rows = _u(x_offsets)
+        checks = (
+            (len(self.block_shape) == 2, f"descriptor must be 2D, but got {self.block_shape}"),
+            (self.block_shape[0] == 1, f"descriptor block must have 1 row, but got {self.block_shape}"),
+            (isinstance(rows, tensor) and len(rows.shape) == 1,
+             f"x offsets must be 1D, but got {getattr(rows, 'shape', rows)}"),
+        )
+        for ok, reason in checks:
+            if not ok:
+                raise CompilationError(reason, hint=f"desc.{what} takes a [1, BLOCK] descriptor and a 1-D block of row offsets")
+        if rows.dtype.name not in ("int16", "int32"):
+            raise CompilationError(f"x offsets must have dtype int16 or int32, but got {rows.dtype}")
+        if rows.shape[0] < 8:
+            raise CompilationError(f"descriptor {what} must have at least 8 rows, but got {list(rows.shape)}")
+        min_cols = 32 // self.dtype.primitive_bitwidth * 8
+        if self.block_shape[1] < min_cols:
+            raise CompilationError(
+                f"descriptor {what} of {self.dtype} must have at least {min_cols} columns, "
+                f"but got {self.block_shape[1]}"
+            )
+        rows = expand_dims(rows, 1, _semantic=sem)
+        cols = expand_dims(sem.add(arange(0, self.block_shape[1], _semantic=sem), _u(y_offset)), 0, _semantic=sem)
+        ptrs = sem.add(sem.add(self.base, sem.mul(rows, _u(self.strides[0]))), sem.mul(cols, _u(self.strides[1])))
+        mask = sem.and_(
+            sem.and_(sem.greater_equal(rows, 0), sem.less_than(rows, _u(self.shape[0]))),
+            sem.and_(sem.greater_equal(cols, 0), sem.less_than(cols, _u(self.shape[1]))),
+        )
+        return ptrs, mask
+
+    @builtin
+    def gather(self, x_offsets: Any, y_offset: Any, _semantic: Semantic = None) -> tensor:  # type: ignore[assignment]
+        """The rows `x_offsets` from column `y_offset` (a [len(x_offsets), BLOCK] block); rows
+        and columns outside the shape read as the padding."""
+        ptrs, mask = self._row_pointers(x_offsets, y_offset, _semantic, "gather")
+        other = float("nan") if self.padding == "nan" else 0
+        return _semantic.load(ptrs, mask, other, (), "", "", "", False, None)
+
+    @builtin
+    def scatter(self, value: Any, x_offsets: Any, y_offset: Any, _semantic: Semantic = None) -> None:  # type: ignore[assignment]
+        """Write `value` to the rows `x_offsets` from column `y_offset`; elements outside the
+        shape are not written."""
+        ptrs, mask = self._row_pointers(x_offsets, y_offset, _semantic, "scatter")
         _semantic.store(ptrs, _u(value), mask, (), "", "", None)
 
 

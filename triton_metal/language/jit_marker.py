@@ -79,3 +79,33 @@ def _source_of(fn: Callable[..., Any]) -> tuple[str, int]:
         offset = 0
     body = "\n".join(src.splitlines()[offset:]) + "\n"
     return body, first + offset
+
+
+class ConstexprFunction(JITCallable):
+    """`@triton.constexpr_function`: a Python function a kernel calls at compile time on
+    compile-time arguments; its result is a compile-time value (`tl.constexpr`). Its source
+    joins the calling kernel's cache key as a `@jit` helper's does."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """The function on its arguments' values (constexprs unwrapped), from host code, from
+        another constexpr function or from a kernel run by the interpreter; the front end wraps
+        the result as a `tl.constexpr`."""
+        kwargs.pop("_semantic", None)
+        plain = [getattr(a, "value", a) if _is_constexpr(a) else a for a in args]
+        named = {k: getattr(v, "value", v) if _is_constexpr(v) else v for k, v in kwargs.items()}
+        return self.fn(*plain, **named)
+
+    def __repr__(self) -> str:
+        return f"ConstexprFunction({self.__module__}:{self.__qualname__})"
+
+
+def _is_constexpr(value: object) -> bool:
+    from .core import constexpr  # core imports this module
+
+    return isinstance(value, constexpr)
+
+
+def constexpr_function(fn: Callable[..., Any]) -> ConstexprFunction:
+    """Triton's `triton.constexpr_function`: mark `fn` to run at compile time when a kernel
+    calls it (arguments and result are compile-time values)."""
+    return ConstexprFunction(fn)

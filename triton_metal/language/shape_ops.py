@@ -38,6 +38,17 @@ def full(shape: Any, value: Any, dtype: Any, _semantic: Semantic = None) -> tens
 
 
 @builtin
+def dtype_call(ty: Any, value: Any, _semantic: Semantic = None) -> tensor:  # type: ignore[assignment]
+    """`tl.float32(x)`: `x` as the dtype `ty`: a tensor converted as `x.to(ty)` does, a Python or
+    constexpr number as the scalar `tl.full([], x, ty)`. (Triton 3.8 raises "'dtype' object
+    is not callable" here; libraries write it, and its meaning is not in doubt.)"""
+    value = _unwrap(value)
+    if isinstance(value, tensor):
+        return _semantic.cast(value, _unwrap(ty))
+    return _semantic.full([], value, _unwrap(ty))
+
+
+@builtin
 def zeros(shape: Any, dtype: Any, _semantic: Semantic = None) -> tensor:  # type: ignore[assignment]
     return _semantic.full(_unwrap(shape), 0, _unwrap(dtype))
 

@@ -229,6 +229,12 @@ class dtype:
     def __ne__(self, other: object) -> bool:
         return not self == other
 
+    def __call__(self, value: object, **kwargs: object) -> object:
+        """`tl.float32(x)` in a kernel: `x` as this type (shape_ops.dtype_call)."""
+        from .shape_ops import dtype_call
+
+        return dtype_call(self, value, **kwargs)
+
     def __hash__(self) -> int:
         return hash((type(self).__name__, self.name))
 

@@ -40,11 +40,6 @@ inline_asm_elementwise = _refusing(
 map_elementwise = _refusing(
     "map_elementwise", _NOT_YET, "write the scalar function with tl operations on whole blocks"
 )
-sort = _refusing(
-    "sort", _NOT_YET, "sort on the host, or implement a bitonic network with tl.where and tl.gather"
-)
-topk = _refusing("topk", _NOT_YET, "use tl.max with return_indices=True repeatedly, or sort on the host")
-bitonic_merge = _refusing("bitonic_merge", _NOT_YET, "implement the network with tl.where")
 atomic_load = _refusing("atomic_load", _NOT_YET, "use tl.atomic_add(ptr, 0) to read atomically")
 atomic_store = _refusing("atomic_store", _NOT_YET, "use tl.atomic_xchg(ptr, value)")
 atomic_poll = _refusing("atomic_poll", _NOT_YET, "spin on tl.atomic_cas")

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .host_arrays import arrays_need_64bit_indices, picker
-from .specialization import PointerArg, SpecializationKey
+from .specialization import DescriptorArg, PointerArg, SpecializationKey, TupleArg
 
 _DISTRIBUTION = "triton-metal-mlx"
 
@@ -110,6 +110,49 @@ class CompiledKernel:
     """"compiled" (front end and code generator ran) or "disk" (read from the disk cache)."""
     launcher: Any = None
     """The backend's launcher for this variant: called with (values, grid)."""
+    kernel: Any = None
+    """The `JITFunction` it was compiled from (launches by subscript go through it)."""
+
+    # -- Triton's CompiledKernel (runtime/kernel_facts.py says what each value means here) -----
+    @property
+    def name(self) -> str:
+        return self.key.kernel
+
+    @property
+    def metadata(self) -> Any:
+        """Triton's `metadata`: `name`, `shared` (threadgroup memory bytes), `num_warps`, ..."""
+        from .kernel_facts import kernel_metadata
+
+        return kernel_metadata(self)
+
+    @property
+    def n_regs(self) -> int:
+        """An estimate of the 32-bit registers per thread (a lower bound; kernel_facts.py)."""
+        from .kernel_facts import estimated_registers
+
+        return estimated_registers(self)
+
+    @property
+    def n_spills(self) -> int:
+        """0: Metal reports no spill count (kernel_facts.py)."""
+        return 0
+
+    def _init_handles(self) -> None:
+        """Triton loads the binary onto the device here; the backend's launcher for the variant
+        is built when it is compiled (the Metal pipeline on its first launch), so nothing is left
+        to do."""
+
+    def __getitem__(self, grid: Any) -> Callable[..., None]:
+        """`compiled[grid](*args)`: launch with the kernel's own arguments (constexprs included,
+        as Triton's launcher takes them) and this variant's `num_warps`. The launch binds and
+        checks the arguments as `kernel[grid]` does and runs this variant when they specialize
+        as the warm-up's did (else the variant they select: never this code on arguments it was
+        not compiled for)."""
+        kernel = self.kernel
+        if kernel is None:
+            raise TypeError(f"compiled variant of '{self.key.kernel}' has no kernel to launch")
+        warps = self.key.num_warps
+        return lambda *args, **kwargs: kernel.run(*args, grid=grid, warmup=False, **{"num_warps": warps, **kwargs})
 
     @property
     def ir(self) -> str:
@@ -155,7 +198,7 @@ class KernelCache:
         facts, found again by comparing them (one identity test per interned fact)."""
         last_facts, take = self.last_arrays
         if last_facts != facts:
-            take = picker([i for i, f in enumerate(facts) if isinstance(f, PointerArg)])
+            take = picker([i for i, f in enumerate(facts) if isinstance(f, (PointerArg, DescriptorArg, TupleArg))])
             self.last_arrays = (facts, take)
         return 64 if arrays_need_64bit_indices(take(values)) else 32
 

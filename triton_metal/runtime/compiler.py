@@ -284,6 +284,23 @@ def _compute_compiler_hash(memo_dir: Path | None) -> str:
 _compiler_hash: str | None = None
 
 
+def triton_key() -> str:
+    """Triton's `triton.compiler.compiler.triton_key()` (libraries key their own caches by it):
+    the package version and the compiler's source hash."""
+    from .cache import COMPILER_VERSION
+
+    return f"triton_metal-{COMPILER_VERSION}-{compiler_hash()}"
+
+
+def __getattr__(name: str) -> Any:
+    """`CompiledKernel` as `triton.compiler.CompiledKernel` (imported on first use)."""
+    if name == "CompiledKernel":
+        from .cache import CompiledKernel
+
+        return CompiledKernel
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def compiler_hash() -> str:
     """`COMPILER_HASH` (module docstring), computed once per process."""
     global _compiler_hash

@@ -3,7 +3,10 @@
 Triton's driver object answers questions about the current CUDA/HIP device. Libraries use a few
 of them to size grids (`driver.active.utils.get_device_properties(dev)["multiprocessor_count"]`,
 `driver.active.get_current_device()`, `driver.active.get_current_target()`); those answer with
-Apple GPU facts (one device, 32-wide SIMD groups, 32 KiB of threadgroup memory). The number of
+Apple GPU facts (one device, 32-wide SIMD groups, 32 KiB of threadgroup memory). Triton's
+tutorials start with `DEVICE = driver.active.get_active_torch_device()`: the device whose torch
+tensors kernels here run on in place, `mps` where PyTorch has an MPS device and `cpu` elsewhere
+(the emulator and the interpreter run on CPU tensors' memory). The number of
 cores is not exposed by MLX or PyTorch: `multiprocessor_count` is the CPU's core count, an
 estimate for sizing persistent grids, never a measured GPU figure. Everything else raises
 `NotImplementedError` naming the member, rather than answering wrongly.
@@ -21,6 +24,19 @@ class GPUTarget:
     backend: str
     arch: str
     warp_size: int
+
+
+def target() -> GPUTarget:
+    """What `get_current_target()` answers."""
+    return GPUTarget("metal", "apple", 32)
+
+
+def active_torch_device() -> Any:
+    """`torch.device("mps")` where PyTorch has an MPS device, else `torch.device("cpu")`."""
+    import torch
+
+    mps = getattr(torch.backends, "mps", None)
+    return torch.device("mps" if mps is not None and mps.is_available() else "cpu")
 
 
 class _Utils:
@@ -52,7 +68,10 @@ class _ActiveDriver:
         return 0
 
     def get_current_target(self) -> GPUTarget:
-        return GPUTarget("metal", "apple", 32)
+        return target()
+
+    def get_active_torch_device(self) -> Any:
+        return active_torch_device()
 
     def __getattr__(self, name: str) -> Any:
         raise NotImplementedError(f"triton.runtime.driver.active.{name} has no Apple GPU counterpart here")

@@ -28,7 +28,7 @@ import numpy as np
 
 from ..errors import LaunchError
 from . import torch_arrays
-from .specialization import MLX_ARRAY, ReinterpretedArray
+from .specialization import MLX_ARRAY, ReinterpretedArray, is_host_descriptor
 
 INDEX32_LIMIT = 2**31
 _SCALAR_TYPES = frozenset({int, float, bool, type(None), str})
@@ -80,6 +80,10 @@ def element_extent(value: object) -> int:
         return element_extent(np.asarray(value))
     if torch_arrays.is_tensor(value):
         return torch_arrays.element_extent(value)
+    if is_host_descriptor(value):  # a tensor descriptor addresses its base
+        return element_extent(value.base)  # type: ignore[attr-defined]
+    if isinstance(value, tuple):  # a tuple argument: its largest array
+        return max(map(element_extent, value), default=0)
     return 0
 
 

@@ -59,7 +59,18 @@ def _is_constexpr_annotation(annotation: object) -> bool:
     )
 
 
-class JITFunction(JITCallable):
+class KernelInterface:
+    """Triton's base of launchable kernels (`triton.runtime.jit.KernelInterface`):
+    `kernel[grid](*args)` is `kernel.run(*args, grid=grid, warmup=False)`."""
+
+    def run(self, *args: object, grid: GridSpec, warmup: bool, **kwargs: object) -> Any:
+        raise NotImplementedError
+
+    def __getitem__(self, grid: GridSpec) -> Callable[..., Any]:
+        return lambda *args, **kwargs: self.run(*args, grid=grid, warmup=False, **kwargs)
+
+
+class JITFunction(KernelInterface, JITCallable):
     """A `@jit` kernel: launch it with `kernel[grid](*args, **kwargs)`."""
 
     def __init__(
@@ -161,8 +172,10 @@ class JITFunction(JITCallable):
         """Check the arguments and compile the variant they select, without running it.
 
         A NumPy or MLX dtype may stand for an array (`kernel.warmup(np.float32, ...)`): it
-        compiles as an aligned pointer to that type. Returns the compiled variant (`None` under
-        `TRITON_METAL_INTERPRET=1`, which compiles nothing)."""
+        compiles as an aligned pointer to that type. Returns the compiled variant, Triton's
+        `CompiledKernel` (`n_regs`, `metadata.shared`, `compiled[grid](*args)`: cache.py); under
+        `TRITON_METAL_INTERPRET=1`, the variant its legality check compiles, whose launches
+        are interpreted."""
         wrapped = [
             a if i < len(self.params) and self.params[i].is_constexpr else MockArray.wrap_dtype(a)
             for i, a in enumerate(args)
@@ -240,8 +253,8 @@ class JITFunction(JITCallable):
         if level:  # TRITON_METAL_DEBUG compiles device asserts in, as debug=True does
             debug_flag = True
         if interpret:
-            if warmup:
-                return None
+            if warmup:  # the variant the legality check compiles (disk cached)
+                return self._check_compiles(facts, warps, debug_flag, backend, values, grid3[0], True)
             self._check_compiles(facts, warps, debug_flag, backend, values, grid3[0])
             if level >= 1:
                 log(f"launch {name} grid={grid3} num_warps={warps}: interpreted (TRITON_METAL_INTERPRET=1)")
@@ -283,26 +296,32 @@ class JITFunction(JITCallable):
         return None
 
     def _check_compiles(self, facts: tuple[ArgSpec, ...], warps: int, debug_flag: bool, backend: str,
-                        values: tuple[object, ...], programs_x: int) -> None:
+                        values: tuple[object, ...], programs_x: int, again: bool = False
+                        ) -> CompiledKernel | None:
         """One legality: the interpreter runs only what the compiler accepts. The variant a
         compiled launch would use (the same grid spreading) is compiled to MSL once per
         specialization (memory and disk cached, no toolchain run), so the interpreter raises
-        exactly the compiler's refusal, from the same place (Metal's buffer limit included)."""
+        exactly the compiler's refusal, from the same place (Metal's buffer limit included).
+        Returns that variant when it compiled it (None when it was checked before, unless
+        `again`)."""
         index_bits = 64 if needs_64bit_indices(values) else 32
         spread = programs_x * 32 * warps > LAUNCH_DIM_LIMIT
         target = active_target()
         fast_key = (facts, warps, debug_flag, backend, index_bits, spread, target)
-        if fast_key in self.cache.legal:
-            return
+        if fast_key in self.cache.legal and not again:
+            return None
         key = SpecializationKey(
             self.__name__, facts, warps, debug_flag, backend, COMPILER_VERSION, index_bits, spread,
             target=target,
         )
-        compile_variant(self, key)
+        compiled = compile_variant(self, key)
+        compiled.kernel = self
         self.cache.legal.add(fast_key)
+        return compiled
 
     def _compile(self, key: SpecializationKey) -> CompiledKernel:
         compiled = compile_variant(self, key)
+        compiled.kernel = self
         compiled.launcher = make_launcher(self, compiled)
         self.cache.put(compiled)
         return compiled
@@ -321,11 +340,15 @@ def _name_kernel(error: LaunchError, name: str) -> LaunchError:
 
 def describe_facts(names: list[str], facts: tuple[ArgSpec, ...]) -> str:
     """`x_ptr: *fp32 (aligned), n: i32 (%16), BLOCK=1024` for the debug log."""
-    from .specialization import ConstexprArg, PointerArg, ScalarArg
+    from .specialization import ConstexprArg, DescriptorArg, PointerArg, ScalarArg, TupleArg
 
     parts: list[str] = []
     for name, fact in zip(names, facts):
-        if isinstance(fact, PointerArg):
+        if isinstance(fact, TupleArg):
+            parts.append(f"{name}: ({describe_facts([str(i) for i in range(len(fact.elements))], fact.elements)})")
+        elif isinstance(fact, DescriptorArg):
+            parts.append(f"{name}: tensordesc<{fact.base.element}{list(fact.block_shape)}>")
+        elif isinstance(fact, PointerArg):
             parts.append(f"{name}: *{fact.element}" + (" (aligned)" if fact.aligned16 else ""))
         elif isinstance(fact, ScalarArg):
             parts.append(f"{name}: {fact.ty}" + (" (%16)" if fact.divisible16 else ""))
@@ -396,4 +419,6 @@ def jit(
     return decorator
 
 
-__all__ = ["JITFunction", "jit"]
+from ..language.jit_marker import ConstexprFunction, constexpr_function  # noqa: E402 - Triton's home of them
+
+__all__ = ["ConstexprFunction", "JITFunction", "KernelInterface", "constexpr_function", "jit"]

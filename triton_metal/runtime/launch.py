@@ -36,7 +36,10 @@ from .grid import Grid3
 from .host_arrays import PLAIN_TYPES, metal_values, numpy_buffer
 from .log import debug_level, log
 from .signature import kernel_signature
-from .specialization import ArgSpec, ConstexprArg, PointerArg, ReinterpretedArray, SpecializationKey
+from .flat_args import flat_names, flattening, has_composites, host_values
+from .specialization import (
+    ArgSpec, ConstexprArg, DescriptorArg, PointerArg, ReinterpretedArray, SpecializationKey, TupleArg,
+)
 from .torch_arrays import host_view, is_tensor
 
 
@@ -44,18 +47,29 @@ def to_launch_args(
     names: list[str], values: tuple[object, ...], facts: tuple[ArgSpec, ...]
 ) -> dict[str, object]:
     """Name -> value for the interpreter, in parameter order (see the module docstring)."""
-    args: dict[str, object] = {}
-    for name, value, fact in zip(names, values, facts):
-        if isinstance(fact, ConstexprArg):
-            value = fact.value
-        elif isinstance(value, np.generic):
-            value = value.item()
-        elif isinstance(fact, PointerArg) and is_tensor(value):
-            value = host_view(value, name)
-        if isinstance(fact, PointerArg) and isinstance(value, (np.ndarray, ReinterpretedArray)):
-            numpy_buffer(value, name)  # refused as the compiled backends refuse it (strides)
-        args[name] = value
-    return args
+    return {name: _interpreted(value, fact, name) for name, value, fact in zip(names, values, facts)}
+
+
+def _interpreted(value: object, fact: ArgSpec, name: str) -> object:
+    if isinstance(fact, ConstexprArg):
+        return fact.value
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(fact, PointerArg):
+        return _host_array(value, name)
+    if isinstance(fact, (DescriptorArg, TupleArg)):  # their arrays and scalars, each as above
+        return host_values(value, fact, lambda v, f: _interpreted(v, f, name))
+    return value
+
+
+def _host_array(value: object, name: str) -> object:
+    """What the interpreter reads through an array argument: a torch CPU tensor's NumPy view;
+    a NumPy view the compiled backends cannot pass is refused as they refuse it (strides)."""
+    if is_tensor(value):
+        value = host_view(value, name)
+    if isinstance(value, (np.ndarray, ReinterpretedArray)):
+        numpy_buffer(value, name)
+    return value
 
 
 def launch_on_interpreter(kernel: Any, grid: Grid3, args: dict[str, object]) -> None:
@@ -135,22 +149,31 @@ def _twin(kernel: Any, compiled: CompiledKernel) -> Any:
 
 
 def make_launcher(kernel: Any, compiled: CompiledKernel) -> Any:
+    facts = compiled.key.args
+    if compiled.key.backend == INTERPRETER or not has_composites(facts):
+        return _make_launcher(kernel, compiled, kernel.arg_names)
+    # host tensor descriptors and tuples travel as their parts (runtime/flat_args.py)
+    names = flat_names(kernel.__name__, kernel.arg_names, facts)
+    return flattening(_make_launcher(kernel, compiled, names), facts)
+
+
+def _make_launcher(kernel: Any, compiled: CompiledKernel, arg_names: list[str]) -> Any:
     backend = compiled.key.backend
     if backend == EMULATOR:
         from .launch_emulator import EmulatorLauncher
 
-        return EmulatorLauncher(compiled.msl, kernel.arg_names, kernel.__name__,
+        return EmulatorLauncher(compiled.msl, arg_names, kernel.__name__,
                                 twin=_twin(kernel, compiled))
     if backend == TORCH_MPS:
         from .launch_torch_mps import TorchMpsLauncher
 
-        return TorchMpsLauncher(compiled.msl, kernel.arg_names)
+        return TorchMpsLauncher(compiled.msl, arg_names)
     if backend == METAL:
         from ..backends.metal import LaunchPlan, MetalLauncher
 
-        launcher = MetalLauncher(compiled.msl, LaunchPlan.of(compiled.msl, kernel.arg_names), kernel.arg_names,
+        launcher = MetalLauncher(compiled.msl, LaunchPlan.of(compiled.msl, arg_names), arg_names,
                                  twin=_twin(kernel, compiled))
-        names = tuple(kernel.arg_names)
+        names = tuple(arg_names)
 
         def metal(values: tuple[object, ...], grid: Grid3) -> None:
             if PLAIN_TYPES.issuperset(map(type, values)):  # metal_values' own check, inlined

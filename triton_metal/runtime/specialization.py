@@ -15,6 +15,8 @@ rules here are Triton's (`specialize_impl` in `triton/runtime/jit.py`):
 | other `int` in [-2**63, 2**63)   | `i64`, plus "divisible by 16"              |
 | `float`                          | `fp32`, never value-specialized            |
 | NumPy / MLX array, torch tensor  | a pointer to its element type, plus "16-byte aligned" |
+| a tuple                          | one fact per element (nested tuples too)   |
+| host `TensorDescriptor`          | its base's pointer fact, the shape's and strides' integer facts, the block shape and padding |
 
 `do_not_specialize` turns off the `== 1` and divisibility facts for a parameter (and alignment for
 arrays, as Triton does); `do_not_specialize_on_alignment` turns off only divisibility/alignment.
@@ -33,6 +35,7 @@ Errors name the parameter and are raised before anything runs.
 
 from __future__ import annotations
 
+import sys
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -114,7 +117,28 @@ class ConstexprArg:
     kind: str
 
 
-ArgSpec = PointerArg | ScalarArg | ConstexprArg
+@dataclass(frozen=True, slots=True)
+class DescriptorArg:
+    """A host tensor descriptor (`triton.tools.tensor_descriptor.TensorDescriptor`): its base
+    array's fact, one integer fact per dimension for the shape and for the strides, and the
+    block shape and padding, which are compile-time."""
+
+    base: PointerArg
+    shape: tuple[ScalarArg | ConstexprArg, ...]
+    strides: tuple[ScalarArg | ConstexprArg, ...]
+    block_shape: tuple[int, ...]
+    padding: str
+
+
+@dataclass(frozen=True, slots=True)
+class TupleArg:
+    """A tuple argument: one fact per element, as if each were an argument of its own."""
+
+    elements: tuple[Any, ...]
+    """`ArgSpec`s, nested `TupleArg`s included."""
+
+
+ArgSpec = PointerArg | ScalarArg | ConstexprArg | DescriptorArg | TupleArg
 
 
 @dataclass(frozen=True, slots=True)
@@ -433,18 +457,69 @@ def _specialize_other(value: object, name: str, specialize: bool, align: bool) -
         return constexpr_arg(value.value, name)
     if isinstance(value, (str, tlt.dtype)) or _is_jit_callable(value):
         return constexpr_arg(value, name)
+    if is_host_descriptor(value):
+        return _descriptor_spec(value, name, specialize, align)
     if isinstance(value, (complex, np.complexfloating)):
         raise ArgumentError(f"argument '{name}' is a complex number; kernels have no complex type")
-    if isinstance(value, (tuple, list)):
+    if isinstance(value, list):
         raise ArgumentError(
-            f"argument '{name}' is a {type(value).__name__}; pass tuples' elements as separate "
-            "arguments (tuple arguments are not supported yet)"
+            f"argument '{name}' is a Python list; pass an array or a tensor (a torch tensor, "
+            "mlx.core.array or numpy.ndarray) for a pointer argument"
         )
+    if isinstance(value, tuple):
+        if hasattr(value, "_fields"):
+            raise ArgumentError(
+                f"argument '{name}' is a named tuple; pass a plain tuple (named tuple arguments "
+                "are not supported yet)"
+            )
+        return TupleArg(tuple(
+            specialize_arg(v, f"{name}[{i}]", specialize, align) for i, v in enumerate(value)
+        ))
     raise ArgumentError(
         f"argument '{name}' has unsupported type {type(value).__module__}.{type(value).__qualname__}:"
         " pass a torch tensor, mlx.core.array or numpy.ndarray for a pointer, or a Python int, float"
         " or bool"
     )
+
+
+def is_host_descriptor(value: object) -> bool:
+    """`value` is a `tools.tensor_descriptor.TensorDescriptor` (its module is imported by
+    whoever made one, so this imports nothing new)."""
+    module = sys.modules.get("triton_metal.tools.tensor_descriptor")
+    return module is not None and isinstance(value, module.TensorDescriptor)
+
+
+def _descriptor_spec(value: Any, name: str, specialize: bool, align: bool) -> DescriptorArg:
+    from ..tools.tensor_descriptor import check_block_shape
+
+    base = specialize_arg(value.base, f"{name}.base", specialize, align)
+    if not isinstance(base, PointerArg):
+        raise ArgumentError(
+            f"argument '{name}': a tensor descriptor's base must be an array or a tensor, "
+            f"not {type(value.base).__name__}"
+        )
+    block_shape = list(value.block_shape)
+    rank = len(value.shape)
+    if not (len(value.strides) == len(block_shape) == rank):
+        raise ArgumentError(
+            f"argument '{name}': the descriptor's shape, strides and block_shape have "
+            f"{rank}, {len(value.strides)} and {len(block_shape)} entries; give one per dimension"
+        )
+    try:
+        check_block_shape(block_shape)
+    except ValueError as error:
+        raise ArgumentError(f"argument '{name}': {error}") from None
+    shape = tuple(_descriptor_int(v, f"{name}.shape[{d}]", specialize, align) for d, v in enumerate(value.shape))
+    strides = tuple(_descriptor_int(v, f"{name}.strides[{d}]", specialize, align) for d, v in enumerate(value.strides))
+    return DescriptorArg(base, shape, strides, tuple(block_shape), value.padding)
+
+
+def _descriptor_int(value: object, name: str, specialize: bool, align: bool) -> ScalarArg | ConstexprArg:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise ArgumentError(f"argument '{name}' must be an integer, not {type(value).__name__}")
+    fact = _int_spec(int(value), name, specialize, align)
+    assert isinstance(fact, (ScalarArg, ConstexprArg))
+    return fact
 
 
 def _is_jit_callable(value: object) -> bool:

@@ -16,6 +16,7 @@ as they were (a read-only second output, say, is refused with the first one unto
 from __future__ import annotations
 
 import os
+import sys
 import traceback
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +28,7 @@ from triton_metal.errors import (
     out_of_bounds_message,
 )
 from triton_metal.language import JITCallable, Semantic, active_semantic, constexpr, tensor
+from triton_metal.language.descriptor import tensor_descriptor
 from triton_metal.language.types import (
     FP64_REFUSAL,
     bfloat16,
@@ -130,6 +132,10 @@ def _bind(name: str, value: Any, memory: Memory, mlx: dict[int, _MlxBinding], is
         return _pointer(name, value, memory, _element_type(name, value.dtype))
     if _is_mlx(value):
         return _bind_mlx(name, value, memory, mlx)
+    if _is_host_descriptor(value):
+        return _bind_descriptor(name, value, memory, mlx)
+    if type(value) is tuple:  # a tuple argument: each element bound as an argument of its own
+        return tuple(_bind(f"{name}[{i}]", v, memory, mlx, False) for i, v in enumerate(value))
     wrapped_dtype = getattr(value, "dtype", None)
     base = getattr(value, "base", None)
     if isinstance(wrapped_dtype, dtype) and base is not None:  # reinterpret(array, tl dtype)
@@ -151,6 +157,19 @@ def _bind(name: str, value: Any, memory: Memory, mlx: dict[int, _MlxBinding], is
     if isinstance(value, (float, np.floating)):
         return _scalar(float(value), float32)
     return constexpr(value)  # dtypes, @jit functions, strings...: compile-time values
+
+
+def _is_host_descriptor(value: Any) -> bool:
+    module = sys.modules.get("triton_metal.tools.tensor_descriptor")
+    return module is not None and isinstance(value, module.TensorDescriptor)
+
+
+def _bind_descriptor(name: str, value: Any, memory: Memory, mlx: dict[int, _MlxBinding]) -> tensor_descriptor:
+    """A host `TensorDescriptor` as the kernel sees it: the `tl.tensor_descriptor` over its
+    base pointer, shape and strides (run-time scalars, as a compiled kernel receives them)."""
+    parts = [value.base, *value.shape, *value.strides]
+    bound = [_bind(f"{name}.{i}", v, memory, mlx, False) for i, v in enumerate(parts)]
+    return tensor_descriptor.from_parts(bound, value.block_shape, value.padding)
 
 
 def _element_type(name: str, np_dtype: np.dtype) -> dtype:

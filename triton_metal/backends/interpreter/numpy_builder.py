@@ -439,7 +439,7 @@ class NumpyBuilder:
             even = n - (n % 2)
             lhs = [TensorHandle(x[0:even:2], t) for x, t in zip(arrs, types)]
             rhs = [TensorHandle(x[1:even:2], t) for x, t in zip(arrs, types)]
-            out = combine(lhs, rhs)
+            out = _combine(combine, lhs, rhs)
             merged = [normalize(np.broadcast_to(o.data, lhs[0].data.shape), t) for o, t in zip(out, types)]
             if n % 2:
                 merged = [np.concatenate([m, x[n - 1 : n]], axis=0) for m, x in zip(merged, arrs)]
@@ -458,7 +458,7 @@ class NumpyBuilder:
         while d < n:
             lhs = [TensorHandle(x[: n - d], t) for x, t in zip(arrs, types)]
             rhs = [TensorHandle(x[d:], t) for x, t in zip(arrs, types)]
-            out = combine(lhs, rhs)
+            out = _combine(combine, lhs, rhs)
             arrs = [
                 np.concatenate([x[:d], normalize(np.broadcast_to(o.data, rhs[0].data.shape), t)], axis=0)
                 for x, o, t in zip(arrs, out, types)
@@ -493,6 +493,26 @@ class NumpyBuilder:
             bad = np.argwhere(~ok)
             where = f" at index {tuple(int(i) for i in bad[0])}" if ok.ndim else ""
             raise InterpreterError(f"device_assert failed{where}: {message}")
+
+
+def _combine(combine: RegionFn, lhs: list[TensorHandle], rhs: list[TensorHandle]) -> list[TensorHandle]:
+    """A reduction's or scan's combine function on many element pairs at once: the handles are
+    typed as scalars, as the function's arguments are, and hold arrays of elements. A function
+    whose own shapes then disagree with its data (one that adds a 1-element block to learn an
+    operand's type, `x + tl.zeros((1,), tl.int1)`) is run again pair by pair on true scalars."""
+    try:
+        return list(combine(lhs, rhs))
+    except ValueError:
+        shape = np.shape(lhs[0].data)
+        if shape == ():
+            raise
+    results: list[list[np.ndarray]] = []
+    for index in np.ndindex(*shape):
+        out = combine([TensorHandle(np.asarray(h.data[index]), h.dtype) for h in lhs],
+                      [TensorHandle(np.asarray(h.data[index]), h.dtype) for h in rhs])
+        results.append([np.asarray(o.data).reshape(()) for o in out])
+    types = [o.dtype for o in out]
+    return [TensorHandle(np.stack([r[k] for r in results]).reshape(shape), t) for k, t in enumerate(types)]
 
 
 def _signed_zero_order(r: np.ndarray, a: np.ndarray, b: np.ndarray, is_min: bool) -> np.ndarray:

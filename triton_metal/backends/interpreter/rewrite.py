@@ -10,6 +10,8 @@ differ, so that a program means in the interpreter what it means compiled:
   `getattr(tl, FUNC)` takes a compile-time name), as the front end's do.
 * `for i in range(...)`: Python's `range` in a loop header is `tl.range`, as in the front end, so
   a bound known only at run time counts as the compiled loop does (`Semantic.loop_types`).
+* `assert cond, msg`: a device assert when `cond` is a tensor (as Triton reads it), else a
+  compile-time check, as the front end's.
 
 Arguments follow the front end too: a helper receives every non-tensor argument as a
 `tl.constexpr` (so `DTYPE.value` works), and so does a kernel's compile-time parameter.
@@ -111,6 +113,20 @@ class _Runtime:
         """What a loop header's `make(...)` calls: Python's `range` is `tl.range` there."""
         return tl_range if make is builtins.range else make
 
+    @staticmethod
+    def assert_(cond: Any, msg: Any) -> None:
+        """`assert cond, msg`: a device assert of a tensor condition (Triton's meaning), a
+        compile-time check of any other value, as the front end's `visit_Assert`."""
+        text = str(_unwrap(msg))
+        if isinstance(cond, tensor):
+            sem = current_semantic()
+            assert sem is not None  # the interpreter runs bodies under its semantic
+            sem.device_assert(cond, text)
+        elif not _unwrap(cond):
+            from triton_metal.errors import CompilationError
+
+            raise CompilationError(f"assertion failed: {text}" if text else "assertion failed")
+
 
 # -- the rewrite -------------------------------------------------------------------------------
 
@@ -177,6 +193,11 @@ class _Rewriter(ast.NodeTransformer):
         if isinstance(it, ast.Call):
             it.func = _call("loop_iterable", [it.func], it.func)
         return node
+
+    def visit_Assert(self, node: ast.Assert) -> ast.AST:
+        self.generic_visit(node)
+        msg = node.msg if node.msg is not None else ast.copy_location(ast.Constant(""), node)
+        return ast.copy_location(ast.Expr(value=_call("assert_", [node.test, msg], node)), node)
 
     def visit_Call(self, node: ast.Call) -> ast.AST:
         self.generic_visit(node)

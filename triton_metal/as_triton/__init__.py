@@ -42,7 +42,9 @@ _ALIASES = {
     "triton.runtime.driver": "triton_metal.runtime.driver_stub",
     "triton.runtime.errors": "triton_metal.errors",
     "triton.compiler": "triton_metal.runtime.compiler",
+    "triton.compiler.compiler": "triton_metal.runtime.compiler",
     "triton.compiler.errors": "triton_metal.errors",
+    "triton.backends.compiler": "triton_metal.runtime.driver_stub",
 }
 
 
@@ -91,12 +93,12 @@ def _top_module() -> types.ModuleType:
 
     module = types.ModuleType("triton", "triton_metal installed as triton (install_as_triton)")
     module.__path__ = []  # a package: submodules come from the finder
+    # the file of the package that answers `import triton` (libraries locate themselves by it)
+    module.__file__ = triton_metal.__file__
     module.__version__ = TRITON_VERSION  # type: ignore[attr-defined]
     module.__triton_metal__ = True  # type: ignore[attr-defined]
 
     def __getattr__(name: str) -> Any:
-        if name == "__file__":  # no file: the package's own would pass it off as a real Triton
-            raise AttributeError(f"module 'triton' has no attribute '{name}'")
         if name in ("language", "runtime", "testing", "compiler", "backends"):
             return importlib.import_module("triton." + name)
         return getattr(triton_metal, name)
@@ -104,6 +106,18 @@ def _top_module() -> types.ModuleType:
     module.__getattr__ = __getattr__  # type: ignore[method-assign]
     module.__dir__ = lambda: sorted(set(dir(triton_metal)) | {"__version__"})  # type: ignore[method-assign]
     return module
+
+
+def _alias_imported_modules() -> None:
+    """Register `triton.<path>` for every `triton_metal.<path>` already imported. Importing a
+    submodule the first time binds it on its parent package, and the alias's parent is our
+    package: `import triton.runtime.jit` would rebind `triton_metal.runtime.jit` (the `jit`
+    function) to the module. A module found in `sys.modules` is not bound again."""
+    for name, module in list(sys.modules.items()):
+        if name.startswith("triton_metal.") and module is not None:
+            alias = "triton" + name[len("triton_metal"):]
+            if alias not in _ALIASES:
+                sys.modules.setdefault(alias, module)
 
 
 def install_as_triton() -> types.ModuleType:
@@ -120,27 +134,10 @@ def install_as_triton() -> types.ModuleType:
         sys.meta_path.insert(0, _TritonFinder())
     module = _top_module()
     sys.modules["triton"] = module
+    _alias_imported_modules()
     # `from triton.runtime import driver` looks the name up on triton_metal.runtime itself
-    from .runtime import driver_stub
+    from ..runtime import driver_stub
     import triton_metal.runtime as runtime
 
     runtime.driver = driver_stub  # type: ignore[attr-defined]
     return module
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m triton_metal.as_triton script.py [args]`: run a script written for Triton."""
-    import runpy
-
-    args = list(sys.argv[1:] if argv is None else argv)
-    if not args:
-        print("usage: python -m triton_metal.as_triton script.py [args...]", file=sys.stderr)
-        return 2
-    install_as_triton()
-    sys.argv = args
-    runpy.run_path(args[0], run_name="__main__")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
