@@ -35,6 +35,7 @@ from triton_metal.ir.types import ScalarType, TensorType
 from .context import WARP, LoweringContext
 from .distribution import Distribution
 from .dot_tiling import FRAG, DotPlan, Slot, plan_dot
+from .lower_tensor_dot import lower_tensor_dot, tensor_dot_applies
 from .msl_types import msl_type
 from .program import (
     Apply,
@@ -72,6 +73,9 @@ def lower_dot(ctx: LoweringContext, op: DotOp) -> None:
     assert dist is not None and a.dist is not None and b.dist is not None
     if c.dist != dist:
         raise internal_error(f"tt.dot accumulator layout {c_ty} differs from its result's {op.result.type}")
+    if tensor_dot_applies(ctx.options.target, op):
+        lower_tensor_dot(ctx, op, a, b, c, dist)  # MSL 4.0 targets: lower_tensor_dot.py
+        return
     if a_ty.element.name == "i8":
         _lower_integer_dot(ctx, op, a, b, c, dist)
         return
@@ -256,8 +260,12 @@ def _write(ctx: LoweringContext, v: RegValue, view: Expr, row_length: int, trans
     for r, first in enumerate(dist.first_registers()):
         if not first:
             continue
-        idx = Apply("add", (Apply("mul", (ctx.coord(dist, r, major), Lit(str(row_length)))), ctx.coord(dist, r, minor)))
+        idx = _row_major(ctx.coord(dist, r, major), ctx.coord(dist, r, minor), row_length)
         ctx.emit(Assign(Index(view, idx), v.regs[r]))
+
+
+def _row_major(row: Expr, col: Expr, row_length: int) -> Expr:
+    return Apply("add", (Apply("mul", (row, Lit(str(row_length)))), col))
 
 
 def _check_scratch(ctx: LoweringContext, op: DotOp, nbytes: int) -> None:

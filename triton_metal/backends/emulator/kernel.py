@@ -42,6 +42,7 @@ from triton_metal.backends.emulator.rewrite import (
     needs_fibers,
     pin_line_directives,
     rewrite_threadgroup_declarations,
+    uses_tensor_ops,
 )
 from triton_metal.backends.emulator.runtime_lib import (
     ASAN_FLAGS,
@@ -271,6 +272,9 @@ class EmulatorKernel:
         fibers = needs_fibers(body, header)
         runtime = runtime_library(asan)
         flags = list(KERNEL_FLAGS)
+        if uses_tensor_ops(header, body):
+            # Metal 4 tensor ops take their descriptor as a class-type template argument
+            flags[flags.index("-std=c++17")] = "-std=c++20"
         flags += ASAN_FLAGS if asan else ["-O2"]
         if fast_math:
             flags.append("-ffast-math")

@@ -42,7 +42,7 @@ SYNC_FUNCTIONS = (
     "quad_shuffle_xor quad_shuffle_up quad_shuffle_down quad_broadcast "
     "simdgroup_load simdgroup_store simdgroup_multiply simdgroup_multiply_accumulate "
     "simdgroup_matrix simdgroup_float8x8 simdgroup_half8x8 simdgroup_bfloat8x8 "
-    "make_filled_simdgroup_matrix"
+    "make_filled_simdgroup_matrix matmul2d"
 ).split()
 _SYNC = re.compile(r"\b(?:" + "|".join(SYNC_FUNCTIONS) + r")\b")
 
@@ -106,6 +106,15 @@ def rewrite_threadgroup_declarations(text: str) -> tuple[str, int]:
 
 def needs_fibers(*texts: str) -> bool:
     return any(_SYNC.search(strip_comments(t)) for t in texts)
+
+
+_TENSOR_OPS = re.compile(r"#\s*include\s*<MetalPerformancePrimitives/")
+
+
+def uses_tensor_ops(*texts: str) -> bool:
+    """Whether the kernel includes Apple's tensor ops (compiled as C++20: their descriptors are
+    class-type template arguments)."""
+    return any(_TENSOR_OPS.search(t) for t in texts)
 
 
 def check_msl_restrictions(text: str, file: str, kernel: str, first_line: int = 1) -> None:

@@ -49,8 +49,21 @@ def header_files() -> list[str]:
     plain strings, as this runs on every kernel build."""
     files: list[str] = []
     for folder in include_dirs():
-        with os.scandir(folder) as entries:
-            files.extend(sorted(e.path for e in entries if e.is_file()))
+        files.extend(_files_under(str(folder)))
+    return files
+
+
+def _files_under(folder: str) -> list[str]:
+    """The files of a folder and of its subfolders (`MetalPerformancePrimitives/`), sorted."""
+    with os.scandir(folder) as entries:
+        found = sorted((e.path, e.is_dir()) for e in entries if e.is_file() or e.is_dir())
+    files: list[str] = []
+    for path, is_dir in found:
+        if is_dir:
+            if not os.path.basename(path).startswith(("_", ".")):
+                files.extend(_files_under(path))
+        else:
+            files.append(path)
     return files
 
 

@@ -257,12 +257,18 @@ void tm_run_group_fibers(Worker* w) {
         for (unsigned l = 0; l < sg.data.lanes; ++l) {
             w->fibers[s * TM_SIMD_WIDTH + l].self.sg = &sg.data;
             w->fibers[s * TM_SIMD_WIDTH + l].self.lane = l;
+            w->fibers[s * TM_SIMD_WIDTH + l].self.index = s * TM_SIMD_WIDTH + l;
+            w->fibers[s * TM_SIMD_WIDTH + l].self.nthreads = n;
         }
     }
     w->ndone = 0;
     w->nwait_bar = 0;
     w->bar_mismatch = false;
     switch_to(w, nullptr, &w->fibers[0], false);
+}
+
+extern "C" void tm_rt_fault(const char* what, const char* file, int line) {
+    tm_failf(TM_FAULT, "%s (%s:%d)", what, file, line);
 }
 
 extern "C" tm_self* tm_rt_self(const char* what, const char* file, int line) {

@@ -98,6 +98,8 @@ typedef void (*tm_sg_fn)(tm_sg* sg);
 struct tm_self {
     tm_sg* sg;
     unsigned lane;
+    unsigned index;     // thread_index_in_threadgroup (the tensor ops' execution scope)
+    unsigned nthreads;  // threads in this threadgroup
 };
 
 // Calls the kernel side makes. `what` names the operation for error messages; `file`/`line` are
@@ -111,6 +113,8 @@ void* tm_rt_tg_alloc(unsigned id, unsigned long size, unsigned long align, const
 // A `tl.device_print` element: appended to the launch's records (dropped when it has none).
 void tm_rt_print(unsigned site, unsigned seq, unsigned operand, long index, int pid_x, int pid_y,
                  int pid_z, unsigned long bits);
+// A kernel broke a rule of an operation it called (never returns): `what` says which.
+[[noreturn]] void tm_rt_fault(const char* what, const char* file, int line);
 // A bounds-checked access failed (never returns): buffer `name`, element `index` of `extent`.
 [[noreturn]] void tm_rt_out_of_bounds(const char* name, long index, unsigned long extent,
                                       const char* file, int line);

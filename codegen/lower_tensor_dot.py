@@ -1,0 +1,104 @@
+"""Lowering of `tt.dot` on Metal 4 tensor ops (`mpp::tensor_ops::matmul2d`), for targets with
+MSL 4.0 or later (`Target.has_tensor_ops`, docs/targets.md).
+
+A dot takes this path when `tensor_dot_applies`: the target has tensor ops, the (A, B, C)
+element types are a row of the table in Apple's `MPPTensorOpsMatMul2d.h` that the code generator
+produces (fp16 x fp16 -> fp32 or fp16, bf16 x bf16 -> fp32, fp32 x fp32 -> fp32,
+int8 x int8 -> int32), the shape is whole tensor-op tiles (`M % 16`, `N % 32`, `K % 32`: the
+multiples shipping tensor-op kernels use; a fixed `k` that is not a multiple of 32 is reported to
+be truncated) and the staged operands and accumulator fit in threadgroup memory. Every other dot
+keeps the simdgroup-matrix path of lower_dot.py unchanged.
+
+The dot, whatever the layouts of its operands and accumulator:
+* every thread writes its registers of A (M x K), B (K x N) and the accumulator C (M x N)
+  row-major into threadgroup scratch, and a barrier;
+* `km_tensor_dot` (templates/helpers/tensor_dot.metal) builds `tensor_inline` threadgroup tensors
+  over them, one `matmul2d<matmul2d_descriptor(M, N, 32, false, false, false,
+  multiply_accumulate), execution_simdgroups<num_warps>>` for the whole tile, loads C into the
+  op's destination cooperative tensor, runs the op over K in chunks of 32 (the cooperative
+  accumulator carried across the chunks) and stores it back into C;
+* a barrier, and every thread reads the elements of its result registers from C (the layout the
+  rest of the kernel expects), then a barrier before the scratch is reused.
+
+`relaxed_precision` is false: fp32 dots stay fp32, as Triton's "ieee" precision asks.
+"""
+
+from __future__ import annotations
+
+from triton_metal.ir.ops.tt_compute import DotOp
+from triton_metal.ir.types import ScalarType, TensorType
+
+from . import lower_dot
+from .context import LoweringContext
+from .distribution import Distribution
+from .msl_types import msl_type
+from .program import Assign, Barrier, Call, ExprStmt, Index, Lit, Scope
+from .target import Target
+from .values import RegValue
+
+K_STEP = 32
+"""The descriptor's `k`: the K chunk of one `run` (a multiple of 32, see the module doc)."""
+M_MULTIPLE = 16
+N_MULTIPLE = 32
+
+TENSOR_OP_TYPES: frozenset[tuple[str, str, str]] = frozenset({
+    ("f16", "f16", "f32"),
+    ("f16", "f16", "f16"),
+    ("bf16", "bf16", "f32"),
+    ("f32", "f32", "f32"),
+    ("i8", "i8", "i32"),
+})
+"""(A, B, C) element types this lowering emits; each is a row of Apple's table."""
+
+
+def tensor_dot_applies(target: Target, op: DotOp) -> bool:
+    """Whether `op` lowers to tensor ops on `target` (module doc); the types are checked already."""
+    if not target.has_tensor_ops:
+        return False
+    a_ty, b_ty, c_ty = op.a.type, op.b.type, op.c.type
+    assert isinstance(a_ty, TensorType) and isinstance(b_ty, TensorType) and isinstance(c_ty, TensorType)
+    types = tuple(t.element.name for t in (a_ty, b_ty, c_ty))  # type: ignore[union-attr]
+    if types not in TENSOR_OP_TYPES or a_ty.rank != 2:
+        return False
+    (m, k), n = a_ty.shape, b_ty.shape[1]
+    if m % M_MULTIPLE or n % N_MULTIPLE or k % K_STEP:
+        return False
+    return sum(_region_bytes(op)) <= lower_dot.THREADGROUP_MEMORY
+
+
+def _region_bytes(op: DotOp) -> tuple[int, int, int]:
+    """Threadgroup bytes of the staged A, B and C (each rounded to 16)."""
+    sizes = []
+    for t in (op.a.type, op.b.type, op.c.type):
+        assert isinstance(t, TensorType) and isinstance(t.element, ScalarType)
+        sizes.append(lower_dot._round16(t.shape[0] * t.shape[1] * lower_dot._element_bytes(t.element)))
+    return sizes[0], sizes[1], sizes[2]
+
+
+def lower_tensor_dot(ctx: LoweringContext, op: DotOp, a: RegValue, b: RegValue, c: RegValue,
+                     dist: Distribution) -> None:
+    a_ty, b_ty = op.a.type, op.b.type
+    assert isinstance(a_ty, TensorType) and isinstance(b_ty, TensorType)
+    (m, k), n = a_ty.shape, b_ty.shape[1]
+    in_t, acc_t = msl_type(lower_dot._element(a)), msl_type(lower_dot._element(c))
+    a_bytes, b_bytes, c_bytes = _region_bytes(op)
+    ctx.helpers.add("tensor_dot")
+    out = ctx.declare_array(acc_t, dist.num_regs)
+    ctx.push()
+    base = ctx.op_scratch(op, a_bytes + b_bytes + c_bytes)
+    views = (ctx.scratch_view(in_t, base), ctx.scratch_view(in_t, base + a_bytes),
+             ctx.scratch_view(acc_t, base + a_bytes + b_bytes))
+    for value, view, row_length in ((a, views[0], k), (b, views[1], n), (c, views[2], n)):
+        lower_dot._write(ctx, value, view, row_length)
+    ctx.emit(Barrier())
+    helper = f"km_tensor_dot<{m}, {n}, {k}, {K_STEP}, {ctx.num_warps}>"
+    ctx.emit(ExprStmt(Call(helper, views)))
+    ctx.emit(Barrier())  # every thread's part of the result is in C
+    for r, first in enumerate(dist.first_registers()):
+        if first:
+            row, col = ctx.coord(dist, r, 0), ctx.coord(dist, r, 1)
+            ctx.emit(Assign(out[r], Index(views[2], lower_dot._row_major(row, col, n))))
+    lower_dot._copy_replicas(ctx, dist, out)
+    ctx.scratch_done(op)
+    ctx.emit(Scope(ctx.pop()))
+    ctx.bind(op.result, RegValue(op.result.type, out, dist))
