@@ -73,7 +73,7 @@ def lower_dot(ctx: LoweringContext, op: DotOp) -> None:
     assert dist is not None and a.dist is not None and b.dist is not None
     if c.dist != dist:
         raise internal_error(f"tt.dot accumulator layout {c_ty} differs from its result's {op.result.type}")
-    if tensor_dot_applies(ctx.options.target, op):
+    if tensor_dot_applies(ctx, op):
         lower_tensor_dot(ctx, op, a, b, c, dist)  # MSL 4.0 targets: lower_tensor_dot.py
         return
     if a_ty.element.name == "i8":

@@ -33,7 +33,6 @@ from .context import LoweringContext
 from .distribution import Distribution
 from .msl_types import msl_type
 from .program import Assign, Barrier, Call, ExprStmt, Index, Lit, Scope
-from .target import Target
 from .values import RegValue
 
 K_STEP = 32
@@ -51,9 +50,9 @@ TENSOR_OP_TYPES: frozenset[tuple[str, str, str]] = frozenset({
 """(A, B, C) element types this lowering emits; each is a row of Apple's table."""
 
 
-def tensor_dot_applies(target: Target, op: DotOp) -> bool:
-    """Whether `op` lowers to tensor ops on `target` (module doc); the types are checked already."""
-    if not target.has_tensor_ops:
+def tensor_dot_applies(ctx: LoweringContext, op: DotOp) -> bool:
+    """Whether `op` lowers to tensor ops on the target (module doc); the types are checked already."""
+    if not ctx.options.target.has_tensor_ops:
         return False
     a_ty, b_ty, c_ty = op.a.type, op.b.type, op.c.type
     assert isinstance(a_ty, TensorType) and isinstance(b_ty, TensorType) and isinstance(c_ty, TensorType)
@@ -63,7 +62,16 @@ def tensor_dot_applies(target: Target, op: DotOp) -> bool:
     (m, k), n = a_ty.shape, b_ty.shape[1]
     if m % M_MULTIPLE or n % N_MULTIPLE or k % K_STEP:
         return False
-    return sum(_region_bytes(op)) <= lower_dot.THREADGROUP_MEMORY
+    return _fits(ctx, op, sum(_region_bytes(op)))
+
+
+def _fits(ctx: LoweringContext, op: DotOp, nbytes: int) -> bool:
+    """Whether the staging fits: in the op's own allocation from the layout passes, or after
+    everything they allocated (where `op_scratch` puts it otherwise)."""
+    allocated = getattr(op, "smem_bytes", None)
+    if allocated is not None and allocated >= nbytes:
+        return True
+    return ctx.scratch_base + nbytes <= lower_dot.THREADGROUP_MEMORY
 
 
 def _region_bytes(op: DotOp) -> tuple[int, int, int]:

@@ -19,9 +19,24 @@ from harness import C, compile_source, run
 
 import triton_metal as triton
 import triton_metal.language as tl
+from triton_metal.codegen.target import parse_target
 from triton_metal.errors import CompilationError, TritonError
 
 RNG = np.random.default_rng(11)
+
+SIMDGROUP, TENSOR_OPS = "apple9:3.2", "apple10:4.0"
+"""The two dot paths: simdgroup matrices (MSL 3.x) and Metal 4 tensor ops (MSL 4.0, docs/dot.md)."""
+TARGETS = (SIMDGROUP, TENSOR_OPS)
+
+
+def takes_path(kernel: Any, target: str) -> None:
+    """The kernel's dots were lowered on `target`'s path (tensor ops only on MSL 4.0)."""
+    if target == TENSOR_OPS:
+        assert "km_tensor_dot<" in kernel.source and "mpp::tensor_ops::matmul2d<" in kernel.header
+        assert "simdgroup_multiply_accumulate(" not in kernel.source
+    else:
+        assert "simdgroup_multiply_accumulate(" in kernel.source or "char4" in kernel.source
+        assert "matmul2d" not in kernel.header + kernel.source
 
 
 _SPECS = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "int8": "i8", "int32": "i32", "float64": "fp64"}
@@ -44,10 +59,14 @@ class Launcher:
         self.names = list(inspect.signature(fn.fn).parameters)
 
     def __getitem__(self, grid: tuple[int, ...]) -> Any:
-        def call(*args: Any, num_warps: int = 4, **constexprs: Any) -> dict[str, np.ndarray]:
+        def call(*args: Any, num_warps: int = 4, target: str | None = None,
+                 **constexprs: Any) -> dict[str, np.ndarray]:
             values = dict(zip(self.names, args))
             specs = [C(constexprs[n]) if n in constexprs else _spec(values[n]) for n in self.names]
-            kernel = compile_source(self.fn, *specs, num_warps=num_warps)
+            opts = {} if target is None else {"target": parse_target(target)}
+            kernel = compile_source(self.fn, *specs, num_warps=num_warps, **opts)
+            if target is not None:
+                takes_path(kernel, target)
             return run(kernel, grid, **values)
 
         return call
@@ -93,12 +112,14 @@ def bf16(x: np.ndarray) -> mx.array:
     return mx.array(x.astype(np.float32)).astype(mx.bfloat16)
 
 
-def run_matmul(a, b, c, bm: int, bn: int, bk: int, num_warps: int, out_f16: bool = False) -> np.ndarray:
+def run_matmul(a, b, c, bm: int, bn: int, bk: int, num_warps: int, out_f16: bool = False,
+               target: str | None = None) -> np.ndarray:
     M, K = a.shape
     N = b.shape[1]
     grid = (triton.cdiv(M, bm), triton.cdiv(N, bn))
     out = launch(matmul_kernel)[grid](a, b, c, M, N, K, K, 1, N, 1, N, 1, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
-                                      OUT_F16=out_f16, INT=a.dtype == np.int8, num_warps=num_warps)
+                                      OUT_F16=out_f16, INT=a.dtype == np.int8, num_warps=num_warps,
+                                      target=target)
     return out["c_ptr"]
 
 
@@ -118,56 +139,72 @@ def test_matmul_fp32(bm, bn, bk, num_warps):
     np.testing.assert_array_equal(c, a @ b)
 
 
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("bm,bn,bk,num_warps", [(32, 32, 32, 2), (16, 64, 32, 4)])
+def test_matmul_fp32_on_both_paths(bm, bn, bk, num_warps, target):
+    M, N, K = 96, 80, 48
+    a, b = quarters((M, K)), quarters((K, N))
+    c = np.zeros((M, N), np.float32)
+    c = run_matmul(a, b, c, bm, bn, bk, num_warps, target=target)
+    np.testing.assert_array_equal(c, a @ b)
+
+
+@pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("num_warps", [1, 4])
-def test_matmul_fp16(num_warps):
+def test_matmul_fp16(num_warps, target):
     M, N, K = 64, 64, 64
     a, b = quarters((M, K)).astype(np.float16), quarters((K, N)).astype(np.float16)
     c = np.zeros((M, N), np.float16)
-    c = run_matmul(a, b, c, 32, 32, 32, num_warps)
+    c = run_matmul(a, b, c, 32, 32, 32, num_warps, target=target)
     np.testing.assert_array_equal(c.astype(np.float32), (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float16))
 
 
-def test_matmul_fp16_random_normals():
+@pytest.mark.parametrize("target", TARGETS)
+def test_matmul_fp16_random_normals(target):
     M, N, K = 64, 96, 128
     a = RNG.standard_normal((M, K)).astype(np.float16)
     b = RNG.standard_normal((K, N)).astype(np.float16)
     c = np.zeros((M, N), np.float32)
-    c = run_matmul(a, b, c, 32, 32, 32, 4)
+    c = run_matmul(a, b, c, 32, 32, 32, 4, target=target)
     ref = a.astype(np.float64) @ b.astype(np.float64)
     np.testing.assert_allclose(c, ref, rtol=1e-5, atol=1e-4)
 
 
-def test_matmul_bf16():
+@pytest.mark.parametrize("target,bk", [(SIMDGROUP, 16), (TENSOR_OPS, 32)])
+def test_matmul_bf16(target, bk):
     M, N, K = 64, 64, 32
     a, b = quarters((M, K)), quarters((K, N))
     c = mx.zeros((M, N), mx.bfloat16)
-    out = run_matmul(bf16(a), bf16(b), c, 32, 32, 16, 4)
+    out = run_matmul(bf16(a), bf16(b), c, 32, 32, bk, 4, target=target)
     np.testing.assert_array_equal(out, (a @ b).astype(np.float32))
 
 
-def test_matmul_out_dtype_fp16():
+@pytest.mark.parametrize("target,bk", [(SIMDGROUP, 16), (TENSOR_OPS, 32)])
+def test_matmul_out_dtype_fp16(target, bk):
     M, N, K = 32, 32, 64
     a, b = quarters((M, K)).astype(np.float16), quarters((K, N)).astype(np.float16)
     c = np.zeros((M, N), np.float16)
-    c = run_matmul(a, b, c, 32, 32, 16, 4, out_f16=True)
+    c = run_matmul(a, b, c, 32, 32, bk, 4, out_f16=True, target=target)
     np.testing.assert_array_equal(c, (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float16))
 
 
+@pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("num_warps", [2, 4])
-def test_matmul_int8(num_warps):
+def test_matmul_int8(num_warps, target):
     M, N, K = 64, 32, 96
     a = RNG.integers(-128, 128, (M, K)).astype(np.int8)
     b = RNG.integers(-128, 128, (K, N)).astype(np.int8)
     c = np.zeros((M, N), np.int32)
-    c = run_matmul(a, b, c, 32, 32, 32, num_warps)
+    c = run_matmul(a, b, c, 32, 32, 32, num_warps, target=target)
     np.testing.assert_array_equal(c, a.astype(np.int32) @ b.astype(np.int32))
 
 
-def test_masked_tails_in_m_n_and_k():
-    M, N, K = 37, 45, 53  # K tail of 5 in the last 16-wide step; partial tiles in M and N
+@pytest.mark.parametrize("target,bk", [(SIMDGROUP, 16), (TENSOR_OPS, 32)])
+def test_masked_tails_in_m_n_and_k(target, bk):
+    M, N, K = 37, 45, 53  # K tail in the last step; partial tiles in M and N
     a, b = quarters((M, K)), quarters((K, N))
     c = np.full((M, N), 7.0, np.float32)
-    c = run_matmul(a, b, c, 32, 32, 16, 4)
+    c = run_matmul(a, b, c, 32, 32, bk, 4, target=target)
     np.testing.assert_array_equal(c, a @ b)
 
 
@@ -181,12 +218,16 @@ def dot_acc_kernel(a_ptr, b_ptr, c_ptr, out_ptr, BM: tl.constexpr, BN: tl.conste
     tl.store(out_ptr + rm[:, None] * BN + rn[None, :], d)
 
 
-@pytest.mark.parametrize("bm,bn,bk,num_warps", [(16, 32, 16, 1), (32, 16, 64, 2), (64, 64, 32, 4)])
-def test_dot_with_acc_argument(bm, bn, bk, num_warps):
+@pytest.mark.parametrize("bm,bn,bk,num_warps,target", [
+    (16, 32, 16, 1, None), (32, 16, 64, 2, None), (64, 64, 32, 4, SIMDGROUP), (32, 32, 32, 4, TENSOR_OPS),
+    (16, 32, 64, 1, TENSOR_OPS),
+])
+def test_dot_with_acc_argument(bm, bn, bk, num_warps, target):
     a, b = quarters((bm, bk)), quarters((bk, bn))
     c = RNG.integers(-8, 9, (bm, bn)).astype(np.float32)
     out = np.zeros((bm, bn), np.float32)
-    out = launch(dot_acc_kernel)[(1,)](a, b, c, out, BM=bm, BN=bn, BK=bk, num_warps=num_warps)["out_ptr"]
+    out = launch(dot_acc_kernel)[(1,)](a, b, c, out, BM=bm, BN=bn, BK=bk, num_warps=num_warps,
+                                       target=target)["out_ptr"]
     np.testing.assert_array_equal(out, a @ b + c)
 
 
@@ -201,11 +242,12 @@ def dot_transposed_kernel(a_ptr, b_ptr, out_ptr, S: tl.constexpr):
     tl.store(out_ptr + offs, e)
 
 
+@pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("num_warps", [1, 4])
-def test_dot_of_transposed_operands(num_warps):
+def test_dot_of_transposed_operands(num_warps, target):
     a, b = quarters((32, 32)).astype(np.float16), quarters((32, 32)).astype(np.float16)
     out = launch(dot_transposed_kernel)[(1,)](a, b, np.zeros((32, 32), np.float32), S=32,
-                                              num_warps=num_warps)["out_ptr"]
+                                              num_warps=num_warps, target=target)["out_ptr"]
     a32, b32 = a.astype(np.float64), b.astype(np.float64)
     d = (a32 @ b32.T).astype(np.float16).astype(np.float64)
     np.testing.assert_array_equal(out, a32.T @ d)
@@ -219,12 +261,15 @@ def dot_precision_kernel(a_ptr, b_ptr, out_ptr, S: tl.constexpr, PRECISION: tl.c
     tl.store(out_ptr + offs, d)
 
 
+@pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("precision", ["ieee", "tf32"])
-def test_fp32_dot_is_full_precision(precision):
+def test_fp32_dot_is_full_precision(precision, target):
     # tf32 would keep 10 mantissa bits (errors near 1e-3 here); Apple GPUs compute in fp32
+    # (the tensor-op path runs with relaxed_precision off)
     a = RNG.standard_normal((32, 32)).astype(np.float32)
     b = RNG.standard_normal((32, 32)).astype(np.float32)
-    out = launch(dot_precision_kernel)[(1,)](a, b, np.zeros_like(a), S=32, PRECISION=precision)["out_ptr"]
+    out = launch(dot_precision_kernel)[(1,)](a, b, np.zeros_like(a), S=32, PRECISION=precision,
+                                             target=target)["out_ptr"]
     np.testing.assert_allclose(out, a.astype(np.float64) @ b.astype(np.float64), rtol=0, atol=2e-5)
 
 
@@ -346,3 +391,22 @@ def _loop_body(text: str) -> str:
         if depth == 0:
             return text[start:i + 1]
     raise AssertionError("unbalanced braces")
+
+
+@pytest.mark.parametrize("dtype,acc", [("fp16", "fp32"), ("bf16", "fp32"), ("fp32", "fp32"), ("i8", "i32")])
+def test_msl_of_each_target(dtype, acc):
+    # apple10:4.0 compiles every dot with whole tensor-op tiles to matmul2d; apple9:3.2 to
+    # simdgroup matrices (int8: the integer path); a tile that is no whole tensor-op tile
+    # (K = 16) keeps the simdgroup path on apple10:4.0 too
+    specs = (f"*{dtype}/16", f"*{dtype}/16", f"*{acc}/16", *["i32"] * 9)
+    flags = (C(dtype == "fp16" and False), C(dtype == "i8"))
+    for target, bk, expected in ((SIMDGROUP, 32, SIMDGROUP), (TENSOR_OPS, 32, TENSOR_OPS), (TENSOR_OPS, 16, SIMDGROUP)):
+        kernel = compile_source(matmul_kernel, *specs, C(32), C(32), C(bk), *flags, num_warps=4,
+                                target=parse_target(target))
+        takes_path(kernel, expected)
+        assert f"compiled for {target}" in kernel.header
+        if expected == TENSOR_OPS:
+            assert "#include <MetalPerformancePrimitives/MetalPerformancePrimitives.h>" in kernel.header
+            assert "mode::multiply_accumulate" in kernel.header and "execution_simdgroups<SimdGroups>" in kernel.header
+            assert "get_destination_cooperative_tensor" in kernel.header
+            assert re.search(r"km_tensor_dot<32, 32, 32, 32, 4>\(\(+threadgroup \w+\*\)", kernel.source)
