@@ -107,3 +107,29 @@ def test_tile_too_large_for_staging_uses_fragments_from_device_memory():
     np.testing.assert_allclose(c, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-5, atol=1e-4)
     compiled = plain_dot_kernel.warmup(a, b, c, M=128, N=128, K=64, grid=(1,))
     assert "direct_fragment_io" in compiled.asm["ir"] and "ttg.convert_layout" not in compiled.asm["ir"]
+
+
+@pytest.mark.parametrize("target,uses", [("apple9:3.2", "simdgroup_multiply_accumulate("),
+                                         ("apple10:4.0", "mpp::tensor_ops::matmul2d<")])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int8])
+def test_2d_dot_on_each_target(target: str, uses: str, dtype: type, monkeypatch: pytest.MonkeyPatch):
+    # the same program on the simdgroup path (MSL 3.2) and on Metal 4 tensor ops (MSL 4.0)
+    monkeypatch.setenv("TRITON_METAL_TARGET", target)
+    rng = np.random.default_rng(21)
+    if dtype is np.int8:
+        a = rng.integers(-128, 128, (32, 32)).astype(np.int8)
+        b = rng.integers(-128, 128, (32, 32)).astype(np.int8)
+        c = np.zeros((32, 32), np.int32)
+        want = a.astype(np.int64) @ b.astype(np.int64)
+    else:
+        a = rng.standard_normal((32, 32)).astype(dtype)
+        b = rng.standard_normal((32, 32)).astype(dtype)
+        c = np.zeros((32, 32), np.float32)
+        want = a.astype(np.float64) @ b.astype(np.float64)
+    run_both(plain_dot_kernel, (1,), a_ptr=a, b_ptr=b, c_ptr=c, M=32, N=32, K=32, rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(c, want, rtol=1e-5, atol=1e-4)
+    msl = plain_dot_kernel.warmup(a, b, c, M=32, N=32, K=32, grid=(1,)).asm["msl"]
+    if dtype is np.int8 and target == "apple9:3.2":
+        uses = "char4"  # int8 on MSL 3.x: exact integer products, no simdgroup matrices
+    assert uses in msl
+    assert ("matmul2d" in msl) == (target == "apple10:4.0")

@@ -27,8 +27,23 @@ def test_float32(shape, activation):
         assert (c < 0).any()  # the negative part is scaled, not clipped
 
 
+TARGETS = ("apple9:3.2", "apple10:4.0")
+"""Simdgroup matrices (MSL 3.2) and Metal 4 tensor ops (MSL 4.0): docs/dot.md."""
+
+
+def compiled_msl(a, b, **meta) -> str:
+    """The MSL of the example's kernel for these arguments (its default 32 x 32 x 32 tile)."""
+    c = np.empty((a.shape[0], b.shape[1]), a.dtype)
+    return matmul.matmul_kernel.warmup(
+        a, b, c, a.shape[0], b.shape[1], a.shape[1], a.shape[1], 1, b.shape[1], 1, b.shape[1], 1,
+        BLOCK_SIZE_M=32, BLOCK_SIZE_N=32, BLOCK_SIZE_K=32, GROUP_SIZE_M=8, ACTIVATION="leaky_relu",
+        num_warps=meta.get("num_warps", 4), grid=(1,)).asm["msl"]
+
+
+@pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("num_warps", [1, 2, 4, 8])
-def test_float16_and_warps(num_warps):
+def test_float16_and_warps(num_warps, target, monkeypatch):
+    monkeypatch.setenv("TRITON_METAL_TARGET", target)
     rng = np.random.default_rng(num_warps)
     a = rng.standard_normal((70, 50)).astype(np.float16)
     b = rng.standard_normal((50, 40)).astype(np.float16)
@@ -37,6 +52,9 @@ def test_float16_and_warps(num_warps):
     ref = matmul.reference(a, b, "leaky_relu")
     # fp32 accumulation, one rounding to fp16 at the end
     np.testing.assert_allclose(c.astype(np.float32), ref, rtol=2e-3, atol=2e-3)
+    msl = compiled_msl(a, b, num_warps=num_warps)
+    assert ("mpp::tensor_ops::matmul2d<" in msl) == (target == "apple10:4.0")
+    assert ("simdgroup_multiply_accumulate(" in msl) == (target == "apple9:3.2")
 
 
 def test_grouped_ordering_covers_every_tile():
@@ -58,9 +76,11 @@ def test_transposed_view_uses_its_strides():
     np.testing.assert_allclose(c, matmul.reference(a, np.ascontiguousarray(b)), rtol=1e-4, atol=1e-4)
 
 
-def test_mlx_bfloat16():
+@pytest.mark.parametrize("target", TARGETS)
+def test_mlx_bfloat16(target, monkeypatch):
     import mlx.core as mx
 
+    monkeypatch.setenv("TRITON_METAL_TARGET", target)
     rng = np.random.default_rng(11)
     a = mx.array(rng.standard_normal((48, 40)).astype(np.float32)).astype(mx.bfloat16)
     b = mx.array(rng.standard_normal((40, 56)).astype(np.float32)).astype(mx.bfloat16)
