@@ -83,12 +83,18 @@ def _region_bytes(op: DotOp) -> tuple[int, int, int]:
     return sizes[0], sizes[1], sizes[2]
 
 
+def _operand_type(t: ScalarType) -> str:
+    """The MSL element type of a tensor operand: Apple's header recognises `int8_t` (not plain
+    `char`) and `int32_t`."""
+    return {"i8": "int8_t", "i32": "int32_t"}.get(t.name, msl_type(t))
+
+
 def lower_tensor_dot(ctx: LoweringContext, op: DotOp, a: RegValue, b: RegValue, c: RegValue,
                      dist: Distribution) -> None:
     a_ty, b_ty = op.a.type, op.b.type
     assert isinstance(a_ty, TensorType) and isinstance(b_ty, TensorType)
     (m, k), n = a_ty.shape, b_ty.shape[1]
-    in_t, acc_t = msl_type(lower_dot._element(a)), msl_type(lower_dot._element(c))
+    in_t, acc_t = (_operand_type(lower_dot._element(v)) for v in (a, c))
     a_bytes, b_bytes, c_bytes = _region_bytes(op)
     ctx.helpers.add("tensor_dot")
     out = ctx.declare_array(acc_t, dist.num_regs)

@@ -51,9 +51,9 @@ INT8_TRANSPOSED = """
     constexpr auto desc = mpp::tensor_ops::matmul2d_descriptor(16, 32, static_cast<int>(dynamic_extent),
                                                                false, true);
     mpp::tensor_ops::matmul2d<desc, execution_simdgroup> op;
-    tensor<device char, dextents<int, 2>, tensor_inline> ta((device char*)a, dextents<int, 2>(40, 48));
-    tensor<device char, dextents<int, 2>, tensor_inline> tb((device char*)bt, dextents<int, 2>(40, 64));
-    tensor<device int, dextents<int, 2>, tensor_inline> tc(out, dextents<int, 2>(64, 48));
+    tensor<device int8_t, dextents<int, 2>, tensor_inline> ta((device int8_t*)a, dextents<int, 2>(40, 48));
+    tensor<device int8_t, dextents<int, 2>, tensor_inline> tb((device int8_t*)bt, dextents<int, 2>(40, 64));
+    tensor<device int32_t, dextents<int, 2>, tensor_inline> tc(out, dextents<int, 2>(64, 48));
     auto ma = ta.slice(0, 16);
     auto mb = tb.slice(0, 32);
     auto mc = tc.slice(32, 16);
@@ -96,6 +96,10 @@ def test_wrong_simdgroup_count_faults():
      "tensor<device float, dextents<int, 2>, tensor_inline> tb((device float*)y, dextents<int, 2>(32, 16));"
      "tensor<device half, dextents<int, 2>, tensor_inline> tc((device half*)out, dextents<int, 2>(32, 16));"
      "op.run(ta, tb, tc);", "not in Apple's table"),
+    # Apple's header recognises int8_t operands, not plain char
+    ("tensor<device char, dextents<int, 2>, tensor_inline> ta((device char*)x, dextents<int, 2>(16, 16));"
+     "tensor<device int32_t, dextents<int, 2>, tensor_inline> tc((device int32_t*)out, dextents<int, 2>(32, 16));"
+     "op.run(ta, ta, tc);", "not in Apple's table"),
     # the single-thread scope is declared by Metal but not modelled
     ("mpp::tensor_ops::matmul2d<desc, execution_thread> op1;", "execution_thread"),
     # a cooperative tensor as the left operand (a macOS 26.2 addition) is not modelled

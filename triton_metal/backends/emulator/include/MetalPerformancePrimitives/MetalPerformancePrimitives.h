@@ -53,11 +53,13 @@ namespace tm_detail {
 using metal::is_same_v;
 using metal::remove_cv_t;
 
-template <class T> constexpr bool is_i8 = is_same_v<T, char> || is_same_v<T, signed char>;
+// Apple's header maps element types with is_same against int8_t, int32_t, half, bfloat, float
+// (MPPTensorOpsTypes.h); plain `char` is a distinct type in the shim and is refused.
+template <class T> constexpr bool is_i8 = is_same_v<T, int8_t>;
 template <class T> constexpr bool is_h = is_same_v<T, half>;
 template <class T> constexpr bool is_bf = is_same_v<T, bfloat>;
 template <class T> constexpr bool is_f = is_same_v<T, float>;
-template <class T> constexpr bool is_i32 = is_same_v<T, int>;
+template <class T> constexpr bool is_i32 = is_same_v<T, int32_t>;
 
 // The (A, B, C) rows of the table in Apple's MPPTensorOpsMatMul2d.h (macOS 26.2 SDK).
 template <class A0, class B0, class C0>
