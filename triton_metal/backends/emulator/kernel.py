@@ -272,7 +272,7 @@ class EmulatorKernel:
         fibers = needs_fibers(body, header)
         runtime = runtime_library(asan)
         flags = list(KERNEL_FLAGS)
-        if uses_tensor_ops(header, body):
+        if uses_tensor_ops(header, source.text):
             # Metal 4 tensor ops take their descriptor as a class-type template argument
             flags[flags.index("-std=c++17")] = "-std=c++20"
         flags += ASAN_FLAGS if asan else ["-O2"]
