@@ -13,6 +13,16 @@ def test_main(mode, capsys):
     assert f"OK (backend: {triton_metal.active_backend_name()})" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("mode", ["compiled", "torch_mps"], indirect=True)
+def test_main_on_tensor_ops(mode, capsys, monkeypatch):
+    # the MLX and torch MPS launch paths carry the Metal 4 tensor-op MSL (its includes) intact
+    monkeypatch.setenv("TRITON_METAL_TARGET", "apple10:4.0")
+    assert matmul.main() == 0
+    assert "OK" in capsys.readouterr().out
+    a, b = np.zeros((200, 150), np.float16), np.zeros((150, 170), np.float16)  # main's shapes
+    assert "mpp::tensor_ops::matmul2d<" in compiled_msl(a, b)
+
+
 @pytest.mark.parametrize("shape", [(16, 16, 16), (32, 64, 48), (45, 70, 33), (100, 20, 90)])
 @pytest.mark.parametrize("activation", ["", "leaky_relu"])
 def test_float32(shape, activation):
