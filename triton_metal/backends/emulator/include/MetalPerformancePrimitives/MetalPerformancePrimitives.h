@@ -105,8 +105,8 @@ inline unsigned scope_thread(const char* what, const char* file, int line) {
     ::tm_self* s = ::tm_rt_self(what, file, line);
     if (s->nthreads != unsigned(scope_threads<Scope>::value))
         ::tm_rt_fault("the threadgroup is not the tensor op's execution scope (execution_simdgroups<N> "
-                           "runs on exactly N SIMD groups; Apple leaves any other count undefined)",
-                           file, line);
+                      "runs on exactly N SIMD groups; Apple leaves any other count undefined)",
+                      file, line);
     return s->index;
 }
 
@@ -172,7 +172,7 @@ public:
         } else {
             static_assert(metal::tm_is_tensor<DestinationOperandType>::value,
                           "matmul2d::run: the destination is a tensor or a destination cooperative tensor");
-            using C = remove_cv_t_dest<DestinationOperandType>;
+            using C = metal::remove_cv_t<typename DestinationOperandType::element_type>;
             static_assert(tm_detail::supported<L, R, C>(),
                           "matmul2d: this (left, right, destination) element type combination is not in Apple's table");
             constexpr int threads = tm_detail::scope_threads<Scope>::value;
@@ -186,10 +186,7 @@ public:
     }
 
 private:
-    template <class T>
-    using remove_cv_t_dest = metal::remove_cv_t<typename T::element_type>;
-
-    template <class Left, class Right>
+    template <class Left>
     static int depth(const thread Left& left) {
         if constexpr (Descriptor.k != static_cast<int>(metal::dynamic_extent)) {
             return Descriptor.k;
@@ -210,7 +207,7 @@ private:
     static C element(const thread Left& left, const thread Right& right, int row, int col, C old) {
         using L = metal::remove_cv_t<typename Left::element_type>;
         using R = metal::remove_cv_t<typename Right::element_type>;
-        int kk = depth<Left, Right>(left);
+        int kk = depth(left);
         bool acc = Descriptor.matmul_mode == matmul2d_descriptor::mode::multiply_accumulate;
         if constexpr (tm_detail::is_i32<metal::remove_cv_t<C>>) {
             // 32-bit two's complement sums (unsigned arithmetic: signed overflow is undefined)
