@@ -6,7 +6,8 @@ element types are a row of the table in Apple's `MPPTensorOpsMatMul2d.h` that th
 produces (fp16 x fp16 -> fp32 or fp16, bf16 x bf16 -> fp32, fp32 x fp32 -> fp32,
 int8 x int8 -> int32), the shape is whole tensor-op tiles (`M % 16`, `N % 32`, `K % 32`: the
 multiples shipping tensor-op kernels use; a fixed `k` that is not a multiple of 32 is reported to
-be truncated) and the staged operands and accumulator fit in threadgroup memory. Every other dot
+be truncated), the kernel has at most 8 warps (`MAX_SIMDGROUPS`) and the staged operands and
+accumulator fit in threadgroup memory. Every other dot
 keeps the simdgroup-matrix path of lower_dot.py unchanged.
 
 The dot, whatever the layouts of its operands and accumulator:
@@ -39,6 +40,9 @@ K_STEP = 32
 """The descriptor's `k`: the K chunk of one `run` (a multiple of 32, see the module doc)."""
 M_MULTIPLE = 16
 N_MULTIPLE = 32
+MAX_SIMDGROUPS = 8
+"""The largest `execution_simdgroups<N>` emitted: shipping tensor-op kernels use 1 and 4 SIMD
+groups, and nothing says larger scopes behave; a kernel with more warps keeps the simdgroup path."""
 
 TENSOR_OP_TYPES: frozenset[tuple[str, str, str]] = frozenset({
     ("f16", "f16", "f32"),
@@ -52,7 +56,7 @@ TENSOR_OP_TYPES: frozenset[tuple[str, str, str]] = frozenset({
 
 def tensor_dot_applies(ctx: LoweringContext, op: DotOp) -> bool:
     """Whether `op` lowers to tensor ops on the target (module doc); the types are checked already."""
-    if not ctx.options.target.has_tensor_ops:
+    if not ctx.options.target.has_tensor_ops or ctx.num_warps > MAX_SIMDGROUPS:
         return False
     a_ty, b_ty, c_ty = op.a.type, op.b.type, op.c.type
     assert isinstance(a_ty, TensorType) and isinstance(b_ty, TensorType) and isinstance(c_ty, TensorType)

@@ -410,3 +410,14 @@ def test_msl_of_each_target(dtype, acc):
             assert "mode::multiply_accumulate" in kernel.header and "execution_simdgroups<SimdGroups>" in kernel.header
             assert "get_destination_cooperative_tensor" in kernel.header
             assert re.search(r"km_tensor_dot<32, 32, 32, 32, 4>\(\(+threadgroup \w+\*\)", kernel.source)
+
+
+def test_tensor_op_dot_falls_back_past_8_warps_and_for_partial_tiles():
+    # the op's scope is the whole threadgroup: 16 warps keep the simdgroup path, as does an N
+    # that is no multiple of 32 (a 32 x 16 tile)
+    specs = ("*fp16/16", "*fp16/16", "*fp32/16", *["i32"] * 9)
+    target = parse_target(TENSOR_OPS)
+    for bm, bn, warps, expected in ((32, 64, 16, SIMDGROUP), (32, 64, 8, TENSOR_OPS), (32, 16, 4, SIMDGROUP)):
+        kernel = compile_source(matmul_kernel, *specs, C(bm), C(bn), C(32), C(False), C(False),
+                                num_warps=warps, target=target)
+        takes_path(kernel, expected)
