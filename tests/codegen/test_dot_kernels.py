@@ -316,10 +316,11 @@ def test_staging_larger_than_threadgroup_memory_is_refused():
     assert re.search("[Rr]educ|smaller", str(info.value))
 
 
-@pytest.mark.parametrize("activation,bm,bn,bk,group,num_warps", [
-    ("", 32, 32, 32, 4, 4), ("leaky_relu", 64, 32, 16, 8, 4), ("leaky_relu", 16, 64, 32, 2, 2),
+@pytest.mark.parametrize("activation,bm,bn,bk,group,num_warps,target", [
+    ("", 32, 32, 32, 4, 4, None), ("leaky_relu", 64, 32, 16, 8, 4, None), ("leaky_relu", 16, 64, 32, 2, 2, None),
+    ("leaky_relu", 16, 64, 32, 2, 2, TENSOR_OPS),
 ])
-def test_examples_matmul_grouped_ordering(activation, bm, bn, bk, group, num_warps):
+def test_examples_matmul_grouped_ordering(activation, bm, bn, bk, group, num_warps, target):
     from examples import matmul as ex
 
     M, K, N = 200, 150, 170
@@ -329,17 +330,18 @@ def test_examples_matmul_grouped_ordering(activation, bm, bn, bk, group, num_war
     grid = (triton.cdiv(M, bm) * triton.cdiv(N, bn),)
     out = launch(ex.matmul_kernel)[grid](
         a, b, c, M, N, K, K, 1, N, 1, N, 1, BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk,
-        GROUP_SIZE_M=group, ACTIVATION=activation, num_warps=num_warps)["c_ptr"]
+        GROUP_SIZE_M=group, ACTIVATION=activation, num_warps=num_warps, target=target)["c_ptr"]
     ref = ex.reference(a, b, activation)
     # fp16 output: one rounding of an exactly accumulated fp32 value (plus summation order)
     np.testing.assert_allclose(out.astype(np.float32), ref, rtol=2e-3, atol=2e-3)
 
 
 @pytest.mark.parametrize("causal", [False, True])
-@pytest.mark.parametrize("head_dim,block_m,block_n,num_warps,dtype", [
-    (32, 32, 32, 4, "float16"), (64, 32, 16, 2, "float16"), (16, 16, 16, 1, "float16"), (32, 32, 16, 4, "bfloat16"),
+@pytest.mark.parametrize("head_dim,block_m,block_n,num_warps,dtype,target", [
+    (32, 32, 32, 4, "float16", None), (64, 32, 16, 2, "float16", None), (16, 16, 16, 1, "float16", None),
+    (32, 32, 16, 4, "bfloat16", None), (32, 32, 32, 4, "float16", TENSOR_OPS), (32, 32, 32, 2, "bfloat16", TENSOR_OPS),
 ])
-def test_examples_flash_attention(causal, head_dim, block_m, block_n, num_warps, dtype):
+def test_examples_flash_attention(causal, head_dim, block_m, block_n, num_warps, dtype, target):
     from examples import flash_attention as ex
 
     Z, H, N_CTX = 1, 2, 64
@@ -356,7 +358,8 @@ def test_examples_flash_attention(causal, head_dim, block_m, block_n, num_warps,
     grid = (triton.cdiv(N_CTX, block_m), Z * H, 1)
     out = launch(ex._attn_fwd)[grid](
         q, k, v, 0.5, m, o, *st, *st, *st, *st, H, N_CTX,
-        HEAD_DIM=head_dim, BLOCK_M=block_m, BLOCK_N=block_n, STAGE=3 if causal else 1, num_warps=num_warps)
+        HEAD_DIM=head_dim, BLOCK_M=block_m, BLOCK_N=block_n, STAGE=3 if causal else 1, num_warps=num_warps,
+        target=target)
     o_ref, m_ref = ex.reference(q32, k32, v32, causal, 0.5)
     # p is rounded to the input type before the second dot: bf16 keeps 8 bits
     atol = 1e-2 if dtype == "float16" else 4e-2
