@@ -61,7 +61,7 @@ from triton_metal.backends.emulator.signature import (
     build_kernel_source,
 )
 from triton_metal.backends.emulator.toolchain import BuildFailure, build, cache_dir
-from triton_metal.backends.emulator.standalone import KERNEL_FLAGS
+from triton_metal.backends.emulator.standalone import kernel_flags
 from triton_metal.backends.emulator.wrapper import PRELUDE, translation_unit
 from triton_metal.errors import OUT_OF_BOUNDS, Loc, out_of_bounds_message
 
@@ -271,10 +271,7 @@ class EmulatorKernel:
         text = pin_line_directives(text)
         fibers = needs_fibers(body, header)
         runtime = runtime_library(asan)
-        flags = list(KERNEL_FLAGS)
-        if uses_tensor_ops(header, source.text):
-            # Metal 4 tensor ops take their descriptor as a class-type template argument
-            flags[flags.index("-std=c++17")] = "-std=c++20"
+        flags = list(kernel_flags(uses_tensor_ops(header, source.text)))
         flags += ASAN_FLAGS if asan else ["-O2"]
         if fast_math:
             flags.append("-ffast-math")

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from triton_metal.backends.emulator.rewrite import needs_fibers, rewrite_threadgroup_declarations
+from triton_metal.backends.emulator.rewrite import needs_fibers, rewrite_threadgroup_declarations, uses_tensor_ops
 from triton_metal.backends.emulator.runtime_lib import RUNTIME_DIR, include_dirs
 from triton_metal.backends.emulator.signature import KernelSource
 from triton_metal.backends.emulator.wrapper import translation_unit
@@ -48,6 +48,14 @@ KERNEL_FLAGS = (
 )
 """Flags of every kernel translation unit (plus -O2, or the ASan flags)."""
 
+
+def kernel_flags(tensor_ops: bool) -> tuple[str, ...]:
+    """KERNEL_FLAGS, in C++20 for a kernel that includes Metal 4 tensor ops (their descriptors
+    are class-type template arguments)."""
+    if not tensor_ops:
+        return KERNEL_FLAGS
+    return tuple("-std=c++20" if f == "-std=c++17" else f for f in KERNEL_FLAGS)
+
 RUNTIME_FLAGS = ("-std=c++17", "-pthread", "-U_FORTIFY_SOURCE", "-Wall")
 """Flags of the runtime's own files, which use the system headers."""
 
@@ -71,7 +79,8 @@ class StandaloneProgram:
         includes = [flag for d in include_dirs() for flag in ("-I", str(d))]
         kernel_obj = str(kernel_file) + ".o"
         return [
-            [cxx, *KERNEL_FLAGS, "-O2", *extra_flags, *includes, "-c", str(kernel_file), "-o", kernel_obj],
+            [cxx, *kernel_flags(uses_tensor_ops(self.kernel_unit)), "-O2", *extra_flags, *includes, "-c",
+             str(kernel_file), "-o", kernel_obj],
             [
                 cxx, *RUNTIME_FLAGS, "-O2", *extra_flags, "-I", str(RUNTIME_DIR),
                 kernel_obj, *map(str, self.runtime_files), "-o", str(out), "-lm",
