@@ -171,17 +171,18 @@ def _make_launcher(kernel: Any, compiled: CompiledKernel, arg_names: list[str]) 
     if backend == METAL:
         from ..backends.metal import LaunchPlan, MetalLauncher
 
-        launcher = MetalLauncher(compiled.msl, LaunchPlan.of(compiled.msl, arg_names), arg_names,
-                                 twin=_twin(kernel, compiled))
         names = tuple(arg_names)
 
         def metal(values: tuple[object, ...], grid: Grid3) -> None:
+            # the launcher of the `mlx.core` in use: one kept from another module would run there
+            launcher = metal.launcher = metal.launcher.for_current_mlx()  # type: ignore[attr-defined]
             if PLAIN_TYPES.issuperset(map(type, values)):  # metal_values' own check, inlined
                 launcher(values, grid)
             else:
                 launcher(metal_values(values, names), grid)
 
-        metal.launcher = launcher  # type: ignore[attr-defined]
+        metal.launcher = MetalLauncher(  # type: ignore[attr-defined]
+            compiled.msl, LaunchPlan.of(compiled.msl, arg_names), arg_names, twin=_twin(kernel, compiled))
         return metal
     assert backend == INTERPRETER
     facts = compiled.key.args

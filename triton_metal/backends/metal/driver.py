@@ -193,6 +193,17 @@ class MetalLauncher:
         self.asserts = has_asserts(msl)
         _warn_unordered(msl, host_msl_version())
 
+    def for_current_mlx(self) -> MetalLauncher:
+        """This launcher, or, when `mlx.core` as the driver finds it now (`_mlx`) is another
+        module than the one it was built with (a recording stand-in installed or removed since),
+        a launcher of the same variant built for that one. Everything it keeps (the metal_kernel
+        objects, recipes, scalar arrays) belongs to the module it was built with: a launch must
+        never reach a module other than the one in use."""
+        mx = _mlx()
+        if mx is self.mx:
+            return self
+        return MetalLauncher(self.msl, self.plan, self.arg_names, mx=mx, twin=self.twin)
+
     # -- the kernel object ----------------------------------------------------------------------
     def factory_arguments(self) -> dict[str, Any]:
         msl = self.msl
