@@ -74,7 +74,6 @@ gathers its inputs, calls the kernel and rebinds:
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Callable, Sequence
 from operator import attrgetter
 from typing import Any
@@ -89,7 +88,6 @@ from triton_metal.runtime.mlx_op import inside_op, note_kernel
 
 from triton_metal.codegen.kernel import relative_encoding
 
-from .chip import host_msl_version
 from .launch_coverage import LaunchCoverage, coverage_scalars  # noqa: F401 - driver.coverage_scalars
 from .metal_errors import _LAUNCHED, map_metal_error, metal_errors  # noqa: F401 - the package's names
 from .plan import LaunchPlan, OutputSlot, launch_dims
@@ -191,7 +189,6 @@ class MetalLauncher:
         """Outputs whose twin takes the array's old contents as one more input (a parameter also
         read finds them in its own input)."""
         self.asserts = has_asserts(msl)
-        _warn_unordered(msl, host_msl_version())
 
     def for_current_mlx(self) -> MetalLauncher:
         """This launcher, or, when `mlx.core` as the driver finds it now (`_mlx`) is another
@@ -622,21 +619,6 @@ def _identity(*arrays: Any) -> list[Any]:
 
 
 _BITS = {1: "uint8", 2: "uint16", 4: "uint32", 8: "uint64"}
-
-
-def _warn_unordered(msl: Any, version: tuple[int, int] | None) -> None:
-    """Warn once per variant where the kernel's programs exchange data under acquiring or
-    releasing atomics and the MSL version has no device fence (before 3.2, macOS 14): nothing
-    then orders those accesses between threadgroups (docs/codegen.md, "Memory order between
-    programs")."""
-    exchanged = msl.metadata.get("ordered_exchange") or ()
-    if not exchanged or version is None or version >= (3, 2):
-        return
-    warnings.warn(
-        f"kernel {msl.name.rsplit('_', 1)[0]}: its programs exchange {', '.join(exchanged)} under acquire/"
-        f"release atomics, but MSL {version[0]}.{version[1]} (this macOS) has no device-scope fence: nothing "
-        "orders those accesses between threadgroups, so the results may be wrong; macOS 15 or later (MSL 3.2) "
-        "gives the ordering", RuntimeWarning, stacklevel=2)
 
 
 def _decode_relative(mx: Any, encoding: str, old: Any, held: Any) -> Any:
