@@ -16,9 +16,8 @@ order between programs"), on `device atomic<T>*` views of the output:
 int and uint get every operation; float gets add and exchange natively and max/min as Triton
 lowers them, integer atomics on the bits (signed max/min for an operand whose sign bit is clear,
 unsigned min/max for one whose sign bit is set: IEEE totalOrder, +0.0 above -0.0, NaNs by sign
-and payload); float `atomic_cas` compares bit
-patterns through `atomic_uint`. half and
-bfloat (add, max, min, exchange, cas) are compare-and-swap loops on the aligned 32-bit word that
+and payload); float `atomic_cas` compares bit patterns through `atomic_uint`. half and bfloat
+(add, max, min, exchange, cas) are compare-and-swap loops on the aligned 32-bit word that
 holds the element (little-endian: an even element is the low half), which needs the output to
 start on a 4-byte boundary and to be readable to the end of its last word (the launch pads it).
 8-bit integer, 16-bit integer and 64-bit types are refused with the limit named.

@@ -2,7 +2,10 @@
 
 `MetalLauncher(msl, plan, mx=None)` holds one compiled variant (an `MSLKernel` and its
 `LaunchPlan`); `mx` is the `mlx.core` module, or a stand-in with the same `fast.metal_kernel`,
-`array`, `where`, `eval`, ... (the tests pass one that records every call). Per variant:
+`array`, `where`, `eval`, ... (the tests pass one that records every call). A launch through
+the runtime runs on the launcher of the module `_mlx()` finds at that moment
+(`for_current_mlx`), so a launcher kept from before a stand-in was installed or removed is
+never used with another module. Per variant:
 
 * one `mx.fast.metal_kernel(name=msl.name, input_names, output_names, source, header,
   ensure_row_contiguous=True, atomic_outputs=msl.atomic_outputs, compile_options={"math_mode":
