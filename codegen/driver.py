@@ -42,6 +42,7 @@ from .printer import MSLPrinter
 from .program import LineMark, Lit, Var
 from .registry import rule_for
 from .scaffold import render
+from .target import Target
 from .values import Buffer, PtrValue, RegValue
 
 try:  # the dot lowering registers its rules when present
@@ -134,7 +135,7 @@ def compile_module(module: Module, options: CodegenOptions, axis_info: object | 
         prologue=printer.print_body(prologue),
         code=printer.print_body(code_stmts),
     )
-    header = render("header.metal", kernel_name=_ascii(name), target=str(options.target), helpers=_helpers(ctx))
+    header = render("header.metal", kernel_name=_ascii(name), target=str(options.target), helpers=_helpers(ctx, options.target))
     _check_ascii(body + header)
 
     input_names: list[str] = []
@@ -237,7 +238,7 @@ def _pass_scratch(func: Op) -> int:
     return (end + 15) // 16 * 16
 
 
-def _helpers(ctx: LoweringContext) -> list[str]:
+def _helpers(ctx: LoweringContext, target: Target) -> list[str]:
     texts = []
     for name in sorted(ctx.helpers):
         if name == "int_ops":
@@ -263,6 +264,8 @@ def _helpers(ctx: LoweringContext) -> list[str]:
             texts.append(render("helpers/relative_atomics.metal",
                                 ops32=[{"c": c, "op": o, "enc": e} for c, o, e in ops if c not in half],
                                 ops16=[{"t": c, "op": o} for c, o, _ in ops if c in half]))
+        elif name == "device_fence":
+            texts.append(render("helpers/device_fence.metal", fence=target.has_device_fence))
         elif name == "atomic_cas_op":
             texts.append(render("helpers/atomic_cas_op.metal", types=sorted(ctx.cas_types)))
         else:

@@ -328,8 +328,13 @@ def lower_erf(ctx: LoweringContext, op: arith.ErfOp) -> None:
 def lower_negf(ctx: LoweringContext, op: arith.NegFOp) -> None:
     ty = _el(op.operand)
     a = ctx.reg(op.operand)
-    elementwise(ctx, op, [a], lambda x: from_float(Apply("neg", (as_float(x, ty),)), ty) if ty.name == "bf16"
-                else Apply("neg", (x,)))
+    if ty.bitwidth == 16:
+        # a sign-bit flip on the bits, as Metal negates a half: through float (how g++ negates
+        # _Float16, and how bfloat arithmetic runs) a signalling NaN would come back quiet
+        c, u = msl_type(ty), uint_of_width(16)
+        elementwise(ctx, op, [a], lambda x: Reinterpret(c, Convert(u, Apply("xor", (Reinterpret(u, x), Lit("0x8000u"))))))
+    else:
+        elementwise(ctx, op, [a], lambda x: Apply("neg", (x,)))
 
 
 @lowers(arith.FmaOp)

@@ -13,9 +13,11 @@ relaxed atomic accesses, coherent across the device where plain ones are not.
 Atomics are relaxed (the only order MSL's atomic functions take before 4.1), with a device
 fence before a releasing and after an acquiring one (Triton's `sem`; docs/codegen.md, "Memory
 order between programs"), on `device atomic<T>*` views of the output:
-int and uint get every operation; float gets add and exchange natively and max/min as
-compare-and-swap loops; float `atomic_cas` compares bit patterns through `atomic_uint`. half and
-bfloat (add, max, min, exchange, cas) are compare-and-swap loops on the aligned 32-bit word that
+int and uint get every operation; float gets add and exchange natively and max/min as Triton
+lowers them, integer atomics on the bits (signed max/min for an operand whose sign bit is clear,
+unsigned min/max for one whose sign bit is set: IEEE totalOrder, +0.0 above -0.0, NaNs by sign
+and payload); float `atomic_cas` compares bit patterns through `atomic_uint`. half and bfloat
+(add, max, min, exchange, cas) are compare-and-swap loops on the aligned 32-bit word that
 holds the element (little-endian: an even element is the low half), which needs the output to
 start on a 4-byte boundary and to be readable to the end of its last word (the launch pads it).
 8-bit integer, 16-bit integer and 64-bit types are refused with the limit named.
@@ -395,6 +397,8 @@ _INT_FETCH = {
 
 _HALF_WORD = ("f16", "bf16")
 """Element types updated through a compare-and-swap on their containing 32-bit word."""
+_HALF_WORD_HELPERS = ("atomic_half_word", "atomic_bit_order")
+"""The word loops, and the bit order their max and min compare."""
 
 
 def _check_atomic_type(ctx: LoweringContext, ety: ScalarType, what: str) -> None:
@@ -443,17 +447,23 @@ def lower_atomic_rmw(ctx: LoweringContext, op: mem.AtomicRMWOp) -> None:
             Apply("atomic_ptr", (Lit("ulong"), Index(Var(buf.output_name), off))), _reg_at(val, r),  # type: ignore[arg-type]
             Var("memory_order_relaxed"))))
         return
+    ordered = kind in (mem.AtomicRMWKind.MAX, mem.AtomicRMWKind.MIN) and ety.is_float()
+    if ordered and buf.relative:
+        # the compare-and-swap loop compares the bits' total order, as Triton's integer atomics do
+        ctx.helpers.add("atomic_bit_order")
     if ety.name in _HALF_WORD:
         if kind not in _HALF_WORD_OPS:
             raise ctx.error(f"atomic {kind.value} on {ety} is not defined")
+        # max/min take the element's own bits; add and exchange compute in float
+        operand = _reg_at if ordered else (lambda v, r: _f32(v, r, ety))
         if buf.relative:
             name = _relative_atomic(ctx, ety, _HALF_WORD_OPS[kind], "xor")
             _atomic(ctx, op, p, mask, lambda off, r: Call(name, (
-                *_half_word(buf.output_name, off), _f32(val, r, ety), _old_at(p, off))))
+                *_half_word(buf.output_name, off), operand(val, r), _old_at(p, off))))
             return
-        ctx.helpers.add("atomic_half_word")
+        ctx.helpers.update(_HALF_WORD_HELPERS)
         name = f"km_atomic16_{_HALF_WORD_OPS[kind]}_{msl_type(ety)}"
-        _atomic(ctx, op, p, mask, lambda off, r: Call(name, (*_half_word(buf.output_name, off), _f32(val, r, ety))))
+        _atomic(ctx, op, p, mask, lambda off, r: Call(name, (*_half_word(buf.output_name, off), operand(val, r))))
         return
     op_name = "add" if kind is mem.AtomicRMWKind.FADD else kind.value
     if buf.relative and not native_on(buf.relative, op_name):
@@ -468,7 +478,7 @@ def lower_atomic_rmw(ctx: LoweringContext, op: mem.AtomicRMWOp) -> None:
         assert v is not None
         if kind is mem.AtomicRMWKind.XCHG:
             v = _encode(ctx, p, off, v, ety)
-        return _decode(ctx, p, off, _rmw_call(ctx, kind, ety, _atomic_ptr(buf.output_name, off, ety), v), ety)
+        return _decode(ctx, p, off, _rmw_call(ctx, kind, ety, buf.output_name, off, v), ety)
 
     _atomic(ctx, op, p, mask, rmw)
 
@@ -490,12 +500,15 @@ def _f32(v: RegValue | None, r: int, ety: ScalarType) -> Expr:
     return Convert("float", e) if ety.name != "f32" else e
 
 
-def _rmw_call(ctx: LoweringContext, kind: mem.AtomicRMWKind, ety: ScalarType, ptr: Expr, v: Expr | None) -> Expr:
+def _rmw_call(ctx: LoweringContext, kind: mem.AtomicRMWKind, ety: ScalarType, buf_name: str, off: Expr,
+              v: Expr | None) -> Expr:
     assert v is not None
     if ety.is_float() and kind in (mem.AtomicRMWKind.MAX, mem.AtomicRMWKind.MIN):
+        # Triton's lowering: integer atomics on the element's bits (templates/helpers/atomic_cas.metal)
         ctx.helpers.add("atomic_cas")
-        return Call("km_atomic_fmax" if kind is mem.AtomicRMWKind.MAX else "km_atomic_fmin", (ptr, v))
-    return Call(_INT_FETCH[kind], (ptr, v, Var("memory_order_relaxed")))
+        word = Apply("atomic_ptr", (Lit("uint"), Index(Var(buf_name), off)))
+        return Call("km_atomic_fmax" if kind is mem.AtomicRMWKind.MAX else "km_atomic_fmin", (word, v))
+    return Call(_INT_FETCH[kind], (_atomic_ptr(buf_name, off, ety), v, Var("memory_order_relaxed")))
 
 
 @lowers(mem.AtomicCASOp)
@@ -514,7 +527,7 @@ def lower_atomic_cas(ctx: LoweringContext, op: mem.AtomicCASOp) -> None:
             _atomic(ctx, op, p, None, lambda off, r: Call(name, (  # type: ignore[arg-type]
                 *_half_word(buf.output_name, off), _reg_at(cmp, r), _reg_at(val, r), _old_at(p, off))))
             return
-        ctx.helpers.add("atomic_half_word")
+        ctx.helpers.update(_HALF_WORD_HELPERS)
         name = f"km_atomic16_cas_{msl_type(ety)}"
         _atomic(ctx, op, p, None, lambda off, r: Call(
             name, (*_half_word(buf.output_name, off), _reg_at(cmp, r), _reg_at(val, r))))  # type: ignore[arg-type]

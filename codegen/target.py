@@ -52,6 +52,13 @@ class Target:
         return self.msl[0] * 100 + self.msl[1] * 10
 
     @property
+    def has_device_fence(self) -> bool:
+        """`atomic_thread_fence` at device scope, which Triton's acquire and release atomics need
+        to order memory between programs: MSL 3.2 (docs/codegen.md, "Memory order between
+        programs")."""
+        return self.msl >= (3, 2)
+
+    @property
     def has_tensor_ops(self) -> bool:
         """Metal 4 tensor ops (`mpp::tensor_ops::matmul2d`, cooperative tensors): MSL 4.0."""
         return self.msl >= (4, 0)

@@ -1,20 +1,19 @@
-{# Float atomic max and min, which MSL lacks, as compare-and-swap loops on device atomic<float>.
-   Returns the old value. A NaN in memory never compares equal, so the loop stops on it. #}
-inline float km_atomic_fmax(device atomic<float>* p, float v) {
-  float old = atomic_load_explicit(p, memory_order_relaxed);
-  while (!(old >= v) && !isnan(old)) {
-    if (atomic_compare_exchange_weak_explicit(p, &old, v, memory_order_relaxed, memory_order_relaxed)) {
-      break;
-    }
+{# Float atomic max and min as Triton lowers them: integer atomics on the bit patterns, a signed
+   max (min) where the operand's sign bit is clear and an unsigned min (max) where it is set, on
+   the element viewed as atomic_uint. Floats are so ordered by IEEE totalOrder (+0.0 above -0.0,
+   a NaN by its sign and payload: see atomic_bit_order.metal), every bit kept. Returns the old
+   value. #}
+inline float km_atomic_fmax(device atomic_uint* p, float v) {
+  uint b = as_type<uint>(v);
+  if (b >> 31) {
+    return as_type<float>(atomic_fetch_min_explicit(p, b, memory_order_relaxed));
   }
-  return old;
+  return as_type<float>(atomic_fetch_max_explicit((device atomic_int*)p, as_type<int>(b), memory_order_relaxed));
 }
-inline float km_atomic_fmin(device atomic<float>* p, float v) {
-  float old = atomic_load_explicit(p, memory_order_relaxed);
-  while (!(old <= v) && !isnan(old)) {
-    if (atomic_compare_exchange_weak_explicit(p, &old, v, memory_order_relaxed, memory_order_relaxed)) {
-      break;
-    }
+inline float km_atomic_fmin(device atomic_uint* p, float v) {
+  uint b = as_type<uint>(v);
+  if (b >> 31) {
+    return as_type<float>(atomic_fetch_max_explicit(p, b, memory_order_relaxed));
   }
-  return old;
+  return as_type<float>(atomic_fetch_min_explicit((device atomic_int*)p, as_type<int>(b), memory_order_relaxed));
 }

@@ -2,15 +2,16 @@
    holding the element (`w`; `shift` 0 for the low half, 16 for the high one). The operation runs
    in float and rounds once to the element type; the other half of the word is written back as
    it was read, so a neighbour's concurrent update makes the exchange fail and retry. Each returns
-   the element's old value. max/min leave a NaN in memory alone (as the float32 loops do); cas
-   compares bit patterns. #}
+   the element's old value. max/min take the operand in the element type and keep the greater
+   (lesser) by the bit patterns' total order, as float32 does (atomic_bit_order.metal), every
+   bit kept; cas compares bit patterns. #}
 {% for t in ("half", "bfloat") %}
 inline {{ t }} km_bits_{{ t }}(uint word, uint shift) { return as_type<{{ t }}>(ushort(word >> shift)); }
 inline uint km_with_{{ t }}(uint word, uint shift, {{ t }} v) {
   return (word & ~(0xFFFFu << shift)) | (uint(as_type<ushort>(v)) << shift);
 }
-{% for op, expr, skip in (("add", "float(old) + v", "false"), ("max", "v", "(float(old) >= v) || isnan(float(old))"), ("min", "v", "(float(old) <= v) || isnan(float(old))"), ("xchg", "v", "false")) %}
-inline {{ t }} km_atomic16_{{ op }}_{{ t }}(device atomic_uint* w, uint shift, float v) {
+{% for op, vt, expr, skip in (("add", "float", "float(old) + v", "false"), ("max", t, "v", "km_bit_order(old) >= km_bit_order(v)"), ("min", t, "v", "km_bit_order(old) <= km_bit_order(v)"), ("xchg", "float", "v", "false")) %}
+inline {{ t }} km_atomic16_{{ op }}_{{ t }}(device atomic_uint* w, uint shift, {{ vt }} v) {
   uint word = atomic_load_explicit(w, memory_order_relaxed);
   while (true) {
     {{ t }} old = km_bits_{{ t }}(word, shift);

@@ -1,7 +1,8 @@
 {# Atomics on an output kept relative to its array's contents (CodegenOptions.relative_outputs)
    that the held difference does not carry as they are: a compare-and-swap loop that decodes
    the held value against the element's old value `o`, applies the operation exactly as the
-   in-place atomic does (templates/helpers/atomic_cas.metal, atomic_half_word.metal), encodes
+   in-place atomic does (templates/helpers/atomic_cas.metal, atomic_half_word.metal; float
+   max/min by the bits' total order, atomic_bit_order.metal), encodes
    the result and swaps it in if nothing changed meanwhile. Each returns the element's old
    value. "xor" holds `v ^ o`, "sub" the wrapping `v - o` (kernel.relative_encoding).
    32-bit: `ops32` = [{c: "float", op: "max", enc: "xor"}] on the word as atomic_uint.
@@ -10,8 +11,8 @@
 {% macro next32(c, op) -%}
 {% if op == "add" and c == "float" %}old + v
 {%- elif op == "add" %}as_type<{{ c }}>(as_type<uint>(old) + as_type<uint>(v))
-{%- elif op == "max" and c == "float" %}((old >= v) || isnan(old)) ? old : v
-{%- elif op == "min" and c == "float" %}((old <= v) || isnan(old)) ? old : v
+{%- elif op == "max" and c == "float" %}km_bit_order(old) >= km_bit_order(v) ? old : v
+{%- elif op == "min" and c == "float" %}km_bit_order(old) <= km_bit_order(v) ? old : v
 {%- elif op == "max" %}max(old, v)
 {%- elif op == "min" %}min(old, v)
 {%- elif op == "and" %}old & v
@@ -41,6 +42,8 @@ inline {{ a.c }} km_rel_{{ a.op }}_{{ a.c }}_{{ a.enc }}(device atomic_uint* p, 
 {% set t = a.t %}
 {% if a.op == "cas" %}
 inline {{ t }} km_rel16_cas_{{ t }}(device atomic_uint* w, uint shift, {{ t }} cmp, {{ t }} val, {{ t }} o) {
+{% elif a.op in ("max", "min") %}
+inline {{ t }} km_rel16_{{ a.op }}_{{ t }}(device atomic_uint* w, uint shift, {{ t }} v, {{ t }} o) {
 {% else %}
 inline {{ t }} km_rel16_{{ a.op }}_{{ t }}(device atomic_uint* w, uint shift, float v, {{ t }} o) {
 {% endif %}
@@ -54,15 +57,15 @@ inline {{ t }} km_rel16_{{ a.op }}_{{ t }}(device atomic_uint* w, uint shift, fl
     }
     {{ t }} next = val;
 {% elif a.op == "max" %}
-    if ((float(old) >= v) || isnan(float(old))) {
+    if (km_bit_order(old) >= km_bit_order(v)) {
       return old;
     }
-    {{ t }} next = {{ t }}(v);
+    {{ t }} next = v;
 {% elif a.op == "min" %}
-    if ((float(old) <= v) || isnan(float(old))) {
+    if (km_bit_order(old) <= km_bit_order(v)) {
       return old;
     }
-    {{ t }} next = {{ t }}(v);
+    {{ t }} next = v;
 {% elif a.op == "add" %}
     {{ t }} next = {{ t }}(float(old) + v);
 {% else %}

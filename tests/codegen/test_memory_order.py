@@ -13,9 +13,9 @@ from harness import C, compile_1d, run
 
 import triton_metal as triton
 import triton_metal.language as tl
-from triton_metal.backends.metal.chip import msl_version_of_macos
-from triton_metal.backends.metal.driver import _warn_unordered
+from triton_metal.codegen.target import Target
 from triton_metal.errors import CompilationError
+from triton_metal.runtime.launch import warn_unordered
 
 
 @triton.jit
@@ -46,11 +46,15 @@ def test_fences_follow_the_semantics(sem: str, before: bool, after: bool):
     assert outs["count_ptr"][0] == grid
 
 
-def test_the_fence_exists_from_msl_3_2_only():
-    k = compile_1d(counter_kernel, "*i32", "*i32", C("acq_rel"))
-    older, newer = k.header.split("#else")
-    assert "__METAL_VERSION__ < 320" in older and "inline void km_fence_device() {}" in older
-    assert "atomic_thread_fence" in newer
+@pytest.mark.parametrize(("target", "fence"), [
+    (Target(7, (3, 1)), False), (Target(7, (3, 2)), True), (Target(9, (4, 0)), True),
+])
+def test_the_fence_follows_the_target_msl(target: Target, fence: bool):
+    # MSL 3.2 introduced atomic_thread_fence: a 3.1 target gets an empty km_fence_device
+    k = compile_1d(counter_kernel, "*i32", "*i32", C("acq_rel"), target=target)
+    assert ("atomic_thread_fence(mem_flags::mem_device, memory_order_seq_cst)" in k.header) == fence
+    assert ("inline void km_fence_device() {}" in k.header) == (not fence)
+    assert "__METAL_VERSION__" not in k.header  # the target decides, not the compiling machine
 
 
 @triton.jit
@@ -109,19 +113,12 @@ def test_exchanged_bytes_are_refused():
         compile_1d(byte_lock_kernel, "*i8", "*i32")
 
 
-@pytest.mark.parametrize(("macos", "version"), [
-    ("14.6.1", (3, 1)), ("15.2", (3, 2)), ("26.0", (4, 0)), ("27.1", (4, 1)), ("", None),
-])
-def test_msl_version_of_macos(macos: str, version: tuple[int, int] | None):
-    assert msl_version_of_macos(macos) == version
-
-
-def test_the_launch_warns_where_no_fence_exists():
-    k = compile_1d(locked_sum_kernel, "*fp32", "*fp32", "*i32", C(32), C(2))
-    with pytest.warns(RuntimeWarning, match=r"exchange acc_ptr .* MSL 3\.1"):
-        _warn_unordered(k, (3, 1))
+def test_a_variant_warns_where_its_target_has_no_fence():
+    older = Target(7, (3, 1))
+    k = compile_1d(locked_sum_kernel, "*fp32", "*fp32", "*i32", C(32), C(2), target=older)
+    with pytest.warns(RuntimeWarning, match=r"exchange acc_ptr .* target apple7:3\.1 \(MSL 3\.1\)"):
+        warn_unordered(k)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        _warn_unordered(k, (3, 2))
-        _warn_unordered(k, None)
-        _warn_unordered(compile_1d(relaxed_lock_kernel, "*i32", "*i32"), (3, 1))
+        warn_unordered(compile_1d(locked_sum_kernel, "*fp32", "*fp32", "*i32", C(32), C(2), target=Target(7, (3, 2))))
+        warn_unordered(compile_1d(relaxed_lock_kernel, "*i32", "*i32", target=older))

@@ -8,9 +8,11 @@ import numpy as np
 import pytest
 
 try:
-    from .shim.shim_harness import Library, compile_only, library_fixture
+    from .shim.shim_harness import PRELUDE, Library, NativeLibrary, build_library, compile_only, library_fixture
 except ImportError:
-    from shim.shim_harness import Library, compile_only, library_fixture  # type: ignore[no-redef]
+    from shim.shim_harness import (  # type: ignore[no-redef]
+        PRELUDE, Library, NativeLibrary, build_library, compile_only, library_fixture,
+    )
 
 F16 = np.float16
 
@@ -235,3 +237,27 @@ def test_explicit_conversions_compile() -> None:
     result = compile_only(code)
     assert result.ok, result.stderr
 
+
+
+_NEGATE = """
+extern "C" void half_negate(const ushort* a, ushort* out, int n) {
+  for (int i = 0; i < n; ++i) out[i] = as_type<ushort>(-as_type<half>(a[i]));
+}
+extern "C" void half4_negate(const ushort* a, ushort* out) {
+  half4 v = half4(as_type<half>(a[0]), as_type<half>(a[1]), as_type<half>(a[2]), as_type<half>(a[3]));
+  half4 r = -v;
+  for (int i = 0; i < 4; ++i) out[i] = as_type<ushort>(r[i]);
+}
+"""
+
+
+def test_half_class_negation_flips_the_sign_bit(tmp_path) -> None:
+    # Metal negates a half by flipping its sign bit: a signalling NaN stays signalling, zeros and
+    # payloads keep their bits. The half class (compilers without _Float16) does the same.
+    lib = NativeLibrary(build_library(_NEGATE, tmp_path, "#define TM_HALF_AS_CLASS 1\n" + PRELUDE))
+    bits = np.array([0x7D01, 0xFD01, 0x7E00, 0x0000, 0x8000, 0x3C00, 0x7C00, 0x0001], np.uint16)
+    out = np.zeros_like(bits)
+    lib.half_negate(bits, out, bits.size)
+    np.testing.assert_array_equal(out, bits ^ 0x8000)
+    lib.half4_negate(bits[:4].copy(), out[:4])
+    np.testing.assert_array_equal(out[:4], bits[:4] ^ 0x8000)

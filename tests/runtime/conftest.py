@@ -32,8 +32,8 @@ def _plain_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 @pytest.fixture
 def metal_stand_in(monkeypatch: pytest.MonkeyPatch) -> Any:
     """The Metal path (`backend._metal`) with the recording stand-in of `metal_kernel` that runs
-    the exact MSL on the emulator into sentinel-filled outputs (fake_mlx.py). Launchers keep
-    the stand-in they were built with: a test clears the caches of kernels launched before."""
+    the exact MSL on the emulator into sentinel-filled outputs (fake_mlx.py). A kernel launched before
+    under another `mx` gets a launcher built for this one (`MetalLauncher.for_current_mlx`)."""
     from fake_mlx import FakeMx
 
     from triton_metal.backends.metal import driver

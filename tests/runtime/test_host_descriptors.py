@@ -4,6 +4,8 @@ recording stand-in), NumPy and MLX arrays, against torch / NumPy; Triton's host 
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import pytest
 
@@ -152,3 +154,49 @@ def test_block_shapes_set_by_an_autotuning_pre_hook(torch_backend):
     src, dst = (TensorDescriptor(t, list(t.shape), list(t.stride()), [1, 1]) for t in (x, y))
     tuned_scaled_tiles[lambda meta: (triton_metal.cdiv(20, meta["BM"]), 1)](src, dst, -1.0)
     assert torch.equal(y, -x) and src.block_shape == [8, 16]
+
+
+@triton_metal.jit
+def flat_scaled_tiles(src, dst, scale, BM: tl.constexpr, BN: tl.constexpr):
+    """scaled_tiles through a flat block: compiles only when the descriptors' block is BM x BN."""
+    m0 = tl.program_id(0) * BM
+    n0 = tl.program_id(1) * BN
+    flat = tl.reshape(src.load([m0, n0]), (BM * BN,)) * scale
+    dst.store([m0, n0], tl.reshape(flat, (BM, BN)))
+
+
+_TWO_CONFIGS = [triton_metal.Config({"BM": 8, "BN": 16}, pre_hook=_block_shapes_of_the_config),
+                triton_metal.Config({"BM": 4, "BN": 8}, pre_hook=_block_shapes_of_the_config)]
+
+
+@pytest.mark.parametrize("interpret", ["", "1"])
+@pytest.mark.parametrize("mode", ["", "measure"])
+def test_each_config_is_compiled_after_its_pre_hook(monkeypatch, mode, interpret):
+    # Triton calls a config's pre_hook before each run of it, its first (compiling) run included:
+    # tutorial 06's descriptors get the config's block shapes before anything compiles. Timed
+    # (measure) or not (the first config that fits, off a GPU), no config is skipped.
+    monkeypatch.setenv("TRITON_METAL_AUTOTUNE", mode)
+    monkeypatch.setenv("TRITON_METAL_INTERPRET", interpret)
+    seen = []
+
+    def bench(call, quantiles):
+        call()
+        seen.append(tuned.configs_timings)
+        return [float(len(seen))] * 3  # the first config is the fastest
+
+    tuned = triton_metal.autotune(_TWO_CONFIGS, key=[], do_bench=bench if mode else None)(flat_scaled_tiles)
+    x = torch.randn(20, 16)
+    y = torch.zeros(20, 16)
+    src, dst = (TensorDescriptor(t, list(t.shape), list(t.stride()), [1, 1]) for t in (x, y))
+    tuned[lambda meta: (triton_metal.cdiv(20, meta["BM"]), triton_metal.cdiv(16, meta["BN"]))](src, dst, -1.0)
+    assert torch.equal(y, -x) and not tuned.skipped
+    assert len(seen) == (2 if mode else 0)
+    assert tuned.best_config is _TWO_CONFIGS[0] and src.block_shape == [8, 16]
+
+
+def test_autotuner_base_fn_is_the_python_function():
+    # Triton's Autotuner.base_fn: the decorated Python function under every wrapper
+    stacked = triton_metal.autotune(_TWO_CONFIGS, key=[])(triton_metal.heuristics({"BN": lambda a: 8})(flat_scaled_tiles))
+    for tuned in (tuned_scaled_tiles, stacked):
+        assert inspect.isfunction(tuned.base_fn)
+    assert stacked.base_fn is flat_scaled_tiles.fn and stacked.base_fn.__name__ == "flat_scaled_tiles"

@@ -19,18 +19,9 @@ from triton_metal.runtime import backend
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fake_mlx import FakeMx  # noqa: E402
 
-_KERNELS: list[Any] = []
-
-
-def _kernel(fn: Any) -> Any:
-    _KERNELS.append(fn)
-    return fn
-
 
 @pytest.fixture
 def fake(metal_stand_in: FakeMx) -> FakeMx:
-    for kernel in _KERNELS:
-        kernel.cache.clear()  # launchers hold the stand-in they were built with
     return metal_stand_in
 
 
@@ -57,7 +48,6 @@ def _same_bits(got: np.ndarray, want: np.ndarray) -> None:
     np.testing.assert_array_equal(got.view(bits), np.asarray(want, got.dtype).view(bits))
 
 
-@_kernel
 @triton.jit
 def rounds(x_ptr, n, ROUNDS: tl.constexpr, BLOCK: tl.constexpr):
     o = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
@@ -75,7 +65,6 @@ def test_a_load_reads_what_an_earlier_iteration_stored(fake: FakeMx, monkeypatch
     assert launch["init_value"] == 0.0 and len(launch["inputs"]) == 2  # its input is its old contents
 
 
-@_kernel
 @triton.jit
 def store_then_atomic(x_ptr, KIND: tl.constexpr):
     tl.store(x_ptr, 20)
@@ -94,7 +83,6 @@ def test_an_array_stored_to_and_updated_atomically(fake: FakeMx, monkeypatch: py
     _same_bits(got, _interpreted(monkeypatch, store_then_atomic, (1,), [old], KIND=kind)[0])
 
 
-@_kernel
 @triton.jit
 def add_in_order(x_ptr, v_ptr, N: tl.constexpr):
     for i in range(N):
@@ -115,7 +103,6 @@ def test_float_atomic_adds_start_from_the_old_value(fake: FakeMx, monkeypatch: p
     _same_bits(got, _interpreted(monkeypatch, add_in_order, (1,), [x, v], N=len(adds))[0])
 
 
-@_kernel
 @triton.jit
 def add_some(x_ptr, v_ptr, BLOCK: tl.constexpr):
     o = tl.arange(0, BLOCK)
@@ -140,7 +127,6 @@ def test_float_atomic_add_keeps_signed_zeros_and_nan_payloads(fake: FakeMx, monk
     assert np.signbit(got[0]) and np.signbit(got[15])  # -0.0 + -0.0 is -0.0
 
 
-@_kernel
 @triton.jit
 def max_and_keep(x_ptr, seen_ptr, BLOCK: tl.constexpr):
     o = tl.arange(0, BLOCK)
@@ -158,7 +144,6 @@ def test_an_atomic_array_of_mixed_signed_zeros_is_not_uniform(fake: FakeMx, monk
     _same_bits(got_seen, want_seen)
 
 
-@_kernel
 @triton.jit
 def two_outputs(a_ptr, b_ptr, BLOCK: tl.constexpr):
     o = tl.arange(0, BLOCK)
@@ -195,7 +180,6 @@ def test_in_place_numpy_views_behave_as_one_buffer_on_the_emulator(monkeypatch: 
     np.testing.assert_array_equal(base, want)
 
 
-@_kernel
 @triton.jit
 def add_twice(src_ptr, dst_ptr, BLOCK: tl.constexpr):
     o = tl.arange(0, BLOCK)
@@ -203,7 +187,6 @@ def add_twice(src_ptr, dst_ptr, BLOCK: tl.constexpr):
     tl.store(dst_ptr + o, tl.load(src_ptr + o) * 2)  # reads 'src' after writing 'dst'
 
 
-@_kernel
 @triton.jit
 def add_into(x_ptr, y_ptr, out_ptr, BLOCK: tl.constexpr):
     o = tl.arange(0, BLOCK)
@@ -225,7 +208,6 @@ def test_reading_an_argument_after_writing_its_alias_is_refused(fake: FakeMx, mo
     np.testing.assert_array_equal(numpy_x, old * 11)
 
 
-@_kernel
 @triton.jit
 def flip_rounds(x_ptr, BLOCK: tl.constexpr):
     o = tl.arange(0, BLOCK)
@@ -233,7 +215,6 @@ def flip_rounds(x_ptr, BLOCK: tl.constexpr):
         tl.store(x_ptr + o, tl.load(x_ptr + o) == 0)
 
 
-@_kernel
 @triton.jit
 def bump_rounds(x_ptr, BLOCK: tl.constexpr):
     o = tl.arange(0, BLOCK)
@@ -259,7 +240,6 @@ def test_a_bool_array_is_kept_relative(fake: FakeMx, monkeypatch: pytest.MonkeyP
     np.testing.assert_array_equal(got, _interpreted(monkeypatch, flip_rounds, (1,), [old], BLOCK=32)[0])
 
 
-@_kernel
 @triton.jit
 def store_or_read(x_ptr, out_ptr, flag, BLOCK: tl.constexpr):
     # the shape of Liger-Kernel's cross entropy: its one store is in a branch that returns
@@ -280,7 +260,6 @@ def test_a_store_in_a_returning_branch_beside_a_load(fake: FakeMx, monkeypatch: 
     _same_bits(got[0], np.full(16, -1.0) if flag else x)
 
 
-@_kernel
 @triton.jit
 def max_beside_rounds(top_ptr, x_ptr, BLOCK: tl.constexpr):
     o = tl.arange(0, BLOCK)
@@ -303,7 +282,6 @@ def test_an_atomic_of_another_identity_beside_a_relative_output_is_kept_relative
     assert launch["init_value"] == 0.0
 
 
-@_kernel
 @triton.jit
 def half_atomic_beside_store(a_ptr, b_ptr, BLOCK: tl.constexpr):
     o = tl.arange(0, BLOCK)

@@ -35,18 +35,10 @@ def _arr(*shape: int) -> mx.array:
     return mx.array(_RNG.standard_normal(shape).astype(np.float32))
 
 
-_MODULES = (cumsum, dropout, flash_attention, histogram, layer_norm, matmul, softmax, vector_add)
-
-
 def _use(monkeypatch: pytest.MonkeyPatch, stand_in: Any) -> None:
-    """Launch on the Metal path through `stand_in`, with fresh launchers (a launcher keeps the
-    `mx` it was built with)."""
+    """Launch on the Metal path through `stand_in`."""
     monkeypatch.setattr(backend, "_metal", True)
     monkeypatch.setattr(driver, "_mlx", lambda: stand_in)
-    for module in _MODULES:
-        for value in vars(module).values():
-            if isinstance(value, triton.JITFunction):
-                value.cache.clear()
 
 
 @pytest.fixture

@@ -192,7 +192,6 @@ def max_ticket_kernel(m_ptr, out_ptr, BLOCK: tl.constexpr):
 def test_atomics_whose_results_are_used_run_relative_to_any_contents(fake: FakeMx, start: list[int]):
     # an atomic max whose returned value is used: a compare-and-swap loop on the difference from
     # the array, whatever it holds; nothing reads the array on the launch path
-    max_ticket_kernel.cache.clear()  # launchers hold the stand-in they were built with
     m = mx.array(np.array(start, np.int32))
     out = mx.zeros((4 * 8,), mx.int32)
     max_ticket_kernel[(4,)](m, out, BLOCK=8)
@@ -200,6 +199,21 @@ def test_atomics_whose_results_are_used_run_relative_to_any_contents(fake: FakeM
     seen = np.array(out).reshape(4, 8)
     assert (seen == seen[:, :1]).all() and max(seen[:, 0]) <= max(start[0], 2)
     assert fake.evals == 0 and {launch["init_value"] for launch in fake.fast.launches} == {0.0}
+
+
+def test_a_kernel_launched_under_another_mx_runs_through_the_one_in_use(monkeypatch: pytest.MonkeyPatch):
+    # a launcher kept from an earlier launch must not run through the module it was built with:
+    # each stand-in sees exactly its own launches, whatever ran before (in any test order)
+    x = mx.arange(64, dtype=mx.float32)
+    stand_ins = [FakeMx(), FakeMx()]
+    monkeypatch.setattr(backend, "_metal", True)
+    for stand_in in (*stand_ins, stand_ins[0]):
+        monkeypatch.setattr(driver, "_mlx", lambda stand_in=stand_in: stand_in)
+        out = mx.zeros((64,), mx.float32)
+        add_kernel[(1,)](x, x, out, 64, BLOCK=64)
+        np.testing.assert_array_equal(np.array(out), 2 * np.arange(64, dtype=np.float32))
+    assert [len(s.fast.launches) for s in stand_ins] == [2, 1]
+    assert [len(s.fast.factory_calls) for s in stand_ins] == [2, 1]  # each rebinding builds its own
 
 
 def test_mlx_without_compile_options_gets_the_plain_factory(monkeypatch: pytest.MonkeyPatch):

@@ -97,3 +97,34 @@ def test_interpreter_checks_under_the_target(monkeypatch: pytest.MonkeyPatch):
     copy_kernel[(1,)](x, out, BLOCK=32)
     np.testing.assert_array_equal(out, x * 2)
     assert Target(8, (4, 0)) == parse_target(active_target())
+
+
+@triton.jit
+def locked_add_kernel(acc_ptr, lock_ptr, x_ptr, N: tl.constexpr):
+    cols = tl.arange(0, N)
+    x = tl.load(x_ptr + tl.program_id(0) * N + cols)
+    while tl.atomic_cas(lock_ptr, 0, 1) == 1:  # acq_rel: the lock orders the partial sum
+        pass
+    tl.store(acc_ptr + cols, tl.load(acc_ptr + cols) + x)
+    tl.debug_barrier()
+    tl.atomic_xchg(lock_ptr, 0)
+
+
+@pytest.mark.parametrize("interpret", ["", "1"], ids=["emulator", "interpreter"])
+def test_a_target_without_a_fence_warns_on_every_machine(monkeypatch: pytest.MonkeyPatch, interpret: str):
+    # the fence and the warning follow TRITON_METAL_TARGET, not the machine's macOS: on Linux too
+    import warnings
+
+    monkeypatch.setenv("TRITON_METAL_INTERPRET", interpret)
+    x = np.arange(4 * 16, dtype=np.float32).reshape(4, 16)
+    for target, warns in (("apple7:3.1", True), ("apple7:3.2", False), ("apple9:4.0", False)):
+        monkeypatch.setenv("TRITON_METAL_TARGET", target)
+        acc, lock = np.zeros(16, np.float32), np.zeros(1, np.int32)
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            locked_add_kernel[(4,)](acc, lock, x, N=16)
+        messages = [str(w.message) for w in seen if issubclass(w.category, RuntimeWarning)]
+        assert bool(messages) == warns, (target, messages)
+        if warns:
+            assert f"target {target} (MSL 3.1) has no device-scope fence" in messages[0]
+        np.testing.assert_array_equal(acc, x.sum(axis=0))  # the CPU orders it regardless

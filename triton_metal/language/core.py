@@ -534,10 +534,11 @@ class range:  # noqa: A001 - Triton's name
             raise CompilationError("a loop step of 0 never ends")
         start, end = _loop_bound(self.start, "the loop start"), _loop_bound(self.end, "the loop end")
         sem = current_semantic()
+        if sem is None:  # plain Python, outside a kernel
+            return iter(_py.range(start, end, step))
+        # the interpreter: the index is a tl scalar of the compiled loop's index type (`row.to(
+        # tl.int64)`, `row.dtype`), counted as the compiled loop counts (past int32 included)
         bounds = (self.start, self.end, self.step)
-        if sem is None or not any(isinstance(_unwrap(b), tensor) or not -(2**31) <= _unwrap(b) < 2**31 for b in bounds):
-            return iter(_py.range(start, end, step))  # int32 bounds: Python's range counts alike
-        # a bound known only at run time, or past int32: count and index as the compiled loop does
         count_ty, index_ty = sem.loop_types([sem.to_tensor(b).type.scalar for b in bounds])
         bits = count_ty.int_bitwidth
         signed = [(v + 2 ** (bits - 1)) % 2**bits - 2 ** (bits - 1) for v in (start, end, step)]

@@ -23,7 +23,8 @@ Triton's semantics (reference: triton.md section 4):
   logged on stderr; when every config fails, `AutotunerError` lists each config with its reason.
 * Every benchmark run calls the config's `pre_hook`, then the autotuner's `pre_hook(args,
   reset_only=False)` (by default: zero the `reset_to_zero` arrays, snapshot the `restore_value`
-  ones), launches, then `post_hook(args, exception)` (by default: restore the snapshots). After
+  ones), launches (the first run compiles the config's variant, so what a pre-hook sets may
+  decide it), then `post_hook(args, exception)` (by default: restore the snapshots). After
   tuning, `pre_hook(args, reset_only=True)` zeroes the `reset_to_zero` arrays once more, so the
   real launch starts from zeros.
 * A keyword given by the caller that a config also sets raises
@@ -47,11 +48,13 @@ alone chooses and every rank runs its choice (`autotune_ranks.py`).
 After a launch, `best_config`, `last_origin` ("benchmark", "single", "user", "shipped", "first",
 "rank 0", "memory"),
 `configs_timings` (config -> [p50, p20, p80] of the last tuning) and `bench_time` (seconds) say
-what happened; `cache` maps tuning keys to the chosen configs.
+what happened; `cache` maps tuning keys to the chosen configs; `base_fn` is the decorated Python
+function (Triton's name).
 """
 
 from __future__ import annotations
 
+import inspect
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -136,6 +139,14 @@ def _snapshot(value: object, name: str) -> object:
     raise TypeError(f"autotune(restore_value=...): cannot copy argument '{name}' ({type(value).__name__})")
 
 
+def _python_function(fn: Any) -> Callable[..., Any]:
+    """The Python function under `fn`'s wrappers (`JITFunction`, `Heuristics`, ...: each keeps
+    the one it wraps as `.fn`)."""
+    while not inspect.isfunction(fn):
+        fn = fn.fn
+    return fn
+
+
 def _check_names(kind: str, names: Iterable[str], arg_names: Sequence[str], kernel: str) -> list[str]:
     names = list(names or ())
     unknown = [n for n in names if n not in arg_names]
@@ -168,6 +179,8 @@ class Autotuner:
     ) -> None:
         base = base_jit_function(fn)
         self.fn = fn
+        self.base_fn: Callable[..., Any] = _python_function(fn)
+        """The decorated Python function under every wrapper (Triton's `base_fn`)."""
         self.__name__: str = base.__name__
         self.arg_names: list[str] = list(base.arg_names)
         configs = list(configs or ())
@@ -373,7 +386,7 @@ class Autotuner:
                           f"{measured.get('backend', '?')}); config selected: {config}", flush=True)
                 return config
         if not timed:
-            config = self._first_that_fits(pruned, args, kwargs, grid)
+            config = self._first_that_fits(pruned, named, args, kwargs, grid)
             self._announce("the first config that fits", config)
             return config
         start = time.perf_counter()
@@ -400,15 +413,18 @@ class Autotuner:
             f"(CPU timings say nothing about a GPU); using {what}: {{{config}}}. Set "
             f"{MODE_ENV}={MEASURE} to time them.")
 
-    def _first_that_fits(self, pruned: list[Config], args: tuple[object, ...],
+    def _first_that_fits(self, pruned: list[Config], named: dict[str, object], args: tuple[object, ...],
                          kwargs: dict[str, object], grid: GridSpec) -> Config:
         """The first config that compiles (nothing is timed)."""
         self.skipped = {}
         self.configs_timings = {}
         self.bench_time = 0.0
         for config in pruned:
+            options = config.all_kwargs()
+            if config.pre_hook is not None:  # what it sets may decide the variant (`_bench`)
+                config.pre_hook({**named, **options})
             try:
-                self.fn.run(*args, grid=grid, warmup=True, **kwargs, **config.all_kwargs())
+                self.fn.run(*args, grid=grid, warmup=True, **kwargs, **options)
             except SKIPPABLE as error:
                 self._skip(config, error)
                 continue
@@ -447,9 +463,10 @@ class Autotuner:
                kwargs: dict[str, object], grid: GridSpec) -> list[float]:
         options = config.all_kwargs()
         full = {**named, **options}
-        # compile first, so that a config that cannot compile is skipped before anything runs
-        self.fn.run(*args, grid=grid, warmup=True, **kwargs, **options)
 
+        # as in Triton, the first run compiles, after the hooks: a config's pre-hook may set
+        # what the variant is specialised on (tutorial 06: its descriptors' block shapes); a
+        # config that cannot compile raises out of the benchmark and is skipped
         def kernel_call() -> None:
             if config.pre_hook is not None:
                 config.pre_hook(full)

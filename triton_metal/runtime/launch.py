@@ -7,7 +7,9 @@
   the passes again for them, and the level-1 log says the variant came from the cache. Every
   variant, compiled or read back, then passes Metal's buffer limit
   (`backends.metal.plan.check_buffer_limit`): the interpreter compiles each variant for
-  legality through here too, so all backends refuse alike.
+  legality through here too, so all backends refuse alike. A variant whose programs exchange
+  data under acquire/release atomics warns where its target's MSL has no device fence
+  (`warn_unordered`), on every backend.
 * `make_launcher(kernel, compiled)`: the backend's callable `(values, grid) -> None` for the
   variant: `EmulatorLauncher`, the Metal driver's `MetalLauncher` (NumPy arguments turned into
   the flat buffers it copies in and back), the torch_mps `TorchMpsLauncher` (tensors bound in
@@ -25,11 +27,13 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from typing import Any
 
 import numpy as np
 
 from ..backends.metal.plan import check_buffer_limit
+from ..codegen.target import DEFAULT_TARGET, parse_target
 from .backend import EMULATOR, INTERPRETER, METAL, TORCH_MPS
 from .cache import CompiledKernel
 from .grid import Grid3
@@ -121,7 +125,26 @@ def compile_variant(kernel: Any, key: SpecializationKey) -> CompiledKernel:
 
         dumps.after_compile(compiled, level)
     check_buffer_limit(compiled.msl, kernel.__name__, definition(kernel))
+    warn_unordered(compiled.msl)
     return compiled
+
+
+def warn_unordered(msl: Any) -> None:
+    """Warn where the kernel's programs exchange data under acquiring or releasing atomics and
+    its target's MSL has no device fence (before 3.2): nothing then orders those accesses
+    between threadgroups on a GPU (docs/codegen.md, "Memory order between programs"). The
+    target decides, not the machine, so every backend warns alike for every variant compiled
+    or read back (Python shows each message once)."""
+    exchanged = msl.metadata.get("ordered_exchange") or ()
+    target = parse_target(str(msl.metadata.get("target", DEFAULT_TARGET)))
+    if not exchanged or target.has_device_fence:
+        return
+    warnings.warn(
+        f"kernel {msl.name.rsplit('_', 1)[0]}: its programs exchange {', '.join(exchanged)} under acquire/"
+        f"release atomics, but its target {target} (MSL {target.msl[0]}.{target.msl[1]}) has no "
+        "device-scope fence: nothing orders those accesses between threadgroups, so the results may be "
+        "wrong on a GPU; a target with MSL 3.2 or later (macOS 15; TRITON_METAL_TARGET) gives the ordering",
+        RuntimeWarning, stacklevel=2)
 
 
 def definition(kernel: Any) -> str:
@@ -171,17 +194,18 @@ def _make_launcher(kernel: Any, compiled: CompiledKernel, arg_names: list[str]) 
     if backend == METAL:
         from ..backends.metal import LaunchPlan, MetalLauncher
 
-        launcher = MetalLauncher(compiled.msl, LaunchPlan.of(compiled.msl, arg_names), arg_names,
-                                 twin=_twin(kernel, compiled))
         names = tuple(arg_names)
 
         def metal(values: tuple[object, ...], grid: Grid3) -> None:
+            # the launcher of the `mlx.core` in use: one kept from another module would run there
+            launcher = metal.launcher = metal.launcher.for_current_mlx()  # type: ignore[attr-defined]
             if PLAIN_TYPES.issuperset(map(type, values)):  # metal_values' own check, inlined
                 launcher(values, grid)
             else:
                 launcher(metal_values(values, names), grid)
 
-        metal.launcher = launcher  # type: ignore[attr-defined]
+        metal.launcher = MetalLauncher(  # type: ignore[attr-defined]
+            compiled.msl, LaunchPlan.of(compiled.msl, arg_names), arg_names, twin=_twin(kernel, compiled))
         return metal
     assert backend == INTERPRETER
     facts = compiled.key.args

@@ -315,10 +315,13 @@ class Memory:
         self, op: AtomicOp, addrs: np.ndarray, values: np.ndarray, mask: np.ndarray | None, bfloat: bool = False
     ) -> np.ndarray:
         """`values` are memory patterns; with `bfloat` they are bfloat16 bits, combined in float32
-        and rounded once (as the compiled loop on the containing word does)."""
+        and rounded once (as the compiled loop on the containing word does). Float max and min
+        compare bit patterns (`_bit_ordered`)."""
         dt = values.dtype
 
         def _apply(op: AtomicOp, old: np.ndarray, val: np.ndarray) -> np.ndarray:
+            if op in (AtomicOp.MAX, AtomicOp.MIN) and (bfloat or old.dtype.kind == "f"):
+                return _bit_ordered(op, old, val)
             if not bfloat:
                 return _apply_op(op, old, val)
             return f32_to_bf16_bits(_apply_op(op, bf16_bits_to_f32(old), bf16_bits_to_f32(val)))
@@ -379,16 +382,27 @@ def _check_aligned(real: np.ndarray, itemsize: int, what: str) -> None:
         raise InterpreterError(f"unaligned {what}: address {addr:#x} is not a multiple of the element size {itemsize}")
 
 
+def _bit_ordered(op: AtomicOp, old: np.ndarray, val: np.ndarray) -> np.ndarray:
+    """Float atomic max/min as Triton computes them on a GPU, with integer atomics on the bit
+    patterns: the greater (lesser) of the two by IEEE totalOrder (-NaN < -inf < -0.0 < +0.0 <
+    +inf < +NaN, NaNs by payload), every bit of the winner kept. `old` and `val` are floats or
+    bfloat16 bits. The key is the bits as a signed integer with a negative value's magnitude
+    bits flipped (as templates/helpers/atomic_bit_order.metal)."""
+    width = old.dtype.itemsize * 8
+    signed = np.dtype(f"i{old.dtype.itemsize}")
+    flip = signed.type((1 << (width - 1)) - 1)
+
+    def key(x: np.ndarray) -> np.ndarray:
+        i = x.view(signed)
+        return np.where(i < 0, i ^ flip, i)
+
+    keep = key(old) >= key(val) if op is AtomicOp.MAX else key(old) <= key(val)
+    return np.where(keep, old.view(signed), val.view(signed)).view(old.dtype)  # bits, not values
+
+
 def _apply_op(op: AtomicOp, old: np.ndarray, val: np.ndarray) -> np.ndarray:
     if op in (AtomicOp.ADD, AtomicOp.FADD):
         return old + val
-    if op in (AtomicOp.MAX, AtomicOp.MIN) and old.dtype.kind == "f":
-        # as the compiled loops (templates/helpers/atomic_cas.metal): the old value stays when it
-        # is a NaN or not beaten (so of -0.0 and +0.0 the old one stays), bit for bit; NumPy's
-        # maximum picks either equal operand
-        with np.errstate(invalid="ignore"):
-            keep = (old >= val) if op is AtomicOp.MAX else (old <= val)
-        return np.where(keep | np.isnan(old), old, val)
     if op is AtomicOp.MAX:
         return np.maximum(old, val)
     if op is AtomicOp.MIN:

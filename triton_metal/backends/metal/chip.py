@@ -11,7 +11,6 @@ per threadgroup, SIMD width 32. Without Metal (MLX's CPU build) the architecture
 from __future__ import annotations
 
 import functools
-import platform
 import plistlib
 import re
 import subprocess
@@ -121,25 +120,3 @@ def gpu_core_count(read: Callable[[], bytes | None] | None = None) -> int | None
     if read is not None:
         return parse_gpu_core_count(read())
     return _cached_gpu_core_count()
-
-
-def msl_version_of_macos(macos: str) -> tuple[int, int] | None:
-    """The Metal Shading Language version MLX compiles `metal_kernel` sources with on this macOS
-    (`platform.mac_ver()[0]`, "15.2"): 4.1 from macOS 27 (MLX 0.32.1+), 4.0 on macOS 26 (MLX
-    0.29.4+), 3.2 on macOS 15, 3.1 before (docs/codegen.md, "Memory order between programs").
-    None off macOS. An older MLX compiles with at most 3.2 (the order matters only below it)."""
-    try:
-        major = int(macos.split(".")[0])
-    except ValueError:
-        return None
-    if major >= 27:
-        return (4, 1)
-    if major == 26:
-        return (4, 0)
-    return (3, 2) if major == 15 else (3, 1)
-
-
-@functools.lru_cache(maxsize=1)
-def host_msl_version() -> tuple[int, int] | None:
-    """`msl_version_of_macos` of this machine (None off macOS)."""
-    return msl_version_of_macos(platform.mac_ver()[0]) if sys.platform == "darwin" else None

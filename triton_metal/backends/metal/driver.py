@@ -2,7 +2,10 @@
 
 `MetalLauncher(msl, plan, mx=None)` holds one compiled variant (an `MSLKernel` and its
 `LaunchPlan`); `mx` is the `mlx.core` module, or a stand-in with the same `fast.metal_kernel`,
-`array`, `where`, `eval`, ... (the tests pass one that records every call). Per variant:
+`array`, `where`, `eval`, ... (the tests pass one that records every call). A launch through
+the runtime runs on the launcher of the module `_mlx()` finds at that moment
+(`for_current_mlx`), so a launcher kept from before a stand-in was installed or removed is
+never used with another module. Per variant:
 
 * one `mx.fast.metal_kernel(name=msl.name, input_names, output_names, source, header,
   ensure_row_contiguous=True, atomic_outputs=msl.atomic_outputs, compile_options={"math_mode":
@@ -74,7 +77,6 @@ gathers its inputs, calls the kernel and rebinds:
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Callable, Sequence
 from operator import attrgetter
 from typing import Any
@@ -89,7 +91,6 @@ from triton_metal.runtime.mlx_op import inside_op, note_kernel
 
 from triton_metal.codegen.kernel import relative_encoding
 
-from .chip import host_msl_version
 from .launch_coverage import LaunchCoverage, coverage_scalars  # noqa: F401 - driver.coverage_scalars
 from .metal_errors import _LAUNCHED, map_metal_error, metal_errors  # noqa: F401 - the package's names
 from .plan import LaunchPlan, OutputSlot, launch_dims
@@ -191,7 +192,17 @@ class MetalLauncher:
         """Outputs whose twin takes the array's old contents as one more input (a parameter also
         read finds them in its own input)."""
         self.asserts = has_asserts(msl)
-        _warn_unordered(msl, host_msl_version())
+
+    def for_current_mlx(self) -> MetalLauncher:
+        """This launcher, or, when `mlx.core` as the driver finds it now (`_mlx`) is another
+        module than the one it was built with (a recording stand-in installed or removed since),
+        a launcher of the same variant built for that one. Everything it keeps (the metal_kernel
+        objects, recipes, scalar arrays) belongs to the module it was built with: a launch must
+        never reach a module other than the one in use."""
+        mx = _mlx()
+        if mx is self.mx:
+            return self
+        return MetalLauncher(self.msl, self.plan, self.arg_names, mx=mx, twin=self.twin)
 
     # -- the kernel object ----------------------------------------------------------------------
     def factory_arguments(self) -> dict[str, Any]:
@@ -611,21 +622,6 @@ def _identity(*arrays: Any) -> list[Any]:
 
 
 _BITS = {1: "uint8", 2: "uint16", 4: "uint32", 8: "uint64"}
-
-
-def _warn_unordered(msl: Any, version: tuple[int, int] | None) -> None:
-    """Warn once per variant where the kernel's programs exchange data under acquiring or
-    releasing atomics and the MSL version has no device fence (before 3.2, macOS 14): nothing
-    then orders those accesses between threadgroups (docs/codegen.md, "Memory order between
-    programs")."""
-    exchanged = msl.metadata.get("ordered_exchange") or ()
-    if not exchanged or version is None or version >= (3, 2):
-        return
-    warnings.warn(
-        f"kernel {msl.name.rsplit('_', 1)[0]}: its programs exchange {', '.join(exchanged)} under acquire/"
-        f"release atomics, but MSL {version[0]}.{version[1]} (this macOS) has no device-scope fence: nothing "
-        "orders those accesses between threadgroups, so the results may be wrong; macOS 15 or later (MSL 3.2) "
-        "gives the ordering", RuntimeWarning, stacklevel=2)
 
 
 def _decode_relative(mx: Any, encoding: str, old: Any, held: Any) -> Any:

@@ -120,5 +120,10 @@ TM_HALF_CMP(>)
 TM_HALF_CMP(>=)
 #undef TM_HALF_CMP
 
-constexpr half operator-(half a) { return half(-float(a)); }
+// Negation flips the sign bit, as Metal's does: through float a signalling NaN would turn quiet.
+constexpr half operator-(half a) {
+  half r = a;
+  r.tm_bits = static_cast<unsigned short>(a.tm_bits ^ 0x8000u);
+  return r;
+}
 constexpr half operator+(half a) { return a; }

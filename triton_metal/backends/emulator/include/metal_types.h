@@ -54,8 +54,12 @@ typedef __INTPTR_TYPE__ intptr_t;
 // `half` arithmetic does. The MSL literal suffix `h` cannot be provided
 // (user-defined literals need an underscore): write `half(1.0)`. Where C++
 // has no _Float16 (GCC before 13 on aarch64, clang before 15 on x86-64)
-// metal_half.h supplies a class with the same behaviour.
-#if (defined(__clang__) && !defined(__FLT16_MANT_DIG__)) || \
+// metal_half.h supplies a class with the same behaviour (TM_HALF_AS_CLASS asks
+// for it on any compiler: the shim's tests check it so). One difference:
+// g++ negates a _Float16 through float, which quiets a signalling NaN, where
+// Metal and the class flip the sign bit; the code generator negates 16-bit
+// floats on their bits, so kernels get Metal's answer either way.
+#if defined(TM_HALF_AS_CLASS) || (defined(__clang__) && !defined(__FLT16_MANT_DIG__)) || \
     (!defined(__clang__) && defined(__aarch64__) && __GNUC__ < 13)
 #define TM_HALF_IS_CLASS 1
 #include "metal_half.h"
