@@ -33,6 +33,7 @@ from . import (  # noqa: F401
 )
 from .context import LoweringContext
 from .coverage import store_coverage
+from .dot_report import dot_reports
 from .kernel import MSLKernel, ParamBinding, old_input_name, relative_encoding
 from .lower_control import ASSERT_OUTPUT
 from .msl_types import mlx_type, msl_type, uint_of_width
@@ -192,6 +193,7 @@ def compile_module(module: Module, options: CodegenOptions, axis_info: object | 
             "asserts": tuple(ctx.asserts),
             "device_prints": tuple(ctx.prints),
             "ordered_exchange": _ordered_exchange(func, uses),
+            "dot_reports": [r.as_dict() for r in dot_reports(code_stmts, ctx.dot_sites)],
         },
     )
 

@@ -22,7 +22,7 @@ from .context import LoweringContext, ctype_of
 from .distribution import Distribution
 from .lower_memory import owner_condition
 from .lower_tensor import local_mapping, src_regs, with_regs
-from .program import Apply, Assign, Barrier, Convert, Expr, If, Index, Lit
+from .program import Apply, Assign, Barrier, Convert, Expr, If, Index, Lit, Staged
 from .registry import lowers
 from .values import PtrValue
 
@@ -89,6 +89,7 @@ def exchange(ctx: LoweringContext, op: Op, src: Distribution, regs: Sequence[Exp
     firsts = src.first_registers()
     staged = piece < numel
     out = ctx.declare_array(ctype, len(reads)) if staged else ()
+    ctx.emit(Staged(numel * _size_of(stored)))
     for lo in range(0, numel, piece):
         if lo:
             ctx.emit(Barrier())  # the previous piece's reads are done before it is overwritten

@@ -19,9 +19,11 @@ A buffer is live from the op that writes it to the last op that reads it; each o
 writes and reads its buffer inside itself, so its live range is that op. Buffers whose live
 ranges do not overlap may share bytes: the allocator places buffers, largest first, at the
 lowest 16-aligned offset that does not collide with an already placed buffer whose range
-overlaps. To spare barriers, each buffer is first kept live until the next scratch op (in
-program order), so consecutive scratch ops get disjoint bytes and `insert-barriers` needs no
-barrier between them; when that takes more than 16 KiB (`SPARE_BARRIERS_LIMIT`: threadgroup
+overlaps. To spare barriers, each buffer is first kept live until the next scratch op of its
+block (in program order; the end of the block when none follows there), so consecutive scratch
+ops get disjoint bytes and `insert-barriers` needs no barrier between them, and the last scratch
+op of a loop body stays apart from the first (the operands of a dot in a K loop: one barrier
+each per K step, none between iterations); when that takes more than 16 KiB (`SPARE_BARRIERS_LIMIT`: threadgroup
 memory costs occupancy), buffers live only inside their op. Over 32 KiB (`THREADGROUP_MEMORY_LIMIT`) the kernel is refused with `OutOfResources`
 naming the bytes, the ops and a fix.
 """
@@ -131,6 +133,20 @@ def _positions(func: Op) -> dict[Op, int]:
     return {op: i for i, op in enumerate(func.walk())}
 
 
+def _spare_ends(users: Sequence[Op], pos: dict[Op, int]) -> list[int]:
+    """Where each buffer's extended live range ends: at the next scratch op inside its own block,
+    else at the end of that block. In a loop body the last scratch op's buffer then stays apart
+    from the body's first (the next iteration's first writes need no barrier either) without
+    colliding with scratch ops after the loop, which do not overlap the loop's positions."""
+    ends = []
+    for i, op in enumerate(users):
+        block = op.parent
+        last = max((pos[o] for o in block.walk()), default=pos[op]) if block is not None else pos[op]
+        nxt = pos[users[i + 1]] if i + 1 < len(users) else None
+        ends.append(nxt if nxt is not None and nxt <= last else last)
+    return ends
+
+
 @register_pass
 @dataclass(frozen=True)
 class AllocateThreadgroupMemory(ModulePass):
@@ -161,7 +177,7 @@ class AllocateThreadgroupMemory(ModulePass):
             # ops use disjoint bytes and need no barrier between them. Over 16 KiB: buffers live
             # only inside their op.
             starts = [pos[op] for op in users]
-            ends = starts[1:] + starts[-1:]
+            ends = _spare_ends(users, pos)
             buffers = [Buffer(n, a, b) for n, a, b in zip(sizes, starts, ends)]
             offsets = allocate(buffers)
             if max((off + b.size for b, off in zip(buffers, offsets)), default=0) > SPARE_BARRIERS_LIMIT:
