@@ -81,10 +81,13 @@ class DotReport:
     def text(self) -> str:
         m, n, k = self.shape
         step = "per K step" if self.in_loop else "per kernel (no loop)"
+        if self.dots_per_k_step > 1:
+            step += f" (of all {self.dots_per_k_step} dots)"
         return (f"dot at {self.where}: {m}x{n}x{k} {self.dtypes}, {self.warps[0]}x{self.warps[1]} SIMD groups of "
                 f"{self.warp_tile[0]}x{self.warp_tile[1]}: {self.fragments_per_simdgroup} fragments per SIMD group, "
                 f"{self.fragment_products} products from {self.fragment_loads} fragment loads "
-                f"({self.products_per_load:g} per load); {step}: {self.barriers_per_k_step} barriers, "
+                f"({self.products_per_load:g} per load); {step}: {self.barriers_per_k_step} "
+                f"barrier{'' if self.barriers_per_k_step == 1 else 's'}, "
                 f"{self.threadgroup_bytes_per_k_step} threadgroup bytes")
 
 

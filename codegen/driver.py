@@ -119,6 +119,8 @@ def compile_module(module: Module, options: CodegenOptions, axis_info: object | 
             ctx.bind(arg, RegValue(arg.type, (Var(f"{sanitize(arg.name_hint or f'arg{arg.index}')}_in"),), None))
 
     lower_ops(ctx, func.body.block.ops)  # type: ignore[attr-defined]
+    if ctx.deferred_reads:
+        raise internal_error("a joined layout conversion has no conversion after it to read behind its barrier")
     code_stmts = ctx.pop()
 
     printer = MSLPrinter(options.math_mode)
@@ -234,8 +236,9 @@ def _pass_scratch(func: Op) -> int:
     end = 0
     for op in func.walk():
         off, size = getattr(op, "smem_offset", None), getattr(op, "smem_bytes", None)
+        alt = getattr(op, "smem_alt_offset", None)  # a double-buffered conversion's second buffer
         if off is not None and size is not None:
-            end = max(end, int(off) + int(size))
+            end = max(end, max(int(off), int(alt or 0)) + int(size))
     return (end + 15) // 16 * 16
 
 

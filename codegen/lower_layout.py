@@ -22,7 +22,7 @@ from .context import LoweringContext, ctype_of
 from .distribution import Distribution
 from .lower_memory import owner_condition
 from .lower_tensor import local_mapping, src_regs, with_regs
-from .program import Apply, Assign, Barrier, Convert, Expr, If, Index, Lit, Staged
+from .program import Apply, Assign, Barrier, Convert, Declare, Expr, If, Index, Lit, Staged, Stmt, Var
 from .registry import lowers
 from .values import PtrValue
 
@@ -84,10 +84,14 @@ def exchange(ctx: LoweringContext, op: Op, src: Distribution, regs: Sequence[Exp
     size = numel * _size_of(stored)
     budget = granted if granted is not None else (size if size <= THREADGROUP_MEMORY_LIMIT else STAGE_BYTES)
     piece = numel if budget >= size else budget // _size_of(stored)
-    view = ctx.scratch_view(stored, ctx.op_scratch(op, piece * _size_of(stored)))
+    offset = ctx.op_scratch(op, piece * _size_of(stored))
+    view = ctx.scratch_view(stored, offset)
     own = owner_condition(ctx, src)
     firsts = src.first_registers()
     staged = piece < numel
+    alt = getattr(op, "smem_alt_offset", None)
+    if alt is not None and not staged:
+        return _double_buffered(ctx, op, src, regs, stored, ctype, numel, reads, offset, int(alt))
     out = ctx.declare_array(ctype, len(reads)) if staged else ()
     ctx.emit(Staged(numel * _size_of(stored)))
     for lo in range(0, numel, piece):
@@ -110,6 +114,40 @@ def exchange(ctx: LoweringContext, op: Op, src: Distribution, regs: Sequence[Exp
                 ctx.emit(If(_within(idx, lo, piece), (Assign(out[r], values[-1]),)))
         if not staged:
             out = ctx.materialize(values, ctype, force=True)
+    return tuple(out)
+
+
+def _double_buffered(ctx: LoweringContext, op: Op, src: Distribution, regs: Sequence[Expr], stored: str, ctype: str,
+                     numel: int, reads: Sequence[Expr], offset: int, alt: int) -> tuple[Expr, ...]:
+    """`exchange` for a double-buffered conversion (`stage-dot-operands`): executions alternate
+    between the buffers at `offset` and `alt` (a counter in the prologue, flipped after the
+    reads). A joined one only writes: its reads wait in `ctx.deferred_reads` for the next
+    conversion's barrier, which covers both."""
+    parity = ctx.fresh()
+    ctx.prologue.add(Declare(parity, "int", None, Lit("0")))
+    shift = Apply("mul", (Var(parity), Lit(str((alt - offset) // _size_of(stored)))))
+    ctx.scratch_end = max(ctx.scratch_end, alt + (numel * _size_of(stored) + 15) // 16 * 16)
+    view = ctx.scratch_view(stored, offset)
+    own = owner_condition(ctx, src)
+    firsts = src.first_registers()
+    ctx.emit(Staged(numel * _size_of(stored)))
+    for r in range(src.num_regs):
+        if firsts[r]:
+            v = regs[r] if stored == ctype else Convert(stored, regs[r])
+            stmt = Assign(Index(view, Apply("add", (flat_index(ctx, src, r), shift))), v)
+            ctx.emit(If(own, (stmt,)) if own is not None else stmt)
+    out = ctx.declare_array(ctype, len(reads))
+    after: list[Stmt] = []
+    for r, idx in enumerate(reads):
+        x: Expr = Index(view, Apply("add", (idx, shift)))
+        after.append(Assign(out[r], Apply("ne", (x, Lit("0"))) if stored != ctype else x))
+    after.append(Assign(Var(parity), Apply("sub", (Lit("1"), Var(parity)))))
+    ctx.deferred_reads.extend(after)
+    if not getattr(op, "joined", None):
+        ctx.emit(Barrier())
+        for stmt in ctx.deferred_reads:
+            ctx.emit(stmt)
+        ctx.deferred_reads.clear()
     return tuple(out)
 
 

@@ -137,6 +137,30 @@ def test_matmul_fp16_random_normals():
     np.testing.assert_allclose(c, ref, rtol=1e-5, atol=1e-4)
 
 
+def test_steel_like_tile_report_and_values():
+    """A 64 x 64 tile on 2 x 2 SIMD groups of 32 x 32 (MLX steel's shape): the dot report read off
+    the lowered program, and the values over three K steps (an odd count: the double-buffered
+    staging alternates its buffers, and the next launch starts where this one's counter began)."""
+    M, N, K, bm, bn, bk = 128, 64, 96, 64, 64, 32
+    a, b = quarters((M, K)).astype(np.float16), quarters((K, N)).astype(np.float16)
+    args = dict(a_ptr=a, b_ptr=b, c_ptr=np.zeros((M, N), np.float32), M=M, N=N, K=K, stride_am=K, stride_ak=1,
+                stride_bk=N, stride_bn=1, stride_cm=N, stride_cn=1)
+    consts = dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, OUT_F16=False, INT=False)
+    specs = [C(consts[n]) if n in consts else _spec(args[n]) for n in inspect.signature(matmul_kernel.fn).parameters]
+    kernel = compile_source(matmul_kernel, *specs, num_warps=4)
+    [report] = kernel.metadata["dot_reports"]
+    # 4 x 4 accumulator fragments per SIMD group; per dot 4 K steps of 8, each loading 4 A and 4
+    # B fragments and running 16 products; A and B staged behind one barrier per loop iteration
+    assert report["warps"] == (2, 2) and report["warp_tile"] == (32, 32)
+    assert report["fragments_per_simdgroup"] == 16
+    assert (report["fragment_loads"], report["fragment_products"]) == (32, 64)
+    assert report["products_per_load"] == 2.0
+    assert report["in_loop"] and report["barriers_per_k_step"] == 1
+    assert report["threadgroup_bytes_per_k_step"] == (bm * bk + bk * bn) * 2
+    out = run(kernel, (M // bm, N // bn), **args)["c_ptr"]
+    np.testing.assert_array_equal(out, a.astype(np.float32) @ b.astype(np.float32))
+
+
 def test_matmul_bf16():
     M, N, K = 64, 64, 32
     a, b = quarters((M, K)), quarters((K, N))

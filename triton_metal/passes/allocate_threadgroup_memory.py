@@ -163,35 +163,66 @@ class AllocateThreadgroupMemory(ModulePass):
             op.name == "tt.dot" for func in module.funcs for op in func.walk())
         total = 0
         for func in module.funcs:
-            pos = _positions(func)
-            users: list[Op] = []
-            sizes: list[int] = []
-            for op in func.walk():
-                size = scratch_bytes(op, num_warps, stage)
-                if size:
-                    users.append(op)
-                    sizes.append(size)
-                elif op.name in ("ttg.convert_layout", "tt.reduce"):
-                    op.smem_offset = op.smem_bytes = None  # type: ignore[attr-defined]
-            # First try: each buffer stays live until the next scratch op, so consecutive scratch
-            # ops use disjoint bytes and need no barrier between them. Over 16 KiB: buffers live
-            # only inside their op.
-            starts = [pos[op] for op in users]
-            ends = _spare_ends(users, pos)
-            buffers = [Buffer(n, a, b) for n, a, b in zip(sizes, starts, ends)]
-            offsets = allocate(buffers)
-            if max((off + b.size for b, off in zip(buffers, offsets)), default=0) > SPARE_BARRIERS_LIMIT:
-                buffers = [Buffer(n, a, a) for n, a in zip(sizes, starts)]
-                offsets = allocate(buffers)
-            for op, b, off in zip(users, buffers, offsets):
-                op.smem_offset, op.smem_bytes = off, b.size  # type: ignore[attr-defined]
-            end = max((off + b.size for b, off in zip(buffers, offsets)), default=0)
+            end = _allocate_func(func, num_warps, stage)
+            doubled = [op for op in func.walk() if getattr(op, "double_buffer", None)]
+            if end > THREADGROUP_MEMORY_LIMIT and doubled:
+                # two buffers per staged operand do not fit: stage them one at a time
+                for op in doubled:
+                    op.double_buffer = op.joined = None  # type: ignore[attr-defined]
+                end = _allocate_func(func, num_warps, stage)
             if end > THREADGROUP_MEMORY_LIMIT:
-                needs = ", ".join(f"{op.name} at {op.loc} needs {b.size}" if op.loc else f"{op.name} needs {b.size}"
-                                  for op, b in zip(users, buffers))
+                users = [op for op in func.walk() if getattr(op, "smem_bytes", None)]
+                needs = ", ".join(f"{op.name} at {op.loc} needs {_size(op)}" if op.loc else f"{op.name} needs {_size(op)}"
+                                  for op in users)
                 raise OutOfResources(
                     _round(end), THREADGROUP_MEMORY_LIMIT,
                     f"threadgroup memory in bytes of '{getattr(func, 'sym_name', '?')}' ({needs}; use smaller "
                     f"BLOCK sizes or fewer num_warps)")
             total = max(total, _round(end))
         module.attributes["threadgroup_memory_bytes"] = total
+
+
+def _size(op: Op) -> int:
+    """The bytes an allocated op takes (both buffers of a double-buffered one)."""
+    return int(op.smem_bytes) * (2 if getattr(op, "smem_alt_offset", None) is not None else 1)  # type: ignore[attr-defined]
+
+
+def _allocate_func(func: Op, num_warps: int, stage: bool) -> int:
+    """Place the scratch buffers of one function; returns the end of the highest."""
+    pos = _positions(func)
+    users: list[Op] = []
+    sizes: list[int] = []
+    for op in func.walk():
+        size = scratch_bytes(op, num_warps, stage)
+        if size:
+            users.append(op)
+            sizes.append(size)
+        elif op.name in ("ttg.convert_layout", "tt.reduce"):
+            op.smem_offset = op.smem_bytes = None  # type: ignore[attr-defined]
+        if op.name == "ttg.convert_layout":
+            op.smem_alt_offset = None  # type: ignore[attr-defined]
+    doubled = [bool(getattr(op, "double_buffer", None)) for op in users]
+    # First try: each buffer stays live until the next scratch op, so consecutive scratch ops use
+    # disjoint bytes and need no barrier between them. Over 16 KiB: buffers live only inside
+    # their op. Double-buffered operands take twice their bytes, live from the start of the
+    # function to the end of their loop: no other op in or before the loop touches them.
+    starts = [pos[op] for op in users]
+    ends = _spare_ends(users, pos)
+    buffers = [_buffer(op, n, a, b, d, pos) for op, n, a, b, d in zip(users, sizes, starts, ends, doubled)]
+    offsets = allocate(buffers)
+    if max((off + b.size for b, off in zip(buffers, offsets)), default=0) > SPARE_BARRIERS_LIMIT:
+        buffers = [_buffer(op, n, a, a, d, pos) for op, n, a, d in zip(users, sizes, starts, doubled)]
+        offsets = allocate(buffers)
+    for op, n, d, off in zip(users, sizes, doubled, offsets):
+        op.smem_offset, op.smem_bytes = off, n  # type: ignore[attr-defined]
+        if d:
+            op.smem_alt_offset = off + _round(n)  # type: ignore[attr-defined]
+    return max((off + b.size for b, off in zip(buffers, offsets)), default=0)
+
+
+def _buffer(op: Op, size: int, start: int, end: int, doubled: bool, pos: dict[Op, int]) -> Buffer:
+    if not doubled:
+        return Buffer(size, start, end)
+    loop = op.parent.parent_op if op.parent is not None else None
+    last = max((pos[o] for o in loop.walk()), default=end) if loop is not None else end
+    return Buffer(2 * _round(size), 0, max(last, end))

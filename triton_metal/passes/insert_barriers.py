@@ -9,6 +9,9 @@ before an op whose buffer overlaps a buffer still pending on some path: in strai
 across both branches of an `scf.if`, around loop back edges (the first scratch op of an
 iteration against the last of the previous one) and after a loop that may run zero times. A
 `tt.barrier`/`ttg.barrier` already there counts. Kernels without scratch get none.
+Double-buffered dot operands (`stage-dot-operands`) need none before their writes (no other op
+uses their bytes until their loop ends, and consecutive executions alternate buffers); their
+buffers stay pending after their reads, for the ops after the loop.
 
 Barriers are never placed in divergent control flow: `scf.if` and `scf.while` conditions are
 scalars, and scalars are uniform over the program's threads (every thread computes the same
@@ -49,11 +52,31 @@ def _uniform(op: Op) -> None:
                                op.loc, "make the condition a scalar")
 
 
+def _buffers(op: Op) -> Ranges:
+    """Both buffers of a double-buffered conversion."""
+    lo, hi = _range(op)  # type: ignore[misc]
+    alt = int(op.smem_alt_offset)  # type: ignore[attr-defined]
+    return frozenset({(lo, hi), (alt, alt + hi - lo)})
+
+
 def _block(block: Block, pending: Ranges) -> Ranges:
     """Insert barriers in `block` given the ranges pending on entry; returns those on exit."""
+    joined: Ranges = frozenset()
     for op in list(block.ops):
         if op.name in ("tt.barrier", "ttg.barrier"):
             pending = frozenset()
+            continue
+        if getattr(op, "smem_alt_offset", None) is not None and _range(op) is not None:
+            # double-buffered dot operands (`stage-dot-operands`): no other op touches their bytes
+            # before their loop ends, and each execution writes the buffers the one before did
+            # not read, so their writes need no barrier. A joined one waits on its partner's
+            # barrier, after which both read: their buffers stay pending (for ops after the loop).
+            if getattr(op, "joined", None):
+                joined |= _buffers(op)
+                pending |= _buffers(op)
+            else:
+                pending = _buffers(op) | joined
+                joined = frozenset()
             continue
         r = _range(op)
         if r is not None:
