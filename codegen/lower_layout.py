@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from triton_metal.errors import internal_error
 from triton_metal.ir import Op, Value
 from triton_metal.ir.types import ScalarType, element_type
 
@@ -90,7 +91,9 @@ def exchange(ctx: LoweringContext, op: Op, src: Distribution, regs: Sequence[Exp
     firsts = src.first_registers()
     staged = piece < numel
     alt = getattr(op, "smem_alt_offset", None)
-    if alt is not None and not staged:
+    if alt is not None:
+        if staged:
+            raise internal_error("a double-buffered conversion must fit its buffer whole")
         return _double_buffered(ctx, op, src, regs, stored, ctype, numel, reads, offset, int(alt))
     out = ctx.declare_array(ctype, len(reads)) if staged else ()
     ctx.emit(Staged(numel * _size_of(stored)))

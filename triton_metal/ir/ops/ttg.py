@@ -44,8 +44,16 @@ class ConvertLayoutOp(Op):
             raise self.error(f"result must have the operand's shape and element type ({st}), got {rt}")
         if rt.layout is None:
             raise self.error(f"result {rt} has no layout")
-        if self.joined and not self.double_buffer:
-            raise self.error("a joined conversion must be double-buffered")
+        if self.joined:
+            # its reads wait for the next op's barrier: that op must be its double-buffered partner
+            block = self.parent
+            ops = block.ops if block is not None else []
+            at = next((i for i, o in enumerate(ops) if o is self), len(ops))
+            partner = ops[at + 1] if at + 1 < len(ops) else None
+            if not self.double_buffer or partner is None or partner.name != self.name or not getattr(
+                    partner, "double_buffer", None) or getattr(partner, "joined", None):
+                raise self.error("a joined conversion must be double-buffered and followed at once by the "
+                                 "double-buffered conversion whose barrier it shares")
         for name in ("smem_offset", "smem_bytes", "smem_alt_offset"):
             v = getattr(self, name)
             if v is not None and (v < 0 or v % 16 and name != "smem_bytes"):
