@@ -21,17 +21,13 @@ The report goes to `MSLKernel.metadata["dot_reports"]` (so to `launch.json`) and
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 
 from triton_metal.ir import Op
 from triton_metal.ir.types import TensorType
 
 from .program import Assign, Barrier, Call, Declare, ExprStmt, ForRange, If, Index, Lit, Loop, Scope, Staged, Stmt, Var
-
-FRAGMENT_MACS = 8 * 8 * 8
-"""Multiply-accumulates of one 8x8x8 fragment product."""
-
 
 @dataclass(frozen=True)
 class DotSite:
@@ -154,12 +150,12 @@ def _contains(stmts: Sequence[Stmt], target: Scope) -> bool:
     return _path_to(stmts, target) is not None
 
 
-def _count(stmts: Sequence[Stmt], weight: object) -> int:
+def _count(stmts: Sequence[Stmt], weight: Callable[[Stmt], int]) -> int:
     """The sum of `weight(s)` over the statements one run of `stmts` executes, a nested loop
     with literal bounds counted per iteration, any other once (branches: both sides)."""
     total = 0
     for s in stmts:
-        total += weight(s)  # type: ignore[operator]
+        total += weight(s)
         times = _trips(s) if isinstance(s, ForRange) else 1
         total += times * _count(_children(s), weight)
     return total

@@ -87,14 +87,16 @@ def exchange(ctx: LoweringContext, op: Op, src: Distribution, regs: Sequence[Exp
     piece = numel if budget >= size else budget // _size_of(stored)
     offset = ctx.op_scratch(op, piece * _size_of(stored))
     view = ctx.scratch_view(stored, offset)
-    own = owner_condition(ctx, src)
-    firsts = src.first_registers()
     staged = piece < numel
     alt = getattr(op, "smem_alt_offset", None)
     if alt is not None:
         if staged:
             raise internal_error("a double-buffered conversion must fit its buffer whole")
-        return _double_buffered(ctx, op, src, regs, stored, ctype, numel, reads, offset, int(alt))
+        shift = Apply("mul", (Var(_parity(ctx)), Lit(str((int(alt) - offset) // _size_of(stored)))))
+        ctx.scratch_end = max(ctx.scratch_end, int(alt) + (size + 15) // 16 * 16)
+        return _double_buffered(ctx, op, src, regs, stored, ctype, size, reads, view, shift)
+    own = owner_condition(ctx, src)
+    firsts = src.first_registers()
     out = ctx.declare_array(ctype, len(reads)) if staged else ()
     ctx.emit(Staged(numel * _size_of(stored)))
     for lo in range(0, numel, piece):
@@ -120,32 +122,33 @@ def exchange(ctx: LoweringContext, op: Op, src: Distribution, regs: Sequence[Exp
     return tuple(out)
 
 
+def _parity(ctx: LoweringContext) -> str:
+    """A counter of a conversion's executions, 0 and 1 in turn (declared in the prologue)."""
+    name = ctx.fresh()
+    ctx.prologue.add(Declare(name, "int", None, Lit("0")))
+    return name
+
+
 def _double_buffered(ctx: LoweringContext, op: Op, src: Distribution, regs: Sequence[Expr], stored: str, ctype: str,
-                     numel: int, reads: Sequence[Expr], offset: int, alt: int) -> tuple[Expr, ...]:
+                     nbytes: int, reads: Sequence[Expr], view: Expr, shift: Apply) -> tuple[Expr, ...]:
     """`exchange` for a double-buffered conversion (`stage-dot-operands`): executions alternate
-    between the buffers at `offset` and `alt` (a counter in the prologue, flipped after the
-    reads). A joined one only writes: its reads wait in `ctx.deferred_reads` for the next
-    conversion's barrier, which covers both."""
-    parity = ctx.fresh()
-    ctx.prologue.add(Declare(parity, "int", None, Lit("0")))
-    shift = Apply("mul", (Var(parity), Lit(str((alt - offset) // _size_of(stored)))))
-    ctx.scratch_end = max(ctx.scratch_end, alt + (numel * _size_of(stored) + 15) // 16 * 16)
-    view = ctx.scratch_view(stored, offset)
+    between two buffers, the second `shift` elements past the first (the parity counter in
+    `shift` flips after the reads). A joined one only writes: its reads wait in
+    `ctx.deferred_reads` for the next conversion's barrier, which covers both."""
     own = owner_condition(ctx, src)
     firsts = src.first_registers()
-    ctx.emit(Staged(numel * _size_of(stored)))
+    ctx.emit(Staged(nbytes))
     for r in range(src.num_regs):
         if firsts[r]:
             v = regs[r] if stored == ctype else Convert(stored, regs[r])
             stmt = Assign(Index(view, Apply("add", (flat_index(ctx, src, r), shift))), v)
             ctx.emit(If(own, (stmt,)) if own is not None else stmt)
     out = ctx.declare_array(ctype, len(reads))
-    after: list[Stmt] = []
     for r, idx in enumerate(reads):
         x: Expr = Index(view, Apply("add", (idx, shift)))
-        after.append(Assign(out[r], Apply("ne", (x, Lit("0"))) if stored != ctype else x))
-    after.append(Assign(Var(parity), Apply("sub", (Lit("1"), Var(parity)))))
-    ctx.deferred_reads.extend(after)
+        ctx.deferred_reads.append(Assign(out[r], Apply("ne", (x, Lit("0"))) if stored != ctype else x))
+    parity = shift.args[0]
+    ctx.deferred_reads.append(Assign(parity, Apply("sub", (Lit("1"), parity))))
     if not getattr(op, "joined", None):
         ctx.emit(Barrier())
         for stmt in ctx.deferred_reads:
