@@ -161,6 +161,34 @@ def test_steel_like_tile_report_and_values():
     np.testing.assert_array_equal(out, a.astype(np.float32) @ b.astype(np.float32))
 
 
+@triton.jit
+def persistent_matmul_kernel(a_ptr, b_ptr, c_ptr, TILES_M: tl.constexpr, TILES_N: tl.constexpr, K: tl.constexpr,
+                             BLOCK: tl.constexpr, BLOCK_K: tl.constexpr):
+    # one program walks every output tile: the K loop's double-buffered operands sit inside an
+    # outer loop whose epilogue (the result's conversion for its store) also uses scratch
+    N = TILES_N * BLOCK
+    r = tl.arange(0, BLOCK)
+    rk = tl.arange(0, BLOCK_K)
+    for t in range(0, TILES_M * TILES_N):
+        rows = (t // TILES_N) * BLOCK + r
+        cols = (t % TILES_N) * BLOCK + r
+        acc = tl.zeros((BLOCK, BLOCK), dtype=tl.float32)
+        for k in range(0, K, BLOCK_K):
+            a = tl.load(a_ptr + rows[:, None] * K + (k + rk)[None, :])
+            b = tl.load(b_ptr + (k + rk)[:, None] * N + cols[None, :])
+            acc += tl.dot(a, b)
+        tl.store(c_ptr + rows[:, None] * N + cols[None, :], acc)
+
+
+def test_persistent_matmul_double_buffers_across_tiles():
+    tm, tn, K, bs, bk = 2, 2, 96, 32, 32
+    a = quarters((tm * bs, K)).astype(np.float16)
+    b = quarters((K, tn * bs)).astype(np.float16)
+    c = np.zeros((tm * bs, tn * bs), np.float32)
+    out = launch(persistent_matmul_kernel)[(1,)](a, b, c, TILES_M=tm, TILES_N=tn, K=K, BLOCK=bs, BLOCK_K=bk)
+    np.testing.assert_array_equal(out["c_ptr"], a.astype(np.float32) @ b.astype(np.float32))
+
+
 def test_matmul_bf16():
     M, N, K = 64, 64, 32
     a, b = quarters((M, K)), quarters((K, N))

@@ -205,7 +205,7 @@ def _allocate_func(func: Op, num_warps: int, stage: bool) -> int:
     # First try: each buffer stays live until the next scratch op, so consecutive scratch ops use
     # disjoint bytes and need no barrier between them. Over 16 KiB: buffers live only inside
     # their op. Double-buffered operands take twice their bytes, live from the start of the
-    # function to the end of their loop: no other op in or before the loop touches them.
+    # function to the end of their outermost loop: no other op in or before it touches them.
     starts = [pos[op] for op in users]
     ends = _spare_ends(users, pos)
     buffers = [_buffer(op, n, a, b, d, pos) for op, n, a, b, d in zip(users, sizes, starts, ends, doubled)]
@@ -223,6 +223,13 @@ def _allocate_func(func: Op, num_warps: int, stage: bool) -> int:
 def _buffer(op: Op, size: int, start: int, end: int, doubled: bool, pos: dict[Op, int]) -> Buffer:
     if not doubled:
         return Buffer(size, start, end)
-    loop = op.parent.parent_op if op.parent is not None else None
-    last = max((pos[o] for o in loop.walk()), default=end) if loop is not None else end
+    # both buffers, theirs from the function's start to the end of the outermost loop around the
+    # op (a K loop inside a persistent loop: no epilogue of one tile shares them with the next)
+    outer: Op | None = None
+    parent = op.parent.parent_op if op.parent is not None else None
+    while parent is not None:
+        if parent.name in ("scf.for", "scf.while"):
+            outer = parent
+        parent = parent.parent.parent_op if parent.parent is not None else None
+    last = max((pos[o] for o in outer.walk()), default=end) if outer is not None else end
     return Buffer(2 * _round(size), 0, max(last, end))
