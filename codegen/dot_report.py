@@ -110,7 +110,8 @@ def dot_reports(program: Sequence[Stmt], sites: Sequence[DotSite]) -> list[DotRe
         m, n, _ = site.shape
         loads = sum(1 for s in _walk(site.scope.body) if _fills(s, site.operands))
         products = sum(1 for s in _walk(site.scope.body) if _call_name(s) == "simdgroup_multiply_accumulate")
-        frags = next((s.count or 1 for s in site.scope.body if isinstance(s, Declare) and s.name == site.accumulator), 0)
+        frags = next((s.count or 1 for s in site.scope.body
+                      if isinstance(s, Declare) and s.name == site.accumulator), 0)
         dots = sum(1 for other in sites if _contains(step, other.scope))
         reports.append(DotReport(
             site.where, site.shape, site.dtypes, site.warps,
@@ -163,7 +164,8 @@ def _count(stmts: Sequence[Stmt], weight: Callable[[Stmt], int]) -> int:
 
 def _trips(loop: ForRange) -> int:
     if all(isinstance(e, Lit) for e in (loop.lower, loop.upper, loop.step)):
-        lo, hi, step = (int(e.text.rstrip("uUlL")) for e in (loop.lower, loop.upper, loop.step))  # type: ignore[union-attr]
+        bounds = (loop.lower, loop.upper, loop.step)
+        lo, hi, step = (int(e.text.rstrip("uUlL")) for e in bounds)  # type: ignore[union-attr]
         if step:
             return max(0, len(range(lo, hi, step)))
     return 1

@@ -172,8 +172,8 @@ class AllocateThreadgroupMemory(ModulePass):
                 end = _allocate_func(func, num_warps, stage)
             if end > THREADGROUP_MEMORY_LIMIT:
                 users = [op for op in func.walk() if getattr(op, "smem_bytes", None)]
-                needs = ", ".join(f"{op.name} at {op.loc} needs {_size(op)}" if op.loc else f"{op.name} needs {_size(op)}"
-                                  for op in users)
+                needs = ", ".join(f"{op.name} at {op.loc} needs {_size(op)}" if op.loc
+                                  else f"{op.name} needs {_size(op)}" for op in users)
                 raise OutOfResources(
                     _round(end), THREADGROUP_MEMORY_LIMIT,
                     f"threadgroup memory in bytes of '{getattr(func, 'sym_name', '?')}' ({needs}; use smaller "
@@ -184,7 +184,8 @@ class AllocateThreadgroupMemory(ModulePass):
 
 def _size(op: Op) -> int:
     """The bytes an allocated op takes (both buffers of a double-buffered one)."""
-    return int(op.smem_bytes) * (2 if getattr(op, "smem_alt_offset", None) is not None else 1)  # type: ignore[attr-defined]
+    doubled = getattr(op, "smem_alt_offset", None) is not None
+    return int(op.smem_bytes) * (2 if doubled else 1)  # type: ignore[attr-defined]
 
 
 def _allocate_func(func: Op, num_warps: int, stage: bool) -> int:

@@ -61,8 +61,10 @@ def stage_pair(dot: Op, num_warps: int) -> bool:
     if any(f is None for f in found):
         return False
     (a, a_bytes), (b, b_bytes) = found  # type: ignore[misc]
-    if 2 * (a_bytes + b_bytes) > DOUBLE_BUFFER_LIMIT or a.double_buffer or b.double_buffer:  # type: ignore[attr-defined]
-        return False  # too big, or an operand already paired for another dot
+    if 2 * (a_bytes + b_bytes) > DOUBLE_BUFFER_LIMIT:
+        return False
+    if a.double_buffer or b.double_buffer:  # type: ignore[attr-defined]
+        return False  # an operand already paired for another dot
     first, second = (a, b) if block.index_of(a) < block.index_of(b) else (b, a)
     if _used_between(first, second):
         return False
