@@ -49,7 +49,7 @@ def _used_between(first: Op, second: Op) -> bool:
     assert block is not None
     ops = block.ops[block.index_of(first) + 1: block.index_of(second)]
     result = first.results[0]
-    return any(result in inner.operands for op in ops for inner in (op, *op.walk()))
+    return any(result in inner.operands for op in ops for inner in op.walk())
 
 
 def stage_pair(dot: Op, num_warps: int) -> bool:
