@@ -195,7 +195,7 @@ def compile_module(module: Module, options: CodegenOptions, axis_info: object | 
             "asserts": tuple(ctx.asserts),
             "device_prints": tuple(ctx.prints),
             "ordered_exchange": _ordered_exchange(func, uses),
-            "dot_reports": [r.as_dict() for r in dot_reports(code_stmts, ctx.dot_sites)],
+            "dot_reports": tuple(r.as_dict() for r in dot_reports(code_stmts, ctx.dot_sites)),
         },
     )
 
