@@ -78,6 +78,10 @@ class LoweringContext:
         self.axis_info: Any = None
         """Axis facts per value (`.get(value)` with contiguity, divisibility, constancy), given
         by the caller; None: no vector accesses."""
+        self.deferred_reads: list[Stmt] = []
+        """Reads of a joined double-buffered conversion, emitted after the next one's barrier."""
+        self.dot_sites: list[Any] = []
+        """Where each dot lowered on simdgroup matrices put its code (`dot_report.DotSite`)."""
         self.lower_ops: Callable[[LoweringContext, Sequence[Op]], None] | None = None
         """The driver's op loop (rules lower nested regions, e.g. combine functions, with it)."""
 

@@ -33,6 +33,7 @@ from . import (  # noqa: F401
 )
 from .context import LoweringContext
 from .coverage import store_coverage
+from .dot_report import dot_reports
 from .kernel import MSLKernel, ParamBinding, old_input_name, relative_encoding
 from .lower_control import ASSERT_OUTPUT
 from .msl_types import mlx_type, msl_type, uint_of_width
@@ -119,6 +120,8 @@ def compile_module(module: Module, options: CodegenOptions, axis_info: object | 
             ctx.bind(arg, RegValue(arg.type, (Var(f"{sanitize(arg.name_hint or f'arg{arg.index}')}_in"),), None))
 
     lower_ops(ctx, func.body.block.ops)  # type: ignore[attr-defined]
+    if ctx.deferred_reads:
+        raise internal_error("a joined layout conversion has no conversion after it to read behind its barrier")
     code_stmts = ctx.pop()
 
     printer = MSLPrinter(options.math_mode)
@@ -193,6 +196,7 @@ def compile_module(module: Module, options: CodegenOptions, axis_info: object | 
             "asserts": tuple(ctx.asserts),
             "device_prints": tuple(ctx.prints),
             "ordered_exchange": _ordered_exchange(func, uses),
+            "dot_reports": tuple(r.as_dict() for r in dot_reports(code_stmts, ctx.dot_sites)),
         },
     )
 
@@ -233,8 +237,9 @@ def _pass_scratch(func: Op) -> int:
     end = 0
     for op in func.walk():
         off, size = getattr(op, "smem_offset", None), getattr(op, "smem_bytes", None)
+        alt = getattr(op, "smem_alt_offset", None)  # a double-buffered conversion's second buffer
         if off is not None and size is not None:
-            end = max(end, int(off) + int(size))
+            end = max(end, max(int(off), int(alt or 0)) + int(size))
     return (end + 15) // 16 * 16
 
 

@@ -34,6 +34,7 @@ from triton_metal.ir.types import ScalarType, TensorType
 
 from .context import WARP, LoweringContext
 from .distribution import Distribution
+from .dot_report import record_dot
 from .dot_tiling import FRAG, DotPlan, Slot, plan_dot
 from .lower_tensor_dot import lower_tensor_dot, tensor_dot_applies
 from .msl_types import msl_type
@@ -53,6 +54,7 @@ from .program import (
     PtrCast,
     Reinterpret,
     Scope,
+    Staged,
     Stmt,
     Var,
 )
@@ -171,8 +173,16 @@ def _lower_fragment_dot(ctx: LoweringContext, op: DotOp, plan: DotPlan, a: RegVa
     _copy_replicas(ctx, dist, out)
     if staged:
         ctx.scratch_done(op)  # the scratch may be reused once every SIMD group has loaded
-    ctx.emit(Scope(ctx.pop()))
+    scope = Scope(ctx.pop())
+    ctx.emit(scope)
+    record_dot(ctx.dot_sites, op, scope, acc_name, [_array_name(f) for f in (a_frags, b_frags)])
     ctx.bind(op.result, RegValue(op.result.type, out, dist))
+
+
+def _array_name(frags: dict[tuple[int, int], Expr]) -> str:
+    first = next(iter(frags.values()))
+    assert isinstance(first, Index) and isinstance(first.base, Var)
+    return first.base.name
 
 
 def _fragments(ctx: LoweringContext, ctype: str, origins: list[tuple[int, int]]) -> dict[tuple[int, int], Expr]:
@@ -245,6 +255,7 @@ def _stage_operands(ctx: LoweringContext, op: DotOp, a: RegValue | None, b: RegV
     base = ctx.op_scratch(op, a_bytes + b_bytes)
     a_view = ctx.scratch_view(ctype, base)
     b_view = ctx.scratch_view(ctype, base + a_bytes)
+    ctx.emit(Staged(sum(t.shape[0] * t.shape[1] * size for t, v in ((a_ty, a), (b_ty, b)) if v is not None)))
     if a is not None:
         _write(ctx, a, a_view, a_ty.shape[1])
     if b is not None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from triton_metal.errors import internal_error
 from triton_metal.ir import Op, Value
 from triton_metal.ir.types import ScalarType, element_type
 
@@ -22,7 +23,7 @@ from .context import LoweringContext, ctype_of
 from .distribution import Distribution
 from .lower_memory import owner_condition
 from .lower_tensor import local_mapping, src_regs, with_regs
-from .program import Apply, Assign, Barrier, Convert, Expr, If, Index, Lit
+from .program import Apply, Assign, Barrier, Convert, Declare, Expr, If, Index, Lit, Staged, Stmt, Var
 from .registry import lowers
 from .values import PtrValue
 
@@ -84,11 +85,20 @@ def exchange(ctx: LoweringContext, op: Op, src: Distribution, regs: Sequence[Exp
     size = numel * _size_of(stored)
     budget = granted if granted is not None else (size if size <= THREADGROUP_MEMORY_LIMIT else STAGE_BYTES)
     piece = numel if budget >= size else budget // _size_of(stored)
-    view = ctx.scratch_view(stored, ctx.op_scratch(op, piece * _size_of(stored)))
+    offset = ctx.op_scratch(op, piece * _size_of(stored))
+    view = ctx.scratch_view(stored, offset)
+    staged = piece < numel
+    alt = getattr(op, "smem_alt_offset", None)
+    if alt is not None:
+        if staged:
+            raise internal_error("a double-buffered conversion must fit its buffer whole")
+        shift = Apply("mul", (Var(_parity(ctx)), Lit(str((int(alt) - offset) // _size_of(stored)))))
+        ctx.scratch_end = max(ctx.scratch_end, int(alt) + (size + 15) // 16 * 16)
+        return _double_buffered(ctx, op, src, regs, stored, ctype, size, reads, view, shift)
     own = owner_condition(ctx, src)
     firsts = src.first_registers()
-    staged = piece < numel
     out = ctx.declare_array(ctype, len(reads)) if staged else ()
+    ctx.emit(Staged(numel * _size_of(stored)))
     for lo in range(0, numel, piece):
         if lo:
             ctx.emit(Barrier())  # the previous piece's reads are done before it is overwritten
@@ -109,6 +119,41 @@ def exchange(ctx: LoweringContext, op: Op, src: Distribution, regs: Sequence[Exp
                 ctx.emit(If(_within(idx, lo, piece), (Assign(out[r], values[-1]),)))
         if not staged:
             out = ctx.materialize(values, ctype, force=True)
+    return tuple(out)
+
+
+def _parity(ctx: LoweringContext) -> str:
+    """A counter of a conversion's executions, 0 and 1 in turn (declared in the prologue)."""
+    name = ctx.fresh()
+    ctx.prologue.add(Declare(name, "int", None, Lit("0")))
+    return name
+
+
+def _double_buffered(ctx: LoweringContext, op: Op, src: Distribution, regs: Sequence[Expr], stored: str, ctype: str,
+                     nbytes: int, reads: Sequence[Expr], view: Expr, shift: Apply) -> tuple[Expr, ...]:
+    """`exchange` for a double-buffered conversion (`stage-dot-operands`): executions alternate
+    between two buffers, the second `shift` elements past the first (the parity counter in
+    `shift` flips after the reads). A joined one only writes: its reads wait in
+    `ctx.deferred_reads` for the next conversion's barrier, which covers both."""
+    own = owner_condition(ctx, src)
+    firsts = src.first_registers()
+    ctx.emit(Staged(nbytes))
+    for r in range(src.num_regs):
+        if firsts[r]:
+            v = regs[r] if stored == ctype else Convert(stored, regs[r])
+            stmt = Assign(Index(view, Apply("add", (flat_index(ctx, src, r), shift))), v)
+            ctx.emit(If(own, (stmt,)) if own is not None else stmt)
+    out = ctx.declare_array(ctype, len(reads))
+    for r, idx in enumerate(reads):
+        x: Expr = Index(view, Apply("add", (idx, shift)))
+        ctx.deferred_reads.append(Assign(out[r], Apply("ne", (x, Lit("0"))) if stored != ctype else x))
+    parity = shift.args[0]
+    ctx.deferred_reads.append(Assign(parity, Apply("sub", (Lit("1"), parity))))
+    if not getattr(op, "joined", None):
+        ctx.emit(Barrier())
+        for stmt in ctx.deferred_reads:
+            ctx.emit(stmt)
+        ctx.deferred_reads.clear()
     return tuple(out)
 
 

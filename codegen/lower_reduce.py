@@ -28,7 +28,7 @@ from triton_metal.ir.types import ScalarType, element_type
 from .context import LoweringContext
 from .distribution import Distribution
 from .msl_types import msl_type
-from .program import Apply, Assign, Barrier, Call, Convert, Expr, If, Index, Lit, Reinterpret, Var
+from .program import Apply, Assign, Barrier, Call, Convert, Expr, If, Index, Lit, Reinterpret, Staged, Var
 from .registry import lowers
 from .values import RegValue
 
@@ -245,6 +245,7 @@ def _across_warps(
     combos = sorted(range(1 << len(warp_bits)), key=lambda c: sum(
         dist.warp_bases[warp_bits[i]][axis] for i in range(len(warp_bits)) if c >> i & 1))
     out: list[list[Expr]] = []
+    ctx.emit(Staged(groups * nw * slots * sum(_bytes(t) for t in etys)))
     for g0 in range(0, groups, per):
         if g0:
             ctx.emit(Barrier())  # the previous lines' partials are read before they are overwritten

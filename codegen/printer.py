@@ -34,6 +34,7 @@ from .program import (
     PtrCast,
     Reinterpret,
     Scope,
+    Staged,
     Stmt,
     Var,
 )
@@ -203,6 +204,10 @@ class MSLPrinter:
         for s in node.body:
             self._stmt(s, depth, out)
         out.append("#endif")
+
+    @stmt.register
+    def _(self, node: Staged, depth: int, out: list[str]) -> None:
+        pass  # a count for the dot report, no code
 
     @stmt.register
     def _(self, node: Comment, depth: int, out: list[str]) -> None:

@@ -186,6 +186,14 @@ class Comment:
 
 
 @dataclass(frozen=True)
+class Staged:
+    """No code: the threadgroup writes `nbytes` into threadgroup memory here (a layout
+    conversion or a dot's operand staging), counted by the dot report (`dot_report`)."""
+
+    nbytes: int
+
+
+@dataclass(frozen=True)
 class Guarded:
     """`#ifdef macro` ... `#endif`: code that exists only where `macro` is defined (the emulator's
     device printing: Metal never sees it)."""
@@ -194,7 +202,7 @@ class Guarded:
     body: tuple[Stmt, ...]
 
 
-Stmt = Union[Declare, Assign, ExprStmt, If, ForRange, Loop, Break, Barrier, Scope, LineMark, Comment, Guarded]
+Stmt = Union[Declare, Assign, ExprStmt, If, ForRange, Loop, Break, Barrier, Scope, LineMark, Comment, Staged, Guarded]
 
 
 @dataclass

@@ -42,8 +42,8 @@ def count(m: ir.Module, name: str) -> int:
 
 def test_layout_passes_are_registered_in_order() -> None:
     names = [p.name for p in default_pipeline().passes]
-    order = ["assign-layouts", "remove-layout-conversions", "allocate-threadgroup-memory", "order-device-accesses",
-             "insert-barriers"]
+    order = ["assign-layouts", "remove-layout-conversions", "stage-dot-operands", "allocate-threadgroup-memory",
+             "order-device-accesses", "insert-barriers"]
     assert all(n in PASS_REGISTRY for n in order)
     assert [n for n in names if n in order] == order
 

@@ -136,3 +136,20 @@ def test_bad_input(call, match):
     q = _quantized(16, 128, True, group_size=64, bits=4)
     with pytest.raises(ops.OpArgumentError, match=match):
         call(q)
+
+
+def test_tiled_steel_like_config():
+    # the tiled kernel at its 64 x 64 config on 2 x 2 SIMD groups (operands staged together,
+    # double-buffered over three K steps), fp16 activations, against MLX's own op
+    from triton_metal.ops import quantized
+    from triton_metal.runtime.heuristics import base_jit_function
+
+    M, N, K, group, bits = 70, 96, 96, 32, 4
+    x = randn((M, K)).astype(mx.float16)
+    wq, s, b = mx.quantize(randn((N, K), seed=5).astype(mx.float16), group_size=group, bits=bits)
+    y = mx.zeros((M, N), mx.float16)
+    kernel = base_jit_function(quantized._qmm)
+    kernel[(2, 2)](x, wq, s, b, y, M, N, K, wq.shape[1], s.shape[1], bits, group.bit_length() - 1,
+                   TRANS=True, MODE=quantized.AFFINE, BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, num_warps=4)
+    ref = mx.quantized_matmul(x, wq, s, b, transpose=True, group_size=group, bits=bits)
+    assert_close(y, ref, "float16", scale=20)

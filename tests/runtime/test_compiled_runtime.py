@@ -293,6 +293,34 @@ def test_debug_levels_and_dump_files(monkeypatch: pytest.MonkeyPatch, capfd: pyt
     assert list(dump.glob("*/*.ir")), "the IR after every pass is dumped too"
 
 
+@triton.jit
+def _dot_once(a_ptr, b_ptr, c_ptr, S: tl.constexpr):
+    r = tl.arange(0, S)
+    a = tl.load(a_ptr + r[:, None] * S + r[None, :])
+    b = tl.load(b_ptr + r[:, None] * S + r[None, :])
+    tl.store(c_ptr + r[:, None] * S + r[None, :], tl.dot(a, b))
+
+
+def test_launch_json_carries_the_dot_report(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    # a 16 x 16 x 16 dot on one SIMD group, in no loop: 2 x 2 accumulator fragments, 2 A and 2 B
+    # fragments per K step of 8 (4 + 4 loads) for 8 products; the kernel's barriers: one per
+    # operand conversion, one for the result's conversion to the store's layout
+    monkeypatch.setenv("TRITON_METAL_DUMP_DIR", str(tmp_path))
+    k = _fresh(_dot_once)
+    a = np.arange(256, dtype=np.float32).reshape(16, 16) % 7
+    b = np.arange(256, dtype=np.float32).reshape(16, 16) % 5
+    c = np.zeros((16, 16), np.float32)
+    k[(1,)](a, b, c, S=16, num_warps=1)
+    np.testing.assert_array_equal(c, a @ b)
+    (compiled,) = k.cache.entries.values()
+    [report] = json.loads((tmp_path / compiled.msl.name / "launch.json").read_text())["metadata"]["dot_reports"]
+    assert report["shape"] == [16, 16, 16] and report["warps"] == [1, 1]
+    assert (report["fragments_per_simdgroup"], report["fragment_loads"], report["fragment_products"]) == (4, 8, 8)
+    assert not report["in_loop"] and report["dots_per_k_step"] == 1
+    assert report["barriers_per_k_step"] == 3
+    assert report["threadgroup_bytes_per_k_step"] == 3 * 16 * 16 * 4
+
+
 def test_level_two_dumps_the_passes_of_a_variant_read_from_the_disk_cache(
         monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str], tmp_path: Path):
     """The disk cache keeps the MSL, not the IR after each pass: a hit runs the passes again for

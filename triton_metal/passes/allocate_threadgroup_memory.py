@@ -19,9 +19,11 @@ A buffer is live from the op that writes it to the last op that reads it; each o
 writes and reads its buffer inside itself, so its live range is that op. Buffers whose live
 ranges do not overlap may share bytes: the allocator places buffers, largest first, at the
 lowest 16-aligned offset that does not collide with an already placed buffer whose range
-overlaps. To spare barriers, each buffer is first kept live until the next scratch op (in
-program order), so consecutive scratch ops get disjoint bytes and `insert-barriers` needs no
-barrier between them; when that takes more than 16 KiB (`SPARE_BARRIERS_LIMIT`: threadgroup
+overlaps. To spare barriers, each buffer is first kept live until the next scratch op of its
+block (in program order; the end of the block when none follows there), so consecutive scratch
+ops get disjoint bytes and `insert-barriers` needs no barrier between them, and the last scratch
+op of a loop body stays apart from the first (the operands of a dot in a K loop: one barrier
+each per K step, none between iterations); when that takes more than 16 KiB (`SPARE_BARRIERS_LIMIT`: threadgroup
 memory costs occupancy), buffers live only inside their op. Over 32 KiB (`THREADGROUP_MEMORY_LIMIT`) the kernel is refused with `OutOfResources`
 naming the bytes, the ops and a fix.
 """
@@ -131,6 +133,20 @@ def _positions(func: Op) -> dict[Op, int]:
     return {op: i for i, op in enumerate(func.walk())}
 
 
+def _spare_ends(users: Sequence[Op], pos: dict[Op, int]) -> list[int]:
+    """Where each buffer's extended live range ends: at the next scratch op inside its own block,
+    else at the end of that block. In a loop body the last scratch op's buffer then stays apart
+    from the body's first (the next iteration's first writes need no barrier either) without
+    colliding with scratch ops after the loop, which do not overlap the loop's positions."""
+    ends = []
+    for i, op in enumerate(users):
+        block = op.parent
+        last = max((pos[o] for o in block.walk()), default=pos[op]) if block is not None else pos[op]
+        nxt = pos[users[i + 1]] if i + 1 < len(users) else None
+        ends.append(nxt if nxt is not None and nxt <= last else last)
+    return ends
+
+
 @register_pass
 @dataclass(frozen=True)
 class AllocateThreadgroupMemory(ModulePass):
@@ -147,35 +163,74 @@ class AllocateThreadgroupMemory(ModulePass):
             op.name == "tt.dot" for func in module.funcs for op in func.walk())
         total = 0
         for func in module.funcs:
-            pos = _positions(func)
-            users: list[Op] = []
-            sizes: list[int] = []
-            for op in func.walk():
-                size = scratch_bytes(op, num_warps, stage)
-                if size:
-                    users.append(op)
-                    sizes.append(size)
-                elif op.name in ("ttg.convert_layout", "tt.reduce"):
-                    op.smem_offset = op.smem_bytes = None  # type: ignore[attr-defined]
-            # First try: each buffer stays live until the next scratch op, so consecutive scratch
-            # ops use disjoint bytes and need no barrier between them. Over 16 KiB: buffers live
-            # only inside their op.
-            starts = [pos[op] for op in users]
-            ends = starts[1:] + starts[-1:]
-            buffers = [Buffer(n, a, b) for n, a, b in zip(sizes, starts, ends)]
-            offsets = allocate(buffers)
-            if max((off + b.size for b, off in zip(buffers, offsets)), default=0) > SPARE_BARRIERS_LIMIT:
-                buffers = [Buffer(n, a, a) for n, a in zip(sizes, starts)]
-                offsets = allocate(buffers)
-            for op, b, off in zip(users, buffers, offsets):
-                op.smem_offset, op.smem_bytes = off, b.size  # type: ignore[attr-defined]
-            end = max((off + b.size for b, off in zip(buffers, offsets)), default=0)
+            end = _allocate_func(func, num_warps, stage)
+            doubled = [op for op in func.walk() if getattr(op, "double_buffer", None)]
+            if end > THREADGROUP_MEMORY_LIMIT and doubled:
+                # two buffers per staged operand do not fit: stage them one at a time
+                for op in doubled:
+                    op.double_buffer = op.joined = None  # type: ignore[attr-defined]
+                end = _allocate_func(func, num_warps, stage)
             if end > THREADGROUP_MEMORY_LIMIT:
-                needs = ", ".join(f"{op.name} at {op.loc} needs {b.size}" if op.loc else f"{op.name} needs {b.size}"
-                                  for op, b in zip(users, buffers))
+                users = [op for op in func.walk() if getattr(op, "smem_bytes", None)]
+                needs = ", ".join(f"{op.name} at {op.loc} needs {_size(op)}" if op.loc
+                                  else f"{op.name} needs {_size(op)}" for op in users)
                 raise OutOfResources(
                     _round(end), THREADGROUP_MEMORY_LIMIT,
                     f"threadgroup memory in bytes of '{getattr(func, 'sym_name', '?')}' ({needs}; use smaller "
                     f"BLOCK sizes or fewer num_warps)")
             total = max(total, _round(end))
         module.attributes["threadgroup_memory_bytes"] = total
+
+
+def _size(op: Op) -> int:
+    """The bytes an allocated op takes (both buffers of a double-buffered one)."""
+    doubled = getattr(op, "smem_alt_offset", None) is not None
+    return int(op.smem_bytes) * (2 if doubled else 1)  # type: ignore[attr-defined]
+
+
+def _allocate_func(func: Op, num_warps: int, stage: bool) -> int:
+    """Place the scratch buffers of one function; returns the end of the highest."""
+    pos = _positions(func)
+    users: list[Op] = []
+    sizes: list[int] = []
+    for op in func.walk():
+        size = scratch_bytes(op, num_warps, stage)
+        if size:
+            users.append(op)
+            sizes.append(size)
+        elif op.name in ("ttg.convert_layout", "tt.reduce"):
+            op.smem_offset = op.smem_bytes = None  # type: ignore[attr-defined]
+        if op.name == "ttg.convert_layout":
+            op.smem_alt_offset = None  # type: ignore[attr-defined]
+    doubled = [bool(getattr(op, "double_buffer", None)) for op in users]
+    # First try: each buffer stays live until the next scratch op, so consecutive scratch ops use
+    # disjoint bytes and need no barrier between them. Over 16 KiB: buffers live only inside
+    # their op. Double-buffered operands take twice their bytes, live from the start of the
+    # function to the end of their outermost loop: no other op in or before it touches them.
+    starts = [pos[op] for op in users]
+    ends = _spare_ends(users, pos)
+    buffers = [_buffer(op, n, a, b, d, pos) for op, n, a, b, d in zip(users, sizes, starts, ends, doubled)]
+    offsets = allocate(buffers)
+    if max((off + b.size for b, off in zip(buffers, offsets)), default=0) > SPARE_BARRIERS_LIMIT:
+        buffers = [_buffer(op, n, a, a, d, pos) for op, n, a, d in zip(users, sizes, starts, doubled)]
+        offsets = allocate(buffers)
+    for op, n, d, off in zip(users, sizes, doubled, offsets):
+        op.smem_offset, op.smem_bytes = off, n  # type: ignore[attr-defined]
+        if d:
+            op.smem_alt_offset = off + _round(n)  # type: ignore[attr-defined]
+    return max((off + b.size for b, off in zip(buffers, offsets)), default=0)
+
+
+def _buffer(op: Op, size: int, start: int, end: int, doubled: bool, pos: dict[Op, int]) -> Buffer:
+    if not doubled:
+        return Buffer(size, start, end)
+    # both buffers, theirs from the function's start to the end of the outermost loop around the
+    # op (a K loop inside a persistent loop: no epilogue of one tile shares them with the next)
+    outer: Op | None = None
+    parent = op.parent.parent_op if op.parent is not None else None
+    while parent is not None:
+        if parent.name in ("scf.for", "scf.while"):
+            outer = parent
+        parent = parent.parent.parent_op if parent.parent is not None else None
+    last = max((pos[o] for o in outer.walk()), default=end) if outer is not None else end
+    return Buffer(2 * _round(size), 0, max(last, end))

@@ -9,6 +9,10 @@ before an op whose buffer overlaps a buffer still pending on some path: in strai
 across both branches of an `scf.if`, around loop back edges (the first scratch op of an
 iteration against the last of the previous one) and after a loop that may run zero times. A
 `tt.barrier`/`ttg.barrier` already there counts. Kernels without scratch get none.
+Double-buffered dot operands (`stage-dot-operands`) need none against their own reads before
+their writes (consecutive executions alternate buffers), only against other ops' reads, which the
+allocation keeps off their bytes until their outermost loop ends; their buffers stay pending
+after their reads, for the ops after that loop.
 
 Barriers are never placed in divergent control flow: `scf.if` and `scf.while` conditions are
 scalars, and scalars are uniform over the program's threads (every thread computes the same
@@ -49,11 +53,37 @@ def _uniform(op: Op) -> None:
                                op.loc, "make the condition a scalar")
 
 
-def _block(block: Block, pending: Ranges) -> Ranges:
-    """Insert barriers in `block` given the ranges pending on entry; returns those on exit."""
+def _buffers(op: Op) -> Ranges:
+    """Both buffers of a double-buffered conversion."""
+    lo, hi = _range(op)  # type: ignore[misc]
+    alt = int(op.smem_alt_offset)  # type: ignore[attr-defined]
+    return frozenset({(lo, hi), (alt, alt + hi - lo)})
+
+
+def _block(block: Block, pending: Ranges, doubled: Ranges = frozenset()) -> Ranges:
+    """Insert barriers in `block` given the ranges pending on entry; returns those on exit.
+    `doubled`: the buffers of every double-buffered conversion of the function."""
+    joined: Ranges = frozenset()
     for op in list(block.ops):
         if op.name in ("tt.barrier", "ttg.barrier"):
             pending = frozenset()
+            continue
+        if getattr(op, "smem_alt_offset", None) is not None and _range(op) is not None:
+            # double-buffered dot operands (`stage-dot-operands`): each execution writes the
+            # buffers the one before did not read, so their own pending reads need no barrier
+            # before the writes; other ops' reads do (the allocation keeps other ops off their
+            # bytes until their outermost loop ends, so inside it none is needed). A joined one
+            # waits on its partner's barrier, after which both read: their buffers stay pending.
+            mine = _buffers(op)
+            if any(_overlaps(r, pending - doubled) for r in mine):
+                block.insert_before(op, BarrierOp(loc=op.loc))
+                pending = frozenset()
+            if getattr(op, "joined", None):
+                joined |= mine
+                pending |= mine
+            else:
+                pending = mine | joined
+                joined = frozenset()
             continue
         r = _range(op)
         if r is not None:
@@ -66,7 +96,7 @@ def _block(block: Block, pending: Ranges) -> Ranges:
             continue
         _uniform(op)
         if op.name in ("scf.if", "scf.for", "scf.while"):
-            pending = pending_after(op, pending, _block)
+            pending = pending_after(op, pending, lambda b, p: _block(b, p, doubled))
     return pending
 
 
@@ -79,4 +109,6 @@ class InsertBarriers(ModulePass):
 
     def apply(self, ctx: PassContext | None, module: Module) -> None:
         for func in module.funcs:
-            _block(func.regions[0].block, frozenset())
+            doubled = frozenset().union(*(_buffers(op) for op in func.walk()
+                                          if getattr(op, "smem_alt_offset", None) is not None and _range(op)))
+            _block(func.regions[0].block, frozenset(), doubled)

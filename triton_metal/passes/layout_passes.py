@@ -8,10 +8,11 @@ from . import (  # noqa: F401
     layout_assignment,
     order_device_accesses,
     remove_layout_conversions,
+    stage_dot_operands,
 )
 from .pipeline import LAYOUT_PASSES
 
-for _name in ("assign-layouts", "remove-layout-conversions", "allocate-threadgroup-memory", "order-device-accesses",
-              "insert-barriers"):
+for _name in ("assign-layouts", "remove-layout-conversions", "stage-dot-operands", "allocate-threadgroup-memory",
+              "order-device-accesses", "insert-barriers"):
     if _name not in LAYOUT_PASSES:
         LAYOUT_PASSES.append(_name)

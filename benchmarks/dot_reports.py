@@ -1,0 +1,112 @@
+"""The dot reports of the tutorial matmul and of the ops' GEMMs, beside a steel-like tile.
+
+    python -m benchmarks.dot_reports
+
+Compiles (no launch) the tutorial matmul (`examples/matmul.py`, fp16, 4096^3) at its default
+tile, at the tile its shipped tuning result picks, and at 64 x 64 tiles; the tiled quantized
+matmul (`ops.quantized_matmul` for M > 8, 4-bit affine weights, fp16 activations) at each of its
+tiled configs; and attention prefill (`ops.scaled_dot_product_attention`, fp16, head dim 128) at
+the tiles its pruning keeps. Prints, per `tl.dot`, the figures `codegen/dot_report.py` reads off
+the lowered program, then the same figures for MLX's steel GEMM at its 64 x 64 x 16 tile on
+2 x 2 SIMD groups, derived from steel's parameters and loop (mlx/backend/metal/kernels/steel/gemm/
+gemm.h: A and B written to threadgroup memory between two barriers per K step, each SIMD group
+loading TM = 4 A and TN = 4 B fragments per 8 of K for 16 products). The figures are structure,
+not time: no GPU runs here.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import numpy as np
+
+from triton_metal.codegen.dot_report import DotReport
+from triton_metal.runtime.heuristics import base_jit_function
+
+SIZE = 4096
+
+
+def reports(compiled: Any) -> list[DotReport]:
+    return [DotReport(**r) for r in compiled.msl.metadata["dot_reports"]]
+
+
+def tutorial(bm: int, bn: int, bk: int, warps: int) -> list[DotReport]:
+    from examples.matmul import matmul_kernel
+
+    n = SIZE
+    compiled = matmul_kernel.warmup(
+        np.float16, np.float16, np.float16, n, n, n, n, 1, n, 1, n, 1,
+        BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk, GROUP_SIZE_M=8, ACTIVATION="",
+        num_warps=warps, grid=(1,))
+    return reports(compiled)
+
+
+def quantized(bm: int, bn: int, bk: int, warps: int) -> list[DotReport]:
+    from triton_metal.ops import quantized as q
+
+    n = SIZE
+    group, bits = 64, 4
+    kernel = base_jit_function(q._qmm)
+    compiled = kernel.warmup(
+        np.float16, np.uint32, np.float16, np.float16, np.float16, 64, n, n, n * bits // 32, n // group, bits,
+        group.bit_length() - 1, TRANS=True, MODE=q.AFFINE, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
+        num_warps=warps, grid=(1,))
+    return reports(compiled)
+
+
+def prefill(bm: int, bn: int, warps: int) -> list[DotReport]:
+    from triton_metal.ops import attention as at
+
+    heads, length, d = 8, 2048, 128
+    kernel = base_jit_function(at._attn_fwd)
+    compiled = kernel.warmup(
+        np.float16, np.float16, np.float16, np.float32, np.float16, np.float32, heads, 1, length, length, d, 0.125,
+        0, 0, 0, 0, 0, BLOCK_D=d, BLOCK_M=bm, BLOCK_N=bn, num_warps=warps, grid=(1,))
+    return reports(compiled)
+
+
+def steel_like(bm: int = 64, bn: int = 64, bk: int = 16, wm: int = 2, wn: int = 2, itemsize: int = 2) -> str:
+    tm, tn = bm // (8 * wm), bn // (8 * wn)
+    steps = bk // 8
+    loads, products = steps * (tm + tn), steps * tm * tn
+    written = (bm * bk + bk * bn) * itemsize
+    padding = 16 // itemsize  # steel pads each threadgroup row by 16 bytes
+    footprint = (bm * (bk + padding) + bk * (bn + padding)) * itemsize
+    return (f"steel {bm}x{bn}x{bk}, {wm}x{wn} SIMD groups of {bm // wm}x{bn // wn}: {tm * tn} fragments per SIMD "
+            f"group, {products} products from {loads} fragment loads ({products / loads:g} per load); per K step: "
+            f"2 barriers, {written} threadgroup bytes ({footprint} bytes of threadgroup memory)")
+
+
+def _show(label: str, found: list[DotReport]) -> None:
+    print(label)
+    for r in found:
+        print("   ", r.text().split(": ", 1)[1])
+
+
+def main() -> int:
+    print(f"tutorial matmul (examples/matmul.py), fp16, {SIZE}^3")
+    for label, cfg in (("default (matmul())", (32, 32, 32, 4)), ("shipped emulator best", (32, 64, 32, 2)),
+                       ("64x64x32, 4 warps", (64, 64, 32, 4)), ("64x64x16, 4 warps", (64, 64, 16, 4))):
+        _show(f"  {label}: BLOCK {cfg[0]}x{cfg[1]}x{cfg[2]}, {cfg[3]} warps", tutorial(*cfg))
+    print(f"quantized_matmul tiled (M > 8), 4-bit affine, fp16, N = K = {SIZE}")
+    from triton_metal.ops import quantized as q
+
+    for cf in q._CONFIGS:
+        bm, bn, bk = cf.kwargs["BLOCK_M"], cf.kwargs["BLOCK_N"], cf.kwargs["BLOCK_K"]
+        if bm > 16:
+            _show(f"  BLOCK {bm}x{bn}x{bk}, {cf.num_warps} warps", quantized(bm, bn, bk, cf.num_warps))
+    print("attention prefill forward, fp16, head dim 128, 2048 tokens")
+    from triton_metal.ops import attention as at
+
+    for cf in at._TILES:
+        bm, bn = cf.kwargs["BLOCK_M"], cf.kwargs["BLOCK_N"]
+        if at._fits(bm, bn, 128, 2):
+            _show(f"  BLOCK_M {bm}, BLOCK_N {bn}, {cf.num_warps} warps", prefill(bm, bn, cf.num_warps))
+    print("reference (MLX steel's figures, from its parameters)")
+    print("  ", steel_like())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,188 @@
+"""The dot report: what each `tl.dot` of a kernel costs, read off the lowered program.
+
+For every dot lowered on simdgroup matrices the lowering records where its code went
+(`record_dot`: the scope holding its statements, the arrays of its accumulator and operand
+fragments). `dot_reports` then reads the per-thread program the printer will print:
+* fragments per SIMD group: the accumulator fragments the dot's scope declares;
+* operand fragment loads: the statements in the scope that fill an operand fragment (a
+  `simdgroup_load` from threadgroup memory, or a fragment built from the two registers a
+  layout conversion read);
+* fragment products: the `simdgroup_multiply_accumulate` calls in the scope; their ratio to the
+  loads is the reuse of each loaded fragment (a SIMD group holding a 32 x 32 block of 8 x 8
+  fragments reuses each A and B fragment 4 times: 16 products per 8 loads, ratio 2);
+* per K step (one iteration of the innermost loop around the dot; the whole kernel when the
+  dot is in no loop): the threadgroup barriers and the bytes the threadgroup writes to
+  threadgroup memory (the `Staged` counts the layout conversions, reductions and dot stagings
+  emit), a nested loop with constant bounds counted once per iteration of it.
+
+The report goes to `MSLKernel.metadata["dot_reports"]` (so to `launch.json`) and is printed by
+`triton-metal-opt --dot-report`. Pure functions over the program: no MSL text is read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass
+
+from triton_metal.ir import Op
+from triton_metal.ir.types import TensorType
+
+from .program import Assign, Barrier, Call, Declare, ExprStmt, ForRange, If, Index, Lit, Loop, Scope, Staged, Stmt, Var
+
+@dataclass(frozen=True)
+class DotSite:
+    """Where the lowering of one dot put its code (recorded by `record_dot`)."""
+
+    where: str
+    """`file:line` of the `tl.dot`."""
+    shape: tuple[int, int, int]
+    """M, N, K."""
+    dtypes: str
+    """`<operand> -> <accumulator>` element types."""
+    warps: tuple[int, int]
+    """SIMD groups along M and N."""
+    scope: Scope
+    """The statements of the dot (matched by identity)."""
+    accumulator: str
+    """The array of accumulator fragments."""
+    operands: tuple[str, ...]
+    """The arrays of A and B fragments."""
+
+
+@dataclass(frozen=True)
+class DotReport:
+    """The figures of one dot (see the module docstring)."""
+
+    where: str
+    shape: tuple[int, int, int]
+    dtypes: str
+    warps: tuple[int, int]
+    warp_tile: tuple[int, int]
+    """The M x N block each SIMD group computes."""
+    fragments_per_simdgroup: int
+    fragment_loads: int
+    """Operand fragments each SIMD group loads per dot."""
+    fragment_products: int
+    """`simdgroup_multiply_accumulate`s each SIMD group runs per dot."""
+    products_per_load: float
+    in_loop: bool
+    """Whether a loop (the K loop) carries the dot; else the per-step figures are the kernel's."""
+    dots_per_k_step: int
+    barriers_per_k_step: int
+    threadgroup_bytes_per_k_step: int
+
+    def as_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+    def text(self) -> str:
+        m, n, k = self.shape
+        step = "per K step" if self.in_loop else "per kernel (no loop)"
+        if self.dots_per_k_step > 1:
+            step += f" (of all {self.dots_per_k_step} dots)"
+        return (f"dot at {self.where}: {m}x{n}x{k} {self.dtypes}, {self.warps[0]}x{self.warps[1]} SIMD groups of "
+                f"{self.warp_tile[0]}x{self.warp_tile[1]}: {self.fragments_per_simdgroup} fragments per SIMD group, "
+                f"{self.fragment_products} products from {self.fragment_loads} fragment loads "
+                f"({self.products_per_load:g} per load); {step}: {self.barriers_per_k_step} "
+                f"barrier{'' if self.barriers_per_k_step == 1 else 's'}, "
+                f"{self.threadgroup_bytes_per_k_step} threadgroup bytes")
+
+
+def record_dot(sites: list[DotSite], op: Op, scope: Scope, accumulator: str, operands: Sequence[str]) -> None:
+    """Note a dot lowered on simdgroup matrices: `scope` holds its statements."""
+    a_ty, b_ty, c_ty = op.operands[0].type, op.operands[1].type, op.results[0].type
+    assert isinstance(a_ty, TensorType) and isinstance(b_ty, TensorType) and isinstance(c_ty, TensorType)
+    layout = c_ty.layout
+    warps = tuple(getattr(layout, "warps_per_cta", (1, 1)))
+    where = f"{op.loc.file}:{op.loc.line}" if op.loc is not None else "?"
+    sites.append(DotSite(where, (a_ty.shape[0], b_ty.shape[1], a_ty.shape[1]), f"{a_ty.element} -> {c_ty.element}",
+                         (warps[0], warps[1]), scope, accumulator, tuple(operands)))
+
+
+def dot_reports(program: Sequence[Stmt], sites: Sequence[DotSite]) -> list[DotReport]:
+    """The report of every recorded dot, from the lowered program `program` (the kernel body)."""
+    reports = []
+    for site in sites:
+        path = _path_to(program, site.scope)
+        if path is None:
+            continue  # the dot's code was dropped (dead), nothing runs
+        loop = next((s for s in reversed(path) if isinstance(s, (ForRange, Loop))), None)
+        step = loop.body if loop is not None else tuple(program)
+        m, n, _ = site.shape
+        loads = sum(1 for s in _walk(site.scope.body) if _fills(s, site.operands))
+        products = sum(1 for s in _walk(site.scope.body) if _call_name(s) == "simdgroup_multiply_accumulate")
+        frags = next((s.count or 1 for s in site.scope.body
+                      if isinstance(s, Declare) and s.name == site.accumulator), 0)
+        dots = sum(1 for other in sites if _contains(step, other.scope))
+        reports.append(DotReport(
+            site.where, site.shape, site.dtypes, site.warps,
+            (max(8, m // site.warps[0]), max(8, n // site.warps[1])), frags, loads, products,
+            round(products / loads, 3) if loads else 0.0, loop is not None, dots,
+            _count(step, lambda s: 1 if isinstance(s, Barrier) else 0),
+            _count(step, lambda s: s.nbytes if isinstance(s, Staged) else 0)))
+    return reports
+
+
+def _walk(stmts: Sequence[Stmt]) -> Iterator[Stmt]:
+    for s in stmts:
+        yield s
+        yield from _walk(_children(s))
+
+
+def _children(s: Stmt) -> tuple[Stmt, ...]:
+    if isinstance(s, If):
+        return s.then + s.orelse
+    if isinstance(s, (ForRange, Loop, Scope)):
+        return s.body
+    return tuple(getattr(s, "body", ()))  # Guarded
+
+
+def _path_to(stmts: Sequence[Stmt], target: Scope) -> list[Stmt] | None:
+    """The statements enclosing `target` (outermost first), or None when it is not there."""
+    for s in stmts:
+        if s is target:
+            return []
+        inner = _path_to(_children(s), target)
+        if inner is not None:
+            return [s, *inner]
+    return None
+
+
+def _contains(stmts: Sequence[Stmt], target: Scope) -> bool:
+    return _path_to(stmts, target) is not None
+
+
+def _count(stmts: Sequence[Stmt], weight: Callable[[Stmt], int]) -> int:
+    """The sum of `weight(s)` over the statements one run of `stmts` executes, a nested loop
+    with literal bounds counted per iteration, any other once (branches: both sides)."""
+    total = 0
+    for s in stmts:
+        total += weight(s)
+        times = _trips(s) if isinstance(s, ForRange) else 1
+        total += times * _count(_children(s), weight)
+    return total
+
+
+def _trips(loop: ForRange) -> int:
+    if all(isinstance(e, Lit) for e in (loop.lower, loop.upper, loop.step)):
+        bounds = (loop.lower, loop.upper, loop.step)
+        lo, hi, step = (int(e.text.rstrip("uUlL")) for e in bounds)  # type: ignore[union-attr]
+        if step:
+            return max(0, len(range(lo, hi, step)))
+    return 1
+
+
+def _call_name(s: Stmt) -> str | None:
+    if isinstance(s, ExprStmt) and isinstance(s.expr, Call):
+        return s.expr.fn
+    return None
+
+
+def _fills(s: Stmt, arrays: Sequence[str]) -> bool:
+    """Whether `s` fills an element of one of the operand fragment arrays."""
+    if isinstance(s, Assign):
+        target = s.target
+    elif _call_name(s) == "simdgroup_load":
+        target = s.expr.args[0]  # type: ignore[union-attr]
+    else:
+        return False
+    return isinstance(target, Index) and isinstance(target.base, Var) and target.base.name in arrays
