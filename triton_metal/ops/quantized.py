@@ -19,8 +19,10 @@ per dtype, layout and mode serves every width). The gradient of `x` is the same 
 other `TRANS` (`dx = dy @ W` or `dy @ W^T`). Three kernels:
 * `_gemv`, decode (`M <= 8`, `y = x @ W^T`) for the layouts whose codes never straddle a word
   (affine 2, 4, 8 bits, mxfp4, int8 and ternary bytes viewed as words): a variant per row
-  count, 16-byte vector loads of packed words, per-group scales, partial sums in registers
-  over the whole K loop reduced once (memory-bound; tuned over `BLOCK_N`, `BLOCK_G`).
+  count; a thread holds the codes of one word of each of `BLOCK_N` packed rows and the x of
+  those codes, read as vectors once for all the rows; mxfp4 codes decoded into halves by bit
+  moves; per-group scales; partial sums in registers over the whole K loop reduced once
+  (memory-bound; tuned over `BLOCK_N`, `BLOCK_G`).
 * `_qmv`, decode for the rest (3, 5, 6 bits, `transpose=False`, K that `_gemv` cannot step):
   one program per block of outputs holding every row of `x`, so each weight byte is read once;
   dequantized tiles, products reduced over K every step (tuned over `BLOCK_N`, `BLOCK_K`).
