@@ -166,7 +166,10 @@ def _prune_gemv(configs: list[Any], named_args: dict[str, Any], **kwargs: Any) -
     return c.first_or_all(fitting)
 
 
-_GEMV_DEFAULT: dict[int, tuple[int, int, int]] = {}
+# (BLOCK_N, BLOCK_G, num_warps) per mode: the fastest measured through the GPU proxy at M = 1,
+# K = N = 4096 (docs/ops.md, "Decode speed"); affine takes the config 1% behind its fastest
+# with half the registers (128 against 255 a thread there)
+_GEMV_DEFAULT = {AFFINE: (8, 32, 4), MXFP4: (4, 32, 4), INT8: (8, 64, 8), TERNARY: (4, 32, 4)}
 _GEMV_CONFIGS = [triton.Config({"BLOCK_N": n, "BLOCK_G": g}, num_warps=w)
                  for n, g, w in ((8, 16, 4), (8, 32, 4), (16, 16, 4), (16, 32, 4), (4, 32, 4), (4, 16, 2),
                                  (16, 8, 2), (8, 16, 2), (32, 16, 4), (8, 64, 8), (4, 64, 8), (2, 64, 4),
