@@ -225,9 +225,9 @@ def _gemv(x_ptr, w_ptr, s_ptr, b_ptr, y_ptr, M, N, K, wpr, gpr, steps, ROWS: tl.
     # its layout decides every tile's: a thread holds the codes of a word (x's contiguous
     # elements: one vector load, as wide as 16 bytes allow) and that word of each of the
     # BLOCK_N packed rows (one word load a row, lanes on consecutive words), so the x of a
-    # word is loaded once for all the rows. The sum over a word's codes stays in the thread;
-    # one scale and bias per group; partial sums in registers across the whole K loop, reduced
-    # once; no threadgroup memory or barrier inside the loop. A step covers BLOCK_G groups of
+    # word is loaded once for all the rows. The sum over a word's codes stays in the thread,
+    # then takes its group's scale and bias; partial sums in registers across the whole K
+    # loop, reduced once; no threadgroup memory or barrier inside the loop. A step covers BLOCK_G groups of
     # WPG words (int8 and ternary: of 4 words, their bytes viewed as uint32 by the launcher,
     # since a kernel cannot reinterpret an int8 pointer).
     EPW: tl.constexpr = 32 // BITS  # codes per word
@@ -258,8 +258,8 @@ def _gemv(x_ptr, w_ptr, s_ptr, b_ptr, y_ptr, M, N, K, wpr, gpr, steps, ROWS: tl.
             x = tl.load(x_ptrs).to(tl.float32)
         q = _gemv_codes(tl.load(w_ptrs), BITS, MODE)
         qx = tl.sum(q * (x * unplace), 4, keep_dims=True)
+        xs = tl.sum(x, 4, keep_dims=True)  # the affine bias, int8's 128 and ternary's -1 need it
         if MODE == 0:
-            xs = tl.sum(x, 4, keep_dims=True)
             acc += qx * tl.load(s_ptrs).to(tl.float32) + tl.load(b_ptrs).to(tl.float32) * xs
             s_ptrs += BLOCK_G
             b_ptrs += BLOCK_G
@@ -269,9 +269,9 @@ def _gemv(x_ptr, w_ptr, s_ptr, b_ptr, y_ptr, M, N, K, wpr, gpr, steps, ROWS: tl.
             acc += (qx * 16384.0) * tl.exp2(tl.load(s_ptrs).to(tl.float32) - 127.0)
             s_ptrs += BLOCK_G
         elif MODE == 2:
-            acc += qx - 128.0 * tl.sum(x, 4, keep_dims=True)
+            acc += qx - 128.0 * xs
         else:
-            acc += qx - tl.sum(x, 4, keep_dims=True)  # ternary: value = code - 1
+            acc += qx - xs  # ternary: value = code - 1
         w_ptrs += BLOCK_G * WPG
         x_ptrs += BLOCK_G * WPG * EPW
     y = tl.sum(tl.sum(tl.sum(acc, 4), 3), 2)
