@@ -35,7 +35,9 @@ def check_norm_backward(launch: dict[str, Any], t: dict[str, Any]) -> dict[str, 
     """`_norm_bwd`: dx, and the per-program float32 partials of the weight and bias gradients."""
     if launch["kernel"] != "_norm_bwd":
         return None
-    rms = bool(t["RMS"])
+    # an integer argument equal to 1 is specialized into the kernel (Triton's rule), so a launch
+    # without RMS among its inputs is an RMS norm's
+    rms = bool(t.get("RMS", 1))
     x, dy = t["x_ptr"].double(), t["dy_ptr"].double()
     xhat, rstd = _normalized(x, float(t["eps"]), rms)
     dxhat = dy * t["w_ptr"].double() if "w_ptr" in t else dy

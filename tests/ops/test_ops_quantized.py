@@ -79,6 +79,22 @@ def test_mxfp4(M, transpose):
     check_grads(ours, ref, (x,), "float32", scale=50)
 
 
+def test_mxfp4_every_code_and_scale():
+    # all 16 E2M1 codes in every nibble position (the decode moves bits into a half, code 1 a
+    # subnormal one) under E8M0 scales from 2 ** -27 to 2 ** 127 (the largest finite one: the
+    # kernel's 2 ** 14 must not overflow it), against the documented values in float64
+    e2m1 = np.array([0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.0, -0.5, -1, -1.5, -2, -3, -4, -6])
+    codes = (np.arange(8 * 64).reshape(8, 64) * 5 + np.arange(8)[:, None]) % 16
+    words = (codes.reshape(8, 8, 8).astype(np.uint64) << (4 * np.arange(8, dtype=np.uint64))).sum(-1)
+    scales = np.array([[100, 127], [140, 160], [254, 200], [127, 130]] * 2, np.uint8)
+    x = randn((1, 64), seed=9) * 2.0 ** -20
+    w = e2m1[codes] * np.exp2(np.repeat(scales.astype(np.float64), 32, 1) - 127)
+    x64 = np.array(x, np.float64)
+    ours = ops.quantized_matmul(x, mx.array(words.astype(np.uint32)), mx.array(scales), mode="mxfp4")
+    bound = 1e-5 * (np.abs(x64) @ np.abs(w).T)  # a float32 dot product's error, row by row
+    assert np.all(np.abs(np.array(ours, np.float64) - x64 @ w.T) <= bound)
+
+
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_half_activations(dtype):
     x = randn((5, 128), dtype)

@@ -141,9 +141,12 @@ def _prune_decode(configs: list[Any], named_args: dict[str, Any], **kwargs: Any)
     return c.first_or_all(fitting or [triton.Config({"SPLIT": 32, "BLOCK_N": 8}, num_warps=4)])
 
 
+# the first (default): 3% behind the fastest measured through the GPU proxy (32 keys a split,
+# 4-key blocks, 1 warp: docs/ops.md, "Decode speed") with 128 registers a thread against 233
 _DECODE = [triton.Config({"SPLIT": s, "BLOCK_N": n}, num_warps=w)
-           for s, n, w in ((32, 8, 4), (64, 8, 4), (64, 16, 4), (32, 8, 2), (64, 8, 2), (128, 8, 4),
-                           (128, 16, 4), (256, 16, 8))]
+           for s, n, w in ((32, 4, 2), (32, 8, 4), (64, 8, 4), (64, 16, 4), (32, 8, 2), (64, 8, 2),
+                           (128, 8, 4), (128, 16, 4), (256, 16, 8), (64, 4, 2), (32, 4, 1), (64, 2, 1),
+                           (128, 4, 2), (32, 16, 8))]
 
 
 @triton.jit
@@ -183,9 +186,12 @@ def _attn_decode(q_ptr, k_ptr, v_ptr, mask_ptr, po_ptr, plse_ptr, Hq, group, Lkv
     hi = tl.minimum(lo + SPLIT, Lkv)
     kv_base = bkv.to(tl.int64) * Lkv * D
     # the first key block is read before q, so the tiles take the key tile's layout (lanes
-    # along the head dim in 4-element vectors, warps along the keys, the group's heads in
-    # every thread's registers), and each step reads the next block's keys ahead of its math
-    k = _masked_tile(k_ptr, kv_base + (lo + offs_n) * D + offs_d, (lo + offs_n) < hi, dmask, EVEN_D)
+    # along the head dim in vectors, warps along the keys, the group's heads in every
+    # thread's registers), and each step reads the next block's keys and values ahead of its
+    # math, so no step waits on a load issued in it
+    at0 = kv_base + (lo + offs_n) * D + offs_d
+    k = _masked_tile(k_ptr, at0, (lo + offs_n) < hi, dmask, EVEN_D)
+    v = _masked_tile(v_ptr, at0, (lo + offs_n) < hi, dmask, EVEN_D)
     q = _masked_tile(q_ptr, (b * Hq + h).to(tl.int64) * D + offs_d, head_ok, dmask, EVEN_D).to(tl.float32)
     m_i = tl.full([GROUP_P, BLOCK_N, 1], NEG_INF, tl.float32)
     l_i = tl.zeros([GROUP_P, BLOCK_N, 1], tl.float32)
@@ -193,9 +199,10 @@ def _attn_decode(q_ptr, k_ptr, v_ptr, mask_ptr, po_ptr, plse_ptr, Hq, group, Lkv
     for start_n in range(lo, hi, BLOCK_N):
         cols = start_n + offs_n
         ok = cols < hi
-        at = kv_base + cols * D + offs_d
-        v = _masked_tile(v_ptr, at, ok, dmask, EVEN_D)
-        k_next = _masked_tile(k_ptr, at + BLOCK_N * D, (cols + BLOCK_N) < hi, dmask, EVEN_D)
+        at_next = kv_base + (cols + BLOCK_N) * D + offs_d
+        ok_next = (cols + BLOCK_N) < hi
+        k_next = _masked_tile(k_ptr, at_next, ok_next, dmask, EVEN_D)
+        v_next = _masked_tile(v_ptr, at_next, ok_next, dmask, EVEN_D)
         s = tl.sum(q * k.to(tl.float32), 2, keep_dims=True) * scale
         if MASK == 2:  # a uniform branch: no mask, no predicated loads
             s += tl.load(mask_ptr + b.to(tl.int64) * smb + h * smh + cols * smk,
@@ -210,6 +217,7 @@ def _attn_decode(q_ptr, k_ptr, v_ptr, mask_ptr, po_ptr, plse_ptr, Hq, group, Lkv
         acc = acc * alpha + p * v.to(tl.float32)
         m_i = m_new
         k = k_next
+        v = v_next
     m = tl.max(m_i, 1, keep_dims=True)
     w = tl.where(m_i > NEG_INF, tl.exp(m_i - m), 0.0)
     total = tl.sum(l_i * w, 1, keep_dims=True)

@@ -19,8 +19,10 @@ per dtype, layout and mode serves every width). The gradient of `x` is the same 
 other `TRANS` (`dx = dy @ W` or `dy @ W^T`). Three kernels:
 * `_gemv`, decode (`M <= 8`, `y = x @ W^T`) for the layouts whose codes never straddle a word
   (affine 2, 4, 8 bits, mxfp4, int8 and ternary bytes viewed as words): a variant per row
-  count, 16-byte vector loads of packed words, per-group scales, partial sums in registers
-  over the whole K loop reduced once (memory-bound; tuned over `BLOCK_N`, `BLOCK_G`).
+  count; a thread holds the codes of one word of each of `BLOCK_N` packed rows and the x of
+  those codes, read as vectors once for all the rows; mxfp4 codes decoded into halves by bit
+  moves; per-group scales; partial sums in registers over the whole K loop reduced once
+  (memory-bound; tuned over `BLOCK_N`, `BLOCK_G`).
 * `_qmv`, decode for the rest (3, 5, 6 bits, `transpose=False`, K that `_gemv` cannot step):
   one program per block of outputs holding every row of `x`, so each weight byte is read once;
   dequantized tiles, products reduced over K every step (tuned over `BLOCK_N`, `BLOCK_K`).
@@ -153,58 +155,64 @@ def _qmv(x_ptr, w_ptr, s_ptr, b_ptr, y_ptr, M, N, K, wpr, gpr, bits, group_shift
 
 def _prune_gemv(configs: list[Any], named_args: dict[str, Any], **kwargs: Any) -> list[Any]:
     # a step of BLOCK_G groups must tile the row's groups exactly (the loop has no masks), and
-    # a tile must give every thread a whole vector of words (else lanes hold copies)
+    # give every thread at least one word of each row (else lanes hold copies)
     steps, wpg = int(named_args["steps"]), int(kwargs["WPG"])
     fitting = [cf for cf in configs
                if steps % cf.kwargs["BLOCK_G"] == 0
-               and cf.kwargs["BLOCK_N"] * cf.kwargs["BLOCK_G"] * wpg >= 4 * 32 * cf.num_warps]
+               and 32 * cf.num_warps <= cf.kwargs["BLOCK_G"] * wpg <= 4 * 32 * cf.num_warps]
     if not fitting:  # a short or odd row: one group per step, every row of the tile busy
-        fitting = [triton.Config({"BLOCK_N": 32, "BLOCK_G": 1}, num_warps=max(1, min(4, 8 * wpg // 32)))]
+        fitting = [triton.Config({"BLOCK_N": 32, "BLOCK_G": 1}, num_warps=max(1, min(4, wpg // 32)))]
     # the default (first) config: the fastest measured for the mode, where one fits
     best = _GEMV_DEFAULT.get(int(kwargs["MODE"]))
     fitting.sort(key=lambda cf: (cf.kwargs["BLOCK_N"], cf.kwargs["BLOCK_G"], cf.num_warps) != best)
     return c.first_or_all(fitting)
 
 
-# int8 rows (4-byte words of 4 codes) ran fastest with 16 groups a step, 8 rows a program, 4
-# warps (gpuproxy, docs/ops.md); the other modes with the list's first config
-_GEMV_DEFAULT = {INT8: (8, 16, 4)}
+# (BLOCK_N, BLOCK_G, num_warps) per mode: the fastest measured through the GPU proxy at M = 1,
+# K = N = 4096 (docs/ops.md, "Decode speed"); affine takes the config 1% behind its fastest
+# with half the registers (128 against 255 a thread there)
+_GEMV_DEFAULT = {AFFINE: (8, 32, 4), MXFP4: (4, 32, 4), INT8: (8, 64, 8), TERNARY: (4, 32, 4)}
 _GEMV_CONFIGS = [triton.Config({"BLOCK_N": n, "BLOCK_G": g}, num_warps=w)
-                 for n, g, w in ((16, 8, 4), (32, 8, 8), (8, 16, 4), (4, 32, 4), (2, 64, 4), (4, 64, 8),
-                                 (1, 64, 2), (2, 32, 2), (8, 8, 2), (32, 4, 4), (64, 2, 4))]
+                 for n, g, w in ((8, 16, 4), (8, 32, 4), (16, 16, 4), (16, 32, 4), (4, 32, 4), (4, 16, 2),
+                                 (16, 8, 2), (8, 16, 2), (32, 16, 4), (8, 64, 8), (4, 64, 8), (2, 64, 4),
+                                 (1, 64, 2))]
 
 
 @triton.jit
-def _gemv_step(words, x_ptrs, xmask, ROWS: tl.constexpr, BITS: tl.constexpr, MODE: tl.constexpr,
-               BLOCK_N: tl.constexpr, BLOCK_G: tl.constexpr, WPG: tl.constexpr, PAD: tl.constexpr):
-    # one step's codes times x: `qx` sums code * x over each word's codes (for a row of x and a
-    # packed row), `xs` sums x over the same codes (the affine bias and the ternary -1 need it)
+def _bits_to(words, at: tl.constexpr, to: tl.constexpr, keep: tl.constexpr):
+    # the bits of `words` from bit `at` moved to bit `to`, `keep` masking them (one shift, one and)
+    if at > to:
+        moved = words >> (at - to)
+    elif at < to:
+        moved = words << (to - at)
+    else:
+        moved = words
+    return moved & keep
+
+
+@triton.jit
+def _gemv_codes(words, BITS: tl.constexpr, MODE: tl.constexpr):
+    # the codes of each word along a last axis of EPW (words: [..., 1]), as floats: affine,
+    # int8 and ternary codes masked in place (code j times 2 ** (BITS * j): the caller's x
+    # carries 2 ** -(BITS * j)); mxfp4 codes as their values times 2 ** -14
     EPW: tl.constexpr = 32 // BITS
-    CODE: tl.constexpr = (1 << BITS) - 1
-    if MODE == 2:
-        # int8: each byte's sign bit flipped makes it `value + 128` unsigned (the 128 comes
-        # off through xs), so its code is masked in place like an affine one
-        words = words ^ 0x80808080
-    qx = tl.zeros([ROWS, BLOCK_N, BLOCK_G, WPG], tl.float32)
-    xs = tl.zeros([ROWS, 1, BLOCK_G, WPG], tl.float32)
-    for j in tl.static_range(EPW):
-        if PAD:
-            xj = tl.load(x_ptrs + j, mask=xmask, other=0).to(tl.float32)
-        else:
-            xj = tl.load(x_ptrs + j).to(tl.float32)
-        xs += xj
-        if MODE == 1:
-            # E2M1 through a table of twice the magnitudes (0, 0.5, 1, 1.5, 2, 3, 4, 6) in
-            # nibbles, the sign flipped on the float's bits; the 0.5 is in the group scale
-            nib = (words >> (4 * j)) & 15
-            mag = ((0xC8643210 >> ((nib & 7) << 2)) & 15).to(tl.float32)
-            q = (mag.to(tl.uint32, bitcast=True) ^ ((nib & 8) << 28)).to(tl.float32, bitcast=True)
-            qx += q * xj
-        else:
-            # code j masked in place (no shift): its value times 2 ** (BITS * j), undone on x
-            q = (words & (CODE << (BITS * j))).to(tl.float32)
-            qx += q * (xj * (1.0 / (1 << (BITS * j))))
-    return qx, xs
+    offs_j = tl.arange(0, EPW)[None, None, None, None, :]
+    if MODE == 1:
+        # E2M1 into a half by moving bits, no table: the magnitude (bits 0-2 of the code:
+        # exponent, mantissa) to the half's bits 9-11 (exponent low bits, mantissa top bit),
+        # the sign (bit 3) to bit 15. Every code's half is its value times 2 ** -14 (code 1,
+        # 0.5, is the subnormal half 2 ** -15)
+        nib = words >> (offs_j * 4).to(tl.uint32)
+        h = _bits_to(nib, 0, 9, 0x0E00) | _bits_to(nib, 3, 15, 0x8000)
+        q = h.to(tl.uint16).to(tl.float16, bitcast=True).to(tl.float32)
+    else:
+        if MODE == 2:
+            # int8: each byte's sign bit flipped makes it `value + 128` unsigned (the 128 comes
+            # off through the sum of x), so its code is masked in place like an affine one
+            words = words ^ 0x80808080
+        CODE: tl.constexpr = (1 << BITS) - 1
+        q = (words & (CODE << (offs_j * BITS).to(tl.uint32))).to(tl.float32)
+    return q
 
 
 @triton.autotune(configs=_GEMV_CONFIGS, key=["N", "steps", "ROWS", "BITS", "WPG", "MODE"],
@@ -214,37 +222,53 @@ def _gemv(x_ptr, w_ptr, s_ptr, b_ptr, y_ptr, M, N, K, wpr, gpr, steps, ROWS: tl.
           BITS: tl.constexpr, WPG: tl.constexpr, MODE: tl.constexpr, BLOCK_N: tl.constexpr,
           ROWS_PADDED: tl.constexpr, BLOCK_G: tl.constexpr):
     # decode GEMV, `y = x @ W^T` for the M rows of x (ROWS: M rounded up to a power of two;
-    # only M = 3, 5, 6, 7 pad, with masked rows of x): packed words read as vectors
-    # (a thread owns 4 consecutive words of one group of one row), x read once per step for
-    # every row a thread owns, one scale and bias per group, partial sums in registers across
-    # the whole K loop and reduced once; no threadgroup memory or barrier inside the loop.
-    # A step covers BLOCK_G groups of WPG words (int8 and ternary: of 4 words, their bytes
-    # viewed as uint32 by the launcher, since a kernel cannot reinterpret an int8 pointer).
+    # only M = 3, 5, 6, 7 pad, with masked rows of x). Tiles of 5 axes: (row of x, packed row,
+    # group of the step, word of the group, code of the word). x is read first in each step, so
+    # its layout decides every tile's: a thread holds the codes of a word (x's contiguous
+    # elements: one vector load, as wide as 16 bytes allow) and that word of each of the
+    # BLOCK_N packed rows (one word load a row, lanes on consecutive words), so the x of a
+    # word is loaded once for all the rows. The sum over a word's codes stays in the thread,
+    # then takes its group's scale and bias; partial sums in registers across the whole K
+    # loop, reduced once; no threadgroup memory or barrier inside the loop. A step covers BLOCK_G groups of
+    # WPG words (int8 and ternary: of 4 words, their bytes viewed as uint32 by the launcher,
+    # since a kernel cannot reinterpret an int8 pointer).
     EPW: tl.constexpr = 32 // BITS  # codes per word
     pid = tl.program_id(0)
     offs_n = pid * BLOCK_N + tl.arange(0, BLOCK_N)
-    rows = tl.where(offs_n < N, offs_n, 0)[None, :, None, None]  # the tail re-reads row 0
-    offs_m = tl.arange(0, ROWS)[:, None, None, None]
-    offs_g = tl.arange(0, BLOCK_G)[None, None, :, None]
-    offs_w = tl.arange(0, WPG)[None, None, None, :]
-    # pointers carried through the loop (each group's scale is one load per thread)
+    rows = tl.where(offs_n < N, offs_n, 0)[None, :, None, None, None]  # the tail re-reads row 0
+    offs_m = tl.arange(0, ROWS)[:, None, None, None, None]
+    offs_g = tl.arange(0, BLOCK_G)[None, None, :, None, None]
+    offs_w = tl.arange(0, WPG)[None, None, None, :, None]
+    offs_j = tl.arange(0, EPW)[None, None, None, None, :]
+    # pointers carried through the loop
     w_ptrs = w_ptr + rows.to(tl.int64) * wpr + offs_g * WPG + offs_w
-    x_ptrs = x_ptr + offs_m * K + (offs_g * WPG + offs_w) * EPW
-    s_ptrs = s_ptr + rows * gpr + offs_g
-    b_ptrs = b_ptr + rows * gpr + offs_g
-    PAD: tl.constexpr = ROWS_PADDED
+    x_ptrs = x_ptr + offs_m * K + (offs_g * WPG + offs_w) * EPW + offs_j
+    # a group's scale and bias for each word of it: one load a row per thread, as the word's;
+    # the group index is taken from the word index (a division), so these pointers show no
+    # contiguity and the loads take the row-major layout of the per-word sums (no conversion)
+    group_of = (offs_g * WPG + offs_w) // WPG
+    s_ptrs = s_ptr + rows * gpr + group_of
+    b_ptrs = b_ptr + rows * gpr + group_of
     xmask = offs_m < M
-    acc = tl.zeros([ROWS, BLOCK_N, BLOCK_G, WPG], tl.float32)
+    # code j is masked in place: x carries its 2 ** -(BITS * j) (mxfp4: 1, its codes are shifted)
+    unplace = tl.exp2(-(offs_j * BITS).to(tl.float32)) if MODE != 1 else 1.0
+    acc = tl.zeros([ROWS, BLOCK_N, BLOCK_G, WPG, 1], tl.float32)
     for _ in range(0, steps, BLOCK_G):
-        words = tl.load(w_ptrs)
-        qx, xs = _gemv_step(words, x_ptrs, xmask, ROWS, BITS, MODE, BLOCK_N, BLOCK_G, WPG, PAD)
+        if ROWS_PADDED:
+            x = tl.load(x_ptrs, mask=xmask, other=0).to(tl.float32)
+        else:
+            x = tl.load(x_ptrs).to(tl.float32)
+        q = _gemv_codes(tl.load(w_ptrs), BITS, MODE)
+        qx = tl.sum(q * (x * unplace), 4, keep_dims=True)
+        xs = tl.sum(x, 4, keep_dims=True)  # the affine bias, int8's 128 and ternary's -1 need it
         if MODE == 0:
             acc += qx * tl.load(s_ptrs).to(tl.float32) + tl.load(b_ptrs).to(tl.float32) * xs
             s_ptrs += BLOCK_G
             b_ptrs += BLOCK_G
         elif MODE == 1:
-            # E8M0: 2 ** (s - 127), times the table's 0.5
-            acc += qx * tl.exp2(tl.load(s_ptrs).to(tl.float32) - 128.0)
+            # E8M0: 2 ** (s - 127), times the 2 ** 14 of the codes' halves (applied to qx
+            # first, so a scale near the top of the range does not overflow)
+            acc += (qx * 16384.0) * tl.exp2(tl.load(s_ptrs).to(tl.float32) - 127.0)
             s_ptrs += BLOCK_G
         elif MODE == 2:
             acc += qx - 128.0 * xs
@@ -252,7 +276,7 @@ def _gemv(x_ptr, w_ptr, s_ptr, b_ptr, y_ptr, M, N, K, wpr, gpr, steps, ROWS: tl.
             acc += qx - xs  # ternary: value = code - 1
         w_ptrs += BLOCK_G * WPG
         x_ptrs += BLOCK_G * WPG * EPW
-    y = tl.sum(tl.sum(acc, 3), 2)
+    y = tl.sum(tl.sum(tl.sum(acc, 4), 3), 2)
     offs_y = tl.arange(0, ROWS)[:, None] * N + offs_n[None, :]
     ymask = (tl.arange(0, ROWS)[:, None] < M) & (offs_n[None, :] < N)
     if MODE == 2:  # one scale per output channel
