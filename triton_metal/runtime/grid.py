@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ..chip import MAX_THREADS_PER_THREADGROUP, SIMD_WIDTH
+from ..chip import MAX_THREADS_PER_THREADGROUP
 from ..errors import LaunchError
 
 MAX_PROGRAMS_PER_DIM = 2**31 - 1

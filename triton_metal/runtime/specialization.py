@@ -33,7 +33,7 @@ Errors name the parameter and are raised before anything runs.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -43,10 +43,7 @@ from ..language import types as tlt
 from .arrays import KINDS, adapter_of, is_array, is_host_descriptor
 from .arrays.mlx import ARRAY_TYPE as MLX_ARRAY
 from .arrays.mlx import MLX as _MLX_KIND
-from .arrays.mlx import DTYPES as MLX_DTYPES
 from .arrays.mlx import POINTER_FACTS_OF as MLX_POINTER_FACTS
-from .arrays.mlx import tl_dtype_of_mlx
-from .arrays.numpy import ReinterpretedArray, tl_dtype_of_numpy
 from .arrays.numpy import pointer_fact as _numpy_spec
 from .arrays.torch import TENSOR_TYPE
 from .arrays.torch import pointer_fact as _torch_spec
@@ -63,13 +60,11 @@ from .facts import (
 )
 
 __all__ = [
-    "MLX_ARRAY", "MLX_DTYPES", "MLX_POINTER_FACTS", "ArgSpec", "ArgumentError", "ConstexprArg",
-    "DescriptorArg", "IntegerArgumentOverflow", "MockArray", "PointerArg", "ReinterpretedArray",
-    "ScalarArg", "SpecializationKey", "TupleArg", "constexpr_arg", "is_host_descriptor",
-    "make_specializer", "specialize_arg", "tl_dtype_of_mlx", "tl_dtype_of_numpy",
+    "ArgSpec", "ArgumentError", "ConstexprArg", "DescriptorArg", "IntegerArgumentOverflow",
+    "MockArray", "PointerArg", "ScalarArg", "SpecializationKey", "TupleArg", "constexpr_arg",
+    "make_specializer", "specialize_arg",
 ]
-# the facts (`facts.py`) and the array kinds' names (`arrays/`) are re-exported: the rest of
-# the package imports them from here
+# the facts (`facts.py`) are re-exported: the rest of the package imports them from here
 
 DEFAULT_TARGET_TEXT = str(DEFAULT_TARGET)
 
