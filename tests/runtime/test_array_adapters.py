@@ -10,6 +10,7 @@ from typing import Any
 import mlx.core as mx
 import numpy as np
 import pytest
+from runtime_kernels import axpy_kernel
 
 import triton_metal as triton
 import triton_metal.language as tl
@@ -121,15 +122,6 @@ def boxed_kind() -> Any:
         del arrays.BY_TYPE[cls]
 
 
-@triton.jit
-def _axpy(x_ptr, y_ptr, out_ptr, n, alpha, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    x = tl.load(x_ptr + offs, mask=mask)
-    y = tl.load(y_ptr + offs, mask=mask)
-    tl.store(out_ptr + offs, alpha * x + y, mask=mask)
-
-
 @pytest.mark.parametrize("backend", ["emulator", "interpreter"])
 def test_a_new_kind_is_one_registered_adapter(
     boxed_kind: Any, backend: str, monkeypatch: pytest.MonkeyPatch
@@ -140,7 +132,7 @@ def test_a_new_kind_is_one_registered_adapter(
     y = rng.standard_normal(100).astype(np.float32)
     out = np.zeros(100, np.float32)
     assert specialize_arg(Boxed(x), "x") == specialize_arg(x, "x")
-    _axpy[(4,)](Boxed(x), y, Boxed(out), 100, 2.0, BLOCK=32)
+    axpy_kernel[(4,)](Boxed(x), y, Boxed(out), 2.0, 100, BLOCK=32)
     np.testing.assert_allclose(out, (2.0 * x.astype(np.float64) + y).astype(np.float32), rtol=1e-6)
 
 
