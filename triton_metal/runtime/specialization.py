@@ -26,8 +26,8 @@ the address of their first element, torch tensors by `data_ptr()` and their devi
 (which expose no address) as aligned. The commonest kinds are tested here by exact type before
 the adapter lookup, as the generated binder does (`binder.py`).
 
-Every fact (`facts.py`) is an interned frozen dataclass, so building the key on a launch allocates little.
-Errors name the parameter and are raised before anything runs.
+Every fact (`facts.py`) is an interned frozen dataclass, so building the key on a launch
+allocates little. Errors name the parameter and are raised before anything runs.
 """
 
 from __future__ import annotations
