@@ -4,6 +4,8 @@ library does, and a new kind is one registered adapter, launched on every host b
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +79,18 @@ def test_torch_tensors_answer_as_torch_does() -> None:
     assert np.shares_memory(flat, as_numpy)
     assert arrays.adapter_of(torch.float16) is None  # a dtype is no array
     assert adapter.element_of_dtype(torch.bfloat16) is tlt.bfloat16
+
+
+def test_torch_imported_before_the_package() -> None:
+    pytest.importorskip("torch")
+    script = (
+        "import torch\n"
+        "from triton_metal.runtime import arrays\n"
+        "assert arrays.adapter_of(torch.zeros(3)).name == 'torch'\n"
+        "assert arrays.BY_TYPE[torch.Tensor].name == 'torch'\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
 
 
 def test_values_of_no_kind() -> None:

@@ -218,4 +218,5 @@ class TorchAdapter:
         return None  # torch's own `tensor.view(dtype)` is the way
 
 
-TORCH = register(TorchAdapter())
+TORCH = TorchAdapter()  # named before `register`, whose `exact_type` may already find torch
+register(TORCH)
