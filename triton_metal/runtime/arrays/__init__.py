@@ -63,7 +63,7 @@ def element_extent(value: object) -> int:
         return int(value.size)  # type: ignore[attr-defined]
     if cls in _SCALAR_TYPES:
         return 0
-    adapter = adapter_of(value)
+    adapter = BY_TYPE.get(cls) or adapter_of(value)  # the lookup inlined: a kind seen before
     if adapter is not None:
         return adapter.element_extent(value)
     if is_host_descriptor(value):  # a tensor descriptor addresses its base
