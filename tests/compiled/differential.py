@@ -38,7 +38,7 @@ import pytest
 import triton_metal as triton
 from triton_metal.backends.interpreter import launch as interpret_launch
 from triton_metal.errors import CompilationError
-from triton_metal.runtime.host_arrays import flat_view
+from triton_metal.runtime.arrays import flat_view
 from triton_metal.language import JITCallable
 
 _JIT: dict[Any, triton.JITFunction] = {}

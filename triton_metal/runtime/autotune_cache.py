@@ -71,7 +71,7 @@ def emulator_chip() -> str:
 
 def metal_chip(mx: Any = None) -> str:
     """`<architecture>-<device name>` from MLX's device information (mlx_api.md section 4)."""
-    from ..backends.metal.chip import chip_info
+    from ..chip import chip_info
 
     info = chip_info(mx)
     return f"{info.architecture}-{info.device_name}"

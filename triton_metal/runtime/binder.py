@@ -35,14 +35,9 @@ from typing import Any
 
 from ..errors import LaunchError
 from .grid import LAUNCH_OPTION_NAMES, reject_unknown_kwargs
-from .specialization import (
-    I32_FACTS,
-    MLX_ARRAY,
-    MLX_POINTER_FACTS,
-    ArgSpec,
-    constexpr_arg,
-    specialize_arg,
-)
+from .arrays.mlx import ARRAY_TYPE as MLX_ARRAY
+from .arrays.mlx import POINTER_FACTS_OF as MLX_POINTER_FACTS
+from .specialization import I32_FACTS, ArgSpec, constexpr_arg, specialize_arg
 
 BoundArgs = tuple[
     tuple[object, ...], tuple[ArgSpec, ...], object, object, object, object, object

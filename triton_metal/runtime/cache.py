@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from collections.abc import Callable
 from typing import Any
 
-from .host_arrays import arrays_need_64bit_indices, picker
+from .arrays import arrays_need_64bit_indices
+from .picker import picker
 from .specialization import DescriptorArg, PointerArg, SpecializationKey, TupleArg
 
 _DISTRIBUTION = "triton-metal-mlx"

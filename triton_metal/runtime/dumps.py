@@ -25,6 +25,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ..chip import MAX_THREADS_PER_THREADGROUP, SIMD_WIDTH, THREADGROUP_MEMORY_BYTES, chip_info
 from .log import log
 
 DEFAULT_DUMP_DIR = "~/.triton/metal/shaders"
@@ -88,15 +89,16 @@ def launch_metadata(compiled: Any) -> dict[str, object]:
 
 
 def hardware(backend: str) -> str:
+    """The chip a launch runs on (Metal), or the emulator's host with the limits it emulates
+    (`triton_metal/chip.py`: the same fixed values every Apple GPU has)."""
     if backend == "metal":
-        from ..backends.metal import chip_info
-
         chip = chip_info()
         return (f"{chip.device_name} ({chip.architecture}, {chip.family or 'unknown family'}), "
                 f"{chip.threadgroup_memory_bytes} B threadgroup memory, "
                 f"{chip.max_threads_per_threadgroup} threads per threadgroup, SIMD width {chip.simd_width}")
-    return (f"{backend} on {platform.machine()} ({os.cpu_count()} cores): 32768 B threadgroup memory, "
-            "1024 threads per threadgroup, SIMD width 32 (emulated)")
+    return (f"{backend} on {platform.machine()} ({os.cpu_count()} cores): {THREADGROUP_MEMORY_BYTES} B "
+            f"threadgroup memory, {MAX_THREADS_PER_THREADGROUP} threads per threadgroup, SIMD width "
+            f"{SIMD_WIDTH} (emulated)")
 
 
 def after_compile(compiled: Any, level: int) -> None:

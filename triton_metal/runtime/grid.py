@@ -19,13 +19,12 @@ from typing import Any
 
 import numpy as np
 
+from ..chip import MAX_THREADS_PER_THREADGROUP
 from ..errors import LaunchError
 
 MAX_PROGRAMS_PER_DIM = 2**31 - 1
 """`tl.program_id` is an int32: a dimension holds at most this many programs."""
 
-MAX_THREADS_PER_THREADGROUP = 1024
-SIMD_WIDTH = 32
 VALID_NUM_WARPS = frozenset({1, 2, 4, 8, 16, 32})
 
 Grid3 = tuple[int, int, int]

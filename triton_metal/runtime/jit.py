@@ -32,7 +32,7 @@ from .binder import Param, explain_binding_error, make_binder
 from .cache import COMPILER_VERSION, CompiledKernel, KernelCache
 from .dependencies import UsedGlobal, cache_key_and_globals, check_globals
 from .grid import VALID_NUM_WARPS, GridSpec, check_num_warps, normalize_grid, resolve_grid
-from .host_arrays import needs_64bit_indices
+from .arrays import needs_64bit_indices
 from .launch import compile_variant, launch_on_interpreter, make_launcher, to_launch_args
 from .log import log
 from .observer import OBSERVER

@@ -18,9 +18,10 @@
 
 The binder returns values as the caller passed them. The interpreter takes plain values:
 Python scalars for scalar parameters (NumPy scalars are converted), the unwrapped value for
-constexpr parameters, arrays untouched and torch CPU tensors as NumPy views of their memory
-(`to_launch_args`); a NumPy view the compiled backends cannot pass (negative strides, strides
-that are not whole elements) is refused with their error.
+constexpr parameters, and arrays as their adapter's `host_view` (`arrays/`): NumPy and MLX
+arrays untouched, torch CPU tensors as NumPy views of their memory (`to_launch_args`); a NumPy
+view the compiled backends cannot pass (negative strides, strides that are not whole elements)
+is refused with their error.
 """
 
 from __future__ import annotations
@@ -37,14 +38,13 @@ from ..codegen.target import DEFAULT_TARGET, parse_target
 from .backend import EMULATOR, INTERPRETER, METAL, TORCH_MPS
 from .cache import CompiledKernel
 from .grid import Grid3
-from .host_arrays import PLAIN_TYPES, metal_values, numpy_buffer
+from .arrays import PLAIN_TYPES, host_view, metal_values
 from .log import debug_level, log
 from .signature import kernel_signature
 from .flat_args import flat_names, flattening, has_composites, host_values
 from .specialization import (
-    ArgSpec, ConstexprArg, DescriptorArg, PointerArg, ReinterpretedArray, SpecializationKey, TupleArg,
+    ArgSpec, ConstexprArg, DescriptorArg, PointerArg, SpecializationKey, TupleArg,
 )
-from .torch_arrays import host_view, is_tensor
 
 
 def to_launch_args(
@@ -60,19 +60,9 @@ def _interpreted(value: object, fact: ArgSpec, name: str) -> object:
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(fact, PointerArg):
-        return _host_array(value, name)
+        return host_view(value, name)
     if isinstance(fact, (DescriptorArg, TupleArg)):  # their arrays and scalars, each as above
         return host_values(value, fact, lambda v, f: _interpreted(v, f, name))
-    return value
-
-
-def _host_array(value: object, name: str) -> object:
-    """What the interpreter reads through an array argument: a torch CPU tensor's NumPy view;
-    a NumPy view the compiled backends cannot pass is refused as they refuse it (strides)."""
-    if is_tensor(value):
-        value = host_view(value, name)
-    if isinstance(value, (np.ndarray, ReinterpretedArray)):
-        numpy_buffer(value, name)
     return value
 
 

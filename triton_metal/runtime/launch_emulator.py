@@ -4,7 +4,7 @@
 launch's bound values and grid runs the kernel through `backends.emulator.EmulatorKernel` (the
 same kernel text `mx.fast.metal_kernel` would build: `build_kernel_source`).
 
-Arrays (see `host_arrays.py`):
+Arrays (see `arrays/`):
 * NumPy arrays are passed as flat views of their own memory, as inputs and as outputs alike, so
   the kernel's stores land in the caller's array and elements it does not store keep their
   values; atomics update the array itself (locks, counters and compare-and-swap loops see each
@@ -41,7 +41,8 @@ from ..backends.emulator.kernel import PrintRecords
 from ..errors import LaunchError
 from .device_asserts import check_status, has_asserts
 from .device_prints import emit, printer, sites
-from .host_arrays import is_mlx, metal_values, numpy_buffer, share_elements
+from .arrays import host_buffer, metal_values, share_elements
+from .arrays.mlx import is_mlx
 
 
 _MSL_KERNEL = re.compile(r"kernel 'custom_kernel_\w*'")
@@ -127,7 +128,7 @@ class EmulatorLauncher:
             # that starts on a 4-byte boundary and holds whole words, written back afterwards;
             # the kernel gets the array's own elements (bounds checks count those), the padding
             # word half lying just past them
-            real = numpy_buffer(values[arg], self.arg_names[arg])
+            real = host_buffer(values[arg], self.arg_names[arg])
             self._check_not_aliased(arg, real, values)
             copy = np.zeros(real.size + 1, real.dtype)[: real.size]
             copy[...] = real
@@ -137,7 +138,7 @@ class EmulatorLauncher:
         def buffer(arg: int) -> np.ndarray:
             b = buffers.get(arg)
             if b is None:
-                b = buffers[arg] = numpy_buffer(values[arg], self.arg_names[arg])
+                b = buffers[arg] = host_buffer(values[arg], self.arg_names[arg])
             return b
 
         inputs: list[np.ndarray] = []
@@ -186,7 +187,7 @@ class EmulatorLauncher:
         """A 16-bit atomic argument runs on a copy: refuse another array argument sharing its
         elements, whose accesses would miss the copy's updates (in place they are one buffer)."""
         for other in self._array_args:
-            if other != arg and share_elements(real, numpy_buffer(values[other], self.arg_names[other])):
+            if other != arg and share_elements(real, host_buffer(values[other], self.arg_names[other])):
                 raise LaunchError(
                     f"kernel '{self.kernel_name or self.msl.name}': arguments '{self.arg_names[arg]}' and "
                     f"'{self.arg_names[other]}' are the same array (or overlapping views of one buffer), "

@@ -30,8 +30,8 @@ from ..backends.torch_mps import TENSOR, SCALAR, TorchKernelSource, active_compi
 from ..backends.torch_mps.driver import _ACTIVE
 from ..errors import LaunchError
 from .device_asserts import warn_prints
-from .host_arrays import flat_view
-from .torch_arrays import is_tensor, tensor_type
+from .arrays import flat_view
+from .arrays.torch import is_tensor, tensor_type
 
 _UNSET = object()
 

@@ -21,124 +21,52 @@ rules here are Triton's (`specialize_impl` in `triton/runtime/jit.py`):
 `do_not_specialize` turns off the `== 1` and divisibility facts for a parameter (and alignment for
 arrays, as Triton does); `do_not_specialize_on_alignment` turns off only divisibility/alignment.
 
-Alignment of NumPy arrays is read from the address of the first element (`arr.ctypes.data`), so
-a view with an offset is specialized by its own address. MLX arrays do not expose an address:
-their buffers come from MLX's allocator, which aligns every allocation (to at least 16 bytes), and
-a view with an offset is copied by MLX before a custom kernel sees it unless it is row-contiguous,
-so MLX arrays are assumed aligned. (A row-contiguous MLX view at an odd element offset is the
-one case this can be wrong; it only matters to the future Metal backend and is documented in
-`docs/runtime.md`.)
+An array's fact comes from the adapter of its kind (`arrays/`): NumPy arrays are specialized by
+the address of their first element, torch tensors by `data_ptr()` and their device, MLX arrays
+(which expose no address) as aligned. The commonest kinds are tested here by exact type before
+the adapter lookup, as the generated binder does (`binder.py`).
 
-Every fact is an interned frozen dataclass, so building the key on a launch allocates little.
-Errors name the parameter and are raised before anything runs.
+Every fact (`facts.py`) is an interned frozen dataclass, so building the key on a launch
+allocates little. Errors name the parameter and are raised before anything runs.
 """
 
 from __future__ import annotations
 
-import sys
-import weakref
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ..codegen.target import DEFAULT_TARGET
-from ..errors import LaunchError
 from ..language import types as tlt
-from .torch_arrays import TENSOR_TYPE, is_tensor, tensor_spec, tensor_type, torch_dtype
+from .arrays import KINDS, adapter_of, is_array, is_host_descriptor
+from .arrays.mlx import ARRAY_TYPE as MLX_ARRAY
+from .arrays.mlx import MLX as _MLX_KIND
+from .arrays.mlx import POINTER_FACTS_OF as MLX_POINTER_FACTS
+from .arrays.numpy import pointer_fact as _numpy_spec
+from .arrays.torch import TENSOR_TYPE
+from .arrays.torch import pointer_fact as _torch_spec
+from .facts import (
+    POINTER_FACTS,
+    ArgSpec,
+    ArgumentError,
+    ConstexprArg,
+    DescriptorArg,
+    IntegerArgumentOverflow,
+    PointerArg,
+    ScalarArg,
+    TupleArg,
+)
+
+__all__ = [
+    "ArgSpec", "ArgumentError", "ConstexprArg", "DescriptorArg", "IntegerArgumentOverflow",
+    "MockArray", "PointerArg", "ScalarArg", "SpecializationKey", "TupleArg", "constexpr_arg",
+    "make_specializer", "specialize_arg",
+]
+# the facts (`facts.py`) are re-exported: the rest of the package imports them from here
 
 DEFAULT_TARGET_TEXT = str(DEFAULT_TARGET)
-
-try:  # MLX is a dependency, but the interpreter and tests must work where it fails to load.
-    import mlx.core as _mx
-except ImportError:  # pragma: no cover - exercised only on machines without MLX
-    _mx = None
-
-
-class ArgumentError(LaunchError, TypeError):
-    """A kernel argument of the wrong kind (a `LaunchError` that is also a `TypeError`)."""
-
-
-class IntegerArgumentOverflow(ArgumentError, OverflowError):
-    """An integer argument that fits no kernel integer type: an `OverflowError`, as in Triton."""
-
-
-# -- the facts ---------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class PointerArg:
-    """An array argument: a pointer to its first element."""
-
-    element: tlt.dtype
-    aligned16: bool
-    """The address of the first element is a multiple of 16 bytes."""
-    mps: bool = False
-    """A torch tensor on the MPS device: the launch runs on the torch_mps backend."""
-    _hash: int = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        # keys are hashed on every launch: compute once (tl dtypes hash in Python code)
-        object.__setattr__(self, "_hash", hash(("ptr", self.element, self.aligned16, self.mps)))
-
-    def __hash__(self) -> int:
-        return self._hash
-
-    @property
-    def ty(self) -> tlt.pointer_type:
-        return tlt.pointer_type(self.element)
-
-
-@dataclass(frozen=True, slots=True)
-class ScalarArg:
-    """A runtime scalar argument (`i1`, `i32`, `i64`, `u64` or `fp32`)."""
-
-    ty: tlt.dtype
-    divisible16: bool
-    """The value is a multiple of 16 (never set for `i1`/`fp32`)."""
-    _hash: int = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "_hash", hash(("scalar", self.ty, self.divisible16)))
-
-    def __hash__(self) -> int:
-        return self._hash
-
-
-@dataclass(frozen=True, slots=True)
-class ConstexprArg:
-    """A value baked into the compiled kernel.
-
-    `kind` keeps values that compare equal across types apart (`1`, `1.0` and `True` are equal
-    and hash alike in Python, but compile to different kernels)."""
-
-    value: Any
-    kind: str
-
-
-@dataclass(frozen=True, slots=True)
-class DescriptorArg:
-    """A host tensor descriptor (`triton.tools.tensor_descriptor.TensorDescriptor`): its base
-    array's fact, one integer fact per dimension for the shape and for the strides, and the
-    block shape and padding, which are compile-time."""
-
-    base: PointerArg
-    shape: tuple[ScalarArg | ConstexprArg, ...]
-    strides: tuple[ScalarArg | ConstexprArg, ...]
-    block_shape: tuple[int, ...]
-    padding: str
-
-
-@dataclass(frozen=True, slots=True)
-class TupleArg:
-    """A tuple argument: one fact per element, as if each were an argument of its own."""
-
-    elements: tuple[Any, ...]
-    """`ArgSpec`s, nested `TupleArg`s included."""
-
-
-ArgSpec = PointerArg | ScalarArg | ConstexprArg | DescriptorArg | TupleArg
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,62 +98,6 @@ _INT_SPECS: dict[tuple[tlt.dtype, bool], ScalarArg] = {
 _ONE = ConstexprArg(1, "int")
 _NONE = ConstexprArg(None, "NoneType")
 
-_NUMPY_DTYPES: dict[np.dtype[Any], tlt.dtype] = {
-    np.dtype(np.bool_): tlt.int1,
-    np.dtype(np.int8): tlt.int8,
-    np.dtype(np.int16): tlt.int16,
-    np.dtype(np.int32): tlt.int32,
-    np.dtype(np.int64): tlt.int64,
-    np.dtype(np.uint8): tlt.uint8,
-    np.dtype(np.uint16): tlt.uint16,
-    np.dtype(np.uint32): tlt.uint32,
-    np.dtype(np.uint64): tlt.uint64,
-    np.dtype(np.float16): tlt.float16,
-    np.dtype(np.float32): tlt.float32,
-}
-_POINTER_SPECS: dict[tuple[tlt.dtype, bool], PointerArg] = {
-    (ty, a): PointerArg(ty, a) for ty in tlt.SCALAR_DTYPES for a in (False, True)
-}
-_MPS_POINTER_SPECS: dict[tuple[tlt.dtype, bool], PointerArg] = {
-    (ty, a): PointerArg(ty, a, True) for ty in tlt.SCALAR_DTYPES for a in (False, True)
-}
-
-MLX_DTYPES: dict[Any, tlt.dtype] = {}
-if _mx is not None:
-    MLX_DTYPES = {
-        _mx.bool_: tlt.int1,
-        _mx.int8: tlt.int8,
-        _mx.int16: tlt.int16,
-        _mx.int32: tlt.int32,
-        _mx.int64: tlt.int64,
-        _mx.uint8: tlt.uint8,
-        _mx.uint16: tlt.uint16,
-        _mx.uint32: tlt.uint32,
-        _mx.uint64: tlt.uint64,
-        _mx.float16: tlt.float16,
-        _mx.bfloat16: tlt.bfloat16,
-        _mx.float32: tlt.float32,
-    }
-    MLX_ARRAY: type | None = _mx.array
-else:  # pragma: no cover
-    MLX_ARRAY = None
-
-
-def tl_dtype_of_numpy(dt: np.dtype[Any], name: str) -> tlt.dtype:
-    """The `tl` element type of a NumPy dtype, or an error naming parameter `name`."""
-    ty = _NUMPY_DTYPES.get(dt)
-    if ty is not None:
-        return ty
-    raise _bad_dtype(str(dt), name)
-
-
-def tl_dtype_of_mlx(dt: Any, name: str) -> tlt.dtype:
-    """The `tl` element type of an MLX dtype, or an error naming parameter `name`."""
-    ty = MLX_DTYPES.get(dt)
-    if ty is not None:
-        return ty
-    raise _bad_dtype(str(dt).removeprefix("mlx.core."), name)
-
 
 def is_fp64_refusal(error: BaseException) -> bool:
     """The launch refused a float64 array (a refusal a type error of the program comes before)."""
@@ -234,43 +106,13 @@ def is_fp64_refusal(error: BaseException) -> bool:
 
 def without_fp64(value: object) -> object:
     """A float64 array stands in as a float32 one, to type-check a program that received it."""
-    dt = getattr(value, "dtype", None)
-    if isinstance(value, np.ndarray) and dt == np.float64:
-        return MockArray(tlt.float32)
-    if _mx is not None and isinstance(value, _mx.array) and dt == _mx.float64:
-        return MockArray(tlt.float32)
-    if is_tensor(value) and str(dt) == "torch.float64":
+    adapter = adapter_of(value)
+    if adapter is not None and adapter.is_fp64(value):
         return MockArray(tlt.float32)
     return value
 
 
-def _bad_dtype(dtype_name: str, name: str) -> LaunchError:
-    if dtype_name in ("float64", "double"):
-        return ArgumentError(f"argument '{name}' is a float64 array: {tlt.FP64_REFUSAL}")
-    supported = "bool, int8-int64, uint8-uint64, float16, bfloat16 (MLX), float32"
-    return ArgumentError(
-        f"argument '{name}' has element type {dtype_name}, which a kernel cannot use "
-        f"(supported: {supported})"
-    )
-
-
 # -- per-value specialization ------------------------------------------------------------------
-
-
-class ReinterpretedArray:
-    """An array seen through another element type (`triton_metal.reinterpret`).
-
-    Used only where the array library cannot express the view itself (bfloat16 over a NumPy
-    array); everywhere else `reinterpret` returns a real view."""
-
-    __slots__ = ("base", "dtype")
-
-    def __init__(self, base: np.ndarray[Any, Any], dtype: tlt.dtype) -> None:
-        self.base = base
-        self.dtype = dtype
-
-    def __repr__(self) -> str:
-        return f"reinterpret({self.base!r}, {self.dtype!r})"
 
 
 class MockArray:
@@ -287,14 +129,12 @@ class MockArray:
 
     @staticmethod
     def wrap_dtype(value: object) -> object:
-        """`value` as a `MockArray` if it is a NumPy or MLX dtype, else unchanged."""
-        if isinstance(value, np.dtype) or (isinstance(value, type) and issubclass(value, np.generic)):
-            return MockArray(tl_dtype_of_numpy(np.dtype(value), "warmup"))
-        if _mx is not None and isinstance(value, _mx.Dtype):
-            return MockArray(tl_dtype_of_mlx(value, "warmup"))
-        element = torch_dtype(value)
-        if element is not None:
-            return MockArray(element)
+        """`value` as a `MockArray` if it is a dtype of an array kind (NumPy, MLX, torch),
+        else unchanged."""
+        for kind in KINDS:
+            element = kind.element_of_dtype(value)
+            if element is not None:
+                return MockArray(element)
         return value
 
     def __repr__(self) -> str:
@@ -326,71 +166,6 @@ def _int_spec(value: int, name: str, specialize: bool, align: bool) -> ArgSpec:
     return pair[specialize and align and value % 16 == 0]
 
 
-_NUMPY_POINTERS: dict[np.dtype[Any], tuple[PointerArg, PointerArg]] = {
-    dt: (_POINTER_SPECS[(ty, False)], _POINTER_SPECS[(ty, True)]) for dt, ty in _NUMPY_DTYPES.items()
-}
-
-
-_ALIGNED: dict[int, tuple[Any, tuple[int, ...], int]] = {}
-"""id(array) -> (weak reference, shape, first element 16-byte aligned). Reading an address
-(`arr.ctypes.data`) costs about a microsecond; an array's address is fixed for its lifetime
-unless `ndarray.resize` reallocates it, which also changes its shape (checked). Entries leave
-with their arrays (the weak reference's callback)."""
-
-
-def _forget(key: int) -> Callable[[Any], None]:
-    return lambda _ref: _ALIGNED.pop(key, None)
-
-
-def _address_mod16(value: np.ndarray[Any, Any]) -> int:
-    key = id(value)
-    entry = _ALIGNED.get(key)
-    if entry is not None and entry[0]() is value and entry[1] == value.shape:
-        return entry[2]
-    mod = value.ctypes.data % 16
-    try:
-        _ALIGNED[key] = (weakref.ref(value, _forget(key)), value.shape, mod)
-    except TypeError:  # pragma: no cover - an array type without weak references
-        pass
-    return mod
-
-
-def _numpy_spec(value: np.ndarray[Any, Any], name: str, specialize: bool, align: bool) -> ArgSpec:
-    pair = _NUMPY_POINTERS.get(value.dtype)
-    if pair is None:
-        raise _bad_dtype(str(value.dtype), name)
-    mod = _address_mod16(value)
-    if mod % value.itemsize:
-        # Metal reads elements only at multiples of their size; refused here so that every
-        # backend refuses it (the CPU would read the misaligned element, the GPU would not)
-        raise ArgumentError(
-            f"argument '{name}': its first element is at an address {mod % value.itemsize} byte(s) "
-            f"past a multiple of its element size {value.itemsize} ({value.dtype}); kernels read "
-            "elements only at aligned addresses: pass an aligned copy (np.ascontiguousarray of a "
-            "fresh array)"
-        )
-    return pair[specialize and align and mod == 0]
-
-
-MLX_POINTER_FACTS: dict[Any, tuple[PointerArg, PointerArg]] = {
-    dt: (_POINTER_SPECS[(ty, False)], _POINTER_SPECS[(ty, True)]) for dt, ty in MLX_DTYPES.items()
-}
-"""MLX dtype -> the (unaligned, aligned) facts, looked up by the MLX dtype (hashed in C; the
-generated binder reads this table itself)."""
-
-
-def _mlx_spec(value: Any, name: str, specialize: bool, align: bool) -> ArgSpec:
-    pair = MLX_POINTER_FACTS.get(value.dtype)
-    if pair is None:
-        tl_dtype_of_mlx(value.dtype, name)  # raises, naming the parameter
-    return pair[specialize and align]  # type: ignore[index]
-
-
-def _reinterpreted_spec(value: ReinterpretedArray, name: str, specialize: bool, align: bool) -> ArgSpec:
-    aligned = specialize and align and value.base.ctypes.data % 16 == 0
-    return _POINTER_SPECS[(value.dtype, aligned)]
-
-
 def specialize_arg(value: object, name: str, specialize: bool = True, align: bool = True) -> ArgSpec:
     """The fact for the value of a non-constexpr parameter `name`.
 
@@ -407,7 +182,7 @@ def specialize_arg(value: object, name: str, specialize: bool = True, align: boo
         pair = MLX_POINTER_FACTS.get(value.dtype)  # type: ignore[attr-defined]  # _mlx_spec, inlined
         if pair is not None:
             return pair[specialize and align]
-        return _mlx_spec(value, name, specialize, align)
+        return _MLX_KIND.pointer_fact(value, name, specialize, align)  # raises, naming the dtype
     if cls is float:
         return _FP32
     if cls is bool:
@@ -417,36 +192,16 @@ def specialize_arg(value: object, name: str, specialize: bool = True, align: boo
     return _specialize_other(value, name, specialize, align)
 
 
-_TORCH_POINTERS: dict[tuple[Any, bool], tuple[PointerArg, PointerArg]] = {}
-"""(torch dtype, on MPS) -> the (unaligned, aligned) facts: torch dtypes hash fast, tl dtypes
-do not."""
-
-
-def _torch_spec(value: Any, name: str, specialize: bool, align: bool) -> ArgSpec:
-    dt, ty, mps, address = tensor_spec(value, name)
-    pair = _TORCH_POINTERS.get((dt, mps))
-    if pair is None:
-        table = _MPS_POINTER_SPECS if mps else _POINTER_SPECS
-        pair = _TORCH_POINTERS[(dt, mps)] = (table[(ty, False)], table[(ty, True)])
-    return pair[specialize and align and address % 16 == 0]
-
-
 def _specialize_other(value: object, name: str, specialize: bool, align: bool) -> ArgSpec:
     from ..language import constexpr  # the language package is imported by now; keep this lazy
 
     if value is None:
         return _NONE
-    if isinstance(value, np.ndarray):  # subclasses (np.memmap, ...)
-        return _numpy_spec(value, name, specialize, align)
-    if MLX_ARRAY is not None and isinstance(value, MLX_ARRAY):
-        return _mlx_spec(value, name, specialize, align)
-    if isinstance(value, ReinterpretedArray):
-        return _reinterpreted_spec(value, name, specialize, align)
-    torch_tensor = tensor_type()
-    if torch_tensor is not None and isinstance(value, torch_tensor):
-        return _torch_spec(value, name, specialize, align)
+    adapter = adapter_of(value)  # subclasses (np.memmap, ...), reinterpretations, tensors
+    if adapter is not None:
+        return adapter.pointer_fact(value, name, specialize, align)
     if isinstance(value, MockArray):
-        return _POINTER_SPECS[(value.element, specialize and align)]
+        return POINTER_FACTS[(value.element, specialize and align)]
     if isinstance(value, np.bool_):
         return _I1
     if isinstance(value, np.integer):
@@ -480,13 +235,6 @@ def _specialize_other(value: object, name: str, specialize: bool, align: bool) -
         " pass a torch tensor, mlx.core.array or numpy.ndarray for a pointer, or a Python int, float"
         " or bool"
     )
-
-
-def is_host_descriptor(value: object) -> bool:
-    """`value` is a `tools.tensor_descriptor.TensorDescriptor` (its module is imported by
-    whoever made one, so this imports nothing new)."""
-    module = sys.modules.get("triton_metal.tools.tensor_descriptor")
-    return module is not None and isinstance(value, module.TensorDescriptor)
 
 
 def _descriptor_spec(value: Any, name: str, specialize: bool, align: bool) -> DescriptorArg:
@@ -552,11 +300,7 @@ def _constexpr_arg_slow(value: object, name: str) -> ConstexprArg:
         value = value.value
     if value is None:
         return _NONE
-    if (
-        isinstance(value, np.ndarray)
-        or (MLX_ARRAY is not None and isinstance(value, MLX_ARRAY))
-        or is_tensor(value)
-    ):
+    if is_array(value):
         raise ArgumentError(
             f"argument '{name}' is a tl.constexpr parameter but was given an array; "
             "constexpr parameters take compile-time values (int, float, bool, str, dtype, None)"

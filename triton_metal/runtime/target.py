@@ -62,6 +62,6 @@ def machine_target() -> str:
 
     if sys.platform != "darwin" or not metal_available():
         return str(DEFAULT_TARGET)
-    from ..backends.metal.chip import chip_info
+    from ..chip import chip_info
 
     return str(target_of_chip(chip_info().generation, macos_major()))

@@ -4,24 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 
 from ..language import types as tlt
-from .specialization import MLX_ARRAY, MLX_DTYPES, ReinterpretedArray
-
-_NUMPY_OF: dict[tlt.dtype, type] = {
-    tlt.int1: np.bool_,
-    tlt.int8: np.int8,
-    tlt.int16: np.int16,
-    tlt.int32: np.int32,
-    tlt.int64: np.int64,
-    tlt.uint8: np.uint8,
-    tlt.uint16: np.uint16,
-    tlt.uint32: np.uint32,
-    tlt.uint64: np.uint64,
-    tlt.float16: np.float16,
-    tlt.float32: np.float32,
-}
+from .arrays import adapter_of
 
 
 def cdiv(x: int, y: int) -> int:
@@ -52,26 +37,10 @@ def reinterpret(array: Any, dtype: tlt.dtype | str) -> Any:
         raise TypeError(f"reinterpret: {dtype!r} is not a scalar element type")
     if ty.is_fp64():
         raise TypeError(f"reinterpret: {tlt.FP64_REFUSAL}")
-    if isinstance(array, ReinterpretedArray):
-        array = array.base
-    if isinstance(array, np.ndarray):
-        if ty.is_bf16() or ty.is_fp8():
-            if array.dtype.itemsize != ty.itemsize:
-                raise ValueError(
-                    f"reinterpret: a NumPy array seen as {ty!r} must have {ty.itemsize}-byte elements, "
-                    f"not {array.dtype}"
-                )
-            return ReinterpretedArray(array, ty)
-        return array.view(_NUMPY_OF[ty])
-    if MLX_ARRAY is not None and isinstance(array, MLX_ARRAY):
-        import mlx.core as mx
-
-        if ty.is_fp8():
-            raise TypeError(f"reinterpret: MLX has no fp8 arrays to view as {ty!r}; pass the uint8 "
-                            "codes (mx.to_fp8) and bitcast them in the kernel: "
-                            "tl.load(ptr + offs).to(tl.float8e4nv, bitcast=True)")
-        mlx_of = {v: k for k, v in MLX_DTYPES.items()}
-        return mx.view(array, mlx_of[ty])
+    adapter = adapter_of(array)  # the kind's own view (`ArrayAdapter.reinterpret`)
+    view = adapter.reinterpret(array, ty) if adapter is not None else None
+    if view is not None:
+        return view
     raise TypeError(
         f"reinterpret: expected a numpy.ndarray or mlx.core.array, not {type(array).__name__}"
     )

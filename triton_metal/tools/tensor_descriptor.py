@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
+from ..runtime.arrays import ArrayAdapter, adapter_of
 
 MAX_RANK = 5
 """Triton's limit on a descriptor's rank."""
@@ -84,26 +84,22 @@ def check_block_shape(block_shape: list[Any]) -> None:
 
 def element_strides(array: Any) -> list[int]:
     """Strides in elements: torch's `stride()`, NumPy's byte strides divided by the element
-    size, or the row-major strides of an MLX array (MLX hands kernels row-major copies)."""
-    stride = getattr(array, "stride", None)
-    if callable(stride):
-        return [int(s) for s in stride()]
-    if isinstance(array, np.ndarray):
-        return [s // array.itemsize for s in array.strides]
-    strides, step = [], 1
-    for n in reversed(tuple(array.shape)):
-        strides.append(step)
-        step *= int(n)
-    return strides[::-1]
+    size, or the row-major strides of an MLX array (MLX hands kernels row-major copies); the
+    array's adapter knows which (`runtime/arrays/`)."""
+    return _adapter(array).element_strides(array)
 
 
 def base_address(array: Any) -> int:
     """The address of the first element (0 for an MLX array, whose buffers Metal allocates
     aligned and which kernels receive as whole arrays)."""
-    if isinstance(array, np.ndarray):
-        return int(array.ctypes.data)
-    data_ptr = getattr(array, "data_ptr", None)
-    return int(data_ptr()) if callable(data_ptr) else 0
+    return _adapter(array).base_address(array)
+
+
+def _adapter(array: Any) -> ArrayAdapter:
+    adapter = adapter_of(array)
+    if adapter is None:
+        raise TypeError(f"a tensor descriptor's base is an array or a tensor, not {type(array).__name__}")
+    return adapter
 
 
 def element_size(array: Any) -> int:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from triton_metal.errors import InterpreterError, InterpreterOutOfBounds
-from triton_metal.runtime.host_arrays import element_extent
+from triton_metal.runtime.arrays import element_extent
 from triton_metal.language.builder import AtomicOp
 
 from .numerics import bf16_bits_to_f32, f32_to_bf16_bits

@@ -85,7 +85,8 @@ import numpy as np
 
 from triton_metal.errors import LaunchError
 from triton_metal.runtime.device_asserts import has_asserts, read_status, warn_prints
-from triton_metal.runtime.host_arrays import picker, share_elements
+from triton_metal.runtime.arrays import share_elements
+from triton_metal.runtime.picker import picker
 from triton_metal.runtime.log import debug_level
 from triton_metal.runtime.mlx_op import inside_op, note_kernel
 

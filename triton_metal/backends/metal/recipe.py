@@ -27,8 +27,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from triton_metal.runtime.host_arrays import picker
-from triton_metal.runtime.specialization import MLX_ARRAY
+from triton_metal.runtime.arrays.mlx import ARRAY_TYPE as MLX_ARRAY
+from triton_metal.runtime.picker import picker
 
 from .plan import InputSlot, OutputSlot
 

@@ -12,7 +12,8 @@ caller passes (`x.stride(0)`), counted in elements.
   (`host_view`): nothing is copied and the kernel's stores land in the tensor. bfloat16 travels
   as its 16-bit words (`ReinterpretedArray`), as `reinterpret(numpy_array, tl.bfloat16)` does;
   the float8 dtypes as their 8-bit codes the same way.
-* MPS tensors are bound in place by the torch_mps backend (`backends/torch_mps`).
+* MPS tensors are bound in place by the torch_mps backend (`runtime/launch_torch_mps.py`); the
+  device is part of the pointer fact (`PointerArg.mps`), which selects that backend.
 
 `tensor_spec` checks a tensor before anything runs and refuses, naming the parameter: a device
 other than CPU or MPS (CUDA, meta, ...), a sparse or other non-strided layout, a quantized,
@@ -27,8 +28,11 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import LaunchError
-from ..language import types as tlt
+from ...errors import LaunchError
+from ...language import types as tlt
+from ..facts import MPS_POINTER_FACTS, POINTER_FACTS, ArgumentError, PointerArg
+from .base import BY_TYPE, adapter_of, register
+from .numpy import ReinterpretedArray
 
 _TORCH_TO_TL_NAMES = {
     "bool": tlt.int1, "int8": tlt.int8, "int16": tlt.int16, "int32": tlt.int32,
@@ -52,8 +56,9 @@ def tensor_type() -> type | None:
     """`torch.Tensor` when torch is imported, else None (never imports torch)."""
     torch = sys.modules.get("torch")
     cls = getattr(torch, "Tensor", None) if torch is not None else None
-    if cls is not None:
+    if cls is not None and TENSOR_TYPE[0] is not cls:
         TENSOR_TYPE[0] = cls
+        BY_TYPE[cls] = TORCH
     return cls
 
 
@@ -91,24 +96,8 @@ def tensor_spec(t: Any, name: str) -> tuple[Any, tlt.dtype, bool, int]:
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def torch_dtype(value: object) -> tlt.dtype | None:
-    """The element type of a torch dtype given where an array is expected (`kernel.warmup`), or
-    None when `value` is not a torch dtype."""
-    torch = sys.modules.get("torch")
-    if torch is None or not isinstance(value, torch.dtype):
-        return None
-    ty = (_DTYPES or _dtype_table()).get(value)
-    if ty is None:
-        from .specialization import ArgumentError
-
-        raise ArgumentError(f"warmup: a kernel cannot take tensors of {value}")
-    return ty
-
-
 def _refuse(t: Any, name: str) -> None:
     """Raise the precise error for a tensor `tensor_spec` does not accept."""
-    from .specialization import ArgumentError
-
     device = t.device.type
     if device not in (CPU, MPS):
         raise ArgumentError(
@@ -139,6 +128,22 @@ def _refuse(t: Any, name: str) -> None:
     )
 
 
+_POINTERS: dict[tuple[Any, bool], tuple[PointerArg, PointerArg]] = {}
+"""(torch dtype, on MPS) -> the (unaligned, aligned) facts: torch dtypes hash fast, tl dtypes
+do not."""
+
+
+def pointer_fact(value: Any, name: str, specialize: bool, align: bool) -> PointerArg:
+    """The pointer fact of a tensor: element type, alignment, and whether it is on MPS
+    (`specialize_arg` calls it directly)."""
+    dt, ty, mps, address = tensor_spec(value, name)
+    pair = _POINTERS.get((dt, mps))
+    if pair is None:
+        table = MPS_POINTER_FACTS if mps else POINTER_FACTS
+        pair = _POINTERS[(dt, mps)] = (table[(ty, False)], table[(ty, True)])
+    return pair[specialize and align and address % 16 == 0]
+
+
 def element_extent(t: Any) -> int:
     """How many elements a kernel may address from the tensor's first element."""
     n = t.numel()
@@ -160,9 +165,58 @@ def host_view(t: Any, name: str) -> Any:
     if ty is tlt.bfloat16 or (ty is not None and ty.is_fp8()):
         import torch
 
-        from .specialization import ReinterpretedArray
-
         if ty.is_fp8():  # NumPy has no fp8: the codes as bytes
             return ReinterpretedArray(t.view(torch.uint8).numpy(), ty)
         return ReinterpretedArray(t.view(torch.int16).numpy().view(np.uint16), tlt.bfloat16)
     return t.numpy()
+
+
+class TorchAdapter:
+    """`torch.Tensor` on the CPU or MPS (module docstring)."""
+
+    name = "torch"
+    written_in_place = True
+
+    def exact_type(self) -> type | None:
+        return tensor_type()
+
+    def claims(self, value: object) -> bool:
+        return is_tensor(value)
+
+    element_extent = staticmethod(element_extent)
+    pointer_fact = staticmethod(pointer_fact)
+
+    def element_strides(self, value: Any) -> list[int]:
+        return [int(s) for s in value.stride()]
+
+    def base_address(self, value: Any) -> int:
+        return int(value.data_ptr())
+
+    def element_of_dtype(self, dtype: object) -> tlt.dtype | None:
+        torch = sys.modules.get("torch")
+        if torch is None or not isinstance(dtype, torch.dtype):
+            return None
+        ty = (_DTYPES or _dtype_table()).get(dtype)
+        if ty is None:
+            raise ArgumentError(f"warmup: a kernel cannot take tensors of {dtype}")
+        return ty
+
+    def is_fp64(self, value: Any) -> bool:
+        return str(value.dtype) == "torch.float64"
+
+    def host_view(self, value: Any, name: str) -> object:
+        view = host_view(value, name)
+        return adapter_of(view).host_view(view, name)  # type: ignore[union-attr]
+
+    def host_buffer(self, value: Any, name: str) -> np.ndarray:
+        view = host_view(value, name)
+        return adapter_of(view).host_buffer(view, name)  # type: ignore[union-attr]
+
+    metal_value = host_buffer
+
+    def reinterpret(self, value: Any, ty: tlt.dtype) -> object | None:
+        return None  # torch's own `tensor.view(dtype)` is the way
+
+
+TORCH = TorchAdapter()  # named before `register`, whose `exact_type` may already find torch
+register(TORCH)
