@@ -135,6 +135,9 @@ class MetalKernel:
                 f"[metal_kernel] Expected `output_shapes` and `output_dtypes` to have size "
                 f"{len(self.output_names)}."
             )
+        if self._lazy(inputs):
+            return self._launch_lazily(inputs, output_shapes, output_dtypes, grid, threadgroup,
+                                       template, init_value, verbose)
         try:
             converted = [_to_numpy(v) for v in inputs]
         except ValueError as error:
@@ -152,22 +155,8 @@ class MetalKernel:
         specs = [
             InputSpec(n, t, a.ndim, int(a.size)) for n, (a, t) in zip(self.input_names, converted)
         ]
+        kernel = self._kernel(specs, output_dtypes, template, verbose)
         out_names = [dtype_name(d) for d in output_dtypes]
-        out_specs = [OutputSpec(n, TYPE_STRINGS[d]) for n, d in zip(self.output_names, out_names)]
-        targs = [(k, _template_value(v)) for k, v in (template or ())]
-        ksrc = build_kernel_source(
-            self.name, specs, out_specs, self.source, self.header, targs, self.atomic_outputs
-        )
-        if verbose:
-            print(ksrc.text)
-        asan = asan_enabled()
-        key = (ksrc.text, asan, checks_enabled())
-        kernel = self._compiled.get(key)
-        if kernel is None:
-            kernel = EmulatorKernel.build(
-                ksrc, self.source, self.header, asan=asan, fast_math=self.fast_math
-            )
-            self._compiled[key] = kernel
         outputs: list[np.ndarray] = []
         for shape, name in zip(output_shapes, out_names):
             dtype = NUMPY_DTYPES[TYPE_STRINGS[name]]
@@ -196,6 +185,77 @@ class MetalKernel:
                 result.append(mx.array(arr))
         arrays = [v for v in inputs if _is_mlx_array(v)]
         return _connected(self.name, arrays, result) if arrays else result
+
+    def _kernel(
+        self,
+        specs: list[InputSpec],
+        output_dtypes: Sequence[object],
+        template: Sequence[tuple[str, object]] | None,
+        verbose: bool,
+    ) -> EmulatorKernel:
+        """The compiled kernel for these inputs and outputs (built once per kernel text)."""
+        out_specs = [
+            OutputSpec(n, TYPE_STRINGS[dtype_name(d)]) for n, d in zip(self.output_names, output_dtypes)
+        ]
+        targs = [(k, _template_value(v)) for k, v in (template or ())]
+        ksrc = build_kernel_source(
+            self.name, specs, out_specs, self.source, self.header, targs, self.atomic_outputs
+        )
+        if verbose:
+            print(ksrc.text)
+        asan = asan_enabled()
+        key = (ksrc.text, asan, checks_enabled())
+        kernel = self._compiled.get(key)
+        if kernel is None:
+            kernel = EmulatorKernel.build(
+                ksrc, self.source, self.header, asan=asan, fast_math=self.fast_math
+            )
+            self._compiled[key] = kernel
+        return kernel
+
+    def _lazy(self, inputs: Sequence[object]) -> bool:
+        """A launch with an MLX input becomes a node of MLX's graph (`lazy_mlx.py`), unless it
+        prints (its lines are written from Python), runs under ASan, or the extension is off or
+        cannot be built (then it runs now, as before)."""
+        if self.device_prints is not None or asan_enabled() or not any(_is_mlx_array(v) for v in inputs):
+            return False
+        from triton_metal.backends.emulator import lazy_mlx
+
+        return lazy_mlx.enabled() and lazy_mlx.available()
+
+    def _launch_lazily(
+        self,
+        inputs: Sequence[object],
+        output_shapes: Sequence[Sequence[int]],
+        output_dtypes: Sequence[object],
+        grid: Sequence[int],
+        threadgroup: Sequence[int],
+        template: Sequence[tuple[str, object]] | None,
+        init_value: float | None,
+        verbose: bool,
+    ) -> list[Any]:
+        from triton_metal.backends.emulator import lazy_mlx
+
+        mx = _mlx()
+        arrays = [v if _is_mlx_array(v) else _mlx_input(v) for v in inputs]
+        specs = []
+        for n, a in zip(self.input_names, arrays):
+            type_string = TYPE_STRINGS[dtype_name(a.dtype)]
+            if type_string not in NUMPY_DTYPES:
+                raise ValueError(f"the Metal emulator does not support arrays of {type_string}")
+            specs.append(InputSpec(n, type_string, a.ndim, int(a.size)))
+        mlx_dtypes = [getattr(mx, dtype_name(d)) for d in output_dtypes]
+        for d in mlx_dtypes:
+            if TYPE_STRINGS[dtype_name(d)] not in NUMPY_DTYPES:
+                raise ValueError(f"the Metal emulator does not support arrays of {TYPE_STRINGS[dtype_name(d)]}")
+        kernel = self._kernel(specs, output_dtypes, template, verbose)
+        return lazy_mlx.launch(kernel, arrays, output_shapes, mlx_dtypes, grid, threadgroup, init_value)
+
+
+def _mlx_input(value: object) -> Any:
+    """A Python scalar or NumPy input as the MLX array MLX would make of it."""
+    arr, _ = _to_numpy(value)
+    return _mlx().array(arr)
 
 
 def _connected(name: str, inputs: list[Any], outputs: list[Any]) -> list[Any]:

@@ -356,17 +356,8 @@ class EmulatorKernel:
             if p.kind is ParamKind.INPUT:
                 _check_dtype(arr, p.element, p.name)
                 result.append(np.ascontiguousarray(arr))
-            elif p.kind is ParamKind.SHAPE:
-                result.append(np.asarray(arr.shape, dtype=np.int32))
-            elif p.kind is ParamKind.STRIDES:
-                # Inputs are made row-contiguous above, so these are the row-major strides.
-                shape = arr.shape
-                strides = [1] * len(shape)
-                for k in range(len(shape) - 2, -1, -1):
-                    strides[k] = strides[k + 1] * shape[k + 1]
-                result.append(np.asarray(strides, dtype=np.int64))
             else:
-                result.append(np.asarray(arr.ndim, dtype=np.int32))
+                result.append(shape_buffer(p.kind, arr.shape))
         return result
 
     def launch(
@@ -484,6 +475,19 @@ class EmulatorKernel:
         if status == _STATUS_BAD_LAUNCH:
             return ValueError(text)
         return KernelFault(text)
+
+
+def shape_buffer(kind: ParamKind, shape: Sequence[int]) -> np.ndarray:
+    """The buffer MLX adds beside an input for a `_shape`, `_strides` or `_ndim` parameter.
+    Inputs are passed row-contiguous, so the strides are the row-major ones."""
+    if kind is ParamKind.SHAPE:
+        return np.asarray(shape, dtype=np.int32)
+    if kind is ParamKind.STRIDES:
+        strides = [1] * len(shape)
+        for k in range(len(shape) - 2, -1, -1):
+            strides[k] = strides[k + 1] * shape[k + 1]
+        return np.asarray(strides, dtype=np.int64)
+    return np.asarray(len(shape), dtype=np.int32)
 
 
 def _check_dtype(arr: np.ndarray, element: str, name: str) -> None:

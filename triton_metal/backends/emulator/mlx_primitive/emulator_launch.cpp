@@ -1,0 +1,291 @@
+// Lazy emulator launches on MLX arrays: an MLX primitive whose eval_cpu runs a kernel the emulator
+// compiled (a shared library exporting tm_kernel_main, runtime/tm_abi.h) on MLX's CPU stream.
+//
+// Built on first use against the headers and libmlx that the mlx wheel ships, and against the
+// nanobind that MLX's own Python module uses (same nanobind ABI and domain "mlx", so an mx.array
+// passed from Python is the C++ mlx::core::array itself). See docs/runtime.md, "MLX on Linux".
+//
+// A launch is described by Python (backends/emulator/lazy_mlx.py) as the kernel library's path,
+// the dispatch sizes and one slot per [[buffer(i)]]: an input, an output, or constant bytes (the
+// shape, strides and ndim buffers MLX's metal_kernel adds). Outputs are allocated by MLX when the
+// graph is evaluated, filled with the byte pattern of one element (the emulator's stand-in for
+// MLX's uninitialised memory, or init_value), then the kernel runs with the buffers' addresses.
+
+#include <dlfcn.h>
+
+#include <cstring>
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include "mlx/backend/cpu/encoder.h"
+#include "mlx/mlx.h"
+#include "mlx/primitives.h"
+
+#include "tm_abi.h"
+
+namespace nb = nanobind;
+namespace mx = mlx::core;
+
+namespace {
+
+using KernelEntry = int (*)(tm_launch_desc*);
+
+// One dlopen of a kernel library, closed when the last launch that needs it is gone (dlopen
+// counts references, so the handle Python's ctypes holds on the same file is not disturbed).
+struct KernelLibrary {
+  void* handle = nullptr;
+  KernelEntry main = nullptr;
+  KernelEntry wait = nullptr;
+
+  explicit KernelLibrary(const std::string& path) {
+    handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) {
+      throw std::runtime_error("cannot load the emulator kernel " + path + ": " + dlerror());
+    }
+    main = reinterpret_cast<KernelEntry>(dlsym(handle, "tm_kernel_main"));
+    wait = reinterpret_cast<KernelEntry>(dlsym(handle, "tm_launch_wait"));
+    if (main == nullptr || wait == nullptr) {
+      dlclose(handle);
+      throw std::runtime_error("the emulator kernel " + path + " lacks tm_kernel_main");
+    }
+  }
+  ~KernelLibrary() { dlclose(handle); }
+  KernelLibrary(const KernelLibrary&) = delete;
+  KernelLibrary& operator=(const KernelLibrary&) = delete;
+};
+
+enum SlotKind : int { kInput = 0, kOutput = 1, kConstant = 2 };
+
+// Everything one launch needs besides its arrays; shared by the primitive and the task it queues.
+struct LaunchSpec {
+  std::string kernel_name;
+  std::string library_path;
+  std::shared_ptr<KernelLibrary> library;
+  std::vector<int> slot_kinds;           // per [[buffer(i)]]: SlotKind
+  std::vector<int> slot_index;           // input or output index, or index into constants
+  std::vector<std::string> constants;    // bytes of the constant buffers
+  std::vector<long> constant_counts;     // their element counts (bounds-checked builds)
+  std::vector<std::string> fills;        // per output: the bytes of one element to fill it with
+  std::vector<unsigned> grid;            // threads per grid, after dispatch_dims
+  std::vector<unsigned> threadgroup;
+  bool checked = false;                  // bounds checks: element counts follow the pointers
+  double watchdog_seconds = 30.0;
+  unsigned workers = 0;
+  unsigned stack_bytes = 128 * 1024;
+
+  bool same_as(const LaunchSpec& o) const {
+    return kernel_name == o.kernel_name && library_path == o.library_path &&
+        slot_kinds == o.slot_kinds && slot_index == o.slot_index && constants == o.constants &&
+        fills == o.fills && grid == o.grid && threadgroup == o.threadgroup &&
+        checked == o.checked;
+  }
+};
+
+void fill(mx::array& out, const std::string& pattern) {
+  auto* bytes = static_cast<char*>(out.data<void>());
+  size_t n = out.nbytes();
+  size_t k = pattern.size();
+  for (size_t at = 0; k != 0 && at + k <= n; at += k) {
+    std::memcpy(bytes + at, pattern.data(), k);
+  }
+}
+
+// The elements of `in` in row-major order (a view, a broadcast or a transpose copied out; a
+// row-contiguous array is used in place). The kernel reads every input as a dense buffer.
+const void* row_major(const mx::array& in, std::vector<char>& copy) {
+  if (in.flags().row_contiguous) {
+    return in.data<void>();
+  }
+  size_t item = in.itemsize();
+  copy.resize(in.size() * item);
+  const auto* base = static_cast<const char*>(in.data<void>());
+  int nd = static_cast<int>(in.ndim());
+  std::vector<int64_t> at(nd, 0);
+  for (size_t k = 0; k < in.size(); ++k) {
+    int64_t offset = 0;
+    for (int d = 0; d < nd; ++d) {
+      offset += at[d] * in.strides()[d];
+    }
+    std::memcpy(copy.data() + k * item, base + offset * static_cast<int64_t>(item), item);
+    for (int d = nd - 1; d >= 0; --d) {  // next index, last axis fastest
+      if (++at[d] < in.shape(d)) {
+        break;
+      }
+      at[d] = 0;
+    }
+  }
+  return copy.data();
+}
+
+// Runs the kernel on buffers that are ready (called on the CPU stream's thread).
+void run(const LaunchSpec& spec, std::vector<mx::array>& inputs, std::vector<mx::array>& outputs) {
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    fill(outputs[i], spec.fills[i]);
+  }
+  if (spec.grid[0] == 0 || spec.grid[1] == 0 || spec.grid[2] == 0) {
+    return;  // an empty grid runs no thread (as MLX dispatches nothing)
+  }
+  std::vector<std::vector<char>> copies(inputs.size());
+  std::vector<const void*> dense(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    dense[i] = row_major(inputs[i], copies[i]);
+  }
+  size_t n = spec.slot_kinds.size();
+  std::vector<void*> pointers(spec.checked ? 2 * n : n, nullptr);
+  for (size_t i = 0; i < n; ++i) {
+    int at = spec.slot_index[i];
+    long count = 0;
+    switch (spec.slot_kinds[i]) {
+      case kInput:
+        pointers[i] = const_cast<void*>(dense[at]);
+        count = static_cast<long>(inputs[at].size());
+        break;
+      case kOutput:
+        pointers[i] = outputs[at].data<void>();
+        count = static_cast<long>(outputs[at].size());
+        break;
+      default:
+        pointers[i] = const_cast<char*>(spec.constants[at].data());
+        count = spec.constant_counts[at];
+    }
+    if (spec.checked) {
+      pointers[n + i] = reinterpret_cast<void*>(count);
+    }
+  }
+  std::vector<char> error(8192, 0);
+  tm_launch_desc desc{};
+  desc.kernel_name = spec.kernel_name.c_str();
+  desc.buffers = pointers.data();
+  for (int d = 0; d < 3; ++d) {
+    desc.grid[d] = spec.grid[d];
+    desc.tpt[d] = spec.threadgroup[d];
+  }
+  desc.watchdog_seconds = spec.watchdog_seconds;
+  desc.workers = spec.workers;
+  desc.stack_bytes = spec.stack_bytes;
+  desc.error = error.data();
+  desc.error_capacity = static_cast<unsigned>(error.size());
+  desc.poll_seconds = 0.0;  // wait here: nothing on this thread could interrupt the launch
+  int status = spec.library->main(&desc);
+  while (status == TM_PENDING) {
+    status = spec.library->wait(&desc);
+  }
+  if (status != TM_OK) {
+    throw std::runtime_error(
+        "[EmulatorKernel] kernel '" + spec.kernel_name + "': " + std::string(error.data()));
+  }
+}
+
+class EmulatorKernel : public mx::Primitive {
+ public:
+  EmulatorKernel(mx::Stream stream, std::shared_ptr<LaunchSpec> spec)
+      : mx::Primitive(stream), spec_(std::move(spec)) {}
+
+  void eval_cpu(const std::vector<mx::array>& inputs, std::vector<mx::array>& outputs) override {
+    for (auto& out : outputs) {
+      out.set_data(mx::allocator::malloc(out.nbytes()));
+    }
+    auto& encoder = mx::cpu::get_command_encoder(stream());
+    for (const auto& in : inputs) {
+      encoder.set_input_array(in);
+    }
+    for (auto& out : outputs) {
+      encoder.set_output_array(out);
+    }
+    // The arrays are captured by value: they hold their buffers until the task has run.
+    encoder.dispatch([spec = spec_, ins = inputs, outs = outputs]() mutable {
+      run(*spec, ins, outs);
+    });
+  }
+
+  void eval_gpu(const std::vector<mx::array>&, std::vector<mx::array>&) override {
+    throw std::runtime_error("[EmulatorKernel] kernel '" + spec_->kernel_name +
+                             "' runs on the CPU stream only.");
+  }
+
+  std::pair<std::vector<mx::array>, std::vector<int>> vmap(
+      const std::vector<mx::array>&, const std::vector<int>&) override {
+    throw std::invalid_argument(
+        "[Primitive::vmap] Not implemented for EmulatorKernel (kernel '" + spec_->kernel_name +
+        "'): a kernel launch has no batching rule, as MLX's CustomKernel has none on a Mac; "
+        "wrap the launcher in triton_metal.op with a vmap rule.");
+  }
+
+  const char* name() const override { return "EmulatorKernel"; }
+
+  bool is_equivalent(const mx::Primitive& other) const override {
+    const auto* o = dynamic_cast<const EmulatorKernel*>(&other);
+    return o != nullptr && spec_->same_as(*o->spec_);
+  }
+
+ private:
+  std::shared_ptr<LaunchSpec> spec_;
+};
+
+std::vector<mx::array> launch(
+    const std::vector<mx::array>& inputs,
+    const std::vector<std::vector<int>>& output_shapes,
+    const std::vector<mx::Dtype>& output_dtypes,
+    const std::string& kernel_name,
+    const std::string& library_path,
+    const std::vector<int>& slot_kinds,
+    const std::vector<int>& slot_index,
+    const std::vector<nb::bytes>& constants,
+    const std::vector<long>& constant_counts,
+    const std::vector<nb::bytes>& fills,
+    const std::vector<unsigned>& grid,
+    const std::vector<unsigned>& threadgroup,
+    bool checked,
+    double watchdog_seconds,
+    unsigned workers,
+    unsigned stack_bytes) {
+  if (grid.size() != 3 || threadgroup.size() != 3 || slot_kinds.size() != slot_index.size() ||
+      output_shapes.size() != output_dtypes.size() || fills.size() != output_shapes.size() ||
+      constants.size() != constant_counts.size()) {
+    throw std::invalid_argument("[EmulatorKernel] inconsistent launch description");
+  }
+  auto spec = std::make_shared<LaunchSpec>();
+  spec->kernel_name = kernel_name;
+  spec->library_path = library_path;
+  spec->library = std::make_shared<KernelLibrary>(library_path);
+  spec->slot_kinds = slot_kinds;
+  spec->slot_index = slot_index;
+  for (const auto& c : constants) {
+    spec->constants.emplace_back(c.c_str(), c.size());
+  }
+  spec->constant_counts = constant_counts;
+  for (const auto& f : fills) {
+    spec->fills.emplace_back(f.c_str(), f.size());
+  }
+  spec->grid = grid;
+  spec->threadgroup = threadgroup;
+  spec->checked = checked;
+  spec->watchdog_seconds = watchdog_seconds;
+  spec->workers = workers;
+  spec->stack_bytes = stack_bytes;
+
+  auto stream = mx::default_stream(mx::Device::cpu);
+  std::vector<mx::Shape> shapes;
+  for (const auto& s : output_shapes) {
+    shapes.emplace_back(s.begin(), s.end());
+  }
+  return mx::array::make_arrays(
+      std::move(shapes), output_dtypes, std::make_shared<EmulatorKernel>(stream, spec), inputs);
+}
+
+}  // namespace
+
+NB_MODULE(_emulator_launch, m) {
+  nb::module_::import_("mlx.core");  // mx.array's binding must be registered first
+  m.def("accepts", [](const mx::array&) { return true; },
+        "Whether an mx.array crosses into this extension (MLX's nanobind ABI and domain).");
+  m.def("launch", &launch,
+        "Lazy outputs of one emulator kernel launch (backends/emulator/lazy_mlx.py).");
+}
