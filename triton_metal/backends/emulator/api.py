@@ -149,9 +149,7 @@ class MetalKernel:
                 "mx.export_function tracing (on a Mac the call is a lazy graph node). MLX said: "
                 f"{error}"
             ) from None
-        for type_string in [t for _, t in converted] + [TYPE_STRINGS[dtype_name(d)] for d in output_dtypes]:
-            if type_string not in NUMPY_DTYPES and type_string != "double":  # refused below
-                raise ValueError(f"the Metal emulator does not support arrays of {type_string}")
+        _check_types([t for _, t in converted] + [TYPE_STRINGS[dtype_name(d)] for d in output_dtypes])
         specs = [
             InputSpec(n, t, a.ndim, int(a.size)) for n, (a, t) in zip(self.input_names, converted)
         ]
@@ -238,18 +236,21 @@ class MetalKernel:
 
         mx = _mlx()
         arrays = [v if _is_mlx_array(v) else _mlx_input(v) for v in inputs]
-        specs = []
-        for n, a in zip(self.input_names, arrays):
-            type_string = TYPE_STRINGS[dtype_name(a.dtype)]
-            if type_string not in NUMPY_DTYPES:
-                raise ValueError(f"the Metal emulator does not support arrays of {type_string}")
-            specs.append(InputSpec(n, type_string, a.ndim, int(a.size)))
-        mlx_dtypes = [getattr(mx, dtype_name(d)) for d in output_dtypes]
-        for d in mlx_dtypes:
-            if TYPE_STRINGS[dtype_name(d)] not in NUMPY_DTYPES:
-                raise ValueError(f"the Metal emulator does not support arrays of {TYPE_STRINGS[dtype_name(d)]}")
+        names = [dtype_name(d) for d in output_dtypes]
+        _check_types([TYPE_STRINGS[n] for n in [dtype_name(a.dtype) for a in arrays] + names])
+        specs = [
+            InputSpec(n, TYPE_STRINGS[dtype_name(a.dtype)], a.ndim, int(a.size))
+            for n, a in zip(self.input_names, arrays)
+        ]
+        mlx_dtypes = [getattr(mx, "bool_" if name == "bool" else name) for name in names]
         kernel = self._kernel(specs, output_dtypes, template, verbose)
-        return lazy_mlx.launch(kernel, arrays, output_shapes, mlx_dtypes, grid, threadgroup, init_value)
+        return lazy_mlx.launch(self.name, kernel, arrays, output_shapes, mlx_dtypes, grid, threadgroup, init_value)
+
+
+def _check_types(type_strings: Sequence[str]) -> None:
+    for type_string in type_strings:
+        if type_string not in NUMPY_DTYPES and type_string != "double":  # refused by the source
+            raise ValueError(f"the Metal emulator does not support arrays of {type_string}")
 
 
 def _mlx_input(value: object) -> Any:

@@ -159,6 +159,7 @@ def _fill_bytes(dtype: np.dtype, init_value: float | None, bfloat16: bool) -> by
 
 
 def launch(
+    label: str,
     kernel: EmulatorKernel,
     inputs: Sequence[Any],
     output_shapes: Sequence[Sequence[int]],
@@ -167,8 +168,9 @@ def launch(
     threadgroup: Sequence[int],
     init_value: float | None,
 ) -> list[Any]:
-    """The outputs of one run of `kernel` as lazy MLX arrays (module docstring). `inputs` are MLX
-    arrays; `output_dtypes` MLX dtypes."""
+    """The outputs of one run of `kernel` as lazy MLX arrays (module docstring). `label` is the
+    `metal_kernel`'s name (the derivative refusals give it), `inputs` are MLX arrays,
+    `output_dtypes` MLX dtypes."""
     import mlx.core as mx
 
     from triton_metal.backends.emulator.kernel import NUMPY_DTYPES
@@ -205,7 +207,7 @@ def launch(
     by_output = dict(fills)
     return list(module.launch(
         list(inputs), [list(s) for s in output_shapes], list(output_dtypes),
-        kernel.source.kernel_name, str(kernel.artifact), kinds, index, constants, counts,
+        kernel.source.kernel_name, label, str(kernel.artifact), kinds, index, constants, counts,
         [by_output[i] for i in range(len(output_shapes))], list(g), list(tpt), kernel.checked,
         _env_float("TRITON_METAL_EMULATOR_WATCHDOG", 30.0), _env_int("TRITON_METAL_EMULATOR_THREADS", 0),
         _env_int("TRITON_METAL_EMULATOR_STACK", 128 * 1024),

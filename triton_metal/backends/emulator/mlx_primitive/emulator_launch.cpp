@@ -13,6 +13,7 @@
 
 #include <dlfcn.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <sstream>
@@ -37,37 +38,35 @@ namespace {
 
 using KernelEntry = int (*)(tm_launch_desc*);
 
-// One dlopen of a kernel library, closed when the last launch that needs it is gone (dlopen
-// counts references, so the handle Python's ctypes holds on the same file is not disturbed).
+// A kernel library, loaded once and never unloaded: the runtime library it links keeps worker
+// threads alive between launches, which must not outlive its code (ctypes never unloads either).
 struct KernelLibrary {
-  void* handle = nullptr;
   KernelEntry main = nullptr;
   KernelEntry wait = nullptr;
-
-  explicit KernelLibrary(const std::string& path) {
-    handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (handle == nullptr) {
-      throw std::runtime_error("cannot load the emulator kernel " + path + ": " + dlerror());
-    }
-    main = reinterpret_cast<KernelEntry>(dlsym(handle, "tm_kernel_main"));
-    wait = reinterpret_cast<KernelEntry>(dlsym(handle, "tm_launch_wait"));
-    if (main == nullptr || wait == nullptr) {
-      dlclose(handle);
-      throw std::runtime_error("the emulator kernel " + path + " lacks tm_kernel_main");
-    }
-  }
-  ~KernelLibrary() { dlclose(handle); }
-  KernelLibrary(const KernelLibrary&) = delete;
-  KernelLibrary& operator=(const KernelLibrary&) = delete;
 };
+
+KernelLibrary load_library(const std::string& path) {
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+  if (handle == nullptr) {
+    throw std::runtime_error("cannot load the emulator kernel " + path + ": " + dlerror());
+  }
+  KernelLibrary lib;
+  lib.main = reinterpret_cast<KernelEntry>(dlsym(handle, "tm_kernel_main"));
+  lib.wait = reinterpret_cast<KernelEntry>(dlsym(handle, "tm_launch_wait"));
+  if (lib.main == nullptr || lib.wait == nullptr) {
+    throw std::runtime_error("the emulator kernel " + path + " lacks tm_kernel_main");
+  }
+  return lib;  // the handle stays open for the process (RTLD_NODELETE as well)
+}
 
 enum SlotKind : int { kInput = 0, kOutput = 1, kConstant = 2 };
 
 // Everything one launch needs besides its arrays; shared by the primitive and the task it queues.
 struct LaunchSpec {
-  std::string kernel_name;
+  std::string kernel_name;              // the MSL kernel's name (the runtime's messages)
+  std::string label;                     // metal_kernel's name (the refusals of derivatives)
   std::string library_path;
-  std::shared_ptr<KernelLibrary> library;
+  KernelLibrary library;
   std::vector<int> slot_kinds;           // per [[buffer(i)]]: SlotKind
   std::vector<int> slot_index;           // input or output index, or index into constants
   std::vector<std::string> constants;    // bytes of the constant buffers
@@ -88,24 +87,49 @@ struct LaunchSpec {
   }
 };
 
-void fill(mx::array& out, const std::string& pattern) {
-  auto* bytes = static_cast<char*>(out.data<void>());
-  size_t n = out.nbytes();
+void fill(char* bytes, size_t n, const std::string& pattern) {
   size_t k = pattern.size();
   for (size_t at = 0; k != 0 && at + k <= n; at += k) {
     std::memcpy(bytes + at, pattern.data(), k);
   }
 }
 
-// The elements of `in` in row-major order (a view, a broadcast or a transpose copied out; a
-// row-contiguous array is used in place). The kernel reads every input as a dense buffer.
-const void* row_major(const mx::array& in, std::vector<char>& copy) {
-  if (in.flags().row_contiguous) {
+// Kernels are compiled for buffers aligned as Metal aligns them (vector loads and stores of up to
+// 16 bytes), while MLX's CPU allocator only guarantees 8 bytes and a view may start anywhere: the
+// emulator gives every buffer this alignment, copying inputs that lack it and running outputs
+// that lack it on an aligned buffer copied back after the launch.
+constexpr size_t kAlignment = 64;
+
+struct AlignedBytes {
+  std::unique_ptr<char, decltype(&std::free)> data{nullptr, &std::free};
+  explicit AlignedBytes(size_t bytes)
+      : data(static_cast<char*>(std::aligned_alloc(
+                 kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment + kAlignment)),
+             &std::free) {
+    if (!data) {
+      throw std::bad_alloc();
+    }
+  }
+};
+
+bool aligned(const void* p) {
+  return reinterpret_cast<uintptr_t>(p) % 16 == 0;
+}
+
+// The elements of `in` in row-major order from an aligned address: the array's own memory
+// when it is row-contiguous and aligned, else a copy (a view, a broadcast, a transpose).
+const void* dense_input(const mx::array& in, std::unique_ptr<AlignedBytes>& copy) {
+  if (in.flags().row_contiguous && aligned(in.data<void>())) {
     return in.data<void>();
   }
   size_t item = in.itemsize();
-  copy.resize(in.size() * item);
+  copy = std::make_unique<AlignedBytes>(in.size() * item);
+  char* dst = copy->data.get();
   const auto* base = static_cast<const char*>(in.data<void>());
+  if (in.flags().row_contiguous) {
+    std::memcpy(dst, base, in.size() * item);
+    return dst;
+  }
   int nd = static_cast<int>(in.ndim());
   std::vector<int64_t> at(nd, 0);
   for (size_t k = 0; k < in.size(); ++k) {
@@ -113,29 +137,29 @@ const void* row_major(const mx::array& in, std::vector<char>& copy) {
     for (int d = 0; d < nd; ++d) {
       offset += at[d] * in.strides()[d];
     }
-    std::memcpy(copy.data() + k * item, base + offset * static_cast<int64_t>(item), item);
-    for (int d = nd - 1; d >= 0; --d) {  // next index, last axis fastest
+    std::memcpy(dst + k * item, base + offset * static_cast<int64_t>(item), item);
+    for (int d = nd - 1; d >= 0; --d) {  // the next index, last axis fastest
       if (++at[d] < in.shape(d)) {
         break;
       }
       at[d] = 0;
     }
   }
-  return copy.data();
+  return dst;
 }
 
-// Runs the kernel on buffers that are ready (called on the CPU stream's thread).
-void run(const LaunchSpec& spec, std::vector<mx::array>& inputs, std::vector<mx::array>& outputs) {
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    fill(outputs[i], spec.fills[i]);
-  }
-  if (spec.grid[0] == 0 || spec.grid[1] == 0 || spec.grid[2] == 0) {
-    return;  // an empty grid runs no thread (as MLX dispatches nothing)
-  }
-  std::vector<std::vector<char>> copies(inputs.size());
+// One run of the kernel over the inputs and the outputs' (aligned) buffers.
+void launch_kernel(const LaunchSpec& spec, std::vector<mx::array>& inputs,
+                   std::vector<mx::array>& outputs, const std::vector<char*>& out_data) {
+  std::vector<std::unique_ptr<AlignedBytes>> copies(inputs.size());
   std::vector<const void*> dense(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
-    dense[i] = row_major(inputs[i], copies[i]);
+    dense[i] = dense_input(inputs[i], copies[i]);
+  }
+  std::vector<std::unique_ptr<AlignedBytes>> constants;
+  for (const auto& c : spec.constants) {
+    constants.push_back(std::make_unique<AlignedBytes>(c.size()));
+    std::memcpy(constants.back()->data.get(), c.data(), c.size());
   }
   size_t n = spec.slot_kinds.size();
   std::vector<void*> pointers(spec.checked ? 2 * n : n, nullptr);
@@ -148,11 +172,11 @@ void run(const LaunchSpec& spec, std::vector<mx::array>& inputs, std::vector<mx:
         count = static_cast<long>(inputs[at].size());
         break;
       case kOutput:
-        pointers[i] = outputs[at].data<void>();
+        pointers[i] = out_data[at];
         count = static_cast<long>(outputs[at].size());
         break;
       default:
-        pointers[i] = const_cast<char*>(spec.constants[at].data());
+        pointers[i] = constants[at]->data.get();
         count = spec.constant_counts[at];
     }
     if (spec.checked) {
@@ -173,13 +197,35 @@ void run(const LaunchSpec& spec, std::vector<mx::array>& inputs, std::vector<mx:
   desc.error = error.data();
   desc.error_capacity = static_cast<unsigned>(error.size());
   desc.poll_seconds = 0.0;  // wait here: nothing on this thread could interrupt the launch
-  int status = spec.library->main(&desc);
+  int status = spec.library.main(&desc);
   while (status == TM_PENDING) {
-    status = spec.library->wait(&desc);
+    status = spec.library.wait(&desc);
   }
   if (status != TM_OK) {
     throw std::runtime_error(
         "[EmulatorKernel] kernel '" + spec.kernel_name + "': " + std::string(error.data()));
+  }
+}
+
+// Runs the kernel on buffers that are ready (called on the CPU stream's thread).
+void run(const LaunchSpec& spec, std::vector<mx::array>& inputs, std::vector<mx::array>& outputs) {
+  std::vector<std::unique_ptr<AlignedBytes>> scratch(outputs.size());
+  std::vector<char*> out_data(outputs.size());
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    out_data[i] = static_cast<char*>(outputs[i].data<void>());
+    if (!aligned(out_data[i])) {
+      scratch[i] = std::make_unique<AlignedBytes>(outputs[i].nbytes());
+      out_data[i] = scratch[i]->data.get();
+    }
+    fill(out_data[i], outputs[i].nbytes(), spec.fills[i]);
+  }
+  if (spec.grid[0] != 0 && spec.grid[1] != 0 && spec.grid[2] != 0) {  // else nothing runs
+    launch_kernel(spec, inputs, outputs, out_data);
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (scratch[i]) {
+      std::memcpy(outputs[i].data<void>(), out_data[i], outputs[i].nbytes());
+    }
   }
 }
 
@@ -210,12 +256,21 @@ class EmulatorKernel : public mx::Primitive {
                              "' runs on the CPU stream only.");
   }
 
+  // No derivative rules, as MLX's CustomKernel has none: the same words as its errors, naming
+  // the kernel's variant (the eager stand-in, api.py, raises the same text).
+  std::vector<mx::array> jvp(const std::vector<mx::array>&, const std::vector<mx::array>&,
+                             const std::vector<int>&) override {
+    throw std::invalid_argument(refusal("jvp"));
+  }
+
+  std::vector<mx::array> vjp(const std::vector<mx::array>&, const std::vector<mx::array>&,
+                             const std::vector<int>&, const std::vector<mx::array>&) override {
+    throw std::invalid_argument(refusal("vjp"));
+  }
+
   std::pair<std::vector<mx::array>, std::vector<int>> vmap(
       const std::vector<mx::array>&, const std::vector<int>&) override {
-    throw std::invalid_argument(
-        "[Primitive::vmap] Not implemented for EmulatorKernel (kernel '" + spec_->kernel_name +
-        "'): a kernel launch has no batching rule, as MLX's CustomKernel has none on a Mac; "
-        "wrap the launcher in triton_metal.op with a vmap rule.");
+    throw std::invalid_argument(refusal("vmap"));
   }
 
   const char* name() const override { return "EmulatorKernel"; }
@@ -227,6 +282,11 @@ class EmulatorKernel : public mx::Primitive {
 
  private:
   std::shared_ptr<LaunchSpec> spec_;
+
+  std::string refusal(const char* rule) const {
+    return std::string("[Primitive::") + rule + "] Not implemented for CustomKernel (metal_kernel '" +
+        spec_->label + "').";
+  }
 };
 
 std::vector<mx::array> launch(
@@ -234,6 +294,7 @@ std::vector<mx::array> launch(
     const std::vector<std::vector<int>>& output_shapes,
     const std::vector<mx::Dtype>& output_dtypes,
     const std::string& kernel_name,
+    const std::string& label,
     const std::string& library_path,
     const std::vector<int>& slot_kinds,
     const std::vector<int>& slot_index,
@@ -253,8 +314,9 @@ std::vector<mx::array> launch(
   }
   auto spec = std::make_shared<LaunchSpec>();
   spec->kernel_name = kernel_name;
+  spec->label = label;
   spec->library_path = library_path;
-  spec->library = std::make_shared<KernelLibrary>(library_path);
+  spec->library = load_library(library_path);
   spec->slot_kinds = slot_kinds;
   spec->slot_index = slot_index;
   for (const auto& c : constants) {
