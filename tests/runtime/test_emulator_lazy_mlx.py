@@ -2,8 +2,9 @@
 primitive, backends/emulator/lazy_mlx.py), as `metal_kernel` launches are on a Mac: nothing is
 evaluated at the launch, `mx.compile` traces them, and the values are bit for bit those of the
 eager path (`TRITON_METAL_EMULATOR_LAZY=0`, the kernel run at the call through NumPy buffers).
-`mx.vmap` and derivatives are refused naming the kernel; `mx.export_function` is refused by MLX,
-whose export serializes its own primitives only.
+`mx.vmap` and derivatives are refused naming the kernel; inside `mx.export_function` tracing the
+launch is MLX's own `metal_kernel` node (MLX serializes its own primitives only), so the file
+written is the one a Mac writes.
 """
 
 from __future__ import annotations
@@ -140,12 +141,23 @@ def test_vmap_and_grad_are_refused_naming_the_kernel() -> None:
         mx.grad(lambda x: _launch(x, y[0]).sum())(x[0])
 
 
-def test_export_function_is_refused_by_mlx(tmp_path: Path) -> None:
-    x, y = _rand(100, seed=11), _rand(100, seed=12)
-    # MLX serializes only the primitives of its own table (mlx/export.cpp, PrimitiveFactory)
-    with pytest.raises(ValueError, match=re.escape("[export_function] Unable to serialize primitive "
-                                                   "EmulatorKernel")):
-        mx.export_function(str(tmp_path / "f.mlxfn"), _launch, x, y)
+@pytest.mark.parametrize("case", ["kernel", "kernel_in_place"])
+def test_export_function_writes_the_custom_kernel_a_mac_runs(case: str, tmp_path: Path) -> None:
+    fn, make = CASES[case]
+    path = tmp_path / "f.mlxfn"
+    mx.export_function(str(path), fn, *make())
+    data = path.read_bytes()
+    # MLX's own metal_kernel node, built from the arguments the emulator received; MLX cannot
+    # serialize the emulator's primitive (mlx/export.cpp serializes its own primitives only)
+    assert data.count(b"CustomKernel") == 1 and b"EmulatorKernel" not in data
+    kernel = b"scaled_add" if case == "kernel" else b"half_writer"
+    assert b"[[kernel]] void custom_kernel_" + kernel in data  # the MSL travels in the node
+
+
+def test_export_of_an_op_is_refused_by_mlx(tmp_path: Path) -> None:
+    # ops are mx.custom_function's, which MLX's export cannot serialize (on a Mac too)
+    with pytest.raises(ValueError, match=re.escape("Unable to serialize primitive CustomTransforms")):
+        mx.export_function(str(tmp_path / "f.mlxfn"), _ops, *CASES["ops"][1]())
 
 
 def test_a_fault_surfaces_at_evaluation() -> None:

@@ -109,7 +109,10 @@ class MetalKernel:
     fast_math: bool
     device_prints: Callable[[PrintRecords], None] | None = None
     """Receives each launch's `tl.device_print` records (None: they are dropped, as on Metal)."""
+    compile_options: dict[str, str] | None = None
+    """As given to `metal_kernel` (MLX's own kernel is built with them inside an export trace)."""
     _compiled: dict[tuple[str, bool, bool], EmulatorKernel] = field(default_factory=dict, repr=False)
+    _mlx_kernel: Any = field(default=None, repr=False)
 
     def __call__(
         self,
@@ -235,6 +238,10 @@ class MetalKernel:
         from triton_metal.backends.emulator import lazy_mlx
 
         mx = _mlx()
+        exported = self._in_export_trace(inputs, output_shapes, output_dtypes, grid, threadgroup,
+                                         template, init_value)
+        if exported is not None:
+            return exported
         arrays = [v if _is_mlx_array(v) else _mlx_input(v) for v in inputs]
         names = [dtype_name(d) for d in output_dtypes]
         _check_types([TYPE_STRINGS[n] for n in [dtype_name(a.dtype) for a in arrays] + names])
@@ -245,6 +252,44 @@ class MetalKernel:
         mlx_dtypes = [getattr(mx, "bool_" if name == "bool" else name) for name in names]
         kernel = self._kernel(specs, output_dtypes, template, verbose)
         return lazy_mlx.launch(self.name, kernel, arrays, output_shapes, mlx_dtypes, grid, threadgroup, init_value)
+
+    def _in_export_trace(
+        self,
+        inputs: Sequence[object],
+        output_shapes: Sequence[Sequence[int]],
+        output_dtypes: Sequence[object],
+        grid: Sequence[int],
+        threadgroup: Sequence[int],
+        template: Sequence[tuple[str, object]] | None,
+        init_value: float | None,
+    ) -> list[Any] | None:
+        """Inside `mx.export_function` tracing, the node of MLX's own `mx.fast.metal_kernel`
+        built from the very same arguments: the exported function is what a Mac exports (MLX
+        can serialize its `CustomKernel`, not the emulator's primitive). Without Metal MLX builds
+        that node only inside an export trace and raises "No Metal back-end" anywhere else,
+        which is how the trace is recognised; None outside one (or where Metal exists, so that
+        the emulator never hands a launch to the GPU)."""
+        mx = _mlx()
+        if mx.metal.is_available():
+            return None
+        if self._mlx_kernel is None:
+            self._mlx_kernel = mx.fast.metal_kernel(
+                name=self.name, input_names=list(self.input_names),
+                output_names=list(self.output_names), source=self.source, header=self.header,
+                ensure_row_contiguous=self.ensure_row_contiguous,
+                atomic_outputs=self.atomic_outputs,
+                **({"compile_options": self.compile_options} if self.compile_options else {}),
+            )
+        try:
+            return list(self._mlx_kernel(
+                inputs=list(inputs), output_shapes=[tuple(s) for s in output_shapes],
+                output_dtypes=list(output_dtypes), grid=tuple(grid), threadgroup=tuple(threadgroup),
+                template=list(template) if template else None, init_value=init_value,
+            ))
+        except RuntimeError as error:
+            if "No Metal back-end" not in str(error):
+                raise
+            return None
 
 
 def _check_types(type_strings: Sequence[str]) -> None:
@@ -313,4 +358,5 @@ def metal_kernel(
         atomic_outputs,
         fast_math,
         device_prints,
+        dict(compile_options) if compile_options is not None else None,
     )
