@@ -14,10 +14,13 @@ set makes a kernel that forgets to write an element visible as NaN or -1). Input
 row-contiguous: with `ensure_row_contiguous=False` the `_strides` buffers describe that row-major
 copy, which indexes the same elements.
 
-The kernel runs when it is called (reading the inputs' values, which MLX forbids inside
-`mx.compile`, `mx.vmap` and export tracing: refused there, naming the kernel). With MLX inputs
-the outputs are graph nodes that depend on them and, like MLX's `CustomKernel`, have no vjp,
-jvp or vmap, so `mx.grad` through a kernel raises as on a Mac rather than seeing constants.
+With an MLX input the call is lazy, as on a Mac: the outputs are nodes of MLX's graph whose
+evaluation runs the kernel (`lazy_mlx.py`; inside `mx.export_function` tracing, the node of MLX's
+own `metal_kernel`). Otherwise (NumPy and scalar inputs only, `tl.device_print`, ASan, or the
+lazy-launch extension unavailable) the kernel runs when it is called, reading the inputs' values,
+which MLX forbids inside `mx.compile`, `mx.vmap` and export tracing: refused there, naming the
+kernel. Either way the outputs depend on the MLX inputs and, like MLX's `CustomKernel`, have no
+vjp, jvp or vmap, so `mx.grad` through a kernel raises as on a Mac rather than seeing constants.
 """
 
 from __future__ import annotations
@@ -29,7 +32,9 @@ from typing import Any
 import numpy as np
 
 from triton_metal.backends.emulator.bounds import checks_enabled
-from triton_metal.backends.emulator.kernel import NUMPY_DTYPES, EmulatorKernel, PrintRecords, asan_enabled
+from triton_metal.backends.emulator.kernel import (
+    NUMPY_DTYPES, EmulatorKernel, PrintRecords, asan_enabled, bfloat16_bits,
+)
 from triton_metal.backends.emulator.signature import (
     TYPE_STRINGS,
     InputSpec,
@@ -165,9 +170,7 @@ class MetalKernel:
                 arr = np.empty(tuple(shape), dtype=dtype)
                 arr.reshape(-1).view(np.uint8)[:] = 0xFF
             elif name == "bfloat16":
-                bits = np.asarray(init_value, dtype=np.float32).view(np.uint32)
-                rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16  # round to nearest even
-                arr = np.full(tuple(shape), rounded, dtype=np.uint16)
+                arr = np.full(tuple(shape), bfloat16_bits(init_value), dtype=np.uint16)
             else:
                 arr = np.full(tuple(shape), init_value).astype(dtype)
             outputs.append(arr)

@@ -83,6 +83,12 @@ NUMPY_DTYPES: dict[str, np.dtype] = {
     "uint64_t": np.dtype(np.uint64),
 }
 
+def bfloat16_bits(value: float) -> int:
+    """The bits of `value` as a bfloat16 (float32 rounded to nearest even), as MLX converts it."""
+    bits = int(np.asarray(value, dtype=np.float32).view(np.uint32))
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFFFFFF) >> 16  # 32-bit arithmetic
+
+
 _STATUS_FAULT, _STATUS_TG_MEMORY, _STATUS_WATCHDOG, _STATUS_BAD_LAUNCH = 1, 2, 3, 4
 _STATUS_OUT_OF_BOUNDS, _STATUS_INTERRUPTED, _STATUS_PENDING = 5, 6, 7
 _POLL_SECONDS = 0.1

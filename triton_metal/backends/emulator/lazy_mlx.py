@@ -1,14 +1,16 @@
 """Lazy emulator launches on MLX arrays: each launch is a node of MLX's graph, as on a Mac.
 
-`launch(kernel, inputs, output_shapes, output_dtypes, grid, threadgroup, init_value)` returns
-the outputs of one run of `kernel` (an `EmulatorKernel`) as unevaluated MLX arrays. Their node
-is an MLX primitive (`EmulatorKernel`, `mlx_primitive/emulator_launch.cpp`) whose `eval_cpu`
-runs the kernel's compiled library on MLX's CPU stream, on buffers MLX allocated; nothing is
-evaluated at the launch, so `mx.compile`, `mx.export_function` tracing and `mx.async_eval` work
-over launches on Linux too. Like MLX's `CustomKernel` the node has no vjp, jvp or vmap (MLX's
-"[Primitive::vjp] Not implemented" errors; the vmap error names the kernel).
+`launch(label, kernel, inputs, output_shapes, output_dtypes, grid, threadgroup, init_value)`
+returns the outputs of one run of `kernel` (an `EmulatorKernel`) as unevaluated MLX arrays.
+Their node is an MLX primitive (`EmulatorKernel`, `mlx_primitive/emulator_launch.cpp`) whose
+`eval_cpu` runs the kernel's compiled library on MLX's CPU stream, on buffers MLX allocated
+(through aligned copies where MLX's lack Metal's 16-byte alignment); nothing is evaluated at the
+launch, so `mx.compile` traces launches on Linux too. Like MLX's `CustomKernel` the node has no
+vjp, jvp or vmap: MLX's "[Primitive::vjp] Not implemented for CustomKernel" errors, naming the
+`metal_kernel` (`label`). MLX cannot export the node; `api.py` builds MLX's own `metal_kernel`
+node inside an export trace instead.
 
-The primitive is a Python extension built on first use (about 10 s of g++; cached in the private
+The primitive is a Python extension built on first use (about 10 s of g++ CPU time; cached in the private
 emulator cache, `toolchain.build`, keyed by its source, the compiler, MLX's and nanobind's
 versions and the Python ABI) against the headers and `libmlx` the mlx wheel ships and the
 `nanobind` package, in MLX's nanobind domain so that an `mx.array` crosses as the C++ array.
@@ -32,11 +34,14 @@ import sysconfig
 import warnings
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
-from triton_metal.backends.emulator.kernel import EmulatorKernel, _env_float, _env_int, dispatch_dims, shape_buffer
+from triton_metal.backends.emulator.kernel import (
+    NUMPY_DTYPES, EmulatorKernel, _env_float, _env_int, bfloat16_bits, dispatch_dims, shape_buffer,
+)
 from triton_metal.backends.emulator.runtime_lib import RUNTIME_DIR, shared_flags
 from triton_metal.backends.emulator.signature import ParamKind
 from triton_metal.backends.emulator.toolchain import BuildFailure, SourceFiles, ToolchainError, build
@@ -153,8 +158,7 @@ def _fill_bytes(dtype: np.dtype, init_value: float | None, bfloat16: bool) -> by
     if init_value is None:
         return b"\xff" * dtype.itemsize
     if bfloat16:
-        bits = int(np.asarray(init_value, dtype=np.float32).view(np.uint32))
-        return np.uint16((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).tobytes()  # to nearest even
+        return np.uint16(bfloat16_bits(init_value)).tobytes()
     return np.asarray(np.full((), init_value).astype(dtype)).tobytes()
 
 
@@ -173,8 +177,6 @@ def launch(
     `output_dtypes` MLX dtypes."""
     import mlx.core as mx
 
-    from triton_metal.backends.emulator.kernel import NUMPY_DTYPES
-
     module = _extension()
     assert module is not None, "launch() is called after available()"
     g, tpt = dispatch_dims(grid, threadgroup)
@@ -182,6 +184,7 @@ def launch(
     index: list[int] = []
     constants: list[bytes] = []
     counts: list[int] = []
+    fills: dict[int, bytes] = {}
     for p in kernel.source.params:
         if p.kind is ParamKind.ATTRIBUTE:
             continue
@@ -192,23 +195,18 @@ def launch(
         elif p.kind is ParamKind.OUTPUT:
             kinds.append(_SLOT_OUTPUT)
             index.append(p.arg)
+            bf16 = output_dtypes[p.arg] == mx.bfloat16
+            fills[p.arg] = _fill_bytes(NUMPY_DTYPES[p.element], init_value, bf16)
         else:
             buf = shape_buffer(p.kind, inputs[p.arg].shape)
             kinds.append(_SLOT_CONSTANT)
             index.append(len(constants))
             constants.append(buf.tobytes())
             counts.append(int(buf.size))
-    fills = []
-    for p in kernel.source.params:
-        if p.kind is ParamKind.OUTPUT:
-            assert p.arg is not None
-            bf16 = output_dtypes[p.arg] == mx.bfloat16
-            fills.append((p.arg, _fill_bytes(NUMPY_DTYPES[p.element], init_value, bf16)))
-    by_output = dict(fills)
     return list(module.launch(
         list(inputs), [list(s) for s in output_shapes], list(output_dtypes),
         kernel.source.kernel_name, label, str(kernel.artifact), kinds, index, constants, counts,
-        [by_output[i] for i in range(len(output_shapes))], list(g), list(tpt), kernel.checked,
+        [fills[i] for i in range(len(output_shapes))], list(g), list(tpt), kernel.checked,
         _env_float("TRITON_METAL_EMULATOR_WATCHDOG", 30.0), _env_int("TRITON_METAL_EMULATOR_THREADS", 0),
         _env_int("TRITON_METAL_EMULATOR_STACK", 128 * 1024),
     ))
