@@ -100,6 +100,19 @@ def _template_value(value: object) -> bool | int | str:
         raise ValueError(f"Invalid template argument {value!r}: expected bool, int or a dtype") from None
 
 
+@dataclass(frozen=True)
+class _Call:
+    """The arguments of one kernel call (MLX's names)."""
+
+    inputs: Sequence[object]
+    output_shapes: Sequence[Sequence[int]]
+    output_dtypes: Sequence[object]
+    grid: Sequence[int]
+    threadgroup: Sequence[int]
+    template: Sequence[tuple[str, object]] | None
+    init_value: float | None
+
+
 @dataclass
 class MetalKernel:
     """The callable `metal_kernel` returns (one per name/source; compiled per specialization)."""
@@ -144,8 +157,8 @@ class MetalKernel:
                 f"{len(self.output_names)}."
             )
         if self._lazy(inputs):
-            return self._launch_lazily(inputs, output_shapes, output_dtypes, grid, threadgroup,
-                                       template, init_value, verbose)
+            call = _Call(inputs, output_shapes, output_dtypes, grid, threadgroup, template, init_value)
+            return self._launch_lazily(call, verbose)
         try:
             converted = [_to_numpy(v) for v in inputs]
         except ValueError as error:
@@ -227,45 +240,26 @@ class MetalKernel:
 
         return lazy_mlx.enabled() and lazy_mlx.available()
 
-    def _launch_lazily(
-        self,
-        inputs: Sequence[object],
-        output_shapes: Sequence[Sequence[int]],
-        output_dtypes: Sequence[object],
-        grid: Sequence[int],
-        threadgroup: Sequence[int],
-        template: Sequence[tuple[str, object]] | None,
-        init_value: float | None,
-        verbose: bool,
-    ) -> list[Any]:
+    def _launch_lazily(self, call: _Call, verbose: bool) -> list[Any]:
         from triton_metal.backends.emulator import lazy_mlx
 
         mx = _mlx()
-        exported = self._in_export_trace(inputs, output_shapes, output_dtypes, grid, threadgroup,
-                                         template, init_value)
+        exported = self._in_export_trace(call)
         if exported is not None:
             return exported
-        arrays = [v if _is_mlx_array(v) else _mlx_input(v) for v in inputs]
-        names = [dtype_name(d) for d in output_dtypes]
+        arrays = [v if _is_mlx_array(v) else _mlx_input(v) for v in call.inputs]
+        names = [dtype_name(d) for d in call.output_dtypes]
         _check_types([TYPE_STRINGS[n] for n in [dtype_name(a.dtype) for a in arrays] + names])
         specs = [
             InputSpec(n, TYPE_STRINGS[dtype_name(a.dtype)], a.ndim, int(a.size))
             for n, a in zip(self.input_names, arrays)
         ]
         mlx_dtypes = [getattr(mx, "bool_" if name == "bool" else name) for name in names]
-        kernel = self._kernel(specs, output_dtypes, template, verbose)
-        return lazy_mlx.launch(self.name, kernel, arrays, output_shapes, mlx_dtypes, grid, threadgroup, init_value)
+        kernel = self._kernel(specs, call.output_dtypes, call.template, verbose)
+        return lazy_mlx.launch(self.name, kernel, arrays, call.output_shapes, mlx_dtypes, call.grid,
+                               call.threadgroup, call.init_value)
 
-    def _in_export_trace(
-        self,
-        inputs: Sequence[object],
-        output_shapes: Sequence[Sequence[int]],
-        output_dtypes: Sequence[object],
-        grid: Sequence[int],
-        threadgroup: Sequence[int],
-        template: Sequence[tuple[str, object]] | None,
-        init_value: float | None,
-    ) -> list[Any] | None:
+    def _in_export_trace(self, call: _Call) -> list[Any] | None:
         """Inside `mx.export_function` tracing, the node of MLX's own `mx.fast.metal_kernel`
         built from the very same arguments: the exported function is what a Mac exports (MLX
         can serialize its `CustomKernel`, not the emulator's primitive). Without Metal MLX builds
@@ -285,9 +279,10 @@ class MetalKernel:
             )
         try:
             return list(self._mlx_kernel(
-                inputs=list(inputs), output_shapes=[tuple(s) for s in output_shapes],
-                output_dtypes=list(output_dtypes), grid=tuple(grid), threadgroup=tuple(threadgroup),
-                template=list(template) if template else None, init_value=init_value,
+                inputs=list(call.inputs), output_shapes=[tuple(s) for s in call.output_shapes],
+                output_dtypes=list(call.output_dtypes), grid=tuple(call.grid),
+                threadgroup=tuple(call.threadgroup),
+                template=list(call.template) if call.template else None, init_value=call.init_value,
             ))
         except RuntimeError as error:
             if "No Metal back-end" not in str(error):
