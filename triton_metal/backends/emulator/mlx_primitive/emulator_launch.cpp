@@ -16,9 +16,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <sstream>
+#include <mutex>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <nanobind/nanobind.h>
@@ -45,7 +46,7 @@ struct KernelLibrary {
   KernelEntry wait = nullptr;
 };
 
-KernelLibrary load_library(const std::string& path) {
+KernelLibrary open_library(const std::string& path) {
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   if (handle == nullptr) {
     throw std::runtime_error("cannot load the emulator kernel " + path + ": " + dlerror());
@@ -57,6 +58,18 @@ KernelLibrary load_library(const std::string& path) {
     throw std::runtime_error("the emulator kernel " + path + " lacks tm_kernel_main");
   }
   return lib;  // the handle stays open for the process (RTLD_NODELETE as well)
+}
+
+// The library at `path`, opened on its first launch.
+KernelLibrary load_library(const std::string& path) {
+  static std::mutex guard;
+  static std::unordered_map<std::string, KernelLibrary> loaded;
+  std::lock_guard<std::mutex> lock(guard);
+  auto found = loaded.find(path);
+  if (found == loaded.end()) {
+    found = loaded.emplace(path, open_library(path)).first;
+  }
+  return found->second;
 }
 
 enum SlotKind : int { kInput = 0, kOutput = 1, kConstant = 2 };
