@@ -76,7 +76,7 @@ def _build_inputs() -> tuple[list[str], list[str]]:
         import mlx.core as mx
         import nanobind
     except ImportError as error:
-        raise ExtensionUnavailable(f"{error.name} is not installed (pip install nanobind)") from None
+        raise ExtensionUnavailable(f"{error.name} is not installed (pip install {error.name})") from None
     mlx_dir = Path(mx.__file__).resolve().parent
     mlx_include, mlx_lib = mlx_dir / "include", mlx_dir / "lib"
     python_include = sysconfig.get_paths()["include"]
@@ -91,7 +91,7 @@ def _build_inputs() -> tuple[list[str], list[str]]:
         needed["MLX's library"] = mlx_lib / "libmlx.dylib"
     for what, path in needed.items():
         if not path.exists():
-            raise ExtensionUnavailable(f"{what} are not installed ({path} is missing)")
+            raise ExtensionUnavailable(f"{what}: {path} is missing")
     flags = [
         "-std=c++20", "-O2", "-fPIC", "-shared", "-fvisibility=hidden", "-pthread",
         f"-DNB_DOMAIN={MLX_NANOBIND_DOMAIN}",
