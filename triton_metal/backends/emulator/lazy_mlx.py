@@ -10,10 +10,11 @@ vjp, jvp or vmap: MLX's "[Primitive::vjp] Not implemented for CustomKernel" erro
 `metal_kernel` (`label`). MLX cannot export the node; `api.py` builds MLX's own `metal_kernel`
 node inside an export trace instead.
 
-The primitive is a Python extension built on first use (about 10 s of g++ CPU time; cached in the private
-emulator cache, `toolchain.build`, keyed by its source, the compiler, MLX's and nanobind's
-versions and the Python ABI) against the headers and `libmlx` the mlx wheel ships and the
-`nanobind` package, in MLX's nanobind domain so that an `mx.array` crosses as the C++ array.
+The primitive is a Python extension built on first use (about 10 s of g++ CPU time), cached in
+the private emulator cache by `toolchain.build` (keyed by its source and `tm_abi.h`, the
+compiler, MLX's and nanobind's versions and the Python ABI), compiled against the headers and
+`libmlx` the mlx wheel ships and the `nanobind` package, in MLX's nanobind domain so that an
+`mx.array` crosses as the C++ array.
 `available()` says whether it could be built and loaded; where it cannot (no nanobind, no
 Python headers, an MLX built with another nanobind ABI, a compile error), or with
 `TRITON_METAL_EMULATOR_LAZY=0`, the caller keeps the eager path (the kernel runs at the call),
@@ -97,7 +98,7 @@ def _build_inputs() -> tuple[list[str], list[str]]:
         f"-DNB_DOMAIN={MLX_NANOBIND_DOMAIN}",
         "-isystem", python_include, "-isystem", str(nb_dir / "include"),
         "-isystem", str(nb_dir / "ext" / "robin_map" / "include"), "-isystem", str(mlx_include),
-        "-I", str(RUNTIME_DIR), *shared_flags(),
+        *shared_flags(),
         "-o", "{out}", SOURCE.name, str(needed["nanobind's sources"]),
         "-L", str(mlx_lib), "-lmlx", f"-Wl,-rpath,{mlx_lib}", "-ldl",
     ]
@@ -126,7 +127,8 @@ def _load() -> ModuleType:
     flags, keys = _build_inputs()
     suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
     try:
-        path = build("mlx-launch", suffix, SourceFiles((SOURCE,)), flags, keys)
+        # the launch description's layout comes from the runtime's header: part of the key
+        path = build("mlx-launch", suffix, SourceFiles((SOURCE, RUNTIME_DIR / "tm_abi.h")), flags, keys)
     except BuildFailure as failure:
         tail = "\n".join(failure.stderr.strip().splitlines()[-12:])
         raise ExtensionUnavailable(f"it failed to compile:\n{tail}") from None
