@@ -49,18 +49,22 @@ _MSL_KERNEL = re.compile(r"kernel 'custom_kernel_\w*'")
 
 class EmulatedMlx:
     """`mlx.core` whose `fast.metal_kernel` is the emulator's (same calls, same rules), its
-    kernels' `tl.device_print` output going to `device_prints`."""
+    kernels' `tl.device_print` output going to `device_prints`, and the faults of its lazy
+    launches (raised when MLX evaluates them) reworded by `faults`."""
 
     runs_device_prints = True
     """The Metal launcher's cue: prints are printed here, not reported as unavailable."""
 
-    def __init__(self, device_prints: Callable[[PrintRecords], None] | None = None) -> None:
+    def __init__(self, device_prints: Callable[[PrintRecords], None] | None = None,
+                 faults: Callable[[Exception], Exception] | None = None) -> None:
         import mlx.core as mx
 
         from ..backends.emulator import metal_kernel
 
         self._mx = mx
-        self.fast = SimpleNamespace(metal_kernel=partial(metal_kernel, device_prints=device_prints))
+        self.fast = SimpleNamespace(
+            metal_kernel=partial(metal_kernel, device_prints=device_prints, faults=faults)
+        )
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._mx, name)
@@ -214,6 +218,7 @@ class EmulatorLauncher:
             from ..backends.metal import MetalLauncher
 
             prints = printer(self._prints, self.kernel_name or self.msl.name) if self._prints else None
-            self._metal = MetalLauncher(self.msl, self.plan, self.arg_names, mx=EmulatedMlx(prints),
+            mlx = EmulatedMlx(prints, faults=self._in_python_terms)  # lazy launches' faults
+            self._metal = MetalLauncher(self.msl, self.plan, self.arg_names, mx=mlx,
                                         twin=self.twin)
         return self._metal

@@ -127,6 +127,8 @@ class MetalKernel:
     fast_math: bool
     device_prints: Callable[[PrintRecords], None] | None = None
     """Receives each launch's `tl.device_print` records (None: they are dropped, as on Metal)."""
+    faults: Callable[[Exception], Exception] | None = None
+    """Rewords a kernel fault of a lazy launch in the caller's terms (None: as the runtime says)."""
     compile_options: dict[str, str] | None = None
     """As given to `metal_kernel` (MLX's own kernel is built with them inside an export trace)."""
     _compiled: dict[tuple[str, bool, bool], EmulatorKernel] = field(default_factory=dict, repr=False)
@@ -256,7 +258,12 @@ class MetalKernel:
         ]
         mlx_dtypes = [getattr(mx, "bool_" if name == "bool" else name) for name in names]
         kernel = self._kernel(specs, call.output_dtypes, call.template, verbose)
-        return lazy_mlx.launch(self.name, kernel, arrays, call.output_shapes, mlx_dtypes, call.grid,
+        reword = self.faults or (lambda error: error)
+
+        def describe(status: int, message: str) -> Exception:
+            return reword(kernel.error(status, message))
+
+        return lazy_mlx.launch(self.name, describe, kernel, arrays, call.output_shapes, mlx_dtypes, call.grid,
                                call.threadgroup, call.init_value)
 
     def _in_export_trace(self, call: _Call) -> list[Any] | None:
@@ -333,9 +340,11 @@ def metal_kernel(
     compile_options: dict[str, str] | None = None,
     *,
     device_prints: Callable[[PrintRecords], None] | None = None,
+    faults: Callable[[Exception], Exception] | None = None,
 ) -> Callable[..., list[Any]]:
     """A kernel factory with the signature and rules of `mx.fast.metal_kernel` (module doc);
-    `device_prints` (the emulator's own) receives what each launch's `tl.device_print`s printed."""
+    `device_prints` (the emulator's own) receives what each launch's `tl.device_print`s printed,
+    `faults` rewords the faults of lazy launches (raised when MLX evaluates them)."""
     if not output_names:
         raise ValueError("[metal_kernel] Must specify at least one output.")
     fast_math = False
@@ -356,5 +365,6 @@ def metal_kernel(
         atomic_outputs,
         fast_math,
         device_prints,
+        faults,
         dict(compile_options) if compile_options is not None else None,
     )

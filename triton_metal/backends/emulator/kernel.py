@@ -399,7 +399,7 @@ class EmulatorKernel:
         else:
             status, message = self._run(bufs, g, tpt, watchdog, workers, prints)
         if status:
-            raise self._error(status, message)
+            raise self.error(status, message)
 
     def _run(
         self,
@@ -446,7 +446,8 @@ class EmulatorKernel:
                 prints.count = int(desc.print_count)
         return status, error.value.decode(errors="replace")
 
-    def _error(self, status: int, message: str) -> Exception:
+    def error(self, status: int, message: str) -> Exception:
+        """The exception for a launch that ended with runtime status `status` and `message`."""
         text = f"kernel '{self.source.kernel_name}': {message}"
         # Quote the kernel line the runtime or ASan points at: a line of the MSL text, or of the
         # file the kernel's own #line directives name. (Not for the watchdog: the line it would

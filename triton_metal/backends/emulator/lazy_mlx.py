@@ -21,9 +21,9 @@ Python headers, an MLX built with another nanobind ABI, a compile error), or wit
 after one `RuntimeWarning` that gives the reason.
 
 A fault found by the kernel (bounds checks, the watchdog, barrier errors) surfaces when the
-graph is evaluated, as MLX's exception (`RuntimeError` with the emulator's message), where a Mac
-reports a command-buffer error; launches that print (`tl.device_print`) or run under ASan stay
-eager, their output being produced by Python.
+graph is evaluated, as the exception the eager launch raises (`fault`, called by the extension's
+exception translator), where a Mac reports a command-buffer error; launches that print
+(`tl.device_print`) or run under ASan stay eager, their output being produced by Python.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ import sysconfig
 import warnings
 from pathlib import Path
 from types import ModuleType
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -164,8 +164,21 @@ def _fill_bytes(dtype: np.dtype, init_value: float | None, bfloat16: bool) -> by
     return np.asarray(np.full((), init_value).astype(dtype)).tobytes()
 
 
+_describers: dict[int, tuple[EmulatorKernel, Callable[[int, str], BaseException]]] = {}
+"""Per compiled kernel launched lazily (by `id`, the kernel held so the id stays its own): what
+makes the exception its eager launch raises for a fault."""
+
+
+def fault(token: int, status: int, message: str) -> BaseException:
+    """The exception for a fault of a lazy launch, raised from MLX's evaluation (the extension's
+    exception translator calls this): what the eager launch raises at the call."""
+    entry = _describers.get(token)
+    return entry[1](status, message) if entry is not None else RuntimeError(message)
+
+
 def launch(
     label: str,
+    describe: Callable[[int, str], BaseException],
     kernel: EmulatorKernel,
     inputs: Sequence[Any],
     output_shapes: Sequence[Sequence[int]],
@@ -175,12 +188,15 @@ def launch(
     init_value: float | None,
 ) -> list[Any]:
     """The outputs of one run of `kernel` as lazy MLX arrays (module docstring). `label` is the
-    `metal_kernel`'s name (the derivative refusals give it), `inputs` are MLX arrays,
-    `output_dtypes` MLX dtypes."""
+    `metal_kernel`'s name (the derivative refusals give it), `describe` makes the exception for
+    a fault from the runtime's status and message, `inputs` are MLX arrays, `output_dtypes` MLX
+    dtypes."""
     import mlx.core as mx
 
     module = _extension()
     assert module is not None, "launch() is called after available()"
+    token = id(kernel)
+    _describers[token] = (kernel, describe)
     g, tpt = dispatch_dims(grid, threadgroup)
     kinds: list[int] = []
     index: list[int] = []
@@ -207,7 +223,7 @@ def launch(
             counts.append(int(buf.size))
     return list(module.launch(
         list(inputs), [list(s) for s in output_shapes], list(output_dtypes),
-        kernel.source.kernel_name, label, str(kernel.artifact), kinds, index, constants, counts,
+        kernel.source.kernel_name, label, token, str(kernel.artifact), kinds, index, constants, counts,
         [fills[i] for i in range(len(output_shapes))], list(g), list(tpt), kernel.checked,
         _env_float("TRITON_METAL_EMULATOR_WATCHDOG", 30.0), _env_int("TRITON_METAL_EMULATOR_THREADS", 0),
         _env_int("TRITON_METAL_EMULATOR_STACK", 128 * 1024),

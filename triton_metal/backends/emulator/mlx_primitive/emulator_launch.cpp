@@ -13,6 +13,7 @@
 
 #include <dlfcn.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -72,12 +73,24 @@ KernelLibrary load_library(const std::string& path) {
   return found->second;
 }
 
+// A fault the kernel ran into (bounds checks, the watchdog, a barrier error) is thrown on MLX's
+// stream, and MLX re-raises it at the evaluation as a std::runtime_error holding its text only.
+// So the text starts with a tag naming the kernel (lazy_mlx's token) and the runtime's status,
+// which the translator registered below reads back to raise the exception the eager launch
+// raises (lazy_mlx.fault: the Python names, KernelFault, OutOfBoundsAccess, ...).
+constexpr const char* kFaultTag = "[EmulatorKernel fault ";
+
+std::string fault_text(long token, int status, const std::string& message) {
+  return std::string(kFaultTag) + std::to_string(token) + " " + std::to_string(status) + "] " + message;
+}
+
 enum SlotKind : int { kInput = 0, kOutput = 1, kConstant = 2 };
 
 // Everything one launch needs besides its arrays; shared by the primitive and the task it queues.
 struct LaunchSpec {
   std::string kernel_name;              // the MSL kernel's name (the runtime's messages)
   std::string label;                     // metal_kernel's name (the refusals of derivatives)
+  long token = 0;                        // lazy_mlx's key for the kernel's fault describer
   std::string library_path;
   KernelLibrary library;
   std::vector<int> slot_kinds;           // per [[buffer(i)]]: SlotKind
@@ -215,8 +228,7 @@ void launch_kernel(const LaunchSpec& spec, std::vector<mx::array>& inputs,
     status = spec.library.wait(&desc);
   }
   if (status != TM_OK) {
-    throw std::runtime_error(
-        "[EmulatorKernel] kernel '" + spec.kernel_name + "': " + std::string(error.data()));
+    throw std::runtime_error(fault_text(spec.token, status, std::string(error.data())));
   }
 }
 
@@ -233,7 +245,16 @@ void run(const LaunchSpec& spec, std::vector<mx::array>& inputs, std::vector<mx:
     fill(out_data[i], outputs[i].nbytes(), spec.fills[i]);
   }
   if (spec.grid[0] != 0 && spec.grid[1] != 0 && spec.grid[2] != 0) {  // else nothing runs
-    launch_kernel(spec, inputs, outputs, out_data);
+    try {
+      launch_kernel(spec, inputs, outputs, out_data);
+    } catch (...) {
+      // MLX counts the outputs as evaluated even when their evaluation raised: give them all
+      // bits set (NaN, -1), never what the faulting kernel half wrote or uninitialised memory
+      for (auto& out : outputs) {
+        std::memset(out.data<void>(), 0xFF, out.nbytes());
+      }
+      throw;
+    }
   }
   for (size_t i = 0; i < outputs.size(); ++i) {
     if (scratch[i]) {
@@ -308,6 +329,7 @@ std::vector<mx::array> launch(
     const std::vector<mx::Dtype>& output_dtypes,
     const std::string& kernel_name,
     const std::string& label,
+    long token,
     const std::string& library_path,
     const std::vector<int>& slot_kinds,
     const std::vector<int>& slot_index,
@@ -328,6 +350,7 @@ std::vector<mx::array> launch(
   auto spec = std::make_shared<LaunchSpec>();
   spec->kernel_name = kernel_name;
   spec->label = label;
+  spec->token = token;
   spec->library_path = library_path;
   spec->library = load_library(library_path);
   spec->slot_kinds = slot_kinds;
@@ -357,8 +380,39 @@ std::vector<mx::array> launch(
 
 }  // namespace
 
+// Raises the exception lazy_mlx.fault describes for a tagged fault (a RuntimeError with the
+// runtime's message where it cannot); any other exception goes on to the next translator. Runs
+// where MLX's evaluation returns to Python, with the GIL held.
+void translate_fault(const std::exception_ptr& thrown, void*) {
+  try {
+    std::rethrow_exception(thrown);
+  } catch (const std::runtime_error& error) {
+    std::string text = error.what();
+    size_t tag = std::strlen(kFaultTag);
+    if (text.compare(0, tag, kFaultTag) != 0) {
+      throw;
+    }
+    long token = 0;
+    int status = 0;
+    int used = 0;
+    if (std::sscanf(text.c_str() + tag, "%ld %d] %n", &token, &status, &used) != 2 || used == 0) {
+      throw;
+    }
+    std::string message = text.substr(tag + used);
+    try {
+      nb::object describe =
+          nb::module_::import_("triton_metal.backends.emulator.lazy_mlx").attr("fault");
+      nb::object exception = describe(token, status, message);
+      PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exception.ptr())), exception.ptr());
+    } catch (const nb::python_error&) {
+      PyErr_SetString(PyExc_RuntimeError, message.c_str());
+    }
+  }
+}
+
 NB_MODULE(_emulator_launch, m) {
   nb::module_::import_("mlx.core");  // mx.array's binding must be registered first
+  nb::register_exception_translator(translate_fault);
   m.def("accepts", [](const mx::array&) { return true; },
         "Whether an mx.array crosses into this extension (MLX's nanobind ABI and domain).");
   m.def("launch", &launch,
