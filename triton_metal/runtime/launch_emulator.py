@@ -14,8 +14,10 @@ Arrays (see `host_arrays.py`):
   MetalLauncher`) with the emulator's `metal_kernel` in place of `mx.fast.metal_kernel`: inputs
   hold the contents from before the launch, outputs start fresh and are merged, started from
   an atomic identity or from a uniform array exactly as on a Mac, and the caller's arrays are
-  rebound (`arr[...] = result`). So what runs with MLX arrays here runs the same way on Metal,
-  and what Metal must refuse is refused here too.
+  rebound (`arr[...] = result`). The kernel runs when MLX evaluates the results, as on a Mac
+  (`backends/emulator/lazy_mlx.py`; a fault then raises there, in the terms `_in_python_terms`
+  gives). So what runs with MLX arrays here runs the same way on Metal, and what Metal must
+  refuse is refused here too.
 
 Inputs that the kernel reads through vector loads are padded to 8 elements when smaller
 (metal_kernel passes smaller inputs in `constant` memory, which vector views cannot read).
