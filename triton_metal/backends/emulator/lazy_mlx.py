@@ -121,6 +121,16 @@ def _extension() -> ModuleType | None:
         return None
 
 
+def _announce_build() -> None:
+    """One stderr line before the build (it runs only when no cached one fits): a first MLX
+    launch waits for it."""
+    from triton_metal.runtime import progress
+
+    if progress.enabled():
+        print("[triton_metal] building the emulator's MLX launch extension (once per MLX and "
+              "compiler; about 10 s of CPU)", file=sys.stderr, flush=True)
+
+
 def _load() -> ModuleType:
     import importlib.util
 
@@ -128,7 +138,8 @@ def _load() -> ModuleType:
     suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
     try:
         # the launch description's layout comes from the runtime's header: part of the key
-        path = build("mlx-launch", suffix, SourceFiles((SOURCE, RUNTIME_DIR / "tm_abi.h")), flags, keys)
+        path = build("mlx-launch", suffix, SourceFiles((SOURCE, RUNTIME_DIR / "tm_abi.h")), flags, keys,
+                     prepare=_announce_build)
     except BuildFailure as failure:
         tail = "\n".join(failure.stderr.strip().splitlines()[-12:])
         raise ExtensionUnavailable(f"it failed to compile:\n{tail}") from None
