@@ -35,8 +35,9 @@ from triton_metal.backends.emulator import lazy_mlx
 def scaled_add(x_ptr, y_ptr, out_ptr, n, scale, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
-    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) * scale + tl.exp(tl.load(y_ptr + offs, mask=mask)),
-             mask=mask)
+    x = tl.load(x_ptr + offs, mask=mask)
+    y = tl.load(y_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs, x * scale + tl.exp(y), mask=mask)
 
 
 def launch(x: mx.array, y: mx.array) -> mx.array:

@@ -402,4 +402,4 @@ def test_a_counter_past_its_end_names_the_argument_on_both_paths(lib):
     with pytest.raises(OutOfBoundsError, match="kernel 'counter_past_the_end': .* to 'count_ptr' at index 5"):
         counter_past_the_end[(1,)](count, out, BLOCK=8)
         if lib is mx:
-            mx.eval(count, out)  # a lazy launch on the emulator, as on a Mac: it faults when it runs
+            mx.eval(count, out)  # lazy on the emulator, as on a Mac: it faults when it runs
