@@ -33,9 +33,9 @@ import os
 import sys
 import sysconfig
 import warnings
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
-from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
