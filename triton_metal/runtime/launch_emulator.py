@@ -14,8 +14,10 @@ Arrays (see `arrays/`):
   MetalLauncher`) with the emulator's `metal_kernel` in place of `mx.fast.metal_kernel`: inputs
   hold the contents from before the launch, outputs start fresh and are merged, started from
   an atomic identity or from a uniform array exactly as on a Mac, and the caller's arrays are
-  rebound (`arr[...] = result`). So what runs with MLX arrays here runs the same way on Metal,
-  and what Metal must refuse is refused here too.
+  rebound (`arr[...] = result`). The kernel runs when MLX evaluates the results, as on a Mac
+  (`backends/emulator/lazy_mlx.py`; a fault then raises there, in the terms `_in_python_terms`
+  gives). So what runs with MLX arrays here runs the same way on Metal, and what Metal must
+  refuse is refused here too.
 
 Inputs that the kernel reads through vector loads are padded to 8 elements when smaller
 (metal_kernel passes smaller inputs in `constant` memory, which vector views cannot read).
@@ -50,18 +52,22 @@ _MSL_KERNEL = re.compile(r"kernel 'custom_kernel_\w*'")
 
 class EmulatedMlx:
     """`mlx.core` whose `fast.metal_kernel` is the emulator's (same calls, same rules), its
-    kernels' `tl.device_print` output going to `device_prints`."""
+    kernels' `tl.device_print` output going to `device_prints`, and the faults of its lazy
+    launches (raised when MLX evaluates them) reworded by `faults`."""
 
     runs_device_prints = True
     """The Metal launcher's cue: prints are printed here, not reported as unavailable."""
 
-    def __init__(self, device_prints: Callable[[PrintRecords], None] | None = None) -> None:
+    def __init__(self, device_prints: Callable[[PrintRecords], None] | None = None,
+                 faults: Callable[[Exception], Exception] | None = None) -> None:
         import mlx.core as mx
 
         from ..backends.emulator import metal_kernel
 
         self._mx = mx
-        self.fast = SimpleNamespace(metal_kernel=partial(metal_kernel, device_prints=device_prints))
+        self.fast = SimpleNamespace(
+            metal_kernel=partial(metal_kernel, device_prints=device_prints, faults=faults)
+        )
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._mx, name)
@@ -215,6 +221,7 @@ class EmulatorLauncher:
             from ..backends.metal import MetalLauncher
 
             prints = printer(self._prints, self.kernel_name or self.msl.name) if self._prints else None
-            self._metal = MetalLauncher(self.msl, self.plan, self.arg_names, mx=EmulatedMlx(prints),
+            mlx = EmulatedMlx(prints, faults=self._in_python_terms)  # lazy launches' faults
+            self._metal = MetalLauncher(self.msl, self.plan, self.arg_names, mx=mlx,
                                         twin=self.twin)
         return self._metal

@@ -84,6 +84,12 @@ NUMPY_DTYPES: dict[str, np.dtype] = {
     "uint64_t": np.dtype(np.uint64),
 }
 
+def bfloat16_bits(value: float) -> int:
+    """The bits of `value` as a bfloat16 (float32 rounded to nearest even), as MLX converts it."""
+    bits = int(np.asarray(value, dtype=np.float32).view(np.uint32))
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFFFFFF) >> 16  # 32-bit arithmetic
+
+
 _STATUS_FAULT, _STATUS_TG_MEMORY, _STATUS_WATCHDOG, _STATUS_BAD_LAUNCH = 1, 2, 3, 4
 _STATUS_OUT_OF_BOUNDS, _STATUS_INTERRUPTED, _STATUS_PENDING = 5, 6, 7
 _POLL_SECONDS = 0.1
@@ -357,17 +363,8 @@ class EmulatorKernel:
             if p.kind is ParamKind.INPUT:
                 _check_dtype(arr, p.element, p.name)
                 result.append(np.ascontiguousarray(arr))
-            elif p.kind is ParamKind.SHAPE:
-                result.append(np.asarray(arr.shape, dtype=np.int32))
-            elif p.kind is ParamKind.STRIDES:
-                # Inputs are made row-contiguous above, so these are the row-major strides.
-                shape = arr.shape
-                strides = [1] * len(shape)
-                for k in range(len(shape) - 2, -1, -1):
-                    strides[k] = strides[k + 1] * shape[k + 1]
-                result.append(np.asarray(strides, dtype=np.int64))
             else:
-                result.append(np.asarray(arr.ndim, dtype=np.int32))
+                result.append(shape_buffer(p.kind, arr.shape))
         return result
 
     def launch(
@@ -403,7 +400,7 @@ class EmulatorKernel:
         else:
             status, message = self._run(bufs, g, tpt, watchdog, workers, prints)
         if status:
-            raise self._error(status, message)
+            raise self.error(status, message)
 
     def _run(
         self,
@@ -450,7 +447,8 @@ class EmulatorKernel:
                 prints.count = int(desc.print_count)
         return status, error.value.decode(errors="replace")
 
-    def _error(self, status: int, message: str) -> Exception:
+    def error(self, status: int, message: str) -> Exception:
+        """The exception for a launch that ended with runtime status `status` and `message`."""
         text = f"kernel '{self.source.kernel_name}': {message}"
         # Quote the kernel line the runtime or ASan points at: a line of the MSL text, or of the
         # file the kernel's own #line directives name. (Not for the watchdog: the line it would
@@ -485,6 +483,19 @@ class EmulatorKernel:
         if status == _STATUS_BAD_LAUNCH:
             return ValueError(text)
         return KernelFault(text)
+
+
+def shape_buffer(kind: ParamKind, shape: Sequence[int]) -> np.ndarray:
+    """The buffer MLX adds beside an input for a `_shape`, `_strides` or `_ndim` parameter.
+    Inputs are passed row-contiguous, so the strides are the row-major ones."""
+    if kind is ParamKind.SHAPE:
+        return np.asarray(shape, dtype=np.int32)
+    if kind is ParamKind.STRIDES:
+        strides = [1] * len(shape)
+        for k in range(len(shape) - 2, -1, -1):
+            strides[k] = strides[k + 1] * shape[k + 1]
+        return np.asarray(strides, dtype=np.int64)
+    return np.asarray(len(shape), dtype=np.int32)
 
 
 def _check_dtype(arr: np.ndarray, element: str, name: str) -> None:
