@@ -203,14 +203,25 @@ def test_a_corrupt_entry_is_a_miss_and_is_rewritten(cache_dir: Path):
     np.testing.assert_array_equal(out, 2 * x)
 
 
-def test_disk_key_covers_specialization_source_and_compiler():
+def test_disk_key_covers_specialization_source_files_and_compiler():
     k = add_kernel.specialization(np.zeros(4, np.float32), np.zeros(4, np.float32), np.zeros(4, np.float32), 7, BLOCK=16)
     k8 = add_kernel.specialization(np.zeros(4, np.float32), np.zeros(4, np.float32), np.zeros(4, np.float32), 7,
                                    BLOCK=16, num_warps=8)
     base = disk_cache.entry_key("src", k, "compiler")
     assert base == disk_cache.entry_key("src", k, "compiler")
     assert len({base, disk_cache.entry_key("src2", k, "compiler"), disk_cache.entry_key("src", k8, "compiler"),
-                disk_cache.entry_key("src", k, "compiler2")}) == 4
+                disk_cache.entry_key("src", k, "compiler2"), disk_cache.entry_key("src", k, "compiler", ("/a/k.py",)),
+                disk_cache.entry_key("src", k, "compiler", ("/b/k.py",))}) == 6
+
+
+def test_source_files_name_the_kernel_and_the_jit_functions_it_calls():
+    from examples import matmul_autotuned
+    from triton_metal.runtime.dependencies import source_files
+
+    examples = Path(__file__).resolve().parents[2] / "examples"
+    # the autotuned example's kernel calls examples/matmul.py's kernel as a @jit function
+    assert source_files(matmul_autotuned.matmul_kernel) == (
+        str(examples / "matmul.py"), str(examples / "matmul_autotuned.py"))
 
 
 def _factory(fn: object) -> triton.JITFunction:

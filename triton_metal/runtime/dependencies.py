@@ -78,6 +78,24 @@ def cache_key_and_globals(fn: JITCallable) -> tuple[str, tuple[UsedGlobal, ...]]
     return key, tuple(used.values())
 
 
+def source_files(fn: JITCallable) -> tuple[str, ...]:
+    """The files of `fn` and of the `@jit` functions it calls, transitively. They are not part
+    of `cache_key` (a shipped tuning result names a kernel by it wherever the checkout lies), but
+    the generated MSL cites them in its `#line` directives, so the disk cache keys on them too."""
+    files: set[str] = set()
+    pending, seen = [fn], {id(fn)}
+    while pending:
+        current = pending.pop()
+        code = getattr(current.fn, "__code__", None)
+        if code is not None:
+            files.add(code.co_filename)
+        for value, _holder in _referenced(current).values():
+            if isinstance(value, JITCallable) and id(value) not in seen:
+                seen.add(id(value))
+                pending.append(value)
+    return tuple(sorted(files))
+
+
 def _unchanged(current: Any, snapshot: constexpr) -> bool:
     if not isinstance(current, constexpr):
         return False

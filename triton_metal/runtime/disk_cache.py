@@ -6,6 +6,8 @@ named by `entry_key(...)`: the SHA-256 of
 
 * the kernel's `cache_key` (its source, starting line, the `@jit` functions it calls,
   transitively, and the global constexprs it reads: `dependencies.py`);
+* the paths of the files those functions come from (`dependencies.source_files`): the MSL's
+  `#line` directives cite them, so a checkout elsewhere compiles its own entry;
 * the specialization key (argument facts, `num_warps`, debug flag, backend, index width, grid
   spreading, math mode, package version);
 * the compiler hash (`compiler.compiler_hash()`: the compiler's own sources).
@@ -64,8 +66,8 @@ def key_text(key: SpecializationKey) -> str:
     )
 
 
-def entry_key(source_key: str, key: SpecializationKey, compiler: str) -> str:
-    text = f"v{FORMAT_VERSION}\n{source_key}\n{key_text(key)}\n{compiler}"
+def entry_key(source_key: str, key: SpecializationKey, compiler: str, files: tuple[str, ...] = ()) -> str:
+    text = f"v{FORMAT_VERSION}\n{source_key}\n{key_text(key)}\n{compiler}\n" + "\n".join(files)
     return hashlib.sha256(text.encode()).hexdigest()
 
 

@@ -76,9 +76,10 @@ def compile_variant(kernel: Any, key: SpecializationKey) -> CompiledKernel:
     """The compiled variant for `key`: from the disk cache, or compiled and stored there."""
     from . import disk_cache, progress
     from .compiler import compile_msl, compiler_hash
+    from .dependencies import source_files
 
     start = time.perf_counter()
-    entry = disk_cache.entry_key(kernel.cache_key, key, compiler_hash())
+    entry = disk_cache.entry_key(kernel.cache_key, key, compiler_hash(), source_files(kernel))
     hit = disk_cache.load(entry, key)
     if hit is not None:
         msl, ir_text = hit
