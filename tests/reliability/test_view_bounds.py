@@ -271,9 +271,13 @@ def test_mlx_store_and_load_past_the_end() -> None:
     seen = _run_both(_mlx, evaluated(lambda v: _copy[(1,)](v["x"], v["out"], 128, BLOCK=128)))
     _same_error(seen, _copy, "load", "src", 100, 100)
     assert (np.array(seen["interpreter"][1]["out"]) == 0.0).all()
-    # on the emulator `out` stands for the faulting launch, which MLX counts as evaluated: all
-    # bits set (NaN), never what the kernel wrote before its fault
-    faulted = np.array(seen["emulator"][1]["out"])
+    # on the emulator `out` stands for the faulting launch: read again it faults again (MLX
+    # evaluates it anew) or, counted as evaluated, holds all bits set (NaN), never what the
+    # kernel wrote before its fault
+    try:
+        faulted = np.array(seen["emulator"][1]["out"])
+    except OutOfBoundsError:
+        return
     assert (faulted.view(np.uint32) == 0xFFFFFFFF).all()
 
 
