@@ -127,8 +127,10 @@ def warn_unordered(msl: Any) -> None:
     target decides, not the machine, so every backend warns alike for every variant compiled
     or read back (Python shows each message once)."""
     exchanged = msl.metadata.get("ordered_exchange") or ()
+    if not exchanged:
+        return
     target = parse_target(str(msl.metadata.get("target", DEFAULT_TARGET)))
-    if not exchanged or target.has_device_fence:
+    if target.has_device_fence:
         return
     warnings.warn(
         f"kernel {msl.name.rsplit('_', 1)[0]}: its programs exchange {', '.join(exchanged)} under acquire/"
