@@ -34,7 +34,7 @@ from . import (  # noqa: F401
 from .context import LoweringContext
 from .coverage import store_coverage
 from .dot_report import dot_reports
-from .kernel import MSLKernel, ParamBinding, old_input_name, relative_encoding
+from .kernel import UNTOUCHED_BITS, MSLKernel, ParamBinding, marks_untouched, old_input_name, relative_encoding
 from .lower_control import ASSERT_OUTPUT
 from .msl_types import mlx_type, msl_type, uint_of_width
 from .options import CodegenOptions
@@ -102,7 +102,7 @@ def compile_module(module: Module, options: CodegenOptions, axis_info: object | 
 
     uses = analyse_params(func, name)
     buffers, bindings = make_buffers(uses)
-    relative = _relative_outputs(uses, buffers, options.relative_outputs)
+    relative = _relative_outputs(uses, buffers, options.relative_outputs, options.marked_outputs)
     bindings = [_with_old_input(b, relative) for b in bindings]
     ctx.reads_output = {op for u in uses.values() for op in u.reads_output}
     ctx.reads_stored = {op for u in uses.values() for op in u.reads_stored}
@@ -201,8 +201,8 @@ def compile_module(module: Module, options: CodegenOptions, axis_info: object | 
     )
 
 
-def _relative_outputs(uses: dict[Any, Any], buffers: dict[Any, Buffer],
-                      outputs: tuple[str, ...]) -> dict[str, tuple[str, str]]:
+def _relative_outputs(uses: dict[Any, Any], buffers: dict[Any, Buffer], outputs: tuple[str, ...],
+                      marked: tuple[str, ...]) -> dict[str, tuple[str, str]]:
     """output -> (old input, encoding) for the outputs kept relative to their array's contents,
     in the order the options list them."""
     by_output = {b.output_name: (arg, b) for arg, b in buffers.items() if b.output_name}
@@ -211,7 +211,13 @@ def _relative_outputs(uses: dict[Any, Any], buffers: dict[Any, Buffer],
         if output not in by_output:
             raise internal_error(f"'{output}' is not an output of this kernel")
         arg, b = by_output[output]
-        encoding = relative_encoding(mlx_type(b.pointee), uses[arg].atomic_kinds)
+        if output in marked:
+            use = uses[arg]
+            if not marks_untouched(mlx_type(b.pointee), use.atomic_kinds, use.loaded, use.stored):
+                raise internal_error(f"'{b.param}' cannot be held with the untouched mark")
+            encoding: str | None = "mark"
+        else:
+            encoding = relative_encoding(mlx_type(b.pointee), uses[arg].atomic_kinds)
         if encoding is None:
             raise internal_error(f"'{b.param}' cannot be kept relative to its contents")
         # a parameter that is also read has its old contents in its input already
@@ -268,6 +274,7 @@ def _helpers(ctx: LoweringContext, target: Target) -> list[str]:
             half = ("half", "bfloat")  # 16-bit elements: loops on the word holding them
             texts.append(render("helpers/relative_atomics.metal",
                                 ops32=[{"c": c, "op": o, "enc": e} for c, o, e in ops if c not in half],
+                                untouched=f"0x{UNTOUCHED_BITS:08X}",
                                 ops16=[{"t": c, "op": o} for c, o, _ in ops if c in half]))
         elif name == "device_fence":
             texts.append(render("helpers/device_fence.metal", fence=target.has_device_fence))

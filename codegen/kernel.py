@@ -21,8 +21,8 @@ Contract:
 * `metadata["relative_outputs"]`, in a variant compiled with relative outputs, maps each such
   output to `(old input, encoding)`: the output starts at zero, the launch passes the array's
   contents as the extra input (`<param>_old`, after every other input, in this order) and the
-  kernel keeps each element relative to them (`relative_encoding`); the launch decodes the
-  result with one bitwise or integer op.
+  kernel keeps each element relative to them (`relative_encoding`, or "mark" for the outputs
+  of `CodegenOptions.marked_outputs`); the launch decodes the result with one op.
 """
 
 from __future__ import annotations
@@ -58,6 +58,21 @@ def relative_encoding(dtype: str, kinds: Iterable[str]) -> str | None:
     if "add" in kinds and kinds <= _NATIVE_ON_SUB and dtype in ("int32_t", "uint32_t"):
         return "sub"
     return "xor"
+
+
+UNTOUCHED_BITS = 0x7FD5A5A5
+"""The float32 bits a "mark" output starts at (`init_value`): a quiet NaN whose payload no
+float operation makes from operands without it, standing for "still the array's old value".
+Quiet, so that it survives the float64 `init_value` on its way to the output."""
+
+
+def marks_untouched(dtype: str, kinds: Iterable[str], loaded: bool, stored: bool) -> bool:
+    """Whether an output can be held with the "mark" encoding: float32 updated by atomic adds
+    only (their results may be used), neither loaded nor stored. The output then holds each
+    element's own value, or `UNTOUCHED_BITS` until the first add, which a compare-and-swap
+    applies to the old value; every later add is the hardware's atomic add, as in place
+    (templates/helpers/relative_atomics.metal; docs/runtime.md, "Exact in-place memory")."""
+    return dtype == "float" and set(kinds) == {"add"} and not loaded and not stored
 
 
 def native_on(encoding: str, kind: str) -> bool:

@@ -44,6 +44,9 @@ class CodegenOptions:
     arrays read and written under a lock): they start at zero and hold each element relative to
     the array's old values, passed as the extra input `<param>_old` (`kernel.relative_encoding`;
     docs/runtime.md, "Exact in-place memory")."""
+    marked_outputs: tuple[str, ...] = ()
+    """Those of `relative_outputs` held with the "mark" encoding (`kernel.marks_untouched`):
+    each element is its own value, or the untouched mark until its first atomic add."""
 
     def __post_init__(self) -> None:
         if self.num_warps not in (1, 2, 4, 8, 16, 32):

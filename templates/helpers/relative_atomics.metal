@@ -6,6 +6,12 @@
    the result and swaps it in if nothing changed meanwhile. Each returns the element's old
    value. "xor" holds `v ^ o`, "sub" the wrapping `v - o` (kernel.relative_encoding).
    32-bit: `ops32` = [{c: "float", op: "max", enc: "xor"}] on the word as atomic_uint.
+   "mark" (float atomic adds only, kernel.marks_untouched): the output holds the element's own
+   value, or `untouched` (a quiet NaN's bits) while its value is its old value `o`. The first add
+   swaps in `o + v`; from then on the output holds the element's value, and every add of
+   numbers to a number is the hardware's atomic add, exactly as in place (NaNs take the loop).
+   Only a sum whose bits are the mark while `o`'s are not (an operand NaN carrying the mark's
+   payload) is stored as the neighbouring quiet NaN instead.
    16-bit: `ops16` = [{t: "half", op: "add"}] on the aligned word holding the element (`shift`
    0 for the low half, 16 for the high one), always "xor". #}
 {% macro next32(c, op) -%}
@@ -22,6 +28,24 @@
 {%- endif %}
 {%- endmacro %}
 {% for a in ops32 %}
+{% if a.enc == "mark" %}
+inline float km_rel_add_float_mark(device atomic_uint* p, float v, float o) {
+  uint held = atomic_load_explicit(p, memory_order_relaxed);
+  if (held != {{ untouched }}u && !isnan(as_type<float>(held)) && !isnan(v)) {
+    // a number plus a number is never the mark: the hardware's add, as in place
+    return atomic_fetch_add_explicit((device atomic<float>*)p, v, memory_order_relaxed);
+  }
+  while (true) {
+    float old = held == {{ untouched }}u ? o : as_type<float>(held);
+    uint next = as_type<uint>(old + v);
+    // the mark stands for `o`: a sum with its bits is stored as it is only when it is `o`
+    next = next == {{ untouched }}u && as_type<uint>(o) != next ? next ^ 1u : next;
+    if (atomic_compare_exchange_weak_explicit(p, &held, next, memory_order_relaxed, memory_order_relaxed)) {
+      return old;
+    }
+  }
+}
+{% else %}
 inline {{ a.c }} km_rel_{{ a.op }}_{{ a.c }}_{{ a.enc }}(device atomic_uint* p, {{ a.c }} v, {{ a.c }} o) {
   uint held = atomic_load_explicit(p, memory_order_relaxed);
   while (true) {
@@ -37,6 +61,7 @@ inline {{ a.c }} km_rel_{{ a.op }}_{{ a.c }}_{{ a.enc }}(device atomic_uint* p, 
     }
   }
 }
+{% endif %}
 {% endfor %}
 {% for a in ops16 %}
 {% set t = a.t %}

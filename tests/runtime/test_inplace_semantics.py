@@ -301,3 +301,87 @@ def test_an_alias_of_a_16_bit_atomic_array_is_refused_in_place(monkeypatch: pyte
     half_atomic_beside_store[(1,)](x, y, BLOCK=16)  # separate arrays run
     np.testing.assert_array_equal(x, 1.0)
     np.testing.assert_array_equal(y, 2.0)
+
+
+# -- float atomic adds held with the untouched mark (codegen.kernel.marks_untouched) ------------
+
+UNTOUCHED = 0x7FD5A5A5
+
+
+def _twin_sources(fake: FakeMx) -> str:
+    return "\n".join(c["header"] + c["source"] for c in fake.fast.factory_calls)
+
+
+@triton.jit
+def scatter_returning(x_ptr, idx_ptr, out_ptr, seen_ptr, n, BLOCK: tl.constexpr):
+    o = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = o < n
+    seen = tl.atomic_add(out_ptr + tl.load(idx_ptr + o, mask=m), tl.load(x_ptr + o, mask=m), mask=m)
+    tl.store(seen_ptr + o, seen, mask=m)
+
+
+def test_float_adds_alone_start_at_the_mark_and_run_as_hardware_adds(fake: FakeMx,
+                                                                     monkeypatch: pytest.MonkeyPatch):
+    # each element is added to once: the values returned and left are exact, bit for bit
+    specials = np.array([0x80000000, 0x7FC01234, 0xFFC00001, 0x00000001, 0x7F800000, UNTOUCHED,
+                         0x3F800000, 0x80000000], np.uint32).view(np.float32)
+    old = np.resize(specials, 40)
+    idx = np.arange(32, dtype=np.int32)[::-1].copy()
+    x = np.resize(np.array([-0.0, 1.5, -2.0, 0.0], np.float32), 32)
+    seen = np.zeros(32, np.float32)
+    got, got_seen = _on_metal(scatter_returning, (1,), [x, idx, old, seen], 32, BLOCK=32)[2:]
+    want, want_seen = _interpreted(monkeypatch, scatter_returning, (1,), [x, idx, old, seen], 32, BLOCK=32)[2:]
+    _same_bits(got, want)
+    _same_bits(got_seen, want_seen)
+    _same_bits(got_seen, old[idx])  # each add returns the element's old value
+    _same_bits(got[32:], old[32:])  # untouched, the mark's own bits among them
+    (launch,) = fake.fast.launches
+    assert np.float32(launch["init_value"]).view(np.uint32) == UNTOUCHED
+    assert "km_rel_add_float_mark" in _twin_sources(fake)
+
+
+def test_contended_float_adds_through_the_mark_match_a_float64_sum(fake: FakeMx):
+    rng = np.random.default_rng(5)
+    n = 3000
+    x = rng.standard_normal(n).astype(np.float32)
+    idx = rng.integers(0, 16, n).astype(np.int32)
+    old = rng.standard_normal(20).astype(np.float32)
+    seen = np.zeros(n, np.float32)
+    got = _on_metal(scatter_returning, (triton.cdiv(n, 128),), [x, idx, old, seen], n, BLOCK=128)[2]
+    want = old.astype(np.float64)
+    np.add.at(want, idx, x)
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-4)
+    _same_bits(got[16:], old[16:])
+
+
+def test_an_operand_with_the_marks_bits_leaves_another_quiet_nan(fake: FakeMx):
+    # the one departure from in place: a sum whose bits would be the mark (only an operand NaN
+    # carrying the mark's payload makes one) is stored as the neighbouring quiet NaN
+    old = np.array([1.0, 2.0, 3.0, 4.0], np.float32)
+    x = np.array([UNTOUCHED, UNTOUCHED, 0, 0], np.uint32).view(np.float32)
+    idx = np.arange(4, dtype=np.int32)
+    got = _on_metal(scatter_returning, (1,), [x, idx, old, np.zeros(4, np.float32)], 2, BLOCK=4)[2]
+    np.testing.assert_array_equal(got.view(np.uint32)[:2], [UNTOUCHED ^ 1] * 2)
+    _same_bits(got[2:], old[2:])
+
+
+@triton.jit
+def add_beside_rounds(acc_ptr, x_ptr, BLOCK: tl.constexpr):
+    o = tl.arange(0, BLOCK)
+    for _ in range(2):
+        tl.store(x_ptr + o, tl.load(x_ptr + o) + 1)
+    tl.atomic_add(acc_ptr + o % 4, tl.load(x_ptr + o))
+
+
+def test_the_mark_gives_way_to_another_relative_output(fake: FakeMx, monkeypatch: pytest.MonkeyPatch):
+    # metal_kernel has one init_value: beside an output that starts at 0, the adds run on the
+    # held difference instead
+    acc, x = np.array([0.5, -0.0, 3.0, 7.0], np.float32), np.arange(32, dtype=np.float32)
+    got = _on_metal(add_beside_rounds, (1,), [acc, x], BLOCK=32)
+    want = _interpreted(monkeypatch, add_beside_rounds, (1,), [acc, x], BLOCK=32)
+    _same_bits(got[1], want[1])
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-6)
+    (launch,) = fake.fast.launches
+    assert launch["init_value"] == 0.0
+    sources = _twin_sources(fake)
+    assert "km_rel_add_float_xor" in sources and "km_rel_add_float_mark" not in sources

@@ -158,7 +158,8 @@ def _compile_msl(kernel: Any, key: SpecializationKey) -> CompileResult:
 
 
 def codegen_options(key: SpecializationKey, written_masks: tuple[str, ...] = (),
-                    relative_outputs: tuple[str, ...] = (), unwritten_masks: bool = False) -> Any:
+                    relative_outputs: tuple[str, ...] = (), unwritten_masks: bool = False,
+                    marked_outputs: tuple[str, ...] = ()) -> Any:
     """The code generator's options for a specialization."""
     from ..codegen import CodegenOptions, parse_target
 
@@ -172,15 +173,17 @@ def codegen_options(key: SpecializationKey, written_masks: tuple[str, ...] = (),
         written_masks=written_masks,
         relative_outputs=relative_outputs,
         unwritten_masks=unwritten_masks,
+        marked_outputs=marked_outputs,
     )
 
 
 def compile_twin(compiled: Any, masked: tuple[str, ...], relative: tuple[str, ...] = (),
-                 unwritten: bool = False) -> Any:
+                 unwritten: bool = False, marked: tuple[str, ...] = ()) -> Any:
     """The `MSLKernel` of a compiled variant whose stores to the outputs `masked` also set
     written masks (`CodegenOptions.written_masks`) and which keeps the outputs `relative`
     relative to their arrays' contents (`CodegenOptions.relative_outputs`); `unwritten`: the
-    masks start true and stores clear them (`CodegenOptions.unwritten_masks`). Generated again
+    masks start true and stores clear them (`CodegenOptions.unwritten_masks`); `marked`: those
+    of `relative` held with the untouched mark (`CodegenOptions.marked_outputs`). Generated again
     from its laid-out IR (kept, or read back from the disk cache's IR text; a variant compiled with direct fragment loads and stores
     keeps them, since its layouts are already in the IR)."""
     from ..codegen import compile_module
@@ -189,7 +192,8 @@ def compile_twin(compiled: Any, masked: tuple[str, ...], relative: tuple[str, ..
 
     def work() -> Any:
         module = compiled.module if compiled.module is not None else parse_module(compiled.ir_text)
-        return compile_module(module, codegen_options(compiled.key, masked, relative, unwritten), analyze_axis_info(module))
+        return compile_module(module, codegen_options(compiled.key, masked, relative, unwritten,
+                                                      tuple(m for m in marked if m in relative)), analyze_axis_info(module))
 
     return _deep_retry(work, compiled.key.kernel)
 

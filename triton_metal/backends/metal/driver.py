@@ -45,7 +45,11 @@ gathers its inputs, calls the kernel and rebinds:
     relative outputs (`codegen.kernel.relative_encoding`) starts the output at 0, takes the
     array as an input (its own, or one more) and keeps each element as its bitwise or
     wrapping difference from it; one op (`bitwise_xor` or `add` on the bits) decodes the
-    result.
+    result. A float32 array updated by atomic adds alone (their results may be used) is
+    "marked" instead (`codegen.kernel.marks_untouched`) when nothing else in the launch needs
+    another start: the output starts at a NaN mark for "untouched", the first add to an
+    element swaps in the old value plus its operand, every later one is the hardware's atomic
+    add, and one `where` puts the old value back where the mark stayed.
   One kernel run per launch, always. `init_value` is one value for all outputs: beside a
   relative output (0), a combined one of another identity is kept relative too; written masks
   start at it as well, so at a combined output's other identity (`atomic_max` of int32 at
@@ -77,6 +81,7 @@ gathers its inputs, calls the kernel and rebinds:
 from __future__ import annotations
 
 import math
+import struct
 from collections.abc import Callable, Sequence
 from operator import attrgetter
 from typing import Any
@@ -90,7 +95,7 @@ from triton_metal.runtime.picker import picker
 from triton_metal.runtime.log import debug_level
 from triton_metal.runtime.mlx_op import inside_op, note_kernel
 
-from triton_metal.codegen.kernel import relative_encoding
+from triton_metal.codegen.kernel import UNTOUCHED_BITS, marks_untouched, relative_encoding
 
 from .launch_coverage import LaunchCoverage, coverage_scalars  # noqa: F401 - driver.coverage_scalars
 from .metal_errors import _LAUNCHED, map_metal_error, metal_errors  # noqa: F401 - the package's names
@@ -117,6 +122,11 @@ _FLOATS = ("float", "float16_t", "bfloat16_t")
 _COMBINABLE = ("add", "max", "min", "and", "or", "xor")
 _SHAPE = attrgetter("shape")
 _NO_START = (None, None)
+_ENCODINGS = ("xor", "sub", "mark")
+"""How an output kept relative to its array holds it (`codegen.kernel`)."""
+UNTOUCHED = struct.unpack("<f", UNTOUCHED_BITS.to_bytes(4, "little"))[0]
+"""The `init_value` of a marked output: a float whose float32 bits are `UNTOUCHED_BITS` (a quiet
+NaN keeps its payload through float64 and back)."""
 """The start of an output that starts empty."""
 _READS_OLD = ("merge", "combine", "relative")
 """Output actions that need the array's old contents."""
@@ -178,9 +188,12 @@ class MetalLauncher:
         self._unused_output = any(slot.arg < 0 for slot in plan.outputs)
         self._targets = picker([slot.arg for slot in plan.outputs])
         self._reads_stored = frozenset(msl.metadata.get("reads_stored", ()) or ())
+        self.asserts = has_asserts(msl)
         self._starts = _agreeing_starts([self._fixed_start(slot) for slot in plan.outputs], plan.outputs)
         """Per output, (encoding or atomic kind, init_value) when it is kept relative to its
         array or combined with it, else `_NO_START`: fixed per variant."""
+        self._marked = tuple(slot.name for slot, (kind, _) in zip(plan.outputs, self._starts) if kind == "mark")
+        """Outputs held with the untouched mark (a subset of every launch's relative ones)."""
         self._written = tuple(k for k, slot in enumerate(plan.outputs) if slot.arg >= 0)
         index = {name: i for i, name in enumerate(self.arg_names)}
         self._read_after_write = tuple(
@@ -192,7 +205,6 @@ class MetalLauncher:
         self._appends_old = frozenset(k for k, slot in enumerate(plan.outputs) if slot.arg not in array_inputs)
         """Outputs whose twin takes the array's old contents as one more input (a parameter also
         read finds them in its own input)."""
-        self.asserts = has_asserts(msl)
 
     def for_current_mlx(self) -> MetalLauncher:
         """This launcher, or, when `mlx.core` as the driver finds it now (`_mlx`) is another
@@ -242,7 +254,7 @@ class MetalLauncher:
             if self.twin is None:
                 raise self._refuse("an output is not proven to be written in full, or must start "
                                    "as its array, and this launcher cannot compile the twin variant")
-            msl = self.twin(masked, relative, unwritten)
+            msl = self.twin(masked, relative, unwritten, self._marked)
             args = dict(self.factory_arguments(), name=msl.name, input_names=list(msl.input_names),
                         output_names=list(msl.output_names), source=msl.source, header=msl.header)
             got = (msl, self._build(args))
@@ -362,7 +374,7 @@ class MetalLauncher:
                 if tuple(value.shape) != shape:  # type: ignore[attr-defined]
                     out.final_shape = tuple(value.shape)  # type: ignore[attr-defined]
             if kind is not None:
-                out.action, out.kind = ("relative" if kind in ("xor", "sub") else "combine"), kind
+                out.action, out.kind = ("relative" if kind in _ENCODINGS else "combine"), kind
                 identities.add(first)
             else:
                 plain[slot.name] = size
@@ -449,6 +461,9 @@ class MetalLauncher:
             identity = atomic_identity(kinds[0], slot.dtype)
             if identity is not None:
                 return kinds[0], identity
+        if marks_untouched(slot.dtype, kinds, bool(info.get("loaded")), bool(info.get("stored"))) \
+                and not self.asserts:  # the status output needs its start at 0
+            return "mark", UNTOUCHED
         encoding = relative_encoding(slot.dtype, kinds)
         if encoding is None:
             raise self._refuse(
@@ -609,10 +624,11 @@ def _agreeing_starts(starts: list[tuple[str, float] | None], slots: Sequence[Out
     one for every output): when an output kept relative starts at 0, an atomic combined from
     another identity (`atomic_max` of int32 at -2**31) is kept relative too."""
     relative = any(s is not None and s[0] in ("xor", "sub") for s in starts)
-    identities = {s[1] for s in starts if s is not None}
+    identities = {s[1] for s in starts if s is not None}  # UNTOUCHED is one object: one entry
     out: list[tuple[Any, Any]] = []
     for start, slot in zip(starts, slots):
         if start is not None and (relative or len(identities) > 1) and start[1] != 0.0:
+            # a marked output too: only its mark can start it
             start = (relative_encoding(slot.dtype, [start[0]]) or "xor", 0.0)
         out.append(start if start is not None else _NO_START)
     return out
@@ -627,9 +643,12 @@ _BITS = {1: "uint8", 2: "uint16", 4: "uint32", 8: "uint64"}
 
 def _decode_relative(mx: Any, encoding: str, old: Any, held: Any) -> Any:
     """The array's new contents from an output kept relative to `old` (its bitwise or
-    wrapping difference), computed on the elements' bits as unsigned integers."""
+    wrapping difference, computed on the elements' bits as unsigned integers; or, "mark", the
+    element itself where it no longer holds the untouched mark)."""
     bits = getattr(mx, _BITS[old.itemsize])
     a, b = held.view(bits), old.view(bits)
+    if encoding == "mark":
+        return mx.where(a == UNTOUCHED_BITS, old, held)
     return (mx.bitwise_xor(a, b) if encoding == "xor" else a + b).view(old.dtype)
 
 
