@@ -9,9 +9,9 @@ the same GPU:
 
 | case | launch | exact form | previous form |
 |---|---|---|---|
-| `scatter_hot` | 2**22 float32 `atomic_add`s into 4,096 floats | relative: a compare-and-swap loop on the difference, one `bitwise_xor` decode | combined: native adds from 0, `old + result` on the host (rounds in another order, loses -0.0 and signalling NaNs) |
+| `scatter_hot` | 2**22 float32 `atomic_add`s into 4,096 floats | marked: one compare-and-swap of the untouched mark per element, then hardware adds; one `where` decode | combined: native adds from 0, `old + result` on the host (rounds in another order, loses -0.0 and signalling NaNs) |
 | `scatter_spread` | 2**22 float32 `atomic_add`s into 2**22 floats | as above, little contention | as above |
-| `rounds` | three rounds of `x[o] = x[o] + 1` over 2**24 float32 | relative: loads decode, stores encode | plain: every load reads the old array (old + 1: wrong) |
+| `rounds` | three rounds of `x[o] = x[o] + 1` over 2**24 float32 | relative (xor): loads decode, stores encode | plain: every load reads the old array (old + 1: wrong) |
 
 Replay with `benchmarks/inplace_proxy_refs.py` (float64 checks of Triton's in-place result).
 """

@@ -182,8 +182,11 @@ def lower_load(ctx: LoweringContext, op: mem.LoadOp) -> None:
     for v in (p, mask, other):
         if v is not None and v.dist is not None and v.dist != dist:
             raise ctx.error("internal: a load's pointers, mask or other are laid out unlike its result")
-    vec, _ = vector_width(ctx, op, p.dist, ety) if buf.input_name is not None and not own_stores else (1, 0)
-    if vec > 1:
+    vectors = (buf.input_name is not None and not own_stores) or (bool(buf.relative) and not buf.shared)
+    vec, _ = vector_width(ctx, op, p.dist, ety) if vectors else (1, 0)
+    if vec > 1 and buf.relative:
+        _relative_vector_load(ctx, op, p, mask, other, vec, ety, zero, dist)
+    elif vec > 1:
         _vector_load(ctx, op, p, mask, other, vec, ety, zero, dist)
     else:
         _scalar_load(ctx, op, p, mask, other, Var(source), source == buf.output_name, ety, zero, dist)
@@ -232,6 +235,31 @@ def _vector_load(ctx: LoweringContext, op: mem.LoadOp, p: PtrValue, mask: RegVal
     ctx.bind(op.result, RegValue(op.result.type, ctx.materialize(regs, ctype, force=True), dist))
 
 
+def _relative_vector_load(ctx: LoweringContext, op: mem.LoadOp, p: PtrValue, mask: RegValue | None,
+                          other: RegValue | None, vec: int, ety: ScalarType, zero: Expr,
+                          dist: Distribution | None) -> None:
+    """A load of an output kept relative to its array: one vector read of what the output holds
+    (outputs are device memory, so any array size takes it) and each element decoded against
+    its old value, read only where the mask holds."""
+    assert dist is not None and p.buffer.output_name is not None
+    ctype = msl_type(ety)
+    vtype = f"{ctype}{vec}"
+    regs: list[Expr] = []
+    for r in range(0, dist.num_regs, vec):
+        read: Expr = Index(PtrCast("device", vtype, Apply("add", (Var(p.buffer.output_name), p.offsets[r]))), Lit("0"))
+        m = _reg_at(mask, r)
+        if m is not None:
+            read = Apply("select", (m, read, Call(vtype, (zero,) * vec)))
+        name = ctx.fresh()
+        ctx.emit(Declare(name, vtype, None, read))
+        for i in range(vec):
+            lane: Expr = _decode(ctx, p, p.offsets[r + i], Member(Var(name), _LANES[i]), ety)
+            if m is not None:
+                lane = Apply("select", (m, lane, _reg_at(other, r + i) or zero))
+            regs.append(lane)
+    ctx.bind(op.result, RegValue(op.result.type, ctx.materialize(regs, ctype, force=True), dist))
+
+
 def _vector_store(ctx: LoweringContext, op: mem.StoreOp, p: PtrValue, val: RegValue, mask: RegValue | None,
                   vec: int, ety: ScalarType, own: Expr | None) -> None:
     assert p.dist is not None and p.buffer.output_name is not None
@@ -241,7 +269,9 @@ def _vector_store(ctx: LoweringContext, op: mem.StoreOp, p: PtrValue, val: RegVa
         if not firsts[r]:
             continue
         target = Index(PtrCast("device", vtype, Apply("add", (Var(p.buffer.output_name), p.offsets[r]))), Lit("0"))
-        value = Call(vtype, tuple(_reg_at(val, r + i) for i in range(vec)))  # type: ignore[misc]
+        # each element encoded against its old value where the output is kept relative
+        value = Call(vtype, tuple(_encode(ctx, p, p.offsets[r + i], _reg_at(val, r + i), ety)  # type: ignore[arg-type]
+                                  for i in range(vec)))
         stmts = (Assign(target, value), *_mark_written(ctx, p, tuple(p.offsets[r + i] for i in range(vec))))
         cond = _and(own, _reg_at(mask, r))
         _emit_guarded(ctx, cond, stmts)
@@ -264,7 +294,7 @@ def lower_store(ctx: LoweringContext, op: mem.StoreOp) -> None:
     own_var = _hoist(ctx, own)
     ety = element_type(op.value.type)
     assert isinstance(ety, ScalarType)
-    vec, _ = vector_width(ctx, op, dist, ety) if not (buf.relative or buf.shared) else (1, 0)
+    vec, _ = vector_width(ctx, op, dist, ety) if not buf.shared else (1, 0)
     if vec > 1:
         _vector_store(ctx, op, p, val, mask, vec, ety, own_var)
         return

@@ -30,12 +30,13 @@
 {% for a in ops32 %}
 {% if a.enc == "mark" %}
 inline float km_rel_add_float_mark(device atomic_uint* p, float v, float o) {
-  uint held = atomic_load_explicit(p, memory_order_relaxed);
-  if (held != {{ untouched }}u && !isnan(as_type<float>(held)) && !isnan(v)) {
-    // a number plus a number is never the mark: the hardware's add, as in place
-    return atomic_fetch_add_explicit((device atomic<float>*)p, v, memory_order_relaxed);
-  }
+  // first as if untouched: one compare-and-swap where the element still holds the mark
+  uint held = {{ untouched }}u;
   while (true) {
+    if (held != {{ untouched }}u && !isnan(as_type<float>(held)) && !isnan(v)) {
+      // a number plus a number is never the mark: the hardware's add, as in place
+      return atomic_fetch_add_explicit((device atomic<float>*)p, v, memory_order_relaxed);
+    }
     float old = held == {{ untouched }}u ? o : as_type<float>(held);
     uint next = as_type<uint>(old + v);
     // the mark stands for `o`: a sum with its bits is stored as it is only when it is `o`
