@@ -141,6 +141,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=".gpuproxy/rowops", help="folder of the captures, under the project")
     parser.add_argument("--gpuproxy", default=None)
     parser.add_argument("--configs", choices=["all", "first"], default="all")
+    parser.add_argument("--cores", type=int, default=None,
+                        help="GPU cores that persistent grids are sized from (default: unknown, the fallback)")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(_gpuproxy(args.gpuproxy)))
     import capture  # the proxy's module
@@ -151,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.only and case.name not in args.only:
             continue
         mx.random.seed(0)
-        with capture.Capture(configs=args.configs, root=str(ROOT)) as cap:
+        with capture.Capture(configs=args.configs, cores=args.cores, root=str(ROOT)) as cap:
             case.run(mx)
         meta = cap.save(str(ROOT / args.out / case.name), command=[sys.argv[0], case.name])
         print(f"{case.name}: {len(meta['launches'])} launch(es), errors {len(meta['errors'])}")

@@ -98,10 +98,13 @@ def check_cross_entropy(launch: dict[str, Any], t: dict[str, Any]) -> dict[str, 
     ls = 0.0 if entropy else float(t["smoothing"])
     if launch["kernel"] == "_xent_fwd":
         lse = torch.logsumexp(x, -1)
+        # the statistics saved for the backward: the log-sum-exp, then sum(p * x) or the maximum
+        aux = (p * x).sum(-1) if entropy else x.max(-1).values
+        stats = {"stats_ptr": torch.stack((lse, aux), -1)} if "stats_ptr" in _outputs(launch) else {}
         if entropy:
-            return {"loss_ptr": lse - (p * x).sum(-1)}
+            return {"loss_ptr": lse - (p * x).sum(-1), **stats}
         x_t = x.gather(1, t["t_ptr"].long()[:, None])[:, 0]
-        return {"loss_ptr": lse - (1.0 - ls) * x_t - ls * x.mean(-1)}
+        return {"loss_ptr": lse - (1.0 - ls) * x_t - ls * x.mean(-1), **stats}
     g = t["g_ptr"].double()[:, None]
     if entropy:
         return {"dx_ptr": -g * p * (x - (p * x).sum(-1, keepdim=True))}

@@ -51,9 +51,6 @@ def _rope_kernel(x_ptr, f_ptr, y_ptr, dx_ptr, df_ptr, n_rows, L, D, dims, offset
     half = dims // 2
     i = tl.arange(0, HALF_BLOCK)[None, :]
     mask = row_mask & (i < half)
-    angle, pos = _angles(f_ptr, l, half, dims, offset, scale, log2_base, HAS_FREQS, HALF_BLOCK)
-    cos = tl.cos(angle)
-    sin = tl.sin(angle) * sign
     if TRAD:
         i1 = 2 * i
         i2 = 2 * i + 1
@@ -61,8 +58,12 @@ def _rope_kernel(x_ptr, f_ptr, y_ptr, dx_ptr, df_ptr, n_rows, L, D, dims, offset
         i1 = i
         i2 = i + half
     base = rows * D
+    # the loads first: they are in flight while the angles' sin and cos are computed
     x1 = tl.load(x_ptr + base + i1, mask=mask, other=0.0).to(tl.float32)
     x2 = tl.load(x_ptr + base + i2, mask=mask, other=0.0).to(tl.float32)
+    angle, pos = _angles(f_ptr, l, half, dims, offset, scale, log2_base, HAS_FREQS, HALF_BLOCK)
+    cos = tl.cos(angle)
+    sin = tl.sin(angle) * sign
     out = dx_ptr if FREQ_GRAD else y_ptr
     tl.store(out + base + i1, x1 * cos - x2 * sin, mask=mask)
     tl.store(out + base + i2, x1 * sin + x2 * cos, mask=mask)
