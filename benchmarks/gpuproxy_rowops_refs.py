@@ -134,3 +134,21 @@ def check_layer_norm_example(launch: dict[str, Any], t: dict[str, Any]) -> dict[
         M = int(t["M"])
         return {"FINAL_DW": t["DW"].double()[:M].sum(0), "FINAL_DB": t["DB"].double()[:M].sum(0)}
     return None
+
+
+def inputs_cross_entropy(launch: dict[str, Any], device: str) -> dict[str, torch.Tensor] | None:
+    """`replay.py --inputs`: the backward's logits and the statistics its forward saves for them.
+
+    `_xent_bwd` reads the float32 (log-sum-exp, aux) per row that `_xent_fwd` wrote; a capture
+    records the stand-in's zeros there, so the replay gets random logits and their statistics
+    computed in float64 here (aux: sum(softmax * x) for the entropy, else the row maximum)."""
+    if launch["kernel"] != "_xent_bwd":
+        return None
+    params = {i["param"]: i for i in launch["inputs"]}
+    spec = params["x_ptr"]
+    gen = torch.Generator(device=device).manual_seed(1)
+    x = torch.randn(spec["shape"], generator=gen, device=device).to(getattr(torch, spec["dtype"]))
+    xd = x.double()
+    lse = torch.logsumexp(xd, -1)
+    aux = (torch.softmax(xd, -1) * xd).sum(-1) if "t_ptr" not in params else xd.max(-1).values
+    return {"x_ptr": x, "stats_ptr": torch.stack((lse, aux), -1).float()}

@@ -90,8 +90,8 @@ def _norm_grads_f64(x, w, b, g, eps, rms):
 
 @pytest.mark.parametrize("rms", [True, False])
 def test_backward_against_float64_rows_per_program(rms):
-    # 300 rows over the emulator's 256 persistent programs: some programs take two rows, the
-    # second loaded ahead while the first is reduced; the rest load their one row again
+    # 300 rows over the emulator's 256 persistent programs: some programs take two rows, whose
+    # weight and bias gradients they add up before writing their partials
     x, w, b = randn((300, 100), scale=2.0), randn((100,), seed=1), randn((100,), seed=2)
     g = randn((300, 100), seed=5)
     if rms:

@@ -1,7 +1,6 @@
 """`cross_entropy` (as `mlx.nn.losses.cross_entropy`) and `entropy`, fused, forward and backward.
 
-One program per row streams the logits once (each step loading the next block before working on
-this one), keeping a per-lane running maximum `m` and sum
+One program per row streams the logits once, keeping a per-lane running maximum `m` and sum
 `s = sum(exp(x - m))` (the online log-sum-exp, one `exp` per element: `exp(-|x - m|)` is either
 the new term or the factor that rescales `s` to a new maximum), and what the loss needs besides:
 the row's sum (only with label smoothing, a compile-time flag), `sum(x * t)` for probability
@@ -53,12 +52,9 @@ def _row_stats(x_row, t_row, n_cols, MODE: tl.constexpr, SMOOTH: tl.constexpr, B
     sx = tl.zeros([BLOCK], tl.float32)
     extra = tl.zeros([BLOCK], tl.float32)
     st = tl.zeros([BLOCK], tl.float32)
-    # each step loads the next block before working on this one: two blocks in flight a thread
-    x_next = tl.load(x_row + offs, mask=offs < n_cols, other=NEG_INF)
     for off in range(0, n_cols, BLOCK):
         mask = off + offs < n_cols
-        x = x_next.to(tl.float32)
-        x_next = tl.load(x_row + off + BLOCK + offs, mask=off + BLOCK + offs < n_cols, other=NEG_INF)
+        x = tl.load(x_row + off + offs, mask=mask, other=NEG_INF).to(tl.float32)
         d = x - m
         above = x > m
         # both -inf (a masked lane, or nothing but -inf so far): no term; a NaN passes on

@@ -96,19 +96,10 @@ def _norm_bwd(x_ptr, w_ptr, dy_ptr, dx_ptr, dw_ptr, db_ptr, n_rows, n_cols, eps,
         w = tl.load(w_ptr + offs, mask=mask, other=0.0).to(tl.float32)
     dw_acc = tl.zeros([BLOCK], tl.float32)
     db_acc = tl.zeros([BLOCK], tl.float32)
-    # the next row's x and dy are loaded before this row's reductions, so a program keeps two
-    # rows' loads in flight across the barriers; past the last row it loads its current row
-    # again (already cached) rather than masking, so the loads keep one mask and their width
-    base = tl.cast(pid, tl.int64) * n_cols
-    x_next = tl.load(x_ptr + base + offs, mask=mask, other=0.0)
-    dy_next = tl.load(dy_ptr + base + offs, mask=mask, other=0.0)
     for row in tl.range(pid, n_rows, step):
         base = tl.cast(row, tl.int64) * n_cols  # a loop variable: an int when interpreted
-        x = x_next.to(tl.float32)
-        dy = dy_next.to(tl.float32)
-        ahead = tl.cast(tl.where(row + step < n_rows, row + step, row), tl.int64) * n_cols
-        x_next = tl.load(x_ptr + ahead + offs, mask=mask, other=0.0)
-        dy_next = tl.load(dy_ptr + ahead + offs, mask=mask, other=0.0)
+        x = tl.load(x_ptr + base + offs, mask=mask, other=0.0).to(tl.float32)
+        dy = tl.load(dy_ptr + base + offs, mask=mask, other=0.0).to(tl.float32)
         if RMS:
             xc = x
         else:
