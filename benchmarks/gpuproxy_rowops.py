@@ -39,6 +39,9 @@ class Case:
     """`--check-fn` functions of the refs file."""
     time_refs: tuple[str, ...] = field(default=())
     """`--time-ref LABEL=EXPR` arguments (torch on the same inputs)."""
+    inputs: tuple[str, ...] = ()
+    """`--inputs` functions of the refs file (inputs that an op's forward saved for its backward:
+    the capture records the stand-in's zeros there)."""
 
 
 def _norm_backward(kind: str, dtype: str) -> Callable[[Any], None]:
@@ -96,21 +99,24 @@ def _layer_norm_example(mx: Any) -> None:
 
 
 _NORM_REFS = ("check_norm_backward", "check_sum_partials")
+_NORM_INPUTS = ("inputs_norm_backward",)
+_XENT_INPUTS = ("inputs_cross_entropy",)
 _ROPE_TIME = ("torch.mul-add=x_ptr * 0.5 + x_ptr.flip(-1) * 0.5",)
 """A torch elementwise pass over the same tensor (reads it twice, writes once), for scale."""
 
 CASES = (
-    Case("rms_norm_bwd_f16", _norm_backward("rms", "float16"), _NORM_REFS),
-    Case("rms_norm_bwd_bf16", _norm_backward("rms", "bfloat16"), _NORM_REFS),
-    Case("layer_norm_bwd_f16", _norm_backward("layer", "float16"), _NORM_REFS),
-    Case("layer_norm_bwd_bf16", _norm_backward("layer", "bfloat16"), _NORM_REFS),
+    Case("rms_norm_bwd_f16", _norm_backward("rms", "float16"), _NORM_REFS, inputs=_NORM_INPUTS),
+    Case("rms_norm_bwd_bf16", _norm_backward("rms", "bfloat16"), _NORM_REFS, inputs=_NORM_INPUTS),
+    Case("layer_norm_bwd_f16", _norm_backward("layer", "float16"), _NORM_REFS, inputs=_NORM_INPUTS),
+    Case("layer_norm_bwd_bf16", _norm_backward("layer", "bfloat16"), _NORM_REFS, inputs=_NORM_INPUTS),
     Case("rope_f16", _rope("float16", False), ("check_rope",), _ROPE_TIME),
     Case("rope_bf16", _rope("bfloat16", False), ("check_rope",), _ROPE_TIME),
     Case("rope_bwd_f16", _rope("float16", True), ("check_rope",), _ROPE_TIME),
     Case("cross_entropy_bf16", _cross_entropy("class"), ("check_cross_entropy",),
-         ("F.cross_entropy=F.cross_entropy(x_ptr, t_ptr.long(), reduction='none')",)),
-    Case("cross_entropy_smoothed_bf16", _cross_entropy("smoothed"), ("check_cross_entropy",)),
-    Case("entropy_bf16", _cross_entropy("entropy"), ("check_cross_entropy",)),
+         ("F.cross_entropy=F.cross_entropy(x_ptr, t_ptr.long(), reduction='none')",), _XENT_INPUTS),
+    Case("cross_entropy_smoothed_bf16", _cross_entropy("smoothed"), ("check_cross_entropy",),
+         inputs=_XENT_INPUTS),
+    Case("entropy_bf16", _cross_entropy("entropy"), ("check_cross_entropy",), inputs=_XENT_INPUTS),
     Case("layer_norm_example", _layer_norm_example, ("check_layer_norm_example",)),
 )
 
@@ -131,6 +137,8 @@ def replay_line(case: Case, out: str) -> str:
         args += ["--check-fn", f"{REFS}:{fn}"]
     for ref in case.time_refs:
         args += ["--time-ref", ref]
+    for fn in case.inputs:
+        args += ["--inputs", f"{REFS}:{fn}"]
     args += ["--json", f"$RESULTS/{case.name}.json"]
     return " ".join(a if a.startswith("$RESULTS") else shlex.quote(a) for a in args)
 

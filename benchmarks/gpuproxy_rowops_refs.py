@@ -39,7 +39,12 @@ def check_norm_backward(launch: dict[str, Any], t: dict[str, Any]) -> dict[str, 
     # without RMS among its inputs is an RMS norm's
     rms = bool(t.get("RMS", 1))
     x, dy = t["x_ptr"].double(), t["dy_ptr"].double()
-    xhat, rstd = _normalized(x, float(t["eps"]), rms)
+    if "stats_ptr" in t:  # the forward's saved (mean, rstd) per row
+        stats = t["stats_ptr"].double()
+        rstd = stats[:, 1:2]
+        xhat = (x - stats[:, 0:1]) * rstd
+    else:
+        xhat, rstd = _normalized(x, float(t["eps"]), rms)
     dxhat = dy * t["w_ptr"].double() if "w_ptr" in t else dy
     inner = (dxhat * xhat).mean(-1, keepdim=True)
     centred = dxhat if rms else dxhat - dxhat.mean(-1, keepdim=True)
@@ -136,6 +141,26 @@ def check_layer_norm_example(launch: dict[str, Any], t: dict[str, Any]) -> dict[
     return None
 
 
+def inputs_norm_backward(launch: dict[str, Any], device: str) -> dict[str, torch.Tensor] | None:
+    """`replay.py --inputs`: `_norm_bwd`'s x and the (mean, rstd) its forward saves for it.
+
+    A capture records the stand-in's zeros for the saved statistics, so the replay gets random x
+    and its statistics computed in float64 here (eps 1e-5, the cases'; RMS: mean 0)."""
+    if launch["kernel"] != "_norm_bwd":
+        return None
+    params = {i["param"]: i for i in launch["inputs"]}
+    if "stats_ptr" not in params:
+        return None
+    spec = params["x_ptr"]
+    gen = torch.Generator(device=device).manual_seed(1)
+    x = torch.randn(spec["shape"], generator=gen, device=device).to(getattr(torch, spec["dtype"]))
+    rms = bool(params["RMS"]["value"]) if "RMS" in params else True
+    xd = x.double()
+    mean = torch.zeros_like(xd[:, 0]) if rms else xd.mean(-1)
+    _, rstd = _normalized(xd, 1e-5, rms)
+    return {"x_ptr": x, "stats_ptr": torch.stack((mean, rstd[:, 0]), -1).float()}
+
+
 def inputs_cross_entropy(launch: dict[str, Any], device: str) -> dict[str, torch.Tensor] | None:
     """`replay.py --inputs`: the backward's logits and the statistics its forward saves for them.
 
@@ -145,6 +170,8 @@ def inputs_cross_entropy(launch: dict[str, Any], device: str) -> dict[str, torch
     if launch["kernel"] != "_xent_bwd":
         return None
     params = {i["param"]: i for i in launch["inputs"]}
+    if "stats_ptr" not in params:
+        return None
     spec = params["x_ptr"]
     gen = torch.Generator(device=device).manual_seed(1)
     x = torch.randn(spec["shape"], generator=gen, device=device).to(getattr(torch, spec["dtype"]))
