@@ -11,7 +11,13 @@ definitions) and time references. Copy the proxy beside the captures as its READ
 `replay.sh` from the project's root on the GPU machine; replay prints each kernel's time against
 a copy of the same bytes in the same run.
 
+Statistics that a forward saves for its backward (the norms' `(mean, rstd)`, cross-entropy's
+log-sum-exp) are recorded as the capture stand-in's zeros; the backward's replay takes them, with
+the input they belong to, from the refs file's `--inputs` functions.
+
 `--gpuproxy DIR`: the proxy's folder (default: the first `shared/gpuproxy` above the project).
+`--cores N`: size persistent grids (the norms' backward) as for a GPU of N cores (default: the
+unknown-chip fallback).
 """
 
 from __future__ import annotations
@@ -150,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gpuproxy", default=None)
     parser.add_argument("--configs", choices=["all", "first"], default="all")
     parser.add_argument("--cores", type=int, default=None,
-                        help="GPU cores that persistent grids are sized from (default: unknown, the fallback)")
+                        help="GPU cores that persistent grids are sized from (default: the fallback)")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(_gpuproxy(args.gpuproxy)))
     import capture  # the proxy's module

@@ -141,19 +141,28 @@ def check_layer_norm_example(launch: dict[str, Any], t: dict[str, Any]) -> dict[
     return None
 
 
+def _saved_stats_input(launch: dict[str, Any], kernel: str,
+                       device: str) -> tuple[dict[str, Any], torch.Tensor] | None:
+    """A backward launch reading its forward's `stats_ptr`: its inputs by name and random `x_ptr`
+    data (seeded) of the captured shape and dtype; None for any other launch."""
+    params = {i["param"]: i for i in launch["inputs"]}
+    if launch["kernel"] != kernel or "stats_ptr" not in params:
+        return None
+    spec = params["x_ptr"]
+    gen = torch.Generator(device=device).manual_seed(1)
+    x = torch.randn(spec["shape"], generator=gen, device=device).to(getattr(torch, spec["dtype"]))
+    return params, x
+
+
 def inputs_norm_backward(launch: dict[str, Any], device: str) -> dict[str, torch.Tensor] | None:
     """`replay.py --inputs`: `_norm_bwd`'s x and the (mean, rstd) its forward saves for it.
 
     A capture records the stand-in's zeros for the saved statistics, so the replay gets random x
     and its statistics computed in float64 here (eps 1e-5, the cases'; RMS: mean 0)."""
-    if launch["kernel"] != "_norm_bwd":
+    found = _saved_stats_input(launch, "_norm_bwd", device)
+    if found is None:
         return None
-    params = {i["param"]: i for i in launch["inputs"]}
-    if "stats_ptr" not in params:
-        return None
-    spec = params["x_ptr"]
-    gen = torch.Generator(device=device).manual_seed(1)
-    x = torch.randn(spec["shape"], generator=gen, device=device).to(getattr(torch, spec["dtype"]))
+    params, x = found
     rms = bool(params["RMS"]["value"]) if "RMS" in params else True
     xd = x.double()
     mean = torch.zeros_like(xd[:, 0]) if rms else xd.mean(-1)
@@ -167,14 +176,10 @@ def inputs_cross_entropy(launch: dict[str, Any], device: str) -> dict[str, torch
     `_xent_bwd` reads the float32 (log-sum-exp, aux) per row that `_xent_fwd` wrote; a capture
     records the stand-in's zeros there, so the replay gets random logits and their statistics
     computed in float64 here (aux: sum(softmax * x) for the entropy, else the row maximum)."""
-    if launch["kernel"] != "_xent_bwd":
+    found = _saved_stats_input(launch, "_xent_bwd", device)
+    if found is None:
         return None
-    params = {i["param"]: i for i in launch["inputs"]}
-    if "stats_ptr" not in params:
-        return None
-    spec = params["x_ptr"]
-    gen = torch.Generator(device=device).manual_seed(1)
-    x = torch.randn(spec["shape"], generator=gen, device=device).to(getattr(torch, spec["dtype"]))
+    params, x = found
     xd = x.double()
     lse = torch.logsumexp(xd, -1)
     aux = (torch.softmax(xd, -1) * xd).sum(-1) if "t_ptr" not in params else xd.max(-1).values

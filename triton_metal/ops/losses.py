@@ -126,6 +126,8 @@ def _xent_bwd(x_ptr, t_ptr, g_ptr, stats_ptr, dx_ptr, dt_ptr, n_cols, smoothing,
     if MODE == 0:
         t = tl.load(t_ptr + row)
     offs = tl.arange(0, BLOCK)
+    # each step loads the next block before working on this one (no reduction in the loop, so
+    # a thread keeps two blocks' loads in flight)
     x_next = tl.load(x_row + offs, mask=offs < n_cols, other=0.0)
     for off in range(0, n_cols, BLOCK):
         cols = off + offs

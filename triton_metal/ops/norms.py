@@ -8,14 +8,15 @@ Backward: a persistent grid (a few programs per GPU core, `_common.persistent_pr
 the rows; each program reads its rows' saved (mean, rstd) rather than recomputing them (two
 block reductions fewer per row, one after the other: the statistics' reductions were half of
 a row's reduction chain), writes `dx`, and accumulates the weight and bias gradients of its
-rows in registers, written once as a float32 partial per program. A second kernel (`_sum_partials`, one
-program per 32 columns) sums the partials in float32 and stores both gradients in the
-parameters' dtype: one launch where an MLX `sum` and `astype` per gradient took four. (Summing
-them inside the first kernel, by the last program to finish, would need an arrival counter that
-starts at zero, and MLX's `init_value` would then fill `dx` as well: a write pass over the
-largest output, more than the partials cost; docs/ops.md.) Rows too long for registers take two
-kernels: `dx` and each row's (mean, rstd) one program per row, then the weight and bias
-gradients one program per column block down every row, stored in the parameters' dtype.
+rows in registers, written once as a float32 partial per program. A second kernel
+(`_sum_partials`, one program per 32 columns) sums the partials in float32 and stores both
+gradients in the parameters' dtype: one launch where an MLX `sum` and `astype` per gradient took
+four. (Summing them inside the first kernel, by the last program to finish, would need an
+arrival counter that starts at zero, and MLX's `init_value` would then fill `dx` as well: a
+write pass over the largest output, more than the partials cost; docs/ops.md.) Rows too long
+for registers take two kernels: `dx` and each row's (mean, rstd) one program per row, then the
+weight and bias gradients one program per column block down every row, stored in the
+parameters' dtype.
 
     xhat = (x - mean) * rstd          (rms_norm: mean = 0)
     dxhat = dy * w
