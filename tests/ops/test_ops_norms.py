@@ -101,3 +101,15 @@ def test_backward_against_float64_rows_per_program(rms):
                         argnums=(0, 1, 2))(x, w, b)
     for got, want in zip(grads, _norm_grads_f64(x, w, b, g, 1e-5, rms)):
         np.testing.assert_allclose(np.array(got), want, atol=1e-4 * max(1.0, np.abs(want).max()), rtol=1e-4)
+
+
+def test_forward_saves_row_statistics_against_float64():
+    # the op's second output, which the backward reads: each row's float32 (mean, rstd)
+    from triton_metal.ops import norms
+
+    x, w, b = randn((300, 100), scale=2.0), randn((100,), seed=1), randn((100,), seed=2)
+    x64 = np.asarray(x, np.float64)
+    for stats, mean in ((norms._layer_norm_op(x, w, b, 1e-5)[1], x64.mean(-1)),
+                        (norms._rms_norm_op(x, w, 1e-5)[1], np.zeros(300))):
+        rstd = 1.0 / np.sqrt(((x64 - mean[:, None]) ** 2).mean(-1) + 1e-5)
+        np.testing.assert_allclose(np.array(stats), np.stack((mean, rstd), -1), atol=1e-6, rtol=1e-5)
