@@ -42,7 +42,7 @@ def _rope_f64(x, dims, base, scale, offset):
 
 
 def test_rope_against_float64():
-    # 40 sequences of 300 positions (angles up to 300 radians), 96 of 128 features rotated
+    # 40 sequences of 300 positions (angles up to 306 radians), 96 of 128 features rotated
     x = randn((2, 20, 300, 128))
     y = ops.rope(x, 96, traditional=False, base=10000.0, scale=1.0, offset=7)
     want = _rope_f64(x, 96, 10000.0, 1.0, 7)
