@@ -11,7 +11,13 @@ definitions) and time references. Copy the proxy beside the captures as its READ
 `replay.sh` from the project's root on the GPU machine; replay prints each kernel's time against
 a copy of the same bytes in the same run.
 
+Statistics that a forward saves for its backward (the norms' `(mean, rstd)`, cross-entropy's
+log-sum-exp) are recorded as the capture stand-in's zeros; the backward's replay takes them, with
+the input they belong to, from the refs file's `--inputs` functions.
+
 `--gpuproxy DIR`: the proxy's folder (default: the first `shared/gpuproxy` above the project).
+`--cores N`: size persistent grids (the norms' backward) as for a GPU of N cores (default: the
+unknown-chip fallback).
 """
 
 from __future__ import annotations
@@ -39,6 +45,9 @@ class Case:
     """`--check-fn` functions of the refs file."""
     time_refs: tuple[str, ...] = field(default=())
     """`--time-ref LABEL=EXPR` arguments (torch on the same inputs)."""
+    inputs: tuple[str, ...] = ()
+    """`--inputs` functions of the refs file (inputs that an op's forward saved for its backward:
+    the capture records the stand-in's zeros there)."""
 
 
 def _norm_backward(kind: str, dtype: str) -> Callable[[Any], None]:
@@ -96,21 +105,24 @@ def _layer_norm_example(mx: Any) -> None:
 
 
 _NORM_REFS = ("check_norm_backward", "check_sum_partials")
+_NORM_INPUTS = ("inputs_norm_backward",)
+_XENT_INPUTS = ("inputs_cross_entropy",)
 _ROPE_TIME = ("torch.mul-add=x_ptr * 0.5 + x_ptr.flip(-1) * 0.5",)
 """A torch elementwise pass over the same tensor (reads it twice, writes once), for scale."""
 
 CASES = (
-    Case("rms_norm_bwd_f16", _norm_backward("rms", "float16"), _NORM_REFS),
-    Case("rms_norm_bwd_bf16", _norm_backward("rms", "bfloat16"), _NORM_REFS),
-    Case("layer_norm_bwd_f16", _norm_backward("layer", "float16"), _NORM_REFS),
-    Case("layer_norm_bwd_bf16", _norm_backward("layer", "bfloat16"), _NORM_REFS),
+    Case("rms_norm_bwd_f16", _norm_backward("rms", "float16"), _NORM_REFS, inputs=_NORM_INPUTS),
+    Case("rms_norm_bwd_bf16", _norm_backward("rms", "bfloat16"), _NORM_REFS, inputs=_NORM_INPUTS),
+    Case("layer_norm_bwd_f16", _norm_backward("layer", "float16"), _NORM_REFS, inputs=_NORM_INPUTS),
+    Case("layer_norm_bwd_bf16", _norm_backward("layer", "bfloat16"), _NORM_REFS, inputs=_NORM_INPUTS),
     Case("rope_f16", _rope("float16", False), ("check_rope",), _ROPE_TIME),
     Case("rope_bf16", _rope("bfloat16", False), ("check_rope",), _ROPE_TIME),
     Case("rope_bwd_f16", _rope("float16", True), ("check_rope",), _ROPE_TIME),
     Case("cross_entropy_bf16", _cross_entropy("class"), ("check_cross_entropy",),
-         ("F.cross_entropy=F.cross_entropy(x_ptr, t_ptr.long(), reduction='none')",)),
-    Case("cross_entropy_smoothed_bf16", _cross_entropy("smoothed"), ("check_cross_entropy",)),
-    Case("entropy_bf16", _cross_entropy("entropy"), ("check_cross_entropy",)),
+         ("F.cross_entropy=F.cross_entropy(x_ptr, t_ptr.long(), reduction='none')",), _XENT_INPUTS),
+    Case("cross_entropy_smoothed_bf16", _cross_entropy("smoothed"), ("check_cross_entropy",),
+         inputs=_XENT_INPUTS),
+    Case("entropy_bf16", _cross_entropy("entropy"), ("check_cross_entropy",), inputs=_XENT_INPUTS),
     Case("layer_norm_example", _layer_norm_example, ("check_layer_norm_example",)),
 )
 
@@ -131,6 +143,8 @@ def replay_line(case: Case, out: str) -> str:
         args += ["--check-fn", f"{REFS}:{fn}"]
     for ref in case.time_refs:
         args += ["--time-ref", ref]
+    for fn in case.inputs:
+        args += ["--inputs", f"{REFS}:{fn}"]
     args += ["--json", f"$RESULTS/{case.name}.json"]
     return " ".join(a if a.startswith("$RESULTS") else shlex.quote(a) for a in args)
 
@@ -141,6 +155,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=".gpuproxy/rowops", help="folder of the captures, under the project")
     parser.add_argument("--gpuproxy", default=None)
     parser.add_argument("--configs", choices=["all", "first"], default="all")
+    parser.add_argument("--cores", type=int, default=None,
+                        help="GPU cores that persistent grids are sized from (default: the fallback)")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(_gpuproxy(args.gpuproxy)))
     import capture  # the proxy's module
@@ -151,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.only and case.name not in args.only:
             continue
         mx.random.seed(0)
-        with capture.Capture(configs=args.configs, root=str(ROOT)) as cap:
+        with capture.Capture(configs=args.configs, cores=args.cores, root=str(ROOT)) as cap:
             case.run(mx)
         meta = cap.save(str(ROOT / args.out / case.name), command=[sys.argv[0], case.name])
         print(f"{case.name}: {len(meta['launches'])} launch(es), errors {len(meta['errors'])}")

@@ -39,7 +39,12 @@ def check_norm_backward(launch: dict[str, Any], t: dict[str, Any]) -> dict[str, 
     # without RMS among its inputs is an RMS norm's
     rms = bool(t.get("RMS", 1))
     x, dy = t["x_ptr"].double(), t["dy_ptr"].double()
-    xhat, rstd = _normalized(x, float(t["eps"]), rms)
+    if "stats_ptr" in t:  # the forward's saved (mean, rstd) per row
+        stats = t["stats_ptr"].double()
+        rstd = stats[:, 1:2]
+        xhat = (x - stats[:, 0:1]) * rstd
+    else:
+        xhat, rstd = _normalized(x, float(t["eps"]), rms)
     dxhat = dy * t["w_ptr"].double() if "w_ptr" in t else dy
     inner = (dxhat * xhat).mean(-1, keepdim=True)
     centred = dxhat if rms else dxhat - dxhat.mean(-1, keepdim=True)
@@ -98,10 +103,13 @@ def check_cross_entropy(launch: dict[str, Any], t: dict[str, Any]) -> dict[str, 
     ls = 0.0 if entropy else float(t["smoothing"])
     if launch["kernel"] == "_xent_fwd":
         lse = torch.logsumexp(x, -1)
+        # the statistics saved for the backward: the log-sum-exp, then sum(p * x) or the maximum
+        aux = (p * x).sum(-1) if entropy else x.max(-1).values
+        stats = {"stats_ptr": torch.stack((lse, aux), -1)} if "stats_ptr" in _outputs(launch) else {}
         if entropy:
-            return {"loss_ptr": lse - (p * x).sum(-1)}
+            return {"loss_ptr": lse - (p * x).sum(-1), **stats}
         x_t = x.gather(1, t["t_ptr"].long()[:, None])[:, 0]
-        return {"loss_ptr": lse - (1.0 - ls) * x_t - ls * x.mean(-1)}
+        return {"loss_ptr": lse - (1.0 - ls) * x_t - ls * x.mean(-1), **stats}
     g = t["g_ptr"].double()[:, None]
     if entropy:
         return {"dx_ptr": -g * p * (x - (p * x).sum(-1, keepdim=True))}
@@ -131,3 +139,48 @@ def check_layer_norm_example(launch: dict[str, Any], t: dict[str, Any]) -> dict[
         M = int(t["M"])
         return {"FINAL_DW": t["DW"].double()[:M].sum(0), "FINAL_DB": t["DB"].double()[:M].sum(0)}
     return None
+
+
+def _saved_stats_input(launch: dict[str, Any], kernel: str,
+                       device: str) -> tuple[dict[str, Any], torch.Tensor] | None:
+    """A backward launch reading its forward's `stats_ptr`: its inputs by name and random `x_ptr`
+    data (seeded) of the captured shape and dtype; None for any other launch."""
+    params = {i["param"]: i for i in launch["inputs"]}
+    if launch["kernel"] != kernel or "stats_ptr" not in params:
+        return None
+    spec = params["x_ptr"]
+    gen = torch.Generator(device=device).manual_seed(1)
+    x = torch.randn(spec["shape"], generator=gen, device=device).to(getattr(torch, spec["dtype"]))
+    return params, x
+
+
+def inputs_norm_backward(launch: dict[str, Any], device: str) -> dict[str, torch.Tensor] | None:
+    """`replay.py --inputs`: `_norm_bwd`'s x and the (mean, rstd) its forward saves for it.
+
+    A capture records the stand-in's zeros for the saved statistics, so the replay gets random x
+    and its statistics computed in float64 here (eps 1e-5, the cases'; RMS: mean 0)."""
+    found = _saved_stats_input(launch, "_norm_bwd", device)
+    if found is None:
+        return None
+    params, x = found
+    rms = bool(params["RMS"]["value"]) if "RMS" in params else True
+    xd = x.double()
+    mean = torch.zeros_like(xd[:, 0]) if rms else xd.mean(-1)
+    _, rstd = _normalized(xd, 1e-5, rms)
+    return {"x_ptr": x, "stats_ptr": torch.stack((mean, rstd[:, 0]), -1).float()}
+
+
+def inputs_cross_entropy(launch: dict[str, Any], device: str) -> dict[str, torch.Tensor] | None:
+    """`replay.py --inputs`: the backward's logits and the statistics its forward saves for them.
+
+    `_xent_bwd` reads the float32 (log-sum-exp, aux) per row that `_xent_fwd` wrote; a capture
+    records the stand-in's zeros there, so the replay gets random logits and their statistics
+    computed in float64 here (aux: sum(softmax * x) for the entropy, else the row maximum)."""
+    found = _saved_stats_input(launch, "_xent_bwd", device)
+    if found is None:
+        return None
+    params, x = found
+    xd = x.double()
+    lse = torch.logsumexp(xd, -1)
+    aux = (torch.softmax(xd, -1) * xd).sum(-1) if "t_ptr" not in params else xd.max(-1).values
+    return {"x_ptr": x, "stats_ptr": torch.stack((lse, aux), -1).float()}

@@ -108,3 +108,46 @@ def test_entropy(shape):
 def test_bad_input(call, match):
     with pytest.raises(ops.OpArgumentError, match=match):
         call()
+
+
+def _softmax_f64(x):
+    x = np.asarray(x, np.float64)
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+@pytest.mark.parametrize("smoothing", [0.0, 0.1])
+def test_cross_entropy_gradient_against_float64(smoothing):
+    # the backward takes softmax(x) = exp(x - lse) from the forward's saved float32 log-sum-exp,
+    # one pass over the logits; two blocks of 4096 per row
+    x = randn((3, 4100), scale=3.0)
+    t = _targets((3,), 4100)
+    g = randn((3,), seed=6)
+    got = mx.grad(lambda a: (ops.cross_entropy(a, t, label_smoothing=smoothing) * g).sum())(x)
+    onehot = np.eye(4100)[np.array(t)]
+    g64 = np.asarray(g, np.float64)[:, None]
+    want = g64 * (_softmax_f64(x) - (1.0 - smoothing) * onehot - smoothing / 4100)
+    np.testing.assert_allclose(np.array(got), want, atol=1e-7, rtol=1e-4)
+
+
+def test_entropy_gradient_against_float64():
+    x = randn((3, 4100), scale=3.0)
+    g = randn((3,), seed=6)
+    got = mx.grad(lambda a: (ops.entropy(a) * g).sum())(x)
+    p = _softmax_f64(x)
+    x64 = np.asarray(x, np.float64)
+    want = -np.asarray(g, np.float64)[:, None] * p * (x64 - (p * x64).sum(-1, keepdims=True))
+    np.testing.assert_allclose(np.array(got), want, atol=1e-7, rtol=1e-4)
+
+
+def test_forward_saves_row_statistics_against_float64():
+    # the op's second output, which the backward reads: the log-sum-exp, and the row maximum
+    # (targets) or sum(softmax * x) (entropy)
+    from triton_metal.ops import losses
+
+    x = randn((3, 4100), scale=3.0)
+    x64 = np.asarray(x, np.float64)
+    lse = np.log(np.exp(x64 - x64.max(-1, keepdims=True)).sum(-1)) + x64.max(-1)
+    for stats, aux in ((losses._xent_op(x, _targets((3,), 4100), 0.0, losses.CLASS)[1], x64.max(-1)),
+                       (losses._entropy_op(x)[1], (_softmax_f64(x) * x64).sum(-1))):
+        np.testing.assert_allclose(np.array(stats), np.stack((lse, aux), -1), atol=1e-5, rtol=1e-6)

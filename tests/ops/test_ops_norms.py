@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import mlx.core as mx
+import numpy as np
 import pytest
 
 from triton_metal import ops
@@ -73,3 +74,42 @@ def test_non_contiguous():
 def test_bad_input(call, match):
     with pytest.raises(ops.OpArgumentError, match=match):
         call()
+
+
+def _norm_grads_f64(x, w, g, eps, rms):
+    """dx, dw, db of sum(norm(x) * g) in float64 (NumPy), from the definitions."""
+    x, w, g = (np.asarray(a, np.float64) for a in (x, w, g))
+    xc = x if rms else x - x.mean(-1, keepdims=True)
+    rstd = 1.0 / np.sqrt((xc * xc).mean(-1, keepdims=True) + eps)
+    xhat = xc * rstd
+    dxhat = g * w
+    inner = (dxhat * xhat).mean(-1, keepdims=True)
+    centred = dxhat if rms else dxhat - dxhat.mean(-1, keepdims=True)
+    return rstd * (centred - xhat * inner), (g * xhat).sum(0), g.sum(0)
+
+
+@pytest.mark.parametrize("rms", [True, False])
+def test_backward_against_float64_rows_per_program(rms):
+    # 300 rows over the emulator's 256 persistent programs: some programs take two rows, whose
+    # weight and bias gradients they add up before writing their partials
+    x, w, b = randn((300, 100), scale=2.0), randn((100,), seed=1), randn((100,), seed=2)
+    g = randn((300, 100), seed=5)
+    if rms:
+        grads = mx.grad(lambda a, ww: (ops.rms_norm(a, ww, 1e-5) * g).sum(), argnums=(0, 1))(x, w)
+    else:
+        grads = mx.grad(lambda a, ww, bb: (ops.layer_norm(a, ww, bb, 1e-5) * g).sum(),
+                        argnums=(0, 1, 2))(x, w, b)
+    for got, want in zip(grads, _norm_grads_f64(x, w, g, 1e-5, rms)):
+        np.testing.assert_allclose(np.array(got), want, atol=1e-4 * max(1.0, np.abs(want).max()), rtol=1e-4)
+
+
+def test_forward_saves_row_statistics_against_float64():
+    # the op's second output, which the backward reads: each row's float32 (mean, rstd)
+    from triton_metal.ops import norms
+
+    x, w, b = randn((300, 100), scale=2.0), randn((100,), seed=1), randn((100,), seed=2)
+    x64 = np.asarray(x, np.float64)
+    for stats, mean in ((norms._layer_norm_op(x, w, b, 1e-5)[1], x64.mean(-1)),
+                        (norms._rms_norm_op(x, w, 1e-5)[1], np.zeros(300))):
+        rstd = 1.0 / np.sqrt(((x64 - mean[:, None]) ** 2).mean(-1) + 1e-5)
+        np.testing.assert_allclose(np.array(stats), np.stack((mean, rstd), -1), atol=1e-6, rtol=1e-5)

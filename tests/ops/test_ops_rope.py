@@ -14,8 +14,8 @@ CASES = [
     ((2, 3, 5, 80), 48, True, "float32"),
     ((1, 1, 100, 16), 16, True, "bfloat16"),
     ((1, 2, 3, 32), 24, False, "float16"),
-    # 8 rows of 128 features per program: positions wrap to the next head inside a program
-    ((1, 3, 11, 128), 128, False, "float16"),
+    # one position of up to 32 sequences per program: 40 sequences, the second block partial
+    ((2, 20, 5, 128), 128, False, "float16"),
 ]
 
 
@@ -26,6 +26,29 @@ def test_rope(shape, dims, traditional, dtype):
     assert_close(ops.rope(x, dims, **kw), mx.fast.rope(x, dims, **kw), dtype, scale=5)
     # the backward is the forward kernel rotating the other way: no new compile per dtype
     check_grads(lambda a: ops.rope(a, dims, **kw), lambda a: mx.fast.rope(a, dims, **kw), (x,), dtype)
+
+
+def _rope_f64(x, dims, base, scale, offset):
+    """mx.fast.rope's non-traditional rotation in float64 (NumPy), from its definition."""
+    x = np.asarray(x, np.float64)
+    half = dims // 2
+    inv = base ** (-2.0 * np.arange(half) / dims)
+    angle = ((offset + np.arange(x.shape[-2])) * scale)[:, None] * inv[None, :]
+    x1, x2 = x[..., :half], x[..., half:dims]
+    y = x.copy()
+    y[..., :half] = x1 * np.cos(angle) - x2 * np.sin(angle)
+    y[..., half:dims] = x1 * np.sin(angle) + x2 * np.cos(angle)
+    return y
+
+
+def test_rope_against_float64():
+    # 40 sequences of 300 positions (angles up to 306 radians), 96 of 128 features rotated
+    x = randn((2, 20, 300, 128))
+    y = ops.rope(x, 96, traditional=False, base=10000.0, scale=1.0, offset=7)
+    want = _rope_f64(x, 96, 10000.0, 1.0, 7)
+    # float32 angles: a 300-radian angle is rounded by up to 300 * 2**-24 (2e-5) before its sin
+    # and cos, times |x| up to 5
+    np.testing.assert_allclose(np.array(y), want, atol=2e-4, rtol=1e-4)
 
 
 def test_rope_freqs():

@@ -11,7 +11,10 @@ gradient at the maximum):
     probability targets:  loss = lse(z) - (1 - ls) * sum(z * t) - ls * mean(z)
     entropy:              H = lse(x) - sum(softmax(x) * x)
 
-Backward (a second kernel, per row: the log-sum-exp again, then the gradient):
+The forward also writes two float32 statistics per row: the log-sum-exp `lse(x)`, and
+`sum(softmax(x) * x)` for the entropy or the maximum otherwise. The backward (a second kernel,
+one pass over the logits per row) takes `softmax(x) = exp(x - lse(x))` from them instead of
+streaming the row twice:
 
     d logits = g * (softmax(x) - (1 - ls) * onehot(t) - ls / n)     (t: the probabilities)
     d targets = -g * (1 - ls) * z                                    (probability targets)
@@ -79,7 +82,7 @@ def _row_stats(x_row, t_row, n_cols, MODE: tl.constexpr, SMOOTH: tl.constexpr, B
 
 @triton.autotune(configs=row_configs(), key=["n_cols"], prune_configs_by=ROW_TUNING)
 @triton.jit
-def _xent_fwd(x_ptr, t_ptr, loss_ptr, n_cols, smoothing, MODE: tl.constexpr,
+def _xent_fwd(x_ptr, t_ptr, loss_ptr, stats_ptr, n_cols, smoothing, MODE: tl.constexpr,
               SMOOTH: tl.constexpr, BLOCK: tl.constexpr, ONE_PASS: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
     x_row = x_ptr + row * n_cols
@@ -102,35 +105,44 @@ def _xent_fwd(x_ptr, t_ptr, loss_ptr, n_cols, smoothing, MODE: tl.constexpr,
     else:
         loss = lse_z + row_max - extra
     tl.store(loss_ptr + row, loss)
+    # what the backward needs, in float32: the log-sum-exp, and sum(softmax(x) * x) for the
+    # entropy or the maximum (the probability targets' gradient is -(1 - ls) * (x - max))
+    pair = tl.arange(0, 2)
+    aux = extra if MODE == 2 else row_max
+    tl.store(stats_ptr + row * 2 + pair, tl.where(pair == 0, row_max + lse_z, aux))
 
 
 @triton.autotune(configs=row_configs(), key=["n_cols"], prune_configs_by=ROW_TUNING)
 @triton.jit
-def _xent_bwd(x_ptr, t_ptr, g_ptr, dx_ptr, dt_ptr, n_cols, smoothing, MODE: tl.constexpr,
+def _xent_bwd(x_ptr, t_ptr, g_ptr, stats_ptr, dx_ptr, dt_ptr, n_cols, smoothing, MODE: tl.constexpr,
               BLOCK: tl.constexpr, ONE_PASS: tl.constexpr):
+    # one pass over the logits: softmax(x) = exp(x - lse) from the forward's saved statistics
     row = tl.program_id(0).to(tl.int64)
     x_row = x_ptr + row * n_cols
     t_row = t_ptr + row * n_cols
-    # the gradient needs the maximum and the sum of exponentials only (no row sum of x)
-    row_max, total, sum_x, extra, sum_t = _row_stats(x_row, t_row, n_cols, MODE, False, BLOCK)
+    lse = tl.load(stats_ptr + row * 2)
+    aux = tl.load(stats_ptr + row * 2 + 1)
     g = tl.load(g_ptr + row).to(tl.float32)
-    inv_total = 1.0 / total
     if MODE == 0:
         t = tl.load(t_ptr + row)
     offs = tl.arange(0, BLOCK)
+    # each step loads the next block before working on this one (no reduction in the loop, so
+    # a thread keeps two blocks' loads in flight)
+    x_next = tl.load(x_row + offs, mask=offs < n_cols, other=0.0)
     for off in range(0, n_cols, BLOCK):
         cols = off + offs
         mask = cols < n_cols
-        x = tl.load(x_row + cols, mask=mask, other=0.0).to(tl.float32)
-        p = tl.exp(x - row_max) * inv_total
+        x = x_next.to(tl.float32)
+        x_next = tl.load(x_row + BLOCK + cols, mask=BLOCK + cols < n_cols, other=0.0)
+        p = tl.exp(x - lse)
         if MODE == 0:
             dx = p - (1.0 - smoothing) * tl.where(cols == t, 1.0, 0.0) - smoothing / n_cols
         elif MODE == 1:
             tv = tl.load(t_row + cols, mask=mask, other=0.0).to(tl.float32)
             dx = p - (1.0 - smoothing) * tv - smoothing / n_cols
-            tl.store(dt_ptr + row * n_cols + cols, -g * (1.0 - smoothing) * (x - row_max), mask=mask)
+            tl.store(dt_ptr + row * n_cols + cols, -g * (1.0 - smoothing) * (x - aux), mask=mask)
         else:
-            dx = -p * (x - extra)
+            dx = -p * (x - aux)
         tl.store(dx_ptr + row * n_cols + cols, g * dx, mask=mask)
 
 
@@ -138,26 +150,27 @@ def _block(n: int) -> int:
     return min(MAX_BLOCK, max(16, next_pow2(n)))
 
 
-def _forward(x: Any, t: Any, smoothing: float, mode: int) -> Any:
+def _forward(x: Any, t: Any, smoothing: float, mode: int) -> tuple[Any, Any]:
     n = x.shape[-1]
     rows = c.rows_of(x.shape)
     loss = c.zeros(x.shape[:-1], x.dtype)
+    stats = c.zeros((rows, 2), c.mx().float32)
     tp = x if t is None else t
     if x.size:
         block = _block(n)
-        _xent_fwd[(rows,)](x, tp, loss, n, smoothing, MODE=mode, SMOOTH=smoothing != 0.0,
+        _xent_fwd[(rows,)](x, tp, loss, stats, n, smoothing, MODE=mode, SMOOTH=smoothing != 0.0,
                            BLOCK=block, ONE_PASS=n <= block)
-    return loss
+    return loss, stats
 
 
-def _backward(x: Any, t: Any, g: Any, smoothing: float, mode: int) -> tuple[Any, Any]:
+def _backward(x: Any, t: Any, g: Any, stats: Any, smoothing: float, mode: int) -> tuple[Any, Any]:
     n = x.shape[-1]
     rows = c.rows_of(x.shape)
     dx = c.zeros(x.shape, x.dtype)
     dt = c.zeros(x.shape, t.dtype) if mode == PROBS else None
     if x.size:
         block = _block(n)
-        _xent_bwd[(rows,)](x, x if t is None else t, g.astype(x.dtype), dx,
+        _xent_bwd[(rows,)](x, x if t is None else t, g.astype(x.dtype), stats, dx,
                            dx if dt is None else dt, n, smoothing, MODE=mode, BLOCK=block,
                            ONE_PASS=n <= block)
     return dx, dt
@@ -165,13 +178,14 @@ def _backward(x: Any, t: Any, g: Any, smoothing: float, mode: int) -> tuple[Any,
 
 @triton.op(name="cross_entropy")
 def _xent_op(logits: Any, targets: Any, smoothing: float, mode: int) -> Any:
+    # (per-row losses, float32 statistics for the backward); the caller keeps the losses
     return _forward(logits, targets, smoothing, mode)
 
 
 @_xent_op.backward
 def _xent_vjp(primals: Any, cotangents: Any, outputs: Any) -> Any:
     x, t, smoothing, mode = primals
-    dx, dt = _backward(x, t, c.first(cotangents), smoothing, mode)
+    dx, dt = _backward(x, t, c.first(cotangents), outputs[1], smoothing, mode)
     if mode == CLASS:
         return (dx, None)  # integer targets have no gradient
     return (dx, dt)
@@ -185,7 +199,7 @@ def _entropy_op(logits: Any) -> Any:
 @_entropy_op.backward
 def _entropy_vjp(primals: Any, cotangents: Any, outputs: Any) -> Any:
     x = c.first(primals)  # a one-parameter op's primals is the array itself
-    return (_backward(x, None, c.first(cotangents), 0.0, ENTROPY)[0],)
+    return (_backward(x, None, c.first(cotangents), outputs[1], 0.0, ENTROPY)[0],)
 
 
 def _reduce(op_name: str, loss: Any, reduction: Any) -> Any:
@@ -238,9 +252,9 @@ def cross_entropy(logits: Any, targets: Any, weights: Any = None, axis: int = -1
     x = logits if ax == logits.ndim - 1 else m.moveaxis(logits, ax, -1)
     if probs:
         t = targets if ax == logits.ndim - 1 else m.moveaxis(targets, ax, -1)
-        loss = _xent_op(x, t, smoothing, PROBS)
+        loss = _xent_op(x, t, smoothing, PROBS)[0]
     else:
-        loss = _xent_op(x, targets.astype(m.int32), smoothing, CLASS)
+        loss = _xent_op(x, targets.astype(m.int32), smoothing, CLASS)[0]
     if weights is not None:
         loss = loss * weights
     return _reduce(name, loss, reduction)
@@ -254,4 +268,4 @@ def entropy(logits: Any, axis: int = -1) -> Any:
     c.check_array("entropy", "logits", logits)
     ax = c.normalize_axis("entropy", axis, logits.ndim)
     x = logits if ax == logits.ndim - 1 else c.mx().moveaxis(logits, ax, -1)
-    return _entropy_op(x)
+    return _entropy_op(x)[0]

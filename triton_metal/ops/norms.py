@@ -1,19 +1,22 @@
 """`rms_norm` and `layer_norm` (as `mx.fast.rms_norm` / `mx.fast.layer_norm`), forward and backward.
 
 Forward: one program per row, statistics in float32, the row held in registers when it fits
-(`_rows.row_block`), else streamed twice (statistics, then the normalised row).
+(`_rows.row_block`), else streamed twice (statistics, then the normalised row). It also writes
+each row's float32 (mean, rstd) (8 bytes a row) for the backward.
 
 Backward: a persistent grid (a few programs per GPU core, `_common.persistent_programs`) walks
-the rows; each program recomputes its rows' statistics (cheaper than saving them: the row is
-loaded anyway), writes `dx`, and accumulates the weight and bias gradients of its rows in
-registers, written once as a float32 partial per program. A second kernel (`_sum_partials`, one
-program per 32 columns) sums the partials in float32 and stores both gradients in the
-parameters' dtype: one launch where an MLX `sum` and `astype` per gradient took four. (Summing
-them inside the first kernel, by the last program to finish, would need an arrival counter that
-starts at zero, and MLX's `init_value` would then fill `dx` as well: a write pass over the
-largest output, more than the partials cost; docs/ops.md.) Rows too long for registers take two
-kernels: `dx` and each row's (mean, rstd) one program per row, then the weight and bias
-gradients one program per column block down every row, stored in the parameters' dtype.
+the rows; each program reads its rows' saved (mean, rstd) rather than recomputing them (two
+block reductions fewer per row, one after the other: the statistics' reductions were half of
+a row's reduction chain), writes `dx`, and accumulates the weight and bias gradients of its
+rows in registers, written once as a float32 partial per program. A second kernel
+(`_sum_partials`, one program per 32 columns) sums the partials in float32 and stores both
+gradients in the parameters' dtype: one launch where an MLX `sum` and `astype` per gradient took
+four. (Summing them inside the first kernel, by the last program to finish, would need an
+arrival counter that starts at zero, and MLX's `init_value` would then fill `dx` as well: a
+write pass over the largest output, more than the partials cost; docs/ops.md.) Rows too long
+for registers take two kernels: `dx` and each row's (mean, rstd) one program per row, then the
+weight and bias gradients one program per column block down every row, stored in the
+parameters' dtype.
 
     xhat = (x - mean) * rstd          (rms_norm: mean = 0)
     dxhat = dy * w
@@ -44,7 +47,7 @@ def _row_moments(s1, s2, n_cols, eps, RMS):
 
 @triton.autotune(configs=row_configs(), key=["n_cols", "ONE_PASS"], prune_configs_by=ROW_TUNING)
 @triton.jit
-def _norm_fwd(x_ptr, w_ptr, b_ptr, y_ptr, n_cols, eps, RMS, HAS_W: tl.constexpr,
+def _norm_fwd(x_ptr, w_ptr, b_ptr, y_ptr, stats_ptr, n_cols, eps, RMS, HAS_W: tl.constexpr,
               HAS_B: tl.constexpr, BLOCK: tl.constexpr, ONE_PASS: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
     x_row = x_ptr + row * n_cols
@@ -54,9 +57,11 @@ def _norm_fwd(x_ptr, w_ptr, b_ptr, y_ptr, n_cols, eps, RMS, HAS_W: tl.constexpr,
         mask = offs < n_cols
         x = tl.load(x_row + offs, mask=mask, other=0.0).to(tl.float32)
         if RMS:
+            mean = 0.0
             xc = x
         else:
-            xc = tl.where(mask, x - tl.sum(x, 0) / n_cols, 0.0)
+            mean = tl.sum(x, 0) / n_cols
+            xc = tl.where(mask, x - mean, 0.0)
         rstd = tl.rsqrt(tl.sum(xc * xc, 0) / n_cols + eps)
         y = xc * rstd
         if HAS_W:
@@ -81,11 +86,14 @@ def _norm_fwd(x_ptr, w_ptr, b_ptr, y_ptr, n_cols, eps, RMS, HAS_W: tl.constexpr,
             if HAS_B:
                 y = y + tl.load(b_ptr + off + offs, mask=mask, other=0.0).to(tl.float32)
             tl.store(y_row + off + offs, y, mask=mask)
+    # the row's (mean, rstd) for the backward (mean 0 for RMSNorm)
+    pair = tl.arange(0, 2)
+    tl.store(stats_ptr + row * 2 + pair, tl.where(pair == 0, mean, rstd))
 
 
 @triton.autotune(configs=row_configs(), key=["n_cols", "ONE_PASS"], prune_configs_by=ROW_TUNING)
 @triton.jit
-def _norm_bwd(x_ptr, w_ptr, dy_ptr, dx_ptr, dw_ptr, db_ptr, n_rows, n_cols, eps, RMS,
+def _norm_bwd(x_ptr, w_ptr, dy_ptr, stats_ptr, dx_ptr, dw_ptr, db_ptr, n_rows, n_cols, RMS,
               HAS_W: tl.constexpr, HAS_B: tl.constexpr, BLOCK: tl.constexpr,
               ONE_PASS: tl.constexpr):
     pid = tl.program_id(0)
@@ -100,12 +108,10 @@ def _norm_bwd(x_ptr, w_ptr, dy_ptr, dx_ptr, dw_ptr, db_ptr, n_rows, n_cols, eps,
         base = tl.cast(row, tl.int64) * n_cols  # a loop variable: an int when interpreted
         x = tl.load(x_ptr + base + offs, mask=mask, other=0.0).to(tl.float32)
         dy = tl.load(dy_ptr + base + offs, mask=mask, other=0.0).to(tl.float32)
-        if RMS:
-            xc = x
-        else:
-            xc = tl.where(mask, x - tl.sum(x, 0) / n_cols, 0.0)
-        rstd = tl.rsqrt(tl.sum(xc * xc, 0) / n_cols + eps)
-        xhat = xc * rstd
+        # the forward's statistics: no reduction before the two of the gradient
+        mean = tl.load(stats_ptr + row * 2)
+        rstd = tl.load(stats_ptr + row * 2 + 1)
+        xhat = tl.where(mask, (x - mean) * rstd, 0.0)
         if HAS_W:
             dxhat = dy * w
             dw_acc += dy * xhat
@@ -220,18 +226,21 @@ SUM_COLS = 32
 the tile is 128 contiguous bytes), so a 4096-column gradient spreads over 128 programs."""
 
 
-def _forward(x: Any, w: Any, b: Any, eps: float, rms: bool) -> Any:
+def _forward(x: Any, w: Any, b: Any, eps: float, rms: bool) -> tuple[Any, Any]:
     n = x.shape[-1]
+    rows = c.rows_of(x.shape)
     y = c.zeros(x.shape, x.dtype)
+    stats = c.zeros((rows, 2), c.mx().float32)
     if x.size:
         block, one_pass = row_block(n)
-        _norm_fwd[(c.rows_of(x.shape),)](
-            x, x if w is None else w, x if b is None else b, y, n, eps,
+        _norm_fwd[(rows,)](
+            x, x if w is None else w, x if b is None else b, y, stats, n, eps,
             int(rms), HAS_W=w is not None, HAS_B=b is not None, BLOCK=block, ONE_PASS=one_pass)
-    return y
+    return y, stats
 
 
-def _backward(x: Any, w: Any, b: Any, dy: Any, eps: float, rms: bool) -> tuple[Any, Any, Any]:
+def _backward(x: Any, w: Any, b: Any, dy: Any, stats: Any, eps: float,
+              rms: bool) -> tuple[Any, Any, Any]:
     m = c.mx()
     n = x.shape[-1]
     rows = c.rows_of(x.shape)
@@ -247,7 +256,7 @@ def _backward(x: Any, w: Any, b: Any, dy: Any, eps: float, rms: bool) -> tuple[A
         dw = c.zeros((programs, n), m.float32)
         db = c.zeros((programs, n), m.float32)
         if x.size:
-            _norm_bwd[(programs,)](x, wp, dy, dx, dw, db, rows, n, eps, int(rms),
+            _norm_bwd[(programs,)](x, wp, dy, stats, dx, dw, db, rows, n, int(rms),
                                    HAS_W=has_w, HAS_B=has_b, BLOCK=block, ONE_PASS=True)
         if (has_w or has_b) and n:
             _sum_partials[(triton.cdiv(n, SUM_COLS),)](
@@ -255,25 +264,27 @@ def _backward(x: Any, w: Any, b: Any, dy: Any, eps: float, rms: bool) -> tuple[A
                 programs if x.size else 0, n, HAS_W=has_w, HAS_B=has_b, PARTS=SUM_PARTS,
                 COLS=SUM_COLS, num_warps=4)
     else:
-        stats = c.zeros((rows, 2), m.float32)
-        _norm_bwd_long[(rows,)](x, wp, dy, dx, stats, n, eps, int(rms), HAS_W=has_w,
+        # recomputed with the sums the gradient needs, in the same pass over the row
+        long_stats = c.zeros((rows, 2), m.float32)
+        _norm_bwd_long[(rows,)](x, wp, dy, dx, long_stats, n, eps, int(rms), HAS_W=has_w,
                                 BLOCK=block, ONE_PASS=False)
         if has_w or has_b:
             _norm_dw_long[(triton.cdiv(n, block),)](
-                x, dy, stats, dx if dw_out is None else dw_out, dx if db_out is None else db_out,
+                x, dy, long_stats, dx if dw_out is None else dw_out, dx if db_out is None else db_out,
                 rows, n, HAS_W=has_w, HAS_B=has_b, BLOCK=block, num_warps=4)
     return dx, dw_out, db_out
 
 
 @triton.op(name="rms_norm")
 def _rms_norm_op(x: Any, weight: Any, eps: float) -> Any:
+    # (y, float32 (mean, rstd) per row for the backward); the caller keeps y
     return _forward(x, weight, None, eps, True)
 
 
 @_rms_norm_op.backward
 def _rms_norm_vjp(primals: Any, cotangents: Any, outputs: Any) -> Any:
     x, w, eps = primals
-    dx, dw, _ = _backward(x, w, None, c.first(cotangents), eps, True)
+    dx, dw, _ = _backward(x, w, None, c.first(cotangents), outputs[1], eps, True)
     return (dx,) if w is None else (dx, dw)
 
 
@@ -285,7 +296,7 @@ def _layer_norm_op(x: Any, weight: Any, bias: Any, eps: float) -> Any:
 @_layer_norm_op.backward
 def _layer_norm_vjp(primals: Any, cotangents: Any, outputs: Any) -> Any:
     x, w, b, eps = primals
-    dx, dw, db = _backward(x, w, b, c.first(cotangents), eps, False)
+    dx, dw, db = _backward(x, w, b, c.first(cotangents), outputs[1], eps, False)
     return (dx,) + tuple(g for g in (dw, db) if g is not None)
 
 
@@ -306,7 +317,7 @@ def rms_norm(x: Any, weight: Any, eps: float) -> Any:
     dtype, or None. Statistics in float32; differentiable in `x` and `weight`."""
     c.check_array("rms_norm", "x", x)
     _check_affine("rms_norm", "weight", weight, x)
-    return _rms_norm_op(x, weight, c.check_float("rms_norm", "eps", eps))
+    return _rms_norm_op(x, weight, c.check_float("rms_norm", "eps", eps))[0]
 
 
 def layer_norm(x: Any, weight: Any, bias: Any, eps: float) -> Any:
@@ -317,4 +328,4 @@ def layer_norm(x: Any, weight: Any, bias: Any, eps: float) -> Any:
     c.check_array("layer_norm", "x", x)
     _check_affine("layer_norm", "weight", weight, x)
     _check_affine("layer_norm", "bias", bias, x)
-    return _layer_norm_op(x, weight, bias, c.check_float("layer_norm", "eps", eps))
+    return _layer_norm_op(x, weight, bias, c.check_float("layer_norm", "eps", eps))[0]

@@ -4,8 +4,10 @@
 among the first `dims` rotate by `angle = (offset + l) * scale * inv_freq[i]`, with
 `inv_freq[i] = base ** (-2 i / dims)` or `1 / freqs[i]`; pairs are `(x[2i], x[2i+1])` when
 `traditional`, else `(x[i], x[i + dims/2])`; features from `dims` on pass through. A program
-rotates several consecutive rows (positions; `rows_per_program`, 8 rows of 128 features), a
-2-D tile of rows by feature pairs; angles in float32.
+rotates the rows of one position in several sequences (the leading axes flattened: heads,
+batch; `seqs_per_program`, up to 32), a 2-D tile of rows by feature pairs whose angles are one
+row: each thread computes the sin and cos of its feature pairs once for all its rows. Angles in
+float32.
 
 Backward: the rotation by `-angle` of the cotangent (`SIGN` a run-time argument, so the forward
 and the backward of `x` share one compiled variant). With `freqs`, its gradient is
@@ -28,7 +30,7 @@ from ._common import next_pow2
 @triton.jit
 def _angles(f_ptr, l, half, dims, offset, scale, log2_base, HAS_FREQS: tl.constexpr,
             HALF_BLOCK: tl.constexpr):
-    # l: the rows' positions, (ROWS, 1); the angles (ROWS, HALF_BLOCK) and scaled positions
+    # l: the program's position (a scalar); the angles (1, HALF_BLOCK) and the scaled position
     i = tl.arange(0, HALF_BLOCK)[None, :]
     mask = i < half
     if HAS_FREQS:
@@ -40,17 +42,22 @@ def _angles(f_ptr, l, half, dims, offset, scale, log2_base, HAS_FREQS: tl.conste
 
 
 @triton.jit
-def _rope_kernel(x_ptr, f_ptr, y_ptr, dx_ptr, df_ptr, n_rows, L, D, dims, offset, scale, log2_base,
+def _rope_kernel(x_ptr, f_ptr, y_ptr, dx_ptr, df_ptr, n_seqs, L, D, dims, offset, scale, log2_base,
                  sign, TRAD: tl.constexpr, HAS_FREQS: tl.constexpr, FREQ_GRAD: tl.constexpr,
-                 ROWS: tl.constexpr, HALF_BLOCK: tl.constexpr, REST_BLOCK: tl.constexpr):
-    # y = R(sign * angle) x for ROWS consecutive rows; with FREQ_GRAD, x is the cotangent, y_ptr
-    # the forward input, the result goes to dx_ptr and each row's dL/dangle * position to df_ptr
-    rows = (tl.program_id(0) * ROWS + tl.arange(0, ROWS)).to(tl.int64)[:, None]
-    row_mask = rows < n_rows
-    l = (rows % L).to(tl.int32)
+                 SEQS: tl.constexpr, HALF_BLOCK: tl.constexpr, REST_BLOCK: tl.constexpr):
+    # y = R(sign * angle) x for the rows of one position l in SEQS sequences (heads); with
+    # FREQ_GRAD, x is the cotangent, y_ptr the forward input, the result goes to dx_ptr and each
+    # row's dL/dangle * position to df_ptr
+    pid = tl.program_id(0)
+    l = pid % L
+    seqs = (pid // L) * SEQS + tl.arange(0, SEQS)
+    row_mask = (seqs < n_seqs)[:, None]
+    rows = (seqs.to(tl.int64) * L + l)[:, None]
     half = dims // 2
     i = tl.arange(0, HALF_BLOCK)[None, :]
     mask = row_mask & (i < half)
+    # one position: the angles are a (1, HALF_BLOCK) row, their sin and cos computed once for
+    # all the program's sequences
     angle, pos = _angles(f_ptr, l, half, dims, offset, scale, log2_base, HAS_FREQS, HALF_BLOCK)
     cos = tl.cos(angle)
     sin = tl.sin(angle) * sign
@@ -78,15 +85,21 @@ def _rope_kernel(x_ptr, f_ptr, y_ptr, dx_ptr, df_ptr, n_rows, L, D, dims, offset
         tl.store(out + base + off + r, tl.load(x_ptr + base + off + r, mask=rmask), mask=rmask)
 
 
-PAIRS_PER_PROGRAM = 512
-"""Rows per program: enough that a program rotates about 512 pairs (8 rows of 128 features),
-so a program moves kilobytes rather than one 256-byte row."""
+SEQS_PER_PROGRAM = 32
+"""Sequences (heads) per program: the rows of one position in up to 32 sequences share its
+angles, so each thread computes a sin and a cos per feature pair it owns once for several rows
+(rotation is cheap, the transcendental functions are not)."""
 
 
-def rows_per_program(half_block: int, rows: int) -> int:
-    """Rows per program for rows of `half_block` pairs (a power of two up to 16, at most the
-    rows there are rounded up)."""
-    return max(1, min(16, PAIRS_PER_PROGRAM // half_block, next_pow2(rows)))
+PAIRS_PER_THREAD = 16
+"""Feature pairs a thread rotates (the warps are sized from it, 1 to 4): several rows of a
+thread's columns, each column's sin and cos computed once."""
+
+
+def seqs_per_program(n_seqs: int) -> int:
+    """Sequences per program for `n_seqs` sequences (a power of two, at most
+    `SEQS_PER_PROGRAM`)."""
+    return max(1, min(SEQS_PER_PROGRAM, next_pow2(n_seqs)))
 
 
 def _launch(x: Any, dims: int, traditional: bool, base: float | None, scale: float, offset: int,
@@ -101,14 +114,15 @@ def _launch(x: Any, dims: int, traditional: bool, base: float | None, scale: flo
     if x.size:
         log2_base = math.log2(base) if base is not None else 0.0
         half_block = max(16, next_pow2(half))
-        per_program = rows_per_program(half_block, rows)
-        _rope_kernel[(triton.cdiv(rows, per_program),)](
+        n_seqs = rows // L
+        per_program = seqs_per_program(n_seqs)
+        _rope_kernel[(L * triton.cdiv(n_seqs, per_program),)](
             x, x if freqs is None else freqs, primal if freq_grad else out,
             out if freq_grad else x, df if freq_grad else x,
-            rows, L, D, dims, offset, scale, log2_base, sign,
-            TRAD=traditional, HAS_FREQS=freqs is not None, FREQ_GRAD=freq_grad, ROWS=per_program,
+            n_seqs, L, D, dims, offset, scale, log2_base, sign,
+            TRAD=traditional, HAS_FREQS=freqs is not None, FREQ_GRAD=freq_grad, SEQS=per_program,
             HALF_BLOCK=half_block, REST_BLOCK=max(16, min(2048 // per_program, next_pow2(D - dims))),
-            num_warps=max(1, min(4, per_program * half_block // 128)))
+            num_warps=max(1, min(4, per_program * half_block // (32 * PAIRS_PER_THREAD))))
     return out, df
 
 
