@@ -6,8 +6,8 @@ callable as Triton's does: one call (which compiles), an estimate from 5 calls, 
 `warmup` ms of untimed calls and about `rep` ms of timed ones (both are time budgets, at least one
 call each), each call timed on its own; the result is in milliseconds. On the host path (below)
 the estimating calls are the warm-up: they stop once they have spent `warmup` ms, and only what
-they left of it is spent on further untimed calls, so a call slower than `warmup` runs three
-times in all (compile, estimate, one timed) instead of eight.
+they left of it is spent on further untimed calls, so a call slower than both `warmup` and half
+of `rep` runs three times in all (compile, estimate, one timed) instead of eight.
 
 `perf_report(...)` tables measure every x value, as in Triton, unless
 `TRITON_METAL_BENCH_POINTS=N` (a whole number >= 1) limits each table to its first N x values; a
