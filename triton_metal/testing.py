@@ -247,9 +247,11 @@ def _measured_x_vals(bench: Benchmark) -> list[Any]:
     limit = bench_points()
     if limit is None or limit >= len(bench.x_vals):
         return list(bench.x_vals)
-    left_out = bench.x_vals[limit:]
+    left_out = [str(x) for x in bench.x_vals[limit:]]
+    if len(left_out) > 4:  # a long sweep: its first values and its last
+        left_out = [*left_out[:2], "...", left_out[-1]]
     _note(f"{bench.plot_name}: measuring the first {limit} of {len(bench.x_vals)} x values "
-          f"({BENCH_POINTS_ENV}={limit}); left out: {', '.join(str(x) for x in left_out)}")
+          f"({BENCH_POINTS_ENV}={limit}); left out: {', '.join(left_out)}")
     return list(bench.x_vals[:limit])
 
 
