@@ -157,14 +157,13 @@ from .descriptor import (
     tensor_descriptor,
     tensor_descriptor_type,
 )
+from .block_pointer import advance, make_block_ptr
 from .unsupported import (
-    advance,
     atomic_load,
     atomic_poll,
     atomic_store,
     float8e4b15,
     inline_asm_elementwise,
-    make_block_ptr,
     map_elementwise,
 )
 from .sorting import bitonic_merge, sort, topk

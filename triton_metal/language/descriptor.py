@@ -60,6 +60,15 @@ class tensor_descriptor:  # noqa: N801 - Triton's name
         rank = len(block_shape)
         return cls(parts[0], list(parts[1:1 + rank]), list(parts[1 + rank:]), list(block_shape), padding)
 
+    def rebuilt(self, parts: list[Any]) -> tensor_descriptor:
+        """This descriptor over other `parts()` (a loop's or a branch's results)."""
+        return tensor_descriptor.from_parts(parts, self.block_shape, self.padding)
+
+    def same_structure(self, other: object) -> bool:
+        """Both descriptors of one compile-time form (block shape and padding)."""
+        return (isinstance(other, tensor_descriptor) and list(other.block_shape) == list(self.block_shape)
+                and other.padding == self.padding)
+
     def _pointers(self, offsets: Any, sem: Semantic) -> tuple[tensor, tensor]:
         offsets = list(_u(offsets))
         rank = len(self.block_shape)
