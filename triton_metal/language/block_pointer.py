@@ -27,8 +27,8 @@ from typing import Any
 from ..errors import CompilationError
 from .core import builtin, constexpr, tensor
 from .core import _unwrap as _u
+from .descriptor import strided_block
 from .semantic import Semantic
-from .shape_ops import arange, expand_dims
 from .types import int1, int8, int32, pointer_type
 
 _PADDINGS = ("", "zero", "nan")
@@ -85,20 +85,9 @@ class block_pointer:  # noqa: N801 - Triton's spelling of its builtin types
 
     def pointers(self, boundary_check: Any, sem: Semantic, op: str) -> tuple[tensor, tensor | None]:
         """The block of pointers, and the mask of the checked dimensions (None if none is)."""
-        rank = len(self.block_shape)
-        checked = _boundary_dims(boundary_check, rank, op)
-        ptrs: Any = self.base
-        mask: Any = None
-        for d, (block, offset) in enumerate(zip(self.block_shape, self.offsets)):
-            pos = arange(0, block, _semantic=sem)
-            for axis in range(rank):
-                if axis != d:
-                    pos = expand_dims(pos, axis, _semantic=sem)
-            pos = sem.add(pos, offset)
-            ptrs = sem.add(ptrs, sem.mul(pos, self.strides[d]))
-            if d in checked:
-                inside = sem.and_(sem.greater_equal(pos, 0), sem.less_than(pos, self.shape[d]))
-                mask = inside if mask is None else sem.and_(mask, inside)
+        checked = _boundary_dims(boundary_check, len(self.block_shape), op)
+        ptrs, mask = strided_block(self.base, self.shape, self.strides, self.offsets, self.block_shape,
+                                   checked, sem)
         if mask is not None:
             mask = sem.broadcast_impl_shape(mask, list(self.block_shape))
         return ptrs, mask
