@@ -113,6 +113,7 @@ REFUSED = [
     ("tl.store(bp, tl.zeros((4, 8), tl.float32))", "block shape [8, 8] and value shape [4, 8] mismatch"),
     ("tl.advance(x_ptr, (0,))", "expected a block pointer"),
     ("tl.advance(bp, (0,))", "has 2 dimensions but 1 offsets were given"),
+    ("tl.advance(bp, (0, tl.program_id(0) * 0.5))", "block pointer offsets must be integer scalars"),
     ("tl.make_block_ptr(x_ptr, (8,), (1,), (0,), (6,), (0,))", "compile-time powers of two"),
     ("tl.make_block_ptr(x_ptr, (8, 8), (8, 1), (0, 0), (8, 8), (1, 1))", "expected a permutation"),
     ("tl.make_block_ptr(x_ptr, (8,), (1, 1), (0,), (8,), (0,))", "to have the same length"),

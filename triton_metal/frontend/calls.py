@@ -262,11 +262,11 @@ def bind_arguments(fn: JITCallable, fdef: ast.FunctionDef, args: list[Any], kwar
             value = defaults[i - first_default]
         else:
             raise CompilationError(f"'{fn.__name__}' is missing the argument '{name}'")
+        # A tensor passed to a `tl.constexpr` parameter stays a run-time value: Triton binds a
+        # callee's arguments by their values, not its annotations (tutorial 06 passes its
+        # offsets to `offs_m: tl.constexpr`).
         if is_constexpr_annotation(param.annotation) and not is_tensor(value):
             value = tlc.constexpr(unwrap(value))
-        # a tensor passed to a `tl.constexpr` parameter stays a run-time value: Triton binds a
-        # callee's arguments by their values, not its annotations (tutorial 06 passes its
-        # offsets to `offs_m: tl.constexpr`)
         elif not is_tensor(value) and not isinstance(value, (tuple, list)):
             value = tlc.constexpr(value) if not isinstance(value, tlc.constexpr) else value
         elif is_tensor(value) and value.handle is not None and getattr(value.handle, "name_hint", "") is None:

@@ -151,7 +151,13 @@ def _offset(value: Any, sem: Semantic) -> Any:
     """An offset as Triton keeps it, an int32 (a Python int stays a compile-time int)."""
     if isinstance(value, int):
         return value
-    return sem.cast(sem.to_tensor(value), int32)
+    offset = sem.to_tensor(value)
+    if not offset.type.scalar.is_int() or offset.type.is_block():
+        raise CompilationError(
+            f"block pointer offsets must be integer scalars, not {offset.type!r}",
+            hint="offsets count elements: pass ints or integer scalars such as pid * BLOCK",
+        )
+    return sem.cast(offset, int32)
 
 
 @builtin
