@@ -3,7 +3,7 @@
 Everything a kernel calls lives here with Triton's names and signatures: dtypes, `constexpr`,
 `tensor`, the builtins (`load`, `store`, `arange`, `dot`, `sum`, ...), `tl.math`, `tl.random`'s
 Philox generators, `tl.extra.libdevice` on the Metal standard library, and the names
-triton_metal refuses with a precise message (block pointers, fp8, ...).
+triton_metal refuses with a precise message (inline assembly, float8e4b15, ...).
 """
 
 from __future__ import annotations

@@ -23,9 +23,6 @@ _EVICTION = ("", "evict_first", "evict_last", "evict_normal")
 _SEMS = ("acquire", "release", "acq_rel", "relaxed")
 _SCOPES = ("gpu", "cta", "sys")
 
-BLOCK_POINTER_REFUSAL = (
-    "block pointers and tensor descriptors are not supported yet on Apple GPUs"
-)
 BLOCK_POINTER_HINT = (
     "with a tensor of pointers (base + offs_m[:, None] * stride_m + offs_n[None, :] * stride_n), "
     "pass mask= for the boundary"
@@ -269,4 +266,4 @@ class MemoryMixin(SemanticBase):
         return tensor(h, val.type)
 
 
-__all__ = ["BLOCK_POINTER_HINT", "BLOCK_POINTER_REFUSAL", "MemoryMixin"]
+__all__ = ["BLOCK_POINTER_HINT", "MemoryMixin"]
