@@ -136,6 +136,8 @@ def main() -> None:
             failures += outcome.status != "passed"
             print(f"{path.name:<34} {backend:<12} {outcome.status:<8} {outcome.seconds:>8.1f}  "
                   f"{outcome.detail}", flush=True)
+    runs = len(paths) * len(backends)
+    print(f"passed: {runs - failures} of {runs} runs")
     sys.exit(1 if failures else 0)
 
 
