@@ -72,6 +72,24 @@ def test_a_transposed_view_pads_only_its_checked_dimension(pad):
 
 
 @triton.jit
+def unchecked_row(x_ptr, out_ptr, N, B: tl.constexpr):
+    row = tl.make_block_ptr(x_ptr, shape=(N,), strides=(1,), offsets=(0,), block_shape=(B,), order=(0,))
+    tl.store(out_ptr + tl.arange(0, B), tl.load(row))  # no boundary_check: B must fit in N
+
+
+@pytest.mark.parametrize("interpret", ["1", "0"])
+def test_an_unchecked_dimension_is_not_masked_and_overrunning_it_is_reported(monkeypatch, interpret):
+    from triton_metal.errors import OutOfBoundsError
+
+    monkeypatch.setenv("TRITON_METAL_INTERPRET", interpret)
+    x, out = np.arange(16, dtype=np.float32), np.zeros(16, np.float32)
+    unchecked_row[(1,)](x, out, 16, B=16)
+    np.testing.assert_array_equal(out, x)
+    with pytest.raises(OutOfBoundsError, match="out-of-bounds access to 'x_ptr' at index 10"):
+        unchecked_row[(1,)](x[:10], out, 10, B=16)
+
+
+@triton.jit
 def _bump(acc, offs: tl.constexpr):
     return acc + offs
 

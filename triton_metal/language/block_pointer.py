@@ -15,7 +15,7 @@ in `[0, block_shape[d])`. A load checks the bounds `[0, shape[d])` only in the d
 in `boundary_check`; elements outside them read as zero (`padding_option` "" or "zero") or NaN
 ("nan", float tensors only), and a store writes only the elements inside. A dimension that is
 not checked is not masked: as in Triton, reaching outside the tensor there is the kernel's error
-(the emulator's bounds checks report it). `order`, the memory order TMA uses, is checked to be a
+(the emulator's and the interpreter's bounds checks report it). `order`, the memory order TMA uses, is checked to be a
 permutation and is otherwise unused. Block pointers flow through loops, branches and calls as
 tensor descriptors do: their base, shape, strides and offsets are carried (`parts()`).
 """
