@@ -4,7 +4,15 @@
 `do_bench(fn, warmup=25, rep=100, grad_to_none=None, quantiles=None, return_mode="mean")` times a
 callable as Triton's does: one call (which compiles), an estimate from 5 calls, then about
 `warmup` ms of untimed calls and about `rep` ms of timed ones (both are time budgets, at least one
-call each), each call timed on its own; the result is in milliseconds.
+call each), each call timed on its own; the result is in milliseconds. On the host path (below)
+the estimating calls are the warm-up: they stop once they have spent `warmup` ms, and only what
+they left of it is spent on further untimed calls, so a call slower than both `warmup` and half
+of `rep` runs three times in all (compile, estimate, one timed) instead of eight.
+
+`perf_report(...)` tables measure every x value, as in Triton, unless
+`TRITON_METAL_BENCH_POINTS=N` (a whole number >= 1) limits each table to its first N x values; a
+table so shortened says which values it left out, on stderr. No plot is drawn: `show_plots` and
+`save_path` (which gets the CSV tables) say so on stderr rather than being silently ignored.
 
 How a call is timed depends on where kernels run (`timing_path()`):
 * "metal" (MLX has a Metal device and no other backend is forced): GPU work is asynchronous and
@@ -99,6 +107,30 @@ def _timer(path: str) -> Callable[[Callable[[], object]], float]:
     return timed
 
 
+ESTIMATE_CALLS = 5
+"""Calls that estimate a call's time before the warm-up, as in Triton."""
+
+
+def _estimating_calls(timed: Callable[[Callable[[], object]], float], fn: Callable[[], object],
+                      warmup: float, host: bool) -> list[float]:
+    """The times of the calls that estimate one call: `ESTIMATE_CALLS` of them on a GPU. On the
+    host path they stop once they have used the warm-up budget: a CPU run needs no GPU clocks
+    ramped up, so there they are the warm-up, and a call of seconds (a full-size tutorial sweep
+    in the interpreter) is not repeated five times before the first timed one."""
+    times: list[float] = []
+    while len(times) < ESTIMATE_CALLS and not (host and sum(times) >= warmup):
+        times.append(timed(fn))
+    return times
+
+
+def _warmup_calls(warmup: float, estimate: float, estimating: list[float], host: bool) -> int:
+    """Untimed calls after the estimate: about `warmup` ms of them, at least one (Triton's rule);
+    on the host path only what the estimating calls left of the budget, possibly none."""
+    if not host:
+        return max(1, int(warmup / estimate))
+    return max(0, int((warmup - sum(estimating)) / estimate))
+
+
 def do_bench(
     fn: Callable[[], object],
     warmup: float = 25,
@@ -128,11 +160,13 @@ def do_bench(
                 x.grad = None
             return inner()
 
-    timed = _timer(timing_path())
+    path = timing_path()
+    timed = _timer(path)
     timed(fn)
-    estimate = sum(timed(fn) for _ in range(5)) / 5
-    n_warmup = max(1, int(warmup / max(estimate, 1e-6)))
-    n_repeat = max(1, int(rep / max(estimate, 1e-6)))
+    estimating = _estimating_calls(timed, fn, warmup, host=path == "host")
+    estimate = max(sum(estimating) / len(estimating), 1e-6)
+    n_warmup = _warmup_calls(warmup, estimate, estimating, host=path == "host")
+    n_repeat = max(1, int(rep / estimate))
     for _ in range(n_warmup):
         timed(fn)
     times = [timed(fn) for _ in range(n_repeat)]
@@ -195,6 +229,36 @@ class Benchmark:
     color: Any = None
 
 
+BENCH_POINTS_ENV = "TRITON_METAL_BENCH_POINTS"
+
+
+def bench_points() -> int | None:
+    """`TRITON_METAL_BENCH_POINTS`: how many x values of each table to measure (None: all)."""
+    raw = os.environ.get(BENCH_POINTS_ENV, "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit() or int(raw) < 1:
+        raise ValueError(f"{BENCH_POINTS_ENV} must be a whole number of x values, at least 1, not {raw!r}")
+    return int(raw)
+
+
+def _measured_x_vals(bench: Benchmark) -> list[Any]:
+    """The x values a table measures: all, or the first `TRITON_METAL_BENCH_POINTS` (saying so)."""
+    limit = bench_points()
+    if limit is None or limit >= len(bench.x_vals):
+        return list(bench.x_vals)
+    left_out = [str(x) for x in bench.x_vals[limit:]]
+    if len(left_out) > 4:  # a long sweep: its first values and its last
+        left_out = [*left_out[:2], "...", left_out[-1]]
+    _note(f"{bench.plot_name}: measuring the first {limit} of {len(bench.x_vals)} x values "
+          f"({BENCH_POINTS_ENV}={limit}); left out: {', '.join(left_out)}")
+    return list(bench.x_vals[:limit])
+
+
+def _note(message: str) -> None:
+    print(f"[triton_metal] {message}", file=sys.stderr, flush=True)
+
+
 class Mark:
     """The benchmark function under `perf_report`; `run()` measures and reports the tables."""
 
@@ -204,7 +268,7 @@ class Mark:
 
     def _table(self, bench: Benchmark, **kwargs: Any) -> list[list[Any]]:
         rows: list[list[Any]] = []
-        for x in bench.x_vals:
+        for x in _measured_x_vals(bench):
             xs = dict(zip(bench.x_names, x)) if isinstance(x, (tuple, list)) else dict.fromkeys(bench.x_names, x)
             row: list[Any] = [x]
             for line in bench.line_vals:
@@ -216,8 +280,11 @@ class Mark:
     def run(self, show_plots: bool = False, print_data: bool = False, save_path: str = "",
             return_df: bool = False, **kwargs: Any) -> Any:
         """Measure every table; print it (`print_data`) and write `<plot_name>.csv` under
-        `save_path`. No plots are drawn (`show_plots` is accepted and ignored)."""
-        del show_plots
+        `save_path`. No plots are drawn; asked for one (`show_plots`, or `save_path`, where
+        Triton also saves a PNG), it says so on stderr."""
+        if show_plots or save_path:
+            saved = f"; the tables are saved as CSV under {save_path!r}" if save_path else ""
+            _note(f"perf_report draws no plots (Triton draws them with matplotlib){saved}")
         tables = []
         for bench in self.benchmarks:
             header = [" / ".join(bench.x_names), *bench.line_names]

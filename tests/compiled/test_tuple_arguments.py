@@ -82,3 +82,14 @@ def test_mlx_arrays_in_a_tuple_are_rebound_to_the_results():
     x, y = mx.arange(16, dtype=mx.float32), mx.zeros(16)
     run_both(doubled_into, (1,), pair=(x, y), N=16)
     np.testing.assert_array_equal(np.array(y), np.arange(16, dtype=np.float32) * 2)
+
+
+def test_warmup_takes_dtypes_inside_a_tuple_argument():
+    mx = pytest.importorskip("mlx.core")
+    compiled = doubled_into.warmup((np.float32, mx.float32), N=16, grid=(1,))
+    assert compiled is not None and compiled.key.kernel == "doubled_into"
+    x, y = np.arange(16, dtype=np.float32), np.zeros(16, np.float32)
+    variants, hits = len(doubled_into.cache), doubled_into.cache.hits
+    doubled_into[(1,)]((x, y), 16)  # real arrays reuse the warmed-up variant
+    assert len(doubled_into.cache) == variants and doubled_into.cache.hits == hits + 1
+    np.testing.assert_array_equal(y, np.arange(16, dtype=np.float32) * 2)

@@ -88,6 +88,16 @@ def test_ignored_launch_options_are_accepted():
     np.testing.assert_array_equal(dst, src)
 
 
+def test_amd_tuning_options_are_accepted_and_options_that_change_results_are_not():
+    # tutorial 03 takes AMD's configs on any backend that is not CUDA; they carry waves_per_eu
+    src = np.arange(16, dtype=np.float32)
+    dst = np.zeros(16, np.float32)
+    copy_kernel[(1,)](src, dst, 16, BLOCK=16, waves_per_eu=2, matrix_instr_nonkdim=16, kpack=2)
+    np.testing.assert_array_equal(dst, src)
+    with pytest.raises(KeyError, match="Keyword argument enable_fp_fusion was specified but unrecognised"):
+        copy_kernel[(1,)](src, dst, 16, BLOCK=16, waves_per_eu=2, enable_fp_fusion=False)
+
+
 def test_warmup_compiles_without_running():
     @triton.jit
     def k(src_ptr, dst_ptr, n, BLOCK: tl.constexpr):

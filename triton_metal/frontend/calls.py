@@ -262,11 +262,10 @@ def bind_arguments(fn: JITCallable, fdef: ast.FunctionDef, args: list[Any], kwar
             value = defaults[i - first_default]
         else:
             raise CompilationError(f"'{fn.__name__}' is missing the argument '{name}'")
-        if is_constexpr_annotation(param.annotation):
-            if is_tensor(value):
-                raise CompilationError(
-                    f"argument '{name}' of '{fn.__name__}' is a tl.constexpr, but the value passed is a run-time tensor"
-                )
+        # A tensor passed to a `tl.constexpr` parameter stays a run-time value: Triton binds a
+        # callee's arguments by their values, not its annotations (tutorial 06 passes its
+        # offsets to `offs_m: tl.constexpr`).
+        if is_constexpr_annotation(param.annotation) and not is_tensor(value):
             value = tlc.constexpr(unwrap(value))
         elif not is_tensor(value) and not isinstance(value, (tuple, list)):
             value = tlc.constexpr(value) if not isinstance(value, tlc.constexpr) else value

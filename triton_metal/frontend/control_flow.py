@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import CompilationError
 from ..ir import Block
 from ..language import core as tlc
+from ..language.block_pointer import block_pointer
 from ..language.descriptor import tensor_descriptor
 from ..language.types import int1, int32, int64
 from .refusals import refusal
@@ -45,15 +46,19 @@ def assigned_names(stmts: list[ast.stmt]) -> list[str]:
     return list(seen)
 
 
+BLOCK_VIEWS = (tensor_descriptor, block_pointer)
+"""Kernel values made of tensors plus compile-time facts (`parts()`, `rebuilt(parts)`,
+`same_structure(other)`): they flow through regions as their parts."""
+
+
 def rebuild(template: Any, leaves: Iterator[Any]) -> Any:
-    """`template`'s structure (tuples, tensor descriptors) filled with the next tensors from
-    `leaves`."""
+    """`template`'s structure (tuples, tensor descriptors, block pointers) filled with the next
+    tensors from `leaves`."""
     raw = unwrap(template)
     if isinstance(raw, tuple):
         return tuple(rebuild(v, leaves) for v in raw)
-    if isinstance(raw, tensor_descriptor):  # its base, shape and strides (`parts()`)
-        parts = [next(leaves) for _ in raw.parts()]
-        return tensor_descriptor.from_parts(parts, raw.block_shape, raw.padding)
+    if isinstance(raw, BLOCK_VIEWS):  # e.g. a descriptor's base, shape and strides (`parts()`)
+        return raw.rebuilt([next(leaves) for _ in raw.parts()])
     return next(leaves)
 
 
@@ -63,6 +68,8 @@ def _leaf_names(name: str, template: Any) -> list[str]:
         return [n for i, v in enumerate(raw) for n in _leaf_names(f"{name}_{i}", v)]
     if isinstance(raw, tensor_descriptor):
         return list(descriptor_part_names(name, len(raw.block_shape)))
+    if isinstance(raw, block_pointer):
+        return raw.part_names(name)
     return [name]
 
 
@@ -90,12 +97,12 @@ class ControlFlowMixin:
         return self.source.loc(node).line
 
     def _carriable(self: CodeGenerator, value: Any) -> bool:
-        """A tensor, a number, a tensor descriptor, or a tuple of carriable values: what can
-        flow through a region."""
+        """A tensor, a number, a tensor descriptor, a block pointer, or a tuple of carriable
+        values: what can flow through a region."""
         raw = unwrap(value)
         if is_tensor(value) or (isinstance(raw, (bool, int, float)) and not is_tensor(raw)):
             return True
-        if isinstance(raw, tensor_descriptor):
+        if isinstance(raw, BLOCK_VIEWS):
             return True
         return isinstance(raw, tuple) and all(self._carriable(v) for v in raw)
 
@@ -104,7 +111,7 @@ class ControlFlowMixin:
         raw = unwrap(value)
         if isinstance(raw, tuple):
             return [leaf for v in raw for leaf in self._leaves(v)]
-        if isinstance(raw, tensor_descriptor):
+        if isinstance(raw, BLOCK_VIEWS):
             return [self.materialize(p) for p in raw.parts()]
         return [self.materialize(value)]
 
@@ -114,10 +121,9 @@ class ControlFlowMixin:
             return isinstance(ra, tuple) and isinstance(rb, tuple) and len(ra) == len(rb) and all(
                 self._same_structure(x, y) for x, y in zip(ra, rb)
             )
-        if isinstance(ra, tensor_descriptor) or isinstance(rb, tensor_descriptor):
-            # the block shape and padding are compile-time: both sides must agree on them
-            return (isinstance(ra, tensor_descriptor) and isinstance(rb, tensor_descriptor)
-                    and list(ra.block_shape) == list(rb.block_shape) and ra.padding == rb.padding)
+        if isinstance(ra, BLOCK_VIEWS) or isinstance(rb, BLOCK_VIEWS):
+            # their compile-time facts (a block shape, ...): both sides must agree on them
+            return isinstance(ra, BLOCK_VIEWS) and ra.same_structure(rb)
         return True
 
     def _define_carried(self: CodeGenerator, name: str, value: Any) -> None:

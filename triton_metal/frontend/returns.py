@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import CompilationError
 from ..ir import Block
 from ..language import core as tlc
+from ..language.block_pointer import block_pointer
 from ..language.descriptor import tensor_descriptor
 from ..language.types import int64
 from .refusals import refusal
@@ -129,9 +130,8 @@ class ReturnsMixin:
         raw = unwrap(like)
         if isinstance(raw, tuple):
             return tuple(self.placeholder(v, available) for v in raw)
-        if isinstance(raw, tensor_descriptor):
-            parts = [self.placeholder(p, available) for p in raw.parts()]
-            return tensor_descriptor.from_parts(parts, raw.block_shape, raw.padding)
+        if isinstance(raw, (tensor_descriptor, block_pointer)):
+            return raw.rebuilt([self.placeholder(p, available) for p in raw.parts()])
         if not is_tensor(like):
             return like
         ty = like.type

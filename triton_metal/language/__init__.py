@@ -3,7 +3,7 @@
 Everything a kernel calls lives here with Triton's names and signatures: dtypes, `constexpr`,
 `tensor`, the builtins (`load`, `store`, `arange`, `dot`, `sum`, ...), `tl.math`, `tl.random`'s
 Philox generators, `tl.extra.libdevice` on the Metal standard library, and the names
-triton_metal refuses with a precise message (block pointers, fp8, ...).
+triton_metal refuses with a precise message (inline assembly, float8e4b15, ...).
 """
 
 from __future__ import annotations
@@ -157,14 +157,13 @@ from .descriptor import (
     tensor_descriptor,
     tensor_descriptor_type,
 )
+from .block_pointer import advance, make_block_ptr
 from .unsupported import (
-    advance,
     atomic_load,
     atomic_poll,
     atomic_store,
     float8e4b15,
     inline_asm_elementwise,
-    make_block_ptr,
     map_elementwise,
 )
 from .sorting import bitonic_merge, sort, topk

@@ -33,6 +33,28 @@ from .shape_ops import arange, expand_dims
 _PADDINGS = ("zero", "nan")
 
 
+def strided_block(base: tensor, shape: list[Any], strides: list[Any], offsets: list[Any],
+                  block_shape: list[int], checked: Any, sem: Semantic) -> tuple[tensor, Any]:
+    """The pointers of the `block_shape` block at `offsets` of the strided tensor at `base`,
+    `base + sum(offsets[d] + i_d) * strides[d]`, and the mask of its elements inside
+    `[0, shape[d])` in the dimensions `checked` (None when none is): what a descriptor's and a
+    block pointer's loads and stores address."""
+    rank = len(block_shape)
+    ptrs: Any = base
+    mask: Any = None
+    for d, (block, offset) in enumerate(zip(block_shape, offsets)):
+        pos = arange(0, block, _semantic=sem)
+        for axis in range(rank):
+            if axis != d:
+                pos = expand_dims(pos, axis, _semantic=sem)
+        pos = sem.add(pos, _u(offset))
+        ptrs = sem.add(ptrs, sem.mul(pos, _u(strides[d])))
+        if d in checked:
+            inside = sem.and_(sem.greater_equal(pos, 0), sem.less_than(pos, _u(shape[d])))
+            mask = inside if mask is None else sem.and_(mask, inside)
+    return ptrs, mask
+
+
 class tensor_descriptor:  # noqa: N801 - Triton's name
     """A block view of a strided tensor in memory (module docstring)."""
 
@@ -60,6 +82,15 @@ class tensor_descriptor:  # noqa: N801 - Triton's name
         rank = len(block_shape)
         return cls(parts[0], list(parts[1:1 + rank]), list(parts[1 + rank:]), list(block_shape), padding)
 
+    def rebuilt(self, parts: list[Any]) -> tensor_descriptor:
+        """This descriptor over other `parts()` (a loop's or a branch's results)."""
+        return tensor_descriptor.from_parts(parts, self.block_shape, self.padding)
+
+    def same_structure(self, other: object) -> bool:
+        """Both descriptors of one compile-time form (block shape and padding)."""
+        return (isinstance(other, tensor_descriptor) and list(other.block_shape) == list(self.block_shape)
+                and other.padding == self.padding)
+
     def _pointers(self, offsets: Any, sem: Semantic) -> tuple[tensor, tensor]:
         offsets = list(_u(offsets))
         rank = len(self.block_shape)
@@ -68,20 +99,7 @@ class tensor_descriptor:  # noqa: N801 - Triton's name
                 f"the descriptor has {rank} dimensions but {len(offsets)} offsets were given",
                 hint="give one offset per dimension: desc.load([m0, n0])",
             )
-        ptrs: Any = self.base
-        mask: Any = None
-        for d, (block, offset) in enumerate(zip(self.block_shape, offsets)):
-            pos = arange(0, block, _semantic=sem)
-            for axis in range(rank):
-                if axis != d:
-                    pos = expand_dims(pos, axis, _semantic=sem)
-            pos = sem.add(pos, _u(offset))
-            ptrs = sem.add(ptrs, sem.mul(pos, _u(self.strides[d])))
-            inside = sem.and_(
-                sem.greater_equal(pos, 0), sem.less_than(pos, _u(self.shape[d]))
-            )
-            mask = inside if mask is None else sem.and_(mask, inside)
-        return ptrs, mask
+        return strided_block(self.base, self.shape, self.strides, offsets, self.block_shape, range(rank), sem)
 
     @builtin
     def load(self, offsets: Any, _semantic: Semantic = None) -> tensor:  # type: ignore[assignment]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .block_pointer import block_pointer, load_block, store_block
 from .core import _unwrap, builtin, tensor
 from .semantic import Semantic
 
@@ -26,7 +27,12 @@ def load(
     _semantic: Semantic = None,  # type: ignore[assignment]
 ) -> tensor:
     """`layout="COALESCED" | "BLOCK"` (triton_metal only) overrides the layout the compiler picks
-    for the loaded block; the interpreter ignores it."""
+    for the loaded block; the interpreter ignores it. Through a block pointer
+    (`tl.make_block_ptr`), `boundary_check` and `padding_option` choose the bounds checked."""
+    if isinstance(_unwrap(pointer), block_pointer):
+        hints = (_unwrap(cache_modifier), _unwrap(eviction_policy), _unwrap(volatile), _unwrap(layout))
+        return load_block(_unwrap(pointer), _unwrap(mask), _unwrap(other), boundary_check, padding_option,
+                          hints, _semantic)
     return _semantic.load(
         _unwrap(pointer), _unwrap(mask), _unwrap(other), _unwrap(boundary_check),
         _unwrap(padding_option), _unwrap(cache_modifier), _unwrap(eviction_policy), _unwrap(volatile),
@@ -46,7 +52,12 @@ def store(
     _semantic: Semantic = None,  # type: ignore[assignment]
 ) -> None:
     """`layout="COALESCED" | "BLOCK"` (triton_metal only) overrides the layout the compiler
-    stores the block from; the interpreter ignores it."""
+    stores the block from; the interpreter ignores it. Through a block pointer
+    (`tl.make_block_ptr`), `boundary_check` chooses the bounds checked."""
+    if isinstance(_unwrap(pointer), block_pointer):
+        hints = (_unwrap(cache_modifier), _unwrap(eviction_policy), _unwrap(layout))
+        store_block(_unwrap(pointer), value, _unwrap(mask), boundary_check, hints, _semantic)
+        return
     _semantic.store(
         _unwrap(pointer), _unwrap(value), _unwrap(mask), _unwrap(boundary_check),
         _unwrap(cache_modifier), _unwrap(eviction_policy), _unwrap(layout),

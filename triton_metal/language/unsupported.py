@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any, NoReturn
 
 from ..errors import UnsupportedLanguageConstruct
-from .semantic.memory import BLOCK_POINTER_HINT
 from .core import TRITON_BUILTIN
 from .types import dtype
 
@@ -30,8 +29,6 @@ def _refusing(name: str, reason: str, hint: str) -> Any:
 
 _NOT_YET = "not supported yet on Apple GPUs"
 
-make_block_ptr = _refusing("make_block_ptr", "block pointers are " + _NOT_YET, BLOCK_POINTER_HINT)
-advance = _refusing("advance", "block pointers are " + _NOT_YET, BLOCK_POINTER_HINT)
 inline_asm_elementwise = _refusing(
     "inline_asm_elementwise",
     "inline PTX/AMDGCN assembly cannot run on Apple GPUs",

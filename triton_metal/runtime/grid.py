@@ -132,7 +132,19 @@ def check_num_warps(num_warps: object, kernel: str) -> int:
     )
 
 
+AMD_TUNING_OPTION_NAMES: frozenset[str] = frozenset(
+    {"waves_per_eu", "matrix_instr_nonkdim", "kpack", "schedule_hint", "instruction_sched_variant"}
+)
+"""Options of Triton's AMD backend that only steer AMD code generation (occupancy, MFMA tile
+shape, instruction scheduling), never a result: accepted and ignored, as `num_stages` is. Code
+that picks its configs by backend takes AMD's on any backend that is not CUDA (tutorial 03's
+`get_autotune_config()`), and those carry `waves_per_eu`. Options that can change results
+(`enable_fp_fusion`, `allow_flush_denorm`, ...) are not among them: they stay errors."""
+
+
 def reject_unknown_kwargs(kwargs: Mapping[str, object]) -> None:
-    """Triton's error for a keyword that is neither a parameter nor a launch option."""
-    name = next(iter(kwargs))
-    raise KeyError(f"Keyword argument {name} was specified but unrecognised")
+    """Triton's error for a keyword that is neither a parameter nor a launch option (AMD's
+    tuning options excepted: `AMD_TUNING_OPTION_NAMES`)."""
+    unknown = [name for name in kwargs if name not in AMD_TUNING_OPTION_NAMES]
+    if unknown:
+        raise KeyError(f"Keyword argument {unknown[0]} was specified but unrecognised")

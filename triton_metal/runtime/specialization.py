@@ -130,7 +130,10 @@ class MockArray:
     @staticmethod
     def wrap_dtype(value: object) -> object:
         """`value` as a `MockArray` if it is a dtype of an array kind (NumPy, MLX, torch),
-        else unchanged."""
+        a plain tuple with its dtypes wrapped (nested tuples too: a tuple argument holds arrays),
+        else unchanged (a named tuple too: launches refuse those)."""
+        if type(value) is tuple:
+            return tuple(MockArray.wrap_dtype(v) for v in value)
         for kind in KINDS:
             element = kind.element_of_dtype(value)
             if element is not None:

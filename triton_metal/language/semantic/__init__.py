@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from .arith import MATH_DTYPES, ArithMixin
 from .base import SemanticBase
-from .memory import BLOCK_POINTER_HINT, BLOCK_POINTER_REFUSAL, MemoryMixin
+from .memory import BLOCK_POINTER_HINT, MemoryMixin
 from .misc import MiscMixin
 from .reduce import ReduceMixin
 from .scaled_dot import ScaledDotMixin
@@ -29,7 +29,6 @@ class Semantic(ScaledDotMixin, ReduceMixin, MemoryMixin, ShapeMixin, MiscMixin, 
 
 __all__ = [
     "BLOCK_POINTER_HINT",
-    "BLOCK_POINTER_REFUSAL",
     "MATH_DTYPES",
     "Semantic",
     "check_block_shape",

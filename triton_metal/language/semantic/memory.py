@@ -23,12 +23,9 @@ _EVICTION = ("", "evict_first", "evict_last", "evict_normal")
 _SEMS = ("acquire", "release", "acq_rel", "relaxed")
 _SCOPES = ("gpu", "cta", "sys")
 
-BLOCK_POINTER_REFUSAL = (
-    "block pointers and tensor descriptors are not supported yet on Apple GPUs"
-)
 BLOCK_POINTER_HINT = (
-    "compute a tensor of pointers instead: base + offs_m[:, None] * stride_m + offs_n[None, :] "
-    "* stride_n, and pass mask= for the boundary"
+    "with a tensor of pointers (base + offs_m[:, None] * stride_m + offs_n[None, :] * stride_n), "
+    "pass mask= for the boundary"
 )
 
 
@@ -83,7 +80,7 @@ class MemoryMixin(SemanticBase):
         self._check_hint(eviction_policy, _EVICTION, "eviction_policy")
         if _opt(boundary_check) or _opt(padding_option):
             raise error(
-                "boundary_check and padding_option belong to block pointers, which are not supported",
+                "boundary_check and padding_option work on block pointers (tl.make_block_ptr) only",
                 hint=BLOCK_POINTER_HINT,
             )
         ptr = self._pointer_operand(ptr, "load")
@@ -132,7 +129,7 @@ class MemoryMixin(SemanticBase):
         self._check_hint(cache_modifier, _STORE_CACHE, "cache_modifier")
         self._check_hint(eviction_policy, _EVICTION, "eviction_policy")
         if _opt(boundary_check):
-            raise error("boundary_check belongs to block pointers, which are not supported", hint=BLOCK_POINTER_HINT)
+            raise error("boundary_check works on block pointers (tl.make_block_ptr) only", hint=BLOCK_POINTER_HINT)
         ptr = self._pointer_operand(ptr, "store")
         if getattr(ptr.type.scalar, "const", False):
             raise error("cannot store through a pointer to constant memory")
@@ -269,4 +266,4 @@ class MemoryMixin(SemanticBase):
         return tensor(h, val.type)
 
 
-__all__ = ["BLOCK_POINTER_HINT", "BLOCK_POINTER_REFUSAL", "MemoryMixin"]
+__all__ = ["BLOCK_POINTER_HINT", "MemoryMixin"]
