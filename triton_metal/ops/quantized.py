@@ -192,26 +192,31 @@ def _bits_to(words, at: tl.constexpr, to: tl.constexpr, keep: tl.constexpr):
 
 @triton.jit
 def _gemv_codes(words, BITS: tl.constexpr, MODE: tl.constexpr):
-    # the codes of each word along a last axis of EPW (words: [..., 1]), as floats: affine,
-    # int8 and ternary codes masked in place (code j times 2 ** (BITS * j): the caller's x
-    # carries 2 ** -(BITS * j)); mxfp4 codes as their values times 2 ** -14
+    # the codes of each word along a last axis of EPW (words: [..., 1]), as floats, with no
+    # integer-to-float conversion (a slow instruction on some GPUs): affine, int8 and ternary
+    # codes moved into the mantissa of 2 ** BITS, each float `2 ** BITS + code` (exact; the
+    # caller takes the 2 ** BITS off once a word, through the sum of x); mxfp4 codes as their
+    # values times 2 ** -14
     EPW: tl.constexpr = 32 // BITS
     offs_j = tl.arange(0, EPW)[None, None, None, None, :]
+    if MODE == 2:
+        # int8: each byte's sign bit flipped makes it `value + 128` unsigned (the 128 comes
+        # off through the sum of x), so its code is read like an affine one
+        words = words ^ 0x80808080
+    nib = words >> (offs_j * BITS).to(tl.uint32)
     if MODE == 1:
         # E2M1 into a half by moving bits, no table: the magnitude (bits 0-2 of the code:
         # exponent, mantissa) to the half's bits 9-11 (exponent low bits, mantissa top bit),
         # the sign (bit 3) to bit 15. Every code's half is its value times 2 ** -14 (code 1,
         # 0.5, is the subnormal half 2 ** -15)
-        nib = words >> (offs_j * 4).to(tl.uint32)
         h = _bits_to(nib, 0, 9, 0x0E00) | _bits_to(nib, 3, 15, 0x8000)
         q = h.to(tl.uint16).to(tl.float16, bitcast=True).to(tl.float32)
     else:
-        if MODE == 2:
-            # int8: each byte's sign bit flipped makes it `value + 128` unsigned (the 128 comes
-            # off through the sum of x), so its code is masked in place like an affine one
-            words = words ^ 0x80808080
+        # the code to the top of the float mantissa (bits 23 - BITS to 22) under the exponent
+        # of 2 ** BITS: one shift and one and-or a code
         CODE: tl.constexpr = (1 << BITS) - 1
-        q = (words & (CODE << (offs_j * BITS).to(tl.uint32))).to(tl.float32)
+        MAGIC: tl.constexpr = (127 + BITS) << 23
+        q = (_bits_to(nib, 0, 23 - BITS, CODE << (23 - BITS)) | MAGIC).to(tl.float32, bitcast=True)
     return q
 
 
@@ -250,8 +255,9 @@ def _gemv(x_ptr, w_ptr, s_ptr, b_ptr, y_ptr, M, N, K, wpr, gpr, steps, ROWS: tl.
     s_ptrs = s_ptr + rows * gpr + group_of
     b_ptrs = b_ptr + rows * gpr + group_of
     xmask = offs_m < M
-    # code j is masked in place: x carries its 2 ** -(BITS * j) (mxfp4: 1, its codes are shifted)
-    unplace = tl.exp2(-(offs_j * BITS).to(tl.float32)) if MODE != 1 else 1.0
+    # affine, int8 and ternary codes come as 2 ** BITS + code (mxfp4: 0), taken off each
+    # word's sum (in its few codes the offset costs a bit or two of float32's 24)
+    offset = (1 << BITS) if MODE != 1 else 0
     acc = tl.zeros([ROWS, BLOCK_N, BLOCK_G, WPG, 1], tl.float32)
     for _ in range(0, steps, BLOCK_G):
         if ROWS_PADDED:
@@ -259,8 +265,8 @@ def _gemv(x_ptr, w_ptr, s_ptr, b_ptr, y_ptr, M, N, K, wpr, gpr, steps, ROWS: tl.
         else:
             x = tl.load(x_ptrs).to(tl.float32)
         q = _gemv_codes(tl.load(w_ptrs), BITS, MODE)
-        qx = tl.sum(q * (x * unplace), 4, keep_dims=True)
-        xs = tl.sum(x, 4, keep_dims=True)  # the affine bias, int8's 128 and ternary's -1 need it
+        xs = tl.sum(x, 4, keep_dims=True)  # the offset, affine's bias, int8's 128, ternary's -1
+        qx = tl.sum(q * x, 4, keep_dims=True) - offset * xs
         if MODE == 0:
             acc += qx * tl.load(s_ptrs).to(tl.float32) + tl.load(b_ptrs).to(tl.float32) * xs
             s_ptrs += BLOCK_G
