@@ -149,6 +149,11 @@ _DECODE = [triton.Config({"SPLIT": s, "BLOCK_N": n}, num_warps=w)
                            (128, 4, 2), (32, 16, 8))]
 
 
+# the combine's (head dims a program, warps): one SIMD group, so its reductions over the
+# splits need no threadgroup memory or barrier
+_COMBINE = (32, 1)
+
+
 @triton.jit
 def _masked_tile(ptr, at, ok, dmask, EVEN_D: tl.constexpr):
     # the rows `ok` of a tile (keys, or the group's query heads), zero elsewhere; the head-dim
@@ -232,19 +237,21 @@ def _attn_decode_combine(po_ptr, plse_ptr, o_ptr, lse_ptr, group, n_splits, D,
                          GROUP_P: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr,
                          CHUNK_D: tl.constexpr):
     # flash-decoding, pass 2: program (batch x query head, chunk of CHUNK_D head dims) merges
-    # its splits' partial outputs by their log-sum-exps, reading only the splits that saw keys;
-    # a head whose every key is hidden gets NaN, as one pass would
+    # its splits' partial outputs by their log-sum-exps. Pass 1 writes every split (an empty
+    # one as zeros with log-sum-exp -inf), so the partial outputs are read unmasked, in the
+    # same wave as the log-sum-exps rather than after them; a head whose every key is hidden
+    # gets NaN, as one pass would
     bh = tl.program_id(0)
     offs_s = tl.arange(0, BLOCK_S)
     offs_d = tl.program_id(1) * CHUNK_D + tl.arange(0, CHUNK_D)
     bkv = bh // group  # batch x kv head (query heads of a batch are consecutive)
     row = (bkv.to(tl.int64) * n_splits + offs_s) * GROUP_P + bh % group
-    lse = tl.load(plse_ptr + row, mask=offs_s < n_splits, other=NEG_INF)
+    ok = offs_s < n_splits
+    po = tl.load(po_ptr + row[:, None] * BLOCK_D + offs_d[None, :], mask=ok[:, None], other=0.0)
+    lse = tl.load(plse_ptr + row, mask=ok, other=NEG_INF)
     m = tl.max(lse, 0)
-    seen = lse > NEG_INF
-    w = tl.where(seen, tl.exp(lse - tl.where(m > NEG_INF, m, 0.0)), 0.0)
+    w = tl.where(lse > NEG_INF, tl.exp(lse - tl.where(m > NEG_INF, m, 0.0)), 0.0)
     total = tl.sum(w, 0)
-    po = tl.load(po_ptr + row[:, None] * BLOCK_D + offs_d[None, :], mask=seen[:, None], other=0.0)
     out = tl.sum(po * w[:, None], 0) / total
     tl.store(o_ptr + bh.to(tl.int64) * D + offs_d, out, mask=offs_d < D)
     if tl.program_id(1) == 0:
@@ -394,10 +401,11 @@ def _decode(q: Any, k: Any, v: Any, mask4: Any, o: Any, lse: Any, group: int, sc
     _attn_decode[(n_max, B * Hkv)](q, k, v, mask4, po, plse, Hq, group, Lkv, D, scale, n_max,
                                    *mask_strides, kind, BLOCK_D=block_d, GROUP_P=gp,
                                    EVEN_D=D == block_d)
-    chunk = min(32, block_d)
+    chunk_d, warps = _COMBINE
+    chunk = min(chunk_d, block_d)
     _attn_decode_combine[(B * Hq, block_d // chunk)](po, plse, o, lse, group, n_max, D, GROUP_P=gp,
                                                      BLOCK_S=next_pow2(n_max), BLOCK_D=block_d,
-                                                     CHUNK_D=chunk, num_warps=2)
+                                                     CHUNK_D=chunk, num_warps=warps)
 
 
 def _forward(q: Any, k: Any, v: Any, mask: Any, scale: float) -> tuple[Any, Any]:

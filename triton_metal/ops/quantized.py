@@ -192,11 +192,10 @@ def _bits_to(words, at: tl.constexpr, to: tl.constexpr, keep: tl.constexpr):
 
 @triton.jit
 def _gemv_codes(words, BITS: tl.constexpr, MODE: tl.constexpr):
-    # the codes of each word along a last axis of EPW (words: [..., 1]), as floats, with no
-    # integer-to-float conversion (a slow instruction on some GPUs): affine, int8 and ternary
-    # codes moved into the mantissa of 2 ** BITS, each float `2 ** BITS + code` (exact; the
-    # caller takes the 2 ** BITS off once a word, through the sum of x); mxfp4 codes as their
-    # values times 2 ** -14
+    # the affine, int8 or ternary codes of each word along a last axis of EPW (words:
+    # [..., 1]) as floats with no integer-to-float conversion (a slow instruction on some
+    # GPUs): each code moved into the mantissa of 2 ** BITS, the float `2 ** BITS + code`
+    # (exact; the caller takes the 2 ** BITS off once a word, through the sum of x)
     EPW: tl.constexpr = 32 // BITS
     offs_j = tl.arange(0, EPW)[None, None, None, None, :]
     if MODE == 2:
@@ -204,20 +203,34 @@ def _gemv_codes(words, BITS: tl.constexpr, MODE: tl.constexpr):
         # off through the sum of x), so its code is read like an affine one
         words = words ^ 0x80808080
     nib = words >> (offs_j * BITS).to(tl.uint32)
-    if MODE == 1:
-        # E2M1 into a half by moving bits, no table: the magnitude (bits 0-2 of the code:
-        # exponent, mantissa) to the half's bits 9-11 (exponent low bits, mantissa top bit),
-        # the sign (bit 3) to bit 15. Every code's half is its value times 2 ** -14 (code 1,
-        # 0.5, is the subnormal half 2 ** -15)
-        h = _bits_to(nib, 0, 9, 0x0E00) | _bits_to(nib, 3, 15, 0x8000)
-        q = h.to(tl.uint16).to(tl.float16, bitcast=True).to(tl.float32)
+    # the code to the top of the float mantissa (bits 23 - BITS to 22) under the exponent of
+    # 2 ** BITS: one shift and one and-or a code
+    CODE: tl.constexpr = (1 << BITS) - 1
+    MAGIC: tl.constexpr = (127 + BITS) << 23
+    return (_bits_to(nib, 0, 23 - BITS, CODE << (23 - BITS)) | MAGIC).to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def _mxfp4_halves(words, shift):
+    # E2M1 codes into halves by moving bits, no table, two codes a 32-bit operation: codes j
+    # and j + 4 of a word (`shift` = 4 j moves them to bits 0-3 and 16-19) become the low and
+    # high halves of one word. The magnitude (bits 0-2 of a code: exponent, mantissa) goes to
+    # a half's bits 9-11 (exponent low bits, mantissa top bit), the sign (bit 3) to bit 15:
+    # every code's half is its value times 2 ** -14 (code 1, 0.5, is the subnormal 2 ** -15)
+    pair = words >> shift
+    h = _bits_to(pair, 0, 9, 0x0E000E00) | _bits_to(pair, 3, 15, 0x80008000)
+    lo = h.to(tl.uint16).to(tl.float16, bitcast=True).to(tl.float32)
+    hi = (h >> 16).to(tl.uint16).to(tl.float16, bitcast=True).to(tl.float32)
+    return lo, hi
+
+
+@triton.jit
+def _gemv_x(x_ptrs, xmask, ROWS_PADDED: tl.constexpr):
+    if ROWS_PADDED:
+        x = tl.load(x_ptrs, mask=xmask, other=0).to(tl.float32)
     else:
-        # the code to the top of the float mantissa (bits 23 - BITS to 22) under the exponent
-        # of 2 ** BITS: one shift and one and-or a code
-        CODE: tl.constexpr = (1 << BITS) - 1
-        MAGIC: tl.constexpr = (127 + BITS) << 23
-        q = (_bits_to(nib, 0, 23 - BITS, CODE << (23 - BITS)) | MAGIC).to(tl.float32, bitcast=True)
-    return q
+        x = tl.load(x_ptrs).to(tl.float32)
+    return x
 
 
 @triton.autotune(configs=_GEMV_CONFIGS, key=["N", "steps", "ROWS", "BITS", "WPG", "MODE"],
@@ -244,7 +257,9 @@ def _gemv(x_ptr, w_ptr, s_ptr, b_ptr, y_ptr, M, N, K, wpr, gpr, steps, ROWS: tl.
     offs_m = tl.arange(0, ROWS)[:, None, None, None, None]
     offs_g = tl.arange(0, BLOCK_G)[None, None, :, None, None]
     offs_w = tl.arange(0, WPG)[None, None, None, :, None]
-    offs_j = tl.arange(0, EPW)[None, None, None, None, :]
+    # mxfp4 takes the codes of a word in pairs (j, j + EPW / 2): its code axis is half a word
+    CPW: tl.constexpr = EPW // 2 if MODE == 1 else EPW
+    offs_j = tl.arange(0, CPW)[None, None, None, None, :]
     # pointers carried through the loop
     w_ptrs = w_ptr + rows.to(tl.int64) * wpr + offs_g * WPG + offs_w
     x_ptrs = x_ptr + offs_m * K + (offs_g * WPG + offs_w) * EPW + offs_j
@@ -255,18 +270,21 @@ def _gemv(x_ptr, w_ptr, s_ptr, b_ptr, y_ptr, M, N, K, wpr, gpr, steps, ROWS: tl.
     s_ptrs = s_ptr + rows * gpr + group_of
     b_ptrs = b_ptr + rows * gpr + group_of
     xmask = offs_m < M
-    # affine, int8 and ternary codes come as 2 ** BITS + code (mxfp4: 0), taken off each
-    # word's sum (in its few codes the offset costs a bit or two of float32's 24)
-    offset = (1 << BITS) if MODE != 1 else 0
+    # affine, int8 and ternary codes come as 2 ** BITS + code, taken off each word's sum (in
+    # its few codes the offset costs a bit or two of float32's 24)
+    offset = 1 << BITS
     acc = tl.zeros([ROWS, BLOCK_N, BLOCK_G, WPG, 1], tl.float32)
     for _ in range(0, steps, BLOCK_G):
-        if ROWS_PADDED:
-            x = tl.load(x_ptrs, mask=xmask, other=0).to(tl.float32)
+        x = _gemv_x(x_ptrs, xmask, ROWS_PADDED)
+        if MODE == 1:
+            x_hi = _gemv_x(x_ptrs + CPW, xmask, ROWS_PADDED)
+            q, q_hi = _mxfp4_halves(tl.load(w_ptrs), (offs_j * 4).to(tl.uint32))
+            qx = tl.sum(q * x + q_hi * x_hi, 4, keep_dims=True)
+            xs = qx  # unused: mxfp4 has no offset or bias
         else:
-            x = tl.load(x_ptrs).to(tl.float32)
-        q = _gemv_codes(tl.load(w_ptrs), BITS, MODE)
-        xs = tl.sum(x, 4, keep_dims=True)  # the offset, affine's bias, int8's 128, ternary's -1
-        qx = tl.sum(q * x, 4, keep_dims=True) - offset * xs
+            q = _gemv_codes(tl.load(w_ptrs), BITS, MODE)
+            xs = tl.sum(x, 4, keep_dims=True)  # the offset, affine's bias, int8's 128, ternary's -1
+            qx = tl.sum(q * x, 4, keep_dims=True) - offset * xs
         if MODE == 0:
             acc += qx * tl.load(s_ptrs).to(tl.float32) + tl.load(b_ptrs).to(tl.float32) * xs
             s_ptrs += BLOCK_G
