@@ -131,22 +131,36 @@ def _attn_fwd(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, lse_ptr, Hq, group, Lq, Lkv,
     tl.store(lse_ptr + bh.to(tl.int64) * Lq + offs_m, m_i + tl.log(l_i), mask=row_ok)
 
 
+def _slot_lanes(block_d: int, itemsize: int) -> int:
+    """Lanes a key row leaves free in a SIMD group: the row takes 16-byte vectors, one a lane."""
+    return max(1, 32 // max(1, block_d * itemsize // 16))
+
+
 def _prune_decode(configs: list[Any], named_args: dict[str, Any], **kwargs: Any) -> list[Any]:
-    # a split must hold whole key blocks, and the per-slot accumulators (group x BLOCK_N x
-    # BLOCK_D floats) must stay within 64 registers a thread
+    # a split must hold whole key blocks (ROWS x SLOTS keys); the per-slot accumulators (group x
+    # SLOTS x BLOCK_D floats) must stay within 64 registers a thread; and the slots should be
+    # the lanes a key row leaves free times the warps, so that a thread's ROWS keys of a step
+    # lie in its registers (the sums over them stay in the thread)
     gp, block_d = int(kwargs.get("GROUP_P", 4)), int(kwargs.get("BLOCK_D", 128))
+    lanes = _slot_lanes(block_d, int(getattr(named_args.get("q_ptr"), "itemsize", 2)))
     fitting = [cf for cf in configs
-               if cf.kwargs["SPLIT"] % cf.kwargs["BLOCK_N"] == 0
-               and gp * cf.kwargs["BLOCK_N"] * block_d <= 64 * 32 * cf.num_warps]
-    return c.first_or_all(fitting or [triton.Config({"SPLIT": 32, "BLOCK_N": 8}, num_warps=4)])
+               if cf.kwargs["SPLIT"] % (cf.kwargs["SLOTS"] * cf.kwargs["ROWS"]) == 0
+               and gp * cf.kwargs["SLOTS"] * block_d <= 64 * 32 * cf.num_warps]
+    matching = [cf for cf in fitting if cf.kwargs["SLOTS"] == lanes * cf.num_warps]
+    return c.first_or_all(matching or fitting or [triton.Config({"SPLIT": 32, "SLOTS": 8, "ROWS": 1},
+                                                                num_warps=4)])
 
 
-# the first (default): 3% behind the fastest measured through the GPU proxy (32 keys a split,
-# 4-key blocks, 1 warp: docs/ops.md, "Decode speed") with 128 registers a thread against 233
-_DECODE = [triton.Config({"SPLIT": s, "BLOCK_N": n}, num_warps=w)
-           for s, n, w in ((32, 4, 2), (32, 8, 4), (64, 8, 4), (64, 16, 4), (32, 8, 2), (64, 8, 2),
-                           (128, 8, 4), (128, 16, 4), (256, 16, 8), (64, 4, 2), (32, 4, 1), (64, 2, 1),
-                           (128, 4, 2), (32, 16, 8))]
+# (SPLIT, SLOTS, ROWS, num_warps): keys a program, key slots, key rows a slot takes a step
+# (a step reads SLOTS x ROWS keys), SIMD groups. The slots match float16 heads of 128 (two a
+# SIMD group; pruning keeps those that match the inputs' heads)
+_DECODE = [triton.Config({"SPLIT": s, "SLOTS": n, "ROWS": r}, num_warps=w)
+           for s, n, r, w in ((32, 4, 2, 2), (32, 4, 1, 2), (64, 4, 2, 2), (64, 4, 4, 2), (32, 2, 2, 1),
+                              (32, 2, 4, 1), (64, 2, 4, 1), (128, 4, 4, 2), (64, 8, 2, 4), (128, 8, 2, 4),
+                              (32, 8, 1, 4), (64, 8, 1, 4), (32, 1, 4, 1), (64, 1, 4, 1), (32, 1, 2, 1),
+                              (32, 2, 1, 2), (64, 4, 1, 4), (32, 4, 2, 4), (64, 2, 2, 2), (64, 1, 2, 2),
+                              (128, 2, 2, 2), (128, 4, 1, 4), (64, 16, 1, 8), (32, 16, 2, 8), (32, 4, 2, 1),
+                              (64, 8, 1, 2))]
 
 
 # the combine's (head dims a program, warps): one SIMD group, so its reductions over the
@@ -170,37 +184,43 @@ def _masked_tile(ptr, at, ok, dmask, EVEN_D: tl.constexpr):
 @triton.jit
 def _attn_decode(q_ptr, k_ptr, v_ptr, mask_ptr, po_ptr, plse_ptr, Hq, group, Lkv, D, scale,
                  n_splits, smb, smh, smk, MASK, BLOCK_D: tl.constexpr, GROUP_P: tl.constexpr,
-                 EVEN_D: tl.constexpr, SPLIT: tl.constexpr, BLOCK_N: tl.constexpr):
+                 EVEN_D: tl.constexpr, SPLIT: tl.constexpr, SLOTS: tl.constexpr, ROWS: tl.constexpr):
     # flash-decoding, pass 1: program (split, batch x kv head) reads keys and values
     # [split * SPLIT, (split + 1) * SPLIT) once for every query head of the group (GROUP_P:
     # the group size rounded up to a power of two), and writes each head's partial output
     # (normalised) and log-sum-exp; `_attn_decode_combine` merges the splits. The grid has
     # `n_splits` programs per kv head for every config (the most any config needs): those past
-    # the keys write an empty split (log-sum-exp -inf), so every slot is written, unmasked
+    # the keys write an empty split (log-sum-exp -inf), so every slot is written, unmasked.
+    # Tiles of 4 axes: (query head of the group, key row of a slot, slot, head dim). A step
+    # reads ROWS x SLOTS keys; each slot keeps its own online softmax (maximum, sum, output)
+    # over its keys, ROWS of them a step, so a step's sums over keys stay in the slot's thread
+    # (the slots merge once, at the end)
     split = tl.program_id(0)
     bkv = tl.program_id(1)
     Hkv = Hq // group
     b = bkv // Hkv
-    g = tl.arange(0, GROUP_P)[:, None, None]
+    g = tl.arange(0, GROUP_P)[:, None, None, None]
     h = (bkv % Hkv) * group + g  # the query heads of this kv head (padded ones masked)
     head_ok = g < group
-    offs_n = tl.arange(0, BLOCK_N)[None, :, None]
-    offs_d = tl.arange(0, BLOCK_D)[None, None, :]
+    BLOCK_N: tl.constexpr = ROWS * SLOTS
+    offs_n = tl.arange(0, ROWS)[None, :, None, None] * SLOTS + tl.arange(0, SLOTS)[None, None, :, None]
+    offs_d = tl.arange(0, BLOCK_D)[None, None, None, :]
     dmask = offs_d < D
     lo = split * SPLIT
     hi = tl.minimum(lo + SPLIT, Lkv)
     kv_base = bkv.to(tl.int64) * Lkv * D
     # the first key block is read before q, so the tiles take the key tile's layout (lanes
-    # along the head dim in vectors, warps along the keys, the group's heads in every
-    # thread's registers), and each step reads the next block's keys and values ahead of its
-    # math, so no step waits on a load issued in it
+    # along the head dim in vectors, then along the slots, warps along the slots, a slot's
+    # rows in its thread's registers, the group's heads in every thread's registers), and
+    # each step reads the next block's keys and values ahead of its math, so no step waits on
+    # a load issued in it
     at0 = kv_base + (lo + offs_n) * D + offs_d
     k = _masked_tile(k_ptr, at0, (lo + offs_n) < hi, dmask, EVEN_D)
     v = _masked_tile(v_ptr, at0, (lo + offs_n) < hi, dmask, EVEN_D)
     q = _masked_tile(q_ptr, (b * Hq + h).to(tl.int64) * D + offs_d, head_ok, dmask, EVEN_D).to(tl.float32)
-    m_i = tl.full([GROUP_P, BLOCK_N, 1], NEG_INF, tl.float32)
-    l_i = tl.zeros([GROUP_P, BLOCK_N, 1], tl.float32)
-    acc = tl.zeros([GROUP_P, BLOCK_N, BLOCK_D], tl.float32)
+    m_i = tl.full([GROUP_P, 1, SLOTS, 1], NEG_INF, tl.float32)
+    l_i = tl.zeros([GROUP_P, 1, SLOTS, 1], tl.float32)
+    acc = tl.zeros([GROUP_P, 1, SLOTS, BLOCK_D], tl.float32)
     for start_n in range(lo, hi, BLOCK_N):
         cols = start_n + offs_n
         ok = cols < hi
@@ -208,26 +228,26 @@ def _attn_decode(q_ptr, k_ptr, v_ptr, mask_ptr, po_ptr, plse_ptr, Hq, group, Lkv
         ok_next = (cols + BLOCK_N) < hi
         k_next = _masked_tile(k_ptr, at_next, ok_next, dmask, EVEN_D)
         v_next = _masked_tile(v_ptr, at_next, ok_next, dmask, EVEN_D)
-        s = tl.sum(q * k.to(tl.float32), 2, keep_dims=True) * scale
+        s = tl.sum(q * k.to(tl.float32), 3, keep_dims=True) * scale
         if MASK == 2:  # a uniform branch: no mask, no predicated loads
             s += tl.load(mask_ptr + b.to(tl.int64) * smb + h * smh + cols * smk,
                          mask=ok & head_ok, other=0.0).to(tl.float32)
         s = tl.where(ok, s, NEG_INF)
-        # per-slot online softmax: slot j sees keys j, j + BLOCK_N, ... of the split
-        m_new = tl.maximum(m_i, s)
+        # per-slot online softmax over the slot's rows of this step
+        m_new = tl.maximum(m_i, tl.max(s, 1, keep_dims=True))
         m_ref = tl.where(m_new > NEG_INF, m_new, 0.0)
         p = tl.exp(s - m_ref)
         alpha = tl.exp(m_i - m_ref)
-        l_i = l_i * alpha + p
-        acc = acc * alpha + p * v.to(tl.float32)
+        l_i = l_i * alpha + tl.sum(p, 1, keep_dims=True)
+        acc = acc * alpha + tl.sum(p * v.to(tl.float32), 1, keep_dims=True)
         m_i = m_new
         k = k_next
         v = v_next
-    m = tl.max(m_i, 1, keep_dims=True)
+    m = tl.max(m_i, 2, keep_dims=True)
     w = tl.where(m_i > NEG_INF, tl.exp(m_i - m), 0.0)
-    total = tl.sum(l_i * w, 1, keep_dims=True)
-    out = tl.sum(acc * w, 1, keep_dims=True) / tl.where(total > 0, total, 1.0)
-    row = (bkv.to(tl.int64) * n_splits + split) * GROUP_P + g  # [GROUP_P, 1, 1]
+    total = tl.sum(l_i * w, 2, keep_dims=True)
+    out = tl.sum(acc * w, 2, keep_dims=True) / tl.where(total > 0, total, 1.0)
+    row = (bkv.to(tl.int64) * n_splits + split) * GROUP_P + g  # [GROUP_P, 1, 1, 1]
     tl.store(po_ptr + row * BLOCK_D + offs_d, out)
     tl.store(plse_ptr + row, m + tl.log(total))
 
