@@ -152,17 +152,17 @@ def _prune_decode(configs: list[Any], named_args: dict[str, Any], **kwargs: Any)
 
 
 # (SPLIT, SLOTS, ROWS, num_warps): keys a program, key slots, key rows a slot takes a step
-# (a step reads SLOTS x ROWS keys), SIMD groups. The slots match float16 heads of 128 (two a
-# SIMD group; pruning keeps those that match the inputs' heads)
+# (a step reads SLOTS x ROWS keys), SIMD groups. Pruning keeps those whose slots match the
+# inputs' key rows: two slots a SIMD group for float16 heads of 128 (or float32 heads of 64),
+# one for float32 heads of 128, four for float16 heads of 64. The first, the default there:
+# the fastest measured through the GPU proxy for float16 heads of 128 (docs/ops.md, "Decode
+# speed"); the smallest SPLIT sets the combine's splits
 _DECODE = [triton.Config({"SPLIT": s, "SLOTS": n, "ROWS": r}, num_warps=w)
-           for s, n, r, w in ((32, 4, 2, 2), (32, 4, 1, 2), (64, 4, 2, 2), (64, 4, 4, 2), (32, 2, 2, 1),
-                              (32, 2, 4, 1), (64, 2, 4, 1), (128, 4, 4, 2), (64, 8, 2, 4), (128, 8, 2, 4),
-                              (32, 8, 1, 4), (64, 8, 1, 4), (32, 1, 4, 1), (64, 1, 4, 1), (32, 1, 2, 1),
-                              (32, 2, 1, 2), (64, 4, 1, 4), (32, 4, 2, 4), (64, 2, 2, 2), (64, 1, 2, 2),
-                              (128, 2, 2, 2), (128, 4, 1, 4), (64, 16, 1, 8), (32, 16, 2, 8), (32, 4, 2, 1),
-                              (64, 8, 1, 2))]
-
-
+           for s, n, r, w in ((32, 2, 4, 1), (32, 2, 2, 1), (32, 4, 1, 2), (64, 4, 2, 2), (64, 2, 4, 1),
+                              (32, 4, 2, 2), (32, 8, 1, 4), (64, 4, 4, 2), (64, 8, 2, 4), (64, 8, 1, 4),
+                              (128, 4, 4, 2), (32, 1, 4, 1), (64, 1, 4, 1), (32, 1, 2, 1), (32, 2, 1, 2),
+                              (64, 2, 2, 2), (128, 2, 2, 2), (64, 4, 1, 4), (32, 4, 2, 4), (128, 4, 1, 4),
+                              (32, 4, 2, 1), (64, 8, 1, 2))]
 # the combine's (head dims a program, warps): one SIMD group, so its reductions over the
 # splits need no threadgroup memory or barrier
 _COMBINE = (32, 1)

@@ -193,21 +193,16 @@ def _bits_to(words, at: tl.constexpr, to: tl.constexpr, keep: tl.constexpr):
 @triton.jit
 def _gemv_codes(words, BITS: tl.constexpr, MODE: tl.constexpr):
     # the affine, int8 or ternary codes of each word along a last axis of EPW (words:
-    # [..., 1]) as floats with no integer-to-float conversion (a slow instruction on some
-    # GPUs): each code moved into the mantissa of 2 ** BITS, the float `2 ** BITS + code`
-    # (exact; the caller takes the 2 ** BITS off once a word, through the sum of x)
+    # [..., 1]) as floats, each masked in place (code j times 2 ** (BITS * j): the caller's x
+    # carries 2 ** -(BITS * j))
     EPW: tl.constexpr = 32 // BITS
     offs_j = tl.arange(0, EPW)[None, None, None, None, :]
     if MODE == 2:
         # int8: each byte's sign bit flipped makes it `value + 128` unsigned (the 128 comes
-        # off through the sum of x), so its code is read like an affine one
+        # off through the sum of x), so its code is masked in place like an affine one
         words = words ^ 0x80808080
-    nib = words >> (offs_j * BITS).to(tl.uint32)
-    # the code to the top of the float mantissa (bits 23 - BITS to 22) under the exponent of
-    # 2 ** BITS: one shift and one and-or a code
     CODE: tl.constexpr = (1 << BITS) - 1
-    MAGIC: tl.constexpr = (127 + BITS) << 23
-    return (_bits_to(nib, 0, 23 - BITS, CODE << (23 - BITS)) | MAGIC).to(tl.float32, bitcast=True)
+    return (words & (CODE << (offs_j * BITS).to(tl.uint32))).to(tl.float32)
 
 
 @triton.jit
@@ -231,6 +226,18 @@ def _gemv_x(x_ptrs, xmask, ROWS_PADDED: tl.constexpr):
     else:
         x = tl.load(x_ptrs).to(tl.float32)
     return x
+
+
+@triton.jit
+def _gemv_loads(x_ptrs, w_ptrs, s_ptrs, xmask, ROWS_PADDED: tl.constexpr, CPW: tl.constexpr,
+                MODE: tl.constexpr):
+    # a step's x (first: its layout decides every tile's), and for mxfp4 the x of the words'
+    # upper codes, the words and their groups' E8M0 scales (unused values are x)
+    x = _gemv_x(x_ptrs, xmask, ROWS_PADDED)
+    x_hi = _gemv_x(x_ptrs + CPW, xmask, ROWS_PADDED) if MODE == 1 else x
+    words = tl.load(w_ptrs) if MODE == 1 else x
+    sc = tl.load(s_ptrs).to(tl.float32) if MODE == 1 else x
+    return x, x_hi, words, sc
 
 
 @triton.autotune(configs=_GEMV_CONFIGS, key=["N", "steps", "ROWS", "BITS", "WPG", "MODE"],
@@ -270,36 +277,34 @@ def _gemv(x_ptr, w_ptr, s_ptr, b_ptr, y_ptr, M, N, K, wpr, gpr, steps, ROWS: tl.
     s_ptrs = s_ptr + rows * gpr + group_of
     b_ptrs = b_ptr + rows * gpr + group_of
     xmask = offs_m < M
-    # affine, int8 and ternary codes come as 2 ** BITS + code, taken off each word's sum (in
-    # its few codes the offset costs a bit or two of float32's 24)
-    offset = 1 << BITS
+    # affine, int8 and ternary: code j is masked in place, x carries its 2 ** -(BITS * j)
+    unplace = tl.exp2(-(offs_j * BITS).to(tl.float32))
     acc = tl.zeros([ROWS, BLOCK_N, BLOCK_G, WPG, 1], tl.float32)
     for _ in range(0, steps, BLOCK_G):
-        x = _gemv_x(x_ptrs, xmask, ROWS_PADDED)
+        x, x_hi, words, sc = _gemv_loads(x_ptrs, w_ptrs, s_ptrs, xmask, ROWS_PADDED, CPW, MODE)
         if MODE == 1:
-            x_hi = _gemv_x(x_ptrs + CPW, xmask, ROWS_PADDED)
-            q, q_hi = _mxfp4_halves(tl.load(w_ptrs), (offs_j * 4).to(tl.uint32))
+            q, q_hi = _mxfp4_halves(words, (offs_j * 4).to(tl.uint32))
             qx = tl.sum(q * x + q_hi * x_hi, 4, keep_dims=True)
-            xs = qx  # unused: mxfp4 has no offset or bias
+            # 2 ** (s - 127), times the 2 ** 14 of the codes' halves (applied to qx first, so
+            # a scale near the top of the range does not overflow)
+            acc += (qx * 16384.0) * tl.exp2(sc - 127.0)
         else:
             q = _gemv_codes(tl.load(w_ptrs), BITS, MODE)
-            xs = tl.sum(x, 4, keep_dims=True)  # the offset, affine's bias, int8's 128, ternary's -1
-            qx = tl.sum(q * x, 4, keep_dims=True) - offset * xs
-        if MODE == 0:
-            acc += qx * tl.load(s_ptrs).to(tl.float32) + tl.load(b_ptrs).to(tl.float32) * xs
-            s_ptrs += BLOCK_G
-            b_ptrs += BLOCK_G
-        elif MODE == 1:
-            # E8M0: 2 ** (s - 127), times the 2 ** 14 of the codes' halves (applied to qx
-            # first, so a scale near the top of the range does not overflow)
-            acc += (qx * 16384.0) * tl.exp2(tl.load(s_ptrs).to(tl.float32) - 127.0)
-            s_ptrs += BLOCK_G
-        elif MODE == 2:
-            acc += qx - 128.0 * xs
-        else:
-            acc += qx - xs  # ternary: value = code - 1
+            qx = tl.sum(q * (x * unplace), 4, keep_dims=True)
+            xs = tl.sum(x, 4, keep_dims=True)  # affine's bias, int8's 128 and ternary's -1 need it
+            if MODE == 0:
+                acc += qx * tl.load(s_ptrs).to(tl.float32) + tl.load(b_ptrs).to(tl.float32) * xs
+                s_ptrs += BLOCK_G
+                b_ptrs += BLOCK_G
+            elif MODE == 2:
+                acc += qx - 128.0 * xs
+            else:
+                acc += qx - xs  # ternary: value = code - 1
         w_ptrs += BLOCK_G * WPG
         x_ptrs += BLOCK_G * WPG * EPW
+        if MODE == 1:
+            s_ptrs += BLOCK_G
+            b_ptrs += BLOCK_G
     y = tl.sum(tl.sum(tl.sum(acc, 4), 3), 2)
     offs_y = tl.arange(0, ROWS)[:, None] * N + offs_n[None, :]
     ymask = (tl.arange(0, ROWS)[:, None] < M) & (offs_n[None, :] < N)
