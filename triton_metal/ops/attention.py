@@ -14,9 +14,10 @@ head dimension serves every mask):
   their last visible key block.
 * decode (`Lq == 1`): flash-decoding. Pass 1, one program per (split of `SPLIT` keys, batch x
   kv head), reads its keys and values once for all the query heads of the group, with
-  elementwise products and row sums (a 1-row `tl.dot` would waste 15 of 16 rows) and a per-slot
-  online softmax, and writes each head's normalised partial output and log-sum-exp; pass 2
-  merges the splits per (batch x query head, chunk of the head dim).
+  elementwise products and row sums (a 1-row `tl.dot` would waste 15 of 16 rows) and an online
+  softmax per key slot (each slot's `ROWS` keys of a step in its thread), and writes each
+  head's normalised partial output and log-sum-exp; pass 2 merges the splits per (batch x
+  query head, chunk of the head dim), one SIMD group a program.
 * backward: `delta = rowsum(dO * O)` per query row; then `dK, dV` one program per (key block,
   batch x key/value head), summing over the group's query heads and every query block, and
   `dQ` one program per (query block, batch x query head):

@@ -21,8 +21,9 @@ other `TRANS` (`dx = dy @ W` or `dy @ W^T`). Three kernels:
   (affine 2, 4, 8 bits, mxfp4, int8 and ternary bytes viewed as words): a variant per row
   count; a thread holds the codes of one word of each of `BLOCK_N` packed rows and the x of
   those codes, read as vectors once for all the rows; mxfp4 codes decoded into halves by bit
-  moves; per-group scales; partial sums in registers over the whole K loop reduced once
-  (memory-bound; tuned over `BLOCK_N`, `BLOCK_G`).
+  moves, two codes (j and j + 4 of a word) a 32-bit operation; per-group scales; partial sums
+  in registers over the whole K loop reduced once (memory-bound; tuned over `BLOCK_N`,
+  `BLOCK_G`).
 * `_qmv`, decode for the rest (3, 5, 6 bits, `transpose=False`, K that `_gemv` cannot step):
   one program per block of outputs holding every row of `x`, so each weight byte is read once;
   dequantized tiles, products reduced over K every step (tuned over `BLOCK_N`, `BLOCK_K`).
@@ -228,18 +229,6 @@ def _gemv_x(x_ptrs, xmask, ROWS_PADDED: tl.constexpr):
     return x
 
 
-@triton.jit
-def _gemv_loads(x_ptrs, w_ptrs, s_ptrs, xmask, ROWS_PADDED: tl.constexpr, CPW: tl.constexpr,
-                MODE: tl.constexpr):
-    # a step's x (first: its layout decides every tile's), and for mxfp4 the x of the words'
-    # upper codes, the words and their groups' E8M0 scales (unused values are x)
-    x = _gemv_x(x_ptrs, xmask, ROWS_PADDED)
-    x_hi = _gemv_x(x_ptrs + CPW, xmask, ROWS_PADDED) if MODE == 1 else x
-    words = tl.load(w_ptrs) if MODE == 1 else x
-    sc = tl.load(s_ptrs).to(tl.float32) if MODE == 1 else x
-    return x, x_hi, words, sc
-
-
 @triton.autotune(configs=_GEMV_CONFIGS, key=["N", "steps", "ROWS", "BITS", "WPG", "MODE"],
                  prune_configs_by={"early_config_prune": _prune_gemv})
 @triton.jit
@@ -281,13 +270,16 @@ def _gemv(x_ptr, w_ptr, s_ptr, b_ptr, y_ptr, M, N, K, wpr, gpr, steps, ROWS: tl.
     unplace = tl.exp2(-(offs_j * BITS).to(tl.float32))
     acc = tl.zeros([ROWS, BLOCK_N, BLOCK_G, WPG, 1], tl.float32)
     for _ in range(0, steps, BLOCK_G):
-        x, x_hi, words, sc = _gemv_loads(x_ptrs, w_ptrs, s_ptrs, xmask, ROWS_PADDED, CPW, MODE)
+        x = _gemv_x(x_ptrs, xmask, ROWS_PADDED)
         if MODE == 1:
-            q, q_hi = _mxfp4_halves(words, (offs_j * 4).to(tl.uint32))
+            # codes j and j + 4 of each word: the x of its upper codes too
+            x_hi = _gemv_x(x_ptrs + CPW, xmask, ROWS_PADDED)
+            q, q_hi = _mxfp4_halves(tl.load(w_ptrs), (offs_j * 4).to(tl.uint32))
             qx = tl.sum(q * x + q_hi * x_hi, 4, keep_dims=True)
-            # 2 ** (s - 127), times the 2 ** 14 of the codes' halves (applied to qx first, so
-            # a scale near the top of the range does not overflow)
-            acc += (qx * 16384.0) * tl.exp2(sc - 127.0)
+            # E8M0: 2 ** (s - 127), times the 2 ** 14 of the codes' halves (applied to qx
+            # first, so a scale near the top of the range does not overflow)
+            acc += (qx * 16384.0) * tl.exp2(tl.load(s_ptrs).to(tl.float32) - 127.0)
+            s_ptrs += BLOCK_G
         else:
             q = _gemv_codes(tl.load(w_ptrs), BITS, MODE)
             qx = tl.sum(q * (x * unplace), 4, keep_dims=True)
@@ -302,9 +294,6 @@ def _gemv(x_ptr, w_ptr, s_ptr, b_ptr, y_ptr, M, N, K, wpr, gpr, steps, ROWS: tl.
                 acc += qx - xs  # ternary: value = code - 1
         w_ptrs += BLOCK_G * WPG
         x_ptrs += BLOCK_G * WPG * EPW
-        if MODE == 1:
-            s_ptrs += BLOCK_G
-            b_ptrs += BLOCK_G
     y = tl.sum(tl.sum(tl.sum(acc, 4), 3), 2)
     offs_y = tl.arange(0, ROWS)[:, None] * N + offs_n[None, :]
     ymask = (tl.arange(0, ROWS)[:, None] < M) & (offs_n[None, :] < N)
