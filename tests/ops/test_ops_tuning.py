@@ -76,3 +76,14 @@ def test_quantized_configs(tuning):
     assert all(c.kwargs["BLOCK_M"] == 16 for c in quantized._prune(quantized._CONFIGS, {}, DECODE=True))
     decode = quantized._prune_decode(quantized._DECODE_CONFIGS, {})
     assert decode and all(8 * c.kwargs["BLOCK_N"] * c.kwargs["BLOCK_K"] <= 4096 * c.num_warps for c in decode)
+
+
+@pytest.mark.parametrize("itemsize, block_d, slot_lanes", [(2, 128, 2), (4, 128, 1), (2, 64, 4)])
+def test_decode_attention_configs(tuning, itemsize, block_d, slot_lanes):
+    # a split holds whole steps of SLOTS x ROWS keys, and where any config's slots are the
+    # lanes a key row of 16-byte vectors leaves free times its warps, only those are kept
+    q = type("Q", (), {"itemsize": itemsize})()
+    kept = attention._prune_decode(attention._DECODE, {"q_ptr": q}, GROUP_P=4, BLOCK_D=block_d)
+    assert kept and all(c.kwargs["SPLIT"] % (c.kwargs["SLOTS"] * c.kwargs["ROWS"]) == 0 for c in kept)
+    assert all(c.kwargs["SLOTS"] == slot_lanes * c.num_warps for c in kept)
+    assert attention._slot_lanes(block_d, itemsize) == slot_lanes

@@ -14,9 +14,10 @@ head dimension serves every mask):
   their last visible key block.
 * decode (`Lq == 1`): flash-decoding. Pass 1, one program per (split of `SPLIT` keys, batch x
   kv head), reads its keys and values once for all the query heads of the group, with
-  elementwise products and row sums (a 1-row `tl.dot` would waste 15 of 16 rows) and a per-slot
-  online softmax, and writes each head's normalised partial output and log-sum-exp; pass 2
-  merges the splits per (batch x query head, chunk of the head dim).
+  elementwise products and row sums (a 1-row `tl.dot` would waste 15 of 16 rows) and an online
+  softmax per key slot (each slot's `ROWS` keys of a step in its thread), and writes each
+  head's normalised partial output and log-sum-exp; pass 2 merges the splits per (batch x
+  query head, chunk of the head dim), one SIMD group a program.
 * backward: `delta = rowsum(dO * O)` per query row; then `dK, dV` one program per (key block,
   batch x key/value head), summing over the group's query heads and every query block, and
   `dQ` one program per (query block, batch x query head):
@@ -131,22 +132,41 @@ def _attn_fwd(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, lse_ptr, Hq, group, Lq, Lkv,
     tl.store(lse_ptr + bh.to(tl.int64) * Lq + offs_m, m_i + tl.log(l_i), mask=row_ok)
 
 
+def _slot_lanes(block_d: int, itemsize: int) -> int:
+    """Lanes a key row leaves free in a SIMD group: the row takes 16-byte vectors, one a lane."""
+    return max(1, 32 // max(1, block_d * itemsize // 16))
+
+
 def _prune_decode(configs: list[Any], named_args: dict[str, Any], **kwargs: Any) -> list[Any]:
-    # a split must hold whole key blocks, and the per-slot accumulators (group x BLOCK_N x
-    # BLOCK_D floats) must stay within 64 registers a thread
+    # a split must hold whole key blocks (ROWS x SLOTS keys); the per-slot accumulators (group x
+    # SLOTS x BLOCK_D floats) must stay within 64 registers a thread; and the slots should be
+    # the lanes a key row leaves free times the warps, so that a thread's ROWS keys of a step
+    # lie in its registers (the sums over them stay in the thread)
     gp, block_d = int(kwargs.get("GROUP_P", 4)), int(kwargs.get("BLOCK_D", 128))
+    lanes = _slot_lanes(block_d, int(getattr(named_args.get("q_ptr"), "itemsize", 2)))
     fitting = [cf for cf in configs
-               if cf.kwargs["SPLIT"] % cf.kwargs["BLOCK_N"] == 0
-               and gp * cf.kwargs["BLOCK_N"] * block_d <= 64 * 32 * cf.num_warps]
-    return c.first_or_all(fitting or [triton.Config({"SPLIT": 32, "BLOCK_N": 8}, num_warps=4)])
+               if cf.kwargs["SPLIT"] % (cf.kwargs["SLOTS"] * cf.kwargs["ROWS"]) == 0
+               and gp * cf.kwargs["SLOTS"] * block_d <= 64 * 32 * cf.num_warps]
+    matching = [cf for cf in fitting if cf.kwargs["SLOTS"] == lanes * cf.num_warps]
+    return c.first_or_all(matching or fitting or [triton.Config({"SPLIT": 32, "SLOTS": 8, "ROWS": 1},
+                                                                num_warps=4)])
 
 
-# the first (default): 3% behind the fastest measured through the GPU proxy (32 keys a split,
-# 4-key blocks, 1 warp: docs/ops.md, "Decode speed") with 128 registers a thread against 233
-_DECODE = [triton.Config({"SPLIT": s, "BLOCK_N": n}, num_warps=w)
-           for s, n, w in ((32, 4, 2), (32, 8, 4), (64, 8, 4), (64, 16, 4), (32, 8, 2), (64, 8, 2),
-                           (128, 8, 4), (128, 16, 4), (256, 16, 8), (64, 4, 2), (32, 4, 1), (64, 2, 1),
-                           (128, 4, 2), (32, 16, 8))]
+# (SPLIT, SLOTS, ROWS, num_warps): keys a program, key slots, key rows a slot takes a step
+# (a step reads SLOTS x ROWS keys), SIMD groups. Pruning keeps those whose slots match the
+# inputs' key rows: two slots a SIMD group for float16 heads of 128 (or float32 heads of 64),
+# one for float32 heads of 128, four for float16 heads of 64. The first, the default there:
+# the fastest measured through the GPU proxy for float16 heads of 128 (docs/ops.md, "Decode
+# speed"); the smallest SPLIT sets the combine's splits
+_DECODE = [triton.Config({"SPLIT": s, "SLOTS": n, "ROWS": r}, num_warps=w)
+           for s, n, r, w in ((32, 2, 4, 1), (32, 2, 2, 1), (32, 4, 1, 2), (64, 4, 2, 2), (64, 2, 4, 1),
+                              (32, 4, 2, 2), (32, 8, 1, 4), (64, 4, 4, 2), (64, 8, 2, 4), (64, 8, 1, 4),
+                              (128, 4, 4, 2), (32, 1, 4, 1), (64, 1, 4, 1), (32, 1, 2, 1), (32, 2, 1, 2),
+                              (64, 2, 2, 2), (128, 2, 2, 2), (64, 4, 1, 4), (32, 4, 2, 4), (128, 4, 1, 4),
+                              (32, 4, 2, 1), (64, 8, 1, 2))]
+# the combine's (head dims a program, warps): one SIMD group, so its reductions over the
+# splits need no threadgroup memory or barrier
+_COMBINE = (32, 1)
 
 
 @triton.jit
@@ -165,37 +185,43 @@ def _masked_tile(ptr, at, ok, dmask, EVEN_D: tl.constexpr):
 @triton.jit
 def _attn_decode(q_ptr, k_ptr, v_ptr, mask_ptr, po_ptr, plse_ptr, Hq, group, Lkv, D, scale,
                  n_splits, smb, smh, smk, MASK, BLOCK_D: tl.constexpr, GROUP_P: tl.constexpr,
-                 EVEN_D: tl.constexpr, SPLIT: tl.constexpr, BLOCK_N: tl.constexpr):
+                 EVEN_D: tl.constexpr, SPLIT: tl.constexpr, SLOTS: tl.constexpr, ROWS: tl.constexpr):
     # flash-decoding, pass 1: program (split, batch x kv head) reads keys and values
     # [split * SPLIT, (split + 1) * SPLIT) once for every query head of the group (GROUP_P:
     # the group size rounded up to a power of two), and writes each head's partial output
     # (normalised) and log-sum-exp; `_attn_decode_combine` merges the splits. The grid has
     # `n_splits` programs per kv head for every config (the most any config needs): those past
-    # the keys write an empty split (log-sum-exp -inf), so every slot is written, unmasked
+    # the keys write an empty split (log-sum-exp -inf), so every slot is written, unmasked.
+    # Tiles of 4 axes: (query head of the group, key row of a slot, slot, head dim). A step
+    # reads ROWS x SLOTS keys; each slot keeps its own online softmax (maximum, sum, output)
+    # over its keys, ROWS of them a step, so a step's sums over keys stay in the slot's thread
+    # (the slots merge once, at the end)
     split = tl.program_id(0)
     bkv = tl.program_id(1)
     Hkv = Hq // group
     b = bkv // Hkv
-    g = tl.arange(0, GROUP_P)[:, None, None]
+    g = tl.arange(0, GROUP_P)[:, None, None, None]
     h = (bkv % Hkv) * group + g  # the query heads of this kv head (padded ones masked)
     head_ok = g < group
-    offs_n = tl.arange(0, BLOCK_N)[None, :, None]
-    offs_d = tl.arange(0, BLOCK_D)[None, None, :]
+    BLOCK_N: tl.constexpr = ROWS * SLOTS
+    offs_n = tl.arange(0, ROWS)[None, :, None, None] * SLOTS + tl.arange(0, SLOTS)[None, None, :, None]
+    offs_d = tl.arange(0, BLOCK_D)[None, None, None, :]
     dmask = offs_d < D
     lo = split * SPLIT
     hi = tl.minimum(lo + SPLIT, Lkv)
     kv_base = bkv.to(tl.int64) * Lkv * D
     # the first key block is read before q, so the tiles take the key tile's layout (lanes
-    # along the head dim in vectors, warps along the keys, the group's heads in every
-    # thread's registers), and each step reads the next block's keys and values ahead of its
-    # math, so no step waits on a load issued in it
+    # along the head dim in vectors, then along the slots, warps along the slots, a slot's
+    # rows in its thread's registers, the group's heads in every thread's registers), and
+    # each step reads the next block's keys and values ahead of its math, so no step waits on
+    # a load issued in it
     at0 = kv_base + (lo + offs_n) * D + offs_d
     k = _masked_tile(k_ptr, at0, (lo + offs_n) < hi, dmask, EVEN_D)
     v = _masked_tile(v_ptr, at0, (lo + offs_n) < hi, dmask, EVEN_D)
     q = _masked_tile(q_ptr, (b * Hq + h).to(tl.int64) * D + offs_d, head_ok, dmask, EVEN_D).to(tl.float32)
-    m_i = tl.full([GROUP_P, BLOCK_N, 1], NEG_INF, tl.float32)
-    l_i = tl.zeros([GROUP_P, BLOCK_N, 1], tl.float32)
-    acc = tl.zeros([GROUP_P, BLOCK_N, BLOCK_D], tl.float32)
+    m_i = tl.full([GROUP_P, 1, SLOTS, 1], NEG_INF, tl.float32)
+    l_i = tl.zeros([GROUP_P, 1, SLOTS, 1], tl.float32)
+    acc = tl.zeros([GROUP_P, 1, SLOTS, BLOCK_D], tl.float32)
     for start_n in range(lo, hi, BLOCK_N):
         cols = start_n + offs_n
         ok = cols < hi
@@ -203,26 +229,26 @@ def _attn_decode(q_ptr, k_ptr, v_ptr, mask_ptr, po_ptr, plse_ptr, Hq, group, Lkv
         ok_next = (cols + BLOCK_N) < hi
         k_next = _masked_tile(k_ptr, at_next, ok_next, dmask, EVEN_D)
         v_next = _masked_tile(v_ptr, at_next, ok_next, dmask, EVEN_D)
-        s = tl.sum(q * k.to(tl.float32), 2, keep_dims=True) * scale
+        s = tl.sum(q * k.to(tl.float32), 3, keep_dims=True) * scale
         if MASK == 2:  # a uniform branch: no mask, no predicated loads
             s += tl.load(mask_ptr + b.to(tl.int64) * smb + h * smh + cols * smk,
                          mask=ok & head_ok, other=0.0).to(tl.float32)
         s = tl.where(ok, s, NEG_INF)
-        # per-slot online softmax: slot j sees keys j, j + BLOCK_N, ... of the split
-        m_new = tl.maximum(m_i, s)
+        # per-slot online softmax over the slot's rows of this step
+        m_new = tl.maximum(m_i, tl.max(s, 1, keep_dims=True))
         m_ref = tl.where(m_new > NEG_INF, m_new, 0.0)
         p = tl.exp(s - m_ref)
         alpha = tl.exp(m_i - m_ref)
-        l_i = l_i * alpha + p
-        acc = acc * alpha + p * v.to(tl.float32)
+        l_i = l_i * alpha + tl.sum(p, 1, keep_dims=True)
+        acc = acc * alpha + tl.sum(p * v.to(tl.float32), 1, keep_dims=True)
         m_i = m_new
         k = k_next
         v = v_next
-    m = tl.max(m_i, 1, keep_dims=True)
+    m = tl.max(m_i, 2, keep_dims=True)
     w = tl.where(m_i > NEG_INF, tl.exp(m_i - m), 0.0)
-    total = tl.sum(l_i * w, 1, keep_dims=True)
-    out = tl.sum(acc * w, 1, keep_dims=True) / tl.where(total > 0, total, 1.0)
-    row = (bkv.to(tl.int64) * n_splits + split) * GROUP_P + g  # [GROUP_P, 1, 1]
+    total = tl.sum(l_i * w, 2, keep_dims=True)
+    out = tl.sum(acc * w, 2, keep_dims=True) / tl.where(total > 0, total, 1.0)
+    row = (bkv.to(tl.int64) * n_splits + split) * GROUP_P + g  # [GROUP_P, 1, 1, 1]
     tl.store(po_ptr + row * BLOCK_D + offs_d, out)
     tl.store(plse_ptr + row, m + tl.log(total))
 
@@ -232,19 +258,21 @@ def _attn_decode_combine(po_ptr, plse_ptr, o_ptr, lse_ptr, group, n_splits, D,
                          GROUP_P: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr,
                          CHUNK_D: tl.constexpr):
     # flash-decoding, pass 2: program (batch x query head, chunk of CHUNK_D head dims) merges
-    # its splits' partial outputs by their log-sum-exps, reading only the splits that saw keys;
-    # a head whose every key is hidden gets NaN, as one pass would
+    # its splits' partial outputs by their log-sum-exps. Pass 1 writes every split (an empty
+    # one as zeros with log-sum-exp -inf), so the partial outputs are read unmasked, in the
+    # same wave as the log-sum-exps rather than after them; a head whose every key is hidden
+    # gets NaN, as one pass would
     bh = tl.program_id(0)
     offs_s = tl.arange(0, BLOCK_S)
     offs_d = tl.program_id(1) * CHUNK_D + tl.arange(0, CHUNK_D)
     bkv = bh // group  # batch x kv head (query heads of a batch are consecutive)
     row = (bkv.to(tl.int64) * n_splits + offs_s) * GROUP_P + bh % group
-    lse = tl.load(plse_ptr + row, mask=offs_s < n_splits, other=NEG_INF)
+    ok = offs_s < n_splits
+    po = tl.load(po_ptr + row[:, None] * BLOCK_D + offs_d[None, :], mask=ok[:, None], other=0.0)
+    lse = tl.load(plse_ptr + row, mask=ok, other=NEG_INF)
     m = tl.max(lse, 0)
-    seen = lse > NEG_INF
-    w = tl.where(seen, tl.exp(lse - tl.where(m > NEG_INF, m, 0.0)), 0.0)
+    w = tl.where(lse > NEG_INF, tl.exp(lse - tl.where(m > NEG_INF, m, 0.0)), 0.0)
     total = tl.sum(w, 0)
-    po = tl.load(po_ptr + row[:, None] * BLOCK_D + offs_d[None, :], mask=seen[:, None], other=0.0)
     out = tl.sum(po * w[:, None], 0) / total
     tl.store(o_ptr + bh.to(tl.int64) * D + offs_d, out, mask=offs_d < D)
     if tl.program_id(1) == 0:
@@ -394,10 +422,11 @@ def _decode(q: Any, k: Any, v: Any, mask4: Any, o: Any, lse: Any, group: int, sc
     _attn_decode[(n_max, B * Hkv)](q, k, v, mask4, po, plse, Hq, group, Lkv, D, scale, n_max,
                                    *mask_strides, kind, BLOCK_D=block_d, GROUP_P=gp,
                                    EVEN_D=D == block_d)
-    chunk = min(32, block_d)
+    chunk_d, warps = _COMBINE
+    chunk = min(chunk_d, block_d)
     _attn_decode_combine[(B * Hq, block_d // chunk)](po, plse, o, lse, group, n_max, D, GROUP_P=gp,
                                                      BLOCK_S=next_pow2(n_max), BLOCK_D=block_d,
-                                                     CHUNK_D=chunk, num_warps=2)
+                                                     CHUNK_D=chunk, num_warps=warps)
 
 
 def _forward(q: Any, k: Any, v: Any, mask: Any, scale: float) -> tuple[Any, Any]:

@@ -21,8 +21,9 @@ other `TRANS` (`dx = dy @ W` or `dy @ W^T`). Three kernels:
   (affine 2, 4, 8 bits, mxfp4, int8 and ternary bytes viewed as words): a variant per row
   count; a thread holds the codes of one word of each of `BLOCK_N` packed rows and the x of
   those codes, read as vectors once for all the rows; mxfp4 codes decoded into halves by bit
-  moves; per-group scales; partial sums in registers over the whole K loop reduced once
-  (memory-bound; tuned over `BLOCK_N`, `BLOCK_G`).
+  moves, two codes (j and j + 4 of a word) a 32-bit operation; per-group scales; partial sums
+  in registers over the whole K loop reduced once (memory-bound; tuned over `BLOCK_N`,
+  `BLOCK_G`).
 * `_qmv`, decode for the rest (3, 5, 6 bits, `transpose=False`, K that `_gemv` cannot step):
   one program per block of outputs holding every row of `x`, so each weight byte is read once;
   dequantized tiles, products reduced over K every step (tuned over `BLOCK_N`, `BLOCK_K`).
@@ -192,27 +193,40 @@ def _bits_to(words, at: tl.constexpr, to: tl.constexpr, keep: tl.constexpr):
 
 @triton.jit
 def _gemv_codes(words, BITS: tl.constexpr, MODE: tl.constexpr):
-    # the codes of each word along a last axis of EPW (words: [..., 1]), as floats: affine,
-    # int8 and ternary codes masked in place (code j times 2 ** (BITS * j): the caller's x
-    # carries 2 ** -(BITS * j)); mxfp4 codes as their values times 2 ** -14
+    # the affine, int8 or ternary codes of each word along a last axis of EPW (words:
+    # [..., 1]) as floats, each masked in place (code j times 2 ** (BITS * j): the caller's x
+    # carries 2 ** -(BITS * j))
     EPW: tl.constexpr = 32 // BITS
     offs_j = tl.arange(0, EPW)[None, None, None, None, :]
-    if MODE == 1:
-        # E2M1 into a half by moving bits, no table: the magnitude (bits 0-2 of the code:
-        # exponent, mantissa) to the half's bits 9-11 (exponent low bits, mantissa top bit),
-        # the sign (bit 3) to bit 15. Every code's half is its value times 2 ** -14 (code 1,
-        # 0.5, is the subnormal half 2 ** -15)
-        nib = words >> (offs_j * 4).to(tl.uint32)
-        h = _bits_to(nib, 0, 9, 0x0E00) | _bits_to(nib, 3, 15, 0x8000)
-        q = h.to(tl.uint16).to(tl.float16, bitcast=True).to(tl.float32)
+    if MODE == 2:
+        # int8: each byte's sign bit flipped makes it `value + 128` unsigned (the 128 comes
+        # off through the sum of x), so its code is masked in place like an affine one
+        words = words ^ 0x80808080
+    CODE: tl.constexpr = (1 << BITS) - 1
+    return (words & (CODE << (offs_j * BITS).to(tl.uint32))).to(tl.float32)
+
+
+@triton.jit
+def _mxfp4_halves(words, shift):
+    # E2M1 codes into halves by moving bits, no table, two codes a 32-bit operation: codes j
+    # and j + 4 of a word (`shift` = 4 j moves them to bits 0-3 and 16-19) become the low and
+    # high halves of one word. The magnitude (bits 0-2 of a code: exponent, mantissa) goes to
+    # a half's bits 9-11 (exponent low bits, mantissa top bit), the sign (bit 3) to bit 15:
+    # every code's half is its value times 2 ** -14 (code 1, 0.5, is the subnormal 2 ** -15)
+    pair = words >> shift
+    h = _bits_to(pair, 0, 9, 0x0E000E00) | _bits_to(pair, 3, 15, 0x80008000)
+    lo = h.to(tl.uint16).to(tl.float16, bitcast=True).to(tl.float32)
+    hi = (h >> 16).to(tl.uint16).to(tl.float16, bitcast=True).to(tl.float32)
+    return lo, hi
+
+
+@triton.jit
+def _gemv_x(x_ptrs, xmask, ROWS_PADDED: tl.constexpr):
+    if ROWS_PADDED:
+        x = tl.load(x_ptrs, mask=xmask, other=0).to(tl.float32)
     else:
-        if MODE == 2:
-            # int8: each byte's sign bit flipped makes it `value + 128` unsigned (the 128 comes
-            # off through the sum of x), so its code is masked in place like an affine one
-            words = words ^ 0x80808080
-        CODE: tl.constexpr = (1 << BITS) - 1
-        q = (words & (CODE << (offs_j * BITS).to(tl.uint32))).to(tl.float32)
-    return q
+        x = tl.load(x_ptrs).to(tl.float32)
+    return x
 
 
 @triton.autotune(configs=_GEMV_CONFIGS, key=["N", "steps", "ROWS", "BITS", "WPG", "MODE"],
@@ -239,7 +253,9 @@ def _gemv(x_ptr, w_ptr, s_ptr, b_ptr, y_ptr, M, N, K, wpr, gpr, steps, ROWS: tl.
     offs_m = tl.arange(0, ROWS)[:, None, None, None, None]
     offs_g = tl.arange(0, BLOCK_G)[None, None, :, None, None]
     offs_w = tl.arange(0, WPG)[None, None, None, :, None]
-    offs_j = tl.arange(0, EPW)[None, None, None, None, :]
+    # mxfp4 takes the codes of a word in pairs (j, j + EPW / 2): its code axis is half a word
+    CPW: tl.constexpr = EPW // 2 if MODE == 1 else EPW
+    offs_j = tl.arange(0, CPW)[None, None, None, None, :]
     # pointers carried through the loop
     w_ptrs = w_ptr + rows.to(tl.int64) * wpr + offs_g * WPG + offs_w
     x_ptrs = x_ptr + offs_m * K + (offs_g * WPG + offs_w) * EPW + offs_j
@@ -250,30 +266,32 @@ def _gemv(x_ptr, w_ptr, s_ptr, b_ptr, y_ptr, M, N, K, wpr, gpr, steps, ROWS: tl.
     s_ptrs = s_ptr + rows * gpr + group_of
     b_ptrs = b_ptr + rows * gpr + group_of
     xmask = offs_m < M
-    # code j is masked in place: x carries its 2 ** -(BITS * j) (mxfp4: 1, its codes are shifted)
-    unplace = tl.exp2(-(offs_j * BITS).to(tl.float32)) if MODE != 1 else 1.0
+    # affine, int8 and ternary: code j is masked in place, x carries its 2 ** -(BITS * j)
+    unplace = tl.exp2(-(offs_j * BITS).to(tl.float32))
     acc = tl.zeros([ROWS, BLOCK_N, BLOCK_G, WPG, 1], tl.float32)
     for _ in range(0, steps, BLOCK_G):
-        if ROWS_PADDED:
-            x = tl.load(x_ptrs, mask=xmask, other=0).to(tl.float32)
-        else:
-            x = tl.load(x_ptrs).to(tl.float32)
-        q = _gemv_codes(tl.load(w_ptrs), BITS, MODE)
-        qx = tl.sum(q * (x * unplace), 4, keep_dims=True)
-        xs = tl.sum(x, 4, keep_dims=True)  # the affine bias, int8's 128 and ternary's -1 need it
-        if MODE == 0:
-            acc += qx * tl.load(s_ptrs).to(tl.float32) + tl.load(b_ptrs).to(tl.float32) * xs
-            s_ptrs += BLOCK_G
-            b_ptrs += BLOCK_G
-        elif MODE == 1:
+        x = _gemv_x(x_ptrs, xmask, ROWS_PADDED)
+        if MODE == 1:
+            # codes j and j + 4 of each word: the x of its upper codes too
+            x_hi = _gemv_x(x_ptrs + CPW, xmask, ROWS_PADDED)
+            q, q_hi = _mxfp4_halves(tl.load(w_ptrs), (offs_j * 4).to(tl.uint32))
+            qx = tl.sum(q * x + q_hi * x_hi, 4, keep_dims=True)
             # E8M0: 2 ** (s - 127), times the 2 ** 14 of the codes' halves (applied to qx
             # first, so a scale near the top of the range does not overflow)
             acc += (qx * 16384.0) * tl.exp2(tl.load(s_ptrs).to(tl.float32) - 127.0)
             s_ptrs += BLOCK_G
-        elif MODE == 2:
-            acc += qx - 128.0 * xs
         else:
-            acc += qx - xs  # ternary: value = code - 1
+            q = _gemv_codes(tl.load(w_ptrs), BITS, MODE)
+            qx = tl.sum(q * (x * unplace), 4, keep_dims=True)
+            xs = tl.sum(x, 4, keep_dims=True)  # affine's bias, int8's 128 and ternary's -1 need it
+            if MODE == 0:
+                acc += qx * tl.load(s_ptrs).to(tl.float32) + tl.load(b_ptrs).to(tl.float32) * xs
+                s_ptrs += BLOCK_G
+                b_ptrs += BLOCK_G
+            elif MODE == 2:
+                acc += qx - 128.0 * xs
+            else:
+                acc += qx - xs  # ternary: value = code - 1
         w_ptrs += BLOCK_G * WPG
         x_ptrs += BLOCK_G * WPG * EPW
     y = tl.sum(tl.sum(tl.sum(acc, 4), 3), 2)
