@@ -184,10 +184,8 @@ def lower_load(ctx: LoweringContext, op: mem.LoadOp) -> None:
             raise ctx.error("internal: a load's pointers, mask or other are laid out unlike its result")
     vectors = (buf.input_name is not None and not own_stores) or (bool(buf.relative) and not buf.shared)
     vec, _ = vector_width(ctx, op, p.dist, ety) if vectors else (1, 0)
-    if vec > 1 and buf.relative:
-        _relative_vector_load(ctx, op, p, mask, other, vec, ety, zero, dist)
-    elif vec > 1:
-        _vector_load(ctx, op, p, mask, other, vec, ety, zero, dist)
+    if vec > 1:
+        _vector_load(ctx, op, p, mask, other, vec, ety, zero, dist, relative=bool(buf.relative))
     else:
         _scalar_load(ctx, op, p, mask, other, Var(source), source == buf.output_name, ety, zero, dist)
     if after_stores:  # no later store of another thread overtakes this load
@@ -214,49 +212,38 @@ def _scalar_load(ctx: LoweringContext, op: mem.LoadOp, p: PtrValue, mask: RegVal
 
 
 def _vector_load(ctx: LoweringContext, op: mem.LoadOp, p: PtrValue, mask: RegValue | None,
-                 other: RegValue | None, vec: int, ety: ScalarType, zero: Expr, dist: Distribution | None) -> None:
-    assert dist is not None and p.buffer.input_name is not None
-    # a vector view of the input: MLX passes inputs of fewer than 8 elements in the constant
-    # address space, so the runtime pads those the kernel reads this way (MSLKernel.metadata
-    # "vector_inputs")
-    ctx.vector_inputs.add(p.buffer.input_name)
+                 other: RegValue | None, vec: int, ety: ScalarType, zero: Expr, dist: Distribution | None,
+                 relative: bool = False) -> None:
+    """Registers in runs of `vec` read as vectors of the input, or, `relative`, of the output
+    kept relative to its array (device memory, so any array size takes it), each element then
+    decoded against its old value, read only where the mask holds."""
+    assert dist is not None
+    if relative:
+        space, source = "device", p.buffer.output_name
+    else:
+        # a vector view of the input: MLX passes inputs of fewer than 8 elements in the constant
+        # address space, so the runtime pads those the kernel reads this way (MSLKernel.metadata
+        # "vector_inputs")
+        space, source = "const device", p.buffer.input_name
+        ctx.vector_inputs.add(source)  # type: ignore[arg-type]
+    assert source is not None
     ctype = msl_type(ety)
     vtype = f"{ctype}{vec}"
     regs: list[Expr] = []
     for r in range(0, dist.num_regs, vec):
-        read: Expr = Index(PtrCast("const device", vtype, Apply("add", (Var(p.buffer.input_name), p.offsets[r]))), Lit("0"))
+        read: Expr = Index(PtrCast(space, vtype, Apply("add", (Var(source), p.offsets[r]))), Lit("0"))
         m = _reg_at(mask, r)
+        fill = [(_reg_at(other, r + i) or zero) for i in range(vec)]
         if m is not None:
-            fill = [(_reg_at(other, r + i) or zero) for i in range(vec)]
-            read = Apply("select", (m, read, Call(vtype, tuple(fill))))
+            read = Apply("select", (m, read, Call(vtype, (zero,) * vec if relative else tuple(fill))))
         name = ctx.fresh()
         ctx.emit(Declare(name, vtype, None, read))
-        regs.extend(Member(Var(name), _LANES[i]) for i in range(vec))
-    ctx.bind(op.result, RegValue(op.result.type, ctx.materialize(regs, ctype, force=True), dist))
-
-
-def _relative_vector_load(ctx: LoweringContext, op: mem.LoadOp, p: PtrValue, mask: RegValue | None,
-                          other: RegValue | None, vec: int, ety: ScalarType, zero: Expr,
-                          dist: Distribution | None) -> None:
-    """A load of an output kept relative to its array: one vector read of what the output holds
-    (outputs are device memory, so any array size takes it) and each element decoded against
-    its old value, read only where the mask holds."""
-    assert dist is not None and p.buffer.output_name is not None
-    ctype = msl_type(ety)
-    vtype = f"{ctype}{vec}"
-    regs: list[Expr] = []
-    for r in range(0, dist.num_regs, vec):
-        read: Expr = Index(PtrCast("device", vtype, Apply("add", (Var(p.buffer.output_name), p.offsets[r]))), Lit("0"))
-        m = _reg_at(mask, r)
-        if m is not None:
-            read = Apply("select", (m, read, Call(vtype, (zero,) * vec)))
-        name = ctx.fresh()
-        ctx.emit(Declare(name, vtype, None, read))
-        for i in range(vec):
-            lane: Expr = _decode(ctx, p, p.offsets[r + i], Member(Var(name), _LANES[i]), ety)
+        lanes: list[Expr] = [Member(Var(name), _LANES[i]) for i in range(vec)]
+        if relative:
+            lanes = [_decode(ctx, p, p.offsets[r + i], lane, ety) for i, lane in enumerate(lanes)]
             if m is not None:
-                lane = Apply("select", (m, lane, _reg_at(other, r + i) or zero))
-            regs.append(lane)
+                lanes = [Apply("select", (m, lane, f)) for lane, f in zip(lanes, fill)]
+        regs.extend(lanes)
     ctx.bind(op.result, RegValue(op.result.type, ctx.materialize(regs, ctype, force=True), dist))
 
 
