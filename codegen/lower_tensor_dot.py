@@ -26,6 +26,12 @@ The dot, whatever the layouts of its operands and accumulator:
 
 from __future__ import annotations
 
+from collections import Counter
+from dataclasses import dataclass
+
+from triton_metal.ir import Op, Value
+from triton_metal.ir.core import OpResult
+
 from triton_metal.ir.ops.tt_compute import DotOp
 from triton_metal.ir.types import ScalarType, TensorType
 
@@ -33,7 +39,7 @@ from . import lower_dot
 from .context import LoweringContext
 from .distribution import Distribution
 from .msl_types import msl_type
-from .program import Assign, Barrier, Call, ExprStmt, Index, Lit, Scope
+from .program import Assign, Barrier, Call, Expr, ExprStmt, Index, Scope
 from .values import RegValue
 
 K_STEP = 32
@@ -69,6 +75,29 @@ def tensor_dot_applies(ctx: LoweringContext, op: DotOp) -> bool:
     return _fits(ctx, op, sum(_region_bytes(op)))
 
 
+def bypassed_conversions(ctx: LoweringContext, func: Op) -> set[Op]:
+    """The `ttg.convert_layout`s that make operands of tensor-op dots and have no other user.
+    The dot writes its operands into threadgroup memory in whatever layout they come, so a
+    conversion to a dot-operand layout first (through threadgroup memory too) would stage them
+    twice: the code generator takes the conversion's source instead. The two conversions of a
+    double-buffered pair (`stage-dot-operands`) are bypassed both or neither (the first one's
+    reads wait for the second one's barrier)."""
+    uses = Counter(v for op in func.walk() for v in op.operands)
+    bypassed: set[Op] = set()
+    for op in func.walk():
+        if not isinstance(op, DotOp) or not tensor_dot_applies(ctx, op):
+            continue
+        convs = [_single_use_conversion(v, uses) for v in (op.a, op.b)]
+        bypassed.update(c for c in convs if c is not None and (None not in convs or not getattr(c, "double_buffer", None)))
+    return bypassed
+
+
+def _single_use_conversion(value: Value, uses: Counter[Value]) -> Op | None:
+    if isinstance(value, OpResult) and value.op.name == "ttg.convert_layout" and uses[value] == 1:
+        return value.op
+    return None
+
+
 def _fits(ctx: LoweringContext, op: DotOp, nbytes: int) -> bool:
     """Whether the staging fits: in the op's own allocation from the layout passes, or after
     everything they allocated (where `op_scratch` puts it otherwise)."""
@@ -93,30 +122,61 @@ def _operand_type(t: ScalarType) -> str:
     return {"i8": "int8_t", "i32": "int32_t"}.get(t.name, msl_type(t))
 
 
-def lower_tensor_dot(ctx: LoweringContext, op: DotOp, a: RegValue, b: RegValue, c: RegValue,
-                     dist: Distribution) -> None:
-    a_ty, b_ty = op.a.type, op.b.type
-    assert isinstance(a_ty, TensorType) and isinstance(b_ty, TensorType)
+@dataclass(frozen=True)
+class TensorTile:
+    """The shape and MSL types of one tensor-op dot, and the helpers' template arguments."""
+
+    m: int
+    n: int
+    k: int
+    in_t: str
+    acc_t: str
+    warps: int
+
+    @property
+    def shape_args(self) -> str:
+        return f"{self.m}, {self.n}, {self.k}, {K_STEP}, {self.warps}"
+
+
+def tile_of(ctx: LoweringContext, op: DotOp) -> TensorTile:
+    a_ty, b_ty, c_ty = op.a.type, op.b.type, op.c.type
+    assert isinstance(a_ty, TensorType) and isinstance(b_ty, TensorType) and isinstance(c_ty, TensorType)
+    assert isinstance(a_ty.element, ScalarType) and isinstance(c_ty.element, ScalarType)
     (m, k), n = a_ty.shape, b_ty.shape[1]
-    in_t, acc_t = (_operand_type(lower_dot._element(v)) for v in (a, c))
-    a_bytes, b_bytes, c_bytes = _region_bytes(op)
-    ctx.helpers.add("tensor_dot")
-    out = ctx.declare_array(acc_t, dist.num_regs)
-    ctx.push()
-    base = ctx.op_scratch(op, a_bytes + b_bytes + c_bytes)
-    views = (ctx.scratch_view(in_t, base), ctx.scratch_view(in_t, base + a_bytes),
-             ctx.scratch_view(acc_t, base + a_bytes + b_bytes))
-    for value, view, row_length in ((a, views[0], k), (b, views[1], n), (c, views[2], n)):
-        lower_dot._write(ctx, value, view, row_length)
-    ctx.emit(Barrier())
-    helper = f"km_tensor_dot<{m}, {n}, {k}, {K_STEP}, {ctx.num_warps}>"
-    ctx.emit(ExprStmt(Call(helper, views)))
-    ctx.emit(Barrier())  # every thread's part of the result is in C
+    return TensorTile(m, n, k, _operand_type(a_ty.element), _operand_type(c_ty.element), ctx.num_warps)
+
+
+def write_tile(ctx: LoweringContext, value: RegValue, view: Expr, row_length: int) -> None:
+    """Every thread writes its registers of `value` row-major into `view` (any layout)."""
+    lower_dot._write(ctx, value, view, row_length)
+
+
+def read_tile(ctx: LoweringContext, view: Expr, row_length: int, dist: Distribution, out: tuple[Expr, ...]) -> None:
+    """Registers `out`, placed by `dist`, read from the row-major tile at `view`."""
     for r, first in enumerate(dist.first_registers()):
         if first:
             row, col = ctx.coord(dist, r, 0), ctx.coord(dist, r, 1)
-            ctx.emit(Assign(out[r], Index(views[2], lower_dot._row_major(row, col, n))))
+            ctx.emit(Assign(out[r], Index(view, lower_dot._row_major(row, col, row_length))))
     lower_dot._copy_replicas(ctx, dist, out)
+
+
+def lower_tensor_dot(ctx: LoweringContext, op: DotOp, a: RegValue, b: RegValue, c: RegValue,
+                     dist: Distribution) -> None:
+    """One dot: A, B and C staged, `km_tensor_dot` (load C, run, store C), the result read back."""
+    tile = tile_of(ctx, op)
+    a_bytes, b_bytes, c_bytes = _region_bytes(op)
+    ctx.helpers.add("tensor_dot")
+    out = ctx.declare_array(tile.acc_t, dist.num_regs)
+    ctx.push()
+    base = ctx.op_scratch(op, a_bytes + b_bytes + c_bytes)
+    views = (ctx.scratch_view(tile.in_t, base), ctx.scratch_view(tile.in_t, base + a_bytes),
+             ctx.scratch_view(tile.acc_t, base + a_bytes + b_bytes))
+    for value, view, row_length in ((a, views[0], tile.k), (b, views[1], tile.n), (c, views[2], tile.n)):
+        write_tile(ctx, value, view, row_length)
+    ctx.emit(Barrier())
+    ctx.emit(ExprStmt(Call(f"km_tensor_dot<{tile.shape_args}>", views)))
+    ctx.emit(Barrier())  # every thread's part of the result is in C
+    read_tile(ctx, views[2], tile.n, dist, out)
     ctx.scratch_done(op)
     ctx.emit(Scope(ctx.pop()))
     ctx.bind(op.result, RegValue(op.result.type, out, dist))
