@@ -117,7 +117,7 @@ def lower_for(ctx: LoweringContext, op: scf.ForOp) -> None:
     body = ctx.pop()
     ctx.emit(ForRange(iv, msl_type(ivty), lo.regs[0], hi.regs[0], step.regs[0], body, _sign(op.step)))
     for i, c in dots.items():
-        carried[i] = end_carried(ctx, c, coop[i])
+        carried[i] = end_carried(ctx, op, c, coop[i])
     for i, res in enumerate(op.results):
         ctx.bind(res, carried[i])
 

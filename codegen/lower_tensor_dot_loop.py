@@ -183,8 +183,10 @@ def _element(value: Value) -> ScalarType:
     return t.element
 
 
-def end_carried(ctx: LoweringContext, carried: CarriedDot, acc: CoopValue) -> RegValue:
-    """After the loop: the cooperative accumulator back in registers of its layout."""
+def end_carried(ctx: LoweringContext, loop: scf.ForOp, carried: CarriedDot, acc: CoopValue) -> RegValue:
+    """After the loop: the cooperative accumulator back in registers. They take the layout of
+    the loop result's one user when that is a layout conversion (which then costs nothing: its
+    result is these registers), else the accumulator's own."""
     dot = carried.dot
     tile = tile_of(ctx, dot)
     a_bytes, b_bytes, _ = _region_bytes(dot)
@@ -192,7 +194,15 @@ def end_carried(ctx: LoweringContext, carried: CarriedDot, acc: CoopValue) -> Re
     c_view = ctx.scratch_view(tile.acc_t, base + a_bytes + b_bytes)
     ctx.emit(ExprStmt(Call(f"km_tensor_store<{tile.m}, {tile.n}>", (Var(acc.name), c_view))))
     ctx.emit(Barrier())
-    out = ctx.declare_array(tile.acc_t, acc.dist.num_regs)
-    read_tile(ctx, c_view, tile.n, acc.dist, out)
+    result = loop.results[carried.index]
+    conv = _only_user(loop.parent, result) if loop.parent is not None else None
+    ty, dist = acc.type, acc.dist
+    if conv is not None and conv.name == "ttg.convert_layout" and conv not in ctx.bypassed:
+        ty = conv.results[0].type
+        dist = ctx.dist_of(ty)  # type: ignore[assignment]
+        assert dist is not None
+        ctx.folded[conv] = result
+    out = ctx.declare_array(tile.acc_t, dist.num_regs)
+    read_tile(ctx, c_view, tile.n, dist, out)
     ctx.scratch_done(dot)
-    return RegValue(acc.type, out, acc.dist)
+    return RegValue(ty, out, dist)
