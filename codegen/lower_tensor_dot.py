@@ -26,12 +26,10 @@ The dot, whatever the layouts of its operands and accumulator:
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
 
 from triton_metal.ir import Op, Value
-from triton_metal.ir.core import OpResult
-
+from triton_metal.ir.core import Block, OpResult
 from triton_metal.ir.ops.tt_compute import DotOp
 from triton_metal.ir.types import ScalarType, TensorType
 
@@ -39,7 +37,7 @@ from . import lower_dot
 from .context import LoweringContext
 from .distribution import Distribution
 from .msl_types import msl_type
-from .program import Assign, Barrier, Call, Expr, ExprStmt, Index, Scope
+from .program import Apply, Assign, Barrier, Call, Declare, Expr, ExprStmt, Index, Lit, Scope, Var
 from .values import RegValue
 
 K_STEP = 32
@@ -72,7 +70,35 @@ def tensor_dot_applies(ctx: LoweringContext, op: DotOp) -> bool:
     (m, k), n = a_ty.shape, b_ty.shape[1]
     if m % M_MULTIPLE or n % N_MULTIPLE or k % K_STEP:
         return False
-    return _fits(ctx, op, sum(_region_bytes(op)))
+    return ctx.scratch_base + _own_bytes(op) <= lower_dot.THREADGROUP_MEMORY
+
+
+def operand_buffers(op: DotOp) -> tuple[Op, Op] | None:
+    """The conversions making A and B when `stage-dot-operands` double-buffered them, the dot is
+    the only user of each and each buffer holds its operand: the dot stages A and B in those
+    buffers (the loop's own, module doc), else in the code generator's scratch."""
+    convs = []
+    for value, nbytes in zip((op.a, op.b), _region_bytes(op)[:2]):
+        conv = value.op if isinstance(value, OpResult) else None
+        if conv is None or conv.name != "ttg.convert_layout" or getattr(conv, "smem_alt_offset", None) is None:
+            return None
+        if int(conv.smem_bytes) < nbytes or only_user(op.parent, value) is not op:  # type: ignore[attr-defined]
+            return None
+        convs.append(conv)
+    return convs[0], convs[1]
+
+
+def only_user(block: Block | None, value: Value) -> Op | None:
+    """The one op in `block` (nested regions included) that uses `value`, once; else None."""
+    users = [op for op in block.walk() for v in op.operands if v is value] if block is not None else []
+    return users[0] if len(users) == 1 else None
+
+
+def _own_bytes(op: DotOp) -> int:
+    """Bytes of the code generator's scratch the dot stages in: C, and A and B unless they go into
+    their conversions' double buffers."""
+    a_bytes, b_bytes, c_bytes = _region_bytes(op)
+    return c_bytes if operand_buffers(op) is not None else a_bytes + b_bytes + c_bytes
 
 
 def bypassed_conversions(ctx: LoweringContext, func: Op) -> set[Op]:
@@ -82,29 +108,69 @@ def bypassed_conversions(ctx: LoweringContext, func: Op) -> set[Op]:
     twice: the code generator takes the conversion's source instead. The two conversions of a
     double-buffered pair (`stage-dot-operands`) are bypassed both or neither (the first one's
     reads wait for the second one's barrier)."""
-    uses = Counter(v for op in func.walk() for v in op.operands)
     bypassed: set[Op] = set()
     for op in func.walk():
         if not isinstance(op, DotOp) or not tensor_dot_applies(ctx, op):
             continue
-        convs = [_single_use_conversion(v, uses) for v in (op.a, op.b)]
+        convs = [_single_use_conversion(op, v) for v in (op.a, op.b)]
         bypassed.update(c for c in convs if c is not None and (None not in convs or not getattr(c, "double_buffer", None)))
     return bypassed
 
 
-def _single_use_conversion(value: Value, uses: Counter[Value]) -> Op | None:
-    if isinstance(value, OpResult) and value.op.name == "ttg.convert_layout" and uses[value] == 1:
+def _single_use_conversion(dot: DotOp, value: Value) -> Op | None:
+    if isinstance(value, OpResult) and value.op.name == "ttg.convert_layout" and only_user(dot.parent, value) is dot:
         return value.op
     return None
 
 
-def _fits(ctx: LoweringContext, op: DotOp, nbytes: int) -> bool:
-    """Whether the staging fits: in the op's own allocation from the layout passes, or after
-    everything they allocated (where `op_scratch` puts it otherwise)."""
-    allocated = getattr(op, "smem_bytes", None)
-    if allocated is not None and allocated >= nbytes:
-        return True
-    return ctx.scratch_base + nbytes <= lower_dot.THREADGROUP_MEMORY
+@dataclass(frozen=True)
+class OperandViews:
+    """Where a tensor-op dot stages A and B, and the parity that flips after each dot when they
+    alternate between double buffers (None: one place, free again after the dot's barrier)."""
+
+    a: Expr
+    b: Expr
+    parity: Var | None
+
+
+def operand_views(ctx: LoweringContext, op: DotOp, tile: TensorTile) -> OperandViews:
+    """A and B in their conversions' double buffers (`operand_buffers`; a parity counter,
+    declared here, picks this execution's), else at the start of the dot's scratch."""
+    buffers = operand_buffers(op)
+    if buffers is None:
+        a_bytes = _region_bytes(op)[0]
+        base = ctx.op_scratch(op, _own_bytes(op))
+        return OperandViews(ctx.scratch_view(tile.in_t, base), ctx.scratch_view(tile.in_t, base + a_bytes), None)
+    parity = Var(ctx.fresh())
+    ctx.prologue.add(Declare(parity.name, "int", None, Lit("0")))
+    element = _element_bytes(op.a)
+    views = []
+    for conv in buffers:
+        offset, alt, size = (int(getattr(conv, f)) for f in ("smem_offset", "smem_alt_offset", "smem_bytes"))
+        ctx.scratch_end = max(ctx.scratch_end, offset + size, alt + size)
+        shift = Apply("mul", (parity, Lit(str((alt - offset) // element))))
+        views.append(Apply("add", (ctx.scratch_view(tile.in_t, offset), shift)))
+    return OperandViews(views[0], views[1], parity)
+
+
+def accumulator_view(ctx: LoweringContext, op: DotOp, tile: TensorTile) -> Expr:
+    """Where a tensor-op dot stages C: in the dot's scratch, after A and B when they are there."""
+    a_bytes, b_bytes, _ = _region_bytes(op)
+    base = ctx.op_scratch(op, _own_bytes(op))
+    return ctx.scratch_view(tile.acc_t, base if operand_buffers(op) is not None else base + a_bytes + b_bytes)
+
+
+def type_views(ctx: LoweringContext, op: DotOp, tile: TensorTile) -> tuple[Expr, Expr]:
+    """Pointers of A's and B's types into the dot's scratch (the cooperative accumulator's type
+    depends on the operand types; nothing is read through them)."""
+    base = ctx.op_scratch(op, _own_bytes(op))
+    return ctx.scratch_view(tile.in_t, base), ctx.scratch_view(tile.in_t, base)
+
+
+def _element_bytes(value: Value) -> int:
+    t = value.type
+    assert isinstance(t, TensorType) and isinstance(t.element, ScalarType)
+    return lower_dot._element_bytes(t.element)
 
 
 def _region_bytes(op: DotOp) -> tuple[int, int, int]:
@@ -164,19 +230,23 @@ def lower_tensor_dot(ctx: LoweringContext, op: DotOp, a: RegValue, b: RegValue, 
                      dist: Distribution) -> None:
     """One dot: A, B and C staged, `km_tensor_dot` (load C, run, store C), the result read back."""
     tile = tile_of(ctx, op)
-    a_bytes, b_bytes, c_bytes = _region_bytes(op)
     ctx.helpers.add("tensor_dot")
     out = ctx.declare_array(tile.acc_t, dist.num_regs)
     ctx.push()
-    base = ctx.op_scratch(op, a_bytes + b_bytes + c_bytes)
-    views = (ctx.scratch_view(tile.in_t, base), ctx.scratch_view(tile.in_t, base + a_bytes),
-             ctx.scratch_view(tile.acc_t, base + a_bytes + b_bytes))
-    for value, view, row_length in ((a, views[0], tile.k), (b, views[1], tile.n), (c, views[2], tile.n)):
+    operands, c_view = operand_views(ctx, op, tile), accumulator_view(ctx, op, tile)
+    for value, view, row_length in ((a, operands.a, tile.k), (b, operands.b, tile.n), (c, c_view, tile.n)):
         write_tile(ctx, value, view, row_length)
     ctx.emit(Barrier())
-    ctx.emit(ExprStmt(Call(f"km_tensor_dot<{tile.shape_args}>", views)))
+    ctx.emit(ExprStmt(Call(f"km_tensor_dot<{tile.shape_args}>", (operands.a, operands.b, c_view))))
     ctx.emit(Barrier())  # every thread's part of the result is in C
-    read_tile(ctx, views[2], tile.n, dist, out)
+    read_tile(ctx, c_view, tile.n, dist, out)
+    if operands.parity is not None:
+        flip(ctx, operands.parity)
     ctx.scratch_done(op)
     ctx.emit(Scope(ctx.pop()))
     ctx.bind(op.result, RegValue(op.result.type, out, dist))
+
+
+def flip(ctx: LoweringContext, parity: Var) -> None:
+    """The other double buffers next time."""
+    ctx.emit(Assign(parity, Apply("sub", (Lit("1"), parity))))

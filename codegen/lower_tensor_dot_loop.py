@@ -37,11 +37,20 @@ from triton_metal.ir import Op, Value
 from triton_metal.ir.core import OpResult
 from triton_metal.ir.ops import scf
 from triton_metal.ir.ops.tt_compute import DotOp
-from triton_metal.ir.types import ScalarType, TensorType
 
 from .context import LoweringContext
-from .lower_tensor_dot import _region_bytes, read_tile, tensor_dot_applies, tile_of, write_tile
-from .program import Apply, Assign, Barrier, Call, Declare, Expr, ExprStmt, Lit, Scope, Var
+from .lower_tensor_dot import (
+    accumulator_view,
+    flip,
+    only_user,
+    operand_views,
+    read_tile,
+    tensor_dot_applies,
+    tile_of,
+    type_views,
+    write_tile,
+)
+from .program import Barrier, Call, Declare, ExprStmt, Scope, Var
 from .values import CoopValue, RegValue
 
 _ADDS = ("arith.addf", "arith.addi")
@@ -64,7 +73,7 @@ def carried_dots(ctx: LoweringContext, loop: scf.ForOp) -> list[CarriedDot]:
     term = block.ops[-1]
     found = []
     for i, arg in enumerate(block.args[1:]):
-        user = _only_user(block, arg)
+        user = only_user(block, arg)
         if user is None or user.parent is not block:
             continue
         # `dot(a, b, acc)`, acc its accumulator only (one use), or `acc + dot(a, b, 0)`
@@ -72,18 +81,12 @@ def carried_dots(ctx: LoweringContext, loop: scf.ForOp) -> list[CarriedDot]:
         if dot is None:
             continue
         last = add if add is not None else dot
-        if dot.result.type != arg.type or _only_user(block, last.results[0]) is not term:
+        if dot.result.type != arg.type or only_user(block, last.results[0]) is not term:
             continue
         if term.operands.index(last.results[0]) != i or not tensor_dot_applies(ctx, dot):
             continue
         found.append(CarriedDot(i, dot, add))
     return found
-
-
-def _only_user(block: object, value: Value) -> Op | None:
-    """The one op in `block` (nested regions included) that uses `value` once, else None."""
-    users = [op for op in block.walk() for v in op.operands if v is value]  # type: ignore[attr-defined]
-    return users[0] if len(users) == 1 else None
 
 
 def _added_dot(op: Op, acc: Value, block: object) -> DotOp | None:
@@ -94,7 +97,7 @@ def _added_dot(op: Op, acc: Value, block: object) -> DotOp | None:
     if len(other) != 1 or not isinstance(other[0], OpResult) or not isinstance(other[0].op, DotOp):
         return None
     dot = other[0].op
-    if dot.parent is not block or not _is_zero(dot.c) or _only_user(block, dot.result) is not op:
+    if dot.parent is not block or not _is_zero(dot.c) or only_user(block, dot.result) is not op:
         return None
     return dot
 
@@ -114,15 +117,12 @@ def begin_carried(ctx: LoweringContext, carried: CarriedDot, init: RegValue) -> 
     dot = carried.dot
     tile = tile_of(ctx, dot)
     ctx.helpers.add("tensor_dot")
-    a_bytes, b_bytes, _ = _region_bytes(dot)
-    base = ctx.op_scratch(dot, sum(_region_bytes(dot)))
-    a_view, b_view = ctx.scratch_view(tile.in_t, base), ctx.scratch_view(tile.in_t, base + a_bytes)
-    c_view = ctx.scratch_view(tile.acc_t, base + a_bytes + b_bytes)
+    c_view = accumulator_view(ctx, dot, tile)
     write_tile(ctx, init, c_view, tile.n)
     ctx.emit(Barrier())
     name = ctx.fresh()
-    # the operand views give the operand types the cooperative tensor's type depends on
-    ctx.emit(Declare(name, "auto", None, Call(f"km_tensor_acc<{tile.shape_args}, {tile.acc_t}>", (a_view, b_view))))
+    call = Call(f"km_tensor_acc<{tile.shape_args}, {tile.acc_t}>", type_views(ctx, dot, tile))
+    ctx.emit(Declare(name, "auto", None, call))
     ctx.emit(ExprStmt(Call(f"km_tensor_load<{tile.m}, {tile.n}>", (Var(name), c_view))))
     ctx.scratch_done(dot)
     dist = ctx.dist_of(dot.result.type)
@@ -134,53 +134,17 @@ def run_carried(ctx: LoweringContext, op: DotOp, a: RegValue, b: RegValue, acc: 
     """In the loop: A and B staged, one barrier, the run into the cooperative accumulator."""
     tile = tile_of(ctx, op)
     ctx.push()
-    buffers = _double_buffers(ctx, op)
-    if buffers is not None:
-        a_view, b_view, parity = buffers
-    else:
-        a_bytes, b_bytes, _ = _region_bytes(op)
-        base = ctx.op_scratch(op, a_bytes + b_bytes)
-        a_view, b_view = ctx.scratch_view(tile.in_t, base), ctx.scratch_view(tile.in_t, base + a_bytes)
-    write_tile(ctx, a, a_view, tile.k)
-    write_tile(ctx, b, b_view, tile.n)
+    operands = operand_views(ctx, op, tile)
+    write_tile(ctx, a, operands.a, tile.k)
+    write_tile(ctx, b, operands.b, tile.n)
     ctx.emit(Barrier())
-    ctx.emit(ExprStmt(Call(f"km_tensor_run<{tile.shape_args}>", (a_view, b_view, Var(acc.name)))))
-    if buffers is not None:
-        ctx.emit(Assign(parity, Apply("sub", (Lit("1"), parity))))  # the other buffers next time
+    ctx.emit(ExprStmt(Call(f"km_tensor_run<{tile.shape_args}>", (operands.a, operands.b, Var(acc.name)))))
+    if operands.parity is not None:
+        flip(ctx, operands.parity)  # no barrier: the next iteration writes the other buffers
     else:
         ctx.scratch_done(op)
     ctx.emit(Scope(ctx.pop()))
     ctx.bind(op.result, acc)
-
-
-def _double_buffers(ctx: LoweringContext, op: DotOp) -> tuple[Expr, Expr, Var] | None:
-    """Views of this iteration's buffers of A and B, and the parity that picks them, where both
-    operands come from bypassed, double-buffered conversions large enough for them."""
-    convs = []
-    for value, nbytes in zip((op.a, op.b), _region_bytes(op)[:2]):
-        conv = value.op if isinstance(value, OpResult) else None
-        if conv is None or conv not in ctx.bypassed or getattr(conv, "smem_alt_offset", None) is None:
-            return None
-        if int(conv.smem_bytes) < nbytes:  # type: ignore[attr-defined]
-            return None
-        convs.append(conv)
-    tile = tile_of(ctx, op)
-    size = max(1, _element(op.a).bitwidth // 8)
-    parity = Var(ctx.fresh())
-    ctx.prologue.add(Declare(parity.name, "int", None, Lit("0")))
-    views = []
-    for conv in convs:
-        offset, alt = int(conv.smem_offset), int(conv.smem_alt_offset)  # type: ignore[attr-defined]
-        ctx.scratch_end = max(ctx.scratch_end, offset + int(conv.smem_bytes), alt + int(conv.smem_bytes))  # type: ignore[attr-defined]
-        shift = Apply("mul", (parity, Lit(str((alt - offset) // size))))
-        views.append(Apply("add", (ctx.scratch_view(tile.in_t, offset), shift)))
-    return views[0], views[1], parity
-
-
-def _element(value: Value) -> ScalarType:
-    t = value.type
-    assert isinstance(t, TensorType) and isinstance(t.element, ScalarType)
-    return t.element
 
 
 def end_carried(ctx: LoweringContext, loop: scf.ForOp, carried: CarriedDot, acc: CoopValue) -> RegValue:
@@ -189,13 +153,11 @@ def end_carried(ctx: LoweringContext, loop: scf.ForOp, carried: CarriedDot, acc:
     result is these registers), else the accumulator's own."""
     dot = carried.dot
     tile = tile_of(ctx, dot)
-    a_bytes, b_bytes, _ = _region_bytes(dot)
-    base = ctx.op_scratch(dot, sum(_region_bytes(dot)))
-    c_view = ctx.scratch_view(tile.acc_t, base + a_bytes + b_bytes)
+    c_view = accumulator_view(ctx, dot, tile)
     ctx.emit(ExprStmt(Call(f"km_tensor_store<{tile.m}, {tile.n}>", (Var(acc.name), c_view))))
     ctx.emit(Barrier())
     result = loop.results[carried.index]
-    conv = _only_user(loop.parent, result) if loop.parent is not None else None
+    conv = only_user(loop.parent, result)
     ty, dist = acc.type, acc.dist
     if conv is not None and conv.name == "ttg.convert_layout" and conv not in ctx.bypassed:
         ty = conv.results[0].type

@@ -92,3 +92,26 @@ def test_int8_k_loop_carries_an_int32_cooperative_tensor():
     want = (c0.astype(np.int64) + a.astype(np.int64) @ b.astype(np.int64) + 2**31) % 2**32 - 2**31
     np.testing.assert_array_equal(out, want.astype(np.int32))
 
+
+
+@pytest.mark.parametrize("num_warps", [4, 8])
+def test_64x64_tile_stages_operands_once_in_the_loops_double_buffers(num_warps):
+    # A and B go straight from their loads into the buffers stage-dot-operands gave their
+    # conversions (alternating per iteration), C is staged only before and after the loop: the
+    # 64 x 64 x 32 fp16 tile fits in 32 KiB and the loop body has one barrier
+    bm = bn = 64
+    bk = 32
+    specs = ("*fp16/16", "*fp16/16", "*fp32/16", "*fp32/16", "i32", "i32", "i32", "i32",
+             C(CARRIED), C(bm), C(bn), C(bk))
+    kernel = compile_source(k_loop_kernel, *specs, num_warps=num_warps, target=parse_target(TENSOR_OPS))
+    assert tensor_forms(kernel) == (0, 1)
+    assert f"km_tensor_run<64, 64, 32, 32, {num_warps}>(" in kernel.source
+    loop = kernel.source[kernel.source.index("for (int"):kernel.source.index("km_tensor_store<")]
+    assert loop.count("threadgroup_barrier(") == 1
+    M, N, K = 100, 70, 75
+    a, b = quarters((M, K)).astype(np.float16), quarters((K, N)).astype(np.float16)
+    c0 = quarters((M, N))
+    steps = triton.cdiv(K, bk)
+    out = run(kernel, (2, 2), a_ptr=a, b_ptr=b, c0_ptr=c0, c_ptr=np.zeros((M, N), np.float32), M=M, N=N, K=K,
+              STEPS=steps)["c_ptr"]
+    np.testing.assert_array_equal(out, reference(a, b, c0, steps, bk, CARRIED))
