@@ -6,13 +6,22 @@ element types are a row of the table in Apple's `MPPTensorOpsMatMul2d.h` that th
 produces (fp16 x fp16 -> fp32 or fp16, bf16 x bf16 -> fp32, fp32 x fp32 -> fp32,
 int8 x int8 -> int32), the shape is whole tensor-op tiles (`M % 16`, `N % 32`, `K % 32`: the
 multiples shipping tensor-op kernels use; a fixed `k` that is not a multiple of 32 is reported to
-be truncated), the kernel has at most 8 warps (`MAX_SIMDGROUPS`) and the staged operands and
-accumulator fit in threadgroup memory. Every other dot
-keeps the simdgroup-matrix path of lower_dot.py unchanged.
+be truncated), the kernel has at most 8 warps (`MAX_SIMDGROUPS`) and what the dot stages fits in
+threadgroup memory next to what the layout passes allocated. Every other dot keeps the
+simdgroup-matrix path of lower_dot.py unchanged.
 
-The dot, whatever the layouts of its operands and accumulator:
+Operands are staged once. The dot writes A and B into threadgroup memory whatever their layout,
+so the conversions to dot-operand layouts the layout passes put before it are bypassed
+(`bypassed_conversions`: the code generator takes their sources). Where `stage-dot-operands`
+double-buffered those conversions in a loop (`operand_buffers`), A and B go into those buffers,
+alternating between the two per execution as the conversions would have; else into the code
+generator's scratch, before C.
+
+A dot in a K loop that carries its accumulator for it alone keeps the accumulator in the op's
+cooperative tensor across the loop's iterations: lower_tensor_dot_loop.py. Any other dot
+(`lower_tensor_dot`), whatever the layouts of its operands and accumulator:
 * every thread writes its registers of A (M x K), B (K x N) and the accumulator C (M x N)
-  row-major into threadgroup scratch, and a barrier;
+  row-major into threadgroup memory, and a barrier;
 * `km_tensor_dot` (templates/helpers/tensor_dot.metal) builds `tensor_inline` threadgroup tensors
   over them, one `matmul2d<matmul2d_descriptor(M, N, 32, false, false, false,
   multiply_accumulate), execution_simdgroups<num_warps>>` for the whole tile, loads C into the
