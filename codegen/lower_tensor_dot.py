@@ -45,8 +45,9 @@ from triton_metal.ir.types import ScalarType, TensorType
 from . import lower_dot
 from .context import LoweringContext
 from .distribution import Distribution
+from .dot_report import record_tensor_dot
 from .msl_types import msl_type
-from .program import Apply, Assign, Barrier, Call, Declare, Expr, ExprStmt, Index, Lit, Scope, Var
+from .program import Apply, Assign, Barrier, Call, Declare, Expr, ExprStmt, Index, Lit, Scope, Staged, Var
 from .values import RegValue
 
 K_STEP = 32
@@ -243,6 +244,7 @@ def lower_tensor_dot(ctx: LoweringContext, op: DotOp, a: RegValue, b: RegValue, 
     out = ctx.declare_array(tile.acc_t, dist.num_regs)
     ctx.push()
     operands, c_view = operand_views(ctx, op, tile), accumulator_view(ctx, op, tile)
+    ctx.emit(Staged(sum(_region_bytes(op))))
     for value, view, row_length in ((a, operands.a, tile.k), (b, operands.b, tile.n), (c, c_view, tile.n)):
         write_tile(ctx, value, view, row_length)
     ctx.emit(Barrier())
@@ -252,7 +254,9 @@ def lower_tensor_dot(ctx: LoweringContext, op: DotOp, a: RegValue, b: RegValue, 
     if operands.parity is not None:
         flip(ctx, operands.parity)
     ctx.scratch_done(op)
-    ctx.emit(Scope(ctx.pop()))
+    scope = Scope(ctx.pop())
+    ctx.emit(scope)
+    record_tensor_dot(ctx.dot_sites, op, scope, tile.warps, "single")
     ctx.bind(op.result, RegValue(op.result.type, out, dist))
 
 

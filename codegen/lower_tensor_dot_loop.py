@@ -39,7 +39,9 @@ from triton_metal.ir.ops import scf
 from triton_metal.ir.ops.tt_compute import DotOp
 
 from .context import LoweringContext
+from .dot_report import record_tensor_dot
 from .lower_tensor_dot import (
+    _region_bytes,
     accumulator_view,
     flip,
     only_user,
@@ -50,7 +52,7 @@ from .lower_tensor_dot import (
     type_views,
     write_tile,
 )
-from .program import Barrier, Call, Declare, ExprStmt, Scope, Var
+from .program import Barrier, Call, Declare, ExprStmt, Scope, Staged, Var
 from .values import CoopValue, RegValue
 
 _ADDS = ("arith.addf", "arith.addi")
@@ -135,6 +137,7 @@ def run_carried(ctx: LoweringContext, op: DotOp, a: RegValue, b: RegValue, acc: 
     tile = tile_of(ctx, op)
     ctx.push()
     operands = operand_views(ctx, op, tile)
+    ctx.emit(Staged(sum(_region_bytes(op)[:2])))
     write_tile(ctx, a, operands.a, tile.k)
     write_tile(ctx, b, operands.b, tile.n)
     ctx.emit(Barrier())
@@ -143,7 +146,9 @@ def run_carried(ctx: LoweringContext, op: DotOp, a: RegValue, b: RegValue, acc: 
         flip(ctx, operands.parity)  # no barrier: the next iteration writes the other buffers
     else:
         ctx.scratch_done(op)
-    ctx.emit(Scope(ctx.pop()))
+    scope = Scope(ctx.pop())
+    ctx.emit(scope)
+    record_tensor_dot(ctx.dot_sites, op, scope, tile.warps, "carried")
     ctx.bind(op.result, acc)
 
 

@@ -64,9 +64,20 @@ def test_k_loop_forms_against_numpy(mode, target):
              C(mode), C(bm), C(bn), C(bk))
     kernel = compile_source(k_loop_kernel, *specs, num_warps=4, target=parse_target(target))
     takes_path(kernel, target)
+    [report] = kernel.metadata["dot_reports"]
     if target == TENSOR_OPS:
         # the accumulator stays a cooperative tensor only where the dot alone uses it
-        assert tensor_forms(kernel) == ((0, 1) if mode in (CARRIED, PLUS_EQUALS) else (1, 0))
+        carried = mode in (CARRIED, PLUS_EQUALS)
+        assert tensor_forms(kernel) == ((0, 1) if carried else (1, 0))
+        assert (report["path"], report["form"]) == ("tensor_ops", "carried" if carried else "single")
+        # staged once: A and B (and C for a single dot) per K step; the carried loop's buffers
+        # alternate, so one barrier per K step; a single dot waits before and after the op and
+        # after reading C back
+        operand_bytes = (bm * bk + bk * bn) * 2
+        assert report["threadgroup_bytes_per_k_step"] == operand_bytes + (0 if carried else bm * bn * 4)
+        assert report["barriers_per_k_step"] == (1 if carried else 3)
+    else:
+        assert report["path"] == "simdgroup" and report["products_per_load"] == 1.0
     M, N, K = 45, 37, 83  # partial tiles in M and N, a K tail in the last step
     a, b = quarters((M, K)).astype(np.float16), quarters((K, N)).astype(np.float16)
     c0 = quarters((M, N))
