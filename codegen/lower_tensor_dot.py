@@ -88,7 +88,7 @@ def operand_buffers(op: DotOp) -> tuple[Op, Op] | None:
     the only user of each and each buffer holds its operand: the dot stages A and B in those
     buffers (the loop's own, module doc), else in the code generator's scratch."""
     convs = []
-    for value, nbytes in zip((op.a, op.b), _region_bytes(op)[:2]):
+    for value, nbytes in zip((op.a, op.b), region_bytes(op)[:2]):
         conv = value.op if isinstance(value, OpResult) else None
         if conv is None or conv.name != "ttg.convert_layout" or getattr(conv, "smem_alt_offset", None) is None:
             return None
@@ -107,7 +107,7 @@ def only_user(block: Block | None, value: Value) -> Op | None:
 def _own_bytes(op: DotOp) -> int:
     """Bytes of the code generator's scratch the dot stages in: C, and A and B unless they go into
     their conversions' double buffers."""
-    a_bytes, b_bytes, c_bytes = _region_bytes(op)
+    a_bytes, b_bytes, c_bytes = region_bytes(op)
     return c_bytes if operand_buffers(op) is not None else a_bytes + b_bytes + c_bytes
 
 
@@ -148,7 +148,7 @@ def operand_views(ctx: LoweringContext, op: DotOp, tile: TensorTile) -> OperandV
     declared here, picks this execution's), else at the start of the dot's scratch."""
     buffers = operand_buffers(op)
     if buffers is None:
-        a_bytes = _region_bytes(op)[0]
+        a_bytes = region_bytes(op)[0]
         base = ctx.op_scratch(op, _own_bytes(op))
         return OperandViews(ctx.scratch_view(tile.in_t, base), ctx.scratch_view(tile.in_t, base + a_bytes), None)
     parity = Var(ctx.fresh())
@@ -165,7 +165,7 @@ def operand_views(ctx: LoweringContext, op: DotOp, tile: TensorTile) -> OperandV
 
 def accumulator_view(ctx: LoweringContext, op: DotOp, tile: TensorTile) -> Expr:
     """Where a tensor-op dot stages C: in the dot's scratch, after A and B when they are there."""
-    a_bytes, b_bytes, _ = _region_bytes(op)
+    a_bytes, b_bytes, _ = region_bytes(op)
     base = ctx.op_scratch(op, _own_bytes(op))
     return ctx.scratch_view(tile.acc_t, base if operand_buffers(op) is not None else base + a_bytes + b_bytes)
 
@@ -183,7 +183,7 @@ def _element_bytes(value: Value) -> int:
     return lower_dot._element_bytes(t.element)
 
 
-def _region_bytes(op: DotOp) -> tuple[int, int, int]:
+def region_bytes(op: DotOp) -> tuple[int, int, int]:
     """Threadgroup bytes of the staged A, B and C (each rounded to 16)."""
     sizes = []
     for t in (op.a.type, op.b.type, op.c.type):
@@ -244,7 +244,7 @@ def lower_tensor_dot(ctx: LoweringContext, op: DotOp, a: RegValue, b: RegValue, 
     out = ctx.declare_array(tile.acc_t, dist.num_regs)
     ctx.push()
     operands, c_view = operand_views(ctx, op, tile), accumulator_view(ctx, op, tile)
-    ctx.emit(Staged(sum(_region_bytes(op))))
+    ctx.emit(Staged(sum(region_bytes(op))))
     for value, view, row_length in ((a, operands.a, tile.k), (b, operands.b, tile.n), (c, c_view, tile.n)):
         write_tile(ctx, value, view, row_length)
     ctx.emit(Barrier())

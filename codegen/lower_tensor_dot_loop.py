@@ -21,8 +21,9 @@ it.
   barrier, which every thread reaches after its run of this iteration (one barrier per K step).
   Otherwise the operands go into the code generator's own scratch and a barrier follows the run.
 * After the loop (`end_carried`): `km_tensor_store` writes the cooperative tensor row-major into
-  scratch, a barrier, every thread reads its registers of the loop's result (the accumulator's
-  layout), a barrier.
+  scratch, a barrier, every thread reads its registers of the loop's result, a barrier. The
+  registers take the accumulator's layout, or that of the result's one user when it is a layout
+  conversion (the store's, typically), which then costs nothing.
 
 For `acc += tl.dot(a, b)` the add is folded into the accumulation (`LoweringContext.folded`), as
 Triton's combine pass folds it into the dot: the products accumulate onto the running sum instead
@@ -41,12 +42,12 @@ from triton_metal.ir.ops.tt_compute import DotOp
 from .context import LoweringContext
 from .dot_report import record_tensor_dot
 from .lower_tensor_dot import (
-    _region_bytes,
     accumulator_view,
     flip,
     only_user,
     operand_views,
     read_tile,
+    region_bytes,
     tensor_dot_applies,
     tile_of,
     type_views,
@@ -137,7 +138,7 @@ def run_carried(ctx: LoweringContext, op: DotOp, a: RegValue, b: RegValue, acc: 
     tile = tile_of(ctx, op)
     ctx.push()
     operands = operand_views(ctx, op, tile)
-    ctx.emit(Staged(sum(_region_bytes(op)[:2])))
+    ctx.emit(Staged(sum(region_bytes(op)[:2])))
     write_tile(ctx, a, operands.a, tile.k)
     write_tile(ctx, b, operands.b, tile.n)
     ctx.emit(Barrier())
@@ -164,7 +165,9 @@ def end_carried(ctx: LoweringContext, loop: scf.ForOp, carried: CarriedDot, acc:
     result = loop.results[carried.index]
     conv = only_user(loop.parent, result)
     ty, dist = acc.type, acc.dist
-    if conv is not None and conv.name == "ttg.convert_layout" and conv not in ctx.bypassed:
+    # (not one of a double-buffered pair: the pair's reads wait for the second one's barrier)
+    if (conv is not None and conv.name == "ttg.convert_layout" and conv not in ctx.bypassed
+            and not getattr(conv, "double_buffer", None)):
         ty = conv.results[0].type
         dist = ctx.dist_of(ty)  # type: ignore[assignment]
         assert dist is not None
