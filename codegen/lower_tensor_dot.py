@@ -119,6 +119,8 @@ def bypassed_conversions(ctx: LoweringContext, func: Op) -> set[Op]:
     double-buffered pair (`stage-dot-operands`) are bypassed both or neither (the first one's
     reads wait for the second one's barrier)."""
     bypassed: set[Op] = set()
+    if not ctx.options.target.has_tensor_ops:
+        return bypassed
     for op in func.walk():
         if not isinstance(op, DotOp) or not tensor_dot_applies(ctx, op):
             continue

@@ -72,6 +72,8 @@ class CarriedDot:
 
 def carried_dots(ctx: LoweringContext, loop: scf.ForOp) -> list[CarriedDot]:
     """The accumulators of `loop` that can stay cooperative tensors (module doc)."""
+    if not ctx.options.target.has_tensor_ops:
+        return []
     block = loop.body.block
     term = block.ops[-1]
     found = []
