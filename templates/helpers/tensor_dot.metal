@@ -9,17 +9,19 @@
 // Dimension 0 of a tensor is the contiguous one: a row-major R x C matrix has extents (C, R).
 #include <metal_tensor>
 #include <MetalPerformancePrimitives/MetalPerformancePrimitives.h>
+// The op's type; the descriptor is a constexpr variable, as shipping tensor-op kernels pass it.
 template <int M, int N, int KStep, int SimdGroups>
-using km_tensor_matmul = mpp::tensor_ops::matmul2d<
-    mpp::tensor_ops::matmul2d_descriptor(
-        M, N, KStep, false, false, false, mpp::tensor_ops::matmul2d_descriptor::mode::multiply_accumulate),
-    execution_simdgroups<SimdGroups>>;
+struct km_tensor_op {
+  static constexpr auto desc = mpp::tensor_ops::matmul2d_descriptor(
+      M, N, KStep, false, false, false, mpp::tensor_ops::matmul2d_descriptor::mode::multiply_accumulate);
+  using type = mpp::tensor_ops::matmul2d<desc, execution_simdgroups<SimdGroups>>;
+};
 
 // The op's destination cooperative tensor of element type TC for operands staged at a and b
 // (their tensors give the operand types; nothing is read here).
 template <int M, int N, int K, int KStep, int SimdGroups, typename TC, typename TA, typename TB>
 inline auto km_tensor_acc(threadgroup TA* a, threadgroup TB* b) {
-  km_tensor_matmul<M, N, KStep, SimdGroups> op;
+  typename km_tensor_op<M, N, KStep, SimdGroups>::type op;
   tensor<threadgroup TA, dextents<int, 2>, tensor_inline> ta(a, dextents<int, 2>(K, M));
   tensor<threadgroup TB, dextents<int, 2>, tensor_inline> tb(b, dextents<int, 2>(N, K));
   auto a0 = ta.slice(0, 0);
@@ -42,7 +44,7 @@ inline void km_tensor_store(thread Acc& acc, threadgroup TC* c) {
 // acc += A @ B, K in chunks of KStep (the descriptor's k).
 template <int M, int N, int K, int KStep, int SimdGroups, typename TA, typename TB, typename Acc>
 inline void km_tensor_run(threadgroup TA* a, threadgroup TB* b, thread Acc& acc) {
-  km_tensor_matmul<M, N, KStep, SimdGroups> op;
+  typename km_tensor_op<M, N, KStep, SimdGroups>::type op;
   tensor<threadgroup TA, dextents<int, 2>, tensor_inline> ta(a, dextents<int, 2>(K, M));
   tensor<threadgroup TB, dextents<int, 2>, tensor_inline> tb(b, dextents<int, 2>(N, K));
   for (int k = 0; k < K; k += KStep) {
