@@ -126,3 +126,33 @@ def test_64x64_tile_stages_operands_once_in_the_loops_double_buffers(num_warps):
     out = run(kernel, (2, 2), a_ptr=a, b_ptr=b, c0_ptr=c0, c_ptr=np.zeros((M, N), np.float32), M=M, N=N, K=K,
               STEPS=steps)["c_ptr"]
     np.testing.assert_array_equal(out, reference(a, b, c0, steps, bk, CARRIED))
+
+
+@triton.jit
+def two_accumulators_kernel(a_ptr, b_ptr, c_ptr, d_ptr, K: tl.constexpr):
+    # one A tile feeds two dots (its conversion has two users, so it is not bypassed), each
+    # with an accumulator the loop carries
+    r = tl.arange(0, 32)
+    acc1 = tl.zeros((32, 32), tl.float32)
+    acc2 = tl.zeros((32, 32), tl.float32)
+    for k in range(0, K, 32):
+        a = tl.load(a_ptr + r[:, None] * K + (k + r)[None, :])
+        b = tl.load(b_ptr + (k + r)[:, None] * 32 + r[None, :])
+        acc1 += tl.dot(a, b)
+        acc2 = tl.dot(a, b * 2, acc2)
+    tl.store(c_ptr + r[:, None] * 32 + r[None, :], acc1)
+    tl.store(d_ptr + r[:, None] * 32 + r[None, :], acc2)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_two_accumulators_carried_by_one_loop(target):
+    kernel = compile_source(two_accumulators_kernel, "*fp16/16", "*fp16/16", "*fp32/16", "*fp32/16", C(96),
+                            num_warps=4, target=parse_target(target))
+    takes_path(kernel, target)
+    assert tensor_forms(kernel) == ((0, 2) if target == TENSOR_OPS else (0, 0))
+    a, b = quarters((32, 96)).astype(np.float16), quarters((96, 32)).astype(np.float16)
+    out = run(kernel, (1,), a_ptr=a, b_ptr=b, c_ptr=np.zeros((32, 32), np.float32),
+              d_ptr=np.zeros((32, 32), np.float32))
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_array_equal(out["c_ptr"], ref)
+    np.testing.assert_array_equal(out["d_ptr"], 2 * ref)
