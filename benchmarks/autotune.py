@@ -3,8 +3,8 @@ default config, all measured in the same run.
 
     python benchmarks/autotune.py [--warm] [--rep MS]
 
-Kernels: the autotuned matmul example (fp16 256x256x128, five configs, one of which cannot
-compile) and tutorial 01's vector add (fp32, 2**20 elements, four configs). For each kernel:
+Kernels: the autotuned matmul example (fp16 256x256x128, its seven configs) and tutorial 01's
+vector add (fp32, 2**20 elements, four configs). For each kernel:
 
 1. tuning time: the first launch through `autotune`, i.e. compiling every config and timing it
    with `testing.do_bench` (cold: a fresh `TRITON_METAL_CACHE_DIR`, so compiles are included;

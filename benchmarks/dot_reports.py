@@ -3,11 +3,14 @@
     python -m benchmarks.dot_reports
 
 Compiles (no launch) the tutorial matmul (`examples/matmul.py`, fp16, 4096^3) at its default
-tile, at the tile its shipped tuning result picks, and at 64 x 64 tiles; the tiled quantized
-matmul (`ops.quantized_matmul` for M > 8, 4-bit affine weights, fp16 activations) at each of its
-tiled configs; and attention prefill (`ops.scaled_dot_product_attention`, fp16, head dim 128) at
-the tiles its pruning keeps. Prints, per `tl.dot`, the figures `codegen/dot_report.py` reads off
-the lowered program, then the same figures for MLX's steel GEMM at its 64 x 64 x 16 tile on
+tile and at the tiles of `examples/matmul_autotuned.py`'s configs; the tiled quantized matmul
+(`ops.quantized_matmul` for M > 8, 4-bit affine weights, fp16 activations) at each of its tiled
+configs; and attention prefill (`ops.scaled_dot_product_attention`, fp16, head dim 128) at the
+tiles its pruning keeps; all for an MSL 3.2 target (`apple9:3.2`: simdgroup matrices) and an MSL
+4.0 one (`apple10:4.0`: tensor ops where a dot has whole tensor-op tiles, docs/dot.md). Prints,
+per `tl.dot`, the figures `codegen/dot_report.py` reads off the lowered program (for tensor-op
+dots: their form, barriers and threadgroup bytes per K step), then the same figures for MLX's
+steel GEMM at its 64 x 64 x 16 tile on
 2 x 2 SIMD groups, derived from steel's parameters and loop (mlx/backend/metal/kernels/steel/gemm/
 gemm.h: A and B written to threadgroup memory between two barriers per K step, each SIMD group
 loading TM = 4 A and TN = 4 B fragments per 8 of K for 16 products). The figures are structure,
@@ -16,6 +19,7 @@ not time: no GPU runs here.
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
@@ -84,11 +88,29 @@ def _show(label: str, found: list[DotReport]) -> None:
         print("   ", r.text().split(": ", 1)[1])
 
 
+TARGETS = ("apple9:3.2", "apple10:4.0")
+"""Simdgroup matrices; Metal 4 tensor ops (TRITON_METAL_TARGET, docs/targets.md)."""
+
+
 def main() -> int:
+    for target in TARGETS:
+        os.environ["TRITON_METAL_TARGET"] = target
+        print(f"=== target {target}")
+        _kernels()
+    print("reference (MLX steel's figures, from its parameters)")
+    print("  ", steel_like())
+    return 0
+
+
+def _kernels() -> None:
+    from examples import matmul_autotuned as ex
+
     print(f"tutorial matmul (examples/matmul.py), fp16, {SIZE}^3")
-    for label, cfg in (("default (matmul())", (32, 32, 32, 4)), ("shipped emulator best", (32, 64, 32, 2)),
-                       ("64x64x32, 4 warps", (64, 64, 32, 4)), ("64x64x16, 4 warps", (64, 64, 16, 4))):
-        _show(f"  {label}: BLOCK {cfg[0]}x{cfg[1]}x{cfg[2]}, {cfg[3]} warps", tutorial(*cfg))
+    tiles = [(32, 32, 32, 4)] + [(cf.kwargs["BLOCK_M"], cf.kwargs["BLOCK_N"], cf.kwargs["BLOCK_K"], cf.num_warps)
+                                 for cf in ex.CONFIGS if cf.kwargs["BLOCK_M"] >= 32]
+    for cfg in dict.fromkeys(tiles):
+        label = "default (matmul()), " if cfg == tiles[0] else ""
+        _show(f"  {label}BLOCK {cfg[0]}x{cfg[1]}x{cfg[2]}, {cfg[3]} warps", tutorial(*cfg))
     print(f"quantized_matmul tiled (M > 8), 4-bit affine, fp16, N = K = {SIZE}")
     from triton_metal.ops import quantized as q
 
@@ -103,9 +125,6 @@ def main() -> int:
         bm, bn = cf.kwargs["BLOCK_M"], cf.kwargs["BLOCK_N"]
         if at._fits(bm, bn, 128, 2):
             _show(f"  BLOCK_M {bm}, BLOCK_N {bn}, {cf.num_warps} warps", prefill(bm, bn, cf.num_warps))
-    print("reference (MLX steel's figures, from its parameters)")
-    print("  ", steel_like())
-    return 0
 
 
 if __name__ == "__main__":

@@ -82,6 +82,14 @@ class LoweringContext:
         """Reads of a joined double-buffered conversion, emitted after the next one's barrier."""
         self.dot_sites: list[Any] = []
         """Where each dot lowered on simdgroup matrices put its code (`dot_report.DotSite`)."""
+        self.bypassed: set[Op] = set()
+        """Operand conversions of tensor-op dots, which stage the operands themselves
+        (`lower_tensor_dot.bypassed_conversions`): their results are their sources."""
+        self.folded: dict[Op, Value] = {}
+        """Ops whose work another op's lowering did: each result is the value given (the add of
+        `acc += tl.dot(a, b)` folded into a carried tensor-op accumulation)."""
+        self.tensor_accumulators: dict[Op, Any] = {}
+        """Dots accumulating into a cooperative tensor a loop carries (`values.CoopValue`)."""
         self.lower_ops: Callable[[LoweringContext, Sequence[Op]], None] | None = None
         """The driver's op loop (rules lower nested regions, e.g. combine functions, with it)."""
 

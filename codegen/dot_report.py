@@ -2,7 +2,10 @@
 
 For every dot lowered on simdgroup matrices the lowering records where its code went
 (`record_dot`: the scope holding its statements, the arrays of its accumulator and operand
-fragments). `dot_reports` then reads the per-thread program the printer will print:
+fragments); a dot lowered on Metal 4 tensor ops records its scope and its form (`record_tensor_dot`:
+"carried", the K loop's accumulator a cooperative tensor, or "single"), and has no fragment
+figures (the op's data layout is Metal's). `dot_reports` then reads the per-thread program the
+printer will print:
 * fragments per SIMD group: the accumulator fragments the dot's scope declares;
 * operand fragment loads: the statements in the scope that fill an operand fragment (a
   `simdgroup_load` from threadgroup memory, or a fragment built from the two registers a
@@ -47,6 +50,10 @@ class DotSite:
     """The array of accumulator fragments."""
     operands: tuple[str, ...]
     """The arrays of A and B fragments."""
+    path: str = "simdgroup"
+    """"simdgroup" (fragments) or "tensor_ops" (`matmul2d`, lower_tensor_dot.py)."""
+    form: str = ""
+    """Tensor ops: "carried" (the accumulator a loop-carried cooperative tensor) or "single"."""
 
 
 @dataclass(frozen=True)
@@ -70,6 +77,10 @@ class DotReport:
     dots_per_k_step: int
     barriers_per_k_step: int
     threadgroup_bytes_per_k_step: int
+    path: str = "simdgroup"
+    """"simdgroup" or "tensor_ops" (then the fragment figures are 0 and `warps` is the op's scope)."""
+    form: str = ""
+    """Tensor ops: "carried" or "single" (`DotSite.form`)."""
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -79,23 +90,35 @@ class DotReport:
         step = "per K step" if self.in_loop else "per kernel (no loop)"
         if self.dots_per_k_step > 1:
             step += f" (of all {self.dots_per_k_step} dots)"
-        return (f"dot at {self.where}: {m}x{n}x{k} {self.dtypes}, {self.warps[0]}x{self.warps[1]} SIMD groups of "
-                f"{self.warp_tile[0]}x{self.warp_tile[1]}: {self.fragments_per_simdgroup} fragments per SIMD group, "
-                f"{self.fragment_products} products from {self.fragment_loads} fragment loads "
-                f"({self.products_per_load:g} per load); {step}: {self.barriers_per_k_step} "
+        if self.path == "tensor_ops":
+            what = (f"tensor ops (matmul2d on {self.warps[0] * self.warps[1]} SIMD groups, "
+                    f"{'accumulator carried by the loop' if self.form == 'carried' else 'one dot'})")
+        else:
+            what = (f"{self.warps[0]}x{self.warps[1]} SIMD groups of {self.warp_tile[0]}x{self.warp_tile[1]}: "
+                    f"{self.fragments_per_simdgroup} fragments per SIMD group, {self.fragment_products} products "
+                    f"from {self.fragment_loads} fragment loads ({self.products_per_load:g} per load)")
+        return (f"dot at {self.where}: {m}x{n}x{k} {self.dtypes}, {what}; {step}: {self.barriers_per_k_step} "
                 f"barrier{'' if self.barriers_per_k_step == 1 else 's'}, "
                 f"{self.threadgroup_bytes_per_k_step} threadgroup bytes")
 
 
 def record_dot(sites: list[DotSite], op: Op, scope: Scope, accumulator: str, operands: Sequence[str]) -> None:
     """Note a dot lowered on simdgroup matrices: `scope` holds its statements."""
+    layout = op.results[0].type.layout  # type: ignore[attr-defined]
+    warps = tuple(getattr(layout, "warps_per_cta", (1, 1)))
+    sites.append(DotSite(*_where_and_shape(op), (warps[0], warps[1]), scope, accumulator, tuple(operands)))
+
+
+def record_tensor_dot(sites: list[DotSite], op: Op, scope: Scope, simdgroups: int, form: str) -> None:
+    """Note a dot lowered on tensor ops: `scope` holds its statements in the loop (or the kernel)."""
+    sites.append(DotSite(*_where_and_shape(op), (simdgroups, 1), scope, "", (), "tensor_ops", form))
+
+
+def _where_and_shape(op: Op) -> tuple[str, tuple[int, int, int], str]:
     a_ty, b_ty, c_ty = op.operands[0].type, op.operands[1].type, op.results[0].type
     assert isinstance(a_ty, TensorType) and isinstance(b_ty, TensorType) and isinstance(c_ty, TensorType)
-    layout = c_ty.layout
-    warps = tuple(getattr(layout, "warps_per_cta", (1, 1)))
     where = f"{op.loc.file}:{op.loc.line}" if op.loc is not None else "?"
-    sites.append(DotSite(where, (a_ty.shape[0], b_ty.shape[1], a_ty.shape[1]), f"{a_ty.element} -> {c_ty.element}",
-                         (warps[0], warps[1]), scope, accumulator, tuple(operands)))
+    return where, (a_ty.shape[0], b_ty.shape[1], a_ty.shape[1]), f"{a_ty.element} -> {c_ty.element}"
 
 
 def dot_reports(program: Sequence[Stmt], sites: Sequence[DotSite]) -> list[DotReport]:
@@ -115,10 +138,11 @@ def dot_reports(program: Sequence[Stmt], sites: Sequence[DotSite]) -> list[DotRe
         dots = sum(1 for other in sites if _contains(step, other.scope))
         reports.append(DotReport(
             site.where, site.shape, site.dtypes, site.warps,
-            (max(8, m // site.warps[0]), max(8, n // site.warps[1])), frags, loads, products,
+            (m, n) if site.path == "tensor_ops" else (max(8, m // site.warps[0]), max(8, n // site.warps[1])),
+            frags, loads, products,
             round(products / loads, 3) if loads else 0.0, loop is not None, dots,
             _count(step, lambda s: 1 if isinstance(s, Barrier) else 0),
-            _count(step, lambda s: s.nbytes if isinstance(s, Staged) else 0)))
+            _count(step, lambda s: s.nbytes if isinstance(s, Staged) else 0), site.path, site.form))
     return reports
 
 

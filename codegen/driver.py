@@ -36,6 +36,7 @@ from .coverage import store_coverage
 from .dot_report import dot_reports
 from .kernel import UNTOUCHED_BITS, MSLKernel, ParamBinding, marks_untouched, old_input_name, relative_encoding
 from .lower_control import ASSERT_OUTPUT
+from .lower_tensor_dot import bypassed_conversions
 from .msl_types import mlx_type, msl_type, uint_of_width
 from .options import CodegenOptions
 from .params import analyse_params, loads_after_writes, make_buffers, sanitize
@@ -68,6 +69,9 @@ def lower_ops(ctx: LoweringContext, ops: Sequence[Op]) -> None:
     for op in ops:
         if op.is_terminator:
             continue
+        if op in ctx.folded:
+            ctx.bind(op.results[0], ctx.lookup(ctx.folded[op]))
+            continue
         rule = rule_for(op)
         if rule is None:
             raise CompilationError(
@@ -99,6 +103,7 @@ def compile_module(module: Module, options: CodegenOptions, axis_info: object | 
     ctx.axis_info = axis_info
     ctx.used_values = {v for op in func.walk() for v in op.operands}
     ctx.scratch_base = _pass_scratch(func)
+    ctx.bypassed = bypassed_conversions(ctx, func)
 
     uses = analyse_params(func, name)
     buffers, bindings = make_buffers(uses)

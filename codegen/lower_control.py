@@ -27,6 +27,7 @@ from .context import LoweringContext, ctype_of
 from .msl_types import msl_type
 from .lower_layout import flat_index
 from .lower_memory import owner_condition
+from .lower_tensor_dot_loop import begin_carried, carried_dots, end_carried
 from .program import (
     Apply, Assign, Barrier, Break, Call, Comment, Convert, Declare, Expr, ExprStmt, ForRange, Guarded, If, Lit, Loop,
     Stmt, Var,
@@ -91,23 +92,34 @@ def _yielded(ctx: LoweringContext, block) -> list[Val]:  # noqa: ANN001
 def lower_for(ctx: LoweringContext, op: scf.ForOp) -> None:
     lo, hi, step = ctx.reg(op.lower), ctx.reg(op.upper), ctx.reg(op.step)
     inits = [ctx.lookup(v) for v in op.iter_args]
-    carried = [_storage(ctx, v) for v in inits]
-    _assign_all(ctx, carried, inits)
+    # tensor-op accumulators that stay cooperative tensors through the loop (MSL 4.0 targets)
+    dots = {c.index: c for c in carried_dots(ctx, op)}
+    coop = {i: begin_carried(ctx, c, ctx.reg(op.iter_args[i])) for i, c in dots.items()}
+    plain = [i for i in range(len(inits)) if i not in dots]
+    carried: dict[int, Val] = {i: _storage(ctx, inits[i]) for i in plain}
+    _assign_all(ctx, [carried[i] for i in plain], [inits[i] for i in plain])
     block = op.body.block
     iv = ctx.fresh()
     ivty = element_type(op.lower.type)
     assert isinstance(ivty, ScalarType)
     ctx.push()
     ctx.bind(block.args[0], RegValue(block.args[0].type, (Var(iv),), None))
-    for arg, c in zip(block.args[1:], carried):
-        ctx.bind(arg, c)
+    for i, arg in enumerate(block.args[1:]):
+        ctx.bind(arg, coop.get(i) or carried[i])
+    for i, c in dots.items():
+        ctx.tensor_accumulators[c.dot] = coop[i]
+        if c.add is not None:
+            ctx.folded[c.add] = c.dot.result
     assert ctx.lower_ops is not None
     ctx.lower_ops(ctx, block.ops)
-    _assign_all(ctx, carried, _yielded(ctx, block))
+    yielded = _yielded(ctx, block)
+    _assign_all(ctx, [carried[i] for i in plain], [yielded[i] for i in plain])
     body = ctx.pop()
     ctx.emit(ForRange(iv, msl_type(ivty), lo.regs[0], hi.regs[0], step.regs[0], body, _sign(op.step)))
-    for res, c in zip(op.results, carried):
-        ctx.bind(res, c)
+    for i, c in dots.items():
+        carried[i] = end_carried(ctx, op, c, coop[i])
+    for i, res in enumerate(op.results):
+        ctx.bind(res, carried[i])
 
 
 def _sign(step: Value) -> int:

@@ -36,7 +36,7 @@ from .context import WARP, LoweringContext
 from .distribution import Distribution
 from .dot_report import record_dot
 from .dot_tiling import FRAG, DotPlan, Slot, plan_dot
-from .lower_tensor_dot import lower_tensor_dot, tensor_dot_applies
+from . import lower_tensor_dot, lower_tensor_dot_loop
 from .msl_types import msl_type
 from .program import (
     Apply,
@@ -70,13 +70,17 @@ _ACCUMULATORS = {"f32": ("f32",), "f16": ("f32", "f16"), "bf16": ("f32",), "i8":
 @lowers(DotOp)
 def lower_dot(ctx: LoweringContext, op: DotOp) -> None:
     a_ty, b_ty, c_ty = _checked_types(ctx, op)
+    accumulator = ctx.tensor_accumulators.get(op)
+    if accumulator is not None:  # a cooperative tensor the K loop carries: lower_tensor_dot_loop.py
+        lower_tensor_dot_loop.run_carried(ctx, op, ctx.reg(op.a), ctx.reg(op.b), accumulator)
+        return
     a, b, c = ctx.reg(op.a), ctx.reg(op.b), ctx.reg(op.c)
     dist = ctx.dist_of(op.result.type)
     assert dist is not None and a.dist is not None and b.dist is not None
     if c.dist != dist:
         raise internal_error(f"tt.dot accumulator layout {c_ty} differs from its result's {op.result.type}")
-    if tensor_dot_applies(ctx, op):
-        lower_tensor_dot(ctx, op, a, b, c, dist)  # MSL 4.0 targets: lower_tensor_dot.py
+    if lower_tensor_dot.tensor_dot_applies(ctx, op):
+        lower_tensor_dot.lower_tensor_dot(ctx, op, a, b, c, dist)  # MSL 4.0 targets: lower_tensor_dot.py
         return
     if a_ty.element.name == "i8":
         _lower_integer_dot(ctx, op, a, b, c, dist)

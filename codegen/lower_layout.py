@@ -187,6 +187,9 @@ def _register() -> None:
     if conv is not None:
         @lowers(conv)
         def lower_convert_layout(ctx: LoweringContext, op: Op) -> None:
+            if op in ctx.bypassed:  # a tensor-op dot stages the source itself
+                ctx.bind(op.results[0], ctx.lookup(op.operands[0]))
+                return
             convert(ctx, op, op.operands[0], op.results[0])
     barrier = getattr(ttg, "BarrierOp", None)
     if barrier is not None:

@@ -6,13 +6,22 @@ element types are a row of the table in Apple's `MPPTensorOpsMatMul2d.h` that th
 produces (fp16 x fp16 -> fp32 or fp16, bf16 x bf16 -> fp32, fp32 x fp32 -> fp32,
 int8 x int8 -> int32), the shape is whole tensor-op tiles (`M % 16`, `N % 32`, `K % 32`: the
 multiples shipping tensor-op kernels use; a fixed `k` that is not a multiple of 32 is reported to
-be truncated), the kernel has at most 8 warps (`MAX_SIMDGROUPS`) and the staged operands and
-accumulator fit in threadgroup memory. Every other dot
-keeps the simdgroup-matrix path of lower_dot.py unchanged.
+be truncated), the kernel has at most 8 warps (`MAX_SIMDGROUPS`) and what the dot stages fits in
+threadgroup memory next to what the layout passes allocated. Every other dot keeps the
+simdgroup-matrix path of lower_dot.py unchanged.
 
-The dot, whatever the layouts of its operands and accumulator:
+Operands are staged once. The dot writes A and B into threadgroup memory whatever their layout,
+so the conversions to dot-operand layouts the layout passes put before it are bypassed
+(`bypassed_conversions`: the code generator takes their sources). Where `stage-dot-operands`
+double-buffered those conversions in a loop (`operand_buffers`), A and B go into those buffers,
+alternating between the two per execution as the conversions would have; else into the code
+generator's scratch, before C.
+
+A dot in a K loop that carries its accumulator for it alone keeps the accumulator in the op's
+cooperative tensor across the loop's iterations: lower_tensor_dot_loop.py. Any other dot
+(`lower_tensor_dot`), whatever the layouts of its operands and accumulator:
 * every thread writes its registers of A (M x K), B (K x N) and the accumulator C (M x N)
-  row-major into threadgroup scratch, and a barrier;
+  row-major into threadgroup memory, and a barrier;
 * `km_tensor_dot` (templates/helpers/tensor_dot.metal) builds `tensor_inline` threadgroup tensors
   over them, one `matmul2d<matmul2d_descriptor(M, N, 32, false, false, false,
   multiply_accumulate), execution_simdgroups<num_warps>>` for the whole tile, loads C into the
@@ -26,14 +35,19 @@ The dot, whatever the layouts of its operands and accumulator:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from triton_metal.ir import Op, Value
+from triton_metal.ir.core import Block, OpResult
 from triton_metal.ir.ops.tt_compute import DotOp
 from triton_metal.ir.types import ScalarType, TensorType
 
 from . import lower_dot
 from .context import LoweringContext
 from .distribution import Distribution
+from .dot_report import record_tensor_dot
 from .msl_types import msl_type
-from .program import Assign, Barrier, Call, ExprStmt, Index, Lit, Scope
+from .program import Apply, Assign, Barrier, Call, Declare, Expr, ExprStmt, Index, Lit, Scope, Staged, Var
 from .values import RegValue
 
 K_STEP = 32
@@ -66,19 +80,112 @@ def tensor_dot_applies(ctx: LoweringContext, op: DotOp) -> bool:
     (m, k), n = a_ty.shape, b_ty.shape[1]
     if m % M_MULTIPLE or n % N_MULTIPLE or k % K_STEP:
         return False
-    return _fits(ctx, op, sum(_region_bytes(op)))
+    return ctx.scratch_base + _own_bytes(op) <= lower_dot.THREADGROUP_MEMORY
 
 
-def _fits(ctx: LoweringContext, op: DotOp, nbytes: int) -> bool:
-    """Whether the staging fits: in the op's own allocation from the layout passes, or after
-    everything they allocated (where `op_scratch` puts it otherwise)."""
-    allocated = getattr(op, "smem_bytes", None)
-    if allocated is not None and allocated >= nbytes:
-        return True
-    return ctx.scratch_base + nbytes <= lower_dot.THREADGROUP_MEMORY
+def operand_buffers(op: DotOp) -> tuple[Op, Op] | None:
+    """The conversions making A and B when `stage-dot-operands` double-buffered them, the dot is
+    the only user of each and each buffer holds its operand: the dot stages A and B in those
+    buffers (the loop's own, module doc), else in the code generator's scratch."""
+    convs = []
+    for value, nbytes in zip((op.a, op.b), region_bytes(op)[:2]):
+        conv = value.op if isinstance(value, OpResult) else None
+        if conv is None or conv.name != "ttg.convert_layout" or getattr(conv, "smem_alt_offset", None) is None:
+            return None
+        if int(conv.smem_bytes) < nbytes or only_user(op.parent, value) is not op:  # type: ignore[attr-defined]
+            return None
+        convs.append(conv)
+    return convs[0], convs[1]
 
 
-def _region_bytes(op: DotOp) -> tuple[int, int, int]:
+def only_user(block: Block | None, value: Value) -> Op | None:
+    """The one op in `block` (nested regions included) that uses `value`, once; else None."""
+    users = [op for op in block.walk() for v in op.operands if v is value] if block is not None else []
+    return users[0] if len(users) == 1 else None
+
+
+def _own_bytes(op: DotOp) -> int:
+    """Bytes of the code generator's scratch the dot stages in: C, and A and B unless they go into
+    their conversions' double buffers."""
+    a_bytes, b_bytes, c_bytes = region_bytes(op)
+    return c_bytes if operand_buffers(op) is not None else a_bytes + b_bytes + c_bytes
+
+
+def bypassed_conversions(ctx: LoweringContext, func: Op) -> set[Op]:
+    """The `ttg.convert_layout`s that make operands of tensor-op dots and have no other user.
+    The dot writes its operands into threadgroup memory in whatever layout they come, so a
+    conversion to a dot-operand layout first (through threadgroup memory too) would stage them
+    twice: the code generator takes the conversion's source instead. The two conversions of a
+    double-buffered pair (`stage-dot-operands`) are bypassed both or neither (the first one's
+    reads wait for the second one's barrier)."""
+    bypassed: set[Op] = set()
+    if not ctx.options.target.has_tensor_ops:
+        return bypassed
+    for op in func.walk():
+        if not isinstance(op, DotOp) or not tensor_dot_applies(ctx, op):
+            continue
+        convs = [_single_use_conversion(op, v) for v in (op.a, op.b)]
+        bypassed.update(c for c in convs if c is not None and (None not in convs or not getattr(c, "double_buffer", None)))
+    return bypassed
+
+
+def _single_use_conversion(dot: DotOp, value: Value) -> Op | None:
+    if isinstance(value, OpResult) and value.op.name == "ttg.convert_layout" and only_user(dot.parent, value) is dot:
+        return value.op
+    return None
+
+
+@dataclass(frozen=True)
+class OperandViews:
+    """Where a tensor-op dot stages A and B, and the parity that flips after each dot when they
+    alternate between double buffers (None: one place, free again after the dot's barrier)."""
+
+    a: Expr
+    b: Expr
+    parity: Var | None
+
+
+def operand_views(ctx: LoweringContext, op: DotOp, tile: TensorTile) -> OperandViews:
+    """A and B in their conversions' double buffers (`operand_buffers`; a parity counter,
+    declared here, picks this execution's), else at the start of the dot's scratch."""
+    buffers = operand_buffers(op)
+    if buffers is None:
+        a_bytes = region_bytes(op)[0]
+        base = ctx.op_scratch(op, _own_bytes(op))
+        return OperandViews(ctx.scratch_view(tile.in_t, base), ctx.scratch_view(tile.in_t, base + a_bytes), None)
+    parity = Var(ctx.fresh())
+    ctx.prologue.add(Declare(parity.name, "int", None, Lit("0")))
+    element = _element_bytes(op.a)
+    views = []
+    for conv in buffers:
+        offset, alt, size = (int(getattr(conv, f)) for f in ("smem_offset", "smem_alt_offset", "smem_bytes"))
+        ctx.scratch_end = max(ctx.scratch_end, offset + size, alt + size)
+        shift = Apply("mul", (parity, Lit(str((alt - offset) // element))))
+        views.append(Apply("add", (ctx.scratch_view(tile.in_t, offset), shift)))
+    return OperandViews(views[0], views[1], parity)
+
+
+def accumulator_view(ctx: LoweringContext, op: DotOp, tile: TensorTile) -> Expr:
+    """Where a tensor-op dot stages C: in the dot's scratch, after A and B when they are there."""
+    a_bytes, b_bytes, _ = region_bytes(op)
+    base = ctx.op_scratch(op, _own_bytes(op))
+    return ctx.scratch_view(tile.acc_t, base if operand_buffers(op) is not None else base + a_bytes + b_bytes)
+
+
+def type_views(ctx: LoweringContext, op: DotOp, tile: TensorTile) -> tuple[Expr, Expr]:
+    """Pointers of A's and B's types into the dot's scratch (the cooperative accumulator's type
+    depends on the operand types; nothing is read through them)."""
+    base = ctx.op_scratch(op, _own_bytes(op))
+    return ctx.scratch_view(tile.in_t, base), ctx.scratch_view(tile.in_t, base)
+
+
+def _element_bytes(value: Value) -> int:
+    t = value.type
+    assert isinstance(t, TensorType) and isinstance(t.element, ScalarType)
+    return lower_dot._element_bytes(t.element)
+
+
+def region_bytes(op: DotOp) -> tuple[int, int, int]:
     """Threadgroup bytes of the staged A, B and C (each rounded to 16)."""
     sizes = []
     for t in (op.a.type, op.b.type, op.c.type):
@@ -93,30 +200,68 @@ def _operand_type(t: ScalarType) -> str:
     return {"i8": "int8_t", "i32": "int32_t"}.get(t.name, msl_type(t))
 
 
-def lower_tensor_dot(ctx: LoweringContext, op: DotOp, a: RegValue, b: RegValue, c: RegValue,
-                     dist: Distribution) -> None:
-    a_ty, b_ty = op.a.type, op.b.type
-    assert isinstance(a_ty, TensorType) and isinstance(b_ty, TensorType)
+@dataclass(frozen=True)
+class TensorTile:
+    """The shape and MSL types of one tensor-op dot, and the helpers' template arguments."""
+
+    m: int
+    n: int
+    k: int
+    in_t: str
+    acc_t: str
+    warps: int
+
+    @property
+    def shape_args(self) -> str:
+        return f"{self.m}, {self.n}, {self.k}, {K_STEP}, {self.warps}"
+
+
+def tile_of(ctx: LoweringContext, op: DotOp) -> TensorTile:
+    a_ty, b_ty, c_ty = op.a.type, op.b.type, op.c.type
+    assert isinstance(a_ty, TensorType) and isinstance(b_ty, TensorType) and isinstance(c_ty, TensorType)
+    assert isinstance(a_ty.element, ScalarType) and isinstance(c_ty.element, ScalarType)
     (m, k), n = a_ty.shape, b_ty.shape[1]
-    in_t, acc_t = (_operand_type(lower_dot._element(v)) for v in (a, c))
-    a_bytes, b_bytes, c_bytes = _region_bytes(op)
-    ctx.helpers.add("tensor_dot")
-    out = ctx.declare_array(acc_t, dist.num_regs)
-    ctx.push()
-    base = ctx.op_scratch(op, a_bytes + b_bytes + c_bytes)
-    views = (ctx.scratch_view(in_t, base), ctx.scratch_view(in_t, base + a_bytes),
-             ctx.scratch_view(acc_t, base + a_bytes + b_bytes))
-    for value, view, row_length in ((a, views[0], k), (b, views[1], n), (c, views[2], n)):
-        lower_dot._write(ctx, value, view, row_length)
-    ctx.emit(Barrier())
-    helper = f"km_tensor_dot<{m}, {n}, {k}, {K_STEP}, {ctx.num_warps}>"
-    ctx.emit(ExprStmt(Call(helper, views)))
-    ctx.emit(Barrier())  # every thread's part of the result is in C
+    return TensorTile(m, n, k, _operand_type(a_ty.element), _operand_type(c_ty.element), ctx.num_warps)
+
+
+def write_tile(ctx: LoweringContext, value: RegValue, view: Expr, row_length: int) -> None:
+    """Every thread writes its registers of `value` row-major into `view` (any layout)."""
+    lower_dot._write(ctx, value, view, row_length)
+
+
+def read_tile(ctx: LoweringContext, view: Expr, row_length: int, dist: Distribution, out: tuple[Expr, ...]) -> None:
+    """Registers `out`, placed by `dist`, read from the row-major tile at `view`."""
     for r, first in enumerate(dist.first_registers()):
         if first:
             row, col = ctx.coord(dist, r, 0), ctx.coord(dist, r, 1)
-            ctx.emit(Assign(out[r], Index(views[2], lower_dot._row_major(row, col, n))))
+            ctx.emit(Assign(out[r], Index(view, lower_dot._row_major(row, col, row_length))))
     lower_dot._copy_replicas(ctx, dist, out)
+
+
+def lower_tensor_dot(ctx: LoweringContext, op: DotOp, a: RegValue, b: RegValue, c: RegValue,
+                     dist: Distribution) -> None:
+    """One dot: A, B and C staged, `km_tensor_dot` (load C, run, store C), the result read back."""
+    tile = tile_of(ctx, op)
+    ctx.helpers.add("tensor_dot")
+    out = ctx.declare_array(tile.acc_t, dist.num_regs)
+    ctx.push()
+    operands, c_view = operand_views(ctx, op, tile), accumulator_view(ctx, op, tile)
+    ctx.emit(Staged(sum(region_bytes(op))))
+    for value, view, row_length in ((a, operands.a, tile.k), (b, operands.b, tile.n), (c, c_view, tile.n)):
+        write_tile(ctx, value, view, row_length)
+    ctx.emit(Barrier())
+    ctx.emit(ExprStmt(Call(f"km_tensor_dot<{tile.shape_args}>", (operands.a, operands.b, c_view))))
+    ctx.emit(Barrier())  # every thread's part of the result is in C
+    read_tile(ctx, c_view, tile.n, dist, out)
+    if operands.parity is not None:
+        flip(ctx, operands.parity)
     ctx.scratch_done(op)
-    ctx.emit(Scope(ctx.pop()))
+    scope = Scope(ctx.pop())
+    ctx.emit(scope)
+    record_tensor_dot(ctx.dot_sites, op, scope, tile.warps, "single")
     ctx.bind(op.result, RegValue(op.result.type, out, dist))
+
+
+def flip(ctx: LoweringContext, parity: Var) -> None:
+    """The other double buffers next time."""
+    ctx.emit(Assign(parity, Apply("sub", (Lit("1"), parity))))

@@ -71,4 +71,16 @@ class PtrValue:
         return self.dist is None
 
 
-Val = RegValue | PtrValue
+@dataclass(frozen=True)
+class CoopValue:
+    """A dot accumulator that a K loop carries as a Metal 4 tensor op's destination cooperative
+    tensor (`lower_tensor_dot_loop.py`): the variable `name` exists from the loop's entry to its
+    exit, where registers in `dist` (the accumulator's layout) take its elements again. Only the
+    tensor-op dot that accumulates into it uses it."""
+
+    type: Type
+    name: str
+    dist: Distribution
+
+
+Val = RegValue | PtrValue | CoopValue

@@ -30,6 +30,11 @@ CONFIGS = [
     triton.Config({"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8}, num_warps=4),
     triton.Config({"BLOCK_M": 32, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 4}, num_warps=2),
     triton.Config({"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 8}, num_warps=1),
+    # on MSL 4.0 targets (docs/dot.md) 64 x 64 x 32 is a whole tensor-op tile, on 4 SIMD groups
+    # above and on 8 here; 64 x 64 x 16 (K no multiple of 32) is the same output tile on
+    # simdgroup matrices (MLX steel's tile), so tuning on an M5 times both paths
+    triton.Config({"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8}, num_warps=8),
+    triton.Config({"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 16, "GROUP_M": 8}, num_warps=4),
     # tiles under 16: tl.dot's product form, not simdgroup_matrix fragments
     triton.Config({"BLOCK_M": 8, "BLOCK_N": 8, "BLOCK_K": 8, "GROUP_M": 8}, num_warps=1),
 ]

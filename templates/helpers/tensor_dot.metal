@@ -1,27 +1,64 @@
 {# tl.dot on Metal 4 tensor ops (codegen/lower_tensor_dot.py; docs/dot.md). No data in. #}
-// tl.dot on Metal 4 tensor ops (MSL 4.0): C = A @ B + C for row-major tiles staged in
-// threadgroup memory (A: M x K, B: K x N, C: M x N). One matmul2d over the whole M x N tile runs
-// on every SIMD group of the threadgroup; its destination cooperative tensor starts from C,
-// accumulates over K in chunks of KStep and is stored back into C.
+// tl.dot on Metal 4 tensor ops (MSL 4.0) over row-major tiles staged in threadgroup memory
+// (A: M x K, B: K x N, C: M x N). One matmul2d over the whole M x N tile runs on every SIMD
+// group of the threadgroup; its destination cooperative tensor (the accumulator) comes from
+// km_tensor_acc, is loaded from and stored to C, and accumulates A @ B over K in chunks of
+// KStep in km_tensor_run. A dot inside a K loop whose accumulator only it uses keeps the
+// cooperative tensor across the loop's iterations (loaded before the loop, stored after it);
+// any other dot is km_tensor_dot: load, run, store.
+// Dimension 0 of a tensor is the contiguous one: a row-major R x C matrix has extents (C, R).
 #include <metal_tensor>
 #include <MetalPerformancePrimitives/MetalPerformancePrimitives.h>
-template <int M, int N, int K, int KStep, int SimdGroups, typename TA, typename TB, typename TC>
-inline void km_tensor_dot(threadgroup TA* a, threadgroup TB* b, threadgroup TC* c) {
-  // dimension 0 of a tensor is the contiguous one: a row-major R x C matrix has extents (C, R)
-  constexpr auto desc = mpp::tensor_ops::matmul2d_descriptor(
+// The op's type; the descriptor is a constexpr variable, as shipping tensor-op kernels pass it.
+template <int M, int N, int KStep, int SimdGroups>
+struct km_tensor_op {
+  static constexpr auto desc = mpp::tensor_ops::matmul2d_descriptor(
       M, N, KStep, false, false, false, mpp::tensor_ops::matmul2d_descriptor::mode::multiply_accumulate);
-  mpp::tensor_ops::matmul2d<desc, execution_simdgroups<SimdGroups>> op;
+  using type = mpp::tensor_ops::matmul2d<desc, execution_simdgroups<SimdGroups>>;
+};
+
+// The op's destination cooperative tensor of element type TC for operands staged at a and b
+// (their tensors give the operand types; nothing is read here).
+template <int M, int N, int K, int KStep, int SimdGroups, typename TC, typename TA, typename TB>
+inline auto km_tensor_acc(threadgroup TA* a, threadgroup TB* b) {
+  typename km_tensor_op<M, N, KStep, SimdGroups>::type op;
   tensor<threadgroup TA, dextents<int, 2>, tensor_inline> ta(a, dextents<int, 2>(K, M));
   tensor<threadgroup TB, dextents<int, 2>, tensor_inline> tb(b, dextents<int, 2>(N, K));
-  tensor<threadgroup TC, dextents<int, 2>, tensor_inline> tc(c, dextents<int, 2>(N, M));
   auto a0 = ta.slice(0, 0);
   auto b0 = tb.slice(0, 0);
-  auto acc = op.template get_destination_cooperative_tensor<decltype(a0), decltype(b0), TC>();
+  return op.template get_destination_cooperative_tensor<decltype(a0), decltype(b0), TC>();
+}
+
+template <int M, int N, typename Acc, typename TC>
+inline void km_tensor_load(thread Acc& acc, threadgroup TC* c) {
+  tensor<threadgroup TC, dextents<int, 2>, tensor_inline> tc(c, dextents<int, 2>(N, M));
   acc.load(tc);
+}
+
+template <int M, int N, typename Acc, typename TC>
+inline void km_tensor_store(thread Acc& acc, threadgroup TC* c) {
+  tensor<threadgroup TC, dextents<int, 2>, tensor_inline> tc(c, dextents<int, 2>(N, M));
+  acc.store(tc);
+}
+
+// acc += A @ B, K in chunks of KStep (the descriptor's k).
+template <int M, int N, int K, int KStep, int SimdGroups, typename TA, typename TB, typename Acc>
+inline void km_tensor_run(threadgroup TA* a, threadgroup TB* b, thread Acc& acc) {
+  typename km_tensor_op<M, N, KStep, SimdGroups>::type op;
+  tensor<threadgroup TA, dextents<int, 2>, tensor_inline> ta(a, dextents<int, 2>(K, M));
+  tensor<threadgroup TB, dextents<int, 2>, tensor_inline> tb(b, dextents<int, 2>(N, K));
   for (int k = 0; k < K; k += KStep) {
     auto ak = ta.slice(k, 0);  // columns k.. of A
     auto bk = tb.slice(0, k);  // rows k.. of B
     op.run(ak, bk, acc);
   }
-  acc.store(tc);
+}
+
+// C = A @ B + C for one dot.
+template <int M, int N, int K, int KStep, int SimdGroups, typename TA, typename TB, typename TC>
+inline void km_tensor_dot(threadgroup TA* a, threadgroup TB* b, threadgroup TC* c) {
+  auto acc = km_tensor_acc<M, N, K, KStep, SimdGroups, TC>(a, b);
+  km_tensor_load<M, N>(acc, c);
+  km_tensor_run<M, N, K, KStep, SimdGroups>(a, b, acc);
+  km_tensor_store<M, N>(acc, c);
 }

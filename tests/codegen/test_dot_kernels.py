@@ -29,10 +29,16 @@ SIMDGROUP, TENSOR_OPS = "apple9:3.2", "apple10:4.0"
 TARGETS = (SIMDGROUP, TENSOR_OPS)
 
 
+def tensor_forms(kernel: Any) -> tuple[int, int]:
+    """How many tensor-op dots the kernel runs as single dots (`km_tensor_dot`) and as
+    accumulations into a cooperative tensor a loop carries (`km_tensor_run`)."""
+    return kernel.source.count("km_tensor_dot<"), kernel.source.count("km_tensor_run<")
+
+
 def takes_path(kernel: Any, target: str) -> None:
     """The kernel's dots were lowered on `target`'s path (tensor ops only on MSL 4.0)."""
     if target == TENSOR_OPS:
-        assert "km_tensor_dot<" in kernel.source and "mpp::tensor_ops::matmul2d<" in kernel.header
+        assert any(tensor_forms(kernel)) and "mpp::tensor_ops::matmul2d<" in kernel.header
         assert "simdgroup_multiply_accumulate(" not in kernel.source
     else:
         assert "simdgroup_multiply_accumulate(" in kernel.source or "char4" in kernel.source
@@ -412,7 +418,18 @@ def test_msl_of_each_target(dtype, acc):
             assert "#include <MetalPerformancePrimitives/MetalPerformancePrimitives.h>" in kernel.header
             assert "mode::multiply_accumulate" in kernel.header and "execution_simdgroups<SimdGroups>" in kernel.header
             assert "get_destination_cooperative_tensor" in kernel.header
-            assert re.search(r"km_tensor_dot<32, 32, 32, 32, 4>\(\(+threadgroup \w+\*\)", kernel.source)
+            # `acc += tl.dot(a, b)` in the K loop: the accumulator is the op's cooperative
+            # tensor from before the loop to after it, the loop runs the op only
+            body = kernel.source
+            loop = _loop_body(body)
+            before, after = body[:body.index(loop)], body[body.index(loop) + len(loop):]
+            assert tensor_forms(kernel) == (0, 1)
+            assert re.search(r"km_tensor_run<32, 32, 32, 32, 4>\(\(+threadgroup \w+\*\)", loop)
+            assert re.search(r"auto km_\d+ = km_tensor_acc<32, 32, 32, 32, 4, \w+>\(", before)
+            assert "km_tensor_load<32, 32>(" in before and "km_tensor_store<32, 32>(" in after
+            # the operands are staged once, double-buffered: one barrier per K step
+            assert loop.count("threadgroup_barrier(") == 1
+            assert "km_tensor_load" not in loop and "km_tensor_store" not in loop
 
 
 def test_tensor_op_dot_falls_back_past_8_warps_and_for_partial_tiles():

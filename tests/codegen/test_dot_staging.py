@@ -9,8 +9,9 @@ from __future__ import annotations
 import inspect
 
 import numpy as np
+import pytest
 from harness import C, compile_source, run
-from test_dot_kernels import _spec, launch, matmul_kernel, quarters
+from test_dot_kernels import TARGETS, _spec, launch, matmul_kernel, quarters
 
 import triton_metal as triton
 import triton_metal.language as tl
@@ -58,10 +59,14 @@ def persistent_matmul_kernel(a_ptr, b_ptr, c_ptr, TILES_M: tl.constexpr, TILES_N
         tl.store(c_ptr + rows[:, None] * N + cols[None, :], acc)
 
 
-def test_persistent_matmul_double_buffers_across_tiles():
+@pytest.mark.parametrize("target", TARGETS)
+def test_persistent_matmul_double_buffers_across_tiles(target):
+    # on tensor ops the inner loop carries the cooperative accumulator: made and loaded before
+    # it and stored after it in every iteration of the outer loop
     tm, tn, K, bs, bk = 2, 2, 96, 32, 32
     a = quarters((tm * bs, K)).astype(np.float16)
     b = quarters((K, tn * bs)).astype(np.float16)
     c = np.zeros((tm * bs, tn * bs), np.float32)
-    out = launch(persistent_matmul_kernel)[(1,)](a, b, c, TILES_M=tm, TILES_N=tn, K=K, BLOCK=bs, BLOCK_K=bk)
+    out = launch(persistent_matmul_kernel)[(1,)](a, b, c, TILES_M=tm, TILES_N=tn, K=K, BLOCK=bs, BLOCK_K=bk,
+                                                  target=target)
     np.testing.assert_array_equal(out["c_ptr"], a.astype(np.float32) @ b.astype(np.float32))

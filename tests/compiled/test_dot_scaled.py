@@ -193,3 +193,66 @@ def test_lhs_packed_along_m(each_backend: str):
     lhs_along_m[(1,)](np.ascontiguousarray(at.T), b, c, M=32, N=32, K=32)
     av = atv.T
     assert np.all(np.abs(c - av @ bv) <= 4 * 32 * 2.0 ** -24 * (np.abs(av) @ np.abs(bv)))
+
+
+@triton.jit
+def batched_scaled(a_ptr, sa_ptr, b_ptr, sb_ptr, c_ptr, B: tl.constexpr, M: tl.constexpr, N: tl.constexpr,
+                   K: tl.constexpr, FA: tl.constexpr, FB: tl.constexpr, PACK_B_ALONG_K: tl.constexpr):
+    # 3-D blocks: batch b of A is [M, K] (e2m1: two per byte along K), of B [K, N] packed along
+    # K or N; scales [B, M, K // 32] and [B, N, K // 32]
+    DA: tl.constexpr = 2 if FA == "e2m1" else 1
+    DBK: tl.constexpr = 2 if FB == "e2m1" and PACK_B_ALONG_K else 1
+    DBN: tl.constexpr = 2 if FB == "e2m1" and not PACK_B_ALONG_K else 1
+    rb = tl.arange(0, B)[:, None, None]
+    rm = tl.arange(0, M)[None, :, None]
+    rs = tl.arange(0, N)[None, :, None]
+    ks = tl.arange(0, K // 32)[None, None, :]
+    a = tl.load(a_ptr + rb * (M * (K // DA)) + rm * (K // DA) + tl.arange(0, K // DA)[None, None, :])
+    b = tl.load(b_ptr + rb * ((K // DBK) * (N // DBN)) + tl.arange(0, K // DBK)[None, :, None] * (N // DBN)
+                + tl.arange(0, N // DBN)[None, None, :])
+    sa = tl.load(sa_ptr + rb * (M * (K // 32)) + rm * (K // 32) + ks)
+    sb = tl.load(sb_ptr + rb * (N * (K // 32)) + rs * (K // 32) + ks)
+    acc = tl.full((B, M, N), 1.0, tl.float32)
+    c = tl.dot_scaled(a, sa, FA, b, sb, FB, acc, rhs_k_pack=PACK_B_ALONG_K)
+    tl.store(c_ptr + rb * (M * N) + rm * N + tl.arange(0, N)[None, None, :], c)
+
+
+@pytest.mark.parametrize("fa, fb, pack_b_along_k", [("e2m1", "e4m3", True), ("e5m2", "e2m1", False)])
+def test_batched_3d_blocks(each_backend: str, fa: str, fb: str, pack_b_along_k: bool):
+    # every batch element against its own float64 product (two batch elements of 32 x 32 x 64:
+    # one 2-D dot per batch element when compiled)
+    nb, m, n, k = 2, 32, 32, 64
+    rng = np.random.default_rng(8)
+    parts = []
+    for _ in range(nb):
+        a, av = _operand(fa, m, k, rng)
+        if pack_b_along_k:
+            bt, btv = _operand(fb, n, k, rng)
+            b, bv = np.ascontiguousarray(bt.T), btv.T
+        else:
+            b, bv = _operand(fb, k, n, rng)
+        sa = rng.integers(118, 137, (m, k // 32)).astype(np.uint8)
+        sb = rng.integers(118, 137, (n, k // 32)).astype(np.uint8)
+        parts.append((a, b, sa, sb, av * _scale_values(sa), bv * _scale_values(sb).T))
+    a, b, sa, sb = (np.stack([p[i] for p in parts]) for i in range(4))
+    c = np.zeros((nb, m, n), np.float32)
+    batched_scaled[(1,)](_typed(a, fa), sa, _typed(b, fb), sb, c, B=nb, M=m, N=n, K=k, FA=fa, FB=fb,
+                         PACK_B_ALONG_K=pack_b_along_k)
+    for i, (*_, av, bv) in enumerate(parts):
+        bound = 4 * k * 2.0 ** -24 * (1.0 + np.abs(av) @ np.abs(bv))
+        assert np.all(np.abs(c[i] - (1.0 + av @ bv)) <= bound), i
+
+
+@triton.jit
+def mixed_rank_scaled(a_ptr, b_ptr, c_ptr):
+    a = tl.load(a_ptr + tl.arange(0, 2)[:, None, None] * 1024 + tl.arange(0, 32)[None, :, None] * 32
+                + tl.arange(0, 32)[None, None, :])
+    b = tl.load(b_ptr + tl.arange(0, 32)[:, None] * 32 + tl.arange(0, 32)[None, :])
+    c = tl.dot_scaled(a, None, "e4m3", b, None, "e4m3")  # error
+    tl.store(c_ptr + tl.arange(0, 32)[:, None] * 32 + tl.arange(0, 32)[None, :], tl.sum(c, 0))
+
+
+def test_mixed_ranks_are_refused(each_backend: str):
+    with pytest.raises(CompilationError, match=r"Both inputs must be either 2D or 3D") as info:
+        mixed_rank_scaled[(1,)](np.zeros(2048, np.uint8), np.zeros(1024, np.uint8), np.zeros((32, 32), np.float32))
+    assert "tl.dot_scaled(a, None" in str(info.value)

@@ -72,6 +72,18 @@ def test_cooperative_accumulator_over_k_chunks():
     np.testing.assert_allclose(np.array(out), ref, rtol=1e-5, atol=1e-4)
 
 
+def test_an_accumulator_never_loaded_holds_no_value():
+    # Metal declares no initial value for a destination cooperative tensor: the model starts its
+    # slots as NaN, so code that accumulates into one without loading it shows it
+    a = RNG.standard_normal((32, 64)).astype(np.float16)
+    b = RNG.standard_normal((64, 32)).astype(np.float16)
+    kernel = metal_kernel("mpp_unloaded", ["a", "b", "c0"], ["out"], ACCUMULATE.replace("acc.load(t0);", ""),
+                          header=HEADER)
+    (out,) = kernel(inputs=[mx.array(a), mx.array(b), mx.zeros((32, 32))], output_shapes=[(32, 32)],
+                    output_dtypes=[mx.float32], grid=(64, 1, 1), threadgroup=(64, 1, 1))
+    assert np.isnan(np.array(out)).all()
+
+
 def test_int8_multiply_into_a_tensor_slice_with_transposed_right_operand():
     a = RNG.integers(-128, 128, (48, 40)).astype(np.int8)
     bt = RNG.integers(-128, 128, (64, 40)).astype(np.int8)

@@ -134,7 +134,9 @@ def dot(input: Any, other: Any, acc: Any = None, input_precision: Any = None,  #
 def dot_scaled(lhs: Any, lhs_scale: Any, lhs_format: Any, rhs: Any, rhs_scale: Any, rhs_format: Any,
                acc: Any = None, fast_math: Any = False, lhs_k_pack: Any = True, rhs_k_pack: Any = True,
                out_dtype: Any = None, _semantic: Semantic = None) -> tensor:  # type: ignore[assignment]
-    """Matrix product of microscaled (MX) 2-D blocks, plus `acc`, as Triton's `tl.dot_scaled`.
+    """Matrix product of microscaled (MX) 2-D blocks (or batches of them: 3-D blocks with a
+    leading batch axis on the operands, scales, `acc` and result), plus `acc`, as Triton's
+    `tl.dot_scaled`.
 
     `lhs` is [M, K] ([M, K // 2] bytes for "e2m1", two values per byte along K, the even one in
     the low nibble; along M with `lhs_k_pack=False`), `rhs` [K, N] ([K // 2, N] for "e2m1"; along

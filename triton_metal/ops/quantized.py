@@ -100,10 +100,15 @@ _CONFIGS = [
     triton.Config({"BLOCK_M": 16, "BLOCK_N": 64, "BLOCK_K": 64}, num_warps=4),
     # tiled
     triton.Config({"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32}, num_warps=4),
-    # MLX steel's shape: 2 x 2 SIMD groups of 32 x 32, each A and B fragment used 4 times
+    # MLX steel's shape: 2 x 2 SIMD groups of 32 x 32, each A and B fragment used 4 times; on
+    # MSL 4.0 targets a whole tensor-op tile (docs/dot.md), on 4 and on 8 SIMD groups
     triton.Config({"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32}, num_warps=4),
     triton.Config({"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32}, num_warps=8),
-    triton.Config({"BLOCK_M": 32, "BLOCK_N": 64, "BLOCK_K": 64}, num_warps=4),
+    # 1 x 2 SIMD groups of 32 x 32: steel's reuse on a 32-row tile
+    triton.Config({"BLOCK_M": 32, "BLOCK_N": 64, "BLOCK_K": 64}, num_warps=2),
+    # steel's own tile; K no multiple of 32, so simdgroup matrices on MSL 4.0 targets as well:
+    # tuning on an M5 times both paths at 64 x 64
+    triton.Config({"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 16}, num_warps=4),
 ]
 
 

@@ -5,6 +5,7 @@ rhs_format, acc=None, fast_math=False, lhs_k_pack=True, rhs_k_pack=True, out_dty
 * formats "e2m1" (two per uint8 along K, the even element in the low nibble; along M or N with
   `*_k_pack=False`), "e4m3" and "e5m2" (uint8 codes or fp8 blocks), "bf16" and "fp16" (uint16
   bits or the float block);
+* 2-D blocks, or 3-D ones with a leading batch axis on the operands, the scales and `acc`;
 * scales e8m0 (uint8), one per 32 elements along K: lhs_scale is [M, K // 32], rhs_scale
   [N, K // 32] (Triton's layout: the right scale is indexed by column first), or None (no
   scaling); an e8m0 code `s` scales by the float32 with bits `s << 23` (2^(s - 127), and 0 for
@@ -57,18 +58,20 @@ class ScaledDotMixin(SemanticBase):
             raise error(f"dot_scaled out_dtype must be float32, float16 or bfloat16, not {out_ty!r}")
         a_raw, b_raw = self.to_tensor(_value(lhs)), self.to_tensor(_value(rhs))
         for side, t in (("lhs", a_raw), ("rhs", b_raw)):
-            if not t.type.is_block() or len(t.type.shape) != 2:
-                raise error(
-                    f"dot_scaled {side} must be a 2-D block, got {list(t.type.shape) if t.type.is_block() else 'a scalar'}",
-                    hint="3-D (batched) dot_scaled is not supported yet: loop over the batch",
-                )
+            if not t.type.is_block():
+                raise error(f"dot_scaled {side} must be a 2-D or 3-D block, got a scalar")
+        shapes = (list(a_raw.type.shape), list(b_raw.type.shape))
+        if not (len(shapes[0]) == len(shapes[1]) == 2 or len(shapes[0]) == len(shapes[1]) == 3):
+            raise error(f"Both inputs must be either 2D or 3D; (lhs: {shapes[0]} vs rhs: {shapes[1]})")
+        if len(shapes[0]) == 3 and shapes[0][0] != shapes[1][0]:
+            raise error(f"dot_scaled batch sizes differ: {shapes[0][0]} and {shapes[1][0]}")
         a = self._dequantized(a_raw, fa, "lhs", 1 if pack_a else 0)
         b = self._dequantized(b_raw, fb, "rhs", 0 if pack_b else 1)
-        (m, k), (kb, n) = a.type.shape, b.type.shape
+        (m, k), (kb, n) = a.type.shape[-2:], b.type.shape[-2:]
         if k != kb:
             raise error(
                 "Reduction dimension should pack the same number of elements; "
-                f"(lhs: {list(a_raw.type.shape)} vs rhs: {list(b_raw.type.shape)})",
+                f"(lhs: {shapes[0]} vs rhs: {shapes[1]})",
                 hint="e2m1 operands hold two elements per byte along the packed axis",
             )
         a = self._scaled(a, _value(lhs_scale), "lhs", m, k, fast, transpose=False)
@@ -79,19 +82,27 @@ class ScaledDotMixin(SemanticBase):
         acc_t = None
         if _value(acc) is not None:
             acc_t = self.to_tensor(_value(acc))
-            if acc_t.type.scalar != out_ty or list(acc_t.type.shape) != [m, n]:
-                raise error(f"dot_scaled accumulator has type {acc_t.type}, expected {out_ty!r} of shape {[m, n]}")
+            want = [*shapes[0][:-2], m, n]
+            if acc_t.type.scalar != out_ty or list(acc_t.type.shape) != want:
+                raise error(f"dot_scaled accumulator has type {acc_t.type}, expected {out_ty!r} of shape {want}")
             acc_t = self.cast(acc_t, float32)
         out = self.dot(self.cast(a, operand), self.cast(b, operand), acc_t, None, None, float32)  # type: ignore[attr-defined]
         return self.cast(out, out_ty)
 
     # -- operands ------------------------------------------------------------------------------
     def _dequantized(self, x: tensor, fmt: str, side: str, pack_axis: int) -> tensor:
-        """The float32 values of an operand in format `fmt` (e2m1 unpacked along `pack_axis`)."""
+        """The float32 values of an operand in format `fmt` (e2m1 unpacked along `pack_axis` of
+        its last two: 0 the rows, 1 the columns)."""
         s = x.type.scalar
         if fmt == "e2m1":
             if s != uint8:
                 raise error(f"e2m1 format must be packed as uint8. Got {s!r}", hint=f"pass {side} as uint8 bytes")
+            if len(x.type.shape) == 3:
+                # a batch of blocks unpacks as the 2-D block of all their rows (pairs of rows
+                # never straddle two blocks: each block has a whole number of byte rows)
+                nb, r, c = x.type.shape
+                flat = self._dequantized(self.reshape(x, [nb * r, c]), fmt, side, pack_axis)  # type: ignore[attr-defined]
+                return self.reshape(flat, [nb, *[r * (2 - pack_axis), c * (1 + pack_axis)]])  # type: ignore[attr-defined, no-any-return]
             # the nibbles are interleaved as bytes (the shape ops move a quarter of float32's
             # bytes), then decoded
             pair = self.join(self.and_(x, 15), self.lshr(x, 4))  # type: ignore[attr-defined]  # [R, C, 2]
@@ -122,13 +133,14 @@ class ScaledDotMixin(SemanticBase):
         return self.bitcast(self.or_(bits, sign), float32)  # type: ignore[attr-defined]
 
     def _scaled(self, x: tensor, scale: Any, side: str, rows: int, k: int, fast: bool, transpose: bool) -> tensor:
-        """`x` times its e8m0 scales, each repeated over its 32 elements along K."""
+        """`x` times its e8m0 scales, each repeated over its 32 elements along K (per block of a
+        3-D batch: scales [B, rows, K // 32])."""
         if scale is None:
             return x
         sc = self.to_tensor(scale)
         if k % SCALE_GROUP:
             raise error(f"dot_scaled needs K to be a multiple of {SCALE_GROUP} for e8m0 scales, got K={k}")
-        want = [rows, k // SCALE_GROUP]
+        want = [*x.type.shape[:-2], rows, k // SCALE_GROUP]
         if sc.type.scalar != uint8 or not sc.type.is_block() or list(sc.type.shape) != want:
             shown = f"{sc.type.scalar!r} {list(sc.type.shape) if sc.type.is_block() else 'scalar'}"
             raise error(f"{side}_scale must be uint8 (e8m0) of shape {want}, got {shown}",
@@ -139,18 +151,25 @@ class ScaledDotMixin(SemanticBase):
         return self.mul(x, self._expanded(value, rows, k, transpose))  # type: ignore[attr-defined, no-any-return]
 
     def _expanded(self, value: tensor, rows: int, k: int, transpose: bool) -> tensor:
-        """[rows, K // 32] -> [rows, K] (or [K, rows] with `transpose`), each value over its 32
-        elements along K: per group, its column picked out (a sum of one value and zeros: exact)
-        and selected where K falls in the group. Kept 2-D, so the layouts need no reshapes or
-        transposes, which would move the expanded scales through threadgroup memory."""
+        """[.., rows, K // 32] -> [.., rows, K] (or [.., K, rows] with `transpose`), each value
+        over its 32 elements along K: per group, its column picked out (a sum of one value and
+        zeros: exact) and selected where K falls in the group. Kept in the operand's rank, so the
+        layouts need no reshapes or transposes, which would move the expanded scales through
+        threadgroup memory."""
         groups = k // SCALE_GROUP
-        k_axis = 0 if transpose else 1
-        group_of = self.expand_dims(self.floordiv(self.arange(0, k), SCALE_GROUP), 1 - k_axis)  # type: ignore[attr-defined]
-        index = self.expand_dims(self.arange(0, groups), 0)  # type: ignore[attr-defined]
-        shape = [k, rows] if transpose else [rows, k]
+        lead = list(value.type.shape[:-2])
+        k_axis = len(lead) + (0 if transpose else 1)
+        group_of = self.floordiv(self.arange(0, k), SCALE_GROUP)  # type: ignore[attr-defined]
+        index = self.arange(0, groups)  # type: ignore[attr-defined]
+        for axis in range(len(lead) + 2):  # [1, .., K at k_axis, ..] and [1, .., 1, groups]
+            if axis != k_axis:
+                group_of = self.expand_dims(group_of, axis)  # type: ignore[attr-defined]
+        for axis in range(len(lead) + 1):
+            index = self.expand_dims(index, axis)  # type: ignore[attr-defined]
+        shape = [*lead, k, rows] if transpose else [*lead, rows, k]
         out: tensor | None = None
         for g in range(groups):
-            col = self.sum(self.where(self.equal(index, g), value, 0.0), 1, False)  # type: ignore[attr-defined]
+            col = self.sum(self.where(self.equal(index, g), value, 0.0), len(lead) + 1, False)  # type: ignore[attr-defined]
             col = self.expand_dims(col, k_axis)  # type: ignore[attr-defined]
             out = self.broadcast_to(col, shape) if out is None else self.where(  # type: ignore[attr-defined]
                 self.equal(group_of, g), col, out)  # type: ignore[attr-defined]

@@ -1,0 +1,180 @@
+"""Tensor-op dots whose accumulator a K loop carries as a cooperative tensor (MSL 4.0 targets).
+
+A GEMM's K loop, `acc = tl.dot(a, b, acc)` or `acc += tl.dot(a, b)` in an `scf.for`, takes this
+form (`carried_dots`) when the dot lowers to tensor ops (`tensor_dot_applies`) and the data flow
+allows it: the loop's carried accumulator is used by that dot alone (or by the add alone, whose
+other operand is the dot with a zero accumulator), and the dot's result (the add's) only goes
+back to the loop. Nothing else in the loop reads the accumulator, so it need not be in
+registers between iterations: it stays the op's destination cooperative tensor
+(`mpp::tensor_ops::matmul2d`, Apple's MPPTensorOpsMatMul2d.h), as shipping tensor-op GEMMs keep
+it.
+
+* Before the loop (`begin_carried`): every thread writes its registers of the initial
+  accumulator row-major into threadgroup scratch, a barrier, `km_tensor_acc` makes the
+  cooperative tensor and `km_tensor_load` fills it from the scratch, a barrier.
+* Each iteration (`run_carried`): every thread writes its registers of A and B row-major into
+  threadgroup memory, a barrier, `km_tensor_run` accumulates A @ B into the cooperative tensor.
+  Where the layout passes double-buffered the operands' conversions (`stage-dot-operands`) and
+  the code generator bypasses them (`bypassed_conversions`), A and B go into those buffers,
+  alternating between the two from one iteration to the next, and no barrier follows the run:
+  the next iteration writes the other buffers, and the one after writes these only after its
+  barrier, which every thread reaches after its run of this iteration (one barrier per K step).
+  Otherwise the operands go into the code generator's own scratch and a barrier follows the run.
+* After the loop (`end_carried`): `km_tensor_store` writes the cooperative tensor row-major into
+  scratch, a barrier, every thread reads its registers of the loop's result, a barrier. The
+  registers take the accumulator's layout, or that of the result's one user when it is a layout
+  conversion (the store's, typically), which then costs nothing.
+
+For `acc += tl.dot(a, b)` the add is folded into the accumulation (`LoweringContext.folded`), as
+Triton's combine pass folds it into the dot: the products accumulate onto the running sum instead
+of being summed apart and added (for floats, one rounding fewer).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from triton_metal.ir import Op, Value
+from triton_metal.ir.core import OpResult
+from triton_metal.ir.ops import scf
+from triton_metal.ir.ops.tt_compute import DotOp
+
+from .context import LoweringContext
+from .dot_report import record_tensor_dot
+from .lower_tensor_dot import (
+    accumulator_view,
+    flip,
+    only_user,
+    operand_views,
+    read_tile,
+    region_bytes,
+    tensor_dot_applies,
+    tile_of,
+    type_views,
+    write_tile,
+)
+from .program import Barrier, Call, Declare, ExprStmt, Scope, Staged, Var
+from .values import CoopValue, RegValue
+
+_ADDS = ("arith.addf", "arith.addi")
+
+
+@dataclass(frozen=True)
+class CarriedDot:
+    """A dot whose accumulator the loop carries as a cooperative tensor."""
+
+    index: int
+    """Position of the accumulator among the loop's iter_args."""
+    dot: DotOp
+    add: Op | None
+    """`acc + dot(a, b, 0)`: the add folded into the dot's accumulation (None: `dot(a, b, acc)`)."""
+
+
+def carried_dots(ctx: LoweringContext, loop: scf.ForOp) -> list[CarriedDot]:
+    """The accumulators of `loop` that can stay cooperative tensors (module doc)."""
+    if not ctx.options.target.has_tensor_ops:
+        return []
+    block = loop.body.block
+    term = block.ops[-1]
+    found = []
+    for i, arg in enumerate(block.args[1:]):
+        user = only_user(block, arg)
+        if user is None or user.parent is not block:
+            continue
+        # `dot(a, b, acc)`, acc its accumulator only (one use), or `acc + dot(a, b, 0)`
+        dot, add = (user, None) if isinstance(user, DotOp) and user.c is arg else (_added_dot(user, arg, block), user)
+        if dot is None:
+            continue
+        last = add if add is not None else dot
+        if dot.result.type != arg.type or only_user(block, last.results[0]) is not term:
+            continue
+        if term.operands.index(last.results[0]) != i or not tensor_dot_applies(ctx, dot):
+            continue
+        found.append(CarriedDot(i, dot, add))
+    return found
+
+
+def _added_dot(op: Op, acc: Value, block: object) -> DotOp | None:
+    """The dot of `acc + dot(a, b, 0)` in `block`, when `op` is that add and the dot has no other use."""
+    if op.name not in _ADDS:
+        return None
+    other = [v for v in op.operands if v is not acc]
+    if len(other) != 1 or not isinstance(other[0], OpResult) or not isinstance(other[0].op, DotOp):
+        return None
+    dot = other[0].op
+    if dot.parent is not block or not _is_zero(dot.c) or only_user(block, dot.result) is not op:
+        return None
+    return dot
+
+
+def _is_zero(value: Value) -> bool:
+    """A constant zero tensor (`arith.constant`, or a `tt.splat` of a scalar one)."""
+    if not isinstance(value, OpResult):
+        return False
+    op = value.op
+    if op.name == "tt.splat":
+        return _is_zero(op.operands[0])
+    return op.name == "arith.constant" and op.value == 0  # type: ignore[attr-defined]
+
+
+def begin_carried(ctx: LoweringContext, carried: CarriedDot, init: RegValue) -> CoopValue:
+    """Before the loop: the cooperative accumulator, loaded from the initial registers."""
+    dot = carried.dot
+    tile = tile_of(ctx, dot)
+    ctx.helpers.add("tensor_dot")
+    c_view = accumulator_view(ctx, dot, tile)
+    write_tile(ctx, init, c_view, tile.n)
+    ctx.emit(Barrier())
+    name = ctx.fresh()
+    call = Call(f"km_tensor_acc<{tile.shape_args}, {tile.acc_t}>", type_views(ctx, dot, tile))
+    ctx.emit(Declare(name, "auto", None, call))
+    ctx.emit(ExprStmt(Call(f"km_tensor_load<{tile.m}, {tile.n}>", (Var(name), c_view))))
+    ctx.scratch_done(dot)
+    dist = ctx.dist_of(dot.result.type)
+    assert dist is not None
+    return CoopValue(dot.result.type, name, dist)
+
+
+def run_carried(ctx: LoweringContext, op: DotOp, a: RegValue, b: RegValue, acc: CoopValue) -> None:
+    """In the loop: A and B staged, one barrier, the run into the cooperative accumulator."""
+    tile = tile_of(ctx, op)
+    ctx.push()
+    operands = operand_views(ctx, op, tile)
+    ctx.emit(Staged(sum(region_bytes(op)[:2])))
+    write_tile(ctx, a, operands.a, tile.k)
+    write_tile(ctx, b, operands.b, tile.n)
+    ctx.emit(Barrier())
+    ctx.emit(ExprStmt(Call(f"km_tensor_run<{tile.shape_args}>", (operands.a, operands.b, Var(acc.name)))))
+    if operands.parity is not None:
+        flip(ctx, operands.parity)  # no barrier: the next iteration writes the other buffers
+    else:
+        ctx.scratch_done(op)
+    scope = Scope(ctx.pop())
+    ctx.emit(scope)
+    record_tensor_dot(ctx.dot_sites, op, scope, tile.warps, "carried")
+    ctx.bind(op.result, acc)
+
+
+def end_carried(ctx: LoweringContext, loop: scf.ForOp, carried: CarriedDot, acc: CoopValue) -> RegValue:
+    """After the loop: the cooperative accumulator back in registers. They take the layout of
+    the loop result's one user when that is a layout conversion (which then costs nothing: its
+    result is these registers), else the accumulator's own."""
+    dot = carried.dot
+    tile = tile_of(ctx, dot)
+    c_view = accumulator_view(ctx, dot, tile)
+    ctx.emit(ExprStmt(Call(f"km_tensor_store<{tile.m}, {tile.n}>", (Var(acc.name), c_view))))
+    ctx.emit(Barrier())
+    result = loop.results[carried.index]
+    conv = only_user(loop.parent, result)
+    ty, dist = acc.type, acc.dist
+    # (not one of a double-buffered pair: the pair's reads wait for the second one's barrier)
+    if (conv is not None and conv.name == "ttg.convert_layout" and conv not in ctx.bypassed
+            and not getattr(conv, "double_buffer", None)):
+        ty = conv.results[0].type
+        dist = ctx.dist_of(ty)  # type: ignore[assignment]
+        assert dist is not None
+        ctx.folded[conv] = result
+    out = ctx.declare_array(tile.acc_t, dist.num_regs)
+    read_tile(ctx, c_view, tile.n, dist, out)
+    ctx.scratch_done(dot)
+    return RegValue(ty, out, dist)

@@ -1,0 +1,158 @@
+"""K loops around `tl.dot` on both dot paths: the tensor-op accumulator a loop carries as a
+cooperative tensor (MSL 4.0, codegen/lower_tensor_dot_loop.py) where the data flow allows it,
+single tensor-op dots where it does not, and simdgroup matrices on MSL 3.2; all against NumPy,
+with masked tails in M, N and K, a loaded (non-zero) initial accumulator and loops of 0, 1 and
+all K steps (one compiled kernel per form and target, run on several inputs)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from harness import C, compile_source, run
+from test_dot_kernels import SIMDGROUP, TARGETS, TENSOR_OPS, quarters, takes_path, tensor_forms
+
+import triton_metal as triton
+import triton_metal.language as tl
+from triton_metal.codegen.target import parse_target
+
+CARRIED, PLUS_EQUALS, SCALED, ACC_TWICE = 0, 1, 2, 3
+"""`acc = tl.dot(a, b, acc)`, `acc += tl.dot(a, b)`: the loop may carry a cooperative tensor;
+`acc = tl.dot(a, b, acc) * 0.5` (the dot's result has another user) and
+`acc += tl.dot(a, b, acc)` (the accumulator has two): it may not."""
+
+
+@triton.jit
+def k_loop_kernel(a_ptr, b_ptr, c0_ptr, c_ptr, M, N, K, STEPS, MODE: tl.constexpr, BM: tl.constexpr,
+                  BN: tl.constexpr, BK: tl.constexpr):
+    offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
+    offs_n = tl.program_id(1) * BN + tl.arange(0, BN)
+    offs_k = tl.arange(0, BK)
+    c_mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+    acc = tl.load(c0_ptr + offs_m[:, None] * N + offs_n[None, :], mask=c_mask, other=0)
+    for step in range(0, STEPS):
+        kk = step * BK + offs_k
+        a = tl.load(a_ptr + offs_m[:, None] * K + kk[None, :], mask=(offs_m[:, None] < M) & (kk[None, :] < K),
+                    other=0)
+        b = tl.load(b_ptr + kk[:, None] * N + offs_n[None, :], mask=(kk[:, None] < K) & (offs_n[None, :] < N),
+                    other=0)
+        if MODE == 0:
+            acc = tl.dot(a, b, acc)
+        elif MODE == 1:
+            acc += tl.dot(a, b)
+        elif MODE == 2:
+            acc = tl.dot(a, b, acc) * 0.5
+        else:
+            acc += tl.dot(a, b, acc)
+    tl.store(c_ptr + offs_m[:, None] * N + offs_n[None, :], acc, mask=c_mask)
+
+
+def reference(a: np.ndarray, b: np.ndarray, c0: np.ndarray, steps: int, bk: int, mode: int) -> np.ndarray:
+    """The kernel's loop in float64 (columns of A and rows of B past K are zero)."""
+    acc = c0.astype(np.float64)
+    for step in range(steps):
+        part = a[:, step * bk:(step + 1) * bk].astype(np.float64) @ b[step * bk:(step + 1) * bk].astype(np.float64)
+        acc = {CARRIED: acc + part, PLUS_EQUALS: acc + part, SCALED: (acc + part) * 0.5,
+               ACC_TWICE: 2 * acc + part}[mode]
+    return acc
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("mode", [CARRIED, PLUS_EQUALS, SCALED, ACC_TWICE])
+def test_k_loop_forms_against_numpy(mode, target):
+    bm, bn, bk = 32, 32, 32
+    specs = ("*fp16/16", "*fp16/16", "*fp32/16", "*fp32/16", "i32", "i32", "i32", "i32",
+             C(mode), C(bm), C(bn), C(bk))
+    kernel = compile_source(k_loop_kernel, *specs, num_warps=4, target=parse_target(target))
+    takes_path(kernel, target)
+    [report] = kernel.metadata["dot_reports"]
+    if target == TENSOR_OPS:
+        # the accumulator stays a cooperative tensor only where the dot alone uses it
+        carried = mode in (CARRIED, PLUS_EQUALS)
+        assert tensor_forms(kernel) == ((0, 1) if carried else (1, 0))
+        assert (report["path"], report["form"]) == ("tensor_ops", "carried" if carried else "single")
+        # staged once: A and B (and C for a single dot) per K step; the carried loop's buffers
+        # alternate, so one barrier per K step; a single dot waits before and after the op and
+        # after reading C back
+        operand_bytes = (bm * bk + bk * bn) * 2
+        assert report["threadgroup_bytes_per_k_step"] == operand_bytes + (0 if carried else bm * bn * 4)
+        assert report["barriers_per_k_step"] == (1 if carried else 3)
+    else:
+        assert report["path"] == "simdgroup" and report["products_per_load"] == 1.0
+    M, N, K = 45, 37, 83  # partial tiles in M and N, a K tail in the last step
+    a, b = quarters((M, K)).astype(np.float16), quarters((K, N)).astype(np.float16)
+    c0 = quarters((M, N))
+    for steps in (triton.cdiv(K, bk), 1, 0):
+        out = run(kernel, (triton.cdiv(M, bm), triton.cdiv(N, bn)), a_ptr=a, b_ptr=b, c0_ptr=c0,
+                  c_ptr=np.zeros((M, N), np.float32), M=M, N=N, K=K, STEPS=steps)["c_ptr"]
+        np.testing.assert_array_equal(out, reference(a, b, c0, steps, bk, mode), err_msg=f"{steps} steps")
+
+
+def test_int8_k_loop_carries_an_int32_cooperative_tensor():
+    # `acc += tl.dot(a, b)` on int8: the int32 accumulator wraps like Triton's
+    bm, bn, bk = 32, 32, 32
+    specs = ("*i8/16", "*i8/16", "*i32/16", "*i32/16", "i32", "i32", "i32", "i32",
+             C(PLUS_EQUALS), C(bm), C(bn), C(bk))
+    kernel = compile_source(k_loop_kernel, *specs, num_warps=2, target=parse_target(TENSOR_OPS))
+    assert tensor_forms(kernel) == (0, 1)
+    rng = np.random.default_rng(5)
+    M, N, K = 40, 64, 70
+    a, b = (rng.integers(-128, 128, s).astype(np.int8) for s in ((M, K), (K, N)))
+    c0 = np.full((M, N), 2**31 - 2**20, np.int32)  # near the top: the sums wrap
+    out = run(kernel, (2, 2), a_ptr=a, b_ptr=b, c0_ptr=c0, c_ptr=np.zeros((M, N), np.int32), M=M, N=N, K=K,
+              STEPS=3)["c_ptr"]
+    want = (c0.astype(np.int64) + a.astype(np.int64) @ b.astype(np.int64) + 2**31) % 2**32 - 2**31
+    np.testing.assert_array_equal(out, want.astype(np.int32))
+
+
+
+@pytest.mark.parametrize("num_warps", [4, 8])
+def test_64x64_tile_stages_operands_once_in_the_loops_double_buffers(num_warps):
+    # A and B go straight from their loads into the buffers stage-dot-operands gave their
+    # conversions (alternating per iteration), C is staged only before and after the loop: the
+    # 64 x 64 x 32 fp16 tile fits in 32 KiB and the loop body has one barrier
+    bm = bn = 64
+    bk = 32
+    specs = ("*fp16/16", "*fp16/16", "*fp32/16", "*fp32/16", "i32", "i32", "i32", "i32",
+             C(CARRIED), C(bm), C(bn), C(bk))
+    kernel = compile_source(k_loop_kernel, *specs, num_warps=num_warps, target=parse_target(TENSOR_OPS))
+    assert tensor_forms(kernel) == (0, 1)
+    assert f"km_tensor_run<64, 64, 32, 32, {num_warps}>(" in kernel.source
+    loop = kernel.source[kernel.source.index("for (int"):kernel.source.index("km_tensor_store<")]
+    assert loop.count("threadgroup_barrier(") == 1
+    M, N, K = 100, 70, 75
+    a, b = quarters((M, K)).astype(np.float16), quarters((K, N)).astype(np.float16)
+    c0 = quarters((M, N))
+    steps = triton.cdiv(K, bk)
+    out = run(kernel, (2, 2), a_ptr=a, b_ptr=b, c0_ptr=c0, c_ptr=np.zeros((M, N), np.float32), M=M, N=N, K=K,
+              STEPS=steps)["c_ptr"]
+    np.testing.assert_array_equal(out, reference(a, b, c0, steps, bk, CARRIED))
+
+
+@triton.jit
+def two_accumulators_kernel(a_ptr, b_ptr, c_ptr, d_ptr, K: tl.constexpr):
+    # one A tile feeds two dots (its conversion has two users, so it is not bypassed), each
+    # with an accumulator the loop carries
+    r = tl.arange(0, 32)
+    acc1 = tl.zeros((32, 32), tl.float32)
+    acc2 = tl.zeros((32, 32), tl.float32)
+    for k in range(0, K, 32):
+        a = tl.load(a_ptr + r[:, None] * K + (k + r)[None, :])
+        b = tl.load(b_ptr + (k + r)[:, None] * 32 + r[None, :])
+        acc1 += tl.dot(a, b)
+        acc2 = tl.dot(a, b * 2, acc2)
+    tl.store(c_ptr + r[:, None] * 32 + r[None, :], acc1)
+    tl.store(d_ptr + r[:, None] * 32 + r[None, :], acc2)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_two_accumulators_carried_by_one_loop(target):
+    kernel = compile_source(two_accumulators_kernel, "*fp16/16", "*fp16/16", "*fp32/16", "*fp32/16", C(96),
+                            num_warps=4, target=parse_target(target))
+    takes_path(kernel, target)
+    assert tensor_forms(kernel) == ((0, 2) if target == TENSOR_OPS else (0, 0))
+    a, b = quarters((32, 96)).astype(np.float16), quarters((96, 32)).astype(np.float16)
+    out = run(kernel, (1,), a_ptr=a, b_ptr=b, c_ptr=np.zeros((32, 32), np.float32),
+              d_ptr=np.zeros((32, 32), np.float32))
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_array_equal(out["c_ptr"], ref)
+    np.testing.assert_array_equal(out["d_ptr"], 2 * ref)
