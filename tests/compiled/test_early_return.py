@@ -201,6 +201,33 @@ def test_pointers_into_two_arrays_after_an_early_return():
 
 
 @triton.jit
+def sums_after_return(x_ptr, out_ptr, n, R: tl.constexpr):
+    # row sums, column sums and a plain vector after the early return: three [R] values in three
+    # layouts, which the returned path gives one shared zero constant (Liger's mHC Sinkhorn kernel)
+    pid = tl.program_id(0)
+    if pid >= n:
+        return
+    r = tl.arange(0, R)
+    m = tl.load(x_ptr + pid * R * R + r[:, None] * R + r[None, :])
+    row_sums = tl.sum(m, axis=1)
+    col_sums = tl.sum(m, axis=0)
+    twice = r.to(tl.float32) * 2
+    base = out_ptr + pid * 3 * R
+    tl.store(base + r, row_sums)
+    tl.store(base + R + r, col_sums)
+    tl.store(base + 2 * R + r, twice)
+
+
+def test_values_of_several_layouts_after_an_early_return():
+    x = np.arange(3 * 4 * 4, dtype=np.float32).reshape(3, 4, 4)
+    out = np.full((3, 3, 4), -1, np.float32)
+    run_both(sums_after_return, (3,), x_ptr=x, out_ptr=out, n=2, R=4)
+    want = np.stack([x.sum(2), x.sum(1), np.broadcast_to(np.arange(4) * 2.0, (3, 4))], 1).astype(np.float32)
+    want[2] = -1
+    np.testing.assert_array_equal(out, want)
+
+
+@triton.jit
 def load_only_kernel(x_ptr, N: tl.constexpr):
     x = tl.load(x_ptr + tl.arange(0, N))
     tl.device_print("x", x)
