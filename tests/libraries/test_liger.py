@@ -221,19 +221,25 @@ def test_rms_norm_in_place(backend: str) -> None:
     _close(w.grad, ref_w.grad, 1e-4)
 
 
-def test_rope(backend: str) -> None:
-    gen = torch.Generator().manual_seed(3)
-    angles = torch.randn(1, 5, 8, generator=gen)
-    cos, sin = torch.cat([angles.cos()] * 2, -1), torch.cat([angles.sin()] * 2, -1)
-    q, k = torch.randn(2, 4, 5, 16, generator=gen), torch.randn(2, 2, 5, 16, generator=gen)
+def _check_qk(call: Any, reference: Any, q: torch.Tensor, k: torch.Tensor, gen: torch.Generator) -> None:
+    """Liger's rotation of q and k, and its backward, against the float64 reference."""
     ours, refs = [_leaf(q), _leaf(k)], [_leaf(q.double()), _leaf(k.double())]
-    out = liger.LigerRopeFunction.apply(*ours, cos, sin)
-    ref = [_rope_half(t, cos.double(), sin.double()) for t in refs]
+    out = call(*ours)
+    ref = [reference(t) for t in refs]
     upstream = [torch.randn(t.shape, generator=gen, dtype=torch.float64) for t in ref]
     torch.autograd.backward(out, [u.float() for u in upstream])
     torch.autograd.backward(ref, upstream)
     for got, want in zip([*out, *(t.grad for t in ours)], [*ref, *(t.grad for t in refs)]):
         _close(got, want, 1e-5)
+
+
+def test_rope(backend: str) -> None:
+    gen = torch.Generator().manual_seed(3)
+    angles = torch.randn(1, 5, 8, generator=gen)
+    cos, sin = torch.cat([angles.cos()] * 2, -1), torch.cat([angles.sin()] * 2, -1)
+    q, k = torch.randn(2, 4, 5, 16, generator=gen), torch.randn(2, 2, 5, 16, generator=gen)
+    _check_qk(lambda q, k: liger.LigerRopeFunction.apply(q, k, cos, sin),
+              lambda t: _rope_half(t, cos.double(), sin.double()), q, k, gen)
 
 
 def test_llama4_rope(backend: str) -> None:
@@ -241,14 +247,7 @@ def test_llama4_rope(backend: str) -> None:
     gen = torch.Generator().manual_seed(4)
     freqs = torch.polar(torch.ones(5, 8), torch.randn(5, 8, generator=gen))
     q, k = torch.randn(2, 5, 4, 16, generator=gen), torch.randn(2, 5, 2, 16, generator=gen)
-    ours, refs = [_leaf(q), _leaf(k)], [_leaf(q.double()), _leaf(k.double())]
-    out = liger.LigerLlama4RopeFunction.apply(*ours, freqs)
-    ref = [_rope_pairs(t, freqs) for t in refs]
-    upstream = [torch.randn(t.shape, generator=gen, dtype=torch.float64) for t in ref]
-    torch.autograd.backward(out, [u.float() for u in upstream])
-    torch.autograd.backward(ref, upstream)
-    for got, want in zip([*out, *(t.grad for t in ours)], [*ref, *(t.grad for t in refs)]):
-        _close(got, want, 1e-5)
+    _check_qk(lambda q, k: liger.LigerLlama4RopeFunction.apply(q, k, freqs), lambda t: _rope_pairs(t, freqs), q, k, gen)
 
 
 def test_kl_div(backend: str) -> None:
