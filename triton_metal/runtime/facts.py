@@ -119,17 +119,23 @@ def same_array_facts(values: tuple[object, ...], facts: tuple[ArgSpec, ...]) -> 
     path every written argument has its own output buffer and loads read the contents from
     before the launch, so a kernel that reads one of the two after writing the other is refused
     (docs/runtime.md, "Aliasing"); compiled as one parameter, the array is one buffer again."""
-    arrays = [id(v) for v, f in zip(values, facts) if type(f) is PointerArg]
-    if len(set(arrays)) == len(arrays):
-        return facts  # the common launch: no array twice
+    if len(set(map(id, values))) == len(values):
+        return facts  # the common launch: no object twice (checked in C, per launch)
     first: dict[int, int] = {}
     out = list(facts)
     for i, (value, fact) in enumerate(zip(values, facts)):
         if type(fact) is PointerArg:
             j = first.setdefault(id(value), i)
             if j != i:
-                out[i] = replace(fact, same_as=j)
+                twin = _SAME_AS.get((fact, j))
+                if twin is None:
+                    twin = _SAME_AS[fact, j] = replace(fact, same_as=j)
+                out[i] = twin
     return tuple(out)
+
+
+_SAME_AS: dict[tuple[PointerArg, int], PointerArg] = {}
+"""Interned `same_as` facts: (the argument's own fact, the index of its first occurrence)."""
 
 
 def bad_dtype(dtype_name: str, name: str) -> LaunchError:
