@@ -17,6 +17,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "runtime"))  # f
 BACKENDS = ["emulator", "interpret", "metal", "torch_mps"]
 SHARED_CHECK_BACKENDS = ["emulator", "interpret"]
 """For the costliest variants: the two paths of the shared check (one program, one answer)."""
+STAND_IN_BACKENDS = ["metal", "torch_mps"]
+"""The Mac-only paths, through their recording stand-ins."""
 
 
 @contextmanager
@@ -59,5 +61,12 @@ def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
 @pytest.fixture(params=SHARED_CHECK_BACKENDS)
 def shared_check_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """The emulator and the interpreter only."""
+    with _on(request.param, monkeypatch) as path:
+        yield path
+
+
+@pytest.fixture(params=STAND_IN_BACKENDS)
+def stand_in_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """The Metal path and the torch_mps path only."""
     with _on(request.param, monkeypatch) as path:
         yield path
