@@ -170,6 +170,64 @@ def test_return_from_nested_loops_with_blocks():
 
 
 @triton.jit
+def two_arrays_after_return(q_ptr, k_ptr, n, NQ: tl.constexpr, NK: tl.constexpr, BLOCK: tl.constexpr):
+    # after the early return, pointers into two arrays (one of them only through a loop): the
+    # returned path gives each a value pointing into its own array (Liger's Llama-4 RoPE and MoE
+    # backward kernels have this shape)
+    pid = tl.program_id(0)
+    head = tl.program_id(1)
+    if pid >= n:
+        return
+    q_row = q_ptr + pid * NQ * BLOCK
+    k_row = k_ptr + pid * NK * BLOCK
+    offs = tl.arange(0, BLOCK)
+    for i in range(0, 2):
+        k_tile = k_row + offs
+        tl.store(k_tile, tl.load(k_tile) + i + 1, mask=(offs < BLOCK) & (head < NK))
+    if head < NQ:
+        q_head = q_row + head * BLOCK
+        tl.store(q_head + offs, tl.load(q_head + offs) * 2)
+
+
+def test_pointers_into_two_arrays_after_an_early_return():
+    q = np.arange(4 * 3 * 8, dtype=np.float32).reshape(4, 3, 8)
+    k = np.arange(4 * 1 * 8, dtype=np.float32).reshape(4, 1, 8)
+    want_q, want_k = q.copy(), k.copy()
+    want_q[:3] *= 2
+    want_k[:3] += 1 + 2  # head 0 of each live row adds 1, then 2
+    run_both(two_arrays_after_return, (4, 3), q_ptr=q, k_ptr=k, n=3, NQ=3, NK=1, BLOCK=8)
+    np.testing.assert_array_equal(q, want_q)
+    np.testing.assert_array_equal(k, want_k)
+
+
+@triton.jit
+def sums_after_return(x_ptr, out_ptr, n, R: tl.constexpr):
+    # row sums, column sums and a plain vector after the early return: three [R] values in three
+    # layouts, which the returned path gives one shared zero constant (Liger's mHC Sinkhorn kernel)
+    pid = tl.program_id(0)
+    if pid >= n:
+        return
+    r = tl.arange(0, R)
+    m = tl.load(x_ptr + pid * R * R + r[:, None] * R + r[None, :])
+    row_sums = tl.sum(m, axis=1)
+    col_sums = tl.sum(m, axis=0)
+    twice = r.to(tl.float32) * 2
+    base = out_ptr + pid * 3 * R
+    tl.store(base + r, row_sums)
+    tl.store(base + R + r, col_sums)
+    tl.store(base + 2 * R + r, twice)
+
+
+def test_values_of_several_layouts_after_an_early_return():
+    x = np.arange(3 * 4 * 4, dtype=np.float32).reshape(3, 4, 4)
+    out = np.full((3, 3, 4), -1, np.float32)
+    run_both(sums_after_return, (3,), x_ptr=x, out_ptr=out, n=2, R=4)
+    want = np.stack([x.sum(2), x.sum(1), np.broadcast_to(np.arange(4) * 2.0, (3, 4))], 1).astype(np.float32)
+    want[2] = -1
+    np.testing.assert_array_equal(out, want)
+
+
+@triton.jit
 def load_only_kernel(x_ptr, N: tl.constexpr):
     x = tl.load(x_ptr + tl.arange(0, N))
     tl.device_print("x", x)

@@ -151,12 +151,22 @@ def two_outputs(a_ptr, b_ptr, BLOCK: tl.constexpr):
     tl.store(b_ptr + o, -o, mask=o % 2 == 1)
 
 
-def test_one_array_as_two_written_arguments_is_refused_before_launch(fake: FakeMx):
+def test_one_array_as_two_written_arguments_is_one_buffer(fake: FakeMx, monkeypatch: pytest.MonkeyPatch):
+    # the same object twice: the variant compiles both parameters as one (PointerArg.same_as)
     x = mx.zeros((16,), mx.int32)
+    two_outputs[(1,)](x, x, BLOCK=16)
+    want = np.zeros(16, np.int32)
+    _interpreted(monkeypatch, two_outputs, (1,), [], want, want, BLOCK=16)
+    np.testing.assert_array_equal(np.array(x), want)
+    (factory,) = fake.fast.factory_calls
+    assert not any(name.startswith("b_ptr") for name in factory["output_names"])  # one buffer for both
+
+
+def test_two_views_of_one_array_as_two_written_arguments_are_refused(fake: FakeMx):
+    base = np.zeros(16, np.int32)
     with pytest.raises(triton.LaunchError, match="arguments 'a_ptr' and 'b_ptr' are the same array"):
-        two_outputs[(1,)](x, x, BLOCK=16)
-    assert not fake.fast.launches
-    np.testing.assert_array_equal(np.array(x), np.zeros(16, np.int32))
+        two_outputs[(1,)](base[:], base[:], BLOCK=16)  # two objects: not known to be one
+    assert not fake.fast.launches and not base.any()
 
 
 def test_overlapping_numpy_views_are_refused_on_the_metal_path(fake: FakeMx):
@@ -194,10 +204,15 @@ def add_into(x_ptr, y_ptr, out_ptr, BLOCK: tl.constexpr):
 
 
 def test_reading_an_argument_after_writing_its_alias_is_refused(fake: FakeMx, monkeypatch: pytest.MonkeyPatch):
-    x = mx.arange(16, dtype=mx.int32)
+    base = np.arange(16, dtype=np.int32)
     with pytest.raises(triton.LaunchError, match="'src_ptr' and 'dst_ptr' are the same array"):
-        add_twice[(1,)](x, x, BLOCK=16)
+        add_twice[(1,)](base[:], base[:], BLOCK=16)
     assert not fake.fast.launches
+    np.testing.assert_array_equal(base, np.arange(16))
+    # one object passed as both: compiled as one buffer, it reads its own writes, as in place
+    x = mx.arange(16, dtype=mx.int32)
+    add_twice[(1,)](x, x, BLOCK=16)
+    np.testing.assert_array_equal(np.array(x), (np.arange(16) + 1) * 2)
     # every load before every write: the usual in-place form runs, as in place
     old = np.arange(16, dtype=np.int32)
     x, y = mx.array(old), mx.array(old * 10)

@@ -90,10 +90,10 @@ def _arange(n: int) -> Any:
 
 
 def test_a_repeated_launch_reuses_its_recipe(fake: FakeMx, recipes_made: list[Any]):
-    x = _arange(256)
+    x, y = _arange(256), _arange(256)  # two objects: one passed twice would be one parameter
     for _ in range(3):
         out = mx.zeros((256,))
-        _launch_add(x, x, out, 256, 4)
+        _launch_add(x, y, out, 256, 4)
         np.testing.assert_array_equal(np.array(out), 2 * np.arange(256, dtype=np.float32))
     assert len(recipes_made) == 1 and len(fake.fast.launches) == 3
     (scalar,) = {id(call["inputs"][2]) for call in fake.fast.launches}  # one array for n
@@ -175,10 +175,10 @@ def test_scalar_arrays_tell_signed_zeros_and_nans_apart(fake: FakeMx, first: flo
 
 
 def test_scalar_arrays_follow_every_value(fake: FakeMx):
-    x = _arange(200)
+    x, y = _arange(200), _arange(200)  # two objects: one passed twice would be one parameter
     for n in (200, 130, 64, 200):
         out = mx.zeros((200,))
-        _launch_add(x, x, out, n, 4)
+        _launch_add(x, y, out, n, 4)
         want = np.zeros(200, np.float32)
         want[:n] = 2 * np.arange(n, dtype=np.float32)
         np.testing.assert_array_equal(np.array(out), want)

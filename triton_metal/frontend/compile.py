@@ -63,6 +63,9 @@ def compile_to_ir(kernel: JITCallable, signature: KernelSignature) -> Module:
     args = iter(func.body.block.args)
     for p, s in zip(params, signature.params):
         gen.scope[p] = _value(s, args)
+    for p, s in zip(params, signature.params):
+        if isinstance(s, ParamType) and s.same_as >= 0:  # one array passed twice: one buffer
+            gen.scope[p] = gen.scope[params[s.same_as]]
 
     with active_semantic(semantic):
         gen.begin_body(fdef.body)

@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import CompilationError
 from ..ir import Block
+from ..ir.pointers import pointer_root
+from ..ir.types import TensorType, element_type
 from ..language import core as tlc
 from ..language.block_pointer import block_pointer
 from ..language.descriptor import tensor_descriptor
@@ -137,10 +139,21 @@ class ReturnsMixin:
         ty = like.type
         shape = list(ty.shape) if ty.is_block() else []
         if ty.scalar.is_ptr():
-            return self._pointer_placeholder(ty, shape, available)
+            return self._pointer_placeholder(like, shape, available)
         return self.semantic.full(shape, 0, ty.scalar)
 
-    def _pointer_placeholder(self: CodeGenerator, ty: Any, shape: list[int], available: dict[str, Any]) -> Any:
+    def _pointer_placeholder(self: CodeGenerator, like: Any, shape: list[int], available: dict[str, Any]) -> Any:
+        """A pointer into the array `like` points into (the code generator merges only pointers
+        into one array: `k = k_ptr + off` after an early return must not meet `q_ptr` on the
+        returned path), else the first pointer of its type defined before the construct."""
+        ty = like.type
+        root = pointer_root(like.handle)
+        if root is not None and element_type(root.type) == element_type(like.handle.type):
+            if root.type == like.handle.type:
+                return tlc.tensor(root, ty)
+            if not isinstance(root.type, TensorType):
+                pointer = tlc.tensor(root, ty.scalar)
+                return self.semantic.splat(pointer, shape) if shape else pointer
         for value in available.values():
             if not is_tensor(value) or value.type.scalar != ty.scalar:
                 continue

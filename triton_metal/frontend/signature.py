@@ -25,6 +25,9 @@ class ParamType:
     ty: dtype
     divisible_by_16: bool = False
     """Scalars: the value is a multiple of 16. Pointers: the address is 16-byte aligned."""
+    same_as: int = -1
+    """Pointers: the index of an earlier parameter whose array this is (the kernel uses that
+    parameter in its place; this one stays in the signature, unused), else -1."""
 
     def __post_init__(self) -> None:
         if isinstance(self.ty, pointer_type):

@@ -2,12 +2,13 @@
 
 `pointer_roots(func)` follows pointer arithmetic, broadcasts and the values loops, `scf.if` and
 `scf.while` carry. Shared by the code generator (how each parameter is used) and the passes that
-order a program's own accesses to one array (`order-device-accesses`).
+order a program's own accesses to one array (`order-device-accesses`). `pointer_root(value)`
+answers the same question for one value while a function is still being built (the front end).
 """
 
 from __future__ import annotations
 
-from .core import BlockArgument, Op, Value
+from .core import BlockArgument, Op, OpResult, Value
 from .ops import scf
 from .types import PointerType, element_type
 
@@ -56,3 +57,24 @@ def pointer_roots(func: Op) -> dict[Value, BlockArgument]:
                                 set_root(res, root[v])
                                 break
     return root
+
+
+def pointer_root(value: Value) -> BlockArgument | None:
+    """The block argument a pointer value derives from (a pointer parameter, or a pointer that an
+    enclosing loop carries): follows pointer arithmetic, broadcasts, the `then` value of an
+    `scf.if` and the initial value of an `scf.for`'s result. None where the chain leaves that
+    (the result of an `scf.while`, a pointer loaded from memory)."""
+    while isinstance(value, OpResult):
+        op = value.op
+        if isinstance(op, scf.IfOp):
+            value = op.then_region.block.ops[-1].operands[value.index]
+        elif isinstance(op, scf.ForOp):
+            value = op.iter_args[value.index]
+        elif isinstance(op, scf.WhileOp):
+            return None
+        else:
+            pointers = [v for v in op.operands if isinstance(element_type(v.type), PointerType)]
+            if not pointers:
+                return None
+            value = pointers[0]
+    return value if isinstance(value, BlockArgument) else None

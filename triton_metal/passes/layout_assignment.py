@@ -295,12 +295,16 @@ class _Assigner:
 
     # -- rewriting -----------------------------------------------------------------------------
     def ensure(self, op: Op, v: Value, lay: Layout) -> None:
-        """Make `op` use `v` in layout `lay`."""
+        """Make `op` use `v` in layout `lay` (at every operand that is `v`)."""
         if not _is_tensor(v):
             return
-        new = self.copy_in(v, lay) if v in self.free else self.convert(v, lay, op)
+        new = self.in_layout(v, lay, op)
         if new is not v:
             op.replace_operand(v, new)
+
+    def in_layout(self, v: Value, lay: Layout, user: Op) -> Value:
+        """`v` in layout `lay` for `user`: a copy of a free value, else a conversion."""
+        return self.copy_in(v, lay) if v in self.free else self.convert(v, lay, user)
 
     def copy_in(self, v: Value, lay: Layout) -> Value:
         """A copy of the free value `v` computed in `lay`, right after `v`'s definition."""

@@ -7,6 +7,7 @@ regions) and calls `a.ensure(op, operand, layout)`, which converts or recomputes
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ..errors import CompilationError
@@ -203,16 +204,12 @@ def rewrite_op(a: _Assigner, op: Op) -> None:
             targets = list(parent.regions[0].block.args)
         else:
             targets = list(parent.results)
-        for v, t in zip(list(op.operands), targets):
-            if _tensor(t):
-                a.ensure(op, v, t.type.layout)  # type: ignore[union-attr]
+        op.values = _carried_in_layouts(a, op, op.values, targets)  # type: ignore[attr-defined]
         return
     if name == "scf.condition":
         parent = op.parent.parent_op if op.parent is not None else None
         assert parent is not None
-        for v, t in zip(list(op.operands[1:]), parent.results):
-            if _tensor(t):
-                a.ensure(op, v, t.type.layout)  # type: ignore[union-attr]
+        op.args = _carried_in_layouts(a, op, op.args, parent.results)  # type: ignore[attr-defined]
         return
     if any(_tensor(r) for r in op.results):
         raise CompilationError(f"internal error: layout assignment has no rule for '{name}'", op.loc)
@@ -220,3 +217,11 @@ def rewrite_op(a: _Assigner, op: Op) -> None:
     for v in list(op.operands):
         if _tensor(v) and v in a.free:
             a.ensure(op, v, default_coalesced(shape_of(v.type), a.nw))
+
+
+def _carried_in_layouts(a: _Assigner, op: Op, values: Sequence[Value], targets: Sequence[Value]) -> tuple[Value, ...]:
+    """The values a terminator passes on, each in the layout of the result or argument it
+    becomes. Position by position: one value may feed several results of different layouts
+    (the zeros an early return leaves in every variable it skips)."""
+    return tuple(a.in_layout(v, t.type.layout, op) if _tensor(t) and _tensor(v) else v  # type: ignore[union-attr]
+                 for v, t in zip(values, targets))

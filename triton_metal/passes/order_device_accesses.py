@@ -8,8 +8,16 @@ other pointers than the store's) races with that store: the writing thread may r
 another thread then loads the new value, or an address computed from it (Triton's
 `test_if_call[attribute_jit]` reads `Out + f(load(Out)) - 1`, out of bounds after the store).
 
+The same holds for a program's atomics after its own stores to one array: a histogram zeroes its
+bins with a store, then counts into them with `atomic_add` from every thread (Liger-Kernel's MoE
+router); without an order, a thread may add before the zeroing thread has stored, and the count
+is lost (the interpreter, in program order, keeps it). Stores after stores and loads after stores
+are not ordered here: as in Triton, a program that reads or rewrites what other threads of it
+stored calls `tl.debug_barrier()` in between.
+
 This pass inserts a `tt.barrier` (execution plus device-memory barrier) right before a store or
-atomic to a pointer parameter when a load of the same parameter is still pending on some path:
+atomic to a pointer parameter when a load of the same parameter is still pending on some path,
+and before an atomic when a store to its parameter is:
 in straight-line code, across both branches of an `scf.if`, and around loop back edges (the next
 iteration's write against this iteration's read). A `tt.barrier` already there (`tl.debug_barrier`)
 completes the loads before it. The pass runs before `insert-barriers`, which counts the barriers
@@ -35,7 +43,8 @@ from ..ir.types import TensorType
 from .pass_base import ModulePass, PassContext, register_pass
 from .region_flow import pending_after
 
-Pending = frozenset[mem.LoadOp]
+Pending = frozenset[mem.LoadOp | mem.StoreOp]
+_ATOMICS = (mem.AtomicRMWOp, mem.AtomicCASOp)
 _WRITERS = (mem.StoreOp, mem.AtomicRMWOp, mem.AtomicCASOp)
 
 
@@ -54,10 +63,21 @@ class _Program:
         return not linear_layout(ty.layout, ty.shape, self.num_warps).is_replicated()
 
     def hazard(self, pending: Pending, write: Op) -> bool:
+        ordered = [a for a in pending if isinstance(a, mem.LoadOp) or isinstance(write, _ATOMICS)]
+        if not ordered:
+            return False
         root = self.roots.get(write.operands[0])
         if root is None:
             return True  # a pointer of unknown origin may be any array
-        return any(self.roots.get(ld.ptr) is root and not self.thread_private(ld, write) for ld in pending)
+        return any(self.roots.get(a.ptr) is root and not self._private(a, write) for a in ordered)
+
+    def _private(self, access: mem.LoadOp | mem.StoreOp, write: Op) -> bool:
+        if isinstance(access, mem.LoadOp):
+            return self.thread_private(access, write)
+        # a store and an atomic through one pointer value run in the same owner threads, and a
+        # scalar one runs in thread 0 (codegen/lower_memory.py)
+        ptr = write.operands[0]
+        return ptr is access.ptr or not (isinstance(ptr.type, TensorType) or isinstance(access.ptr.type, TensorType))
 
 
 def _block(block: Block, pending: Pending, prog: _Program) -> Pending:
@@ -71,6 +91,8 @@ def _block(block: Block, pending: Pending, prog: _Program) -> Pending:
             if pending and prog.hazard(pending, op):
                 block.insert_before(op, BarrierOp(loc=op.loc))
                 pending = frozenset()
+            if isinstance(op, mem.StoreOp):
+                pending = pending | {op}
         elif op.name in ("scf.if", "scf.for", "scf.while"):
             pending = pending_after(op, pending, lambda b, p: _block(b, p, prog))
         else:
@@ -83,7 +105,7 @@ def _block(block: Block, pending: Pending, prog: _Program) -> Pending:
 @dataclass(frozen=True)
 class OrderDeviceAccesses(ModulePass):
     """Insert `tt.barrier` between a program's replicated loads and its later stores to the same
-    array (see the module docstring)."""
+    array, and between its stores and its later atomics on one array (see the module docstring)."""
 
     name: ClassVar[str] = "order-device-accesses"
 

@@ -49,7 +49,7 @@ def msl_dir() -> Path:
 
 def _fact_text(fact: object) -> str:
     if isinstance(fact, PointerArg):
-        return f"*{fact.element}:{int(fact.aligned16)}"
+        return f"*{fact.element}:{int(fact.aligned16)}" + (f"=a{fact.same_as}" if fact.same_as >= 0 else "")
     if isinstance(fact, ScalarArg):
         return f"{fact.ty}:{int(fact.divisible16)}"
     if isinstance(fact, ConstexprArg):

@@ -8,7 +8,7 @@ interned (`POINTER_FACTS`, `MPS_POINTER_FACTS`), so building a key on a launch a
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..errors import LaunchError
@@ -35,11 +35,14 @@ class PointerArg:
     """The address of the first element is a multiple of 16 bytes."""
     mps: bool = False
     """A torch tensor on the MPS device: the launch runs on the torch_mps backend."""
+    same_as: int = -1
+    """On the Metal path, the index of an earlier argument that is this very array (one object
+    passed twice), else -1: the variant compiles both parameters as one (`same_array_facts`)."""
     _hash: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # keys are hashed on every launch: compute once (tl dtypes hash in Python code)
-        object.__setattr__(self, "_hash", hash(("ptr", self.element, self.aligned16, self.mps)))
+        object.__setattr__(self, "_hash", hash(("ptr", self.element, self.aligned16, self.mps, self.same_as)))
 
     def __hash__(self) -> int:
         return self._hash
@@ -108,6 +111,31 @@ MPS_POINTER_FACTS: dict[tuple[tlt.dtype, bool], PointerArg] = {
     (ty, a): PointerArg(ty, a, True) for ty in tlt.SCALAR_DTYPES for a in (False, True)
 }
 """The same for torch tensors on the MPS device."""
+
+
+def same_array_facts(values: tuple[object, ...], facts: tuple[ArgSpec, ...]) -> tuple[ArgSpec, ...]:
+    """`facts` with `same_as` set on each array argument that is the very object an earlier
+    array argument is (Liger-Kernel's norms pass `dY` as their output `dX` too). On the Metal
+    path every written argument has its own output buffer and loads read the contents from
+    before the launch, so a kernel that reads one of the two after writing the other is refused
+    (docs/runtime.md, "Aliasing"); compiled as one parameter, the array is one buffer again."""
+    if len(set(map(id, values))) == len(values):
+        return facts  # the common launch: no object twice (checked in C, per launch)
+    first: dict[int, int] = {}
+    out = list(facts)
+    for i, (value, fact) in enumerate(zip(values, facts)):
+        if type(fact) is PointerArg:
+            j = first.setdefault(id(value), i)
+            if j != i:
+                twin = _SAME_AS.get((fact, j))
+                if twin is None:
+                    twin = _SAME_AS[fact, j] = replace(fact, same_as=j)
+                out[i] = twin
+    return tuple(out)
+
+
+_SAME_AS: dict[tuple[PointerArg, int], PointerArg] = {}
+"""Interned `same_as` facts: (the argument's own fact, the index of its first occurrence)."""
 
 
 def bad_dtype(dtype_name: str, name: str) -> LaunchError:

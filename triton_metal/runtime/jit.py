@@ -27,10 +27,11 @@ from typing import Any, overload
 from ..errors import CompilationError, LaunchError
 from ..language.jit_marker import JITCallable
 from ..backends.metal.plan import LAUNCH_DIM_LIMIT
-from .backend import active_backend_name, backend_for_arrays, launch_environment
+from .backend import METAL, active_backend_name, backend_for_arrays, launch_environment
 from .binder import Param, explain_binding_error, make_binder
 from .cache import COMPILER_VERSION, CompiledKernel, KernelCache
 from .dependencies import UsedGlobal, cache_key_and_globals, check_globals
+from .facts import same_array_facts
 from .grid import VALID_NUM_WARPS, GridSpec, check_num_warps, normalize_grid, resolve_grid
 from .arrays import needs_64bit_indices
 from .launch import compile_variant, launch_on_interpreter, make_launcher, to_launch_args
@@ -261,6 +262,8 @@ class JITFunction(KernelInterface, JITCallable):
             launch_on_interpreter(self, grid3, to_launch_args(self.arg_names, values, facts))
             return None
 
+        if backend == METAL:
+            facts = same_array_facts(values, facts)
         cache = self.cache
         index_bits = cache.index_bits(facts, values)
         spread = grid3[0] * 32 * warps > LAUNCH_DIM_LIMIT
@@ -349,7 +352,8 @@ def describe_facts(names: list[str], facts: tuple[ArgSpec, ...]) -> str:
         elif isinstance(fact, DescriptorArg):
             parts.append(f"{name}: tensordesc<{fact.base.element}{list(fact.block_shape)}>")
         elif isinstance(fact, PointerArg):
-            parts.append(f"{name}: *{fact.element}" + (" (aligned)" if fact.aligned16 else ""))
+            parts.append(f"{name}: *{fact.element}" + (" (aligned)" if fact.aligned16 else "")
+                         + (f" (= argument {fact.same_as})" if fact.same_as >= 0 else ""))
         elif isinstance(fact, ScalarArg):
             parts.append(f"{name}: {fact.ty}" + (" (%16)" if fact.divisible16 else ""))
         elif isinstance(fact, ConstexprArg):

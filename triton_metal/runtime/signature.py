@@ -28,7 +28,7 @@ def signature_param(fact: ArgSpec) -> Any:
     if isinstance(fact, ConstexprArg):
         return ParamConstexpr(fact.value)
     if isinstance(fact, PointerArg):
-        return ParamType(fact.ty, fact.aligned16)
+        return ParamType(fact.ty, fact.aligned16, fact.same_as)
     if isinstance(fact, TupleArg):
         return ParamTuple(tuple(map(signature_param, fact.elements)))
     if isinstance(fact, DescriptorArg):
