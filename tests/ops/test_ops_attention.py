@@ -93,6 +93,23 @@ def test_decode_configs(monkeypatch, split, slots, rows, warps):
     assert attention._attn_decode.best_config is cf
 
 
+@pytest.mark.parametrize("block_m,block_n,warps", [(64, 32, 2), (64, 32, 4)])
+def test_prefill_tiles_of_more_rows_per_simd_group(monkeypatch, block_m, block_n, warps):
+    # the 64-row tiles the forward's pruning keeps at head dim 128 in float16 (q staged once
+    # before the key loop), forced: 16 or 32 query rows a SIMD group, ragged lengths, causal
+    import triton_metal as triton
+    from triton_metal.ops import attention
+
+    cf = triton.Config({"BLOCK_M": block_m, "BLOCK_N": block_n}, num_warps=warps)
+    assert attention._fits(block_m, block_n, 128, 2)
+    monkeypatch.setattr(attention._attn_fwd, "configs", [cf])
+    monkeypatch.setattr(attention._attn_fwd, "cache", {})
+    q, k, v = _qkv(1, 2, 1, 100, 100, 128, "float16")
+    kw = dict(scale=0.0884, mask="causal")
+    assert_close(ops.scaled_dot_product_attention(q, k, v, **kw), sdpa(q, k, v, **kw), "float16", scale=2)
+    assert attention._attn_fwd.best_config is cf
+
+
 def test_attention_long_sequence():
     q, k, v = _qkv(1, 1, 1, 1000, 1000, 64, "float16")
     kw = dict(scale=0.125, mask="causal")

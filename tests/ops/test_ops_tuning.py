@@ -46,10 +46,12 @@ def test_attention_forward_tiles_count_the_operands_real_size(tuning, dtype, ite
     q = mx.zeros((1, 1, 4, 128), getattr(mx, dtype))
     kept = attention._prune_forward_tiles(attention._TILES, {"q_ptr": q}, BLOCK_D=128)
     tiles = [(cf.kwargs["BLOCK_M"], cf.kwargs["BLOCK_N"]) for cf in kept]
-    # q (M x D), k^T (D x N), p (M x N), v (N x D) at `itemsize` bytes within 32 KiB
-    expect = [(m, n) for m, n in ((32, 32), (64, 32), (32, 64), (64, 64), (16, 16))
-              if (m * 128 + 128 * n + m * n + n * 128) * itemsize <= 32 * 1024]
+    # q (M x D) before the key loop, then k^T (D x N), p (M x N) and v (N x D) in its space,
+    # at `itemsize` bytes within 32 KiB
+    expect = [(m, n) for m, n in ((32, 32), (64, 32), (64, 32), (32, 64), (64, 64), (16, 16))
+              if max(m * 128, 128 * n + m * n + n * 128) * itemsize <= 32 * 1024]
     assert tiles == expect
+    assert ((64, 32) in tiles) == (itemsize == 2)
     assert (32, 32) in tiles if itemsize == 2 else tiles == [(16, 16)]
 
 

@@ -55,21 +55,26 @@ def _scores(q, k_ptrs, mask_ptrs, offs_m, offs_n, start_n, Lq, Lkv, scale, dmask
     return tl.where(keep, s + bias.to(tl.float32), NEG_INF)
 
 
-def _fits(block_m: int, block_n: int, block_d: int, itemsize: int) -> bool:
-    # dot operands staged in threadgroup memory: q, k^T, p and v tiles
-    staged = (block_m * block_d + block_d * block_n + block_m * block_n + block_n * block_d) * itemsize
-    return staged <= SMEM_BYTES
+def _fits(block_m: int, block_n: int, block_d: int, itemsize: int, q_apart: bool = True) -> bool:
+    # dot operands staged in threadgroup memory: the q tile, converted once before the key loop,
+    # then k^T, p and v in each step; the allocator gives the loop's tiles q's space once q
+    # is in its fragments (docs/dot.md, "Attention prefill"); `q_apart` False counts all four
+    # at once
+    q = block_m * block_d
+    step = block_d * block_n + block_m * block_n + block_n * block_d
+    return (max(q, step) if q_apart else q + step) * itemsize <= SMEM_BYTES
 
 
-def _kept_tiles(configs: list[Any], block_d: int, itemsize: int) -> list[Any]:
-    fitting = [cf for cf in configs if _fits(cf.kwargs["BLOCK_M"], cf.kwargs["BLOCK_N"], block_d, itemsize)]
+def _kept_tiles(configs: list[Any], block_d: int, itemsize: int, q_apart: bool = True) -> list[Any]:
+    fitting = [cf for cf in configs
+               if _fits(cf.kwargs["BLOCK_M"], cf.kwargs["BLOCK_N"], block_d, itemsize, q_apart)]
     return c.first_or_all(fitting or configs[-1:])
 
 
 def _prune_tiles(configs: list[Any], named_args: dict[str, Any], **kwargs: Any) -> list[Any]:
     # the backward kernels stage about twice the forward's tiles (k, q^T, p^T, dO, v, dO^T, dS^T,
-    # q) at the inputs' size: counted as the forward's four tiles at 4 bytes
-    return _kept_tiles(configs, int(kwargs.get("BLOCK_D", 128)), 4)
+    # q) at the inputs' size: counted as the forward's four tiles at once at 4 bytes
+    return _kept_tiles(configs, int(kwargs.get("BLOCK_D", 128)), 4, q_apart=False)
 
 
 def _prune_forward_tiles(configs: list[Any], named_args: dict[str, Any], **kwargs: Any) -> list[Any]:
@@ -81,7 +86,7 @@ def _prune_forward_tiles(configs: list[Any], named_args: dict[str, Any], **kwarg
 
 
 _TILES = [triton.Config({"BLOCK_M": m, "BLOCK_N": n}, num_warps=w)
-          for m, n, w in ((32, 32, 4), (64, 32, 4), (32, 64, 4), (64, 64, 8), (16, 16, 2))]
+          for m, n, w in ((32, 32, 4), (64, 32, 4), (64, 32, 2), (32, 64, 4), (64, 64, 8), (16, 16, 2))]
 _TILE_TUNING = {"early_config_prune": _prune_tiles}
 
 
