@@ -45,6 +45,8 @@ _ALIASES = {
     "triton.compiler.compiler": "triton_metal.runtime.compiler",
     "triton.compiler.errors": "triton_metal.errors",
     "triton.backends.compiler": "triton_metal.runtime.driver_stub",
+    # Triton's test helpers, for running Triton's own test files (tools/triton_suite)
+    "triton._internal_testing": "triton_metal.tools.triton_suite.helpers",
 }
 
 
