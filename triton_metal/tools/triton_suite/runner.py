@@ -38,7 +38,7 @@ def pytest_command(test_file: Path, junit: Path, extra: Sequence[str]) -> list[s
         sys.executable, "-m", "pytest", str(test_file),
         "-p", PLUGIN, "-p", "no:cacheprovider",
         "-c", os.devnull, "--rootdir", str(test_file.parent), "--confcutdir", str(test_file.parent),
-        "--junitxml", str(junit), "-o", "junit_family=xunit1", "-q", "-rN",
+        "--junitxml", str(junit), "-o", "junit_family=xunit1", "-q", "-rN", "--disable-warnings",
         *([] if any(a.startswith("--tb") for a in extra) else ["--tb=line"]),
         *extra,
     ]
