@@ -163,6 +163,8 @@ def test_full_zeros_zeros_like_and_cdiv(run: Any) -> None:
         ("tl.arange(0, 8)[2]", "unsupported tensor index: 2"),
         ("tl.permute(tl.zeros((2, 4), tl.int32), (0, 0))", "permutation"),
         ("tl.trans(tl.arange(0, 8))", "2-D tensor"),
+        ("tl.cat(tl.arange(0, 8), tl.arange(0, 4))", "tl.cat requires tensors of the same shape, got \\[8\\] and \\[4\\]"),
+        ("tl.cat(tl.zeros((2, 4), tl.int32), tl.arange(0, 8))", "tensors must have the same rank, got 2 and 1"),
     ],
 )
 def test_shape_refusals(run: Any, body: str, match: str) -> None:

@@ -205,9 +205,15 @@ class ShapeMixin(SemanticBase):
         a, b = self.to_tensor(a), self.to_tensor(b)
         if not a.type.is_block() or not b.type.is_block():
             raise error("tl.cat joins blocks, not scalars", hint="use tl.join for two scalars")
+        rank = len(a.type.shape)
+        if rank != len(b.type.shape):
+            raise error(f"tensors must have the same rank, got {rank} and {len(b.type.shape)}")
+        if list(a.type.shape) != list(b.type.shape):  # Triton's wording
+            raise error(
+                f"tl.cat requires tensors of the same shape, got {list(a.type.shape)} and {list(b.type.shape)}"
+            )
         if a.type != b.type:
             raise error(f"tl.cat needs operands of the same type, got {a.type} and {b.type}")
-        rank = len(a.type.shape)
         d = dim.value if isinstance(dim, constexpr) else dim
         d = d + rank if d < 0 else d
         if not 0 <= d < rank:

@@ -160,9 +160,17 @@ def to_triton(x: np.ndarray, device: Any, dst_type: str | None = None) -> Any:
     return torch.tensor(x, device=device)
 
 
+TORCH_FP8_NAMES = {
+    "float8_e4m3fn": "float8e4nv", "float8_e5m2": "float8e5",
+    "float8_e4m3fnuz": "float8e4b8", "float8_e5m2fnuz": "float8e5b16",
+}
+"""torch's names of the fp8 dtypes -> Triton's."""
+
+
 def str_to_triton_dtype(name: str) -> Any:
-    """The `tl` dtype a dtype name denotes (`"float32"` -> `tl.float32`, `"bool"` -> `tl.int1`)."""
-    return tl.str_to_ty(name)
+    """The `tl` dtype a dtype name denotes, Triton's or torch's (`"float32"` -> `tl.float32`,
+    `"bool"` -> `tl.int1`, `"float8_e4m3fn"` -> `tl.float8e4nv`)."""
+    return tl.str_to_ty(TORCH_FP8_NAMES.get(name, name))
 
 
 def torch_dtype_name(dtype: Any) -> str:

@@ -1,10 +1,16 @@
 """The pytest plugin the Triton-suite runner loads into pytest (and into every pytest-xdist
 worker): it makes `import triton` resolve to triton_metal before any test file is imported, and
 supplies the fixtures Triton's own `conftest.py` files would (`device` is "cpu": torch CPU
-tensors, which the emulator and the interpreter run on in place)."""
+tensors, which the emulator and the interpreter run on in place). Two process-wide changes make
+the files runnable as they are: `exec` keeps the source of kernels it defines readable
+(`exec_with_source`), and `torch.cuda.get_device_capability()` answers (0, 0)
+(`no_nvidia_capability`)."""
 
 from __future__ import annotations
 
+import builtins
+import itertools
+import linecache
 from collections.abc import Iterator
 from typing import Any
 
@@ -13,6 +19,47 @@ import pytest
 from ...as_triton import install_as_triton
 
 install_as_triton()
+
+_PLAIN_EXEC = builtins.exec
+_EXEC_NUMBERS = itertools.count(1)
+
+
+def exec_with_source(source: Any, globals: Any = None, locals: Any = None, /, *args: Any, **kwargs: Any) -> Any:
+    """`exec` that keeps the text of a kernel it defines readable, as IPython keeps a cell's.
+
+    Triton's tests define kernels under the interpreter by `exec` of edited source text
+    (`patch_kernel`). The compiler reads a kernel's source (the interpreter's legality check is
+    a compile), and `inspect` finds none for text given to `exec`: each such text is compiled
+    under a file name of its own, `<exec N>`, whose lines `linecache` holds. Only text that
+    defines a `jit` function is registered; anything else runs as plain `exec` runs it."""
+    if isinstance(source, str) and "jit" in source:
+        name = f"<exec {next(_EXEC_NUMBERS)}>"
+        linecache.cache[name] = (len(source), None, source.splitlines(True), name)
+        source = compile(source, name, "exec", dont_inherit=True)
+    return _PLAIN_EXEC(source, globals, locals, *args, **kwargs)
+
+
+builtins.exec = exec_with_source
+
+
+def no_nvidia_capability(device: Any = None) -> tuple[int, int]:
+    """`torch.cuda.get_device_capability()` in the runner: (0, 0), no NVIDIA architecture.
+
+    Triton's files ask it (some at import, in `skipif` conditions) to choose NVIDIA-specific
+    paths and skips; the kernels run on an Apple GPU target whatever CUDA device the machine
+    has, and a torch built without CUDA would raise instead of answering."""
+    return (0, 0)
+
+
+def _answer_capability() -> None:
+    try:
+        import torch
+    except ImportError:
+        return
+    torch.cuda.get_device_capability = no_nvidia_capability
+
+
+_answer_capability()
 
 MARKERS = ("interpreter", "cpu", "forked", "multi_gpu", "gpu")
 """Markers Triton's test files use; registered so that pytest does not warn about them."""
@@ -40,7 +87,9 @@ def with_allocator() -> Iterator[None]:
     try:
         yield
     finally:
-        triton.set_allocator(None)
+        from triton.runtime._allocation import NullAllocator
+
+        triton.set_allocator(NullAllocator())
 
 
 @pytest.fixture
