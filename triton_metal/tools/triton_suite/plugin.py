@@ -11,6 +11,7 @@ from __future__ import annotations
 import builtins
 import itertools
 import linecache
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -32,6 +33,9 @@ def exec_with_source(source: Any, globals: Any = None, locals: Any = None, /, *a
     a compile), and `inspect` finds none for text given to `exec`: each such text is compiled
     under a file name of its own, `<exec N>`, whose lines `linecache` holds. Only text that
     defines a `jit` function is registered; anything else runs as plain `exec` runs it."""
+    if globals is None:  # plain `exec(text)` runs in its caller's namespace, not in this frame's
+        caller = sys._getframe(1)
+        globals, locals = caller.f_globals, caller.f_locals if locals is None else locals
     if isinstance(source, str) and "jit" in source:
         name = f"<exec {next(_EXEC_NUMBERS)}>"
         linecache.cache[name] = (len(source), None, source.splitlines(True), name)
