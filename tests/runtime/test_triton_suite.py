@@ -244,3 +244,33 @@ def test_e8m0_scales():
     assert values[:4].tolist() == [1.0, 0.5, 2.0, 2.0**-127] and torch.isnan(values[4:]).all()
     drawn = MXScaleTensor(size=(1000,)).random(low=0.5, high=8.0).data
     assert int(drawn.min()) >= 126 and int(drawn.max()) <= 130
+
+
+KERNEL_TEXT = '''
+@triton.jit
+def twice(x_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs) * 2)
+'''
+
+
+def test_plugin_exec_keeps_kernel_source_readable(host_backend):
+    # as Triton's `patch_kernel` does under the interpreter: a kernel defined by exec of text
+    from triton_metal.tools.triton_suite.plugin import exec_with_source
+
+    namespace: dict[str, object] = {}
+    exec_with_source(KERNEL_TEXT, {"triton": triton, "tl": tl}, namespace)
+    kernel = namespace["twice"]
+    assert "tl.load(x_ptr + offs) * 2" in kernel.src
+    x = torch.arange(8, dtype=torch.float32)
+    kernel[(1,)](x, BLOCK=8)
+    np.testing.assert_array_equal(x.numpy(), np.arange(8) * 2)
+
+
+def test_plugin_exec_without_namespaces_uses_the_callers():
+    from triton_metal.tools.triton_suite.plugin import exec_with_source
+
+    local_value = 41
+    found: dict[str, int] = {}
+    exec_with_source("found['v'] = local_value + 1")
+    assert found == {"v": 42} and local_value == 41

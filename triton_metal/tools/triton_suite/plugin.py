@@ -19,8 +19,6 @@ import pytest
 
 from ...as_triton import install_as_triton
 
-install_as_triton()
-
 _PLAIN_EXEC = builtins.exec
 _EXEC_NUMBERS = itertools.count(1)
 
@@ -43,9 +41,6 @@ def exec_with_source(source: Any, globals: Any = None, locals: Any = None, /, *a
     return _PLAIN_EXEC(source, globals, locals, *args, **kwargs)
 
 
-builtins.exec = exec_with_source
-
-
 def no_nvidia_capability(device: Any = None) -> tuple[int, int]:
     """`torch.cuda.get_device_capability()` in the runner: (0, 0), no NVIDIA architecture.
 
@@ -63,13 +58,16 @@ def _answer_capability() -> None:
     torch.cuda.get_device_capability = no_nvidia_capability
 
 
-_answer_capability()
-
 MARKERS = ("interpreter", "cpu", "forked", "multi_gpu", "gpu")
 """Markers Triton's test files use; registered so that pytest does not warn about them."""
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    """Loaded as a plugin (`-p`): the process-wide changes of the module docstring, before any
+    test file is imported."""
+    install_as_triton()
+    builtins.exec = exec_with_source
+    _answer_capability()
     for marker in MARKERS:
         config.addinivalue_line("markers", f"{marker}: a marker of Triton's own test files")
 
