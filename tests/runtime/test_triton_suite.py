@@ -196,6 +196,9 @@ def test_runner_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
     assert status == 0, printed
     assert "test_small.py on the interpreter: collected 5, passed 4, failed 0, errors 0, skipped 1" in printed
     assert "Only for cuda" in printed and failures.read_text() == ""
+    # one test function, every parametrization of it
+    status = runner.main([str(test_file), "--test", "test_copy", "-p", "no:xdist"])
+    assert "collected 3, passed 3," in capsys.readouterr().out
 
 
 def test_runner_environment():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -31,17 +32,30 @@ def backend_environment(base: dict[str, str], backend: str, target: str | None) 
     return env
 
 
-def pytest_command(test_file: Path, junit: Path, extra: Sequence[str]) -> list[str]:
-    """pytest on the one file, with our plugin, Triton's conftest files left out (the plugin
-    supplies their fixtures), no ini file of Triton's read, no cache written into its tree."""
+def pytest_command(test_file: Path, junit: Path, extra: Sequence[str], tests: Sequence[str] = ()) -> list[str]:
+    """pytest on the one file (or on its test functions `tests`, every parametrization of
+    each), with our plugin, Triton's conftest files left out (the plugin supplies their
+    fixtures), no ini file of Triton's read, no cache written into its tree."""
+    targets = [f"{test_file}::{name}" for name in tests] or [str(test_file)]
     return [
-        sys.executable, "-m", "pytest", str(test_file),
+        sys.executable, "-m", "pytest", *targets,
         "-p", PLUGIN, "-p", "no:cacheprovider",
         "-c", os.devnull, "--rootdir", str(test_file.parent), "--confcutdir", str(test_file.parent),
         "--junitxml", str(junit), "-o", "junit_family=xunit1", "-q", "-rN", "--disable-warnings",
         *([] if any(a.startswith("--tb") for a in extra) else ["--tb=line"]),
         *extra,
     ]
+
+
+def run_pytest(command: list[str], env: dict[str, str]) -> int:
+    """pytest's exit status. An interrupt of the runner (Ctrl-C, `timeout -s INT`) is passed on
+    to pytest, which then stops and still writes its report of the tests that ran."""
+    child = subprocess.Popen(command, env=env)
+    while True:
+        try:
+            return child.wait()
+        except KeyboardInterrupt:
+            child.send_signal(signal.SIGINT)
 
 
 def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
@@ -53,6 +67,8 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     parser.add_argument("test_file", type=Path, help="a test file of Triton's repository")
     parser.add_argument("--backend", choices=BACKENDS, default="interpreter")
     parser.add_argument("--target", help="TRITON_METAL_TARGET for the emulator (apple9:3.2, ...)")
+    parser.add_argument("--test", action="append", default=[], metavar="NAME",
+                        help="run only this test function of the file (repeatable)")
     parser.add_argument("--junitxml", type=Path, help="keep pytest's JUnit XML report here")
     parser.add_argument("--failures", type=Path, help="write the failing test ids and reasons here")
     return parser.parse_known_args(list(argv))
@@ -69,7 +85,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     env = backend_environment(dict(os.environ), args.backend, args.target)
     with tempfile.TemporaryDirectory() as scratch:
         junit = args.junitxml or Path(scratch) / "junit.xml"
-        status = subprocess.call(pytest_command(args.test_file.resolve(), junit, extra), env=env)
+        status = run_pytest(pytest_command(args.test_file.resolve(), junit, extra, args.test), env)
         if not junit.is_file():
             print("triton_suite: pytest wrote no report", file=sys.stderr)
             return status or 3
