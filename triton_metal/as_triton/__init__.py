@@ -95,6 +95,8 @@ def _top_module() -> types.ModuleType:
 
     module = types.ModuleType("triton", "triton_metal installed as triton (install_as_triton)")
     module.__path__ = []  # a package: submodules come from the finder
+    # a spec as every imported module has (torch checks `triton.__spec__` before using it)
+    module.__spec__ = importlib.machinery.ModuleSpec("triton", None, is_package=True)
     # the file of the package that answers `import triton` (libraries locate themselves by it)
     module.__file__ = triton_metal.__file__
     module.__version__ = TRITON_VERSION  # type: ignore[attr-defined]

@@ -98,3 +98,23 @@ def with_allocator() -> Iterator[None]:
 def fresh_triton_cache(tmp_path: Any) -> Iterator[str]:
     """Triton's fixture: a private kernel cache for the test."""
     yield str(tmp_path)
+
+
+KNOBS_SKIP = "the test sets triton.knobs (Triton's configuration object), which has no counterpart here"
+
+
+@pytest.fixture
+def fresh_knobs() -> None:
+    """Triton's fixture of a freshly reset `triton.knobs`: the test is skipped (`KNOBS_SKIP`)."""
+    pytest.skip(KNOBS_SKIP)
+
+
+@pytest.fixture
+def fresh_knobs_including_libraries() -> None:
+    pytest.skip(KNOBS_SKIP)
+
+
+@pytest.fixture
+def fresh_compilation_knobs() -> None:
+    pytest.skip(KNOBS_SKIP)
+
