@@ -144,6 +144,21 @@ JUNIT = """<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="py
 </testsuite></testsuites>"""
 
 
+@pytest.mark.parametrize("reason, expected", [
+    ("ArgumentError: kernel 'k': argument 'Z' is a float64 tensor: Apple GPUs have no fp64", "fp64"),
+    ("CompilationError: atomic_cas on u64 is not supported: Metal atomics work on 32-bit", "64-bit atomics"),
+    ("CompilationError: atomic add on i64 is not supported", "64-bit atomics"),
+    ("CompilationError: converting between pointers and integers is not supported", "integer-to-pointer"),
+    ("bfloat16 is not supported in the interpreter", "Triton's interpreter"),
+    ("Only for cuda or HIP", "NVIDIA or AMD"),
+    ("Requires compute capability >= 9 for NV", "NVIDIA or AMD"),
+    ("KeyError: 'ttir'", "compiler output"),
+    ("CompilationError: tl.full's shape must be compile-time integers", "other"),
+])
+def test_report_categories(reason, expected):
+    assert expected in report.category(reason)
+
+
 def test_report_counts_and_groups():
     found = report.outcomes(JUNIT)
     assert [o.test_id for o in found][:1] == ["test_x.py::test_a[1]"]

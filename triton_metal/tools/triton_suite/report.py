@@ -15,6 +15,29 @@ _EXCEPTION = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Construct|Failure|War
 REASON_WIDTH = 160
 
 
+CATEGORIES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (name, re.compile(pattern))
+    for name, pattern in (
+        ("fp64: Apple GPUs have none", r"float64|fp64"),
+        ("64-bit atomics: Metal has none", r"atomic\S* (add|max|min|and|or|xor|xchg|cas|atomic_cas)? ?on [iu]64|atomic_cas on [iu]64"),
+        ("integer-to-pointer casts", r"between pointers and integers"),
+        ("Triton's interpreter skips it", r"not supported in the interpreter|Only test atomic bfloat16"),
+        ("needs an NVIDIA or AMD GPU (the test says so)",
+         r"(?i)cuda|hip\b|\bnv\b|hopper|blackwell|sm ?\d|cdna|rdna|ampere|compute capability|maxnreg|inline_asm"),
+        ("Triton's configuration (triton.knobs)", r"triton\.knobs"),
+        ("a parameter combination the test itself rules out", r"uint cannot be negative"),
+        ("inspects Triton's compiler output (asm, IR)", r"'(ttir|ttgir|llir|ptx|amdgcn)'|attribute 'asm'"),
+    )
+)
+"""(category, pattern) in the order tried: the first pattern found in a reason names its category."""
+OTHER = "other"
+
+
+def category(reason: str) -> str:
+    """The category of a failure or skip reason (`CATEGORIES`), `OTHER` when none matches."""
+    return next((name for name, pattern in CATEGORIES if pattern.search(reason)), OTHER)
+
+
 @dataclass(frozen=True)
 class Outcome:
     test_id: str
@@ -84,13 +107,24 @@ def grouped(found: list[Outcome], statuses: tuple[str, ...]) -> list[tuple[str, 
     return sorted(tally.items(), key=lambda item: (-item[1], item[0]))
 
 
+def by_category(found: list[Outcome], statuses: tuple[str, ...]) -> list[tuple[str, int]]:
+    """(category, how many) for the outcomes of `statuses`, commonest first."""
+    tally = Counter(category(o.reason) for o in found if o.status in statuses)
+    return sorted(tally.items(), key=lambda item: (-item[1], item[0]))
+
+
 def summary(found: list[Outcome], title: str) -> str:
-    """The text the runner prints: the counts, then failures and skips by reason."""
+    """The text the runner prints: the counts, failures and skips by category, then by reason."""
     c = counts(found)
     lines = [
         f"{title}: collected {c.collected}, passed {c.passed}, failed {c.failed}, "
         f"errors {c.errors}, skipped {c.skipped}"
     ]
+    for heading, statuses in (("failures and errors", (FAILED, ERROR)), ("skips", (SKIPPED,))):
+        kinds = by_category(found, statuses)
+        if kinds:
+            lines.append(f"{heading} by category:")
+            lines.extend(f"  {n:6d}  {name}" for name, n in kinds)
     for heading, statuses in (("failures and errors", (FAILED, ERROR)), ("skips", (SKIPPED,))):
         groups = grouped(found, statuses)
         if groups:
