@@ -56,6 +56,7 @@ def test_triton_test_helpers_and_allocator_under_the_swap():
     from triton.tools.mxfp import MXFP4Tensor
 
     assert not is_cuda() and MXFP4Tensor is not None
+    assert triton.compiler.errors.CompilationError is triton_metal.CompilationError
     triton.set_allocator(default_alloc_fn)
     from triton_metal.runtime._allocation import allocator
 
