@@ -62,6 +62,22 @@ MARKERS = ("interpreter", "cpu", "forked", "multi_gpu", "gpu")
 """Markers Triton's test files use; registered so that pytest does not warn about them."""
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--suite-every", type=int, default=1, metavar="N",
+        help="run every Nth collected test only (a sample spread over all parametrizations)",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    every = config.getoption("--suite-every")
+    if every > 1:
+        kept = items[::every]
+        chosen = set(kept)
+        config.hook.pytest_deselected(items=[item for item in items if item not in chosen])
+        items[:] = kept
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Loaded as a plugin (`-p`): the process-wide changes of the module docstring, before any
     test file is imported."""
