@@ -45,6 +45,16 @@ def test_reinterpreted_torch_tensors_are_read_and_written_as_the_new_type(host_b
     np.testing.assert_array_equal(y.numpy(), words >> 1)
 
 
+def test_reinterpreted_view_of_an_unsupported_type_is_refused(host_backend):
+    from triton_metal.runtime.facts import ArgumentError
+
+    y = torch.zeros(4, dtype=torch.int8)
+    before = y.clone()
+    with pytest.raises(ArgumentError, match="argument 'x_ptr'.*float8e4b15 is not supported"):
+        _halve[(1,)](triton.reinterpret(y, tl.float8e4b15), y, 4, BLOCK=4)
+    assert torch.equal(y, before)
+
+
 def test_tensor_wrapper_has_triton_members():
     base = torch.arange(6, dtype=torch.int16).reshape(2, 3)
     wrapped = triton.reinterpret(base, tl.uint16)
