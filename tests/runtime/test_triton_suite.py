@@ -302,3 +302,23 @@ def test_plugin_exec_without_namespaces_uses_the_callers():
     found: dict[str, int] = {}
     exec_with_source("found['v'] = local_value + 1")
     assert found == {"v": 42} and local_value == 41
+
+
+def test_jit_repr_hook_names_the_compiled_kernel():
+    # Triton's `repr=`: the hook sees the parameters' signature types and compile-time values
+    seen = []
+
+    def name_of(specialization):
+        seen.append(specialization)
+        return "k_" + "_".join(f"{k}{v}" for k, v in specialization.signature.items())
+
+    @triton.jit(repr=name_of)
+    def kernel(value, is_one, x_ptr, BLOCK: tl.constexpr):
+        pass
+
+    x = torch.zeros(4)
+    for value, expected in ((-1, "i32"), (2**31, "i64"), (2**63, "u64")):
+        compiled = kernel.warmup(value, 1, x, 8, grid=(1,))
+        assert compiled.name == f"k_value{expected}_is_oneconstexpr_x_ptr*fp32_BLOCKconstexpr"
+    assert seen[-1].constants == {"is_one": 1, "BLOCK": 8}
+    assert kernel.warmup(3, 2, x, 8, grid=(1,)).name.startswith("k_valuei32_is_onei32_")
