@@ -135,7 +135,7 @@ class MemoryMixin(SemanticBase):
             raise error("boundary_check belongs to block pointers, which are not supported", hint=BLOCK_POINTER_HINT)
         ptr = self._pointer_operand(ptr, "store")
         if getattr(ptr.type.scalar, "const", False):
-            raise error("cannot store through a pointer to constant memory")
+            raise error("Cannot store to a constant pointer", hint="the pointer's parameter is annotated tl.const")
         value = self.to_tensor(_opt(value))
         mask = _opt(mask)
         if mask is not None:
