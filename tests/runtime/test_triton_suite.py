@@ -160,6 +160,7 @@ JUNIT = """<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="py
     ("CompilationError: atomic add on i64 is not supported", "64-bit atomics"),
     ("CompilationError: converting between pointers and integers is not supported", "integer-to-pointer"),
     ("bfloat16 is not supported in the interpreter", "Triton's interpreter"),
+    ("ArgumentError: argument 'X' is a reinterpreted view: tl.float8e4b15 is not supported", "float8e4b15"),
     ("Only for cuda or HIP", "NVIDIA or AMD"),
     ("Requires compute capability >= 9 for NV", "NVIDIA or AMD"),
     ("KeyError: 'ttir'", "compiler output"),

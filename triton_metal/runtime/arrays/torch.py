@@ -307,7 +307,7 @@ class TensorWrapperAdapter:
             raise ArgumentError(f"argument '{name}' is a float64 view: {tlt.FP64_REFUSAL}")
         if (value.dtype, False) not in POINTER_FACTS:  # float8e4b15: refused wherever it is used
             refusal = getattr(value.dtype, "refusal", None)
-            said = refusal().args[0] if refusal is not None else f"{value.dtype!r} is not a kernel element type"
+            said = refusal().reason if refusal is not None else f"{value.dtype!r} is not a kernel element type"
             raise ArgumentError(f"argument '{name}' is a reinterpreted view: {said}")
         if value.base.device.type != CPU:
             raise ArgumentError(
