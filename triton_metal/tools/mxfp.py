@@ -34,8 +34,9 @@ def _shape(size: Any) -> tuple[int, ...]:
     return tuple(size) if isinstance(size, (tuple, list)) else (size,)
 
 
-class MXFP4Tensor:
-    """E2M1 data (module docstring): from float32 `data`, or of `size` to fill with `random()`."""
+class _MXCodes:
+    """One code per uint8 in `data`: converted from float32 `data`, or of `size` to fill with
+    `random()` (the members both of Triton's classes share)."""
 
     def __init__(self, data: Any = None, size: Any = None, device: Any = None) -> None:
         self.device = device
@@ -48,6 +49,13 @@ class MXFP4Tensor:
             self.size = _shape(size)
         else:
             raise ValueError("Either parameter data or size must be provided")
+
+    def _from_float(self, values: Any) -> Any:
+        raise NotImplementedError
+
+
+class MXFP4Tensor(_MXCodes):
+    """E2M1 data (module docstring)."""
 
     def random(self) -> MXFP4Tensor:
         """Every one of the 16 codes equally likely."""
@@ -103,20 +111,8 @@ class MXFP4Tensor:
         return data.narrow(dim, 0, original_shape[dim]).to(torch.uint8)
 
 
-class MXScaleTensor:
-    """E8M0 scales (module docstring): from float32 `data`, or of `size` to fill with `random()`."""
-
-    def __init__(self, data: Any = None, size: Any = None, device: Any = None) -> None:
-        self.device = device
-        if data is not None:
-            if not isinstance(data, _torch().Tensor):
-                raise AssertionError("Parameter data must be a torch tensor")
-            self.device = data.device
-            self.data = self._from_float(data)
-        elif size is not None:
-            self.size = _shape(size)
-        else:
-            raise ValueError("Either parameter data or size must be provided")
+class MXScaleTensor(_MXCodes):
+    """E8M0 scales (module docstring)."""
 
     def random(self, low: float | None = None, high: float | None = None) -> MXScaleTensor:
         """Codes uniform between those of `low` and `high` (floor of log2; default the whole
