@@ -164,6 +164,7 @@ JUNIT = """<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="py
     ("Only for cuda or HIP", "NVIDIA or AMD"),
     ("Requires compute capability >= 9 for NV", "NVIDIA or AMD"),
     ("KeyError: 'ttir'", "compiler output"),
+    ("Skipped due to insufficient shared memory on this GPU.", "threadgroup memory"),
     ("CompilationError: tl.full's shape must be compile-time integers", "other"),
 ])
 def test_report_categories(reason, expected):

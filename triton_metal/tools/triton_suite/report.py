@@ -22,6 +22,8 @@ CATEGORIES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("64-bit atomics: Metal has none", r"atomic\S* (add|max|min|and|or|xor|xchg|cas|atomic_cas)? ?on [iu]64|atomic_cas on [iu]64"),
         ("integer-to-pointer casts", r"between pointers and integers"),
         ("float8e4b15: refused (no published definition of its special values)", r"float8e4b15"),
+        ("Apple GPU limits (32 KiB of threadgroup memory)",
+         r"insufficient shared memory|threadgroup memory of kernel .* hardware limit"),
         ("Triton's interpreter skips it", r"not supported in the interpreter|Only test atomic bfloat16"),
         ("needs an NVIDIA or AMD GPU (the test says so)",
          r"(?i)cuda|hip\b|\bnv\b|hopper|blackwell|sm ?\d|cdna|rdna|ampere|compute capability|maxnreg|inline_asm"),
