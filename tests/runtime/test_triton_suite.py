@@ -324,3 +324,16 @@ def test_jit_repr_hook_names_the_compiled_kernel():
         assert compiled.name == f"k_value{expected}_is_oneconstexpr_x_ptr*fp32_BLOCKconstexpr"
     assert seen[-1].constants == {"is_one": 1, "BLOCK": 8}
     assert kernel.warmup(3, 2, x, 8, grid=(1,)).name.startswith("k_valuei32_is_onei32_")
+
+
+@triton.jit
+def _tuple_constexpr_element(out_ptr, pair):
+    for _ in range(1):
+        tl.static_assert(pair[1] == 3)  # a compile-time element of a tuple argument
+    tl.store(out_ptr, pair[0] + pair[1])
+
+
+def test_compile_time_element_of_a_tuple_argument(host_backend):
+    out = torch.zeros(1, dtype=torch.int32)
+    _tuple_constexpr_element[(1,)](out, (8, tl.constexpr(3)))
+    assert out.item() == 11
