@@ -62,7 +62,7 @@ def test_refusal_list_names_only_triton_names() -> None:
 
 _LIBDEVICE = ("tanh sinh cosh tan asin acos atan asinh acosh atanh log10 trunc rint nearbyint round exp exp2 "
               "log log2 sqrt rsqrt sin cos erf floor ceil fabs abs fma pow powf fmod fmin fmax isnan isinf "
-              "div_rn sqrt_rn fast_dividef fast_expf fast_logf fast_log2f fast_sinf fast_cosf fast_tanf").split()
+              "div_rn sqrt_rn fast_dividef finitef fast_expf fast_logf fast_log2f fast_sinf fast_cosf fast_tanf").split()
 
 
 @pytest.mark.parametrize("name", _LIBDEVICE)
@@ -85,7 +85,8 @@ def test_libdevice_functions_compute_what_numpy_computes(run) -> None:
         for i in tl.static_range(14):
             tl.store(out_ptr + i * BLOCK + offs, rows[i])
         z = x / (x - x)  # nan at 0, +-inf elsewhere
-        tl.store(flags_ptr + offs, ld.isnan(z).to(tl.int32) + 2 * ld.isinf(z).to(tl.int32))
+        tl.store(flags_ptr + offs, ld.isnan(z).to(tl.int32) + 2 * ld.isinf(z).to(tl.int32)
+                 + 4 * ld.finitef(x / z).to(tl.int32))
 
     x = np.linspace(-1.5, 1.5, 16).astype(np.float32)
     x[7] = 0.0
@@ -101,7 +102,8 @@ def test_libdevice_functions_compute_what_numpy_computes(run) -> None:
                          a * b + 0.5, np.fmin(a, b), np.fmax(a, b), a / (b + 4), np.floor(a * 3),
                          np.ceil(a * 3), [erf(v) for v in a], np.exp(a), np.rint(a * 3), a / (b + 4)])
     np.testing.assert_allclose(out, expected.astype(np.float32), rtol=2e-6, atol=2e-6)
-    np.testing.assert_array_equal(flags, np.where(x == 0, 1, 2))
+    # x / z: nan at 0 (0 / nan), +-0 elsewhere (finite)
+    np.testing.assert_array_equal(flags, np.where(x == 0, 1, 2 + 4))
 
 
 def test_libdevice_refuses_what_msl_lacks_with_an_alternative() -> None:

@@ -337,3 +337,25 @@ def test_compile_time_element_of_a_tuple_argument(host_backend):
     out = torch.zeros(1, dtype=torch.int32)
     _tuple_constexpr_element[(1,)](out, (8, tl.constexpr(3)))
     assert out.item() == 11
+
+
+@triton.jit
+def _finite_or_bessel(x_ptr, out_ptr, BESSEL: tl.constexpr):
+    offs = tl.arange(0, 8)
+    x = tl.load(x_ptr + offs)
+    if BESSEL:
+        y = tl.extra.libdevice.j0(x)  # MSL has no Bessel functions: refused only if compiled
+    else:
+        y = tl.extra.libdevice.finitef(x)
+    tl.store(out_ptr + offs, y)
+
+
+def test_a_refused_function_in_a_compile_time_dead_branch(host_backend):
+    from triton_metal.errors import UnsupportedLanguageConstruct
+
+    x = torch.tensor([1.0, -1.0, 0.0, -0.0, float("inf"), -float("inf"), float("nan"), 2.0])
+    out = torch.zeros(8, dtype=torch.bool)
+    _finite_or_bessel[(1,)](x, out, BESSEL=False)
+    assert out.tolist() == [True, True, True, True, False, False, False, True]
+    with pytest.raises(UnsupportedLanguageConstruct, match="libdevice.j0: the Metal standard library has no such"):
+        _finite_or_bessel[(1,)](x, out, BESSEL=True)

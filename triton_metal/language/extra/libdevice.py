@@ -7,7 +7,7 @@ float for fp16/bf16 operands as the other `tl.math` functions are: `tanh`, `sinh
 (`nearbyint`), `round` (halfway cases away from zero), and the functions `tl` already has under
 libdevice's names (`exp`, `exp2`, `log`, `log2`, `sqrt`, `rsqrt`, `sin`, `cos`, `erf`, `floor`,
 `ceil`, `fabs`/`abs`, `fma`, `pow`, `fmod`, `fmin`, `fmax`, `isnan`, `isinf`, `div_rn`,
-`sqrt_rn`, `fast_dividef`, and the `fast_*f` spellings). A function MSL lacks (`log1p`, `expm1`, `lgamma`,
+`sqrt_rn`, `fast_dividef`, `finitef`, and the `fast_*f` spellings). A function MSL lacks (`log1p`, `expm1`, `lgamma`,
 the Bessel functions, ...) raises a precise error naming a `tl` alternative where one exists.
 """
 
@@ -121,6 +121,13 @@ def isnan(arg0: Any, _semantic: Semantic = None) -> tensor:  # type: ignore[assi
 def isinf(arg0: Any, _semantic: Semantic = None) -> tensor:  # type: ignore[assignment]
     """libdevice `isinf`, as a boolean tensor."""
     return _semantic.equal(_semantic.abs(_u(arg0)), float("inf"))
+
+
+@builtin
+def finitef(arg0: Any, _semantic: Semantic = None) -> tensor:  # type: ignore[assignment]
+    """libdevice `finitef`: whether each value is finite (neither Inf nor NaN), as a boolean tensor."""
+    x = _semantic.to_tensor(_u(arg0))
+    return _semantic.and_(_semantic.equal(x, x), _semantic.not_equal(_semantic.abs(x), float("inf")))
 
 
 @builtin
