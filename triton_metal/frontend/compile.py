@@ -62,10 +62,13 @@ def compile_to_ir(kernel: JITCallable, signature: KernelSignature) -> Module:
         [{"tt.divisibility": 16} if s.divisible_by_16 else {} for _, s in runtime],
     )
     args = iter(func.body.block.args)
-    for arg, p, s in zip(fdef.args.args, params, signature.params):
-        gen.scope[p] = _const_pointer(_value(s, args)) if is_const_annotation(arg.annotation) else _value(s, args)
+    for p, s in zip(params, signature.params):
+        gen.scope[p] = _value(s, args)
 
     with active_semantic(semantic):
+        for arg in fdef.args.args:  # `tl.const`: a pointer to constant data
+            if is_const_annotation(arg.annotation):
+                gen.scope[arg.arg] = _const_pointer(gen.scope[arg.arg])
         gen.begin_body(fdef.body)
         gen.visit_statements(fdef.body)
     if gen.return_value is not None:
