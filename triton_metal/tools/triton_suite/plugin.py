@@ -111,8 +111,10 @@ def with_allocator() -> Iterator[None]:
 
 
 @pytest.fixture
-def fresh_triton_cache(tmp_path: Any) -> Iterator[str]:
-    """Triton's fixture: a private kernel cache for the test."""
+def fresh_triton_cache(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Triton's fixture: an empty kernel cache of the test's own (`TRITON_METAL_CACHE_DIR`, read
+    on every compile), the folder's path."""
+    monkeypatch.setenv("TRITON_METAL_CACHE_DIR", str(tmp_path))
     yield str(tmp_path)
 
 
