@@ -24,6 +24,12 @@ from ..language.types import int1, int32, int64
 from .refusals import refusal
 from .signature import descriptor_part_names
 from .returns import LIVE, RET, ReturnSlotNeeded, has_return, has_value_return
+from .values import is_tensor, unwrap
+
+if TYPE_CHECKING:
+    from .code_generator import CodeGenerator
+
+_MISSING = object()
 
 
 def _mismatch(name: str, then_type: Any, else_type: Any) -> CompilationError:
@@ -39,12 +45,6 @@ def _mismatch(name: str, then_type: Any, else_type: Any) -> CompilationError:
         f"{else_type} after the else branch",
         hint="give it one type in both branches, e.g. with .to(...)",
     )
-from .values import is_tensor, unwrap
-
-if TYPE_CHECKING:
-    from .code_generator import CodeGenerator
-
-_MISSING = object()
 
 
 def assigned_names(stmts: list[ast.stmt]) -> list[str]:

@@ -121,6 +121,7 @@ REFUSALS: dict[str, Refusal] = {
     ),
 }
 
+
 def is_supported_comprehension(node: ast.AST) -> bool:
     """`[expr for name in values]`: one `for` over one name, no `if`, not async (the front end
     unrolls it over a compile-time tuple or list, as Triton does)."""
