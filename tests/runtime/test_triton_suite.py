@@ -359,3 +359,20 @@ def test_a_refused_function_in_a_compile_time_dead_branch(host_backend):
     assert out.tolist() == [True, True, True, True, False, False, False, True]
     with pytest.raises(UnsupportedLanguageConstruct, match="libdevice.j0: the Metal standard library has no such"):
         _finite_or_bessel[(1,)](x, out, BESSEL=True)
+
+
+@triton.jit
+def _literal_types(out_ptr, C: tl.constexpr):
+    tl.static_assert(C.type == (3).type)  # Triton's constexpr_type: equal when the values are
+    tl.static_assert(C.type != (4).type)
+    v = C  # a plain assignment makes a tensor
+    tl.static_assert(v.type == tl.int32)
+    tl.store(out_ptr, v)
+
+
+def test_type_of_a_compile_time_value(host_backend):
+    out = torch.zeros(1, dtype=torch.int32)
+    _literal_types[(1,)](out, 3)
+    assert out.item() == 3
+    with pytest.raises(triton.CompilationError, match="static_assert"):
+        _literal_types[(1,)](out, 5)

@@ -248,6 +248,8 @@ class CodeGenerator(ReturnsMixin, ControlFlowMixin, CallsMixin, ast.NodeVisitor)
         base = self.visit(node.value)
         if isinstance(base, tlc.constexpr) and node.attr == "value":
             return base  # `DTYPE.value` on a constexpr is its value, as in Triton
+        if isinstance(base, tlc.constexpr) and node.attr == "type":
+            return base.type  # `(10).type`: the value's own type, or Triton's constexpr_type
         obj = base.value if isinstance(base, tlc.constexpr) else base
         result = getattr(obj, node.attr)
         return tlc.constexpr(result) if isinstance(result, (bool, int, float, str)) else result
