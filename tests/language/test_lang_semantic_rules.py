@@ -65,6 +65,8 @@ def test_load_and_store_refusals() -> None:
 def test_load_hints_are_accepted() -> None:
     s = Semantic(RecordingBuilder())
     s.load(ptr(tl.float32), cache_modifier=".cg", eviction_policy="evict_last", volatile=True)
+    for modifier in (".ca", ".cs", ".cv"):  # Triton's other load modifiers
+        s.load(ptr(tl.float32), cache_modifier=modifier)
     s.store(ptr(tl.float32), 1.0, cache_modifier=".wb", eviction_policy="evict_first")
 
 

@@ -17,7 +17,7 @@ from ..core import constexpr, tensor
 from ..types import int1, int8, pointer_type
 from .base import SemanticBase, error, with_element
 
-_LOAD_CACHE = ("", ".ca", ".cg", ".cv")
+_LOAD_CACHE = ("", ".ca", ".cg", ".cs", ".cv")  # Triton's load modifiers (hints: Metal has none)
 _STORE_CACHE = ("", ".wb", ".cg", ".cs", ".wt")
 _EVICTION = ("", "evict_first", "evict_last", "evict_normal")
 _SEMS = ("acquire", "release", "acq_rel", "relaxed")
