@@ -12,14 +12,6 @@ import triton_metal.language as tl
 from triton_metal.errors import CompilationError
 
 
-@pytest.fixture(params=["emulator", "interpret"])
-def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.delenv("TRITON_METAL_INTERPRET", raising=False)
-    if request.param == "interpret":
-        monkeypatch.setenv("TRITON_METAL_INTERPRET", "1")
-    return request.param
-
-
 @triton.jit
 def copy_plus_one(src: tl.const, dst, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
