@@ -48,6 +48,7 @@ from .runtime import (
     next_power_of_2,
     reinterpret,
 )
+from .runtime._allocation import set_allocator
 from .runtime.autotune_config import Config
 from .runtime.autotuner import Autotuner, autotune
 from .runtime.cache import COMPILER_VERSION as __version__
@@ -125,6 +126,7 @@ __all__ = [
     "next_power_of_2",
     "op",
     "reinterpret",
+    "set_allocator",
     "set_debug_option",
     "start_profiling",
     "stop_profiling",

@@ -65,6 +65,11 @@ class CompilationError(TritonError):
             parts.append(f"hint: {self.hint}")
         return "\n".join(parts)
 
+    @property
+    def error_message(self) -> str:
+        """The reason alone (Triton's attribute of this name)."""
+        return self.reason
+
     def with_context(self, loc: Loc | None = None, kernel: str | None = None) -> CompilationError:
         """Fill in the location and kernel if the raiser did not know them (innermost wins)."""
         if (self.loc is not None or loc is None) and (self.kernel is not None or kernel is None):

@@ -268,9 +268,10 @@ def dot_precision_kernel(a_ptr, b_ptr, out_ptr, S: tl.constexpr, PRECISION: tl.c
 
 
 @pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("precision", ["ieee", "tf32"])
+@pytest.mark.parametrize("precision", ["ieee", "tf32", "bf16x3"])
 def test_fp32_dot_is_full_precision(precision, target):
-    # tf32 would keep 10 mantissa bits (errors near 1e-3 here); Apple GPUs compute in fp32
+    # tf32 would keep 10 mantissa bits (errors near 1e-3 here), bf16x3 about 16 (near 1e-5);
+    # Apple GPUs compute in fp32
     # (the tensor-op path runs with relaxed_precision off)
     a = RNG.standard_normal((32, 32)).astype(np.float32)
     b = RNG.standard_normal((32, 32)).astype(np.float32)

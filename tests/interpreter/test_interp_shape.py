@@ -85,6 +85,18 @@ def test_join_split_interleave(run: Any) -> None:
     np.testing.assert_array_equal(out_i, np.stack([a, a + 100], -1).reshape(-1))
 
 
+def test_trans_without_dims_swaps_the_last_two_axes(run: Any) -> None:
+    x = np.arange(32, dtype=np.int32)
+    out = np.zeros(32, np.int32)
+
+    def kernel(x_ptr, o_ptr):  # noqa: ANN001, ANN202
+        v = tl.load(x_ptr + tl.arange(0, 32)).reshape(2, 4, 4)
+        tl.store(o_ptr + tl.arange(0, 32), tl.trans(v).reshape(32))  # Triton's batched transpose
+
+    run(kernel, x_ptr=x, o_ptr=out)
+    np.testing.assert_array_equal(out, x.reshape(2, 4, 4).transpose(0, 2, 1).reshape(-1))
+
+
 def test_cat_flip_gather_squeeze(run: Any) -> None:
     x = np.arange(8, dtype=np.int32) * 3
     out = np.zeros(16, np.int32)
@@ -162,7 +174,9 @@ def test_full_zeros_zeros_like_and_cdiv(run: Any) -> None:
         ("tl.split(tl.arange(0, 8))", "last dimension of size 2"),
         ("tl.arange(0, 8)[2]", "unsupported tensor index: 2"),
         ("tl.permute(tl.zeros((2, 4), tl.int32), (0, 0))", "permutation"),
-        ("tl.trans(tl.arange(0, 8))", "2-D tensor"),
+        ("tl.trans(tl.arange(0, 8))", "tl.trans invoked with a 0- or 1-dimensional tensor"),
+        ("tl.cat(tl.arange(0, 8), tl.arange(0, 4))", "tl.cat requires tensors of the same shape, got \\[8\\] and \\[4\\]"),
+        ("tl.cat(tl.zeros((2, 4), tl.int32), tl.arange(0, 8))", "tensors must have the same rank, got 2 and 1"),
     ],
 )
 def test_shape_refusals(run: Any, body: str, match: str) -> None:

@@ -65,6 +65,8 @@ def test_load_and_store_refusals() -> None:
 def test_load_hints_are_accepted() -> None:
     s = Semantic(RecordingBuilder())
     s.load(ptr(tl.float32), cache_modifier=".cg", eviction_policy="evict_last", volatile=True)
+    for modifier in (".ca", ".cs", ".cv"):  # Triton's other load modifiers
+        s.load(ptr(tl.float32), cache_modifier=modifier)
     s.store(ptr(tl.float32), 1.0, cache_modifier=".wb", eviction_policy="evict_first")
 
 
@@ -108,7 +110,9 @@ def test_dot_result_types() -> None:
     batched = s.dot(t(tl.float32, (2, 16, 32)), t(tl.float32, (2, 32, 16)))
     assert batched.type.shape == (2, 16, 16)
     with pytest.raises(CompilationError, match="not available on Apple GPUs"):
-        s.dot(a16, b16, input_precision="bf16x3")
+        s.dot(a16, b16, input_precision="fp16x2")
+    for precision in ("tf32", "tf32x3", "bf16x3", "bf16x6"):  # computed in full fp32
+        assert s.dot(t(tl.float32, (16, 16)), t(tl.float32, (16, 16)), input_precision=precision).dtype == tl.float32
     with pytest.raises(CompilationError, match="does not support"):
         s.dot(t(tl.uint8, (16, 16)), t(tl.uint8, (16, 16)))
 

@@ -62,7 +62,7 @@ def test_refusal_list_names_only_triton_names() -> None:
 
 _LIBDEVICE = ("tanh sinh cosh tan asin acos atan asinh acosh atanh log10 trunc rint nearbyint round exp exp2 "
               "log log2 sqrt rsqrt sin cos erf floor ceil fabs abs fma pow powf fmod fmin fmax isnan isinf "
-              "div_rn sqrt_rn fast_expf fast_logf fast_log2f fast_sinf fast_cosf fast_tanf").split()
+              "div_rn sqrt_rn fast_dividef finitef fast_expf fast_logf fast_log2f fast_sinf fast_cosf fast_tanf").split()
 
 
 @pytest.mark.parametrize("name", _LIBDEVICE)
@@ -80,16 +80,18 @@ def test_libdevice_functions_compute_what_numpy_computes(run) -> None:
         y = tl.load(y_ptr + offs)
         rows = [ld.exp(x), ld.log(ld.fabs(x) + 1), ld.sqrt(ld.abs(x)), ld.rsqrt(ld.fabs(x) + 1),
                 ld.fma(x, y, 0.5), ld.fmin(x, y), ld.fmax(x, y), ld.div_rn(x, y + 4.0),
-                ld.floor(x * 3), ld.ceil(x * 3), ld.erf(x), ld.fast_expf(x), ld.nearbyint(x * 3)]
-        for i in tl.static_range(13):
+                ld.floor(x * 3), ld.ceil(x * 3), ld.erf(x), ld.fast_expf(x), ld.nearbyint(x * 3),
+                ld.fast_dividef(x, y + 4.0)]
+        for i in tl.static_range(14):
             tl.store(out_ptr + i * BLOCK + offs, rows[i])
         z = x / (x - x)  # nan at 0, +-inf elsewhere
-        tl.store(flags_ptr + offs, ld.isnan(z).to(tl.int32) + 2 * ld.isinf(z).to(tl.int32))
+        tl.store(flags_ptr + offs, ld.isnan(z).to(tl.int32) + 2 * ld.isinf(z).to(tl.int32)
+                 + 4 * ld.finitef(x / z).to(tl.int32))
 
     x = np.linspace(-1.5, 1.5, 16).astype(np.float32)
     x[7] = 0.0
     y = np.linspace(1.0, -1.0, 16).astype(np.float32)
-    out = np.zeros((13, 16), np.float32)
+    out = np.zeros((14, 16), np.float32)
     flags = np.zeros(16, np.int32)
     with np.errstate(divide="ignore", invalid="ignore"):
         run(kernel, x_ptr=x, y_ptr=y, out_ptr=out, flags_ptr=flags, BLOCK=16)
@@ -98,9 +100,10 @@ def test_libdevice_functions_compute_what_numpy_computes(run) -> None:
     a, b = x.astype(np.float64), y.astype(np.float64)
     expected = np.stack([np.exp(a), np.log(np.abs(a) + 1), np.sqrt(np.abs(a)), 1 / np.sqrt(np.abs(a) + 1),
                          a * b + 0.5, np.fmin(a, b), np.fmax(a, b), a / (b + 4), np.floor(a * 3),
-                         np.ceil(a * 3), [erf(v) for v in a], np.exp(a), np.rint(a * 3)])
+                         np.ceil(a * 3), [erf(v) for v in a], np.exp(a), np.rint(a * 3), a / (b + 4)])
     np.testing.assert_allclose(out, expected.astype(np.float32), rtol=2e-6, atol=2e-6)
-    np.testing.assert_array_equal(flags, np.where(x == 0, 1, 2))
+    # x / z: nan at 0 (0 / nan), +-0 elsewhere (finite)
+    np.testing.assert_array_equal(flags, np.where(x == 0, 1, 2 + 4))
 
 
 def test_libdevice_refuses_what_msl_lacks_with_an_alternative() -> None:

@@ -43,6 +43,27 @@ def test_installing_again_keeps_the_installed_module():
 
     assert triton_metal.install_as_triton() is triton
     assert triton.__file__ == triton_metal.__file__ and triton.jit is triton_metal.jit
+    # importlib's own check of an imported module (torch's lazy CUDA init makes it)
+    import importlib.util
+
+    assert importlib.util.find_spec("triton") is triton.__spec__ and triton.__spec__.name == "triton"
+
+
+def test_triton_test_helpers_and_allocator_under_the_swap():
+    import triton
+    from triton._internal_testing import default_alloc_fn, is_cuda
+    from triton.runtime._allocation import NullAllocator
+    from triton.tools.mxfp import MXFP4Tensor
+
+    assert not is_cuda() and MXFP4Tensor is not None
+    assert triton.compiler.errors.CompilationError is triton_metal.CompilationError
+    triton.set_allocator(default_alloc_fn)
+    from triton_metal.runtime._allocation import allocator
+
+    assert allocator() is default_alloc_fn
+    triton.set_allocator(NullAllocator())
+    with pytest.raises(RuntimeError, match="no allocator was set"):
+        allocator()(16, 16, None)
 
 
 def test_active_torch_device_is_where_tensors_run_in_place():

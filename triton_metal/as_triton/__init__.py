@@ -45,6 +45,8 @@ _ALIASES = {
     "triton.compiler.compiler": "triton_metal.runtime.compiler",
     "triton.compiler.errors": "triton_metal.errors",
     "triton.backends.compiler": "triton_metal.runtime.driver_stub",
+    # Triton's test helpers, for running Triton's own test files (tools/triton_suite)
+    "triton._internal_testing": "triton_metal.tools.triton_suite.helpers",
 }
 
 
@@ -93,6 +95,8 @@ def _top_module() -> types.ModuleType:
 
     module = types.ModuleType("triton", "triton_metal installed as triton (install_as_triton)")
     module.__path__ = []  # a package: submodules come from the finder
+    # a spec as every imported module has (torch checks `triton.__spec__` before using it)
+    module.__spec__ = importlib.machinery.ModuleSpec("triton", None, is_package=True)
     # the file of the package that answers `import triton` (libraries locate themselves by it)
     module.__file__ = triton_metal.__file__
     module.__version__ = TRITON_VERSION  # type: ignore[attr-defined]

@@ -88,6 +88,14 @@ def _wrap(result: Any) -> Any:
     return result
 
 
+def is_const_annotation(node: ast.expr | None) -> bool:
+    """`tl.const` (a pointer to constant data), not `tl.constexpr`."""
+    if node is None:
+        return False
+    text = node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else ast.unparse(node)
+    return text == "const" or text.endswith(".const")
+
+
 def is_constexpr_annotation(node: ast.expr | None) -> bool:
     if node is None:
         return False

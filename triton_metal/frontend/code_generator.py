@@ -26,7 +26,7 @@ from ..language.semantic import Semantic
 from .calls import CallsMixin
 from .control_flow import ControlFlowMixin
 from .ir_builder import IRBuilder
-from .refusals import refusal, refusal_for_node
+from .refusals import is_supported_comprehension, refusal, refusal_for_node
 from .returns import ReturnsMixin, ReturnSlotNeeded, guard
 from .values import is_tensor, to_python, unwrap
 
@@ -218,6 +218,29 @@ class CodeGenerator(ReturnsMixin, ControlFlowMixin, CallsMixin, ast.NodeVisitor)
     def visit_List(self, node: ast.List) -> Any:
         return [self.visit(e) for e in node.elts]
 
+    def visit_ListComp(self, node: ast.ListComp) -> Any:
+        """`[expr for name in values]` over a compile-time tuple or list: `expr` evaluated once
+        per element, in order (the loop variable is local to the comprehension, as in Python)."""
+        if not is_supported_comprehension(node):
+            raise refusal("comprehension")
+        gen = node.generators[0]
+        values = unwrap(self.visit(gen.iter))
+        if not isinstance(values, (tuple, list)):  # a range, a tensor: a run-time loop
+            raise refusal("comprehension")
+        name = gen.target.id  # type: ignore[attr-defined]
+        had, before = name in self.scope, self.scope.get(name)
+        try:
+            results = []
+            for value in values:
+                self.scope[name] = value
+                results.append(self.visit(node.elt))
+        finally:
+            if had:
+                self.scope[name] = before
+            else:
+                self.scope.pop(name, None)
+        return results
+
     def visit_Name(self, node: ast.Name) -> Any:
         return self.lookup(node.id)
 
@@ -225,6 +248,8 @@ class CodeGenerator(ReturnsMixin, ControlFlowMixin, CallsMixin, ast.NodeVisitor)
         base = self.visit(node.value)
         if isinstance(base, tlc.constexpr) and node.attr == "value":
             return base  # `DTYPE.value` on a constexpr is its value, as in Triton
+        if isinstance(base, tlc.constexpr) and node.attr == "type":
+            return base.type  # `(10).type`: the value's own type, or Triton's constexpr_type
         obj = base.value if isinstance(base, tlc.constexpr) else base
         result = getattr(obj, node.attr)
         return tlc.constexpr(result) if isinstance(result, (bool, int, float, str)) else result

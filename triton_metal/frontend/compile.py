@@ -11,11 +11,12 @@ from typing import Any
 from ..errors import CompilationError
 from ..ir import Module, print_module
 from ..language import core as tlc
+from ..language import types as tlt
 from ..language.context import active_semantic
 from ..language.descriptor import tensor_descriptor
 from ..language.jit_marker import JITCallable
 from ..language.semantic import Semantic
-from .calls import check_parameters, is_constexpr_annotation, visible_globals
+from .calls import check_parameters, is_const_annotation, is_constexpr_annotation, visible_globals
 from .code_generator import CodeGenerator, FunctionSource
 from .ir_builder import IRBuilder, ir_type
 from .refusals import refusal
@@ -68,6 +69,9 @@ def compile_to_ir(kernel: JITCallable, signature: KernelSignature) -> Module:
             gen.scope[p] = gen.scope[params[s.same_as]]
 
     with active_semantic(semantic):
+        for arg in fdef.args.args:  # `tl.const`: a pointer to constant data
+            if is_const_annotation(arg.annotation):
+                gen.scope[arg.arg] = _const_pointer(gen.scope[arg.arg])
         gen.begin_body(fdef.body)
         gen.visit_statements(fdef.body)
     if gen.return_value is not None:
@@ -93,6 +97,15 @@ def _value(spec: Param, args: Iterator[Any]) -> Any:
         return tuple(_value(e, args) for e in spec.elements)
     assert isinstance(spec, ParamConstexpr)
     return tlc.constexpr(spec.value)
+
+
+def _const_pointer(value: Any) -> Any:
+    """A `tl.const` parameter's value: its pointer typed as pointing to constant data (stores
+    through it are refused by the semantic layer); the IR is unchanged."""
+    ty = getattr(value, "type", None)
+    if isinstance(ty, tlt.pointer_type):
+        return tlc.tensor(value.handle, tlt.pointer_type(ty.element_ty, ty.address_space, const=True))
+    return value
 
 
 def _debug_level() -> int:

@@ -33,6 +33,21 @@ if TYPE_CHECKING:
 _MISSING = object()
 
 
+def _mismatch(name: str, then_type: Any, else_type: Any) -> CompilationError:
+    """A variable (or the function's result, `RET`) typed differently by the two branches of a
+    run-time `if`, in Triton's words."""
+    if name == RET:
+        return CompilationError(
+            f"Return type mismatch: {then_type} is returned on one path and {else_type} on another",
+            hint="return values of one type on every path, e.g. with .to(...)",
+        )
+    return CompilationError(
+        f"Mismatched type for {name}: '{name}' is {then_type} after the then branch but "
+        f"{else_type} after the else branch",
+        hint="give it one type in both branches, e.g. with .to(...)",
+    )
+
+
 def assigned_names(stmts: list[ast.stmt]) -> list[str]:
     """Names stored anywhere in `stmts`, in source order, each once."""
     found: list[tuple[int, int, str]] = []
@@ -203,10 +218,7 @@ class ControlFlowMixin:
                 e_leaves = self._leaves(e)
             for tv, ev in zip(t_leaves, e_leaves):
                 if tv.type != ev.type:
-                    raise CompilationError(
-                        f"'{name}' is {tv.type} after the then branch but {ev.type} after the else branch",
-                        hint="give it one type in both branches, e.g. with .to(...)",
-                    )
+                    raise _mismatch(name, tv.type, ev.type)
             merged.append((name, t))
             then_values += t_leaves
             else_values += e_leaves
@@ -266,7 +278,8 @@ class ControlFlowMixin:
             return None
         if not is_tensor(t) or not is_tensor(e) or t.type != e.type:
             raise CompilationError(
-                "both sides of a run-time conditional expression must be tensors of one type, got "
+                "Ternary expression with dynamic condition has inconsistent type: both sides of a "
+                "run-time conditional expression must be tensors of one type, got "
                 f"{getattr(t, 'type', t)} and {getattr(e, 'type', e)}",
                 hint="cast one side with .to(...), or use tl.where",
             )

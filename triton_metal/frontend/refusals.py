@@ -41,7 +41,8 @@ REFUSALS: dict[str, Refusal] = {
     "with": Refusal("'with' statements are not supported in kernels", "write the body without the context manager"),
     "lambda": Refusal("lambda expressions are not supported in kernels", "define a @triton_metal.jit function instead"),
     "comprehension": Refusal(
-        "comprehensions and generator expressions are not supported in kernels",
+        "comprehensions and generator expressions are not supported in kernels, except a list "
+        "comprehension `[expr for name in values]` over a compile-time tuple or list",
         "use tl.static_range to unroll a loop, or tensor operations over a tl.arange",
     ),
     "class": Refusal("class definitions are not supported in kernels", "define classes outside the kernel"),
@@ -120,6 +121,16 @@ REFUSALS: dict[str, Refusal] = {
     ),
 }
 
+
+def is_supported_comprehension(node: ast.AST) -> bool:
+    """`[expr for name in values]`: one `for` over one name, no `if`, not async (the front end
+    unrolls it over a compile-time tuple or list, as Triton does)."""
+    if not isinstance(node, ast.ListComp) or len(node.generators) != 1:
+        return False
+    gen = node.generators[0]
+    return isinstance(gen.target, ast.Name) and not gen.ifs and not gen.is_async
+
+
 _NODE_KINDS: dict[type[ast.AST], str] = {
     ast.Break: "break",
     ast.Continue: "continue",
@@ -131,7 +142,6 @@ _NODE_KINDS: dict[type[ast.AST], str] = {
     ast.AsyncFunctionDef: "async",
     ast.Await: "async",
     ast.Lambda: "lambda",
-    ast.ListComp: "comprehension",
     ast.SetComp: "comprehension",
     ast.DictComp: "comprehension",
     ast.GeneratorExp: "comprehension",

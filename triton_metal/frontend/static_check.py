@@ -24,7 +24,7 @@ from ..errors import CompilationError, Loc
 from ..language import JITCallable
 from ..language.jit_marker import ConstexprFunction
 from .calls import is_allowed_global, is_python_function
-from .refusals import _NODE_KINDS, refusal
+from .refusals import _NODE_KINDS, is_supported_comprehension, refusal
 
 # Left to the interpreter, whose kernels are Python for debugging: f-strings and print, `import
 # pdb`, and dict and set literals (scratch values while inspecting a kernel).
@@ -82,6 +82,8 @@ def _refusal(node: ast.AST, fn: JITCallable, is_kernel: bool) -> CompilationErro
     kind = _NODE_KINDS.get(type(node))
     if kind is not None:
         return refusal(kind)
+    if isinstance(node, ast.ListComp) and not is_supported_comprehension(node):
+        return refusal("comprehension")
     if is_kernel and isinstance(node, ast.Return) and node.value is not None:
         if not (isinstance(node.value, ast.Constant) and node.value.value is None):
             return refusal("kernel_return_value")

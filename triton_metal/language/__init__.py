@@ -168,7 +168,14 @@ from .unsupported import (
 )
 from .sorting import bitonic_merge, sort, topk
 
-const = constexpr  # Triton exports `tl.const` for constant pointer annotations
+
+
+class const:
+    """`tl.const`, Triton's annotation of a pointer parameter to constant data
+    (`def kernel(in_ptr: tl.const, ...)`): the kernel may load through the pointer, and a store
+    through it (or a pointer derived from it) is refused at compile time."""
+
+
 tuple = tuple  # noqa: A001, PLW0127 - `tl.tuple(values)`, `isinstance(x, tl.tuple)`: kernel tuples are Python tuples
 
 __all__ = [

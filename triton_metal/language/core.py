@@ -153,6 +153,8 @@ class constexpr:
     def __getattr__(self, name: str) -> Any:
         if name == "value":  # not yet set (unpickling); avoid infinite recursion
             raise AttributeError(name)
+        if name == "type" and not hasattr(self.value, "type"):
+            return constexpr_type(self.value)  # Triton's `(10).type`: constexpr_type(10)
         return getattr(self.value, name)
 
     def __iter__(self) -> Iterator[Any]:

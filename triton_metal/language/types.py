@@ -287,17 +287,18 @@ class pointer_type(_derived_type):
         self._element_ty = element_ty
         self.address_space = address_space
         self.const = const
-        self.name = f"pointer<{element_ty}>"
+        self.name = f"pointer<{'const ' if const else ''}{element_ty}>"
 
     def __eq__(self, other: object) -> bool:
         return (
             isinstance(other, pointer_type)
             and self._element_ty == other._element_ty
             and self.address_space == other.address_space
+            and self.const == other.const
         )
 
     def __hash__(self) -> int:
-        return hash(("pointer_type", self._element_ty, self.address_space))
+        return hash(("pointer_type", self._element_ty, self.address_space, self.const))
 
     @property
     def primitive_bitwidth(self) -> int:
@@ -313,8 +314,12 @@ class pointer_type(_derived_type):
     def to_ir_name(self) -> str:
         return "*" + self.element_ty.to_ir_name()
 
+    def __str__(self) -> str:
+        # Triton's signature spelling: `*fp32`, and `*kfp32` for a pointer to constant data
+        return ("*k" if self.const else "*") + self.element_ty.to_ir_name()
+
     def __repr__(self) -> str:
-        return f"pointer_type({self.element_ty!r})"
+        return f"pointer_type({self.element_ty!r}{', const=True' if self.const else ''})"
 
 
 class block_type(_derived_type):

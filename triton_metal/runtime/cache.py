@@ -117,7 +117,13 @@ class CompiledKernel:
     # -- Triton's CompiledKernel (runtime/kernel_facts.py says what each value means here) -----
     @property
     def name(self) -> str:
-        return self.key.kernel
+        """The kernel's name, or what its `@jit(repr=...)` hook makes of the specialization."""
+        hook = getattr(self.kernel, "repr", None)
+        if hook is None:
+            return self.key.kernel
+        from .specialization import specialization_of
+
+        return str(hook(specialization_of(self.kernel.arg_names, self.key.args)))
 
     @property
     def metadata(self) -> Any:

@@ -297,11 +297,16 @@ def triton_key() -> str:
 
 
 def __getattr__(name: str) -> Any:
-    """`CompiledKernel` as `triton.compiler.CompiledKernel` (imported on first use)."""
+    """`CompiledKernel` as `triton.compiler.CompiledKernel` (imported on first use), and the
+    error classes as `triton.compiler.errors` (Triton's tests reach them by attribute)."""
     if name == "CompiledKernel":
         from .cache import CompiledKernel
 
         return CompiledKernel
+    if name == "errors":
+        from .. import errors
+
+        return errors
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

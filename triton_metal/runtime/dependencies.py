@@ -255,6 +255,10 @@ def _resolve_attribute(
     for attr in reversed(parts):
         if not isinstance(value, types.ModuleType):
             return "", None
-        value = getattr(value, attr, None)
+        try:
+            value = getattr(value, attr, None)
+        except Exception:  # noqa: BLE001 - a module's __getattr__ refusing the name (libdevice's
+            # functions MSL lacks): no dependency; the front end refuses it if it is compiled
+            return "", None
         dotted += "." + attr
     return dotted, value

@@ -119,6 +119,26 @@ class JITFunction(KernelInterface, JITCallable):
             self._cache_key, self._used_globals = cache_key_and_globals(self)
         return self._cache_key
 
+    def _unsafe_update_src(self, new_src: str) -> None:
+        """Replace the kernel's source text, as Triton's method of this name: Triton's tests
+        substitute an expression into a template kernel's body this way. The parameters must
+        stay the same (they were bound from the Python function); compiled variants and the
+        cache key are dropped, so the next launch compiles the new text."""
+        import ast
+        import textwrap
+
+        fdef = ast.parse(textwrap.dedent(new_src)).body[0]
+        names = [a.arg for a in fdef.args.args] if isinstance(fdef, ast.FunctionDef) else None
+        if names != self.arg_names:
+            raise ValueError(
+                f"_unsafe_update_src: the new source of '{self.__name__}' must define the same "
+                f"parameters {self.arg_names}, not {names}"
+            )
+        self.src = new_src
+        self.cache = KernelCache()
+        self._cache_key = None
+        self._used_globals = ()
+
     # -- decoration helpers -------------------------------------------------------------------
     @staticmethod
     def _param_names(

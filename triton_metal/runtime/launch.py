@@ -38,6 +38,7 @@ from ..codegen.target import DEFAULT_TARGET, parse_target
 from .backend import EMULATOR, INTERPRETER, METAL, TORCH_MPS
 from .cache import CompiledKernel
 from .grid import Grid3
+from ..language.core import constexpr
 from .arrays import PLAIN_TYPES, host_view, metal_values
 from .log import debug_level, log
 from .signature import kernel_signature
@@ -54,14 +55,18 @@ def to_launch_args(
     return {name: _interpreted(value, fact, name) for name, value, fact in zip(names, values, facts)}
 
 
-def _interpreted(value: object, fact: ArgSpec, name: str) -> object:
+def _interpreted(value: object, fact: ArgSpec, name: str, in_tuple: bool = False) -> object:
     if isinstance(fact, ConstexprArg):
-        return fact.value
+        # a compile-time element of a tuple stays one (`(x, tl.constexpr(3))`, a specialized 1),
+        # as the front end binds it; a parameter's own is made one by the interpreter's binding
+        return constexpr(fact.value) if in_tuple else fact.value
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(fact, PointerArg):
         return host_view(value, name)
-    if isinstance(fact, (DescriptorArg, TupleArg)):  # their arrays and scalars, each as above
+    if isinstance(fact, TupleArg):  # its arrays and scalars, each as above
+        return host_values(value, fact, lambda v, f: _interpreted(v, f, name, True))
+    if isinstance(fact, DescriptorArg):
         return host_values(value, fact, lambda v, f: _interpreted(v, f, name))
     return value
 

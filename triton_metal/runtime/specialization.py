@@ -61,8 +61,8 @@ from .facts import (
 
 __all__ = [
     "ArgSpec", "ArgumentError", "ConstexprArg", "DescriptorArg", "IntegerArgumentOverflow",
-    "MockArray", "PointerArg", "ScalarArg", "SpecializationKey", "TupleArg", "constexpr_arg",
-    "make_specializer", "specialize_arg",
+    "MockArray", "PointerArg", "ScalarArg", "Specialization", "SpecializationKey", "TupleArg",
+    "constexpr_arg", "make_specializer", "signature_type", "specialization_of", "specialize_arg",
 ]
 # the facts (`facts.py`) are re-exported: the rest of the package imports them from here
 
@@ -330,3 +330,37 @@ def make_specializer(name: str, is_constexpr: bool, specialize: bool, align: boo
     if is_constexpr:
         return lambda value: constexpr_arg(value, name)
     return lambda value: specialize_arg(value, name, specialize, align)
+
+
+@dataclass(frozen=True)
+class Specialization:
+    """What Triton's `@jit(repr=fn)` hook receives: each parameter's type in Triton's signature
+    spelling (`"i32"`, `"u64"`, `"fp32"`, `"*fp16"`, `"constexpr"`), and the compile-time values
+    (`tl.constexpr` parameters and the specialized ones, such as an int argument equal to 1)."""
+
+    signature: dict[str, str]
+    constants: dict[str, Any]
+
+
+def signature_type(ty: tlt.dtype) -> str:
+    """Triton's spelling of a scalar type in signatures: `i1`..`i64`, `u8`..`u64`, `fp32`, ..."""
+    if ty.is_int():
+        return ("u" if ty.is_int_unsigned() and not ty.is_bool() else "i") + str(ty.primitive_bitwidth)
+    return ty.name
+
+
+def specialization_of(names: list[str], args: tuple[ArgSpec, ...]) -> Specialization:
+    """The `Specialization` of a compiled variant's parameters `names` and facts `args`."""
+    signature: dict[str, str] = {}
+    constants: dict[str, Any] = {}
+    for name, spec in zip(names, args):
+        if isinstance(spec, ConstexprArg):
+            signature[name], constants[name] = "constexpr", spec.value
+        elif isinstance(spec, PointerArg):
+            signature[name] = "*" + signature_type(spec.element)
+        elif isinstance(spec, ScalarArg):
+            signature[name] = signature_type(spec.ty)
+        else:
+            signature[name] = type(spec).__name__
+    return Specialization(signature, constants)
+

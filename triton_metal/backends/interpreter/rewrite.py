@@ -199,6 +199,12 @@ class _Rewriter(ast.NodeTransformer):
         msg = node.msg if node.msg is not None else ast.copy_location(ast.Constant(""), node)
         return ast.copy_location(ast.Expr(value=_call("assert_", [node.test, msg], node)), node)
 
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        self.generic_visit(node)
+        if isinstance(node.value, ast.Constant):  # `(10).type`: a literal is a tl.constexpr
+            node.value = _call("constexpr_value", [node.value], node.value)
+        return node
+
     def visit_Call(self, node: ast.Call) -> ast.AST:
         self.generic_visit(node)
         if isinstance(node.func, ast.Name) and node.func.id in ("isinstance", "getattr", "hasattr"):

@@ -7,7 +7,7 @@ float for fp16/bf16 operands as the other `tl.math` functions are: `tanh`, `sinh
 (`nearbyint`), `round` (halfway cases away from zero), and the functions `tl` already has under
 libdevice's names (`exp`, `exp2`, `log`, `log2`, `sqrt`, `rsqrt`, `sin`, `cos`, `erf`, `floor`,
 `ceil`, `fabs`/`abs`, `fma`, `pow`, `fmod`, `fmin`, `fmax`, `isnan`, `isinf`, `div_rn`,
-`sqrt_rn`, and the `fast_*f` spellings). A function MSL lacks (`log1p`, `expm1`, `lgamma`,
+`sqrt_rn`, `fast_dividef`, `finitef`, and the `fast_*f` spellings). A function MSL lacks (`log1p`, `expm1`, `lgamma`,
 the Bessel functions, ...) raises a precise error naming a `tl` alternative where one exists.
 """
 
@@ -124,9 +124,23 @@ def isinf(arg0: Any, _semantic: Semantic = None) -> tensor:  # type: ignore[assi
 
 
 @builtin
+def finitef(arg0: Any, _semantic: Semantic = None) -> tensor:  # type: ignore[assignment]
+    """libdevice `finitef`: whether each value is finite (neither Inf nor NaN), as a boolean tensor."""
+    x = _semantic.to_tensor(_u(arg0))
+    return _semantic.and_(_semantic.equal(x, x), _semantic.not_equal(_semantic.abs(x), float("inf")))
+
+
+@builtin
 def div_rn(arg0: Any, arg1: Any, _semantic: Semantic = None) -> tensor:  # type: ignore[assignment]
     """libdevice `div_rn`: correctly rounded division."""
     return _semantic.div_rn(_u(arg0), _u(arg1))
+
+
+@builtin
+def fast_dividef(arg0: Any, arg1: Any, _semantic: Semantic = None) -> tensor:  # type: ignore[assignment]
+    """libdevice `fast_dividef`: float32 division that need not be correctly rounded
+    (`tl.math.fdiv` without IEEE rounding)."""
+    return _semantic.fdiv(_u(arg0), _u(arg1), False)
 
 
 _ALTERNATIVES = {

@@ -17,7 +17,7 @@ from ..core import constexpr, tensor
 from ..types import int1, int8, pointer_type
 from .base import SemanticBase, error, with_element
 
-_LOAD_CACHE = ("", ".ca", ".cg", ".cv")
+_LOAD_CACHE = ("", ".ca", ".cg", ".cs", ".cv")  # Triton's load modifiers (hints: Metal has none)
 _STORE_CACHE = ("", ".wb", ".cg", ".cs", ".wt")
 _EVICTION = ("", "evict_first", "evict_last", "evict_normal")
 _SEMS = ("acquire", "release", "acq_rel", "relaxed")
@@ -132,7 +132,7 @@ class MemoryMixin(SemanticBase):
             raise error("boundary_check works on block pointers (tl.make_block_ptr) only", hint=BLOCK_POINTER_HINT)
         ptr = self._pointer_operand(ptr, "store")
         if getattr(ptr.type.scalar, "const", False):
-            raise error("cannot store through a pointer to constant memory")
+            raise error("Cannot store to a constant pointer", hint="the pointer's parameter is annotated tl.const")
         value = self.to_tensor(_opt(value))
         mask = _opt(mask)
         if mask is not None:

@@ -257,10 +257,14 @@ class ReduceMixin(SemanticBase):
         precision = _opt(input_precision)
         if precision is None:
             precision = "ieee"
-        if precision not in ("ieee", "tf32", "tf32x3"):
+        # Triton's reduced-precision modes for fp32 operands (tf32 products, and the 3- and
+        # 6-product splittings into tf32 or bf16 parts) ask for at most fp32's accuracy: Apple
+        # GPUs compute every fp32 dot in full fp32, which each of them accepts as its result.
+        if precision not in ("ieee", "tf32", "tf32x3", "bf16x3", "bf16x6"):
             raise error(
                 f"input_precision {precision!r} is not available on Apple GPUs",
-                hint="use 'ieee' (fp32 dots are computed in full fp32 precision; 'tf32' is accepted as ieee)",
+                hint="use 'ieee' (fp32 dots are computed in full fp32 precision; 'tf32', 'tf32x3', "
+                "'bf16x3' and 'bf16x6' are accepted as ieee)",
             )
         if not a.type.is_block() or not b.type.is_block():
             raise error("tl.dot takes two blocks")

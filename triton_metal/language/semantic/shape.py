@@ -179,14 +179,14 @@ class ShapeMixin(SemanticBase):
     def trans(self, x: Any, dims: Any = ()) -> tensor:
         x = self.to_tensor(x)
         order = _ints(dims, "trans's dims") if dims not in ((), None, []) else ()
-        if not order:
+        if not order:  # Triton's default: the last two axes swapped (a batched 2-D transpose)
             n = len(x.shape)
-            if n != 2:
+            if n < 2:
                 raise error(
-                    f"tl.trans without dims swaps the two axes of a 2-D tensor, got rank {n}",
-                    hint="pass the permutation: tl.trans(x, 0, 2, 1)",
+                    "tl.trans invoked with a 0- or 1-dimensional tensor",
+                    hint="a 1-D tensor has no axes to swap; reshape it first",
                 )
-            order = (1, 0)
+            order = (*range(n - 2), n - 1, n - 2)
         return self.permute(x, order)
 
     def broadcast_to(self, x: Any, shape: Any) -> tensor:
@@ -205,9 +205,15 @@ class ShapeMixin(SemanticBase):
         a, b = self.to_tensor(a), self.to_tensor(b)
         if not a.type.is_block() or not b.type.is_block():
             raise error("tl.cat joins blocks, not scalars", hint="use tl.join for two scalars")
+        rank = len(a.type.shape)
+        if rank != len(b.type.shape):
+            raise error(f"tensors must have the same rank, got {rank} and {len(b.type.shape)}")
+        if list(a.type.shape) != list(b.type.shape):  # Triton's wording
+            raise error(
+                f"tl.cat requires tensors of the same shape, got {list(a.type.shape)} and {list(b.type.shape)}"
+            )
         if a.type != b.type:
             raise error(f"tl.cat needs operands of the same type, got {a.type} and {b.type}")
-        rank = len(a.type.shape)
         d = dim.value if isinstance(dim, constexpr) else dim
         d = d + rank if d < 0 else d
         if not 0 <= d < rank:

@@ -6,6 +6,7 @@
 | `reinterpret(ndarray, bf16/fp8)` | `numpy.py` | the base array's 16-bit or 8-bit codes | in place |
 | `mlx.core.array` | `mlx.py` | the array (MLX hands kernels row-major arrays) | rebound by the Metal driver |
 | `torch.Tensor` (CPU, MPS) | `torch.py` | CPU: a NumPy view of its memory; MPS: the tensor | in place |
+| `reinterpret(cpu_tensor, tl dtype)` (`TensorWrapper`) | `torch.py` | the tensor's memory as that type | in place |
 
 A new kind is one file defining an adapter and calling `register`, plus its import below. The
 functions here are what the rest of the runtime and the backends call; each asks `adapter_of`

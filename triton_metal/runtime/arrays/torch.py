@@ -215,8 +215,127 @@ class TorchAdapter:
     metal_value = host_buffer
 
     def reinterpret(self, value: Any, ty: tlt.dtype) -> object | None:
-        return None  # torch's own `tensor.view(dtype)` is the way
+        return TensorWrapper(value, ty)
 
 
 TORCH = TorchAdapter()  # named before `register`, whose `exact_type` may already find torch
 register(TORCH)
+
+
+class TensorWrapper:
+    """A torch tensor seen through another element type: `reinterpret(tensor, tl.uint32)`, as
+    Triton's `triton.runtime.jit.TensorWrapper` (the same members). The kernel receives the
+    tensor's first element as a pointer to `dtype`; torch itself keeps its own dtype, which is
+    how unsigned and float8 data travel in Triton's tests."""
+
+    def __init__(self, base: Any, dtype: tlt.dtype) -> None:
+        self.dtype = dtype
+        self.base = base
+        self.data = base.data
+        self.device = base.device
+        self.shape = base.shape
+
+    def data_ptr(self) -> int:
+        return int(self.base.data_ptr())
+
+    def stride(self, *args: Any) -> Any:
+        return self.base.stride(*args)
+
+    def __str__(self) -> str:
+        return f"TensorWrapper[{self.dtype}]({self.base})"
+
+    def element_size(self) -> int:
+        return int(self.base.element_size())
+
+    def cpu(self) -> TensorWrapper:
+        return TensorWrapper(self.base.cpu(), self.dtype)
+
+    def copy_(self, other: TensorWrapper) -> None:
+        self.base.copy_(other.base)
+
+    def clone(self) -> TensorWrapper:
+        return TensorWrapper(self.base.clone(), self.dtype)
+
+    def to(self, device: Any) -> TensorWrapper:
+        return TensorWrapper(self.base.to(device), self.dtype)
+
+    def new_empty(self, sizes: Any) -> TensorWrapper:
+        return TensorWrapper(self.base.new_empty(sizes), self.dtype)
+
+
+def _wrapped_view(value: TensorWrapper, name: str) -> object:
+    """The host memory of a wrapped CPU tensor seen as its `dtype` (a NumPy view, or a
+    `ReinterpretedArray` for the types NumPy lacks)."""
+    from .numpy import reinterpret as numpy_reinterpret
+
+    base = host_view(value.base, name)
+    words = base.base if isinstance(base, ReinterpretedArray) else base
+    return numpy_reinterpret(words, value.dtype)
+
+
+class TensorWrapperAdapter:
+    """`TensorWrapper`: a CPU tensor's memory with a `tl` element type (host backends only; an
+    MPS tensor is reinterpreted with torch's own `tensor.view(dtype)`)."""
+
+    name = "torch-reinterpreted"
+    written_in_place = True
+
+    def exact_type(self) -> type:
+        return TensorWrapper
+
+    def claims(self, value: object) -> bool:
+        return isinstance(value, TensorWrapper)
+
+    def _view_adapter(self, value: TensorWrapper, name: str) -> tuple[object, Any]:
+        view = _wrapped_view(value, name)
+        return view, adapter_of(view)
+
+    def element_extent(self, value: TensorWrapper) -> int:
+        view, adapter = self._view_adapter(value, "tensor")
+        return int(adapter.element_extent(view))
+
+    def element_strides(self, value: TensorWrapper) -> list[int]:
+        view, adapter = self._view_adapter(value, "tensor")
+        return list(adapter.element_strides(view))
+
+    def base_address(self, value: TensorWrapper) -> int:
+        return value.data_ptr()
+
+    def pointer_fact(self, value: TensorWrapper, name: str, specialize: bool, align: bool) -> PointerArg:
+        tensor_spec(value.base, name)  # the base tensor's own checks (device, layout, dtype)
+        if value.dtype.is_fp64():
+            raise ArgumentError(f"argument '{name}' is a float64 view: {tlt.FP64_REFUSAL}")
+        if (value.dtype, False) not in POINTER_FACTS:  # float8e4b15: refused wherever it is used
+            refusal = getattr(value.dtype, "refusal", None)
+            said = refusal().reason if refusal is not None else f"{value.dtype!r} is not a kernel element type"
+            raise ArgumentError(f"argument '{name}' is a reinterpreted view: {said}")
+        if value.base.device.type != CPU:
+            raise ArgumentError(
+                f"argument '{name}' reinterprets a tensor on '{value.base.device}'; on MPS, "
+                "reinterpret with torch's own tensor.view(dtype)"
+            )
+        aligned = specialize and align and value.data_ptr() % 16 == 0
+        return POINTER_FACTS[(value.dtype, aligned)]
+
+    def element_of_dtype(self, dtype: object) -> tlt.dtype | None:
+        return None
+
+    def is_fp64(self, value: TensorWrapper) -> bool:
+        return False  # refused by `pointer_fact`
+
+    def host_view(self, value: TensorWrapper, name: str) -> object:
+        view, adapter = self._view_adapter(value, name)
+        return adapter.host_view(view, name)
+
+    def host_buffer(self, value: TensorWrapper, name: str) -> np.ndarray:
+        view, adapter = self._view_adapter(value, name)
+        return adapter.host_buffer(view, name)
+
+    metal_value = host_buffer
+
+    def reinterpret(self, value: TensorWrapper, ty: tlt.dtype) -> object:
+        base_ty = (_DTYPES or _dtype_table()).get(value.base.dtype)
+        return value.base if ty is base_ty else TensorWrapper(value.base, ty)
+
+
+register(TensorWrapperAdapter())
