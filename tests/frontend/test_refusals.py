@@ -62,7 +62,7 @@ def k_lambda(x_ptr, n):
 
 
 def k_comprehension(x_ptr, n):
-    xs = [i for i in range(3)]  # error
+    xs = {i for i in range(3)}  # error
 
 
 def k_class(x_ptr, n):

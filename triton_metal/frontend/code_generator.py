@@ -24,6 +24,7 @@ from ..errors import CompilationError, Loc
 from ..language import core as tlc
 from ..language.semantic import Semantic
 from .calls import CallsMixin
+from .comprehensions import comprehension
 from .control_flow import ControlFlowMixin
 from .ir_builder import IRBuilder
 from .refusals import refusal, refusal_for_node
@@ -74,6 +75,9 @@ class CodeGenerator(ReturnsMixin, ControlFlowMixin, CallsMixin, ast.NodeVisitor)
         self.call_stack = call_stack
         self.debug = debug
         self.scope: dict[str, Any] = {}
+        self.declared_constexpr: set[str] = set()
+        """Names declared `name: tl.constexpr` without a value: what they are later assigned
+        stays a compile-time value (`d0: tl.constexpr` then `d0, d1 = shape`)."""
         self.poisoned: dict[str, tuple[str, int]] = {}
         """Names without a value here: (refusal kind, line where they lost it)."""
         self.region_depth = 0
@@ -135,20 +139,28 @@ class CodeGenerator(ReturnsMixin, ControlFlowMixin, CallsMixin, ast.NodeVisitor)
             self.assign(target, value)
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
-        if node.value is None:
-            return  # a bare annotation declares nothing at run time
-        value = self.visit(node.value)
         annotation = self._static_annotation(node.annotation)
-        if annotation is tlc.constexpr or annotation == "constexpr":
-            if is_tensor(value):
-                raise CompilationError(
-                    f"'{ast.unparse(node.target)}' is annotated tl.constexpr but its value is only known at run time"
-                )
+        is_constexpr = annotation is tlc.constexpr or annotation == "constexpr"
+        if node.value is None:
+            # a bare annotation declares nothing at run time; `name: tl.constexpr` keeps what
+            # the name is assigned later compile-time
+            if is_constexpr and isinstance(node.target, ast.Name):
+                self.declared_constexpr.add(node.target.id)
+            return
+        value = self.visit(node.value)
+        if is_constexpr:
             if not isinstance(node.target, ast.Name):
                 raise refusal("subscript_store")
-            self.define(node.target.id, tlc.constexpr(unwrap(value)))
+            self.define(node.target.id, self.compile_time(node.target.id, value))
             return
         self.assign(node.target, value)
+
+    @staticmethod
+    def compile_time(name: str, value: Any) -> tlc.constexpr:
+        """`value` for a name annotated tl.constexpr: refused when only known at run time."""
+        if is_tensor(value):
+            raise CompilationError(f"'{name}' is annotated tl.constexpr but its value is only known at run time")
+        return tlc.constexpr(unwrap(value))
 
     def _static_annotation(self, node: ast.expr) -> Any:
         if isinstance(node, ast.Constant):
@@ -167,7 +179,10 @@ class CodeGenerator(ReturnsMixin, ControlFlowMixin, CallsMixin, ast.NodeVisitor)
 
     def assign(self, target: ast.expr, value: Any) -> None:
         if isinstance(target, ast.Name):
-            self.define(target.id, self.sanitize(value))
+            if target.id in self.declared_constexpr:
+                self.define(target.id, self.compile_time(target.id, value))
+            else:
+                self.define(target.id, self.sanitize(value))
             return
         if isinstance(target, (ast.Tuple, ast.List)):
             items = to_python(value)
@@ -218,6 +233,12 @@ class CodeGenerator(ReturnsMixin, ControlFlowMixin, CallsMixin, ast.NodeVisitor)
     def visit_List(self, node: ast.List) -> Any:
         return [self.visit(e) for e in node.elts]
 
+    def visit_ListComp(self, node: ast.ListComp) -> Any:
+        return comprehension(self, node)
+
+    def visit_GeneratorExp(self, node: ast.GeneratorExp) -> Any:
+        return comprehension(self, node)
+
     def visit_Name(self, node: ast.Name) -> Any:
         return self.lookup(node.id)
 
@@ -225,6 +246,8 @@ class CodeGenerator(ReturnsMixin, ControlFlowMixin, CallsMixin, ast.NodeVisitor)
         base = self.visit(node.value)
         if isinstance(base, tlc.constexpr) and node.attr == "value":
             return base  # `DTYPE.value` on a constexpr is its value, as in Triton
+        if isinstance(base, tlc.constexpr) and node.attr == "type":
+            return base.type  # `tl.constexpr_type(value)`, as in Triton
         obj = base.value if isinstance(base, tlc.constexpr) else base
         result = getattr(obj, node.attr)
         return tlc.constexpr(result) if isinstance(result, (bool, int, float, str)) else result

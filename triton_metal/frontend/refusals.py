@@ -41,8 +41,8 @@ REFUSALS: dict[str, Refusal] = {
     "with": Refusal("'with' statements are not supported in kernels", "write the body without the context manager"),
     "lambda": Refusal("lambda expressions are not supported in kernels", "define a @triton_metal.jit function instead"),
     "comprehension": Refusal(
-        "comprehensions and generator expressions are not supported in kernels",
-        "use tl.static_range to unroll a loop, or tensor operations over a tl.arange",
+        "set and dict comprehensions are not supported in kernels",
+        "a list comprehension over a tuple builds a tuple: `tl.tuple([f(v) for v in values])`",
     ),
     "class": Refusal("class definitions are not supported in kernels", "define classes outside the kernel"),
     "nested_def": Refusal(
@@ -131,10 +131,8 @@ _NODE_KINDS: dict[type[ast.AST], str] = {
     ast.AsyncFunctionDef: "async",
     ast.Await: "async",
     ast.Lambda: "lambda",
-    ast.ListComp: "comprehension",
     ast.SetComp: "comprehension",
     ast.DictComp: "comprehension",
-    ast.GeneratorExp: "comprehension",
     ast.ClassDef: "class",
     ast.FunctionDef: "nested_def",
     ast.Global: "global",

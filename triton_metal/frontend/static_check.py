@@ -5,7 +5,7 @@ interpreter runs the kernel's Python body and would accept them. `check_kernel(k
 source of the kernel and of every `@jit` function it calls (transitively, as `dependencies.py`
 finds them) and raises the front end's own `UnsupportedLanguageConstruct`, located at the node,
 for the constructs the compiler refuses wherever they appear: `try`, `raise`, `with`, `lambda`,
-comprehensions, nested `def` and `class`, `global`/`nonlocal`, `del`, `yield`, `async`, `match`,
+set and dict comprehensions, `async for` clauses, nested `def` and `class`, `global`/`nonlocal`, `del`, `yield`, `async`, `match`,
 star-arguments, `:=`, `break`/`continue`, a kernel that returns a value, and calls of callables
 from the kernel's globals that are neither allowed globals nor plain Python functions (those run
 as Python at compile time, as the interpreter runs them: `calls.is_python_function`). Left to the interpreter, for debugging, as documented:
@@ -82,6 +82,8 @@ def _refusal(node: ast.AST, fn: JITCallable, is_kernel: bool) -> CompilationErro
     kind = _NODE_KINDS.get(type(node))
     if kind is not None:
         return refusal(kind)
+    if isinstance(node, ast.comprehension) and node.is_async:
+        return refusal("async")
     if is_kernel and isinstance(node, ast.Return) and node.value is not None:
         if not (isinstance(node.value, ast.Constant) and node.value.value is None):
             return refusal("kernel_return_value")

@@ -150,6 +150,12 @@ class constexpr:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.value(*args, **kwargs)
 
+    @property
+    def type(self) -> constexpr_type:
+        """Its type, as Triton's `constexpr.type`: `constexpr_type(value)`, equal to another
+        constexpr's type exactly when the values are equal (`x.type == tl.constexpr_type(3)`)."""
+        return constexpr_type(self.value)
+
     def __getattr__(self, name: str) -> Any:
         if name == "value":  # not yet set (unpickling); avoid infinite recursion
             raise AttributeError(name)

@@ -62,8 +62,19 @@ def _interpreted(value: object, fact: ArgSpec, name: str) -> object:
     if isinstance(fact, PointerArg):
         return host_view(value, name)
     if isinstance(fact, (DescriptorArg, TupleArg)):  # their arrays and scalars, each as above
-        return host_values(value, fact, lambda v, f: _interpreted(v, f, name))
+        return host_values(value, fact, lambda v, f: _interpreted_part(v, f, name))
     return value
+
+
+def _interpreted_part(value: object, fact: ArgSpec, name: str) -> object:
+    """A tuple's element: a compile-time one (None, a `tl.constexpr`, an int specialized as 1)
+    stays a `tl.constexpr`, as the front end makes it; the interpreter binds a bare value of a
+    tuple as a run-time scalar."""
+    if isinstance(fact, ConstexprArg):
+        from ..language import constexpr
+
+        return constexpr(fact.value)
+    return _interpreted(value, fact, name)
 
 
 def launch_on_interpreter(kernel: Any, grid: Grid3, args: dict[str, object]) -> None:
