@@ -1,10 +1,13 @@
 """Tuples in kernels as Triton's language has them, on both backends (`each_backend`) against
 NumPy: list comprehensions and generator expressions over tuples (unrolled at compile time),
 `tl.constexpr` elements of tuple arguments staying compile-time (`x.type ==
-tl.constexpr_type(v)`, `tl.static_assert` on them), and names declared `name: tl.constexpr`
-before a tuple is unpacked into them. The refusals are the same on both backends."""
+tl.constexpr_type(v)`, `tl.static_assert` on them), names declared `name: tl.constexpr`
+before a tuple is unpacked into them, named tuples (arguments, made in a kernel, their fields)
+and `f(*values)` of a tuple. The refusals are the same on both backends."""
 
 from __future__ import annotations
+
+from typing import Any, NamedTuple
 
 import numpy as np
 import pytest
@@ -130,4 +133,70 @@ def test_a_declared_constexpr_refuses_a_run_time_value():
     out = np.zeros(1, np.int32)
     with pytest.raises(CompilationError, match="'d' is annotated tl.constexpr but its value is only known at run time"):
         declared_gets_tensor[(1,)](out, 5)
+    assert not out.any()
+
+
+class Strided(NamedTuple):
+    ptr: Any
+    stride: tuple
+    scale: tl.constexpr
+
+
+class Closure(NamedTuple):
+    fn: tl.constexpr
+    captured: tuple
+
+
+@triton.jit
+def _axpy(x, a, b):
+    return a * x + b
+
+
+@triton.jit
+def _rows(t, N: tl.constexpr):
+    return t.ptr + tl.arange(0, N) * t.stride[0]
+
+
+@triton.jit
+def _restrided(t):
+    return Strided(ptr=t.ptr, stride=t.stride, scale=t.scale * 2)  # a named tuple made in a kernel
+
+
+@triton.jit
+def named_tuples(src, dst, op, N: tl.constexpr):
+    x = tl.load(_rows(src, N))
+    tl.static_assert(_restrided(src).scale == 2 * src.scale)  # a tl.constexpr element stays one
+    doubled = _restrided(src)  # assigned: its numbers become scalars, as in Triton
+    y = op.fn(x * doubled.scale, *op.captured)  # `*` spreads a tuple into the call
+    tl.store(_rows(dst, N), y)
+
+
+def test_named_tuple_arguments_and_values(each_backend):
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal(32).astype(np.float32)
+    out = np.zeros(16, np.float32)
+    named_tuples[(1,)](Strided(x, (2,), tl.constexpr(3)), Strided(out, (1,), 1), Closure(_axpy, (1.5, -0.25)), 16)
+    expected = 1.5 * (x[::2].astype(np.float64) * 6) - 0.25
+    np.testing.assert_allclose(out, expected, rtol=1e-6)
+
+
+@triton.jit
+def spread_tensor(out, N: tl.constexpr):
+    tl.store(*tl.arange(0, N))
+
+
+@triton.jit
+def starred_target(out, N: tl.constexpr):
+    first, *rest = (out, 1)
+    tl.store(first, 1)
+
+
+@pytest.mark.parametrize("kernel, reason", [
+    (spread_tensor, "'\\*' in a call needs a tuple, got a tensor"),
+    (starred_target, "starred assignment targets and \\*\\*kwargs are not supported in kernels"),
+])
+def test_star_refusals(each_backend, kernel, reason):
+    out = np.zeros(4, np.int32)
+    with pytest.raises(CompilationError, match=reason):
+        kernel[(1,)](out, 4)
     assert not out.any()

@@ -203,8 +203,9 @@ class CodeGenerator(ReturnsMixin, ControlFlowMixin, CallsMixin, ast.NodeVisitor)
         raw = unwrap(value)
         if isinstance(raw, (bool, int, float)) and not is_tensor(raw):
             return self.semantic.to_tensor(raw)
-        if isinstance(raw, tuple):
-            return tuple(self.sanitize(v) for v in raw)
+        if isinstance(raw, tuple):  # a named tuple keeps its class
+            items = [self.sanitize(v) for v in raw]
+            return type(raw)(*items) if hasattr(raw, "_fields") else tuple(items)
         return value
 
     def define(self, name: str, value: Any) -> None:

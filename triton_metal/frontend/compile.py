@@ -87,7 +87,7 @@ def _value(spec: Param, args: Iterator[Any]) -> Any:
         return tensor_descriptor.from_parts([_value(e, args) for _, e in spec.parts("")],
                                             spec.block_shape, spec.padding)
     if isinstance(spec, ParamTuple):
-        return tuple(_value(e, args) for e in spec.elements)
+        return spec.rebuilt(tuple(_value(e, args) for e in spec.elements))
     assert isinstance(spec, ParamConstexpr)
     return tlc.constexpr(spec.value)
 

@@ -56,8 +56,9 @@ REFUSALS: dict[str, Refusal] = {
     "delete": Refusal("'del' is not supported in kernels", "simply stop using the variable"),
     "import": Refusal("imports inside kernels are not supported", "import at module level"),
     "star_args": Refusal(
-        "star-arguments (*args / **kwargs) are not supported in kernels",
-        "pass the arguments one by one",
+        "starred assignment targets and **kwargs are not supported in kernels",
+        "unpack into one name per element and pass keyword arguments one by one; `f(*values)` of a "
+        "tuple is supported",
     ),
     "star_params": Refusal(
         "@jit functions with *args, **kwargs or keyword-only parameters are not supported",

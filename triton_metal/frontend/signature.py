@@ -81,6 +81,12 @@ class ParamTuple:
 
     elements: tuple[Any, ...]
     """One `Param` per element (nested `ParamTuple`s and `ParamDescriptor`s included)."""
+    kind: type | None = None
+    """A named tuple's class, which the kernel's value is an instance of; None for a tuple."""
+
+    def rebuilt(self, values: tuple[Any, ...]) -> tuple[Any, ...]:
+        """The kernel's value of the parameter from its elements' values."""
+        return values if self.kind is None else self.kind(*values)
 
 
 Param = ParamType | ParamConstexpr | ParamDescriptor | ParamTuple

@@ -30,7 +30,7 @@ def signature_param(fact: ArgSpec) -> Any:
     if isinstance(fact, PointerArg):
         return ParamType(fact.ty, fact.aligned16)
     if isinstance(fact, TupleArg):
-        return ParamTuple(tuple(map(signature_param, fact.elements)))
+        return ParamTuple(tuple(map(signature_param, fact.elements)), fact.kind)
     if isinstance(fact, DescriptorArg):
         return ParamDescriptor(
             signature_param(fact.base), tuple(map(signature_param, fact.shape)), tuple(map(signature_param, fact.strides)),

@@ -222,14 +222,9 @@ def _specialize_other(value: object, name: str, specialize: bool, align: bool) -
             "mlx.core.array or numpy.ndarray) for a pointer argument"
         )
     if isinstance(value, tuple):
-        if hasattr(value, "_fields"):
-            raise ArgumentError(
-                f"argument '{name}' is a named tuple; pass a plain tuple (named tuple arguments "
-                "are not supported yet)"
-            )
         return TupleArg(tuple(
             specialize_arg(v, f"{name}[{i}]", specialize, align) for i, v in enumerate(value)
-        ))
+        ), type(value) if hasattr(value, "_fields") else None)
     raise ArgumentError(
         f"argument '{name}' has unsupported type {type(value).__module__}.{type(value).__qualname__}:"
         " pass a torch tensor, mlx.core.array or numpy.ndarray for a pointer, or a Python int, float"

@@ -134,8 +134,9 @@ def _bind(name: str, value: Any, memory: Memory, mlx: dict[int, _MlxBinding], is
         return _bind_mlx(name, value, memory, mlx)
     if _is_host_descriptor(value):
         return _bind_descriptor(name, value, memory, mlx)
-    if type(value) is tuple:  # a tuple argument: each element bound as an argument of its own
-        return tuple(_bind(f"{name}[{i}]", v, memory, mlx, False) for i, v in enumerate(value))
+    if isinstance(value, tuple):  # a tuple argument: each element bound as an argument of its own
+        items = [_bind(f"{name}[{i}]", v, memory, mlx, False) for i, v in enumerate(value)]
+        return type(value)(*items) if hasattr(value, "_fields") else tuple(items)
     wrapped_dtype = getattr(value, "dtype", None)
     base = getattr(value, "base", None)
     if isinstance(wrapped_dtype, dtype) and base is not None:  # reinterpret(array, tl dtype)

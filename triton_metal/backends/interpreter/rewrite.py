@@ -58,8 +58,9 @@ class _Runtime:
         if isinstance(raw, (bool, int, float)) and not isinstance(raw, tensor):
             sem = current_semantic()
             return sem.to_tensor(raw) if sem is not None else raw
-        if isinstance(raw, tuple) and not hasattr(raw, "_fields"):
-            return tuple(_Runtime.assigned(v) for v in raw)
+        if isinstance(raw, tuple):  # a named tuple keeps its class, as in the front end
+            items = [_Runtime.assigned(v) for v in raw]
+            return type(raw)(*items) if hasattr(raw, "_fields") else tuple(items)
         return value
 
     @staticmethod
@@ -82,6 +83,12 @@ class _Runtime:
         if isinstance(items, tensor) or not isinstance(items, (tuple, list)) or len(items) != len(declared):
             return _Runtime.assigned(value)  # Python's unpacking says what is wrong
         return tuple(_Runtime.assigned_as(v, d) for v, d in zip(items, declared))
+
+    @staticmethod
+    def spread(value: Any) -> tuple[Any, ...]:
+        from triton_metal.frontend.calls import spread_items
+
+        return spread_items(value)
 
     @staticmethod
     def comprehension_items(iterable: Any) -> tuple[Any, ...]:
@@ -221,6 +228,13 @@ class _Rewriter(ast.NodeTransformer):
                 node.value = _call("constexpr_value", [node.value, name], node.value)
             else:
                 node.value = _call("assigned", [node.value], node.value)
+        return node
+
+    def visit_Starred(self, node: ast.Starred) -> ast.AST:
+        # `f(*values)`: the compiler spreads tuples only (`frontend.calls.spread_items`)
+        self.generic_visit(node)
+        if isinstance(node.ctx, ast.Load):
+            node.value = _call("spread", [node.value], node.value)
         return node
 
     def visit_comprehension(self, node: ast.comprehension) -> ast.AST:
