@@ -7,7 +7,8 @@ float for fp16/bf16 operands as the other `tl.math` functions are: `tanh`, `sinh
 (`nearbyint`), `round` (halfway cases away from zero), and the functions `tl` already has under
 libdevice's names (`exp`, `exp2`, `log`, `log2`, `sqrt`, `rsqrt`, `sin`, `cos`, `erf`, `floor`,
 `ceil`, `fabs`/`abs`, `fma`, `pow`, `fmod`, `fmin`, `fmax`, `isnan`, `isinf`, `div_rn`,
-`sqrt_rn`, `fast_dividef`, and the `fast_*f` spellings). A function MSL lacks (`log1p`, `expm1`, `lgamma`,
+`sqrt_rn`, `fast_dividef`, and the `fast_*f` spellings); `popc`, `clz` and `finitef` (and their
+`ll` / `d` spellings) are DSL functions (`libdevice_bits.py`). A function MSL lacks (`log1p`, `expm1`, `lgamma`,
 the Bessel functions, ...) raises a precise error naming a `tl` alternative where one exists.
 """
 
@@ -20,6 +21,7 @@ from ..builder import MathOp
 from ..core import builtin, tensor
 from ..core import _unwrap as _u
 from ..semantic import Semantic
+from .libdevice_bits import clz, clzll, finitef, isfinited, popc, popcll  # noqa: F401 - libdevice's names
 
 
 def _unary(op: MathOp, name: str, precise: bool = False) -> Any:
