@@ -43,7 +43,7 @@ from .log import debug_level, log
 from .signature import kernel_signature
 from .flat_args import flat_names, flattening, has_composites, host_values
 from .specialization import (
-    ArgSpec, ConstexprArg, DescriptorArg, PointerArg, SpecializationKey, TupleArg,
+    ArgSpec, ConstexprArg, DescriptorArg, PointerArg, ScalarArg, SpecializationKey, TupleArg, specialize_arg,
 )
 
 
@@ -57,6 +57,10 @@ def to_launch_args(
 def _interpreted(value: object, fact: ArgSpec, name: str) -> object:
     if isinstance(fact, ConstexprArg):
         return fact.value
+    if isinstance(fact, ScalarArg) and _typed_otherwise(value, fact, name):
+        from ..backends.interpreter import scalar_argument
+
+        return scalar_argument(value, fact.ty)  # an annotated parameter's type (`v: tl.uint8`)
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(fact, PointerArg):
@@ -64,6 +68,13 @@ def _interpreted(value: object, fact: ArgSpec, name: str) -> object:
     if isinstance(fact, (DescriptorArg, TupleArg)):  # their arrays and scalars, each as above
         return host_values(value, fact, lambda v, f: _interpreted_part(v, f, name))
     return value
+
+
+def _typed_otherwise(value: object, fact: ScalarArg, name: str) -> bool:
+    """`fact` gives the scalar `value` another type than the value alone would get (the
+    interpreter binds a bare value by what it is)."""
+    plain = specialize_arg(value, name)
+    return not (isinstance(plain, ScalarArg) and plain.ty == fact.ty)
 
 
 def _interpreted_part(value: object, fact: ArgSpec, name: str) -> object:

@@ -36,4 +36,6 @@ def signature_param(fact: ArgSpec) -> Any:
             signature_param(fact.base), tuple(map(signature_param, fact.shape)), tuple(map(signature_param, fact.strides)),
             fact.block_shape, fact.padding,
         )
-    return ParamType(fact.ty, fact.divisible16)
+    from ..frontend.signature import runtime_scalar
+
+    return runtime_scalar(fact.ty, fact.divisible16)
