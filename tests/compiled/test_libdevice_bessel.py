@@ -1,0 +1,51 @@
+"""libdevice's `cyl_bessel_i0` / `cyl_bessel_i1` (DSL functions,
+`language/extra/libdevice_bessel.py`) on both backends (`each_backend`) against float64
+references (NumPy's `i0`, torch's `special.i1`), over the power series' range, the asymptotic
+expansion's, the switch between them and where float32 overflows."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import triton_metal as triton
+import triton_metal.language as tl
+from triton_metal.errors import CompilationError
+from triton_metal.language.extra import libdevice
+
+
+@triton.jit
+def bessel_i(x_ptr, i0_ptr, i1_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    x = tl.load(x_ptr + offs)
+    tl.store(i0_ptr + offs, libdevice.cyl_bessel_i0(x))
+    tl.store(i1_ptr + offs, libdevice.cyl_bessel_i1(x))
+
+
+def test_bessel_i0_i1(each_backend):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(7)
+    x = np.concatenate([
+        rng.standard_normal(96) * 4, np.linspace(-95.0, 95.0, 24), [0.0, -0.0, 1e-20, 14.999, 15.0, 15.001, 91.0, 93.0],
+    ]).astype(np.float32)
+    i0, i1 = np.zeros_like(x), np.zeros_like(x)
+    bessel_i[(1,)](x, i0, i1, 128)
+    wide = x.astype(np.float64)
+    for got, ref in ((i0, np.i0(wide)), (i1, torch.special.i1(torch.from_numpy(wide)).numpy())):
+        finite = np.abs(ref) < np.finfo(np.float32).max
+        np.testing.assert_allclose(got[finite], ref[finite], rtol=1e-6, atol=0)
+        np.testing.assert_array_equal(got[~finite], np.sign(ref[~finite]) * np.inf)  # overflows as the function does
+    assert (i1[x < 0] < 0).all() and (i0 > 0).all()
+
+
+@triton.jit
+def bessel_of_half(x_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    tl.store(x_ptr + offs, libdevice.cyl_bessel_i0(tl.load(x_ptr + offs)))
+
+
+def test_bessel_takes_float32(each_backend):
+    x = np.ones(4, np.float16)
+    with pytest.raises(CompilationError, match="libdevice's cyl_bessel_i0 and cyl_bessel_i1 take float32"):
+        bessel_of_half[(1,)](x, 4)
+    assert (x == 1).all()
