@@ -1,7 +1,8 @@
-"""libdevice's `cyl_bessel_i0` / `cyl_bessel_i1` (DSL functions,
+"""libdevice's `cyl_bessel_i0` / `cyl_bessel_i1` and `j0` / `j1` (DSL functions,
 `language/extra/libdevice_bessel.py`) on both backends (`each_backend`) against float64
-references (NumPy's `i0`, torch's `special.i1`), over the power series' range, the asymptotic
-expansion's, the switch between them and where float32 overflows."""
+references (NumPy's `i0`, torch's `special.i1`, `special.bessel_j0`, `special.bessel_j1`), over
+the near formula's range, the asymptotic expansion's, the switch between them and, for I0 and
+I1, where float32 overflows."""
 
 from __future__ import annotations
 
@@ -42,6 +43,28 @@ def test_bessel_i0_i1(each_backend):
 def bessel_of_half(x_ptr, N: tl.constexpr):
     offs = tl.arange(0, N)
     tl.store(x_ptr + offs, libdevice.cyl_bessel_i0(tl.load(x_ptr + offs)))
+
+
+@triton.jit
+def bessel_j(x_ptr, j0_ptr, j1_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    x = tl.load(x_ptr + offs)
+    tl.store(j0_ptr + offs, libdevice.j0(x))
+    tl.store(j1_ptr + offs, libdevice.j1(x))
+
+
+def test_bessel_j0_j1(each_backend):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(8)
+    x = np.concatenate([
+        rng.standard_normal(96) * 5, np.linspace(-300.0, 300.0, 26), [0.0, 7.999, 8.0, 8.001, 2.404825, 3.831706],
+    ]).astype(np.float32)
+    j0, j1 = np.zeros_like(x), np.zeros_like(x)
+    bessel_j[(1,)](x, j0, j1, 128)
+    wide = torch.from_numpy(x.astype(np.float64))
+    # J0 and J1 cross zero: an absolute bound (float32's resolution near their maximum, 1)
+    np.testing.assert_allclose(j0, torch.special.bessel_j0(wide).numpy(), rtol=0, atol=1e-6)
+    np.testing.assert_allclose(j1, torch.special.bessel_j1(wide).numpy(), rtol=0, atol=1e-6)
 
 
 def test_bessel_takes_float32(each_backend):
