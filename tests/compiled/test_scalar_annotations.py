@@ -35,6 +35,7 @@ CASES = [  # annotation, argument, v + v computed in the annotated type
     (tl.int16, -20000, _doubled(np.int16, -20000)),
     ("tl.uint32", 3_000_000_000, _doubled(np.uint32, 3_000_000_000)),
     (tl.int64, 2**40, float(2**41)),
+    ("tl.int1", 0, 0.0),  # a bool: 0 is never "divisible by 16"
     (tl.float16, 2049.0, _doubled(np.float16, 2049.0)),
     (tl.bfloat16, 1.0 + 2**-9, 2.0),  # rounds to 1.0 in bfloat16 (8 bits of mantissa)
 ]

@@ -221,7 +221,7 @@ def annotated_arg(value: object, name: str, ty: tlt.dtype, align: bool) -> ArgSp
     low, high = (0, 2**bits) if ty.is_int_unsigned() or ty.is_bool() else (-(2 ** (bits - 1)), 2 ** (bits - 1))
     if not low <= v < high:
         raise IntegerArgumentOverflow(f"argument '{name}' = {v} does not fit in {ty.name} (its annotation)")
-    return ScalarArg(ty, align and v % 16 == 0)
+    return ScalarArg(ty, align and not ty.is_bool() and v % 16 == 0)
 
 
 def _specialize_other(value: object, name: str, specialize: bool, align: bool) -> ArgSpec:
