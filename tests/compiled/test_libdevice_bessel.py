@@ -1,8 +1,8 @@
-"""libdevice's `cyl_bessel_i0` / `cyl_bessel_i1` and `j0` / `j1` (DSL functions,
+"""libdevice's `cyl_bessel_i0` / `cyl_bessel_i1`, `j0` / `j1` and `y0` / `y1` (DSL functions,
 `language/extra/libdevice_bessel.py`) on both backends (`each_backend`) against float64
-references (NumPy's `i0`, torch's `special.i1`, `special.bessel_j0`, `special.bessel_j1`), over
-the near formula's range, the asymptotic expansion's, the switch between them and, for I0 and
-I1, where float32 overflows."""
+references (NumPy's `i0`, torch's `special.i1`, `special.bessel_j0`, `bessel_j1`, `bessel_y0`,
+`bessel_y1`), over each formula's range and the switches between them; for I0 and I1 where
+float32 overflows, for Y0 and Y1 at 0 and below."""
 
 from __future__ import annotations
 
@@ -65,6 +65,29 @@ def test_bessel_j0_j1(each_backend):
     # J0 and J1 cross zero: an absolute bound (float32's resolution near their maximum, 1)
     np.testing.assert_allclose(j0, torch.special.bessel_j0(wide).numpy(), rtol=0, atol=1e-6)
     np.testing.assert_allclose(j1, torch.special.bessel_j1(wide).numpy(), rtol=0, atol=1e-6)
+
+
+@triton.jit
+def bessel_y(x_ptr, y0_ptr, y1_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    x = tl.load(x_ptr + offs)
+    tl.store(y0_ptr + offs, libdevice.y0(x))
+    tl.store(y1_ptr + offs, libdevice.y1(x))
+
+
+def test_bessel_y0_y1(each_backend):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(9)
+    x = np.concatenate([
+        np.abs(rng.standard_normal(90)) * 3, np.linspace(0.05, 300.0, 30), [0.0, -1.0, 3.999, 4.0, 4.001, 7.999, 8.0, 8.001],
+    ]).astype(np.float32)
+    y0, y1 = np.zeros_like(x), np.zeros_like(x)
+    bessel_y[(1,)](x, y0, y1, 128)
+    wide = torch.from_numpy(x.astype(np.float64))
+    for got, ref in ((y0, torch.special.bessel_y0(wide).numpy()), (y1, torch.special.bessel_y1(wide).numpy())):
+        # near 0 they grow like log(x) and 1/x: relative there, absolute where they cross zero
+        np.testing.assert_allclose(got, ref, rtol=1e-6, atol=1e-6)
+    assert y0[x == 0][0] == y1[x == 0][0] == -np.inf and np.isnan(y0[x < 0]).all() and np.isnan(y1[x < 0]).all()
 
 
 def test_bessel_takes_float32(each_backend):

@@ -8,9 +8,9 @@ float for fp16/bf16 operands as the other `tl.math` functions are: `tanh`, `sinh
 libdevice's names (`exp`, `exp2`, `log`, `log2`, `sqrt`, `rsqrt`, `sin`, `cos`, `erf`, `floor`,
 `ceil`, `fabs`/`abs`, `fma`, `pow`, `fmod`, `fmin`, `fmax`, `isnan`, `isinf`, `div_rn`,
 `sqrt_rn`, `fast_dividef`, and the `fast_*f` spellings); `popc`, `clz` and `finitef` (and their
-`ll` / `d` spellings) are DSL functions (`libdevice_bits.py`), and so are `j0`, `j1`,
-`cyl_bessel_i0` and `cyl_bessel_i1` (`libdevice_bessel.py`). A function MSL lacks (`log1p`,
-`expm1`, `lgamma`, the Bessel functions of the second kind `y0`, `y1`, ...) raises a precise error naming a `tl` alternative where one exists.
+`ll` / `d` spellings) are DSL functions (`libdevice_bits.py`), and so are `j0`, `j1`, `y0`,
+`y1`, `cyl_bessel_i0` and `cyl_bessel_i1` (`libdevice_bessel.py`). A function MSL lacks
+(`log1p`, `expm1`, `lgamma`, ...) raises a precise error naming a `tl` alternative where one exists.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from ..builder import MathOp
 from ..core import builtin, tensor
 from ..core import _unwrap as _u
 from ..semantic import Semantic
-from .libdevice_bessel import cyl_bessel_i0, cyl_bessel_i1, j0, j1  # noqa: F401 - libdevice's names
+from .libdevice_bessel import cyl_bessel_i0, cyl_bessel_i1, j0, j1, y0, y1  # noqa: F401 - libdevice's names
 from .libdevice_bits import clz, clzll, finitef, isfinited, popc, popcll  # noqa: F401 - libdevice's names
 
 
