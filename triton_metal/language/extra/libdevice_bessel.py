@@ -1,6 +1,6 @@
-"""libdevice's Bessel functions of the first kind, `j0` and `j1`, and the modified ones,
-`cyl_bessel_i0` and `cyl_bessel_i1`, written in the DSL itself (the Metal standard library has
-no Bessel functions). Both backends run this same code.
+"""libdevice's Bessel functions `j0`, `j1` (first kind), `y0`, `y1` (second kind) and
+`cyl_bessel_i0`, `cyl_bessel_i1` (modified, first kind), float32, written in the DSL itself (the
+Metal standard library has no Bessel functions). Both backends run this same code.
 
 `j0`, `j1`: for |x| <= `TRAPEZOID_LIMIT`, Bessel's integral J_n(x) = 1/pi int_0^pi cos(n t -
 x sin t) dt by the trapezoidal rule with `TRAPEZOID_INTERVALS` intervals (the integrand is
@@ -17,7 +17,7 @@ a Chebyshev expansion of `Y_CHEBYSHEV_TERMS` terms fitted when the module is imp
 precision, to the same series (whose cancellation double precision absorbs); beyond, Hankel's
 expansion Y_v(x) ~ sqrt(2 / (pi x)) (P sin(c) + Q cos(c)).
 
-For |x| <= `SERIES_LIMIT` they sum the power series
+`cyl_bessel_i0`, `cyl_bessel_i1`: for |x| <= `SERIES_LIMIT`, the power series
     I0(x) = sum_k (x^2/4)^k / (k!)^2,    I1(x) = (x/2) sum_k (x^2/4)^k / (k! (k+1)!),
 whose terms are all positive (no cancellation: float32 keeps a few ulp); `SERIES_TERMS` terms
 reach below float32's resolution at the limit. Beyond it they use Hankel's asymptotic expansion
@@ -25,7 +25,7 @@ reach below float32's resolution at the limit. Beyond it they use Hankel's asymp
     a_k(v) = (4v^2 - 1^2)(4v^2 - 3^2)...(4v^2 - (2k-1)^2) / (k! 8^k),
 with `ASYMPTOTIC_TERMS` terms (the next one is below 1e-8 relative at the limit), e^x taken as
 e^(x/2) times e^(x/2) (the argument stays exact, and the result overflows only where the
-function does). I0 is even, I1 odd. Both backends run this same code.
+function does). I0 is even, I1 odd.
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ from typing import Any
 from .. import core as tl
 from ..elementwise import where
 from ..jit_marker import JITCallable
-from ..math import abs as _abs
 from ..debug_ops import static_assert
+from ..math import abs as _abs
 from ..math import cos, exp, log, sin, sqrt
 from ..shape_ops import zeros_like
 from ..types import float32
