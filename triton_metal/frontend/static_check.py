@@ -5,8 +5,9 @@ interpreter runs the kernel's Python body and would accept them. `check_kernel(k
 source of the kernel and of every `@jit` function it calls (transitively, as `dependencies.py`
 finds them) and raises the front end's own `UnsupportedLanguageConstruct`, located at the node,
 for the constructs the compiler refuses wherever they appear: `try`, `raise`, `with`, `lambda`,
-set and dict comprehensions, `async for` clauses, nested `def` and `class`, `global`/`nonlocal`, `del`, `yield`, `async`, `match`,
-starred assignment targets and `**kwargs`, `:=`, `break`/`continue`, a kernel that returns a value, and calls of callables
+set and dict comprehensions, `async for` clauses, nested `def` and `class`,
+`global`/`nonlocal`, `del`, `yield`, `async`, `match`, starred assignment targets and
+`**kwargs`, `:=`, `break`/`continue`, a kernel that returns a value, and calls of callables
 from the kernel's globals that are neither allowed globals nor plain Python functions (those run
 as Python at compile time, as the interpreter runs them: `calls.is_python_function`). Left to the interpreter, for debugging, as documented:
 `print`, f-strings, `import pdb`, dict and set literals. `constexpr_function`s are Python run at
