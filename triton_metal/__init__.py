@@ -49,6 +49,7 @@ from .runtime import (
     reinterpret,
 )
 from .runtime._allocation import set_allocator
+from .runtime.ast_source import compile  # noqa: A004 - Triton's `triton.compile`
 from .runtime.autotune_config import Config
 from .runtime.autotuner import Autotuner, autotune
 from .runtime.cache import COMPILER_VERSION as __version__
@@ -116,6 +117,7 @@ __all__ = [
     "autotune",
     "cdiv",
     "clear_cache",
+    "compile",
     "constexpr_function",
     "get_hardware_capabilities",
     "heuristics",

@@ -62,7 +62,7 @@ def k_lambda(x_ptr, n):
 
 
 def k_comprehension(x_ptr, n):
-    xs = [i for i in range(3)]  # error
+    xs = {i for i in range(3)}  # error
 
 
 def k_class(x_ptr, n):
@@ -89,8 +89,7 @@ def k_import(x_ptr, n):
 
 
 def k_star_args(x_ptr, n):
-    args = (x_ptr, 1.0)
-    tl.store(*args)  # error
+    first, *rest = (x_ptr, 1.0)  # error
 
 
 def k_star_params(*args):  # error

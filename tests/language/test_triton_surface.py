@@ -113,7 +113,7 @@ def test_libdevice_refuses_what_msl_lacks_with_an_alternative() -> None:
         tl.extra.libdevice.log1p
     assert "tl.log(1 + x)" in str(info.value)
     with pytest.raises(UnsupportedLanguageConstruct, match="no such function"):
-        tl.extra.libdevice.cyl_bessel_i0
+        tl.extra.libdevice.lgamma
 
 
 # -- tl.dtype -------------------------------------------------------------------------------------

@@ -490,7 +490,7 @@ def raise_statement(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
 
 @triton.jit
 def comprehension_inside(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    vals = [i for i in range(4)]
+    vals = {i: i for i in range(4)}
     tl.store(out_ptr, vals[0] * 1.0)
 
 

@@ -69,7 +69,7 @@ def is_allowed_global(value: Any) -> bool:
     """Triton's rule: kernels see only compile-time globals."""
     if isinstance(value, (tlc.constexpr, ModuleType, JITCallable, dtype, Enum)) or value is None:
         return True
-    if tlc.is_builtin(value):
+    if tlc.is_builtin(value) or is_namedtuple_class(value):
         return True
     return (isinstance(value, type) or callable(value)) and _from_language(value)
 
@@ -94,6 +94,22 @@ def is_const_annotation(node: ast.expr | None) -> bool:
         return False
     text = node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else ast.unparse(node)
     return text == "const" or text.endswith(".const")
+
+
+def spread_items(value: Any) -> tuple[Any, ...]:
+    """The arguments `f(*value)` passes: the elements of a tuple (its length is known when the
+    kernel is compiled)."""
+    items = unwrap(value)
+    if is_tensor(items) or not isinstance(items, (tuple, list)):
+        raise CompilationError(f"'*' in a call needs a tuple, got a {type(items).__name__}",
+                               hint="spread a tuple: `f(*values)`")
+    return tuple(items)
+
+
+def is_namedtuple_class(value: Any) -> bool:
+    """A class made by `typing.NamedTuple` or `collections.namedtuple`: kernels may call it to
+    build one, as Triton's may."""
+    return isinstance(value, type) and issubclass(value, tuple) and hasattr(value, "_fields")
 
 
 def is_constexpr_annotation(node: ast.expr | None) -> bool:
@@ -127,9 +143,14 @@ class CallsMixin:
     # -- calls ----------------------------------------------------------------------------------
     def visit_Call(self: CodeGenerator, node: ast.Call) -> Any:
         fn = self.visit(node.func)
-        if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
+        if any(k.arg is None for k in node.keywords):
             raise refusal("star_args")
-        args = [self.visit(a) for a in node.args]
+        args: list[Any] = []
+        for a in node.args:
+            if isinstance(a, ast.Starred):
+                args.extend(spread_items(self.visit(a.value)))
+            else:
+                args.append(self.visit(a))
         kwargs = {k.arg: self.visit(k.value) for k in node.keywords if k.arg is not None}
         return self.call(fn, args, kwargs, ast.unparse(node.func))
 
@@ -150,6 +171,8 @@ class CallsMixin:
             return fn(*args, **kwargs, **extra)
         if any(fn is f for f in _PYTHON_ALLOWED):
             return _wrap(fn(*to_python(args), **to_python(kwargs)))
+        if is_namedtuple_class(fn):
+            return fn(*args, **kwargs)
         if isinstance(fn, dtype):  # `tl.float32(x)`
             return dtype_call(fn, *args, **kwargs, _semantic=self.semantic)
         if isinstance(fn, type) and _from_language(fn):

@@ -24,9 +24,10 @@ from ..errors import CompilationError, Loc
 from ..language import core as tlc
 from ..language.semantic import Semantic
 from .calls import CallsMixin
+from .comprehensions import comprehension
 from .control_flow import ControlFlowMixin
 from .ir_builder import IRBuilder
-from .refusals import is_supported_comprehension, refusal, refusal_for_node
+from .refusals import refusal, refusal_for_node
 from .returns import ReturnsMixin, ReturnSlotNeeded, guard
 from .values import is_tensor, to_python, unwrap
 
@@ -74,6 +75,9 @@ class CodeGenerator(ReturnsMixin, ControlFlowMixin, CallsMixin, ast.NodeVisitor)
         self.call_stack = call_stack
         self.debug = debug
         self.scope: dict[str, Any] = {}
+        self.declared_constexpr: set[str] = set()
+        """Names declared `name: tl.constexpr` without a value: what they are later assigned
+        stays a compile-time value (`d0: tl.constexpr` then `d0, d1 = shape`)."""
         self.poisoned: dict[str, tuple[str, int]] = {}
         """Names without a value here: (refusal kind, line where they lost it)."""
         self.region_depth = 0
@@ -135,20 +139,28 @@ class CodeGenerator(ReturnsMixin, ControlFlowMixin, CallsMixin, ast.NodeVisitor)
             self.assign(target, value)
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
-        if node.value is None:
-            return  # a bare annotation declares nothing at run time
-        value = self.visit(node.value)
         annotation = self._static_annotation(node.annotation)
-        if annotation is tlc.constexpr or annotation == "constexpr":
-            if is_tensor(value):
-                raise CompilationError(
-                    f"'{ast.unparse(node.target)}' is annotated tl.constexpr but its value is only known at run time"
-                )
+        is_constexpr = annotation is tlc.constexpr or annotation == "constexpr"
+        if node.value is None:
+            # a bare annotation declares nothing at run time; `name: tl.constexpr` keeps what
+            # the name is assigned later compile-time
+            if is_constexpr and isinstance(node.target, ast.Name):
+                self.declared_constexpr.add(node.target.id)
+            return
+        value = self.visit(node.value)
+        if is_constexpr:
             if not isinstance(node.target, ast.Name):
                 raise refusal("subscript_store")
-            self.define(node.target.id, tlc.constexpr(unwrap(value)))
+            self.define(node.target.id, self.compile_time(node.target.id, value))
             return
         self.assign(node.target, value)
+
+    @staticmethod
+    def compile_time(name: str, value: Any) -> tlc.constexpr:
+        """`value` for a name annotated tl.constexpr: refused when only known at run time."""
+        if is_tensor(value):
+            raise CompilationError(f"'{name}' is annotated tl.constexpr but its value is only known at run time")
+        return tlc.constexpr(unwrap(value))
 
     def _static_annotation(self, node: ast.expr) -> Any:
         if isinstance(node, ast.Constant):
@@ -167,7 +179,10 @@ class CodeGenerator(ReturnsMixin, ControlFlowMixin, CallsMixin, ast.NodeVisitor)
 
     def assign(self, target: ast.expr, value: Any) -> None:
         if isinstance(target, ast.Name):
-            self.define(target.id, self.sanitize(value))
+            if target.id in self.declared_constexpr:
+                self.define(target.id, self.compile_time(target.id, value))
+            else:
+                self.define(target.id, self.sanitize(value))
             return
         if isinstance(target, (ast.Tuple, ast.List)):
             items = to_python(value)
@@ -188,8 +203,9 @@ class CodeGenerator(ReturnsMixin, ControlFlowMixin, CallsMixin, ast.NodeVisitor)
         raw = unwrap(value)
         if isinstance(raw, (bool, int, float)) and not is_tensor(raw):
             return self.semantic.to_tensor(raw)
-        if isinstance(raw, tuple):
-            return tuple(self.sanitize(v) for v in raw)
+        if isinstance(raw, tuple):  # a named tuple keeps its class
+            items = [self.sanitize(v) for v in raw]
+            return type(raw)(*items) if hasattr(raw, "_fields") else tuple(items)
         return value
 
     def define(self, name: str, value: Any) -> None:
@@ -219,27 +235,10 @@ class CodeGenerator(ReturnsMixin, ControlFlowMixin, CallsMixin, ast.NodeVisitor)
         return [self.visit(e) for e in node.elts]
 
     def visit_ListComp(self, node: ast.ListComp) -> Any:
-        """`[expr for name in values]` over a compile-time tuple or list: `expr` evaluated once
-        per element, in order (the loop variable is local to the comprehension, as in Python)."""
-        if not is_supported_comprehension(node):
-            raise refusal("comprehension")
-        gen = node.generators[0]
-        values = unwrap(self.visit(gen.iter))
-        if not isinstance(values, (tuple, list)):  # a range, a tensor: a run-time loop
-            raise refusal("comprehension")
-        name = gen.target.id  # type: ignore[attr-defined]
-        had, before = name in self.scope, self.scope.get(name)
-        try:
-            results = []
-            for value in values:
-                self.scope[name] = value
-                results.append(self.visit(node.elt))
-        finally:
-            if had:
-                self.scope[name] = before
-            else:
-                self.scope.pop(name, None)
-        return results
+        return comprehension(self, node)
+
+    def visit_GeneratorExp(self, node: ast.GeneratorExp) -> Any:
+        return comprehension(self, node)
 
     def visit_Name(self, node: ast.Name) -> Any:
         return self.lookup(node.id)
@@ -249,7 +248,7 @@ class CodeGenerator(ReturnsMixin, ControlFlowMixin, CallsMixin, ast.NodeVisitor)
         if isinstance(base, tlc.constexpr) and node.attr == "value":
             return base  # `DTYPE.value` on a constexpr is its value, as in Triton
         if isinstance(base, tlc.constexpr) and node.attr == "type":
-            return base.type  # `(10).type`: the value's own type, or Triton's constexpr_type
+            return base.type  # `tl.constexpr_type(value)`, as in Triton
         obj = base.value if isinstance(base, tlc.constexpr) else base
         result = getattr(obj, node.attr)
         return tlc.constexpr(result) if isinstance(result, (bool, int, float, str)) else result

@@ -63,7 +63,7 @@ def compile_to_ir(kernel: JITCallable, signature: KernelSignature) -> Module:
     )
     args = iter(func.body.block.args)
     for p, s in zip(params, signature.params):
-        gen.scope[p] = _value(s, args)
+        gen.scope[p] = _value(s, args, semantic)
     for p, s in zip(params, signature.params):
         if isinstance(s, ParamType) and s.same_as >= 0:  # one array passed twice: one buffer
             gen.scope[p] = gen.scope[params[s.same_as]]
@@ -84,17 +84,18 @@ def compile_to_ir(kernel: JITCallable, signature: KernelSignature) -> Module:
     return module
 
 
-def _value(spec: Param, args: Iterator[Any]) -> Any:
+def _value(spec: Param, args: Iterator[Any], semantic: Semantic) -> Any:
     """The kernel's value of a parameter, taking its run-time parts from the function's
-    arguments in order (`signature.leaves`): a tensor, a constexpr, a `tl.tensor_descriptor` or
-    a tuple of those."""
+    arguments in order (`signature.leaves`): a tensor (converted from its carrier to the type
+    its annotation names), a constexpr, a `tl.tensor_descriptor` or a tuple of those."""
     if isinstance(spec, ParamType):
-        return tlc.tensor(next(args), spec.ty)
+        value = tlc.tensor(next(args), spec.ty)
+        return value if spec.annotated is None else semantic.cast(value, spec.annotated)
     if isinstance(spec, ParamDescriptor):
-        return tensor_descriptor.from_parts([_value(e, args) for _, e in spec.parts("")],
+        return tensor_descriptor.from_parts([_value(e, args, semantic) for _, e in spec.parts("")],
                                             spec.block_shape, spec.padding)
     if isinstance(spec, ParamTuple):
-        return tuple(_value(e, args) for e in spec.elements)
+        return spec.rebuilt(tuple(_value(e, args, semantic) for e in spec.elements))
     assert isinstance(spec, ParamConstexpr)
     return tlc.constexpr(spec.value)
 

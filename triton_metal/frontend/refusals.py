@@ -41,9 +41,8 @@ REFUSALS: dict[str, Refusal] = {
     "with": Refusal("'with' statements are not supported in kernels", "write the body without the context manager"),
     "lambda": Refusal("lambda expressions are not supported in kernels", "define a @triton_metal.jit function instead"),
     "comprehension": Refusal(
-        "comprehensions and generator expressions are not supported in kernels, except a list "
-        "comprehension `[expr for name in values]` over a compile-time tuple or list",
-        "use tl.static_range to unroll a loop, or tensor operations over a tl.arange",
+        "set and dict comprehensions are not supported in kernels",
+        "a list comprehension over a tuple builds a tuple: `tl.tuple([f(v) for v in values])`",
     ),
     "class": Refusal("class definitions are not supported in kernels", "define classes outside the kernel"),
     "nested_def": Refusal(
@@ -57,8 +56,9 @@ REFUSALS: dict[str, Refusal] = {
     "delete": Refusal("'del' is not supported in kernels", "simply stop using the variable"),
     "import": Refusal("imports inside kernels are not supported", "import at module level"),
     "star_args": Refusal(
-        "star-arguments (*args / **kwargs) are not supported in kernels",
-        "pass the arguments one by one",
+        "starred assignment targets and **kwargs are not supported in kernels",
+        "unpack into one name per element and pass keyword arguments one by one; `f(*values)` of a "
+        "tuple is supported",
     ),
     "star_params": Refusal(
         "@jit functions with *args, **kwargs or keyword-only parameters are not supported",
@@ -122,15 +122,6 @@ REFUSALS: dict[str, Refusal] = {
 }
 
 
-def is_supported_comprehension(node: ast.AST) -> bool:
-    """`[expr for name in values]`: one `for` over one name, no `if`, not async (the front end
-    unrolls it over a compile-time tuple or list, as Triton does)."""
-    if not isinstance(node, ast.ListComp) or len(node.generators) != 1:
-        return False
-    gen = node.generators[0]
-    return isinstance(gen.target, ast.Name) and not gen.ifs and not gen.is_async
-
-
 _NODE_KINDS: dict[type[ast.AST], str] = {
     ast.Break: "break",
     ast.Continue: "continue",
@@ -144,7 +135,6 @@ _NODE_KINDS: dict[type[ast.AST], str] = {
     ast.Lambda: "lambda",
     ast.SetComp: "comprehension",
     ast.DictComp: "comprehension",
-    ast.GeneratorExp: "comprehension",
     ast.ClassDef: "class",
     ast.FunctionDef: "nested_def",
     ast.Global: "global",

@@ -17,6 +17,15 @@ from ..language.types import dtype, pointer_type
 RUNTIME_SCALARS = ("int1", "int32", "int64", "uint64", "fp32")
 """The scalar types a run-time argument may have (Triton's specialization rules)."""
 
+ANNOTATED_CARRIERS = {
+    "int8": "int32", "int16": "int32", "uint8": "int32", "uint16": "int32", "uint32": "int64",
+    "fp16": "fp32", "bf16": "fp32",
+}
+"""A parameter annotated with one of these scalar types (`v: tl.uint8`, `x: tl.float16`) is
+passed as the wider runtime scalar and converted at the kernel's entry; the runtime has checked
+that the value fits (integers) or rounded it to the type through fp32 (floats), so the
+conversion is exact."""
+
 
 @dataclass(frozen=True)
 class ParamType:
@@ -28,6 +37,9 @@ class ParamType:
     same_as: int = -1
     """Pointers: the index of an earlier parameter whose array this is (the kernel uses that
     parameter in its place; this one stays in the signature, unused), else -1."""
+    annotated: dtype | None = None
+    """The type the kernel sees the scalar as when its annotation names a narrower one
+    (`ANNOTATED_CARRIERS`): `ty` is then the carrier it is passed as."""
 
     def __post_init__(self) -> None:
         if isinstance(self.ty, pointer_type):
@@ -36,6 +48,18 @@ class ParamType:
             raise ValueError(f"a kernel argument must be a pointer or one of {RUNTIME_SCALARS}, got {self.ty!r}")
         if self.divisible_by_16 and self.ty.name in ("int1", "fp32"):
             raise ValueError(f"divisibility does not apply to {self.ty!r}")
+
+
+def runtime_scalar(ty: dtype, divisible_by_16: bool) -> ParamType:
+    """The parameter for a run-time scalar of type `ty`, through its carrier when `ty` is not
+    one of `RUNTIME_SCALARS` itself."""
+    from ..language.types import dtype_from_name
+
+    carrier = ANNOTATED_CARRIERS.get(ty.name)
+    if carrier is None:
+        return ParamType(ty, divisible_by_16)
+    carried = dtype_from_name(carrier)
+    return ParamType(carried, divisible_by_16 and carried.is_int(), annotated=ty)
 
 
 @dataclass(frozen=True)
@@ -84,6 +108,12 @@ class ParamTuple:
 
     elements: tuple[Any, ...]
     """One `Param` per element (nested `ParamTuple`s and `ParamDescriptor`s included)."""
+    kind: type | None = None
+    """A named tuple's class, which the kernel's value is an instance of; None for a tuple."""
+
+    def rebuilt(self, values: tuple[Any, ...]) -> tuple[Any, ...]:
+        """The kernel's value of the parameter from its elements' values."""
+        return values if self.kind is None else self.kind(*values)
 
 
 Param = ParamType | ParamConstexpr | ParamDescriptor | ParamTuple

@@ -5,8 +5,9 @@ interpreter runs the kernel's Python body and would accept them. `check_kernel(k
 source of the kernel and of every `@jit` function it calls (transitively, as `dependencies.py`
 finds them) and raises the front end's own `UnsupportedLanguageConstruct`, located at the node,
 for the constructs the compiler refuses wherever they appear: `try`, `raise`, `with`, `lambda`,
-comprehensions, nested `def` and `class`, `global`/`nonlocal`, `del`, `yield`, `async`, `match`,
-star-arguments, `:=`, `break`/`continue`, a kernel that returns a value, and calls of callables
+set and dict comprehensions, `async for` clauses, nested `def` and `class`,
+`global`/`nonlocal`, `del`, `yield`, `async`, `match`, starred assignment targets and
+`**kwargs`, `:=`, `break`/`continue`, a kernel that returns a value, and calls of callables
 from the kernel's globals that are neither allowed globals nor plain Python functions (those run
 as Python at compile time, as the interpreter runs them: `calls.is_python_function`). Left to the interpreter, for debugging, as documented:
 `print`, f-strings, `import pdb`, dict and set literals. `constexpr_function`s are Python run at
@@ -24,7 +25,7 @@ from ..errors import CompilationError, Loc
 from ..language import JITCallable
 from ..language.jit_marker import ConstexprFunction
 from .calls import is_allowed_global, is_python_function
-from .refusals import _NODE_KINDS, is_supported_comprehension, refusal
+from .refusals import _NODE_KINDS, refusal
 
 # Left to the interpreter, whose kernels are Python for debugging: f-strings and print, `import
 # pdb`, and dict and set literals (scratch values while inspecting a kernel).
@@ -67,8 +68,9 @@ def _check_function(fn: JITCallable, is_kernel: bool, kernel_name: str) -> None:
     if not isinstance(func, ast.FunctionDef):
         return
     file = getattr(getattr(fn.fn, "__code__", None), "co_filename", "<unknown>")
+    spread = {id(a) for n in ast.walk(func) if isinstance(n, ast.Call) for a in n.args if isinstance(a, ast.Starred)}
     for node in ast.walk(func):
-        if node is func:
+        if node is func or id(node) in spread:  # `f(*values)`: the compiler spreads a tuple
             continue
         error = _refusal(node, fn, is_kernel)
         if error is not None:
@@ -82,8 +84,10 @@ def _refusal(node: ast.AST, fn: JITCallable, is_kernel: bool) -> CompilationErro
     kind = _NODE_KINDS.get(type(node))
     if kind is not None:
         return refusal(kind)
-    if isinstance(node, ast.ListComp) and not is_supported_comprehension(node):
-        return refusal("comprehension")
+    if isinstance(node, ast.comprehension) and node.is_async:
+        return refusal("async")
+    if isinstance(node, ast.keyword) and node.arg is None:
+        return refusal("star_args")
     if is_kernel and isinstance(node, ast.Return) and node.value is not None:
         if not (isinstance(node.value, ast.Constant) and node.value.value is None):
             return refusal("kernel_return_value")

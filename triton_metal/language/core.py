@@ -150,11 +150,15 @@ class constexpr:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.value(*args, **kwargs)
 
+    @property
+    def type(self) -> constexpr_type:
+        """Its type, as Triton's `constexpr.type`: `constexpr_type(value)`, equal to another
+        constexpr's type exactly when the values are equal (`x.type == tl.constexpr_type(3)`)."""
+        return constexpr_type(self.value)
+
     def __getattr__(self, name: str) -> Any:
         if name == "value":  # not yet set (unpickling); avoid infinite recursion
             raise AttributeError(name)
-        if name == "type" and not hasattr(self.value, "type"):
-            return constexpr_type(self.value)  # Triton's `(10).type`: constexpr_type(10)
         return getattr(self.value, name)
 
     def __iter__(self) -> Iterator[Any]:

@@ -8,6 +8,7 @@ what it means, built from `tl` operations the compiler and the interpreter alrea
     desc.store([m0, n0], tile * 2)         # tl.store_tensor_descriptor(desc, [m0, n0], value)
     rows = desc1.gather(row_ids, n0)       # a [1, BN] descriptor: the rows row_ids, columns n0..
     desc1.scatter(rows, row_ids, n0)
+    desc.atomic_add([m0, n0], tile)        # also atomic_min, _max, _and, _or, _xor
 
 A load gives the `block_shape` block whose first element is at `offsets`, reading
 `base + sum(offsets[d] + i_d) * strides[d]`; elements outside `[0, shape[d])` in any dimension
@@ -31,6 +32,17 @@ from .semantic import Semantic
 from .shape_ops import arange, expand_dims
 
 _PADDINGS = ("zero", "nan")
+_REDUCE_DTYPES = {
+    "add": ("uint32", "int32", "uint64", "fp32", "fp16", "bf16"),
+    "min": ("uint32", "int32", "uint64", "int64", "fp16", "bf16"),
+    "max": ("uint32", "int32", "uint64", "int64", "fp16", "bf16"),
+    "and": ("uint32", "int32", "uint64", "int64"),
+    "or": ("uint32", "int32", "uint64", "int64"),
+    "xor": ("uint32", "int32", "uint64", "int64"),
+}
+"""The element types Triton's descriptor reductions take, by kind (its TMA reductions'); 16-bit
+float min/max need NVIDIA's native TMA, so they are refused here as Triton refuses them without
+it."""
 
 
 def strided_block(base: tensor, shape: list[Any], strides: list[Any], offsets: list[Any],
@@ -114,6 +126,48 @@ class tensor_descriptor:  # noqa: N801 - Triton's name
         ptrs, mask = self._pointers(offsets, _semantic)
         _semantic.store(ptrs, _u(value), mask, (), "", "", None)
 
+    def _reduce(self, kind: str, offsets: Any, value: Any, sem: Semantic) -> None:
+        """Combine `value` into the block at `offsets` elementwise with the atomic `kind`
+        (relaxed, as a TMA reduction is); elements outside the shape are left alone."""
+        name = self.dtype.name
+        if name not in _REDUCE_DTYPES[kind]:
+            raise CompilationError(f"Unsupported dtype {self.dtype} for a descriptor's atomic_{kind}",
+                                   hint=f"it takes {', '.join(_REDUCE_DTYPES[kind])}")
+        if kind in ("min", "max") and name in ("fp16", "bf16"):
+            raise CompilationError("16-bit float types require native tma support",
+                                   hint=f"Apple GPUs have no TMA: {self.dtype} descriptors take atomic_add only")
+        ptrs, mask = self._pointers(offsets, sem)
+        getattr(sem, f"atomic_{kind}")(ptrs, _u(value), mask, "relaxed")
+
+    @builtin
+    def atomic_add(self, offsets: Any, value: Any, _semantic: Semantic = None) -> None:  # type: ignore[assignment]
+        """Add `value` into the block at `offsets` (atomically, per element)."""
+        self._reduce("add", offsets, value, _semantic)
+
+    @builtin
+    def atomic_min(self, offsets: Any, value: Any, _semantic: Semantic = None) -> None:  # type: ignore[assignment]
+        """Replace the block at `offsets` by its minimum with `value` (atomically, per element)."""
+        self._reduce("min", offsets, value, _semantic)
+
+    @builtin
+    def atomic_max(self, offsets: Any, value: Any, _semantic: Semantic = None) -> None:  # type: ignore[assignment]
+        """Replace the block at `offsets` by its maximum with `value` (atomically, per element)."""
+        self._reduce("max", offsets, value, _semantic)
+
+    @builtin
+    def atomic_and(self, offsets: Any, value: Any, _semantic: Semantic = None) -> None:  # type: ignore[assignment]
+        """Bitwise-and `value` into the block at `offsets` (atomically, per element)."""
+        self._reduce("and", offsets, value, _semantic)
+
+    @builtin
+    def atomic_or(self, offsets: Any, value: Any, _semantic: Semantic = None) -> None:  # type: ignore[assignment]
+        """Bitwise-or `value` into the block at `offsets` (atomically, per element)."""
+        self._reduce("or", offsets, value, _semantic)
+
+    @builtin
+    def atomic_xor(self, offsets: Any, value: Any, _semantic: Semantic = None) -> None:  # type: ignore[assignment]
+        """Bitwise-xor `value` into the block at `offsets` (atomically, per element)."""
+        self._reduce("xor", offsets, value, _semantic)
 
     def _row_pointers(self, x_offsets: Any, y_offset: Any, sem: Semantic, what: str) -> tuple[tensor, tensor]:
         """Pointers and bounds mask of the rows `x_offsets` (a 1-D block), each the block's

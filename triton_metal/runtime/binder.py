@@ -37,7 +37,7 @@ from ..errors import LaunchError
 from .grid import LAUNCH_OPTION_NAMES, reject_unknown_kwargs
 from .arrays.mlx import ARRAY_TYPE as MLX_ARRAY
 from .arrays.mlx import POINTER_FACTS_OF as MLX_POINTER_FACTS
-from .specialization import I32_FACTS, ArgSpec, constexpr_arg, specialize_arg
+from .specialization import I32_FACTS, ArgSpec, annotated_arg, constexpr_arg, specialize_arg
 
 BoundArgs = tuple[
     tuple[object, ...], tuple[ArgSpec, ...], object, object, object, object, object
@@ -58,6 +58,8 @@ class Param:
     do_not_specialize_on_alignment: bool
     keyword_only: bool
     default: object = inspect.Parameter.empty
+    annotated: Any = None
+    """The scalar `tl` type the parameter's annotation names (`v: tl.uint8`), or None."""
 
     @property
     def has_default(self) -> bool:
@@ -77,6 +79,7 @@ def make_binder(kernel_name: str, params: Sequence[Param]) -> Binder:
             )
     namespace: dict[str, Any] = {
         "_tm_spec": specialize_arg,
+        "_tm_annotated_spec": annotated_arg,
         "_tm_cspec": constexpr_arg,
         "_tm_reject": reject_unknown_kwargs,
         "_tm_i32": I32_FACTS,
@@ -105,6 +108,10 @@ def make_binder(kernel_name: str, params: Sequence[Param]) -> Binder:
             signature.append(p.name)
         if p.is_constexpr:
             facts.append(f"_tm_cspec({p.name}, {p.name!r})")
+        elif p.annotated is not None:
+            namespace[f"_tm_annotated_{p.index}"] = p.annotated
+            align = not (p.do_not_specialize or p.do_not_specialize_on_alignment)
+            facts.append(f"_tm_annotated_spec({p.name}, {p.name!r}, _tm_annotated_{p.index}, {align})")
         else:
             facts.append(_fact_expression(p))
     if not star_written:

@@ -34,6 +34,7 @@ from typing import Any, TypeVar
 
 from ..errors import OutOfResources
 from . import cache_files
+from .ast_source import ASTSource, compile  # noqa: F401 - Triton's `triton.compiler.ASTSource`, `triton.compile`
 from .signature import kernel_signature
 from .specialization import SpecializationKey
 

@@ -98,6 +98,9 @@ class TupleArg:
 
     elements: tuple[Any, ...]
     """`ArgSpec`s, nested `TupleArg`s included."""
+    kind: type | None = None
+    """The named tuple's class (`typing.NamedTuple`, `collections.namedtuple`), which the kernel
+    sees the argument as; None for a plain tuple."""
 
 
 ArgSpec = PointerArg | ScalarArg | ConstexprArg | DescriptorArg | TupleArg

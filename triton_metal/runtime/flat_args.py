@@ -81,7 +81,8 @@ def host_values(value: Any, fact: ArgSpec, host: Callable[[object, ArgSpec], obj
     """A composite value as the interpreter takes it: `host(leaf, fact)` for each array and
     scalar inside (a descriptor keeps its class, its base replaced)."""
     if type(fact) is TupleArg:
-        return tuple(host_values(v, f, host) for v, f in zip(value, fact.elements))
+        values = tuple(host_values(v, f, host) for v, f in zip(value, fact.elements))
+        return values if fact.kind is None else fact.kind(*values)
     if type(fact) is DescriptorArg:
         from ..tools.tensor_descriptor import TensorDescriptor
 

@@ -50,6 +50,23 @@ from .specialization import (
 DEFAULT_NUM_WARPS = 4
 
 
+def annotated_scalar_type(annotation: object) -> Any:
+    """The scalar type a parameter's annotation names (`tl.float16`, `"tl.uint8"`, `"i32"`,
+    `"fp16"`), which its run-time scalar argument takes, as in Triton; None for any other
+    annotation (`torch.Tensor`, `int`, none)."""
+    from ..language import types as tlt
+
+    if isinstance(annotation, tlt.dtype):
+        return None if annotation.is_ptr() else annotation
+    if not isinstance(annotation, str):
+        return None
+    try:
+        ty = tlt.dtype_from_name(annotation.strip().split(".")[-1])
+    except ValueError:
+        return None
+    return None if ty.is_ptr() else ty
+
+
 def _is_constexpr_annotation(annotation: object) -> bool:
     """`tl.constexpr` (the class), or its name when annotations are strings (PEP 563)."""
     if isinstance(annotation, str):
@@ -178,6 +195,7 @@ class JITFunction(KernelInterface, JITCallable):
             name=p.name,
             index=index,
             is_constexpr=_is_constexpr_annotation(p.annotation),
+            annotated=annotated_scalar_type(p.annotation),
             do_not_specialize=p.name in no_spec,
             do_not_specialize_on_alignment=p.name in no_align,
             keyword_only=p.kind is inspect.Parameter.KEYWORD_ONLY,

@@ -44,7 +44,7 @@ from .log import debug_level, log
 from .signature import kernel_signature
 from .flat_args import flat_names, flattening, has_composites, host_values
 from .specialization import (
-    ArgSpec, ConstexprArg, DescriptorArg, PointerArg, SpecializationKey, TupleArg,
+    ArgSpec, ConstexprArg, DescriptorArg, PointerArg, ScalarArg, SpecializationKey, TupleArg, specialize_arg,
 )
 
 
@@ -57,18 +57,49 @@ def to_launch_args(
 
 def _interpreted(value: object, fact: ArgSpec, name: str, in_tuple: bool = False) -> object:
     if isinstance(fact, ConstexprArg):
+<<<<<<< HEAD
         # a compile-time element of a tuple stays one (`(x, tl.constexpr(3))`, a specialized 1),
         # as the front end binds it; a parameter's own is made one by the interpreter's binding
         return constexpr(fact.value) if in_tuple else fact.value
+=======
+        return fact.value
+    if isinstance(fact, ScalarArg) and _typed_otherwise(value, fact, name):
+        from ..backends.interpreter import scalar_argument
+
+        return scalar_argument(value, fact.ty)  # an annotated parameter's type (`v: tl.uint8`)
+>>>>>>> smallfiles
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(fact, PointerArg):
         return host_view(value, name)
+<<<<<<< HEAD
     if isinstance(fact, TupleArg):  # its arrays and scalars, each as above
         return host_values(value, fact, lambda v, f: _interpreted(v, f, name, True))
     if isinstance(fact, DescriptorArg):
         return host_values(value, fact, lambda v, f: _interpreted(v, f, name))
+=======
+    if isinstance(fact, (DescriptorArg, TupleArg)):  # their arrays and scalars, each as above
+        return host_values(value, fact, lambda v, f: _interpreted_part(v, f, name))
+>>>>>>> smallfiles
     return value
+
+
+def _typed_otherwise(value: object, fact: ScalarArg, name: str) -> bool:
+    """`fact` gives the scalar `value` another type than the value alone would get (the
+    interpreter binds a bare value by what it is)."""
+    plain = specialize_arg(value, name)
+    return not (isinstance(plain, ScalarArg) and plain.ty == fact.ty)
+
+
+def _interpreted_part(value: object, fact: ArgSpec, name: str) -> object:
+    """A tuple's element: a compile-time one (None, a `tl.constexpr`, an int specialized as 1)
+    stays a `tl.constexpr`, as the front end makes it; the interpreter binds a bare value of a
+    tuple as a run-time scalar."""
+    if isinstance(fact, ConstexprArg):
+        from ..language import constexpr
+
+        return constexpr(fact.value)
+    return _interpreted(value, fact, name)
 
 
 def launch_on_interpreter(kernel: Any, grid: Grid3, args: dict[str, object]) -> None:

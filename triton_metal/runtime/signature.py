@@ -30,10 +30,12 @@ def signature_param(fact: ArgSpec) -> Any:
     if isinstance(fact, PointerArg):
         return ParamType(fact.ty, fact.aligned16, fact.same_as)
     if isinstance(fact, TupleArg):
-        return ParamTuple(tuple(map(signature_param, fact.elements)))
+        return ParamTuple(tuple(map(signature_param, fact.elements)), fact.kind)
     if isinstance(fact, DescriptorArg):
         return ParamDescriptor(
             signature_param(fact.base), tuple(map(signature_param, fact.shape)), tuple(map(signature_param, fact.strides)),
             fact.block_shape, fact.padding,
         )
-    return ParamType(fact.ty, fact.divisible16)
+    from ..frontend.signature import runtime_scalar
+
+    return runtime_scalar(fact.ty, fact.divisible16)

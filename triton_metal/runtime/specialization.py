@@ -195,6 +195,38 @@ def specialize_arg(value: object, name: str, specialize: bool = True, align: boo
     return _specialize_other(value, name, specialize, align)
 
 
+ANNOTATABLE = frozenset({"int1", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                         "fp16", "bf16", "fp32"})
+"""The scalar types a run-time parameter's annotation may name (`frontend/signature.py` passes
+the narrower ones through a wider carrier)."""
+
+
+def annotated_arg(value: object, name: str, ty: tlt.dtype, align: bool) -> ArgSpec:
+    """The fact for a parameter annotated with a scalar type (`v: tl.uint8`, `x: tl.float16`):
+    a Python or NumPy scalar is passed as that type, as Triton passes it (never specialized to
+    the constexpr 1); a value the type cannot hold is refused. Other values (arrays, tensors)
+    are specialized as if unannotated."""
+    if not isinstance(value, (bool, int, float, np.generic)) or isinstance(value, np.complexfloating):
+        return specialize_arg(value, name, True, align)
+    if ty.is_fp64():
+        raise ArgumentError(f"argument '{name}' is annotated float64: Apple GPUs have no fp64; annotate it tl.float32")
+    if ty.name not in ANNOTATABLE:
+        raise ArgumentError(
+            f"argument '{name}' is annotated {ty.name}: a run-time scalar may be annotated "
+            f"{', '.join(sorted(ANNOTATABLE))}"
+        )
+    if ty.is_floating():
+        return ScalarArg(ty, False)
+    if isinstance(value, (float, np.floating)):
+        raise ArgumentError(f"argument '{name}' is annotated {ty.name} but was given the float {value!r}")
+    v = int(value)
+    bits = ty.primitive_bitwidth
+    low, high = (0, 2**bits) if ty.is_int_unsigned() or ty.is_bool() else (-(2 ** (bits - 1)), 2 ** (bits - 1))
+    if not low <= v < high:
+        raise IntegerArgumentOverflow(f"argument '{name}' = {v} does not fit in {ty.name} (its annotation)")
+    return ScalarArg(ty, align and not ty.is_bool() and v % 16 == 0)
+
+
 def _specialize_other(value: object, name: str, specialize: bool, align: bool) -> ArgSpec:
     from ..language import constexpr  # the language package is imported by now; keep this lazy
 
@@ -225,14 +257,9 @@ def _specialize_other(value: object, name: str, specialize: bool, align: bool) -
             "mlx.core.array or numpy.ndarray) for a pointer argument"
         )
     if isinstance(value, tuple):
-        if hasattr(value, "_fields"):
-            raise ArgumentError(
-                f"argument '{name}' is a named tuple; pass a plain tuple (named tuple arguments "
-                "are not supported yet)"
-            )
         return TupleArg(tuple(
             specialize_arg(v, f"{name}[{i}]", specialize, align) for i, v in enumerate(value)
-        ))
+        ), type(value) if hasattr(value, "_fields") else None)
     raise ArgumentError(
         f"argument '{name}' has unsupported type {type(value).__module__}.{type(value).__qualname__}:"
         " pass a torch tensor, mlx.core.array or numpy.ndarray for a pointer, or a Python int, float"

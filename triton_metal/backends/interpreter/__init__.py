@@ -7,8 +7,8 @@ exactly the compiler's typing rules.
 
 from __future__ import annotations
 
-from .launch import launch
+from .launch import launch, scalar_argument
 from .memory import Memory
 from .numpy_builder import NumpyBuilder, TensorHandle
 
-__all__ = ["Memory", "NumpyBuilder", "TensorHandle", "launch"]
+__all__ = ["Memory", "NumpyBuilder", "TensorHandle", "launch", "scalar_argument"]

@@ -49,7 +49,7 @@ from triton_metal.language.types import (
 
 from .memory import Memory
 from .numpy_builder import NumpyBuilder, TensorHandle
-from .numerics import storage_dtype
+from .numerics import bf16_bits_to_f32, f32_to_bf16_bits, storage_dtype
 from .rewrite import call_function, interpretable
 
 # triton_metal/backends/interpreter/launch.py -> triton_metal/
@@ -134,8 +134,9 @@ def _bind(name: str, value: Any, memory: Memory, mlx: dict[int, _MlxBinding], is
         return _bind_mlx(name, value, memory, mlx)
     if _is_host_descriptor(value):
         return _bind_descriptor(name, value, memory, mlx)
-    if type(value) is tuple:  # a tuple argument: each element bound as an argument of its own
-        return tuple(_bind(f"{name}[{i}]", v, memory, mlx, False) for i, v in enumerate(value))
+    if isinstance(value, tuple):  # a tuple argument: each element bound as an argument of its own
+        items = [_bind(f"{name}[{i}]", v, memory, mlx, False) for i, v in enumerate(value)]
+        return type(value)(*items) if hasattr(value, "_fields") else tuple(items)
     wrapped_dtype = getattr(value, "dtype", None)
     base = getattr(value, "base", None)
     if isinstance(wrapped_dtype, dtype) and base is not None:  # reinterpret(array, tl dtype)
@@ -184,6 +185,18 @@ def _element_type(name: str, np_dtype: np.dtype) -> dtype:
 
 def _scalar(v: bool | int | float, ty: dtype) -> tensor:
     return tensor(TensorHandle(np.array(v, dtype=storage_dtype(ty)), ty), ty)
+
+
+def scalar_argument(value: Any, ty: dtype) -> tensor:
+    """A run-time scalar argument of type `ty` (a parameter annotated `tl.float16`, `tl.uint8`,
+    ...; the runtime checked that `ty` holds it), as a compiled launch passes it: a float is
+    rounded to fp32 (its carrier), then to `ty`."""
+    if ty.is_bf16():
+        held = bf16_bits_to_f32(f32_to_bf16_bits(np.array(value, np.float32)))
+        return tensor(TensorHandle(held, ty), ty)
+    if ty.is_floating():
+        return _scalar(np.float32(value), ty)
+    return _scalar(value.item() if isinstance(value, np.generic) else value, ty)
 
 
 def _pointer(name: str, arr: np.ndarray, memory: Memory, elem: dtype) -> tensor:

@@ -3,13 +3,17 @@ differ, so that a program means in the interpreter what it means compiled:
 
 * `x = value`: a Python number bound to a name becomes a `tl` scalar (`acc = 0; acc.to(tl.int64)`,
   `acc.dtype`), as the front end's assignment makes it; `x: tl.constexpr = value` stays a
-  compile-time value; `x += v` is `x = x + v`.
+  compile-time value, and so does what is later assigned to a name declared `x: tl.constexpr`
+  without a value (`d0: tl.constexpr` then `d0, d1 = shape`); `x += v` is `x = x + v`.
 * `a and b`, `a or b`, `not a`: on tensors, elementwise logical operations (compile-time operands
   short-circuit as in Python), the front end's rule.
 * `is`, `is not`, `isinstance`, `getattr` and `hasattr` see through `tl.constexpr` (so
   `getattr(tl, FUNC)` takes a compile-time name), as the front end's do.
 * `for i in range(...)`: Python's `range` in a loop header is `tl.range`, as in the front end, so
   a bound known only at run time counts as the compiled loop does (`Semantic.loop_types`).
+* comprehensions: what they iterate over and their `if` conditions go through the front end's
+  checks (`frontend/comprehensions.py`: a tuple or a compile-time range, compile-time
+  conditions), since the compiler unrolls them.
 * `assert cond, msg`: a device assert when `cond` is a tensor (as Triton reads it), else a
   compile-time check, as the front end's.
 
@@ -54,17 +58,49 @@ class _Runtime:
         if isinstance(raw, (bool, int, float)) and not isinstance(raw, tensor):
             sem = current_semantic()
             return sem.to_tensor(raw) if sem is not None else raw
-        if isinstance(raw, tuple) and not hasattr(raw, "_fields"):
-            return tuple(_Runtime.assigned(v) for v in raw)
+        if isinstance(raw, tuple):  # a named tuple keeps its class, as in the front end
+            items = [_Runtime.assigned(v) for v in raw]
+            return type(raw)(*items) if hasattr(raw, "_fields") else tuple(items)
         return value
 
     @staticmethod
-    def constexpr_value(value: Any) -> constexpr:
+    def constexpr_value(value: Any, name: str) -> constexpr:
         if isinstance(value, tensor):
             from triton_metal.errors import CompilationError
 
-            raise CompilationError("a name annotated tl.constexpr was given a value only known at run time")
+            raise CompilationError(f"'{name}' is annotated tl.constexpr but its value is only known at run time")
         return constexpr(_unwrap(value))
+
+    @staticmethod
+    def assigned_as(value: Any, declared: Any) -> Any:
+        """`assigned`, except for the names of the target declared `tl.constexpr`: `declared`
+        mirrors the target, a name's string where it was declared, False where not."""
+        if isinstance(declared, str):
+            return _Runtime.constexpr_value(value, declared)
+        if declared is False:
+            return _Runtime.assigned(value)
+        items = _unwrap(value)
+        if isinstance(items, tensor) or not isinstance(items, (tuple, list)) or len(items) != len(declared):
+            return _Runtime.assigned(value)  # Python's unpacking says what is wrong
+        return tuple(_Runtime.assigned_as(v, d) for v, d in zip(items, declared))
+
+    @staticmethod
+    def spread(value: Any) -> tuple[Any, ...]:
+        from triton_metal.frontend.calls import spread_items
+
+        return spread_items(value)
+
+    @staticmethod
+    def comprehension_items(iterable: Any) -> tuple[Any, ...]:
+        from triton_metal.frontend.comprehensions import compile_time_items
+
+        return compile_time_items(iterable)
+
+    @staticmethod
+    def comprehension_condition(value: Any) -> bool:
+        from triton_metal.frontend.comprehensions import compile_time_condition
+
+        return compile_time_condition(value)
 
     @staticmethod
     def bool_op(is_and: bool, thunks: Sequence[Callable[[], Any]]) -> Any:
@@ -149,17 +185,64 @@ def _is_constexpr_annotation(node: ast.expr) -> bool:
     return text == "constexpr" or text.endswith(".constexpr")
 
 
+def _declared_constexpr(fdef: ast.FunctionDef) -> frozenset[str]:
+    """The names `fdef` declares `name: tl.constexpr` without a value."""
+    return frozenset(
+        n.target.id for n in ast.walk(fdef)
+        if isinstance(n, ast.AnnAssign) and n.value is None and isinstance(n.target, ast.Name)
+        and _is_constexpr_annotation(n.annotation)
+    )
+
+
+def _declared_pattern(target: ast.expr, declared: frozenset[str]) -> Any:
+    """What `_Runtime.assigned_as` takes for `target`: its declared names, mirrored."""
+    if isinstance(target, ast.Name):
+        return target.id if target.id in declared else False
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return tuple(_declared_pattern(t, declared) for t in target.elts)
+    return False
+
+
+def _mentions(pattern: Any) -> bool:
+    return isinstance(pattern, str) or (isinstance(pattern, tuple) and any(map(_mentions, pattern)))
+
+
 class _Rewriter(ast.NodeTransformer):
+    def __init__(self, declared: frozenset[str] = frozenset()) -> None:
+        self.declared = declared
+
     def visit_Assign(self, node: ast.Assign) -> ast.AST:
         self.generic_visit(node)
-        node.value = _call("assigned", [node.value], node.value)
+        pattern = _declared_pattern(node.targets[0], self.declared) if len(node.targets) == 1 else False
+        if _mentions(pattern):
+            node.value = _call("assigned_as", [node.value, ast.Constant(value=pattern)], node.value)
+        else:
+            node.value = _call("assigned", [node.value], node.value)
         return node
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.AST:
         self.generic_visit(node)
         if node.value is not None:
-            kind = "constexpr_value" if _is_constexpr_annotation(node.annotation) else "assigned"
-            node.value = _call(kind, [node.value], node.value)
+            if _is_constexpr_annotation(node.annotation):
+                name = ast.Constant(value=ast.unparse(node.target))
+                node.value = _call("constexpr_value", [node.value, name], node.value)
+            else:
+                node.value = _call("assigned", [node.value], node.value)
+        return node
+
+    def visit_Starred(self, node: ast.Starred) -> ast.AST:
+        # `f(*values)`: the compiler spreads tuples only (`frontend.calls.spread_items`)
+        self.generic_visit(node)
+        if isinstance(node.ctx, ast.Load):
+            node.value = _call("spread", [node.value], node.value)
+        return node
+
+    def visit_comprehension(self, node: ast.comprehension) -> ast.AST:
+        # the compiler unrolls comprehensions: what it iterates and filters on must be known
+        # when the kernel is compiled, and the interpreter checks it with the compiler's checks
+        self.generic_visit(node)
+        node.iter = _call("comprehension_items", [node.iter], node.iter)
+        node.ifs = [_call("comprehension_condition", [test], test) for test in node.ifs]
         return node
 
     def visit_AugAssign(self, node: ast.AugAssign) -> ast.AST:
@@ -236,7 +319,7 @@ def _rewrite(fn: Callable[..., Any]) -> Callable[..., Any]:
     if not isinstance(fdef, ast.FunctionDef):
         return fn
     fdef.decorator_list = []
-    _Rewriter().visit(fdef)
+    _Rewriter(_declared_constexpr(fdef)).visit(fdef)
     for node in ast.walk(tree):
         if hasattr(node, "lineno"):
             node.lineno += def_line - 1  # type: ignore[attr-defined]

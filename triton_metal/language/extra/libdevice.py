@@ -7,8 +7,10 @@ float for fp16/bf16 operands as the other `tl.math` functions are: `tanh`, `sinh
 (`nearbyint`), `round` (halfway cases away from zero), and the functions `tl` already has under
 libdevice's names (`exp`, `exp2`, `log`, `log2`, `sqrt`, `rsqrt`, `sin`, `cos`, `erf`, `floor`,
 `ceil`, `fabs`/`abs`, `fma`, `pow`, `fmod`, `fmin`, `fmax`, `isnan`, `isinf`, `div_rn`,
-`sqrt_rn`, `fast_dividef`, `finitef`, and the `fast_*f` spellings). A function MSL lacks (`log1p`, `expm1`, `lgamma`,
-the Bessel functions, ...) raises a precise error naming a `tl` alternative where one exists.
+`sqrt_rn`, `fast_dividef`, and the `fast_*f` spellings); `popc`, `clz` and `finitef` (and their
+`ll` / `d` spellings) are DSL functions (`libdevice_bits.py`), and so are `j0`, `j1`, `y0`,
+`y1`, `cyl_bessel_i0` and `cyl_bessel_i1` (`libdevice_bessel.py`). A function MSL lacks
+(`log1p`, `expm1`, `lgamma`, ...) raises a precise error naming a `tl` alternative where one exists.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from ..builder import MathOp
 from ..core import builtin, tensor
 from ..core import _unwrap as _u
 from ..semantic import Semantic
+from .libdevice_bessel import cyl_bessel_i0, cyl_bessel_i1, j0, j1, y0, y1  # noqa: F401 - libdevice's names
+from .libdevice_bits import clz, clzll, finitef, isfinited, popc, popcll  # noqa: F401 - libdevice's names
 
 
 def _unary(op: MathOp, name: str, precise: bool = False) -> Any:
@@ -121,13 +125,6 @@ def isnan(arg0: Any, _semantic: Semantic = None) -> tensor:  # type: ignore[assi
 def isinf(arg0: Any, _semantic: Semantic = None) -> tensor:  # type: ignore[assignment]
     """libdevice `isinf`, as a boolean tensor."""
     return _semantic.equal(_semantic.abs(_u(arg0)), float("inf"))
-
-
-@builtin
-def finitef(arg0: Any, _semantic: Semantic = None) -> tensor:  # type: ignore[assignment]
-    """libdevice `finitef`: whether each value is finite (neither Inf nor NaN), as a boolean tensor."""
-    x = _semantic.to_tensor(_u(arg0))
-    return _semantic.and_(_semantic.equal(x, x), _semantic.not_equal(_semantic.abs(x), float("inf")))
 
 
 @builtin

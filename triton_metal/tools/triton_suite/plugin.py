@@ -1,10 +1,10 @@
 """The pytest plugin the Triton-suite runner loads into pytest (and into every pytest-xdist
 worker): it makes `import triton` resolve to triton_metal before any test file is imported, and
 supplies the fixtures Triton's own `conftest.py` files would (`device` is "cpu": torch CPU
-tensors, which the emulator and the interpreter run on in place). Two process-wide changes make
+tensors, which the emulator and the interpreter run on in place). Process-wide changes make
 the files runnable as they are: `exec` keeps the source of kernels it defines readable
-(`exec_with_source`), and `torch.cuda.get_device_capability()` answers (0, 0)
-(`no_nvidia_capability`)."""
+(`exec_with_source`), `torch.cuda.get_device_capability()` answers (0, 0)
+(`no_nvidia_capability`), and `torch.cuda.synchronize()` returns at once (`nothing_to_wait_for`)."""
 
 from __future__ import annotations
 
@@ -50,12 +50,19 @@ def no_nvidia_capability(device: Any = None) -> tuple[int, int]:
     return (0, 0)
 
 
+def nothing_to_wait_for(device: Any = None) -> None:
+    """`torch.cuda.synchronize()` in the runner: returns at once. Triton's files call it after a
+    launch before reading results; launches on CPU tensors have finished when they return (a
+    torch built without CUDA would raise)."""
+
+
 def _answer_capability() -> None:
     try:
         import torch
     except ImportError:
         return
     torch.cuda.get_device_capability = no_nvidia_capability
+    torch.cuda.synchronize = nothing_to_wait_for
 
 
 MARKERS = ("interpreter", "cpu", "forked", "multi_gpu", "gpu")
