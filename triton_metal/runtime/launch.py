@@ -38,7 +38,6 @@ from ..codegen.target import DEFAULT_TARGET, parse_target
 from .backend import EMULATOR, INTERPRETER, METAL, TORCH_MPS
 from .cache import CompiledKernel
 from .grid import Grid3
-from ..language.core import constexpr
 from .arrays import PLAIN_TYPES, host_view, metal_values
 from .log import debug_level, log
 from .signature import kernel_signature
@@ -55,32 +54,19 @@ def to_launch_args(
     return {name: _interpreted(value, fact, name) for name, value, fact in zip(names, values, facts)}
 
 
-def _interpreted(value: object, fact: ArgSpec, name: str, in_tuple: bool = False) -> object:
+def _interpreted(value: object, fact: ArgSpec, name: str) -> object:
     if isinstance(fact, ConstexprArg):
-<<<<<<< HEAD
-        # a compile-time element of a tuple stays one (`(x, tl.constexpr(3))`, a specialized 1),
-        # as the front end binds it; a parameter's own is made one by the interpreter's binding
-        return constexpr(fact.value) if in_tuple else fact.value
-=======
         return fact.value
     if isinstance(fact, ScalarArg) and _typed_otherwise(value, fact, name):
         from ..backends.interpreter import scalar_argument
 
         return scalar_argument(value, fact.ty)  # an annotated parameter's type (`v: tl.uint8`)
->>>>>>> smallfiles
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(fact, PointerArg):
         return host_view(value, name)
-<<<<<<< HEAD
-    if isinstance(fact, TupleArg):  # its arrays and scalars, each as above
-        return host_values(value, fact, lambda v, f: _interpreted(v, f, name, True))
-    if isinstance(fact, DescriptorArg):
-        return host_values(value, fact, lambda v, f: _interpreted(v, f, name))
-=======
     if isinstance(fact, (DescriptorArg, TupleArg)):  # their arrays and scalars, each as above
         return host_values(value, fact, lambda v, f: _interpreted_part(v, f, name))
->>>>>>> smallfiles
     return value
 
 
@@ -184,9 +170,9 @@ def definition(kernel: Any) -> str:
 
 def _twin(kernel: Any, compiled: CompiledKernel) -> Any:
     """(masked, relative, unwritten, marked) -> the variant's twin with written masks and
-    outputs kept relative to their arrays (compiled on the Metal path's first need). Its masks and old
-    contents add buffers, so it passes the buffer limit on its own: a kernel whose launches need
-    no twin never meets its count."""
+    outputs kept relative to their arrays (compiled on the Metal path's first need). Its masks
+    and old contents add buffers, so it passes the buffer limit on its own: a kernel whose
+    launches need no twin never meets its count."""
 
     def variant(masked: tuple[str, ...], relative: tuple[str, ...], unwritten: bool,
                 marked: tuple[str, ...] = ()) -> Any:
