@@ -285,7 +285,8 @@ class _Rewriter(ast.NodeTransformer):
     def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
         self.generic_visit(node)
         if isinstance(node.value, ast.Constant):  # `(10).type`: a literal is a tl.constexpr
-            node.value = _call("constexpr_value", [node.value], node.value)
+            literal = ast.Constant(value=ast.unparse(node.value))
+            node.value = _call("constexpr_value", [node.value, literal], node.value)
         return node
 
     def visit_Call(self, node: ast.Call) -> ast.AST:
