@@ -122,12 +122,12 @@ _FLOATS = ("float", "float16_t", "bfloat16_t")
 _COMBINABLE = ("add", "max", "min", "and", "or", "xor")
 _SHAPE = attrgetter("shape")
 _NO_START = (None, None)
+"""The start of an output that starts empty."""
 _ENCODINGS = ("xor", "sub", "mark")
 """How an output kept relative to its array holds it (`codegen.kernel`)."""
 UNTOUCHED = struct.unpack("<f", UNTOUCHED_BITS.to_bytes(4, "little"))[0]
 """The `init_value` of a marked output: a float whose float32 bits are `UNTOUCHED_BITS` (a quiet
 NaN keeps its payload through float64 and back)."""
-"""The start of an output that starts empty."""
 _READS_OLD = ("merge", "combine", "relative")
 """Output actions that need the array's old contents."""
 
@@ -628,8 +628,10 @@ def _agreeing_starts(starts: list[tuple[str, float] | None], slots: Sequence[Out
     out: list[tuple[Any, Any]] = []
     for start, slot in zip(starts, slots):
         if start is not None and (relative or len(identities) > 1) and start[1] != 0.0:
-            # a marked output too: only its mark can start it
-            start = (relative_encoding(slot.dtype, [start[0]]) or "xor", 0.0)
+            # a marked output too (its adds then loop on the held difference): only the mark
+            # can start it
+            kind = "add" if start[0] == "mark" else start[0]
+            start = (relative_encoding(slot.dtype, [kind]) or "xor", 0.0)
         out.append(start if start is not None else _NO_START)
     return out
 
