@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "runtime"))
+from torch_backends import run_through  # noqa: E402 - the backends' fixture body
 
 
 @pytest.fixture(autouse=True)
@@ -18,15 +23,4 @@ def mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Ite
     """Run once through the front end (the default), once with TRITON_METAL_INTERPRET=1 and once
     through the torch_mps backend (its complete source run by the recording stand-in for
     `torch.mps.compile_shader` on the emulator, NumPy arrays bound as zero-copy CPU tensors)."""
-    if request.param == "interpret":
-        monkeypatch.setenv("TRITON_METAL_INTERPRET", "1")
-    if request.param != "torch_mps":
-        yield request.param
-        return
-    from triton_metal.backends.torch_mps.standin import RecordingCompiler
-
-    monkeypatch.setenv("TRITON_METAL_BACKEND", "torch_mps")
-    recorder = RecordingCompiler()
-    with recorder.installed():
-        yield request.param
-    assert recorder.calls, "the torch_mps path made no call"
+    yield from run_through(request.param, monkeypatch)
