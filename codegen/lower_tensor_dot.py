@@ -41,6 +41,7 @@ from triton_metal.ir import Op, Value
 from triton_metal.ir.core import Block, OpResult
 from triton_metal.ir.ops.tt_compute import DotOp
 from triton_metal.ir.types import ScalarType, TensorType
+from triton_metal.passes.insert_barriers import operand_conversion
 
 from . import lower_dot
 from .context import LoweringContext
@@ -100,8 +101,7 @@ def operand_buffers(op: DotOp) -> tuple[Op, Op] | None:
 
 def only_user(block: Block | None, value: Value) -> Op | None:
     """The one op in `block` (nested regions included) that uses `value`, once; else None."""
-    users = [op for op in block.walk() for v in op.operands if v is value] if block is not None else []
-    return users[0] if len(users) == 1 else None
+    return block.only_user(value) if block is not None else None
 
 
 def _own_bytes(op: DotOp) -> int:
@@ -124,15 +124,9 @@ def bypassed_conversions(ctx: LoweringContext, func: Op) -> set[Op]:
     for op in func.walk():
         if not isinstance(op, DotOp) or not tensor_dot_applies(ctx, op):
             continue
-        convs = [_single_use_conversion(op, v) for v in (op.a, op.b)]
+        convs = [operand_conversion(op, v) for v in (op.a, op.b)]
         bypassed.update(c for c in convs if c is not None and (None not in convs or not getattr(c, "double_buffer", None)))
     return bypassed
-
-
-def _single_use_conversion(dot: DotOp, value: Value) -> Op | None:
-    if isinstance(value, OpResult) and value.op.name == "ttg.convert_layout" and only_user(dot.parent, value) is dot:
-        return value.op
-    return None
 
 
 @dataclass(frozen=True)

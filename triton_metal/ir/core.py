@@ -150,6 +150,11 @@ class Block:
         for op in list(self.ops):
             yield from op.walk()
 
+    def only_user(self, value: Value) -> Op | None:
+        """The one op of this block (nested regions included) that uses `value`, once; else None."""
+        users = [op for op in self.walk() for v in op.operands if v is value]
+        return users[0] if len(users) == 1 else None
+
     def __repr__(self) -> str:
         return f"<Block args={len(self.args)} ops={len(self.ops)}>"
 

@@ -35,6 +35,9 @@ class ConvertLayoutOp(Op):
     """1: the conversion alternates between two buffers (`stage-dot-operands`)."""
     joined: int | None = attr(int, default=None)
     """1: the conversion only writes; its reads follow the next conversion's barrier."""
+    barrier_if_bypassed: int | None = attr(int, default=None)
+    """1: a later write relies on this conversion's barrier (`insert-barriers`), so where a
+    tensor-op dot bypasses it the code generator emits a barrier in its place."""
 
     def verify_(self) -> None:
         num_results(self, 1)
