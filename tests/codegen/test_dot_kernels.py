@@ -306,6 +306,18 @@ def batched_dot_kernel(a_ptr, b_ptr, out_ptr, B: tl.constexpr, S: tl.constexpr):
     tl.store(out_ptr + offs, d)
 
 
+@pytest.mark.parametrize("target", TARGETS)
+def test_batched_3d_dot_on_8_warps(target):
+    # each batch element's operands come out of a cross-warp reduction; on tensor ops the
+    # conversions after them are bypassed, and the second reduction reuses the first one's bytes
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((2, 32, 32)).astype(np.float16)
+    b = rng.standard_normal((2, 32, 32)).astype(np.float16)
+    out = launch(batched_dot_kernel)[(1,)](a, b, np.zeros((2, 32, 32), np.float32), B=2, S=32, num_warps=8,
+                                           target=target)["out_ptr"]
+    np.testing.assert_allclose(out, np.matmul(a.astype(np.float64), b.astype(np.float64)), rtol=1e-5, atol=1e-4)
+
+
 def test_batched_3d_dot_past_the_unroll_limit_is_refused_clearly():
     # 32 batch elements of 16 x 16 x 16: past both the product form and the per-batch unrolling
     a = np.zeros((32, 16, 16), np.float32)
