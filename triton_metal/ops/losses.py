@@ -1,10 +1,13 @@
 """`cross_entropy` (as `mlx.nn.losses.cross_entropy`) and `entropy`, fused, forward and backward.
 
-One program per row streams the logits once, keeping a per-lane running maximum `m` and sum
-`s = sum(exp(x - m))` (the online log-sum-exp, one `exp` per element: `exp(-|x - m|)` is either
-the new term or the factor that rescales `s` to a new maximum), and what the loss needs besides:
-the row's sum (only with label smoothing, a compile-time flag), `sum(x * t)` for probability
-targets, or `sum(exp(x - m) * x)` for the entropy. With `z = x - max(x)` (MLX stops the
+One program per row streams the logits once. A block is seen as runs of 16 bytes, one run a
+thread: each run keeps a running maximum `m` and sum `s = sum(exp(x - m))` (the online
+log-sum-exp), and what the loss needs besides: the row's sum (only with label smoothing, a
+compile-time flag), `sum(x * t)` for probability targets, or `sum(exp(x - m) * x)` for the
+entropy. A step takes the run's new maximum in the thread first (its elements are the
+thread's own), rescales the run's sums once by `exp(m_old - m_new)`, then costs one `exp`, an
+add and (entropy) a multiply-add an element. Whole blocks load without a mask; the tail is one
+masked block. With `z = x - max(x)` (MLX stops the
 gradient at the maximum):
 
     class targets:        loss = lse(z) - (1 - ls) * z[t] - ls * mean(z)
