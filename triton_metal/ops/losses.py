@@ -7,8 +7,7 @@ compile-time flag), `sum(x * t)` for probability targets, or `sum(exp(x - m) * x
 entropy. A step takes the run's new maximum in the thread first (its elements are the
 thread's own), rescales the run's sums once by `exp(m_old - m_new)`, then costs one `exp`, an
 add and (entropy) a multiply-add an element. Whole blocks load without a mask; the tail is one
-masked block. With `z = x - max(x)` (MLX stops the
-gradient at the maximum):
+masked block. With `z = x - max(x)` (MLX stops the gradient at the maximum):
 
     class targets:        loss = lse(z) - (1 - ls) * z[t] - ls * mean(z)
     probability targets:  loss = lse(z) - (1 - ls) * sum(z * t) - ls * mean(z)
