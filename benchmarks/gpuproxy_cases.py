@@ -81,11 +81,20 @@ _RMS_CHECK = ("y_ptr=x_ptr.double() * torch.rsqrt(x_ptr.double().pow(2).mean(-1,
               " * w_ptr.double()")
 
 
+def _softmax_op(dtype: str) -> None:
+    from triton_metal import ops
+    _mx().eval(ops.softmax(_normal((4096, 4096), dtype), axis=-1))
+
+
 @case("softmax_bf16_4096x4096", checks=(_SOFTMAX_OP,),
       time_refs=("torch.softmax=torch.softmax(x_ptr, -1)",), ref_fns=("triton_softmax",))
 def _softmax_bf16() -> None:
-    from triton_metal import ops
-    _mx().eval(ops.softmax(_normal((4096, 4096), "bfloat16"), axis=-1))
+    _softmax_op("bfloat16")
+
+
+@case("softmax_f16_4096x4096", checks=(_SOFTMAX_OP,), ref_fns=("triton_softmax",))
+def _softmax_f16() -> None:
+    _softmax_op("float16")
 
 
 @case("rms_norm_bf16_4096x4096", checks=(_RMS_CHECK,),

@@ -68,11 +68,36 @@ def _cross_entropy(loss_ptr, x_ptr, t_ptr, n_cols, BLOCK: tl.constexpr):
     tl.store(loss_ptr + row, lse - target)
 
 
+@triton.jit
+def _entropy(h_ptr, x_ptr, n_cols, BLOCK: tl.constexpr):
+    # online: per lane the running max m, s = sum(exp(x - m)) and u = sum(exp(x - m) * x), both
+    # rescaled when m grows; H = lse - u / s
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK)
+    m = tl.full([BLOCK], -float("inf"), tl.float32)
+    s = tl.zeros([BLOCK], tl.float32)
+    u = tl.zeros([BLOCK], tl.float32)
+    for off in range(0, n_cols, BLOCK):
+        mask = off + cols < n_cols
+        x = tl.load(x_ptr + row * n_cols + off + cols, mask=mask, other=-float("inf")).to(tl.float32)
+        m_new = tl.maximum(m, x)
+        alive = m_new > -float("inf")
+        r = tl.where(alive, tl.exp(m - m_new), 0.0)
+        e = tl.where(alive, tl.exp(x - m_new), 0.0)
+        s = s * r + e
+        u = u * r + e * tl.where(mask, x, 0.0)
+        m = m_new
+    row_max = tl.max(m, 0)
+    w = tl.where(m > -float("inf"), tl.exp(m - row_max), 0.0)
+    total = tl.sum(s * w, 0)
+    tl.store(h_ptr + row, row_max + tl.log(total) - tl.sum(u * w, 0) / total)
+
+
 def _rows(x: torch.Tensor) -> tuple[int, int]:
     return x.numel() // x.shape[-1], x.shape[-1]
 
 
-def triton_softmax(launch: dict[str, Any], t: dict[str, Any]) -> Callable[[], Any] | None:
+def triton_softmax(launch: dict[str, Any], t: dict[str, Any]) -> dict[str, Callable[[], Any]] | None:
     """Softmax over the last axis: `ops.softmax` (`x_ptr`) and examples/softmax.py (`input_ptr`)."""
     x = t.get("x_ptr") if launch["kernel"] == "_softmax_fwd" else t.get("input_ptr")
     if x is None or launch["kernel"] not in ("_softmax_fwd", "softmax_kernel"):
@@ -80,8 +105,9 @@ def triton_softmax(launch: dict[str, Any], t: dict[str, Any]) -> Callable[[], An
     rows, cols = _rows(x)
     y = torch.empty_like(x)
     block = triton.next_power_of_2(cols)
-    warps = 8 if block >= 2048 else 4
-    return lambda: _softmax[(rows,)](y, x, cols, BLOCK=block, num_warps=warps)
+    # the tutorial's choice (8 warps from 2048 columns, else 4) and its neighbours: Triton's best
+    return {f"triton {w} warps": (lambda w=w: _softmax[(rows,)](y, x, cols, BLOCK=block, num_warps=w))
+            for w in (4, 8, 16) if 32 * w <= block}
 
 
 def triton_rms_norm(launch: dict[str, Any], t: dict[str, Any]) -> Callable[[], Any] | None:
@@ -117,3 +143,15 @@ def triton_cross_entropy(launch: dict[str, Any], t: dict[str, Any]) -> Callable[
     rows, cols = _rows(x)
     loss = torch.empty(rows, device=x.device, dtype=torch.float32)
     return lambda: _cross_entropy[(rows,)](loss, x, tgt, cols, BLOCK=4096, num_warps=16)
+
+
+def triton_entropy(launch: dict[str, Any], t: dict[str, Any]) -> dict[str, Callable[[], Any]] | None:
+    """`ops.entropy`'s forward (`_xent_fwd` without targets): the online entropy above, per row of
+    the logits, on 16 and on 8 warps."""
+    if launch["kernel"] != "_xent_fwd" or "t_ptr" in t:
+        return None
+    x = t["x_ptr"]
+    rows, cols = _rows(x)
+    h = torch.empty(rows, device=x.device, dtype=torch.float32)
+    return {f"triton {w} warps": (lambda w=w: _entropy[(rows,)](h, x, cols, BLOCK=4096, num_warps=w))
+            for w in (16, 8)}

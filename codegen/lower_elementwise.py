@@ -292,9 +292,12 @@ def lower_math(ctx: LoweringContext, op: arith.UnaryOp) -> None:
     ty = _el(op.operand)
     fn = _MATH[type(op)]
     a = ctx.reg(op.operand)
-    if isinstance(op, arith.ApproxUnaryOp) and not op.precise:
-        # Triton computes tl.exp, exp2, log, log2, sqrt and rsqrt with approximate instructions:
-        # Metal's fast:: functions are their counterparts (docs/language.md, "Math functions")
+    approximate = (isinstance(op, arith.ApproxUnaryOp) and not op.precise) or (
+        isinstance(op, arith.TrigUnaryOp) and op.fast)
+    if approximate:
+        # Triton computes tl.exp, exp2, log, log2, sqrt and rsqrt (and libdevice's fast_sinf and
+        # fast_cosf) with approximate instructions: Metal's fast:: functions are their
+        # counterparts (docs/language.md, "Math functions")
         elementwise(ctx, op, [a], lambda x: from_float(Call(f"fast::{fn}", (as_float(x, ty),)), ty))
         return
     elementwise(ctx, op, [a], lambda x: from_float(MathCall(fn, (as_float(x, ty),)), ty))

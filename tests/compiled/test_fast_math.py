@@ -47,6 +47,16 @@ def _exact_kernel(x_ptr, exp_ptr, log_ptr, sqrt_ptr, rn_ptr, N: tl.constexpr):
 
 
 @triton.jit
+def _trig_kernel(x_ptr, sin_ptr, cos_ptr, fsin_ptr, fcos_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    x = tl.load(x_ptr + offs)
+    tl.store(sin_ptr + offs, tl.sin(x))
+    tl.store(cos_ptr + offs, tl.cos(x))
+    tl.store(fsin_ptr + offs, libdevice.fast_sinf(x))
+    tl.store(fcos_ptr + offs, libdevice.fast_cosf(x))
+
+
+@triton.jit
 def _minmax_kernel(a_ptr, b_ptr, max_ptr, min_ptr, maxnan_ptr, minnan_ptr, rmax_ptr, N: tl.constexpr):
     offs = tl.arange(0, N)
     a = tl.load(a_ptr + offs)
@@ -184,6 +194,24 @@ def test_lowering_picks_fast_and_exact_forms():
     assert "fast::" not in exact
     mm = _minmax_kernel.warmup(*([x] * 7), N=1024, grid=(1,)).asm["msl"]
     assert "fmax(" in mm and "fmin(" in mm and "km_fmaximum(" in mm and "km_fminimum(" in mm
+
+
+def test_fast_sin_and_cos_are_metal_fast_forms():
+    # libdevice's fast_sinf/fast_cosf are Triton's sin.approx/cos.approx: Metal's fast:: forms;
+    # tl.sin/tl.cos stay accurate. Both backends compute the fast forms exactly here (a Mac's
+    # fast::sin is bounded on [-pi, pi] only), so the values are checked there, and against
+    # float64's
+    x = np.linspace(-np.pi, np.pi, 1024, dtype=np.float32)
+    outs = {f"{k}_ptr": np.zeros(1024, np.float32) for k in ("sin", "cos", "fsin", "fcos")}
+    for backend, r in _both(_trig_kernel, (1,), x_ptr=x, N=1024, **outs).items():
+        for name, ref in (("sin", np.sin), ("cos", np.cos)):
+            exact = ref(x.astype(np.float64))
+            np.testing.assert_allclose(r[f"{name}_ptr"], exact, atol=2e-7, err_msg=backend)
+            np.testing.assert_allclose(r[f"f{name}_ptr"], exact, atol=2e-7, err_msg=backend)
+    msl = _trig_kernel.warmup(*([x] * 5), N=1024, grid=(1,)).asm["msl"]
+    for fn in ("sin", "cos"):
+        # one of each per element a thread holds
+        assert msl.count(f"fast::{fn}(") == msl.count(f"precise::{fn}(") > 0, fn
 
 
 def test_maximum_minimum_nan_and_signed_zero_rules():

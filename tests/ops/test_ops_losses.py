@@ -87,7 +87,9 @@ def test_cross_entropy_half(dtype):
                     (x,), dtype)
 
 
-@pytest.mark.parametrize("shape", [(3, 7), (2, 4100)])
+# a row under the block (a masked tail alone), one over it (a whole block and a tail), and one
+# of whole blocks (no masked step)
+@pytest.mark.parametrize("shape", [(3, 7), (2, 4100), (2, 8192)])
 def test_entropy(shape):
     x = randn(shape, scale=2.0)
     assert_close(ops.entropy(x), _ref_entropy(x), "float32", scale=10)

@@ -191,13 +191,15 @@ class IRBuilder:
             raise internal_error(f"binary op {op.name} on {lhs.type}")
         return self._one(cls(lhs=lhs, rhs=rhs, result_types=[lhs.type]))
 
-    def create_math(self, op: lb.MathOp, x: Value, precise: bool = False) -> Value:
+    def create_math(self, op: lb.MathOp, x: Value, precise: bool = False, fast: bool = False) -> Value:
         table = _FLOAT_MATH if _is_float(x) else _INT_MATH
         cls = table.get(op)
         if cls is None:
             raise internal_error(f"math op {op.name} on {x.type}")
         if issubclass(cls, A.ApproxUnaryOp):
             return self._one(cls(operand=x, precise=True if precise else None, result_types=[x.type]))
+        if issubclass(cls, A.TrigUnaryOp):
+            return self._one(cls(operand=x, fast=True if fast else None, result_types=[x.type]))
         return self._one(cls(operand=x, result_types=[x.type]))
 
     def create_fma(self, a: Value, b: Value, c: Value) -> Value:

@@ -169,7 +169,8 @@ class Builder(Protocol):
 
     # -- elementwise ----------------------------------------------------------------------------
     def create_binary(self, op: BinaryOp, lhs: Handle, rhs: Handle) -> Handle: ...
-    def create_math(self, op: MathOp, x: Handle, precise: bool = False) -> Handle: ...  # precise: libdevice's
+    def create_math(self, op: MathOp, x: Handle, precise: bool = False,
+                    fast: bool = False) -> Handle: ...  # precise: libdevice's; fast: fast_sinf/cosf
     def create_fma(self, a: Handle, b: Handle, c: Handle) -> Handle: ...
     def create_cmp(self, pred: CmpPredicate, lhs: Handle, rhs: Handle) -> Handle: ...  # -> int1
     def create_select(self, cond: Handle, x: Handle, y: Handle) -> Handle: ...

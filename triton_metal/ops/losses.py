@@ -1,11 +1,13 @@
 """`cross_entropy` (as `mlx.nn.losses.cross_entropy`) and `entropy`, fused, forward and backward.
 
-One program per row streams the logits once, keeping a per-lane running maximum `m` and sum
-`s = sum(exp(x - m))` (the online log-sum-exp, one `exp` per element: `exp(-|x - m|)` is either
-the new term or the factor that rescales `s` to a new maximum), and what the loss needs besides:
-the row's sum (only with label smoothing, a compile-time flag), `sum(x * t)` for probability
-targets, or `sum(exp(x - m) * x)` for the entropy. With `z = x - max(x)` (MLX stops the
-gradient at the maximum):
+One program per row streams the logits once. A block is seen as runs of 16 bytes, one run a
+thread: each run keeps a running maximum `m` and sum `s = sum(exp(x - m))` (the online
+log-sum-exp), and what the loss needs besides: the row's sum (only with label smoothing, a
+compile-time flag), `sum(x * t)` for probability targets, or `sum(exp(x - m) * x)` for the
+entropy. A step takes the run's new maximum in the thread first (its elements are the
+thread's own), rescales the run's sums once by `exp(m_old - m_new)`, then costs one `exp`, an
+add and (entropy) a multiply-add an element. Whole blocks load without a mask; the tail is one
+masked block. With `z = x - max(x)` (MLX stops the gradient at the maximum):
 
     class targets:        loss = lse(z) - (1 - ls) * z[t] - ls * mean(z)
     probability targets:  loss = lse(z) - (1 - ls) * sum(z * t) - ls * mean(z)
@@ -42,34 +44,61 @@ CLASS, PROBS, ENTROPY = 0, 1, 2
 
 
 @triton.jit
-def _row_stats(x_row, t_row, n_cols, MODE: tl.constexpr, SMOOTH: tl.constexpr, BLOCK: tl.constexpr):
-    # per lane: running max, sum of exp, sum of x (label smoothing only), and the mode's extra
-    # sum. One exp per element: exp(-|x - m|) is the new element's term when x is not above the
-    # running max, else the factor that rescales the sum to the new max (the new term is 1).
-    offs = tl.arange(0, BLOCK)
-    m = tl.full([BLOCK], NEG_INF, tl.float32)
-    s = tl.zeros([BLOCK], tl.float32)
-    sx = tl.zeros([BLOCK], tl.float32)
-    extra = tl.zeros([BLOCK], tl.float32)
-    st = tl.zeros([BLOCK], tl.float32)
-    for off in range(0, n_cols, BLOCK):
+def _stats_step(x_row, t_row, off, offs, n_cols, m, s, sx, extra, st, MODE: tl.constexpr,
+                SMOOTH: tl.constexpr, MASKED: tl.constexpr):
+    # one block, seen as (threads' runs, VEC): the new maximum of a run is taken in its thread,
+    # then each element costs one exp and an add (and a multiply-add for the mode's sum); the
+    # run's sums are rescaled once, by exp(old max - new max)
+    if MASKED:
         mask = off + offs < n_cols
         x = tl.load(x_row + off + offs, mask=mask, other=NEG_INF).to(tl.float32)
-        d = x - m
-        above = x > m
-        # both -inf (a masked lane, or nothing but -inf so far): no term; a NaN passes on
-        e = tl.where((m != NEG_INF) | (x != NEG_INF), tl.exp(tl.where(above, -d, d)), 0.0)
+    else:
+        x = tl.load(x_row + off + offs).to(tl.float32)
+    m_new = tl.maximum(m, tl.max(x, 1))
+    # a run that has seen nothing but -inf shifts by 0, so exp(-inf) = 0 is its term (not the
+    # NaN of -inf - -inf); a NaN drops out of the max but not out of the sums
+    shift = tl.where(m_new == NEG_INF, 0.0, m_new)
+    scale = tl.exp(m - shift)
+    e = tl.exp(x - shift[:, None])
+    s = s * scale + tl.sum(e, 1)
+    if MASKED:
         xz = tl.where(mask, x, 0.0)
-        s = tl.where(above, s * e + 1.0, s + e)
-        if SMOOTH:
-            sx += xz
-        if MODE == 1:
+    else:
+        xz = x
+    if SMOOTH:
+        sx += tl.sum(xz, 1)
+    if MODE == 1:
+        if MASKED:
             tv = tl.load(t_row + off + offs, mask=mask, other=0.0).to(tl.float32)
-            extra += xz * tv
-            st += tv
-        if MODE == 2:
-            extra = tl.where(above, extra * e + xz, extra + e * xz)
-        m = tl.where(above, x, m)
+        else:
+            tv = tl.load(t_row + off + offs).to(tl.float32)
+        extra += tl.sum(xz * tv, 1)
+        st += tl.sum(tv, 1)
+    if MODE == 2:
+        extra = extra * scale + tl.sum(e * xz, 1)
+    return m_new, s, sx, extra, st
+
+
+@triton.jit
+def _row_stats(x_row, t_row, n_cols, MODE: tl.constexpr, SMOOTH: tl.constexpr, BLOCK: tl.constexpr,
+               VEC: tl.constexpr):
+    # per run of VEC consecutive elements a thread holds (the block is (BLOCK // VEC, VEC)): the
+    # running max, the sum of exp(x - max), the sum of x (label smoothing only) and the mode's
+    # extra sum. Whole blocks load unmasked; the tail, if any, is one masked block.
+    RUNS: tl.constexpr = BLOCK // VEC
+    offs = (tl.arange(0, RUNS) * VEC)[:, None] + tl.arange(0, VEC)[None, :]
+    m = tl.full([RUNS], NEG_INF, tl.float32)
+    s = tl.zeros([RUNS], tl.float32)
+    sx = tl.zeros([RUNS], tl.float32)
+    extra = tl.zeros([RUNS], tl.float32)
+    st = tl.zeros([RUNS], tl.float32)
+    n_full = n_cols - n_cols % BLOCK
+    for off in range(0, n_full, BLOCK):
+        m, s, sx, extra, st = _stats_step(x_row, t_row, off, offs, n_cols, m, s, sx, extra, st,
+                                          MODE, SMOOTH, False)
+    if n_full < n_cols:
+        m, s, sx, extra, st = _stats_step(x_row, t_row, n_full, offs, n_cols, m, s, sx, extra, st,
+                                          MODE, SMOOTH, True)
     row_max = tl.max(m, 0)
     w = tl.where(m > NEG_INF, tl.exp(m - row_max), 0.0)
     total = tl.sum(s * w, 0)
@@ -83,11 +112,11 @@ def _row_stats(x_row, t_row, n_cols, MODE: tl.constexpr, SMOOTH: tl.constexpr, B
 @triton.autotune(configs=row_configs(), key=["n_cols"], prune_configs_by=ROW_TUNING)
 @triton.jit
 def _xent_fwd(x_ptr, t_ptr, loss_ptr, stats_ptr, n_cols, smoothing, MODE: tl.constexpr,
-              SMOOTH: tl.constexpr, BLOCK: tl.constexpr, ONE_PASS: tl.constexpr):
+              SMOOTH: tl.constexpr, BLOCK: tl.constexpr, VEC: tl.constexpr, ONE_PASS: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
     x_row = x_ptr + row * n_cols
     row_max, total, sum_x, extra, sum_t = _row_stats(x_row, t_ptr + row * n_cols, n_cols, MODE,
-                                                      SMOOTH, BLOCK)
+                                                      SMOOTH, BLOCK, VEC)
     lse_z = tl.log(total)
     if MODE == 0:
         t = tl.load(t_ptr + row)
@@ -150,6 +179,11 @@ def _block(n: int) -> int:
     return min(MAX_BLOCK, max(16, next_pow2(n)))
 
 
+def _vec(x: Any, block: int) -> int:
+    """Elements of a thread's run: 16 bytes (one vector access), at most the block."""
+    return min(block, 16 // x.dtype.size)
+
+
 def _forward(x: Any, t: Any, smoothing: float, mode: int) -> tuple[Any, Any]:
     n = x.shape[-1]
     rows = c.rows_of(x.shape)
@@ -159,7 +193,7 @@ def _forward(x: Any, t: Any, smoothing: float, mode: int) -> tuple[Any, Any]:
     if x.size:
         block = _block(n)
         _xent_fwd[(rows,)](x, tp, loss, stats, n, smoothing, MODE=mode, SMOOTH=smoothing != 0.0,
-                           BLOCK=block, ONE_PASS=n <= block)
+                           BLOCK=block, VEC=_vec(x, block), ONE_PASS=n <= block)
     return loss, stats
 
 

@@ -7,7 +7,9 @@ among the first `dims` rotate by `angle = (offset + l) * scale * inv_freq[i]`, w
 rotates the rows of one position in several sequences (the leading axes flattened: heads,
 batch; `seqs_per_program`, up to 32), a 2-D tile of rows by feature pairs whose angles are one
 row: each thread computes the sin and cos of its feature pairs once for all its rows. Angles in
-float32.
+float32; their sin and cos are Metal's fast forms (libdevice's `fast_sinf`/`fast_cosf`), as in
+MLX's own rope kernel (`metal::fast::cos`/`sin`): the accurate forms made the kernel bound by
+that math rather than by memory.
 
 Backward: the rotation by `-angle` of the cotangent (`SIGN` a run-time argument, so the forward
 and the backward of `x` share one compiled variant). With `freqs`, its gradient is
@@ -22,6 +24,7 @@ from typing import Any
 
 import triton_metal as triton
 import triton_metal.language as tl
+from triton_metal.language.extra import libdevice
 
 from . import _common as c
 from ._common import next_pow2
@@ -59,8 +62,8 @@ def _rope_kernel(x_ptr, f_ptr, y_ptr, dx_ptr, df_ptr, n_seqs, L, D, dims, offset
     # one position: the angles are a (1, HALF_BLOCK) row, their sin and cos computed once for
     # all the program's sequences
     angle, pos = _angles(f_ptr, l, half, dims, offset, scale, log2_base, HAS_FREQS, HALF_BLOCK)
-    cos = tl.cos(angle)
-    sin = tl.sin(angle) * sign
+    cos = libdevice.fast_cosf(angle)
+    sin = libdevice.fast_sinf(angle) * sign
     if TRAD:
         i1 = 2 * i
         i2 = 2 * i + 1

@@ -7,9 +7,14 @@ read writes the result. Arithmetic is float32 whatever the input dtype (so `prec
 nothing: MLX's precise mode is what these kernels always do); results are stored in the input
 dtype.
 
+The softmax multiplies by the reciprocal of the row's sum (as MLX's kernel does: one division a
+row). In the forward `LOG` is a compile-time flag: as a run-time one, a one-pass row kept both
+`x - max` (log_softmax) and its exponentials (softmax) live across the sum's reduction, which
+cost registers and so resident programs.
+
 Backward: softmax `dx = y * (dy - sum(dy * y))`; log_softmax `dx = dy - exp(y) * sum(dy)`, from
-the saved output `y`, one program per row. `LOG` is a run-time argument (one compiled variant
-serves both ops; the branch is uniform across the grid).
+the saved output `y`, one program per row. There `LOG` is a run-time argument (one compiled
+variant serves both ops; the branch is uniform across the grid).
 """
 
 from __future__ import annotations
@@ -25,9 +30,9 @@ from ._rows import ROW_TUNING, row_block, row_configs
 NEG_INF = tl.constexpr(float("-inf"))
 
 
-@triton.autotune(configs=row_configs(), key=["n_cols", "ONE_PASS"], prune_configs_by=ROW_TUNING)
+@triton.autotune(configs=row_configs(), key=["n_cols", "ONE_PASS", "LOG"], prune_configs_by=ROW_TUNING)
 @triton.jit
-def _softmax_fwd(x_ptr, y_ptr, n_cols, LOG, BLOCK: tl.constexpr,
+def _softmax_fwd(x_ptr, y_ptr, n_cols, LOG: tl.constexpr, BLOCK: tl.constexpr,
                  ONE_PASS: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
     x_row = x_ptr + row * n_cols
@@ -42,7 +47,7 @@ def _softmax_fwd(x_ptr, y_ptr, n_cols, LOG, BLOCK: tl.constexpr,
         if LOG:
             y = z - tl.log(total)
         else:
-            y = e / total
+            y = e * (1.0 / total)
         tl.store(y_row + offs, y, mask=mask)
     else:
         # per-lane running maximum and sum, rescaled when the maximum grows; a lane that has
@@ -59,13 +64,14 @@ def _softmax_fwd(x_ptr, y_ptr, n_cols, LOG, BLOCK: tl.constexpr,
         row_max = tl.max(m, 0)
         total = tl.sum(tl.where(m > NEG_INF, s * tl.exp(m - row_max), 0.0), 0)
         log_total = tl.log(total)
+        inv_total = 1.0 / total
         for off in range(0, n_cols, BLOCK):
             mask = off + offs < n_cols
             x = tl.load(x_row + off + offs, mask=mask, other=NEG_INF).to(tl.float32)
             if LOG:
                 y = x - row_max - log_total
             else:
-                y = tl.exp(x - row_max) / total
+                y = tl.exp(x - row_max) * inv_total
             tl.store(y_row + off + offs, y, mask=mask)
 
 

@@ -230,7 +230,7 @@ class NumpyBuilder:
             res = np.array(high, dtype=np.uint64).reshape(flat_a.shape)
         return res.view(np.int32 if bits == 32 else np.int64) if ty.is_int_signed() else res
 
-    def create_math(self, op: MathOp, x: TensorHandle, precise: bool = False) -> TensorHandle:
+    def create_math(self, op: MathOp, x: TensorHandle, precise: bool = False, fast: bool = False) -> TensorHandle:
         # NumPy's functions are within the bounds of both forms (docs/language.md): one answer
         a, ty = x.data, x.dtype
         if op is MathOp.NEG:

@@ -282,11 +282,19 @@ class Log2Op(ApproxUnaryOp):
     name: ClassVar[str] = "math.log2"
 
 
-class CosOp(UnaryOp):
+class TrigUnaryOp(UnaryOp):
+    """`sin`/`cos`: accurate in Triton (`__nv_sinf`) unless they come from libdevice's
+    `fast_sinf`/`fast_cosf` (`sin.approx.f32`): `fast = true` marks those, printed as Metal's
+    `fast::` forms; None (not printed) follows the launch's math mode (docs/language.md)."""
+
+    fast: bool | None = attr(bool, default=None)
+
+
+class CosOp(TrigUnaryOp):
     name: ClassVar[str] = "math.cos"
 
 
-class SinOp(UnaryOp):
+class SinOp(TrigUnaryOp):
     name: ClassVar[str] = "math.sin"
 
 

@@ -26,9 +26,9 @@ from .libdevice_bessel import cyl_bessel_i0, cyl_bessel_i1, j0, j1, y0, y1  # no
 from .libdevice_bits import clz, clzll, finitef, isfinited, popc, popcll  # noqa: F401 - libdevice's names
 
 
-def _unary(op: MathOp, name: str, precise: bool = False) -> Any:
+def _unary(op: MathOp, name: str, precise: bool = False, fast: bool = False) -> Any:
     def fn(arg0: Any, _semantic: Semantic = None) -> tensor:  # type: ignore[assignment]
-        return _semantic.math_unary(op, _u(arg0), name, precise)
+        return _semantic.math_unary(op, _u(arg0), name, precise, fast)
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"libdevice `{name}`: elementwise, floating point (MSL `{op.value}`)."
@@ -67,8 +67,9 @@ sqrt_rn = _unary(MathOp.SQRT_RN, "sqrt_rn")
 fast_expf = _unary(MathOp.EXP, "fast_expf")
 fast_logf = _unary(MathOp.LOG, "fast_logf")
 fast_log2f = _unary(MathOp.LOG2, "fast_log2f")
-fast_sinf = _unary(MathOp.SIN, "fast_sinf")
-fast_cosf = _unary(MathOp.COS, "fast_cosf")
+# libdevice's __nv_fast_sinf/cosf are sin.approx.f32/cos.approx.f32: Metal's fast:: forms
+fast_sinf = _unary(MathOp.SIN, "fast_sinf", fast=True)
+fast_cosf = _unary(MathOp.COS, "fast_cosf", fast=True)
 fast_tanf = _unary(MathOp.TAN, "fast_tanf")
 
 

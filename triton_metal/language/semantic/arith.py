@@ -350,12 +350,14 @@ class ArithMixin(SemanticBase):
                 hint=f"cast first: tl.{name}(x.to(tl.float32))",
             )
 
-    def math_unary(self, op: MathOp, x: Any, name: str | None = None, precise: bool = False) -> tensor:
+    def math_unary(self, op: MathOp, x: Any, name: str | None = None, precise: bool = False,
+                   fast: bool = False) -> tensor:
         """`op` elementwise; `precise`: libdevice's accurate form of a function `tl` computes
-        approximately (exp, exp2, log, log2, rsqrt)."""
+        approximately (exp, exp2, log, log2, rsqrt); `fast`: libdevice's approximate form of one
+        `tl` computes accurately (sin, cos)."""
         x = self.to_tensor(x)
         self.check_dtype(name or op.value, x, MATH_DTYPES[op])
-        return tensor(self.builder.create_math(op, x.handle, precise), x.type)
+        return tensor(self.builder.create_math(op, x.handle, precise, fast), x.type)
 
     def fma(self, x: Any, y: Any, z: Any) -> tensor:
         x, y = self.binary_op_type_checking_impl(x, y)
