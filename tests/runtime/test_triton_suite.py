@@ -45,6 +45,51 @@ def test_reinterpreted_torch_tensors_are_read_and_written_as_the_new_type(host_b
     np.testing.assert_array_equal(y.numpy(), words >> 1)
 
 
+def test_reinterpret_takes_torch_and_numpy_dtypes(host_backend):
+    # Triton's test_conversions passes torch dtypes: the view is the same as with tl's
+    words = torch.tensor([-2, -4, 8, -2**31], dtype=torch.int32)
+    y = torch.zeros(4, dtype=torch.int32)
+    _halve[(1,)](triton.reinterpret(words, torch.int32), triton.reinterpret(y, torch.int32), 4, BLOCK=4)
+    np.testing.assert_array_equal(y.numpy(), words.numpy() >> 1)
+    assert triton.reinterpret(torch.zeros(2, dtype=torch.int16), torch.bfloat16).dtype == tl.bfloat16
+    assert triton.reinterpret(np.zeros(2, np.int16), np.float16).dtype == np.float16
+    from triton_metal.runtime.facts import ArgumentError
+
+    with pytest.raises(ArgumentError, match="torch.float64"):
+        triton.reinterpret(words, torch.float64)
+
+
+@triton.jit
+def _by_mode(x_ptr, MODE: tl.constexpr):
+    if MODE == "half":
+        v = 0.5
+    elif MODE == "twice":
+        v = 2.0
+    else:
+        raise ValueError("unrecognized mode")
+    tl.store(x_ptr + tl.arange(0, 4), tl.load(x_ptr + tl.arange(0, 4)) * v)
+
+
+@triton.jit
+def _raise_at_run_time(x_ptr, n):
+    if n > 4:
+        raise ValueError("too long")
+    tl.store(x_ptr, n)
+
+
+def test_raise_under_constexpr_branches_is_compiled_where_not_taken(host_backend):
+    # Triton's test_conversions: an `else: raise` after `if`s on constexpr parameters
+    x = np.array([1.0, 2.0, 4.0, -8.0], np.float32)
+    _by_mode[(1,)](x, "twice")
+    np.testing.assert_array_equal(x, [2.0, 4.0, 8.0, -16.0])
+    with pytest.raises(triton.CompilationError, match="'raise' is not supported"):
+        _by_mode[(1,)](x, "thrice")
+    np.testing.assert_array_equal(x, [2.0, 4.0, 8.0, -16.0])
+    # under a run-time condition both backends refuse it, taken or not
+    with pytest.raises(triton.CompilationError, match="'raise' is not supported"):
+        _raise_at_run_time[(1,)](x, 2)
+
+
 def test_reinterpreted_view_of_an_unsupported_type_is_refused(host_backend):
     from triton_metal.runtime.facts import ArgumentError
 

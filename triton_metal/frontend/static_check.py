@@ -4,7 +4,9 @@ The front end refuses constructs as its code generator meets them (`refusals.py`
 interpreter runs the kernel's Python body and would accept them. `check_kernel(kernel)` walks the
 source of the kernel and of every `@jit` function it calls (transitively, as `dependencies.py`
 finds them) and raises the front end's own `UnsupportedLanguageConstruct`, located at the node,
-for the constructs the compiler refuses wherever they appear: `try`, `raise`, `with`, `lambda`,
+for the constructs the compiler refuses wherever they appear: `try`, `raise` (but for one under
+`if`s on constexpr parameters alone, which the compiler meets only where such a branch is taken
+for the specialization, and refuses there), `with`, `lambda`,
 set and dict comprehensions, `async for` clauses, nested `def` and `class`,
 `global`/`nonlocal`, `del`, `yield`, `async`, `match`, starred assignment targets and
 `**kwargs`, `:=`, `break`/`continue`, a kernel that returns a value, and calls of callables
@@ -69,8 +71,11 @@ def _check_function(fn: JITCallable, is_kernel: bool, kernel_name: str) -> None:
         return
     file = getattr(getattr(fn.fn, "__code__", None), "co_filename", "<unknown>")
     spread = {id(a) for n in ast.walk(func) if isinstance(n, ast.Call) for a in n.args if isinstance(a, ast.Starred)}
+    parents = {id(child): n for n in ast.walk(func) for child in ast.iter_child_nodes(n)}
     for node in ast.walk(func):
         if node is func or id(node) in spread:  # `f(*values)`: the compiler spreads a tuple
+            continue
+        if isinstance(node, ast.Raise) and _under_compile_time_branch(node, parents, _constexpr_parameters(func)):
             continue
         error = _refusal(node, fn, is_kernel)
         if error is not None:
@@ -97,6 +102,45 @@ def _refusal(node: ast.AST, fn: JITCallable, is_kernel: bool) -> CompilationErro
                 and not is_python_function(value) and not _local(fn, node.func.id)):
             return refusal("python_call", name=node.func.id)
     return None
+
+
+def _constexpr_parameters(func: ast.FunctionDef) -> set[str]:
+    """The parameters annotated `tl.constexpr` (or `constexpr`)."""
+    args = func.args.posonlyargs + func.args.args + func.args.kwonlyargs
+    return {a.arg for a in args if a.annotation is not None and
+            (ast.unparse(a.annotation).rsplit(".", 1)[-1] == "constexpr")}
+
+
+def _compile_time(test: ast.expr, constexprs: set[str]) -> bool:
+    """`test` is made of literals and constexpr parameters alone (comparisons, `and`/`or`/`not`)."""
+    if isinstance(test, ast.Constant):
+        return True
+    if isinstance(test, ast.Name):
+        return test.id in constexprs
+    if isinstance(test, ast.Compare):
+        return all(_compile_time(e, constexprs) for e in (test.left, *test.comparators))
+    if isinstance(test, ast.BoolOp):
+        return all(_compile_time(e, constexprs) for e in test.values)
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _compile_time(test.operand, constexprs)
+    return False
+
+
+def _under_compile_time_branch(node: ast.AST, parents: dict[int, ast.AST], constexprs: set[str]) -> bool:
+    """A `raise` inside `if`s that all test compile-time values, and no loop: the compiler meets
+    it only when those branches are taken for the specialization (and refuses it there); Python
+    (the interpreter) raises it there. Elsewhere it is refused wherever it appears."""
+    ifs = 0
+    parent = parents.get(id(node))
+    while parent is not None and not isinstance(parent, ast.FunctionDef):
+        if isinstance(parent, ast.If):
+            if not _compile_time(parent.test, constexprs):
+                return False
+            ifs += 1
+        elif not isinstance(parent, ast.stmt) or isinstance(parent, (ast.For, ast.While, ast.With, ast.Try)):
+            return False
+        parent = parents.get(id(parent))
+    return ifs > 0
 
 
 def _local(fn: JITCallable, name: str) -> bool:

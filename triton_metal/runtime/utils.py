@@ -6,7 +6,7 @@ from typing import Any
 
 
 from ..language import types as tlt
-from .arrays import adapter_of
+from .arrays import KINDS, adapter_of
 
 
 def cdiv(x: int, y: int) -> int:
@@ -23,16 +23,31 @@ def next_power_of_2(n: int) -> int:
     return 1 << (n - 1).bit_length()
 
 
-def reinterpret(array: Any, dtype: tlt.dtype | str) -> Any:
+def _element_type(dtype: object) -> object:
+    """`dtype` as a `tl` dtype: a `tl` dtype, its name, or an array library's dtype
+    (`torch.float16`, `np.int8`: Triton's `reinterpret` takes torch's too)."""
+    if isinstance(dtype, str):
+        return tlt.dtype_from_name(dtype)
+    if isinstance(dtype, tlt.dtype):
+        return dtype
+    for kind in KINDS:
+        element = kind.element_of_dtype(dtype)
+        if element is not None:
+            return element
+    return dtype
+
+
+def reinterpret(array: Any, dtype: Any) -> Any:
     """View `array`'s memory as elements of `dtype` (no copy), as Triton's `reinterpret`.
 
     A kernel receives the same address with the new element type. NumPy arrays become NumPy
     views (for bfloat16, which NumPy lacks, a wrapper the launcher understands); MLX arrays
     become `mx.view` arrays. Either way the element size may differ only where the library's own
     view allows it (the last axis must be contiguous). fp8 (`tl.float8e4nv`, ...) views a NumPy
-    array of 1-byte elements holding the 8-bit codes (a wrapper, as for bfloat16).
+    array of 1-byte elements holding the 8-bit codes (a wrapper, as for bfloat16). `dtype` is a
+    `tl` dtype, its name, or a NumPy, MLX or torch dtype.
     """
-    ty = tlt.dtype_from_name(dtype) if isinstance(dtype, str) else dtype
+    ty = _element_type(dtype)
     if not isinstance(ty, tlt.dtype) or ty.is_ptr() or ty.is_block() or ty.is_void():
         raise TypeError(f"reinterpret: {dtype!r} is not a scalar element type")
     if ty.is_fp64():

@@ -198,7 +198,7 @@ class TorchAdapter:
             return None
         ty = (_DTYPES or _dtype_table()).get(dtype)
         if ty is None:
-            raise ArgumentError(f"warmup: a kernel cannot take tensors of {dtype}")
+            raise ArgumentError(f"a kernel cannot take tensors of {dtype}")
         return ty
 
     def is_fp64(self, value: Any) -> bool:
