@@ -108,11 +108,9 @@ class DotReport:
             what = (f"{self.warps[0]}x{self.warps[1]} SIMD groups of {self.warp_tile[0]}x{self.warp_tile[1]}: "
                     f"{self.fragments_per_simdgroup} fragments per SIMD group, {self.fragment_products} products "
                     f"from {self.fragment_loads} fragment loads ({self.products_per_load:g} per load)")
-            if self.fragments:
-                what += f" ({self.fragments})"
             if self.k_chunk:
-                what += (f", float partials over K chunks of {self.k_chunk}, {self.partial_folds} "
-                         "added to the int32 accumulator per thread")
+                what += (f", {self.fragments} fragments, exact float partials over K chunks of at most "
+                         f"{self.k_chunk}, {self.partial_folds} added to the int32 accumulator per thread")
         return (f"dot at {self.where}: {m}x{n}x{k} {self.dtypes}, {what}; {step}: {self.barriers_per_k_step} "
                 f"barrier{'' if self.barriers_per_k_step == 1 else 's'}, "
                 f"{self.threadgroup_bytes_per_k_step} threadgroup bytes")
