@@ -13,6 +13,8 @@ printer will print:
 * fragment products: the `simdgroup_multiply_accumulate` calls in the scope; their ratio to the
   loads is the reuse of each loaded fragment (a SIMD group holding a 32 x 32 block of 8 x 8
   fragments reuses each A and B fragment 4 times: 16 products per 8 loads, ratio 2);
+* int8 dots: the fragment types (half operands, float partials), the K of each exact partial
+  and the partials each thread folds into its int32 accumulator (`km_int_partial` calls);
 * per K step (one iteration of the innermost loop around the dot; the whole kernel when the
   dot is in no loop): the threadgroup barriers and the bytes the threadgroup writes to
   threadgroup memory (the `Staged` counts the layout conversions, reductions and dot stagings
