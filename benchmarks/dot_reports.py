@@ -6,8 +6,8 @@ Compiles (no launch) the tutorial matmul (`examples/matmul.py`, fp16, 4096^3) at
 tile and at the tiles of `examples/matmul_autotuned.py`'s configs; the tiled quantized matmul
 (`ops.quantized_matmul` for M > 8, 4-bit affine weights, fp16 activations) at each of its tiled
 configs; and attention prefill (`ops.scaled_dot_product_attention`, fp16, head dim 128) at the
-tiles its pruning keeps; and an int8 GEMM written like the tutorial (int32 accumulator) at four
-tiles; all for an MSL 3.2 target (`apple9:3.2`: simdgroup matrices) and an MSL 4.0 one
+tiles its pruning keeps; and the int8 GEMM of `examples/matmul.py` (`int8_matmul`, int32
+accumulator) at four tiles; all for an MSL 3.2 target (`apple9:3.2`: simdgroup matrices) and an MSL 4.0 one
 (`apple10:4.0`: tensor ops where a dot has whole tensor-op tiles, docs/dot.md). Each int8 dot on
 simdgroup matrices is shown beside the work the integer path it replaces ran for the same tile
 (per thread and dot: one scalar multiply-add per accumulator element and K, read as `char4`s from
@@ -29,8 +29,6 @@ from typing import Any
 
 import numpy as np
 
-import triton_metal as triton
-import triton_metal.language as tl
 from triton_metal.codegen.dot_report import DotReport
 from triton_metal.runtime.heuristics import base_jit_function
 
@@ -76,28 +74,16 @@ def prefill(bm: int, bn: int, warps: int) -> list[DotReport]:
     return reports(compiled)
 
 
-@triton.jit
-def int8_gemm_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                     BLOCK_K: tl.constexpr):
-    """c = a @ b, int8 operands (row-major M x K and K x N), int32 accumulator and result."""
-    rm = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
-    rn = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
-    rk = tl.arange(0, BLOCK_K)
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.int32)
-    for k in range(0, K, BLOCK_K):
-        a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :])
-        b = tl.load(b_ptr + (k + rk)[:, None] * N + rn[None, :])
-        acc += tl.dot(a, b)
-    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc)
-
-
 INT8_TILES = ((32, 32, 32, 4), (64, 64, 32, 4), (64, 64, 64, 4), (32, 64, 32, 2))
 
 
 def int8_gemm(bm: int, bn: int, bk: int, warps: int) -> list[DotReport]:
+    from examples.matmul import int8_matmul_kernel
+
     n = SIZE
-    compiled = int8_gemm_kernel.warmup(np.int8, np.int8, np.int32, n, n, n, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
-                                       num_warps=warps, grid=(1,))
+    compiled = int8_matmul_kernel.warmup(
+        np.int8, np.int8, np.int32, n, n, n, n, 1, n, 1, n, 1, BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk,
+        num_warps=warps, grid=(1,))
     return reports(compiled)
 
 
