@@ -165,23 +165,8 @@ def _lower_fragment_dot(ctx: LoweringContext, op: DotOp, plan: DotPlan, a: RegVa
     ctx.emit(Declare(acc_name, acc_frag, len(plan.acc)))
     chunk = kinds.k_chunk or k
     for start in range(0, k, chunk):
-        # a float dot starts from the accumulator; an int8 chunk from zero, its partial then added
-        for i, slot in enumerate(plan.acc):
-            first = _from_regs(acc_t, c, slot) if not kinds.k_chunk else Call(
-                f"km_frag<{acc_t}>", (Lit("0.0f"), Lit("0.0f")))
-            ctx.emit(Assign(Index(Var(acc_name), Lit(str(i))), first))
-        for kk in range(start, min(k, start + chunk), FRAG):
-            for i, slot in enumerate(plan.acc):
-                d = Index(Var(acc_name), Lit(str(i)))
-                af, bf = a_frags[(slot.row, kk)], b_frags[(kk, slot.col)]
-                ctx.emit(ExprStmt(Call("simdgroup_multiply_accumulate", (d, af, bf, d))))
-        for i, slot in enumerate(plan.acc):
-            frag = Index(Var(acc_name), Lit(str(i)))
-            for e, r in enumerate(slot.regs):
-                elem = Call("km_frag_elem", (frag, Lit(str(e))))
-                if kinds.k_chunk:
-                    elem = Call("km_int_partial", (out[r] if start else c.regs[r], elem))
-                ctx.emit(Assign(out[r], elem))
+        _accumulate_chunk(ctx, plan, kinds, acc_name, a_frags, b_frags, range(start, min(k, start + chunk), FRAG),
+                          c.regs if start == 0 else out, out)
     _copy_replicas(ctx, dist, out)
     if staged:
         ctx.scratch_done(op)  # the scratch may be reused once every SIMD group has loaded
@@ -190,6 +175,28 @@ def _lower_fragment_dot(ctx: LoweringContext, op: DotOp, plan: DotPlan, a: RegVa
     record_dot(ctx.dot_sites, op, scope, acc_name, [_array_name(f) for f in (a_frags, b_frags)],
                f"{in_t} x {in_t} -> {acc_t}", kinds.k_chunk)
     ctx.bind(op.result, RegValue(op.result.type, out, dist))
+
+
+def _accumulate_chunk(ctx: LoweringContext, plan: DotPlan, kinds: "_FragmentKinds", acc_name: str,
+                      a_frags: dict[tuple[int, int], Expr], b_frags: dict[tuple[int, int], Expr], steps: range,
+                      before: tuple[Expr, ...], out: tuple[Expr, ...]) -> None:
+    """The fragment products of the K steps `steps` into the accumulator fragments, and their
+    registers into `out`. A float dot's fragments start from the accumulator registers `before`
+    (one chunk: all of K); an int8 chunk's from zero, and its exact float partial is added to
+    `before` in wrapping int32 arithmetic."""
+    acc = [Index(Var(acc_name), Lit(str(i))) for i in range(len(plan.acc))]
+    zero = Call(f"km_frag<{kinds.accumulator}>", (Lit("0.0f"), Lit("0.0f")))
+    for frag, slot in zip(acc, plan.acc):
+        ctx.emit(Assign(frag, zero if kinds.k_chunk else Call(
+            f"km_frag<{kinds.accumulator}>", (before[slot.regs[0]], before[slot.regs[1]]))))
+    for kk in steps:
+        for frag, slot in zip(acc, plan.acc):
+            af, bf = a_frags[(slot.row, kk)], b_frags[(kk, slot.col)]
+            ctx.emit(ExprStmt(Call("simdgroup_multiply_accumulate", (frag, af, bf, frag))))
+    for frag, slot in zip(acc, plan.acc):
+        for e, r in enumerate(slot.regs):
+            elem = Call("km_frag_elem", (frag, Lit(str(e))))
+            ctx.emit(Assign(out[r], Call("km_int_partial", (before[r], elem)) if kinds.k_chunk else elem))
 
 
 INT8_K_CHUNK = 1024
