@@ -6,8 +6,12 @@ Compiles (no launch) the tutorial matmul (`examples/matmul.py`, fp16, 4096^3) at
 tile and at the tiles of `examples/matmul_autotuned.py`'s configs; the tiled quantized matmul
 (`ops.quantized_matmul` for M > 8, 4-bit affine weights, fp16 activations) at each of its tiled
 configs; and attention prefill (`ops.scaled_dot_product_attention`, fp16, head dim 128) at the
-tiles its pruning keeps; all for an MSL 3.2 target (`apple9:3.2`: simdgroup matrices) and an MSL
-4.0 one (`apple10:4.0`: tensor ops where a dot has whole tensor-op tiles, docs/dot.md). Prints,
+tiles its pruning keeps; and the int8 GEMM of `examples/matmul.py` (`int8_matmul`, int32
+accumulator) at four tiles; all for an MSL 3.2 target (`apple9:3.2`: simdgroup matrices) and an MSL 4.0 one
+(`apple10:4.0`: tensor ops where a dot has whole tensor-op tiles, docs/dot.md). Each int8 dot on
+simdgroup matrices is shown beside the work the integer path it replaces ran for the same tile
+(per thread and dot: one scalar multiply-add per accumulator element and K, read as `char4`s from
+threadgroup memory; docs/dot.md, "int8"). Prints,
 per `tl.dot`, the figures `codegen/dot_report.py` reads off the lowered program (for tensor-op
 dots: their form, barriers and threadgroup bytes per K step), then the same figures for MLX's
 steel GEMM at its 64 x 64 x 16 tile on
@@ -70,6 +74,26 @@ def prefill(bm: int, bn: int, warps: int) -> list[DotReport]:
     return reports(compiled)
 
 
+INT8_TILES = ((32, 32, 32, 4), (64, 64, 32, 4), (64, 64, 64, 4), (32, 64, 32, 2))
+
+
+def int8_gemm(bm: int, bn: int, bk: int, warps: int) -> list[DotReport]:
+    from examples.matmul import int8_matmul_kernel
+
+    n = SIZE
+    compiled = int8_matmul_kernel.warmup(
+        np.int8, np.int8, np.int32, n, n, n, n, 1, n, 1, n, 1, BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk,
+        num_warps=warps, grid=(1,))
+    return reports(compiled)
+
+
+def integer_path(bm: int, bn: int, bk: int, warps: int) -> str:
+    """What the integer int8 path (before half fragments) ran per thread and dot for this tile."""
+    elements = bm * bn // (32 * warps)
+    return (f"integer path it replaces: {elements * bk} scalar multiply-adds per thread ({elements} "
+            f"elements x K = {bk}), no fragments")
+
+
 def steel_like(bm: int = 64, bn: int = 64, bk: int = 16, wm: int = 2, wn: int = 2, itemsize: int = 2) -> str:
     tm, tn = bm // (8 * wm), bn // (8 * wn)
     steps = bk // 8
@@ -118,6 +142,12 @@ def _kernels() -> None:
         bm, bn, bk = cf.kwargs["BLOCK_M"], cf.kwargs["BLOCK_N"], cf.kwargs["BLOCK_K"]
         if bm > 16:
             _show(f"  BLOCK {bm}x{bn}x{bk}, {cf.num_warps} warps", quantized(bm, bn, bk, cf.num_warps))
+    print(f"int8 GEMM (int32 accumulator), {SIZE}^3")
+    for cfg in INT8_TILES:
+        found = int8_gemm(*cfg)
+        _show(f"  BLOCK {cfg[0]}x{cfg[1]}x{cfg[2]}, {cfg[3]} warps", found)
+        if any(r.k_chunk for r in found):
+            print("   ", integer_path(*cfg))
     print("attention prefill forward, fp16, head dim 128, 2048 tokens")
     from triton_metal.ops import attention as at
 

@@ -13,6 +13,8 @@ printer will print:
 * fragment products: the `simdgroup_multiply_accumulate` calls in the scope; their ratio to the
   loads is the reuse of each loaded fragment (a SIMD group holding a 32 x 32 block of 8 x 8
   fragments reuses each A and B fragment 4 times: 16 products per 8 loads, ratio 2);
+* int8 dots: the fragment types (half operands, float partials), the K of each exact partial
+  and the partials each thread folds into its int32 accumulator (`km_int_partial` calls);
 * per K step (one iteration of the innermost loop around the dot; the whole kernel when the
   dot is in no loop): the threadgroup barriers and the bytes the threadgroup writes to
   threadgroup memory (the `Staged` counts the layout conversions, reductions and dot stagings
@@ -54,6 +56,10 @@ class DotSite:
     """"simdgroup" (fragments) or "tensor_ops" (`matmul2d`, lower_tensor_dot.py)."""
     form: str = ""
     """Tensor ops: "carried" (the accumulator a loop-carried cooperative tensor) or "single"."""
+    fragments: str = ""
+    """Simdgroup matrices: `<operand> x <operand> -> <accumulator>` fragment element types (MSL)."""
+    k_chunk: int = 0
+    """int8 operands: the K each float partial sums before it joins the int32 accumulator."""
 
 
 @dataclass(frozen=True)
@@ -81,6 +87,13 @@ class DotReport:
     """"simdgroup" or "tensor_ops" (then the fragment figures are 0 and `warps` is the op's scope)."""
     form: str = ""
     """Tensor ops: "carried" or "single" (`DotSite.form`)."""
+    fragments: str = ""
+    """Simdgroup matrices: the fragment element types (`DotSite.fragments`)."""
+    k_chunk: int = 0
+    """int8 operands: the K of each exact float partial (`DotSite.k_chunk`); 0 otherwise."""
+    partial_folds: int = 0
+    """int8 operands: the float partials each thread converts and adds to its int32 accumulator
+    per dot (one per accumulator register and K chunk): the scalar work besides the fragments."""
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -97,16 +110,21 @@ class DotReport:
             what = (f"{self.warps[0]}x{self.warps[1]} SIMD groups of {self.warp_tile[0]}x{self.warp_tile[1]}: "
                     f"{self.fragments_per_simdgroup} fragments per SIMD group, {self.fragment_products} products "
                     f"from {self.fragment_loads} fragment loads ({self.products_per_load:g} per load)")
+            if self.k_chunk:
+                what += (f", {self.fragments} fragments, exact float partials over K chunks of at most "
+                         f"{self.k_chunk}, {self.partial_folds} added to the int32 accumulator per thread")
         return (f"dot at {self.where}: {m}x{n}x{k} {self.dtypes}, {what}; {step}: {self.barriers_per_k_step} "
                 f"barrier{'' if self.barriers_per_k_step == 1 else 's'}, "
                 f"{self.threadgroup_bytes_per_k_step} threadgroup bytes")
 
 
-def record_dot(sites: list[DotSite], op: Op, scope: Scope, accumulator: str, operands: Sequence[str]) -> None:
+def record_dot(sites: list[DotSite], op: Op, scope: Scope, accumulator: str, operands: Sequence[str],
+               fragments: str = "", k_chunk: int = 0) -> None:
     """Note a dot lowered on simdgroup matrices: `scope` holds its statements."""
     layout = op.results[0].type.layout  # type: ignore[attr-defined]
     warps = tuple(getattr(layout, "warps_per_cta", (1, 1)))
-    sites.append(DotSite(*_where_and_shape(op), (warps[0], warps[1]), scope, accumulator, tuple(operands)))
+    sites.append(DotSite(*_where_and_shape(op), (warps[0], warps[1]), scope, accumulator, tuple(operands),
+                         fragments=fragments, k_chunk=k_chunk))
 
 
 def record_tensor_dot(sites: list[DotSite], op: Op, scope: Scope, simdgroups: int, form: str) -> None:
@@ -142,7 +160,9 @@ def dot_reports(program: Sequence[Stmt], sites: Sequence[DotSite]) -> list[DotRe
             frags, loads, products,
             round(products / loads, 3) if loads else 0.0, loop is not None, dots,
             _count(step, lambda s: 1 if isinstance(s, Barrier) else 0),
-            _count(step, lambda s: s.nbytes if isinstance(s, Staged) else 0), site.path, site.form))
+            _count(step, lambda s: s.nbytes if isinstance(s, Staged) else 0), site.path, site.form,
+            site.fragments, site.k_chunk,
+            sum(1 for s in _walk(site.scope.body) if _call_name(s, assigned=True) == "km_int_partial")))
     return reports
 
 
@@ -195,10 +215,10 @@ def _trips(loop: ForRange) -> int:
     return 1
 
 
-def _call_name(s: Stmt) -> str | None:
-    if isinstance(s, ExprStmt) and isinstance(s.expr, Call):
-        return s.expr.fn
-    return None
+def _call_name(s: Stmt, assigned: bool = False) -> str | None:
+    """The function an expression statement calls (`assigned`: or whose result an assignment stores)."""
+    expr = s.expr if isinstance(s, ExprStmt) else s.value if assigned and isinstance(s, Assign) else None
+    return expr.fn if isinstance(expr, Call) else None
 
 
 def _fills(s: Stmt, arrays: Sequence[str]) -> bool:

@@ -14,19 +14,25 @@ Float dots (fp32, fp16, bf16 operands; fp32 accumulation, or fp16 for fp16 opera
 * each SIMD group then runs `simdgroup_multiply_accumulate` over its (row block, column block)
   fragments for every K step of 8, all unrolled (shapes are compile-time constants).
 
-int8 dots accumulate in int32 exactly, without simdgroup matrices (they have no integer form):
-A (M x K) and B transposed (N x K) are staged in threadgroup scratch and every thread computes
-the elements it holds in a loop over K in steps of 4, reading one `char4` per distinct row of A
-and column of B it needs and summing `int4` products in 32-bit unsigned arithmetic, so overflow
-wraps as two's complement like Triton's int32 accumulator. M*N*K / threads multiply-adds per
-thread on the scalar ALUs: correct, not fast (see docs/dot.md).
+int8 dots (int32 accumulation) run on the same fragments, exactly: every int8 value is a half,
+the product of two is an integer of magnitude at most 2^14 (exact in float), and a float sum of
+at most `INT8_K_CHUNK` = 1024 of them never leaves the integers of magnitude at most 2^24, which
+float holds exactly, whatever the order of the additions. So the operands become
+`simdgroup_matrix<half, 8, 8>` fragments (converted from the registers their dot-operand layout
+holds, or staged as half), each K chunk of at most 1024 accumulates into zeroed
+`simdgroup_matrix<float, 8, 8>` fragments, and each chunk's exact partial is converted to int and
+added to the int32 accumulator with wrapping (two's complement) addition, as Triton's int32
+accumulator wraps (`km_int_partial`; signed overflow is undefined in MSL). docs/dot.md argues the
+bound.
 
 Refused at compile time with the kernel line: 3-D (batched) dots, M, N or K not a multiple of 8,
-operand dtypes that differ or that have no path (fp64, fp8, other integers), and staging that
-needs more than 32 KiB of threadgroup memory.
+operand dtypes that differ or that have no path (fp64, fp8, integers other than int8), and
+staging that needs more than 32 KiB of threadgroup memory.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from triton_metal.errors import internal_error
 from triton_metal.ir.ops.tt_compute import DotOp
@@ -47,15 +53,10 @@ from .program import (
     Declare,
     Expr,
     ExprStmt,
-    ForRange,
     Index,
     Lit,
-    Member,
-    PtrCast,
-    Reinterpret,
     Scope,
     Staged,
-    Stmt,
     Var,
 )
 from .registry import lowers
@@ -81,9 +82,6 @@ def lower_dot(ctx: LoweringContext, op: DotOp) -> None:
         raise internal_error(f"tt.dot accumulator layout {c_ty} differs from its result's {op.result.type}")
     if lower_tensor_dot.tensor_dot_applies(ctx, op):
         lower_tensor_dot.lower_tensor_dot(ctx, op, a, b, c, dist)  # MSL 4.0 targets: lower_tensor_dot.py
-        return
-    if a_ty.element.name == "i8":
-        _lower_integer_dot(ctx, op, a, b, c, dist)
         return
     plan = plan_dot(dist, a.dist, b.dist)
     if plan is None:
@@ -136,14 +134,16 @@ def _checked_types(ctx: LoweringContext, op: DotOp) -> tuple[TensorType, TensorT
 def _lower_fragment_dot(ctx: LoweringContext, op: DotOp, plan: DotPlan, a: RegValue, b: RegValue,
                         c: RegValue, dist: Distribution) -> None:
     ea, ec = _element(a), _element(c)
-    in_t, acc_t = msl_type(ea), msl_type(ec)
+    kinds = _FragmentKinds.of(ea, ec)
+    in_t, acc_t = kinds.operand, kinds.accumulator
     in_frag, acc_frag = f"simdgroup_matrix<{in_t}, 8, 8>", f"simdgroup_matrix<{acc_t}, 8, 8>"
     ctx.helpers.add("dot_fragments")
-    out = ctx.declare_array(acc_t, dist.num_regs)
+    out = ctx.declare_array(msl_type(ec), dist.num_regs)
 
     ctx.push()
     n, k = plan.n, plan.k
-    staged = _stage_operands(ctx, op, a if plan.a is None else None, b if plan.b is None else None, in_t)
+    staged = _stage_operands(ctx, op, a if plan.a is None else None, b if plan.b is None else None, in_t,
+                             kinds.converts)
     # staged fragments are loaded at this SIMD group's origins
     rows = _warp_offset(ctx, plan.warp_rows) if plan.a is None else None
     cols = _warp_offset(ctx, plan.warp_cols) if plan.b is None else None
@@ -153,34 +153,76 @@ def _lower_fragment_dot(ctx: LoweringContext, op: DotOp, plan: DotPlan, a: RegVa
     b_frags = _fragments(ctx, in_frag, [(kk, s.col) for s in plan.acc for kk in range(0, k, FRAG)])
     for origin, target in a_frags.items():
         if plan.a is not None:
-            ctx.emit(Assign(target, _from_regs(in_t, a, plan.a[origin])))
+            ctx.emit(Assign(target, _from_regs(in_t, a, plan.a[origin], kinds.converts)))
         else:
             ctx.emit(_load(target, staged[0], k, Lit(str(origin[1])), _plus(rows, origin[0])))
     for origin, target in b_frags.items():
         if plan.b is not None:
-            ctx.emit(Assign(target, _from_regs(in_t, b, plan.b[origin])))
+            ctx.emit(Assign(target, _from_regs(in_t, b, plan.b[origin], kinds.converts)))
         else:
             ctx.emit(_load(target, staged[1], n, _plus(cols, origin[1]), Lit(str(origin[0]))))
     acc_name = ctx.fresh()
     ctx.emit(Declare(acc_name, acc_frag, len(plan.acc)))
-    for i, slot in enumerate(plan.acc):
-        ctx.emit(Assign(Index(Var(acc_name), Lit(str(i))), _from_regs(acc_t, c, slot)))
-    for kk in range(0, k, FRAG):
-        for i, slot in enumerate(plan.acc):
-            d = Index(Var(acc_name), Lit(str(i)))
-            af, bf = a_frags[(slot.row, kk)], b_frags[(kk, slot.col)]
-            ctx.emit(ExprStmt(Call("simdgroup_multiply_accumulate", (d, af, bf, d))))
-    for i, slot in enumerate(plan.acc):
-        frag = Index(Var(acc_name), Lit(str(i)))
-        for e, r in enumerate(slot.regs):
-            ctx.emit(Assign(out[r], Call("km_frag_elem", (frag, Lit(str(e))))))
+    chunk = kinds.k_chunk or k
+    for start in range(0, k, chunk):
+        _accumulate_chunk(ctx, plan, kinds, acc_name, a_frags, b_frags, range(start, min(k, start + chunk), FRAG),
+                          c.regs if start == 0 else out, out)
     _copy_replicas(ctx, dist, out)
     if staged:
         ctx.scratch_done(op)  # the scratch may be reused once every SIMD group has loaded
     scope = Scope(ctx.pop())
     ctx.emit(scope)
-    record_dot(ctx.dot_sites, op, scope, acc_name, [_array_name(f) for f in (a_frags, b_frags)])
+    record_dot(ctx.dot_sites, op, scope, acc_name, [_array_name(f) for f in (a_frags, b_frags)],
+               f"{in_t} x {in_t} -> {acc_t}", kinds.k_chunk)
     ctx.bind(op.result, RegValue(op.result.type, out, dist))
+
+
+def _accumulate_chunk(ctx: LoweringContext, plan: DotPlan, kinds: "_FragmentKinds", acc_name: str,
+                      a_frags: dict[tuple[int, int], Expr], b_frags: dict[tuple[int, int], Expr], steps: range,
+                      before: tuple[Expr, ...], out: tuple[Expr, ...]) -> None:
+    """The fragment products of the K steps `steps` into the accumulator fragments, and their
+    registers into `out`. A float dot's fragments start from the accumulator registers `before`
+    (one chunk: all of K); an int8 chunk's from zero, and its exact float partial is added to
+    `before` in wrapping int32 arithmetic."""
+    acc = [Index(Var(acc_name), Lit(str(i))) for i in range(len(plan.acc))]
+    zero = Call(f"km_frag<{kinds.accumulator}>", (Lit("0.0f"), Lit("0.0f")))
+    for frag, slot in zip(acc, plan.acc):
+        ctx.emit(Assign(frag, zero if kinds.k_chunk else Call(
+            f"km_frag<{kinds.accumulator}>", (before[slot.regs[0]], before[slot.regs[1]]))))
+    for kk in steps:
+        for frag, slot in zip(acc, plan.acc):
+            af, bf = a_frags[(slot.row, kk)], b_frags[(kk, slot.col)]
+            ctx.emit(ExprStmt(Call("simdgroup_multiply_accumulate", (frag, af, bf, frag))))
+    for frag, slot in zip(acc, plan.acc):
+        for e, r in enumerate(slot.regs):
+            elem = Call("km_frag_elem", (frag, Lit(str(e))))
+            ctx.emit(Assign(out[r], Call("km_int_partial", (before[r], elem)) if kinds.k_chunk else elem))
+
+
+INT8_K_CHUNK = 1024
+"""Most K an int8 dot sums in one float partial: 1024 products of magnitude at most 128 * 128 =
+2^14 keep every partial sum an integer of magnitude at most 2^24, which float holds exactly."""
+
+
+@dataclass(frozen=True)
+class _FragmentKinds:
+    """The fragment element types of a dot and how its operands reach them."""
+
+    operand: str
+    """MSL element type of the A and B fragments."""
+    accumulator: str
+    """MSL element type of the accumulator fragments."""
+    converts: bool
+    """Whether operand registers convert to `operand` (int8 to half)."""
+    k_chunk: int
+    """int8: the K each zeroed float partial sums before it joins the int32 accumulator; 0 for
+    float dots, whose fragments are the accumulator itself."""
+
+    @staticmethod
+    def of(operand: ScalarType, accumulator: ScalarType) -> "_FragmentKinds":
+        if operand.name == "i8":
+            return _FragmentKinds("half", "float", True, INT8_K_CHUNK)
+        return _FragmentKinds(msl_type(operand), msl_type(accumulator), False, 0)
 
 
 def _array_name(frags: dict[tuple[int, int], Expr]) -> str:
@@ -197,8 +239,9 @@ def _fragments(ctx: LoweringContext, ctype: str, origins: list[tuple[int, int]])
     return {o: Index(Var(name), Lit(str(i))) for i, o in enumerate(unique)}
 
 
-def _from_regs(ctype: str, v: RegValue, slot: Slot) -> Expr:
-    return Call(f"km_frag<{ctype}>", (v.regs[slot.regs[0]], v.regs[slot.regs[1]]))
+def _from_regs(ctype: str, v: RegValue, slot: Slot, convert: bool = False) -> Expr:
+    pair = (v.regs[slot.regs[0]], v.regs[slot.regs[1]])
+    return Call(f"km_frag<{ctype}>", tuple(Convert(ctype, x) for x in pair) if convert else pair)
 
 
 def _load(target: Expr, view: Expr, row_length: int, col: Expr, row: Expr) -> ExprStmt:
@@ -243,16 +286,16 @@ def _copy_replicas(ctx: LoweringContext, dist: Distribution, out: tuple[Expr, ..
 
 
 def _stage_operands(ctx: LoweringContext, op: DotOp, a: RegValue | None, b: RegValue | None,
-                    ctype: str, b_transposed: bool = False) -> tuple[Expr, Expr] | tuple[()]:
-    """Write the operands given (row-major, A as M x K, B as K x N) into threadgroup scratch and
-    wait for every thread; returns views of both. Earlier uses of the scratch ended with a
-    barrier (or the layout passes placed one), so none is needed before the writes. With
-    `b_transposed` B is stored as its transpose (N x K, row-major)."""
+                    ctype: str, convert: bool = False) -> tuple[Expr, Expr] | tuple[()]:
+    """Write the operands given (row-major, A as M x K, B as K x N) into threadgroup scratch as
+    `ctype` (converting each register to it with `convert`) and wait for every thread; returns
+    views of both. Earlier uses of the scratch ended with a barrier (or the layout passes placed
+    one), so none is needed before the writes."""
     if a is None and b is None:
         return ()
     a_ty, b_ty = op.a.type, op.b.type
     assert isinstance(a_ty, TensorType) and isinstance(b_ty, TensorType)
-    size = _element_bytes(a_ty.element)  # type: ignore[arg-type]
+    size = _STAGED_BYTES[ctype]
     a_bytes = _round16(a_ty.shape[0] * a_ty.shape[1] * size) if a is not None else 0
     b_bytes = _round16(b_ty.shape[0] * b_ty.shape[1] * size) if b is not None else 0
     _check_scratch(ctx, op, a_bytes + b_bytes)
@@ -261,22 +304,25 @@ def _stage_operands(ctx: LoweringContext, op: DotOp, a: RegValue | None, b: RegV
     b_view = ctx.scratch_view(ctype, base + a_bytes)
     ctx.emit(Staged(sum(t.shape[0] * t.shape[1] * size for t, v in ((a_ty, a), (b_ty, b)) if v is not None)))
     if a is not None:
-        _write(ctx, a, a_view, a_ty.shape[1])
+        _write(ctx, a, a_view, a_ty.shape[1], ctype if convert else None)
     if b is not None:
-        _write(ctx, b, b_view, b_ty.shape[0] if b_transposed else b_ty.shape[1], b_transposed)
+        _write(ctx, b, b_view, b_ty.shape[1], ctype if convert else None)
     ctx.emit(Barrier())
     return a_view, b_view
 
 
-def _write(ctx: LoweringContext, v: RegValue, view: Expr, row_length: int, transposed: bool = False) -> None:
+_STAGED_BYTES = {"float": 4, "half": 2, "bfloat": 2}
+"""Bytes of each fragment element type a dot stages."""
+
+
+def _write(ctx: LoweringContext, v: RegValue, view: Expr, row_length: int, convert: str | None = None) -> None:
     dist = v.dist
     assert dist is not None
-    major, minor = (1, 0) if transposed else (0, 1)
     for r, first in enumerate(dist.first_registers()):
         if not first:
             continue
-        idx = _row_major(ctx.coord(dist, r, major), ctx.coord(dist, r, minor), row_length)
-        ctx.emit(Assign(Index(view, idx), v.regs[r]))
+        idx = _row_major(ctx.coord(dist, r, 0), ctx.coord(dist, r, 1), row_length)
+        ctx.emit(Assign(Index(view, idx), v.regs[r] if convert is None else Convert(convert, v.regs[r])))
 
 
 def _row_major(row: Expr, col: Expr, row_length: int) -> Expr:
@@ -305,60 +351,3 @@ def _element(v: RegValue) -> ScalarType:
     t = v.type
     assert isinstance(t, TensorType) and isinstance(t.element, ScalarType)
     return t.element
-
-
-# -- int8 dots: exact int32 accumulation ---------------------------------------------------------
-
-
-def _lower_integer_dot(ctx: LoweringContext, op: DotOp, a: RegValue, b: RegValue, c: RegValue,
-                       dist: Distribution) -> None:
-    a_ty = op.a.type
-    assert isinstance(a_ty, TensorType)
-    k4 = a_ty.shape[1] // 4
-    out = ctx.declare_array("int", dist.num_regs)
-    ctx.push()
-    # A as M x K and B transposed (N x K): both read along K, four bytes (a char4) at a time
-    staged = _stage_operands(ctx, op, a, b, "char", b_transposed=True)
-    assert staged
-    base = _view_offset(staged[0]), _view_offset(staged[1])
-    a4, b4 = (ctx.scratch_view("char4", off) for off in base)
-    live = [r for r, f in enumerate(dist.first_registers()) if f]
-    acc = ctx.fresh()
-    ctx.emit(Declare(acc, "uint", len(live)))
-    for i, r in enumerate(live):
-        ctx.emit(Assign(Index(Var(acc), Lit(str(i))), Reinterpret("uint", c.regs[r])))
-    q = Var(ctx.fresh())
-    body: list[Stmt] = []
-    # one char4 of A per distinct row and of B per distinct column this thread holds
-    rows: dict[int, Expr] = {}
-    cols: dict[int, Expr] = {}
-    for r in live:
-        row, col = dist.reg_coords[r]
-        for table, key, view, dim in ((rows, row, a4, 0), (cols, col, b4, 1)):
-            if key not in table:
-                idx = Apply("add", (Apply("mul", (ctx.coord(dist, r, dim), Lit(str(k4)))), q))
-                name = ctx.fresh()
-                body.append(Declare(name, "int4", None, Convert("int4", Index(view, idx))))
-                table[key] = Var(name)
-    for i, r in enumerate(live):
-        row, col = dist.reg_coords[r]
-        prod = ctx.fresh()
-        body.append(Declare(prod, "int4", None, Apply("mul", (rows[row], cols[col]))))
-        dot4 = Apply("add", (Apply("add", (Member(Var(prod), "x"), Member(Var(prod), "y"))),
-                             Apply("add", (Member(Var(prod), "z"), Member(Var(prod), "w")))))
-        slot = Index(Var(acc), Lit(str(i)))
-        # unsigned sums wrap like Triton's int32 accumulator (signed overflow is undefined in MSL);
-        # four int8 products cannot overflow an int
-        body.append(Assign(slot, Apply("add", (slot, Convert("uint", dot4)))))
-    ctx.emit(ForRange(q.name, "int", Lit("0"), Lit(str(k4)), Lit("1"), tuple(body)))
-    for i, r in enumerate(live):
-        ctx.emit(Assign(out[r], Reinterpret("int", Index(Var(acc), Lit(str(i))))))
-    _copy_replicas(ctx, dist, out)
-    ctx.scratch_done(op)  # the scratch may be reused once every thread has read it
-    ctx.emit(Scope(ctx.pop()))
-    ctx.bind(op.result, RegValue(op.result.type, out, dist))
-
-
-def _view_offset(view: Expr) -> int:
-    assert isinstance(view, PtrCast)
-    return view.byte_offset

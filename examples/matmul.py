@@ -5,6 +5,10 @@ Each program computes one `BLOCK_SIZE_M x BLOCK_SIZE_N` tile of `C = A @ B`, wal
 `GROUP_SIZE_M` tile rows ("grouped ordering") so that programs running together reuse the same
 tiles of A and B. An optional activation, chosen by a constexpr string, is fused into the
 epilogue through a `@jit` helper.
+
+`int8_matmul` is the same walk for int8 operands with Triton's int32 accumulator (exact, wrapping
+on overflow): on simdgroup targets each dot runs on half fragments with exact float partials
+(docs/dot.md, "int8").
 """
 
 from __future__ import annotations
@@ -103,6 +107,41 @@ def matmul(a: Any, b: Any, activation: str = "", BLOCK_SIZE_M: int = 32, BLOCK_S
         BLOCK_SIZE_M=BLOCK_SIZE_M, BLOCK_SIZE_N=BLOCK_SIZE_N, BLOCK_SIZE_K=BLOCK_SIZE_K,
         GROUP_SIZE_M=GROUP_SIZE_M, ACTIVATION=activation, num_warps=num_warps,
     )
+    return c
+
+
+@triton.jit
+def int8_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm,
+                       stride_cn, BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr,
+                       BLOCK_SIZE_K: tl.constexpr):
+    offs_m = tl.program_id(0) * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
+    offs_n = tl.program_id(1) * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
+    offs_k = tl.arange(0, BLOCK_SIZE_K)
+    a_ptrs = a_ptr + offs_m[:, None] * stride_am + offs_k[None, :] * stride_ak
+    b_ptrs = b_ptr + offs_k[:, None] * stride_bk + offs_n[None, :] * stride_bn
+    accumulator = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.int32)
+    for k in range(0, tl.cdiv(K, BLOCK_SIZE_K)):
+        k_left = K - k * BLOCK_SIZE_K
+        a = tl.load(a_ptrs, mask=(offs_m[:, None] < M) & (offs_k[None, :] < k_left), other=0)
+        b = tl.load(b_ptrs, mask=(offs_k[:, None] < k_left) & (offs_n[None, :] < N), other=0)
+        accumulator += tl.dot(a, b)
+        a_ptrs += BLOCK_SIZE_K * stride_ak
+        b_ptrs += BLOCK_SIZE_K * stride_bk
+    c_ptrs = c_ptr + stride_cm * offs_m[:, None] + stride_cn * offs_n[None, :]
+    tl.store(c_ptrs, accumulator, mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+
+
+def int8_matmul(a: Any, b: Any, BLOCK_SIZE_M: int = 32, BLOCK_SIZE_N: int = 32, BLOCK_SIZE_K: int = 32,
+                num_warps: int = 4) -> Any:
+    """`a @ b` for int8 `a` (M x K) and `b` (K x N), in int32 (wrapping on overflow, as Triton's
+    int32 accumulator)."""
+    assert a.shape[1] == b.shape[0], "incompatible dimensions"
+    M, K = a.shape
+    N = b.shape[1]
+    c = empty((M, N), np.int32, like=a)
+    grid = (triton.cdiv(M, BLOCK_SIZE_M), triton.cdiv(N, BLOCK_SIZE_N))
+    int8_matmul_kernel[grid](a, b, c, M, N, K, *strides(a), *strides(b), *strides(c), BLOCK_SIZE_M=BLOCK_SIZE_M,
+                             BLOCK_SIZE_N=BLOCK_SIZE_N, BLOCK_SIZE_K=BLOCK_SIZE_K, num_warps=num_warps)
     return c
 
 

@@ -1,4 +1,4 @@
-{# simdgroup_matrix fragments to and from the two registers a lane holds (tl.dot). No data in. #}
+{# simdgroup_matrix fragments to and from the two registers a lane holds, and the int8 dot's partial sums (tl.dot). No data in. #}
 // tl.dot: an 8x8 simdgroup matrix is the (row, col), (row, col + 1) pair of every lane
 // (thread_elements()), so fragments are built from and read back into plain registers.
 template <typename T>
@@ -10,4 +10,10 @@ inline simdgroup_matrix<T, 8, 8> km_frag(T x0, T x1) {
 template <typename T>
 inline T km_frag_elem(thread simdgroup_matrix<T, 8, 8>& m, int i) {
   return m.thread_elements()[i];
+}
+// int8 tl.dot: a chunk's float partial is an exact integer (docs/dot.md: |partial| <= 2^24); it
+// joins the int32 accumulator by wrapping addition, as Triton's int32 accumulator wraps (signed
+// overflow is undefined in MSL, unsigned addition is modular).
+inline int km_int_partial(int acc, float partial) {
+  return as_type<int>(as_type<uint>(acc) + as_type<uint>(int(partial)));
 }

@@ -100,3 +100,16 @@ def test_mlx_bfloat16(target, monkeypatch):
     ref = matmul.reference(np.array(a.astype(mx.float32)), np.array(b.astype(mx.float32)))
     # fp32 accumulation, one rounding to bf16 (8 significant bits) at the end
     np.testing.assert_allclose(np.array(c.astype(mx.float32)), ref, rtol=8e-3, atol=8e-3)
+
+
+@pytest.mark.parametrize("shape", [(40, 200, 36), (70, 33, 45)])
+def test_int8_matmul_is_exact(shape):
+    # operands from the ends of the int8 range (the selftest's data): int32 results equal to
+    # NumPy's int64 product (masked tails in M, N and K)
+    M, K, N = shape
+    rng = np.random.default_rng(K)
+    a = rng.choice(np.array([-128, -127, 127, 1], np.int8), (M, K))
+    b = rng.choice(np.array([-128, -127, 127, 1], np.int8), (K, N))
+    c = matmul.int8_matmul(a, b)
+    assert c.dtype == np.int32
+    np.testing.assert_array_equal(c, a.astype(np.int64) @ b.astype(np.int64))

@@ -68,11 +68,17 @@ def correctness_cases(ex: dict[str, Any]) -> list[Case]:
     cs = rng.integers(-1000, 1000, size=(8, 100)).astype(np.int32)
     hx = rng.random(20_000).astype(f32)
     q, k, v = (rng.standard_normal((1, 2, 64, 32)).astype(np.float16) for _ in range(3))
+    # int8 dots run on half fragments with float partials, exact only if the GPU multiplies and
+    # adds them in float (docs/dot.md, "int8"): operands from the ends of the range (products up
+    # to 2^14, no half above 2048 in magnitude holds 127 x 127) must match the interpreter exactly
+    ia = rng.choice(np.array([-128, -127, 127, 1], np.int8), (40, 200))
+    ib = rng.choice(np.array([-128, -127, 127, 1], np.int8), (200, 36))
     return [
         Case("vector_add", lambda lib: (ex["vector_add"].add(lib(x1), lib(y1)),), 0.0),
         Case("softmax", lambda lib: (ex["softmax"].softmax(lib(sm)),), 1e-6),
         Case("layer_norm", lambda lib: ex["layer_norm"].layer_norm_forward(lib(ln_x), lib(ln_w), lib(ln_b)), 1e-4),
         Case("matmul", lambda lib: (ex["matmul"].matmul(lib(ma), lib(mb), activation="leaky_relu"),), 5e-2, 1e-2),
+        Case("int8 matmul", lambda lib: (ex["matmul"].int8_matmul(lib(ia), lib(ib)),), 0.0),
         # x / (1 - p) is Triton's approximate fp32 division, fast::divide (2.5 ulp) compiled
         Case("dropout", lambda lib: (ex["dropout"].seeded_dropout(lib(dx), 0.5, 123),), 0.0, 3.6e-7),
         Case("cumsum", lambda lib: (ex["cumsum"].cumsum(lib(cs)),), 0.0),
