@@ -88,7 +88,7 @@ def int8_gemm(bm: int, bn: int, bk: int, warps: int) -> list[DotReport]:
 
 
 def integer_path(bm: int, bn: int, bk: int, warps: int) -> str:
-    """What the integer int8 path (before half fragments) ran per thread and dot for this tile."""
+    """What the integer int8 path (before float fragments) ran per thread and dot for this tile."""
     elements = bm * bn // (32 * warps)
     return (f"integer path it replaces: {elements * bk} scalar multiply-adds per thread ({elements} "
             f"elements x K = {bk}), no fragments")

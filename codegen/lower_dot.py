@@ -14,12 +14,13 @@ Float dots (fp32, fp16, bf16 operands; fp32 accumulation, or fp16 for fp16 opera
 * each SIMD group then runs `simdgroup_multiply_accumulate` over its (row block, column block)
   fragments for every K step of 8, all unrolled (shapes are compile-time constants).
 
-int8 dots (int32 accumulation) run on the same fragments, exactly: every int8 value is a half,
+int8 dots (int32 accumulation) run on the same fragments, exactly: every int8 value is a float,
 the product of two is an integer of magnitude at most 2^14 (exact in float), and a float sum of
 at most `INT8_K_CHUNK` = 1024 of them never leaves the integers of magnitude at most 2^24, which
 float holds exactly, whatever the order of the additions. So the operands become
-`simdgroup_matrix<half, 8, 8>` fragments (converted from the registers their dot-operand layout
-holds, or staged as half), each K chunk of at most 1024 accumulates into zeroed
+`simdgroup_matrix<float, 8, 8>` fragments (converted from the registers their dot-operand layout
+holds, or staged as float: half fragments would rest on the GPU widening half products, which
+MSL does not state), each K chunk of at most 1024 accumulates into zeroed
 `simdgroup_matrix<float, 8, 8>` fragments, and each chunk's exact partial is converted to int and
 added to the int32 accumulator with wrapping (two's complement) addition, as Triton's int32
 accumulator wraps (`km_int_partial`; signed overflow is undefined in MSL). docs/dot.md argues the
@@ -213,7 +214,7 @@ class _FragmentKinds:
     accumulator: str
     """MSL element type of the accumulator fragments."""
     converts: bool
-    """Whether operand registers convert to `operand` (int8 to half)."""
+    """Whether operand registers convert to `operand` (int8 to float)."""
     k_chunk: int
     """int8: the K each zeroed float partial sums before it joins the int32 accumulator; 0 for
     float dots, whose fragments are the accumulator itself."""
@@ -221,7 +222,7 @@ class _FragmentKinds:
     @staticmethod
     def of(operand: ScalarType, accumulator: ScalarType) -> "_FragmentKinds":
         if operand.name == "i8":
-            return _FragmentKinds("half", "float", True, INT8_K_CHUNK)
+            return _FragmentKinds("float", "float", True, INT8_K_CHUNK)
         return _FragmentKinds(msl_type(operand), msl_type(accumulator), False, 0)
 
 

@@ -113,7 +113,7 @@ def test_one_chunk_of_minus_128_squares_is_exact_and_wraps(simdgroup_target: str
     assert out[0, 0] == want[0, 0] == -(2**31) + 2**24 - 2**23  # wrapped past the largest int32
     np.testing.assert_array_equal(out, want)
     dot = report(int8_dot_tile, M=m, N=n, K=k, num_warps=4)
-    assert dot["fragments"] == "half x half -> float" and dot["k_chunk"] == K_CHUNK
+    assert dot["fragments"] == "float x float -> float" and dot["k_chunk"] == K_CHUNK
     # 2 x 2 SIMD groups of one 8 x 8 fragment each: k / 8 products, 2 registers folded once
     assert dot["fragment_products"] == k // 8 and dot["partial_folds"] == 2
 
@@ -157,5 +157,5 @@ def test_k_loop_with_masked_tails_wraps_like_int32(target: str, m: int, n: int, 
     if target == "apple10:4.0":
         assert dot["path"] == "tensor_ops"
     else:
-        assert dot["path"] == "simdgroup" and dot["fragments"] == "half x half -> float"
+        assert dot["path"] == "simdgroup" and dot["fragments"] == "float x float -> float"
         assert dot["fragment_products"] == 2 * 2 * 64 // 8 and dot["barriers_per_k_step"] == 1

@@ -68,9 +68,9 @@ def correctness_cases(ex: dict[str, Any]) -> list[Case]:
     cs = rng.integers(-1000, 1000, size=(8, 100)).astype(np.int32)
     hx = rng.random(20_000).astype(f32)
     q, k, v = (rng.standard_normal((1, 2, 64, 32)).astype(np.float16) for _ in range(3))
-    # int8 dots run on half fragments with float partials, exact only if the GPU multiplies and
-    # adds them in float (docs/dot.md, "int8"): operands from the ends of the range (products up
-    # to 2^14, no half above 2048 in magnitude holds 127 x 127) must match the interpreter exactly
+    # int8 dots run on float fragments whose partials are exact by the chunk bound (docs/dot.md,
+    # "int8"): operands from the ends of the range (products up to 2^14) must match the
+    # interpreter exactly
     ia = rng.choice(np.array([-128, -127, 127, 1], np.int8), (40, 200))
     ib = rng.choice(np.array([-128, -127, 127, 1], np.int8), (200, 36))
     return [
