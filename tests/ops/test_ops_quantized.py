@@ -14,6 +14,12 @@ def _quantized(N, K, transpose, **kw):
     return mx.quantize(w, **kw)
 
 
+def _ternary_reference(xq, xs, wp, ws):
+    codes = (np.array(wp)[:, :, None] >> np.array([0, 2, 4, 6], np.uint8)) & 3
+    ternary = codes.reshape(wp.shape[0], -1).astype(np.float64) - 1
+    return (np.array(xq).astype(np.float64) * np.array(xs)[:, None]) @ (ternary * float(ws)).T
+
+
 @pytest.mark.parametrize("bits", [2, 3, 4, 5, 6, 8])
 @pytest.mark.parametrize("group_size", [32, 64, 128])
 def test_affine_layouts_decode(bits, group_size):
@@ -53,9 +59,7 @@ def test_ternary_gemv(M):
     w, x = randn((24, 256), seed=2), randn((M, 256), seed=M)
     wp, ws = ops.pack_ternary(w)
     xq, xs = ops.quantize_activations(x)
-    codes = (np.array(wp)[:, :, None] >> np.array([0, 2, 4, 6], np.uint8)) & 3
-    ternary = codes.reshape(24, 256).astype(np.float64) - 1
-    ref = (np.array(xq).astype(np.float64) * np.array(xs)[:, None]) @ (ternary * float(ws)).T
+    ref = _ternary_reference(xq, xs, wp, ws)
     np.testing.assert_allclose(np.array(ops.ternary_matmul(xq, xs, wp, ws)), ref, rtol=1e-5, atol=1e-4)
 
 
@@ -66,6 +70,61 @@ def test_int8_gemv_extremes():
     x = randn((1, 32), seed=4)
     ref = np.array(x, np.float64) @ (np.array(wq, np.float64) * np.array(s, np.float64)[:, None]).T
     np.testing.assert_allclose(np.array(ops.int8_matmul(x, wq, s)), ref, rtol=1e-5, atol=1e-4)
+
+
+def _affine(bits, group):
+    def run(M, K):
+        x = randn((M, K), seed=M)
+        wq, s, b = _quantized(40, K, True, group_size=group, bits=bits)
+        kw = dict(group_size=group, bits=bits)
+        return ops.quantized_matmul(x, wq, s, b, **kw), mx.quantized_matmul(x, wq, s, b, **kw)
+    return run
+
+
+def _mxfp4_run(M, K):
+    x = randn((M, K), seed=M)
+    wq, s = _quantized(40, K, True, group_size=32, mode="mxfp4")
+    kw = dict(group_size=32, mode="mxfp4")
+    return ops.quantized_matmul(x, wq, s, **kw), mx.quantized_matmul(x, wq, s, **kw)
+
+
+def _int8_run(M, K):
+    x = randn((M, K), seed=M)
+    w = randn((40, K), seed=7)
+    wq, s = ops.pack_int8(w)
+    ref = np.array(x, np.float64) @ (np.array(wq, np.float64) * np.array(s, np.float64)[:, None]).T
+    return ops.int8_matmul(x, wq, s), ref
+
+
+def _ternary_run(M, K):
+    wp, ws = ops.pack_ternary(randn((40, K), seed=2))
+    xq, xs = ops.quantize_activations(randn((M, K), seed=M))
+    return ops.ternary_matmul(xq, xs, wp, ws), _ternary_reference(xq, xs, wp, ws)
+
+
+@pytest.mark.parametrize("run, M, K, block_g, wpt", [
+    (_affine(4, 64), 3, 2048, 16, 4),   # 2 runs of 4 words a group, padded rows of x
+    (_affine(8, 128), 1, 1024, 4, 4),   # 8 runs a group
+    (_affine(2, 32), 2, 2048, 32, 2),   # a run is the whole group
+    (_mxfp4_run, 1, 1024, 16, 2),
+    (_int8_run, 1, 1024, 32, 4),
+    (_ternary_run, 2, 2048, 16, 2),
+])
+def test_gemv_runs_of_words(monkeypatch, run, M, K, block_g, wpt):
+    # each thread's run of WPT words of a group read as one vector (the defaults at these small
+    # shapes fall back to single words): one config forced, two steps of the K loop, N = 40
+    # leaving a partial block of outputs
+    from triton_metal.ops import quantized
+
+    config = quantized.triton.Config({"BLOCK_N": 8, "BLOCK_G": block_g, "WPT": wpt}, num_warps=1)
+    monkeypatch.setattr(quantized._gemv, "configs", [config])
+    monkeypatch.setattr(quantized._gemv, "cache", {})
+    ours, ref = run(M, K)
+    assert quantized._gemv.best_config.kwargs["WPT"] == wpt
+    if isinstance(ref, np.ndarray):
+        np.testing.assert_allclose(np.array(ours), ref, rtol=1e-5, atol=1e-4 * np.abs(ref).max())
+    else:
+        assert_close(ours, ref, "float32", scale=20)
 
 
 @pytest.mark.parametrize("M, transpose", [(4, True), (17, False)])

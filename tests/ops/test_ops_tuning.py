@@ -89,3 +89,24 @@ def test_decode_attention_configs(tuning, itemsize, block_d, slot_lanes):
     assert kept and all(c.kwargs["SPLIT"] % (c.kwargs["SLOTS"] * c.kwargs["ROWS"]) == 0 for c in kept)
     assert all(c.kwargs["SLOTS"] == slot_lanes * c.num_warps for c in kept)
     assert attention._slot_lanes(block_d, itemsize) == slot_lanes
+
+
+@pytest.mark.parametrize("mode, wpg, steps, default", [
+    (quantized.AFFINE, 8, 64, (4, 64, 4, 2)),   # 4-bit, group 64, K = 4096
+    (quantized.MXFP4, 4, 128, (4, 64, 2, 4)),
+    (quantized.AFFINE, 2, 32, None),            # 2-bit, group 32, K = 1024: the default does not fit
+])
+def test_gemv_configs(tuning, mode, wpg, steps, default):
+    kept = quantized._prune_gemv(quantized._GEMV_CONFIGS, {"steps": steps}, WPG=wpg, MODE=mode)
+    for c in kept:
+        n, g, t, w = c.kwargs["BLOCK_N"], c.kwargs["BLOCK_G"], c.kwargs["WPT"], c.num_warps
+        assert steps % g == 0 and wpg % t == 0   # whole steps, a run inside one group
+        assert 32 * w <= g * wpg // t             # a run for every thread
+        assert g * wpg <= 8 * 32 * w              # at most 8 words of a row a thread
+    first = kept[0]
+    got = (first.kwargs["BLOCK_N"], first.kwargs["BLOCK_G"], first.kwargs["WPT"], first.num_warps)
+    if default is not None:
+        assert got == default
+    else:
+        assert got != quantized._GEMV_DEFAULT[mode] and len(kept) < len(quantized._GEMV_CONFIGS)
+    assert any(c.kwargs["WPT"] > 1 for c in kept)

@@ -19,11 +19,11 @@ per dtype, layout and mode serves every width). The gradient of `x` is the same 
 other `TRANS` (`dx = dy @ W` or `dy @ W^T`). Three kernels:
 * `_gemv`, decode (`M <= 8`, `y = x @ W^T`) for the layouts whose codes never straddle a word
   (affine 2, 4, 8 bits, mxfp4, int8 and ternary bytes viewed as words): a variant per row
-  count; a thread holds the codes of one word of each of `BLOCK_N` packed rows and the x of
-  those codes, read as vectors once for all the rows; mxfp4 codes decoded into halves by bit
-  moves, two codes (j and j + 4 of a word) a 32-bit operation; per-group scales; partial sums
-  in registers over the whole K loop reduced once (memory-bound; tuned over `BLOCK_N`,
-  `BLOCK_G`).
+  count; a thread holds a run of `WPT` words of a group of each of `BLOCK_N` packed rows (one
+  vector a row) and the x of their codes, read as vectors once for all the rows; mxfp4 codes
+  decoded into halves by bit moves, two codes (j and j + 4 of a word) a 32-bit operation; a
+  group's scale and bias once a run; partial sums in registers over the whole K loop reduced
+  once (memory-bound; tuned over `BLOCK_N`, `BLOCK_G`, `WPT`).
 * `_qmv`, decode for the rest (3, 5, 6 bits, `transpose=False`, K that `_gemv` cannot step):
   one program per block of outputs holding every row of `x`, so each weight byte is read once;
   dequantized tiles, products reduced over K every step (tuned over `BLOCK_N`, `BLOCK_K`).
@@ -160,28 +160,37 @@ def _qmv(x_ptr, w_ptr, s_ptr, b_ptr, y_ptr, M, N, K, wpr, gpr, bits, group_shift
 
 
 def _prune_gemv(configs: list[Any], named_args: dict[str, Any], **kwargs: Any) -> list[Any]:
-    # a step of BLOCK_G groups must tile the row's groups exactly (the loop has no masks), and
-    # give every thread at least one word of each row (else lanes hold copies)
+    # a step of BLOCK_G groups must tile the row's groups exactly (the loop has no masks); a
+    # thread's run of WPT words must lie in one group; every thread must hold a run (else threads
+    # hold copies), and at most 8 words of each row a step
     steps, wpg = int(named_args["steps"]), int(kwargs["WPG"])
     fitting = [cf for cf in configs
-               if steps % cf.kwargs["BLOCK_G"] == 0
-               and 32 * cf.num_warps <= cf.kwargs["BLOCK_G"] * wpg <= 4 * 32 * cf.num_warps]
+               if steps % cf.kwargs["BLOCK_G"] == 0 and wpg % cf.kwargs["WPT"] == 0
+               and 32 * cf.num_warps <= cf.kwargs["BLOCK_G"] * wpg // cf.kwargs["WPT"]
+               and cf.kwargs["BLOCK_G"] * wpg <= 8 * 32 * cf.num_warps]
     if not fitting:  # a short or odd row: one group per step, every row of the tile busy
-        fitting = [triton.Config({"BLOCK_N": 32, "BLOCK_G": 1}, num_warps=max(1, min(4, wpg // 32)))]
+        fitting = [triton.Config({"BLOCK_N": 32, "BLOCK_G": 1, "WPT": 1},
+                                 num_warps=max(1, min(4, wpg // 32)))]
     # the default (first) config: the fastest measured for the mode, where one fits
     best = _GEMV_DEFAULT.get(int(kwargs["MODE"]))
-    fitting.sort(key=lambda cf: (cf.kwargs["BLOCK_N"], cf.kwargs["BLOCK_G"], cf.num_warps) != best)
+    fitting.sort(key=lambda cf: (cf.kwargs["BLOCK_N"], cf.kwargs["BLOCK_G"], cf.kwargs["WPT"],
+                                 cf.num_warps) != best)
     return c.first_or_all(fitting)
 
 
-# (BLOCK_N, BLOCK_G, num_warps) per mode: the fastest measured through the GPU proxy at M = 1,
-# K = N = 4096 (docs/ops.md, "Decode speed"); affine takes the config 1% behind its fastest
-# with half the registers (128 against 255 a thread there)
-_GEMV_DEFAULT = {AFFINE: (8, 32, 4), MXFP4: (4, 32, 4), INT8: (8, 64, 8), TERNARY: (4, 32, 4)}
-_GEMV_CONFIGS = [triton.Config({"BLOCK_N": n, "BLOCK_G": g}, num_warps=w)
-                 for n, g, w in ((8, 16, 4), (8, 32, 4), (16, 16, 4), (16, 32, 4), (4, 32, 4), (4, 16, 2),
-                                 (16, 8, 2), (8, 16, 2), (32, 16, 4), (8, 64, 8), (4, 64, 8), (2, 64, 4),
-                                 (1, 64, 2))]
+# (BLOCK_N, BLOCK_G, WPT, num_warps) per mode: the fastest measured through the GPU proxy at
+# M = 1, K = N = 4096 (docs/ops.md, "Decode speed")
+_GEMV_DEFAULT = {AFFINE: (4, 64, 4, 2), MXFP4: (4, 64, 2, 4), INT8: (4, 64, 2, 4), TERNARY: (4, 64, 2, 4)}
+_GEMV_CONFIGS = [triton.Config({"BLOCK_N": n, "BLOCK_G": g, "WPT": t}, num_warps=w)
+                 for n, g, t, w in (
+                     (8, 16, 1, 4), (8, 32, 1, 4), (16, 16, 1, 4), (16, 32, 1, 4), (4, 32, 1, 4), (4, 16, 1, 2),
+                     (16, 8, 1, 2), (8, 16, 1, 2), (32, 16, 1, 4), (8, 64, 1, 8), (4, 64, 1, 8), (2, 64, 1, 4),
+                     (1, 64, 1, 2),
+                     (4, 32, 2, 4), (8, 32, 2, 4), (4, 64, 2, 8), (8, 64, 2, 8), (16, 32, 2, 4), (8, 64, 2, 4),
+                     (4, 64, 2, 4), (2, 64, 2, 4), (4, 16, 2, 2), (4, 32, 2, 2), (4, 128, 2, 8),
+                     (4, 64, 4, 4), (8, 64, 4, 4), (4, 32, 4, 2), (8, 32, 4, 2), (4, 128, 4, 4), (8, 128, 4, 4),
+                     (2, 128, 4, 4), (4, 64, 4, 2), (16, 64, 4, 4), (2, 64, 4, 2),
+                     (4, 128, 2, 4), (4, 64, 2, 2), (4, 32, 2, 1), (8, 32, 2, 2), (4, 32, 4, 1))]
 
 
 @triton.jit
@@ -202,7 +211,7 @@ def _gemv_codes(words, BITS: tl.constexpr, MODE: tl.constexpr):
     # [..., 1]) as floats, each masked in place (code j times 2 ** (BITS * j): the caller's x
     # carries 2 ** -(BITS * j))
     EPW: tl.constexpr = 32 // BITS
-    offs_j = tl.arange(0, EPW)[None, None, None, None, :]
+    offs_j = tl.arange(0, EPW)[None, None, None, None, None, :]
     if MODE == 2:
         # int8: each byte's sign bit flipped makes it `value + 128` unsigned (the 128 comes
         # off through the sum of x), so its code is masked in place like an affine one
@@ -234,61 +243,84 @@ def _gemv_x(x_ptrs, xmask, ROWS_PADDED: tl.constexpr):
     return x
 
 
+@triton.jit
+def _gemv_word(words, offs_t, t: tl.constexpr):
+    # word t of each thread's run (held in its registers: a select the compiler folds)
+    return tl.sum(tl.where(offs_t == t, words, 0), 4, keep_dims=True)
+
+
 @triton.autotune(configs=_GEMV_CONFIGS, key=["N", "steps", "ROWS", "BITS", "WPG", "MODE"],
                  prune_configs_by={"early_config_prune": _prune_gemv})
 @triton.jit
 def _gemv(x_ptr, w_ptr, s_ptr, b_ptr, y_ptr, M, N, K, wpr, gpr, steps, ROWS: tl.constexpr,
           BITS: tl.constexpr, WPG: tl.constexpr, MODE: tl.constexpr, BLOCK_N: tl.constexpr,
-          ROWS_PADDED: tl.constexpr, BLOCK_G: tl.constexpr):
+          ROWS_PADDED: tl.constexpr, BLOCK_G: tl.constexpr, WPT: tl.constexpr):
     # decode GEMV, `y = x @ W^T` for the M rows of x (ROWS: M rounded up to a power of two;
-    # only M = 3, 5, 6, 7 pad, with masked rows of x). Tiles of 5 axes: (row of x, packed row,
-    # group of the step, word of the group, code of the word). x is read first in each step, so
-    # its layout decides every tile's: a thread holds the codes of a word (x's contiguous
-    # elements: one vector load, as wide as 16 bytes allow) and that word of each of the
-    # BLOCK_N packed rows (one word load a row, lanes on consecutive words), so the x of a
-    # word is loaded once for all the rows. The sum over a word's codes stays in the thread,
-    # then takes its group's scale and bias; partial sums in registers across the whole K
-    # loop, reduced once; no threadgroup memory or barrier inside the loop. A step covers BLOCK_G groups of
-    # WPG words (int8 and ternary: of 4 words, their bytes viewed as uint32 by the launcher,
-    # since a kernel cannot reinterpret an int8 pointer).
+    # only M = 3, 5, 6, 7 pad, with masked rows of x). Tiles of 6 axes: (row of x, packed row,
+    # group of the step, thread's share of the group, word of the share, code of the word).
+    # A thread holds a run of WPT consecutive words of one group of each of the BLOCK_N packed
+    # rows (one vector load a row) and the x of those words (a vector load a word, once for
+    # all the rows). The x of the run's first word is read first in each step, in a tile
+    # without the word axis, so its layout decides every tile's: a word's codes along the
+    # thread's registers, lanes and warps on the shares of the groups, and the word axis,
+    # taking no lane, next in each thread's registers (what makes the run one vector). The
+    # sums over the codes stay in the thread, then take the group's scale and bias once a
+    # run; partial sums in registers across the whole K loop, reduced once; no threadgroup
+    # memory or barrier inside the loop. A step covers BLOCK_G groups of WPG words (int8 and
+    # ternary: of 4 words, their bytes viewed as uint32 by the launcher, since a kernel cannot
+    # reinterpret an int8 pointer).
     EPW: tl.constexpr = 32 // BITS  # codes per word
+    SHARES: tl.constexpr = WPG // WPT  # threads per group
     pid = tl.program_id(0)
     offs_n = pid * BLOCK_N + tl.arange(0, BLOCK_N)
-    rows = tl.where(offs_n < N, offs_n, 0)[None, :, None, None, None]  # the tail re-reads row 0
-    offs_m = tl.arange(0, ROWS)[:, None, None, None, None]
-    offs_g = tl.arange(0, BLOCK_G)[None, None, :, None, None]
-    offs_w = tl.arange(0, WPG)[None, None, None, :, None]
+    rows = tl.where(offs_n < N, offs_n, 0)[None, :, None, None, None, None]  # the tail re-reads row 0
+    offs_m = tl.arange(0, ROWS)[:, None, None, None, None, None]
+    offs_g = tl.arange(0, BLOCK_G)[None, None, :, None, None, None]
+    offs_w = tl.arange(0, SHARES)[None, None, None, :, None, None]
+    offs_t = tl.arange(0, WPT)[None, None, None, None, :, None]
     # mxfp4 takes the codes of a word in pairs (j, j + EPW / 2): its code axis is half a word
     CPW: tl.constexpr = EPW // 2 if MODE == 1 else EPW
-    offs_j = tl.arange(0, CPW)[None, None, None, None, :]
+    offs_j = tl.arange(0, CPW)[None, None, None, None, None, :]
+    first = offs_g * WPG + offs_w * WPT  # the run's first word
     # pointers carried through the loop
-    w_ptrs = w_ptr + rows.to(tl.int64) * wpr + offs_g * WPG + offs_w
-    x_ptrs = x_ptr + offs_m * K + (offs_g * WPG + offs_w) * EPW + offs_j
-    # a group's scale and bias for each word of it: one load a row per thread, as the word's;
-    # the group index is taken from the word index (a division), so these pointers show no
-    # contiguity and the loads take the row-major layout of the per-word sums (no conversion)
-    group_of = (offs_g * WPG + offs_w) // WPG
+    w_ptrs = w_ptr + rows.to(tl.int64) * wpr + first + offs_t
+    x_ptrs = x_ptr + offs_m * K + first * EPW + offs_j
+    # a group's scale and bias for a run: one load a row per thread; the group index is taken
+    # by a division, so these pointers show no contiguity and the loads take the layout of
+    # the per-run sums (no conversion)
+    group_of = first // WPG
     s_ptrs = s_ptr + rows * gpr + group_of
     b_ptrs = b_ptr + rows * gpr + group_of
     xmask = offs_m < M
     # affine, int8 and ternary: code j is masked in place, x carries its 2 ** -(BITS * j)
     unplace = tl.exp2(-(offs_j * BITS).to(tl.float32))
-    acc = tl.zeros([ROWS, BLOCK_N, BLOCK_G, WPG, 1], tl.float32)
+    acc = tl.zeros([ROWS, BLOCK_N, BLOCK_G, SHARES, 1, 1], tl.float32)
     for _ in range(0, steps, BLOCK_G):
         x = _gemv_x(x_ptrs, xmask, ROWS_PADDED)
+        words = tl.load(w_ptrs)
         if MODE == 1:
-            # codes j and j + 4 of each word: the x of its upper codes too
-            x_hi = _gemv_x(x_ptrs + CPW, xmask, ROWS_PADDED)
-            q, q_hi = _mxfp4_halves(tl.load(w_ptrs), (offs_j * 4).to(tl.uint32))
-            qx = tl.sum(q * x + q_hi * x_hi, 4, keep_dims=True)
+            qx = tl.zeros([ROWS, BLOCK_N, BLOCK_G, SHARES, 1, 1], tl.float32)
+            for t in tl.static_range(WPT):
+                if t > 0:
+                    x = _gemv_x(x_ptrs + t * EPW, xmask, ROWS_PADDED)
+                # codes j and j + 4 of each word: the x of its upper codes too
+                x_hi = _gemv_x(x_ptrs + (t * EPW + CPW), xmask, ROWS_PADDED)
+                q, q_hi = _mxfp4_halves(_gemv_word(words, offs_t, t), (offs_j * 4).to(tl.uint32))
+                qx += tl.sum(q * x + q_hi * x_hi, 5, keep_dims=True)
             # E8M0: 2 ** (s - 127), times the 2 ** 14 of the codes' halves (applied to qx
             # first, so a scale near the top of the range does not overflow)
             acc += (qx * 16384.0) * tl.exp2(tl.load(s_ptrs).to(tl.float32) - 127.0)
             s_ptrs += BLOCK_G
         else:
-            q = _gemv_codes(tl.load(w_ptrs), BITS, MODE)
-            qx = tl.sum(q * (x * unplace), 4, keep_dims=True)
-            xs = tl.sum(x, 4, keep_dims=True)  # affine's bias, int8's 128 and ternary's -1 need it
+            qx = tl.zeros([ROWS, BLOCK_N, BLOCK_G, SHARES, 1, 1], tl.float32)
+            xs = tl.zeros([ROWS, 1, BLOCK_G, SHARES, 1, 1], tl.float32)
+            for t in tl.static_range(WPT):
+                if t > 0:
+                    x = _gemv_x(x_ptrs + t * EPW, xmask, ROWS_PADDED)
+                q = _gemv_codes(_gemv_word(words, offs_t, t), BITS, MODE)
+                qx += tl.sum(q * (x * unplace), 5, keep_dims=True)
+                # affine's bias, int8's 128 and ternary's -1 need the sum of x
+                xs += tl.sum(x, 5, keep_dims=True)
             if MODE == 0:
                 acc += qx * tl.load(s_ptrs).to(tl.float32) + tl.load(b_ptrs).to(tl.float32) * xs
                 s_ptrs += BLOCK_G
@@ -299,7 +331,7 @@ def _gemv(x_ptr, w_ptr, s_ptr, b_ptr, y_ptr, M, N, K, wpr, gpr, steps, ROWS: tl.
                 acc += qx - xs  # ternary: value = code - 1
         w_ptrs += BLOCK_G * WPG
         x_ptrs += BLOCK_G * WPG * EPW
-    y = tl.sum(tl.sum(tl.sum(acc, 4), 3), 2)
+    y = tl.sum(tl.sum(tl.sum(tl.sum(acc, 5), 4), 3), 2)
     offs_y = tl.arange(0, ROWS)[:, None] * N + offs_n[None, :]
     ymask = (tl.arange(0, ROWS)[:, None] < M) & (offs_n[None, :] < N)
     if MODE == 2:  # one scale per output channel
