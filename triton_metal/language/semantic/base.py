@@ -222,10 +222,6 @@ class SemanticBase:
                 ty = dtype_from_name(ty)
             except ValueError as e:
                 raise error(str(e)) from None
-        from ..unsupported import UnsupportedDType
-
-        if isinstance(ty, UnsupportedDType):
-            raise ty.refusal()
         if not isinstance(ty, dtype):
             raise error(f"{what} must be a tl dtype, not {ty!r}")
         refuse_fp64(ty)
