@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...fp8 import FNUZ, FORMATS
 from ..builder import BinaryOp, CmpPredicate, MathOp
 from ..core import PropagateNan, constexpr, tensor
-from ...fp8 import FNUZ, FORMATS
 from ..types import float32, int1, uint8
 from .base import SemanticBase, error, refuse_fp8_arithmetic, with_element
 
