@@ -292,7 +292,7 @@ class ReduceMixin(SemanticBase):
                 f"{a.type.shape[-1]} != {b.type.shape[-2]}"
             )
         if a.type.shape[:-2] != b.type.shape[:-2]:
-            raise error(f"tl.dot batch sizes differ: {list(a.shape[:-2])} and {list(b.shape[:-2])}")
+            raise error(f"tl.dot batch sizes differ: {list(a.type.shape[:-2])} and {list(b.type.shape[:-2])}")
         if ra > 3:
             return self._dot_of_flattened_batches(a, b, acc, precision, out_ty)
         m, k, n = a.type.shape[-2], a.type.shape[-1], b.type.shape[-1]
