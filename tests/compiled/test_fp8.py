@@ -286,6 +286,38 @@ def test_abs_of_every_code(each_backend: str, fmt: str):
 
 
 @triton.jit
+def fp8_mixed_kernel(x_ptr, y_ptr, out_ptr):
+    offs = tl.arange(0, 256)
+    z = tl.load(x_ptr + offs) * tl.load(y_ptr + offs)
+    tl.static_assert(z.dtype == out_ptr.dtype.element_ty)
+    tl.store(out_ptr + offs, z)
+
+
+@pytest.mark.parametrize("fmt, other, result", [
+    ("e5", "f32", "f32"), ("e4b15", "f16", "f16"), ("e4b8", "bf16", "f32"), ("e4nv", "e5", "f16"),
+])
+def test_fp8_beside_a_wider_type_computes_in_tritons_type(each_backend: str, fmt: str, other: str, result: str):
+    # Triton's computation types: fp8 with fp32 or bf16 -> fp32, with fp16 -> fp16, two fp8
+    # types -> fp16; the fp8 values convert exactly, so the product rounds once
+    rng = np.random.default_rng(4)
+    x = MODELS[fmt].values()
+    if other in MODELS:
+        y_codes = rng.integers(0, 256, 256).astype(np.uint8)
+        y_arg: object = triton.reinterpret(y_codes, MODELS[other].dtype)
+        y = MODELS[other].values()[y_codes]
+    elif other == "bf16":
+        y_bits = (rng.standard_normal(256).astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
+        y_arg, y = triton.reinterpret(y_bits, tl.bfloat16), (y_bits.astype(np.uint32) << 16).view(np.float32)
+    else:
+        y_arg = y = rng.standard_normal(256).astype(np.float16 if other == "f16" else np.float32)
+    out = np.zeros(256, np.float16 if result == "f16" else np.float32)
+    fp8_mixed_kernel[(1,)](triton.reinterpret(CODES, MODELS[fmt].dtype), y_arg, out)
+    with np.errstate(invalid="ignore", over="ignore"):
+        want = (x.astype(out.dtype) * np.asarray(y, np.float64).astype(out.dtype)).astype(out.dtype)
+    np.testing.assert_array_equal(out, want)
+
+
+@triton.jit
 def fp8_add_kernel(x_ptr, out_ptr):
     x = tl.load(x_ptr + tl.arange(0, 16))
     tl.store(out_ptr + tl.arange(0, 16), x + x)  # error

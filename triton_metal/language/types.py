@@ -394,7 +394,8 @@ _PUBLIC_NAME = {
 
 FP8_DTYPES: tuple[dtype, ...] = (float8e4nv, float8e5, float8e4b8, float8e5b16, float8e4b15)
 """fp8 storage types (triton_metal/fp8.py): loaded, stored, selected, converted with `.to()` and
-taken `tl.abs` of; other arithmetic needs a conversion to a wider float first."""
+taken `tl.abs` of, and combined with wider floats in Triton's computation types; arithmetic that
+would stay fp8 needs a conversion to a wider float first."""
 
 SCALAR_DTYPES: tuple[dtype, ...] = (
     int1, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, bfloat16, float32,
