@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from triton_metal.errors import internal_error
-from triton_metal.fp8 import FNUZ, FORMATS
+from triton_metal.fp8 import B15, FNUZ, FORMATS
 from triton_metal.ir import ops
 from triton_metal.ir.ops import arith
 from triton_metal.ir.types import PointerType, ScalarType, element_type
@@ -481,6 +481,12 @@ def _lower_fp8_convert(ctx: LoweringContext, op: arith.CastOp, src: ScalarType, 
     if isinstance(op, arith.TruncFOp) and dst.is_fp8() and src.name == "f32":
         f = FORMATS[fp8_format_name(dst)]
         rtz = op.rounding is arith.RoundingMode.RTZ
+        if f.kind == B15:  # Triton's conversion through half (triton_metal/fp8.py)
+            if rtz:
+                ctx.helpers.add("round_rtz")
+            elementwise(ctx, op, [a], lambda x: Call(
+                "km_half_to_fp8e4b15", (Call("km_half_rtz", (x,)) if rtz else Convert("half", x),)))
+            return
         params = (Lit(str(f.mantissa_bits)), Lit(str(f.bias)), Lit(f"{f.max_code}u"), Lit(f"{f.nan_code}u"),
                   Lit("true" if f.kind == FNUZ else "false"), Lit("true" if rtz else "false"))
         elementwise(ctx, op, [a], lambda x: Call("km_float_to_fp8", (x, *params)))

@@ -2,12 +2,14 @@
 
 * gather: the source is written to scratch in row-major order, a barrier, and each result register
   reads the source element its index names along the axis (indices outside the axis are clamped
-  into it, so no read leaves the scratch: Triton leaves them undefined); a source past the
-  threadgroup memory limit moves in pieces (`lower_layout.exchange`).
+  into it, so no read leaves the scratch: Triton leaves them undefined), in the buffer
+  `allocate-threadgroup-memory` grants (which may share bytes with other ops' buffers); a source
+  past the threadgroup memory limit moves in pieces (`lower_layout.exchange`).
 * histogram: the bins are zeroed in scratch, a barrier, every element held by its owner adds one
   to its bin with a threadgroup atomic (elements outside `[0, bins)` or masked off are skipped),
   a barrier, and each result register reads its bin.
-Both end with a barrier so the scratch may be reused.
+Both end with a barrier so the scratch may be reused, except a gather in its granted buffer,
+whose reuse `insert-barriers` orders.
 """
 
 from __future__ import annotations
@@ -54,7 +56,8 @@ def lower_gather(ctx: LoweringContext, op: tt.GatherOp) -> None:
             stride *= shape[d]
         assert e is not None
         reads.append(ctx.materialize([e], "int")[0])
-    out = exchange(ctx, op, src.dist, src.regs, stored, ctype, numel, reads, None)
+    granted = getattr(op, "smem_bytes", None)
+    out = exchange(ctx, op, src.dist, src.regs, stored, ctype, numel, reads, None if granted is None else int(granted))
     from .values import RegValue
 
     ctx.bind(op.result, RegValue(op.result.type, out, dst))

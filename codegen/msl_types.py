@@ -17,7 +17,7 @@ _MSL = {
     "u8": "uchar", "u16": "ushort", "u32": "uint", "u64": "ulong",
     "f16": "half", "bf16": "bfloat", "f32": "float",
     # fp8: the 8-bit code (MSL has no fp8 type; templates/helpers/fp8.metal converts)
-    "f8e4nv": "uchar", "f8e5": "uchar", "f8e4b8": "uchar", "f8e5b16": "uchar",
+    "f8e4nv": "uchar", "f8e5": "uchar", "f8e4b8": "uchar", "f8e5b16": "uchar", "f8e4b15": "uchar",
 }
 
 # The type strings MLX writes for buffers of each element type (`get_type_string`).
@@ -26,6 +26,7 @@ _MLX = {
     "u8": "uint8_t", "u16": "uint16_t", "u32": "uint32_t", "u64": "uint64_t",
     "f16": "float16_t", "bf16": "bfloat16_t", "f32": "float",
     "f8e4nv": "uint8_t", "f8e5": "uint8_t", "f8e4b8": "uint8_t", "f8e5b16": "uint8_t",
+    "f8e4b15": "uint8_t",
 }
 
 # Unsigned integer of the same width (bit manipulation, reinterpretation).

@@ -4,8 +4,10 @@ Triton's fp8 dtypes as formats of one sign bit, `exponent_bits`, `mantissa_bits`
 * `fp8e4nv` (`tl.float8e4nv`, OCP E4M3FN): bias 7, no infinities, NaN is S.1111.111, max 448;
 * `fp8e5` (`tl.float8e5`, OCP E5M2): bias 15, IEEE-like infinities and NaNs, max 57344;
 * `fp8e4b8` (`tl.float8e4b8`, E4M3FNUZ) and `fp8e5b16` (`tl.float8e5b16`, E5M2FNUZ): biases 8
-  and 16, no infinities, no negative zero, the single NaN 0x80, max 240 and 57344.
-(`tl.float8e4b15` has no published definition of its special values, so it stays refused.)
+  and 16, no infinities, no negative zero, the single NaN 0x80, max 240 and 57344;
+* `fp8e4b15` (`tl.float8e4b15`): E4M3 with bias 15, the exponent range of float16, and no
+  special values at all: every code is a finite number (0x7F is 1.875), as Triton's conversion
+  to float16 reads it (the code's bits moved into float16's: exact).
 
 Conversions, the same on every backend (the MSL helpers in `templates/helpers/fp8.metal` do
 these steps on `uchar`):
@@ -16,6 +18,11 @@ these steps on `uchar`):
   the largest finite fp8 value, and an infinity, become that value with the sign kept; NaN
   becomes the format's NaN (0x7F, or 0x80 for the FNUZ formats); the FNUZ formats turn -0 into +0.
 Wider types (fp16, bf16) convert through float32, which is exact, so they round once.
+
+`fp8e4b15` follows Triton's own conversion instead (NVIDIA's `Fp16_to_Fp8E4M3B15`, reached from
+float32 through float16): float32 -> float16 (to nearest even, or toward zero with `rtz`), then
+the magnitude clamps to 1.75 (code 0x7E: a NaN and the infinities give 1.75 with their sign)
+and rounds to 3 mantissa bits to nearest, ties away from zero; the sign is kept (-0 included).
 """
 
 from __future__ import annotations
@@ -24,9 +31,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-FN, IEEE, FNUZ = 0, 1, 2
+FN, IEEE, FNUZ, B15 = 0, 1, 2, 3
 """Kinds of special values: no infinities and NaN = all ones (FN); IEEE infinities and NaNs;
-no infinities, no -0 and NaN = 0x80 (FNUZ)."""
+no infinities, no -0 and NaN = 0x80 (FNUZ); none, with Triton's float16-based rounding (B15)."""
+
+B15_MAX_F16 = 0x3F00
+"""The float16 bits of 1.75, the largest value a conversion to fp8e4b15 gives (code 0x7E)."""
 
 
 @dataclass(frozen=True)
@@ -43,7 +53,7 @@ class Fp8Format:
     @property
     def max_code(self) -> int:
         """The magnitude code (low 7 bits) of the largest finite value."""
-        if self.kind == FN:
+        if self.kind in (FN, B15):
             return 0x7E
         if self.kind == IEEE:
             return (((1 << self.exponent_bits) - 2) << self.mantissa_bits) | ((1 << self.mantissa_bits) - 1)
@@ -65,6 +75,7 @@ FORMATS: dict[str, Fp8Format] = {
         Fp8Format("fp8e5", 2, 15, IEEE),
         Fp8Format("fp8e4b8", 3, 8, FNUZ),
         Fp8Format("fp8e5b16", 2, 16, FNUZ),
+        Fp8Format("fp8e4b15", 3, 15, B15),
     )
 }
 """By Triton's dtype name (`tl.float8e4nv.name == "fp8e4nv"`)."""
@@ -95,6 +106,8 @@ def decode(codes: np.ndarray, fmt: Fp8Format) -> np.ndarray:
 def encode(values: np.ndarray, fmt: Fp8Format, rtz: bool = False) -> np.ndarray:
     """float32 values -> uint8 codes: round to nearest even (or toward zero), saturating."""
     f = np.asarray(values, dtype=np.float32)
+    if fmt.kind == B15:
+        return _encode_b15(f, rtz)
     bits = f.view(np.uint32).astype(np.int64)
     sign = bits >> 31
     biased = (bits >> 23) & 0xFF
@@ -120,3 +133,21 @@ def encode(values: np.ndarray, fmt: Fp8Format, rtz: bool = False) -> np.ndarray:
 def encode_scalar(value: float, fmt: Fp8Format, rtz: bool = False) -> int:
     """One float (rounded to float32 first) -> its code."""
     return int(encode(np.array([value], dtype=np.float32), fmt, rtz)[0])
+
+
+def _to_float16(f: np.ndarray, rtz: bool) -> np.ndarray:
+    """float32 -> float16 to nearest even, or toward zero (one step back where that rounded
+    away from zero; past float16's range that is its largest finite value)."""
+    h = f.astype(np.float16)
+    if rtz:
+        away = np.isfinite(f) & (np.abs(h.astype(np.float32)) > np.abs(f))
+        h = np.where(away, np.nextafter(h, np.float16(0)), h)
+    return h
+
+
+def _encode_b15(f: np.ndarray, rtz: bool) -> np.ndarray:
+    """float32 -> fp8e4b15 codes through float16 (the module docstring)."""
+    bits = _to_float16(f, rtz).view(np.uint16).astype(np.uint32)
+    # NaN and infinity magnitudes lie above 1.75's as integers too: they clamp to it
+    mag = np.minimum(bits & 0x7FFF, B15_MAX_F16)
+    return (((bits >> 8) & 0x80) | ((mag + 0x40) >> 7)).astype(np.uint8)

@@ -57,3 +57,12 @@ inline uchar km_float_to_fp8(float x, int mbits, int bias, uint max_code, uint n
   }
   return uchar((sign << 7) | mag);
 }
+{# fp8e4b15 (kind 3) from float as Triton converts it, through half: the half's magnitude clamps
+   to 1.75 (bits 0x3F00; NaN and infinities lie above it as integers too) and rounds to 3
+   mantissa bits, ties away from zero; the sign is kept. `h` is the float already narrowed to half
+   (to nearest even, or toward zero by km_half_rtz). #}
+inline uchar km_half_to_fp8e4b15(half h) {
+  uint bits = uint(as_type<ushort>(h));
+  uint mag = min(bits & 0x7FFFu, 0x3F00u);
+  return uchar(((bits >> 8) & 0x80u) | ((mag + 0x40u) >> 7));
+}

@@ -4,6 +4,7 @@ special values), exhaustively over the 256 codes and over every fp16 and bf16 va
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass
 
@@ -25,7 +26,8 @@ class Model:
     bias: int
     special: str
     """"fn": no infinities, S.1111.111 is NaN; "ieee": all-ones exponent is inf/NaN;
-    "fnuz": no infinities, no -0, 0x80 is the only NaN."""
+    "fnuz": no infinities, no -0, 0x80 is the only NaN; "b15": none (Triton's fp8e4b15, every
+    code a number; conversions to it as `encode_b15` below)."""
 
     def values(self) -> np.ndarray:
         out = np.empty(256, np.float64)
@@ -50,6 +52,8 @@ class Model:
     def encode(self, x: np.ndarray, rtz: bool = False) -> np.ndarray:
         """Nearest value (ties to the even code), or the one toward zero; saturating at the
         largest finite value (infinities too); NaN -> the format's NaN."""
+        if self.special == "b15":
+            return self.encode_b15(x, rtz)
         vals = self.values()
         mags = [(vals[c], c) for c in range(128) if math.isfinite(vals[c])]
         mags.sort()
@@ -80,11 +84,34 @@ class Model:
         return out
 
 
+    def encode_b15(self, x: np.ndarray, rtz: bool) -> np.ndarray:
+        """Triton's conversion to fp8e4b15 (NVIDIA's `Fp16_to_Fp8E4M3B15` after float32 ->
+        float16): the float16 value (nearest even, or toward zero) clamped to 1.75 (NaN and
+        infinities too), then the nearest code, ties away from zero; the sign kept."""
+        mags = list(self.values()[:0x7F])  # codes 0 .. 0x7E: increasing magnitudes
+        out = np.empty(x.shape, np.uint8)
+        with np.errstate(invalid="ignore"):
+            wide = x.astype(np.float64).reshape(-1)
+        for i, v in enumerate(wide):
+            a = abs(v)
+            if math.isfinite(a) and a > 0:  # float16: 11 significant bits, subnormal below 2^-14
+                ulp = math.ldexp(1.0, max(math.frexp(a)[1] - 1, -14) - 10)
+                a = (math.floor(a / ulp) if rtz else round(a / ulp)) * ulp  # round(): ties to even
+            if not a < 1.75:
+                code = 0x7E
+            else:
+                hi = bisect.bisect_left(mags, a)  # mags[hi - 1] < a <= mags[hi]
+                code = hi if hi == 0 or mags[hi] - a <= a - mags[hi - 1] else hi - 1
+            out.reshape(-1)[i] = code | (0x80 if math.copysign(1.0, v) < 0 else 0)
+        return out
+
+
 MODELS = {
     "e4nv": Model(tl.float8e4nv, 4, 3, 7, "fn"),
     "e5": Model(tl.float8e5, 5, 2, 15, "ieee"),
     "e4b8": Model(tl.float8e4b8, 4, 3, 8, "fnuz"),
     "e5b16": Model(tl.float8e5b16, 5, 2, 16, "fnuz"),
+    "e4b15": Model(tl.float8e4b15, 4, 3, 15, "b15"),
 }
 CODES = np.arange(256, dtype=np.uint8)
 
@@ -111,7 +138,7 @@ def test_models_agree_with_tritons_dtype_attributes():
         assert model.dtype.exponent_bias == model.bias
         assert model.dtype.primitive_bitwidth == 8
     finite = {k: np.nanmax(np.where(np.isinf(m.values()), np.nan, m.values())) for k, m in MODELS.items()}
-    assert finite == {"e4nv": 448.0, "e5": 57344.0, "e4b8": 240.0, "e5b16": 57344.0}
+    assert finite == {"e4nv": 448.0, "e5": 57344.0, "e4b8": 240.0, "e5b16": 57344.0, "e4b15": 1.875}
 
 
 @pytest.mark.parametrize("fmt", list(MODELS))
@@ -129,7 +156,7 @@ def test_every_code_converts_to_float32_exactly(each_backend: str, fmt: str):
         assert bits[code] == (0xFFC00000 if negative else 0x7FC00000), hex(code)
 
 
-@pytest.mark.parametrize("fmt", ["e4nv", "e5"])
+@pytest.mark.parametrize("fmt", ["e4nv", "e5", "e4b15"])
 @pytest.mark.parametrize("wide", ["f16", "bf16"])
 def test_every_code_converts_to_half_and_bfloat_exactly(each_backend: str, fmt: str, wide: str):
     model = MODELS[fmt]
@@ -169,7 +196,7 @@ def test_float32_rounds_to_nearest_even_and_saturates(each_backend: str, fmt: st
     np.testing.assert_array_equal(out, model.encode(x))
 
 
-@pytest.mark.parametrize("fmt", ["e4nv", "e5"])
+@pytest.mark.parametrize("fmt", ["e4nv", "e5", "e4b15"])
 def test_float32_rounds_toward_zero(each_backend: str, fmt: str):
     model = MODELS[fmt]
     x = _float32_inputs(model)
@@ -178,7 +205,7 @@ def test_float32_rounds_toward_zero(each_backend: str, fmt: str):
     np.testing.assert_array_equal(out, model.encode(x, rtz=True))
 
 
-@pytest.mark.parametrize("fmt", ["e4nv", "e5"])
+@pytest.mark.parametrize("fmt", ["e4nv", "e5", "e4b15"])
 @pytest.mark.parametrize("wide", ["f16", "bf16"])
 def test_every_half_and_bfloat_value_rounds_once(each_backend: str, fmt: str, wide: str):
     model = MODELS[fmt]
@@ -239,6 +266,55 @@ def test_torch_float8_tensors(each_backend: str):
     back = torch.zeros(300)
     _convert(out, back, 300)
     np.testing.assert_array_equal(back.numpy(), out.to(torch.float32).numpy())
+
+
+@triton.jit
+def fp8_abs_kernel(x_ptr, out_ptr):
+    offs = tl.arange(0, 256)
+    tl.store(out_ptr + offs, tl.abs(tl.load(x_ptr + offs)))
+
+
+@pytest.mark.parametrize("fmt", list(MODELS))
+def test_abs_of_every_code(each_backend: str, fmt: str):
+    # Triton takes `tl.abs` of fp8 values (no other arithmetic): the magnitude, as a code of the
+    # same format; a NaN stays NaN (the FNUZ NaN 0x80 too, whose sign bit is no sign)
+    model = MODELS[fmt]
+    out = np.zeros(256, np.uint8)
+    fp8_abs_kernel[(1,)](triton.reinterpret(CODES, model.dtype), triton.reinterpret(out, model.dtype))
+    np.testing.assert_array_equal(model.values()[out], np.abs(model.values()))
+    assert not np.any(out[~np.isnan(model.values())] & 0x80)
+
+
+@triton.jit
+def fp8_mixed_kernel(x_ptr, y_ptr, out_ptr):
+    offs = tl.arange(0, 256)
+    z = tl.load(x_ptr + offs) * tl.load(y_ptr + offs)
+    tl.static_assert(z.dtype == out_ptr.dtype.element_ty)
+    tl.store(out_ptr + offs, z)
+
+
+@pytest.mark.parametrize("fmt, other, result", [
+    ("e5", "f32", "f32"), ("e4b15", "f16", "f16"), ("e4b8", "bf16", "f32"), ("e4nv", "e5", "f16"),
+])
+def test_fp8_beside_a_wider_type_computes_in_tritons_type(each_backend: str, fmt: str, other: str, result: str):
+    # Triton's computation types: fp8 with fp32 or bf16 -> fp32, with fp16 -> fp16, two fp8
+    # types -> fp16; the fp8 values convert exactly, so the product rounds once
+    rng = np.random.default_rng(4)
+    x = MODELS[fmt].values()
+    if other in MODELS:
+        y_codes = rng.integers(0, 256, 256).astype(np.uint8)
+        y_arg: object = triton.reinterpret(y_codes, MODELS[other].dtype)
+        y = MODELS[other].values()[y_codes]
+    elif other == "bf16":
+        y_bits = (rng.standard_normal(256).astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
+        y_arg, y = triton.reinterpret(y_bits, tl.bfloat16), (y_bits.astype(np.uint32) << 16).view(np.float32)
+    else:
+        y_arg = y = rng.standard_normal(256).astype(np.float16 if other == "f16" else np.float32)
+    out = np.zeros(256, np.float16 if result == "f16" else np.float32)
+    fp8_mixed_kernel[(1,)](triton.reinterpret(CODES, MODELS[fmt].dtype), y_arg, out)
+    with np.errstate(invalid="ignore", over="ignore"):
+        want = (x.astype(out.dtype) * np.asarray(y, np.float64).astype(out.dtype)).astype(out.dtype)
+    np.testing.assert_array_equal(out, want)
 
 
 @triton.jit

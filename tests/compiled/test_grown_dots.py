@@ -79,6 +79,28 @@ def test_small_batched_dots(shape: tuple[int, int, int, int]):
     np.testing.assert_allclose(c, np.matmul(a.astype(np.float64), b.astype(np.float64)), rtol=1e-5, atol=1e-5)
 
 
+@triton.jit
+def dot_4d_kernel(a_ptr, b_ptr, c_ptr, B0: tl.constexpr, B1: tl.constexpr, M: tl.constexpr, N: tl.constexpr,
+                  K: tl.constexpr):
+    a = tl.load(a_ptr + tl.arange(0, B0 * B1 * M * K)).reshape(B0, B1, M, K)
+    b = tl.load(b_ptr + tl.arange(0, B0 * B1 * K * N)).reshape(B0, B1, K, N)
+    acc = tl.full((B0, B1, M, N), 0.5, tl.float32)
+    tl.store(c_ptr + tl.arange(0, B0 * B1 * M * N), tl.dot(a, b, acc).reshape(B0 * B1 * M * N))
+
+
+@pytest.mark.parametrize("shape", [(2, 4, 8, 4, 16), (2, 2, 32, 32, 16)])
+def test_4d_dots_flatten_their_batch_axes(shape: tuple[int, int, int, int, int]):
+    # batch axes (2, 4) and (2, 2): products and a sum, then one 2-D dot per batch element
+    b0, b1, m, n, k = shape
+    rng = np.random.default_rng(sum(shape))
+    a = rng.standard_normal((b0, b1, m, k)).astype(np.float16)
+    b = rng.standard_normal((b0, b1, k, n)).astype(np.float16)
+    c = np.zeros((b0, b1, m, n), np.float32)
+    run_both(dot_4d_kernel, (1,), a_ptr=a, b_ptr=b, c_ptr=c, B0=b0, B1=b1, M=m, N=n, K=k, rtol=1e-3, atol=1e-3)
+    want = np.matmul(a.astype(np.float64), b.astype(np.float64)) + 0.5
+    np.testing.assert_allclose(c, want, rtol=1e-3, atol=1e-3)
+
+
 def test_batched_dot_per_batch_on_fragments():
     rng = np.random.default_rng(9)
     a = rng.standard_normal((2, 32, 16)).astype(np.float16)

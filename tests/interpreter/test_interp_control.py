@@ -182,7 +182,6 @@ REFUSED = [
      "NYI: lhs_format e3m3"),
     ("tl.inline_asm_elementwise('', '', [], tl.float32, True, 1)", "inline PTX"),
     ("tl.extra.libdevice.log1p(1.0)", "the Metal standard library has no such function"),
-    ("tl.zeros((4,), tl.float8e4b15)", "float8e4b15 is not supported on Apple GPUs"),
     ("tl.zeros((4,), tl.float8e4nv) * 2.0", "arithmetic on fp8e4nv values is not supported"),
     ("tl.arange(0, 4).to(tl.float64)", "no fp64"),
     ("tl.load(tl.arange(0, 4))", "needs a pointer"),

@@ -249,7 +249,9 @@ def test_dot_fp16_out_and_batched(run: Any) -> None:
 @pytest.mark.parametrize(
     ("shapes", "match"),
     [(((16, 16), (32, 16)), "do not chain"),
-     (((16,), (16,)), "both be 2-D or both 3-D")],
+     (((16,), (16,)), "one rank, at least 2"),
+     (((2, 16, 16), (2, 2, 16, 16)), "one rank, at least 2"),
+     (((2, 4, 16, 16), (4, 2, 16, 16)), r"batch sizes differ: \[2, 4\] and \[4, 2\]")],
 )
 def test_dot_shape_refusals(run: Any, shapes: Any, match: str) -> None:
     (sa, sb) = shapes

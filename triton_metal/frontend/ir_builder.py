@@ -34,6 +34,7 @@ _SCALARS = {
     "uint8": T.u8, "uint16": T.u16, "uint32": T.u32, "uint64": T.u64,
     "fp16": T.f16, "bf16": T.bf16, "fp32": T.f32, "fp64": T.f64,
     "fp8e4nv": T.f8e4nv, "fp8e5": T.f8e5, "fp8e4b8": T.f8e4b8, "fp8e5b16": T.f8e5b16,
+    "fp8e4b15": T.f8e4b15,
 }
 
 

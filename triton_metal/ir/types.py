@@ -1,7 +1,7 @@
 """Types of IR values: scalars, pointers and tensors (immutable, compared by content).
 
 Text forms (MLIR-like): scalars `i1 i8 i16 i32 i64 u8 u16 u32 u64 f16 bf16 f32 f64` and the fp8
-storage types `f8e4nv f8e5 f8e4b8 f8e5b16`, pointers
+storage types `f8e4nv f8e5 f8e4b8 f8e5b16 f8e4b15`, pointers
 `!tt.ptr<f32>`, tensors `tensor<128x64xf32>` or `tensor<128x!tt.ptr<f16>>`. Integer types carry
 their signedness (unlike MLIR) because the MSL the compiler prints needs it.
 """
@@ -14,7 +14,7 @@ from typing import ClassVar, Union
 
 from .layouts import Layout, layout_rank, parse_layout
 
-_FP8_NAMES = ("f8e4nv", "f8e5", "f8e4b8", "f8e5b16")
+_FP8_NAMES = ("f8e4nv", "f8e5", "f8e4b8", "f8e5b16", "f8e4b15")
 """fp8 storage types (`triton_metal/fp8.py`): held as 8-bit codes, converted only to and from f32."""
 _SCALAR_NAMES = ("i1", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32", "f64",
                  *_FP8_NAMES)
@@ -138,6 +138,7 @@ f8e4nv = ScalarType("f8e4nv")
 f8e5 = ScalarType("f8e5")
 f8e4b8 = ScalarType("f8e4b8")
 f8e5b16 = ScalarType("f8e5b16")
+f8e4b15 = ScalarType("f8e4b15")
 f64 = ScalarType("f64")
 
 

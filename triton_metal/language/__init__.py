@@ -3,7 +3,7 @@
 Everything a kernel calls lives here with Triton's names and signatures: dtypes, `constexpr`,
 `tensor`, the builtins (`load`, `store`, `arange`, `dot`, `sum`, ...), `tl.math`, `tl.random`'s
 Philox generators, `tl.extra.libdevice` on the Metal standard library, and the names
-triton_metal refuses with a precise message (inline assembly, float8e4b15, ...).
+triton_metal refuses with a precise message (inline assembly, `tl.atomic_poll`, ...).
 """
 
 from __future__ import annotations
@@ -132,6 +132,7 @@ from .types import (
     float16,
     float32,
     float64,
+    float8e4b15,
     float8e4b8,
     float8e4nv,
     float8e5,
@@ -162,7 +163,6 @@ from .unsupported import (
     atomic_load,
     atomic_poll,
     atomic_store,
-    float8e4b15,
     inline_asm_elementwise,
     map_elementwise,
 )

@@ -16,8 +16,8 @@ class dtype:
     The class attributes and the per-dtype attributes (`primitive_bitwidth`, `itemsize`,
     `int_bitwidth`, `int_signedness`, `fp_mantissa_width`, `exponent_bias`) carry Triton 3.9.0's
     names and values, because Triton code reads them (`tl.dtype.STANDARD_FP_TYPES`,
-    `x.dtype.exponent_bias`). fp8 names are listed as Triton lists them; four are storage types
-    (`FP8_DTYPES`), `fp8e4b15` exists only to be refused (`unsupported.py`).
+    `x.dtype.exponent_bias`). fp8 names are listed as Triton lists them; all five are storage
+    types (`FP8_DTYPES`).
     """
 
     SINT_TYPES: ClassVar[list[str]] = ["int8", "int16", "int32", "int64"]
@@ -383,6 +383,7 @@ float8e4nv = dtype("fp8e4nv")
 float8e5 = dtype("fp8e5")
 float8e4b8 = dtype("fp8e4b8")
 float8e5b16 = dtype("fp8e5b16")
+float8e4b15 = dtype("fp8e4b15")
 pi32_t = pointer_type(int32)
 
 LANGUAGE_MODULE = "triton_metal.language"
@@ -392,11 +393,13 @@ this package's (so that `eval(repr(t))` finds `t` under either import)."""
 _PUBLIC_NAME = {
     "fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "fp64": "float64",
     "fp8e4nv": "float8e4nv", "fp8e5": "float8e5", "fp8e4b8": "float8e4b8", "fp8e5b16": "float8e5b16",
+    "fp8e4b15": "float8e4b15",
 }
 
-FP8_DTYPES: tuple[dtype, ...] = (float8e4nv, float8e5, float8e4b8, float8e5b16)
-"""fp8 storage types (triton_metal/fp8.py): loaded, stored, selected and converted with `.to()`;
-arithmetic needs a conversion to a wider float first."""
+FP8_DTYPES: tuple[dtype, ...] = (float8e4nv, float8e5, float8e4b8, float8e5b16, float8e4b15)
+"""fp8 storage types (triton_metal/fp8.py): loaded, stored, selected, converted with `.to()` and
+taken `tl.abs` of, and combined with wider floats in Triton's computation types; arithmetic that
+would stay fp8 needs a conversion to a wider float first."""
 
 SCALAR_DTYPES: tuple[dtype, ...] = (
     int1, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, bfloat16, float32,

@@ -10,7 +10,6 @@ from typing import Any, NoReturn
 
 from ..errors import UnsupportedLanguageConstruct
 from .core import TRITON_BUILTIN
-from .types import dtype
 
 
 def _refuse(name: str, reason: str, hint: str) -> NoReturn:
@@ -40,27 +39,3 @@ map_elementwise = _refusing(
 atomic_load = _refusing("atomic_load", _NOT_YET, "use tl.atomic_add(ptr, 0) to read atomically")
 atomic_store = _refusing("atomic_store", _NOT_YET, "use tl.atomic_xchg(ptr, value)")
 atomic_poll = _refusing("atomic_poll", _NOT_YET, "spin on tl.atomic_cas")
-
-
-class UnsupportedDType(dtype):
-    """A Triton dtype triton_metal does not support (float8e4b15). It answers Triton's dtype
-    questions (`primitive_bitwidth`, `exponent_bias`, `is_fp8()`, ...) so code that inspects
-    dtypes runs, but any use in a kernel is refused (the semantic layer's `_as_dtype`)."""
-
-    def __init__(self, name: str, public_name: str, hint: str) -> None:
-        super().__init__(name)
-        self.public_name = public_name
-        self.hint = hint
-
-    def refusal(self) -> UnsupportedLanguageConstruct:
-        return UnsupportedLanguageConstruct(
-            f"tl.{self.public_name} is not supported on Apple GPUs", hint=self.hint
-        )
-
-    def __repr__(self) -> str:
-        return f"triton_metal.language.{self.public_name} (unsupported)"
-
-
-_FP8_HINT = ("float8e4b15 has no published definition of its special values: use tl.float8e4nv "
-             "(e4m3fn), tl.float8e5 (e5m2), tl.float8e4b8 or tl.float8e5b16")
-float8e4b15 = UnsupportedDType("fp8e4b15", "float8e4b15", _FP8_HINT)

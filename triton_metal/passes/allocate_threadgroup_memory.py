@@ -11,9 +11,10 @@ ops:
   first compile's refusal is what sends it there);
 * `tt.reduce` whose axis spans several SIMD groups: one partial per result line held, per SIMD
   group and per lane slot (lanes along the axis share one), per operand; past 32 KiB,
-  `STAGE_BYTES`, through which the lowering combines the lines a few at a time.
-(Other lowerings that need scratch - scans, gathers, staged dot operands - size their own after
-this region.)
+  `STAGE_BYTES`, through which the lowering combines the lines a few at a time;
+* `tt.gather`: its source, row-major, as a conversion's (in pieces of `STAGE_BYTES` past 32 KiB).
+(Other lowerings that need scratch - scans, histograms, staged dot operands - size their own
+after this region.)
 
 A buffer is live from the op that writes it to the last op that reads it; each of the ops above
 writes and reads its buffer inside itself, so its live range is that op. Buffers whose live
@@ -64,12 +65,12 @@ def element_bytes(ty: TensorType) -> int:
 def scratch_bytes(op: Op, num_warps: int, stage: bool = True) -> int:
     """Bytes of threadgroup memory `op` needs (0: none); `stage`: a conversion past the limit
     moves in `STAGE_BYTES` pieces (else it asks for the whole tensor, and is refused)."""
-    if op.name == "ttg.convert_layout":
+    if op.name in ("ttg.convert_layout", "tt.gather"):
         src, dst = op.operands[0].type, op.results[0].type
         assert isinstance(src, TensorType) and isinstance(dst, TensorType)
         if src.layout is None or dst.layout is None:
             return 0
-        if is_thread_local(src.layout, dst.layout, src.shape, num_warps):
+        if op.name == "ttg.convert_layout" and is_thread_local(src.layout, dst.layout, src.shape, num_warps):
             return 0
         full = _round(src.numel * element_bytes(src))
         # past the limit the lowering stages the tensor through a smaller buffer, piece by piece
@@ -198,7 +199,7 @@ def _allocate_func(func: Op, num_warps: int, stage: bool) -> int:
         if size:
             users.append(op)
             sizes.append(size)
-        elif op.name in ("ttg.convert_layout", "tt.reduce"):
+        elif op.name in ("ttg.convert_layout", "tt.reduce", "tt.gather"):
             op.smem_offset = op.smem_bytes = None  # type: ignore[attr-defined]
         if op.name == "ttg.convert_layout":
             op.smem_alt_offset = None  # type: ignore[attr-defined]

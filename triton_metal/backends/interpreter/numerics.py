@@ -21,6 +21,7 @@ _STORAGE: dict[str, type[np.generic]] = {
     "fp16": np.float16, "bf16": np.float32, "fp32": np.float32, "fp64": np.float64,
     # fp8: the 8-bit codes, in registers as in memory (triton_metal/fp8.py converts)
     "fp8e4nv": np.uint8, "fp8e5": np.uint8, "fp8e4b8": np.uint8, "fp8e5b16": np.uint8,
+    "fp8e4b15": np.uint8,
 }
 
 _UNSIGNED_OF = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}

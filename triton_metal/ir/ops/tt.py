@@ -175,6 +175,9 @@ class GatherOp(Op):
     src: Value = operand()
     indices: Value = operand()
     axis: int = attr(int)
+    smem_offset: int | None = attr(int, default=None)
+    """Threadgroup scratch for the source (set by `allocate-threadgroup-memory`)."""
+    smem_bytes: int | None = attr(int, default=None)
 
     def verify_(self) -> None:
         num_results(self, 1)

@@ -5,7 +5,9 @@ interpreter's NumPy builder): the builder only ever sees operands already promot
 and broadcast to one shape. Rules follow Triton's `triton-semantics` document:
 
 * kinds rank bool < integer < float; the wider type wins; fp16 with bf16 gives fp32 unless both
-  are bf16 (Triton's `computation_type_impl`); same-width signed with unsigned gives unsigned;
+  are bf16 (Triton's `computation_type_impl`); fp8 with fp32, fp16 or bf16 computes in that
+  type's rule (fp32, fp16, fp32), two different fp8 types in fp16, and arithmetic whose type
+  stays fp8 is refused (fp8 is a storage type); same-width signed with unsigned gives unsigned;
 * a Python scalar is weak: of the same or a lower kind it takes the tensor's dtype (and must fit);
   of a higher kind it becomes int32 < uint32 < int64 < uint64 or float32 by value;
 * broadcasting is NumPy's.
@@ -222,10 +224,6 @@ class SemanticBase:
                 ty = dtype_from_name(ty)
             except ValueError as e:
                 raise error(str(e)) from None
-        from ..unsupported import UnsupportedDType
-
-        if isinstance(ty, UnsupportedDType):
-            raise ty.refusal()
         if not isinstance(ty, dtype):
             raise error(f"{what} must be a tl dtype, not {ty!r}")
         refuse_fp64(ty)
@@ -263,8 +261,15 @@ class SemanticBase:
     def computation_type_impl(
         self, a: dtype, a_is_scalar: bool, b: dtype, b_is_scalar: bool, div_or_mod: bool
     ) -> dtype:
-        refuse_fp8_arithmetic(a)
-        refuse_fp8_arithmetic(b)
+        ret = self._computation_type(a, a_is_scalar, b, b_is_scalar, div_or_mod)
+        # Triton computes in fp8 where both operands have one fp8 type; here fp8 values convert
+        # (exactly) only to a wider type
+        refuse_fp8_arithmetic(ret)
+        return ret
+
+    def _computation_type(
+        self, a: dtype, a_is_scalar: bool, b: dtype, b_is_scalar: bool, div_or_mod: bool
+    ) -> dtype:
         if a_is_scalar != b_is_scalar:
             scalar_ty, tensor_ty = (a, b) if a_is_scalar else (b, a)
             if kind(scalar_ty) <= kind(tensor_ty):
@@ -281,6 +286,8 @@ class SemanticBase:
             return float32 if div_or_mod else a
         if a.is_bf16() or b.is_bf16():
             return float32
+        if a.is_fp8() and b.is_fp8():
+            return a if a == b else float16
         if not a.is_int() or not b.is_int():
             raise error(f"invalid operands of type {a!r} and {b!r}", kind=TypeError)
         if div_or_mod and a.is_int_signed() != b.is_int_signed():

@@ -9,6 +9,7 @@ integers in (u)int32 unless `dtype=` says otherwise, index reductions break ties
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -270,7 +271,7 @@ class ReduceMixin(SemanticBase):
             raise error("tl.dot takes two blocks")
         sa, sb = a.type.scalar, b.type.scalar
         if sa.is_fp8() and sb.is_fp8():
-            # every value of the four fp8 formats is a float16 (ranges and subnormals included):
+            # every value of the five fp8 formats is a float16 (ranges and subnormals included):
             # the operands convert exactly and the dot runs on half fragments
             a, b = self.cast(a, float16), self.cast(b, float16)
             sa, sb = float16, float16
@@ -283,15 +284,17 @@ class ReduceMixin(SemanticBase):
                 hint="supported operand dtypes: float16, bfloat16, float32, int8",
             )
         ra, rb = len(a.type.shape), len(b.type.shape)
-        if not (ra == rb == 2 or ra == rb == 3):
-            raise error(f"tl.dot operands must both be 2-D or both 3-D, got shapes {list(a.shape)} and {list(b.shape)}")
+        if ra != rb or ra < 2:
+            raise error(f"tl.dot operands must have one rank, at least 2, got shapes {list(a.shape)} and {list(b.shape)}")
         if a.type.shape[-1] != b.type.shape[-2]:
             raise error(
                 f"tl.dot shapes {list(a.shape)} and {list(b.shape)} do not chain: "
                 f"{a.type.shape[-1]} != {b.type.shape[-2]}"
             )
-        if ra == 3 and a.type.shape[0] != b.type.shape[0]:
-            raise error(f"tl.dot batch sizes differ: {a.type.shape[0]} and {b.type.shape[0]}")
+        if a.type.shape[:-2] != b.type.shape[:-2]:
+            raise error(f"tl.dot batch sizes differ: {list(a.type.shape[:-2])} and {list(b.type.shape[:-2])}")
+        if ra > 3:
+            return self._dot_of_flattened_batches(a, b, acc, precision, out_ty)
         m, k, n = a.type.shape[-2], a.type.shape[-1], b.type.shape[-1]
         batch = a.type.shape[0] if ra == 3 else 1
         # Tiles below simdgroup_matrix's reach (M, N or K under 16), and batched tiles small enough
@@ -325,6 +328,21 @@ class ReduceMixin(SemanticBase):
             return self._dot_per_batch(a, b, acc_t, precision, ret)
         h = self.builder.create_dot(a.handle, b.handle, acc_t.handle, precision, ret)
         return tensor(h, ret_ty)
+
+    def _dot_of_flattened_batches(self, a: tensor, b: tensor, acc: Any, precision: str, out_ty: dtype) -> tensor:
+        """A dot of rank 4 or more: its batch axes, the same on both operands, flattened into
+        one (reshapes keep the elements' order), the 3-D batched dot, and the result reshaped
+        back to the batch axes."""
+        batch_shape = list(a.type.shape[:-2])
+        m, k, n = a.type.shape[-2], a.type.shape[-1], b.type.shape[-1]
+        nb = math.prod(batch_shape)
+        if acc is not None:
+            acc = self.to_tensor(acc)
+            if not acc.type.is_block() or list(acc.type.shape) != [*batch_shape, m, n]:
+                raise error(f"tl.dot accumulator has type {acc.type}, expected a block of shape {[*batch_shape, m, n]}")
+            acc = self.reshape(acc, [nb, m, n])
+        d = self.dot(self.reshape(a, [nb, m, k]), self.reshape(b, [nb, k, n]), acc, precision, None, out_ty)
+        return self.reshape(d, [*batch_shape, m, n])
 
     def _dot_per_batch(self, a: tensor, b: tensor, acc: tensor, precision: str, ret: dtype) -> tensor:
         """A batched dot as one 2-D dot (simdgroup fragments) per batch element, unrolled: each

@@ -305,10 +305,6 @@ class TensorWrapperAdapter:
         tensor_spec(value.base, name)  # the base tensor's own checks (device, layout, dtype)
         if value.dtype.is_fp64():
             raise ArgumentError(f"argument '{name}' is a float64 view: {tlt.FP64_REFUSAL}")
-        if (value.dtype, False) not in POINTER_FACTS:  # float8e4b15: refused wherever it is used
-            refusal = getattr(value.dtype, "refusal", None)
-            said = refusal().reason if refusal is not None else f"{value.dtype!r} is not a kernel element type"
-            raise ArgumentError(f"argument '{name}' is a reinterpreted view: {said}")
         if value.base.device.type != CPU:
             raise ArgumentError(
                 f"argument '{name}' reinterprets a tensor on '{value.base.device}'; on MPS, "

@@ -21,7 +21,6 @@ CATEGORIES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("fp64: Apple GPUs have none", r"float64|fp64"),
         ("64-bit atomics: Metal has none", r"atomic\S* (add|max|min|and|or|xor|xchg|cas|atomic_cas)? ?on [iu]64|atomic_cas on [iu]64"),
         ("integer-to-pointer casts", r"between pointers and integers"),
-        ("float8e4b15: refused (no published definition of its special values)", r"float8e4b15"),
         ("Apple GPU limits (32 KiB of threadgroup memory)",
          r"insufficient shared memory|threadgroup memory of kernel .* hardware limit"),
         ("Triton's interpreter skips it", r"not supported in the interpreter|Only test atomic bfloat16"),
