@@ -305,6 +305,10 @@ class IRBuilder:
     def create_atomic_cas(self, ptr: Value, cmp: Value, value: Value, sem: str, scope: str) -> Value:
         return self._one(M.AtomicCASOp(ptr=ptr, cmp=cmp, value=value, sem=sem, scope=scope, result_types=[value.type]))
 
+    def create_atomic_poll(self, ptr: Value, expected: Value, timeout: Value | None, sem: str, scope: str) -> Value:
+        return self._one(M.AtomicPollOp(ptr=ptr, expected=expected, timeout=timeout, sem=sem, scope=scope,
+                                        result_types=[T.i1]))
+
     # -- cooperative ----------------------------------------------------------------------------
     def create_dot(self, a: Value, b: Value, acc: Value, input_precision: str | None, out_ty: dtype) -> Value:
         # `out_ty` may be the result's element type or its whole block type.

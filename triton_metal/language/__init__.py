@@ -62,6 +62,7 @@ from .memory_ops import (
     atomic_max,
     atomic_min,
     atomic_or,
+    atomic_poll,
     atomic_xchg,
     atomic_xor,
     load,
@@ -160,7 +161,6 @@ from .descriptor import (
 from .block_pointer import advance, make_block_ptr
 from .unsupported import (
     atomic_load,
-    atomic_poll,
     atomic_store,
     float8e4b15,
     inline_asm_elementwise,

@@ -200,6 +200,9 @@ class Builder(Protocol):
     def create_atomic_cas(
         self, ptr: Handle, cmp: Handle, value: Handle, sem: str, scope: str
     ) -> Handle: ...
+    def create_atomic_poll(
+        self, ptr: Handle, expected: Handle, timeout: Handle | None, sem: str, scope: str
+    ) -> Handle: ...
 
     # -- cooperative ----------------------------------------------------------------------------
     def create_dot(

@@ -39,7 +39,6 @@ map_elementwise = _refusing(
 )
 atomic_load = _refusing("atomic_load", _NOT_YET, "use tl.atomic_add(ptr, 0) to read atomically")
 atomic_store = _refusing("atomic_store", _NOT_YET, "use tl.atomic_xchg(ptr, value)")
-atomic_poll = _refusing("atomic_poll", _NOT_YET, "spin on tl.atomic_cas")
 
 
 class UnsupportedDType(dtype):

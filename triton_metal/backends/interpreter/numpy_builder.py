@@ -412,6 +412,22 @@ class NumpyBuilder:
         old = self.memory.atomic_rmw(op, addrs, vals, None if mask is None else np.asarray(mask.data), bfloat)
         return TensorHandle(bf16_bits_to_f32(old) if bfloat else old.astype(storage_dtype(value.dtype)), value.dtype)
 
+    def create_atomic_poll(
+        self, ptr: TensorHandle, expected: TensorHandle, timeout: TensorHandle | None, sem: str, scope: str
+    ) -> TensorHandle:
+        """One read decides: programs run one after another here, so no other program can change
+        the value while this one waits (the compiled kernel polls until it does)."""
+        want = self._to_memory(expected)
+        seen = self.memory.load(np.asarray(ptr.data).reshape(1), want.dtype, None)
+        matched = bool(seen[0] == want.reshape(-1)[0])
+        if not matched and timeout is None:
+            raise InterpreterError(
+                f"tl.atomic_poll waits for {want.reshape(-1)[0]} and reads {seen[0]}, which nothing can change: "
+                "the interpreter runs programs one after another, so the program that would write it "
+                "cannot run while this one waits (pass timeout_ns= to get False instead, or run compiled)"
+            )
+        return TensorHandle(np.bool_(matched), int1)
+
     def create_atomic_cas(
         self, ptr: TensorHandle, cmp: TensorHandle, value: TensorHandle, sem: str, scope: str
     ) -> TensorHandle:
