@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..chip import MAX_THREADS_PER_THREADGROUP
-from ..errors import LaunchError
+from ..errors import LaunchError, NumWarpsError
 
 MAX_PROGRAMS_PER_DIM = 2**31 - 1
 """`tl.program_id` is an int32: a dimension holds at most this many programs."""
@@ -125,8 +125,8 @@ LAUNCH_OPTION_NAMES: tuple[str, ...] = ("num_warps", "num_stages", "num_ctas", "
 def check_num_warps(num_warps: object, kernel: str) -> int:
     if type(num_warps) is int and num_warps in VALID_NUM_WARPS:
         return num_warps
-    raise LaunchError(
-        f"{kernel}: num_warps={num_warps!r}; it must be a power of two from 1 to 32 "
+    raise NumWarpsError(
+        f"{kernel}: num_warps={num_warps!r}; num_warps must be a power of 2, from 1 to 32 "
         f"(a program is one threadgroup of 32 * num_warps threads, at most "
         f"{MAX_THREADS_PER_THREADGROUP} on Apple GPUs)"
     )
