@@ -26,6 +26,7 @@ from . import (  # noqa: F401
     lower_elementwise,
     lower_gather,
     lower_layout,
+    lower_map,
     lower_memory,
     lower_reduce,
     lower_scan,

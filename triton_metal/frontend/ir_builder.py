@@ -349,6 +349,16 @@ class IRBuilder:
         ))
         return list(op.results)
 
+    def create_map_elementwise(self, operands: Sequence[Value], body: Any) -> Sequence[Value]:
+        block = Block([T.element_type(v.type) for v in operands])
+        with self.insertion_block(block):
+            out = list(body(block.args))
+            self.insert(C.MapElementwiseReturnOp(values=tuple(out)))
+        shape = T.shape_of(operands[0].type)
+        op = self.insert(C.MapElementwiseOp(srcs=tuple(operands), body=Region([block]),
+                                            result_types=[T.make_type(shape, v.type) for v in out]))
+        return list(op.results)
+
     # -- hints and debugging --------------------------------------------------------------------
     def create_hint(self, x: Value, kind: lb.HintKind, values: tuple[int, ...]) -> Value:
         return self._one(D.HintOp(src=x, kind=D.HintKind(kind.value), values=tuple(values), result_types=[x.type]))

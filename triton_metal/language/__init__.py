@@ -34,7 +34,7 @@ from .debug_ops import (
     static_assert,
     static_print,
 )
-from .elementwise import add, cast, clamp, maximum, minimum, mul, sigmoid, sub, where
+from .elementwise import add, cast, clamp, map_elementwise, maximum, minimum, mul, sigmoid, sub, where
 from .jit_marker import JITCallable
 from .math import (
     abs,
@@ -164,7 +164,6 @@ from .unsupported import (
     atomic_store,
     float8e4b15,
     inline_asm_elementwise,
-    map_elementwise,
 )
 from .sorting import bitonic_merge, sort, topk
 

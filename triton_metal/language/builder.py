@@ -214,6 +214,9 @@ class Builder(Protocol):
     def create_scan(
         self, operands: Sequence[Handle], axis: int, reverse: bool, combine: RegionFn
     ) -> Sequence[Handle]: ...
+    def create_map_elementwise(
+        self, operands: Sequence[Handle], body: Callable[[Sequence[Handle]], Sequence[Handle]]
+    ) -> Sequence[Handle]: ...
 
     # -- hints and debugging --------------------------------------------------------------------
     def create_hint(self, x: Handle, kind: HintKind, values: tuple[int, ...]) -> Handle: ...

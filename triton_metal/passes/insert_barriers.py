@@ -92,7 +92,7 @@ def _block(block: Block, pending: Ranges, doubled: Ranges = frozenset()) -> Rang
             # the op's own barrier (between its write and its reads) completes every earlier
             # access: only its reads remain pending
             pending = frozenset({r})
-        if op.name in ("tt.reduce", "tt.scan") or not op.regions:
+        if op.name in ("tt.reduce", "tt.scan", "tt.map_elementwise") or not op.regions:
             continue
         _uniform(op)
         if op.name in ("scf.if", "scf.for", "scf.while"):

@@ -462,6 +462,11 @@ class NumpyBuilder:
             arrs = merged
         return [TensorHandle(np.asarray(x[0]), t) for x, t in zip(arrs, types)]
 
+    def create_map_elementwise(
+        self, operands: Sequence[TensorHandle], body: Callable[[Sequence[TensorHandle]], Sequence[TensorHandle]]
+    ) -> list[TensorHandle]:
+        return _map(body, operands)
+
     def create_scan(
         self, operands: Sequence[TensorHandle], axis: int, reverse: bool, combine: RegionFn
     ) -> list[TensorHandle]:
@@ -509,6 +514,15 @@ class NumpyBuilder:
             bad = np.argwhere(~ok)
             where = f" at index {tuple(int(i) for i in bad[0])}" if ok.ndim else ""
             raise InterpreterError(f"device_assert failed{where}: {message}")
+
+
+def _map(body: Callable[[Sequence[TensorHandle]], Sequence[TensorHandle]],
+         operands: Sequence[TensorHandle]) -> list[TensorHandle]:
+    """`tl.map_elementwise`'s function on every element: as a reduction's combine function,
+    on whole arrays typed as scalars, element by element if its control flow needs it."""
+    out = _combine(lambda a, _b: body(a), list(operands), [])
+    shape = np.shape(operands[0].data)
+    return [TensorHandle(normalize(np.broadcast_to(o.data, shape), o.dtype), o.dtype) for o in out]
 
 
 def _combine(combine: RegionFn, lhs: list[TensorHandle], rhs: list[TensorHandle]) -> list[TensorHandle]:

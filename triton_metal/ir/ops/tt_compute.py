@@ -4,6 +4,10 @@ The combine region of `tt.reduce`/`tt.scan` over n operands has one block with 2
 arguments (the n accumulated values, then the n new values) and ends in `tt.reduce.return` /
 `tt.scan.return` with n scalars. The combine function must be associative; the order in which
 a backend applies it is unspecified.
+
+`tt.map_elementwise` applies its `body` region to every element of tensors of one shape: one
+block with a scalar argument per operand, ended by `tt.map_elementwise.return` with one scalar
+per result (`tl.map_elementwise`; its `pack` is expressed with reshape, split and join around it).
 """
 
 from __future__ import annotations
@@ -117,6 +121,35 @@ class ScanOp(Op):
         _check_combine(self, self.combine, elements, "tt.scan.return")
 
 
+class MapElementwiseOp(Op):
+    """Apply the scalar `body` region to each element of the operands (one shape)."""
+
+    name: ClassVar[str] = "tt.map_elementwise"
+    srcs: tuple[Value, ...] = var_operand(positional=True)
+    body: Region = region()
+
+    def verify_(self) -> None:
+        if not self.srcs:
+            raise self.error("needs at least one operand")
+        shapes = {tensor_type(self, v, "operands").shape for v in self.srcs}
+        if len(shapes) != 1:
+            raise self.error("operands must share one shape")
+        shape = shapes.pop()
+        elements = [scalar_element(self, v, "operands") for v in self.srcs]
+        block = self.body.block
+        if [a.type for a in block.args] != elements:
+            raise self.error("body must take (" + ", ".join(map(str, elements)) + "), got ("
+                             + ", ".join(str(a.type) for a in block.args) + ")")
+        term = block.ops[-1] if block.ops else None
+        if term is None or term.name != "tt.map_elementwise.return":
+            raise self.error("body must end with 'tt.map_elementwise.return'")
+        num_results(self, len(term.operands))
+        for i, v in enumerate(term.operands):
+            if not isinstance(v.type, ScalarType):
+                raise self.error(f"body must return scalars, got {v.type}")
+            result_is(self, make_type(shape, v.type), i)
+
+
 class _CombineReturnOp(Op):
     """The terminator of a combine region: yields the combined values to its `owner` op."""
 
@@ -141,3 +174,8 @@ class ScanReturnOp(_CombineReturnOp):
     owner: ClassVar[type[Op]] = ScanOp
 
 
+
+
+class MapElementwiseReturnOp(_CombineReturnOp):
+    name: ClassVar[str] = "tt.map_elementwise.return"
+    owner: ClassVar[type[Op]] = MapElementwiseOp
