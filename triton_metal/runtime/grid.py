@@ -142,9 +142,17 @@ that picks its configs by backend takes AMD's on any backend that is not CUDA (t
 (`enable_fp_fusion`, `allow_flush_denorm`, ...) are not among them: they stay errors."""
 
 
+COOPERATIVE_LAUNCH_OPTION = "launch_cooperative_grid"
+"""Triton's request for a cooperative launch on NVIDIA GPUs (every program resident at once,
+so programs may wait for each other across the grid). Metal has no such launch: accepted and
+ignored, so a launch runs as Triton's does without it, where nothing promises that the programs
+one waits for have started (the emulator's watchdog stops a wait that never ends)."""
+
+
 def reject_unknown_kwargs(kwargs: Mapping[str, object]) -> None:
     """Triton's error for a keyword that is neither a parameter nor a launch option (AMD's
-    tuning options excepted: `AMD_TUNING_OPTION_NAMES`)."""
-    unknown = [name for name in kwargs if name not in AMD_TUNING_OPTION_NAMES]
+    tuning options and `launch_cooperative_grid` excepted: accepted and ignored)."""
+    unknown = [name for name in kwargs
+               if name not in AMD_TUNING_OPTION_NAMES and name != COOPERATIVE_LAUNCH_OPTION]
     if unknown:
         raise KeyError(f"Keyword argument {unknown[0]} was specified but unrecognised")
