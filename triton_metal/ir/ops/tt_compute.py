@@ -51,6 +51,16 @@ class DotOp(Op):
             raise self.error(f"result must be {ct}, got {self.result.type}")
 
 
+def _one_shape(op: Op, srcs: tuple[Value, ...]) -> tuple[int, ...]:
+    """The one shape of an op's tensor operands (at least one)."""
+    if not srcs:
+        raise op.error("needs at least one operand")
+    shapes = {tensor_type(op, v, "operands").shape for v in srcs}
+    if len(shapes) != 1:
+        raise op.error("operands must share one shape")
+    return shapes.pop()
+
+
 def _check_combine(op: Op, combine: Region, elements: list[ScalarType], terminator: str) -> None:
     block = combine.block
     arg_types = [a.type for a in block.args]
@@ -79,12 +89,7 @@ class ReduceOp(Op):
     smem_bytes: int | None = attr(int, default=None)
 
     def verify_(self) -> None:
-        if not self.srcs:
-            raise self.error("needs at least one operand")
-        shapes = {tensor_type(self, v, "operands").shape for v in self.srcs}
-        if len(shapes) != 1:
-            raise self.error("operands must share one shape")
-        shape = shapes.pop()
+        shape = _one_shape(self, self.srcs)
         if not 0 <= self.axis < len(shape):
             raise self.error(f"axis {self.axis} out of range for rank {len(shape)}")
         num_results(self, len(self.srcs))
@@ -105,12 +110,7 @@ class ScanOp(Op):
     combine: Region = region()
 
     def verify_(self) -> None:
-        if not self.srcs:
-            raise self.error("needs at least one operand")
-        shapes = {tensor_type(self, v, "operands").shape for v in self.srcs}
-        if len(shapes) != 1:
-            raise self.error("operands must share one shape")
-        rank = len(shapes.pop())
+        rank = len(_one_shape(self, self.srcs))
         if not 0 <= self.axis < rank:
             raise self.error(f"axis {self.axis} out of range for rank {rank}")
         num_results(self, len(self.srcs))
@@ -129,12 +129,7 @@ class MapElementwiseOp(Op):
     body: Region = region()
 
     def verify_(self) -> None:
-        if not self.srcs:
-            raise self.error("needs at least one operand")
-        shapes = {tensor_type(self, v, "operands").shape for v in self.srcs}
-        if len(shapes) != 1:
-            raise self.error("operands must share one shape")
-        shape = shapes.pop()
+        shape = _one_shape(self, self.srcs)
         elements = [scalar_element(self, v, "operands") for v in self.srcs]
         block = self.body.block
         if [a.type for a in block.args] != elements:
