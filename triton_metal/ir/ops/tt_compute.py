@@ -169,8 +169,6 @@ class ScanReturnOp(_CombineReturnOp):
     owner: ClassVar[type[Op]] = ScanOp
 
 
-
-
 class MapElementwiseReturnOp(_CombineReturnOp):
     name: ClassVar[str] = "tt.map_elementwise.return"
     owner: ClassVar[type[Op]] = MapElementwiseOp
