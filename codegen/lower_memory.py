@@ -577,6 +577,9 @@ def lower_atomic_poll(ctx: LoweringContext, op: mem.AtomicPollOp) -> None:
     off = p.offsets[0]
     want = _reg_at(ctx.reg(op.expected), 0)
     assert want is not None
+    # an output kept relative to its array's contents (the MLX path) holds each element encoded:
+    # the bits to wait for are the expected value's encoding (a bijection of the bits)
+    want = _encode(ctx, p, off, want, ety)
     if ety.bitwidth == 16:
         word, shift = _half_word(p.buffer.output_name, off)
         bits: Expr = Convert("uint", Reinterpret("ushort", want))

@@ -1,10 +1,12 @@
 """`tl.atomic_poll`: the value read and the answer given on both backends (`run_both`) against
-the flag's own contents, 16-bit elements in either half of their 32-bit word, a program waiting
+the flag's own contents, 16-bit elements in either half of their 32-bit word, MLX arrays (whose
+polled output the Metal launch path holds relative to the array), a program waiting
 for another's release on the emulator (whose threadgroups run concurrently), the interpreter's
 refusal to wait for a value no program can write while it waits, and the shared refusals."""
 
 from __future__ import annotations
 
+import mlx.core as mx
 import numpy as np
 import pytest
 
@@ -40,6 +42,17 @@ def test_timed_poll_answers_whether_the_value_matched(dtype: type, i: int) -> No
         want[i] = 10 + int(flag[i] == dtype(expected))
         np.testing.assert_array_equal(out, want)
         np.testing.assert_array_equal(flag, start)  # read, never written
+
+
+@pytest.mark.parametrize("dtype", [mx.int32, mx.int16])
+def test_mlx_arrays_through_the_metal_launch_path(dtype: mx.Dtype) -> None:
+    # the polled output is held relative to the array there: the poll waits for the encoding
+    flag = mx.array([7, -3, 0, 5, 1], dtype)
+    for expected, want in ((5, 11), (6, 10)):
+        out = mx.zeros((5,), mx.int32)
+        poll_within[(1,)](flag, out, 3, expected, 0, SEM="acquire")
+        assert np.array(out).tolist() == [0, 0, 0, want, 0]
+    assert np.array(flag).tolist() == [7, -3, 0, 5, 1]
 
 
 @pytest.mark.parametrize("i", [1, 3])
