@@ -26,6 +26,7 @@ from . import (  # noqa: F401
     lower_elementwise,
     lower_gather,
     lower_layout,
+    lower_map,
     lower_memory,
     lower_reduce,
     lower_scan,
@@ -294,7 +295,7 @@ def _ordered_exchange(func: Op, uses: dict[Any, Any]) -> tuple[str, ...]:
     """The arrays other programs write that the kernel also loads or stores, in a kernel with an
     acquiring or releasing atomic: their order relative to the atomics rests on the device
     fence, which MSL has from 3.2 on (docs/codegen.md, "Memory order between programs")."""
-    atomics = [op for op in func.walk() if isinstance(op, (mem.AtomicRMWOp, mem.AtomicCASOp))]
+    atomics = [op for op in func.walk() if isinstance(op, (mem.AtomicRMWOp, mem.AtomicCASOp, mem.AtomicPollOp))]
     if all(op.sem == "relaxed" for op in atomics):
         return ()
     return tuple(sorted(u.arg.name_hint or "" for u in uses.values()

@@ -38,7 +38,7 @@ from triton_metal.ir.ops import tt_memory as mem
 from triton_metal.ir.ops.tt import AddPtrOp
 from triton_metal.ir.types import ScalarType, element_type
 
-from .context import LoweringContext, ctype_of
+from .context import TID, LoweringContext, ctype_of
 from .distribution import Distribution
 from .kernel import native_on
 from .msl_types import literal, msl_type
@@ -563,6 +563,48 @@ def lower_atomic_cas(ctx: LoweringContext, op: mem.AtomicCASOp) -> None:
         return _decode(ctx, p, off, call, ety)
 
     _atomic(ctx, op, p, None, cas)
+
+
+@lowers(mem.AtomicPollOp)
+def lower_atomic_poll(ctx: LoweringContext, op: mem.AtomicPollOp) -> None:
+    """`km_atomic_poll` (templates/helpers/atomic_poll.metal) on the 32-bit word holding the
+    element. Without a timeout every thread polls until the value matches, so each thread's own
+    accesses after it wait (and need no scratch memory); the result is true. With one, thread 0
+    polls within the budget and hands the result to the others, so the program sees one answer."""
+    p = ctx.ptr(op.ptr)
+    ety = element_type(op.expected.type)
+    assert isinstance(ety, ScalarType) and p.buffer.output_name is not None
+    off = p.offsets[0]
+    want = _reg_at(ctx.reg(op.expected), 0)
+    assert want is not None
+    # an output kept relative to its array's contents (the MLX path) holds each element encoded:
+    # the bits to wait for are the expected value's encoding (a bijection of the bits)
+    want = _encode(ctx, p, off, want, ety)
+    if ety.bitwidth == 16:
+        word, shift = _half_word(p.buffer.output_name, off)
+        bits: Expr = Convert("uint", Reinterpret("ushort", want))
+        mask = Lit("0xFFFFu")
+    else:
+        word, shift = Apply("atomic_ptr", (Lit("uint"), Index(Var(p.buffer.output_name), off))), Lit("0u")
+        bits, mask = Reinterpret("uint", want), Lit("0xFFFFFFFFu")
+    ctx.helpers.add("atomic_poll")
+    acquires = op.sem in _ACQUIRES
+    if op.timeout is None:
+        ctx.emit(ExprStmt(Call("km_atomic_poll", (word, shift, mask, bits, Lit("false"), Lit("0")))))
+        if acquires:
+            _emit_fence(ctx, None)
+        ctx.bind(op.result, RegValue(op.result.type, (Lit("true"),), None))
+        return
+    budget = _reg_at(ctx.reg(op.timeout), 0)
+    assert budget is not None
+    seen = ctx.fresh()
+    ctx.emit(Declare(seen, "bool", None, Lit("false")))
+    poll = Assign(Var(seen), Call("km_atomic_poll", (word, shift, mask, bits, Lit("true"), Convert("long", budget))))
+    own = Apply("eq", (TID, Lit("0u")))
+    ctx.emit(If(own, (poll,)))
+    if acquires:
+        _emit_fence(ctx, own)
+    ctx.bind(op.result, RegValue(op.result.type, (ctx.broadcast_from_thread0(Var(seen), "bool", device=acquires),), None))
 
 
 def _atomic(ctx: LoweringContext, op: mem.AtomicRMWOp | mem.AtomicCASOp, p: PtrValue, mask: RegValue | None,

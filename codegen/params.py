@@ -75,11 +75,12 @@ def analyse_params(func: Op, kernel: str) -> dict[BlockArgument, ParamUse]:
     uses = {a: ParamUse(a) for a in func.body.block.args}  # type: ignore[attr-defined]
     used_values = {v for op in func.walk() for v in op.operands}
     atomics = [op for op in func.walk() if isinstance(op, (mem.AtomicRMWOp, mem.AtomicCASOp)) and op.ptr in root]
-    atomic_params = {root[op.ptr] for op in atomics}
+    polls = [op for op in func.walk() if isinstance(op, mem.AtomicPollOp) and op.ptr in root]
+    atomic_params = {root[op.ptr] for op in atomics} | {root[op.ptr] for op in polls}
     # an atomic whose returned value is used lets programs wait for each other (a spin lock, a
-    # counter): then a plain array both loaded and stored may be read after another program's
-    # stores, and its loads must read the memory the stores update
-    synchronized = any(op.result in used_values for op in atomics)
+    # counter), as a poll does: then a plain array both loaded and stored may be read after
+    # another program's stores, and its loads must read the memory the stores update
+    synchronized = bool(polls) or any(op.result in used_values for op in atomics)
     loaded = {root[op.ptr] for op in func.walk() if isinstance(op, mem.LoadOp) and op.ptr in root}
     stored = {root[op.ptr] for op in func.walk() if isinstance(op, mem.StoreOp) and op.ptr in root}
     live = (loaded & stored) - atomic_params if synchronized else set()
@@ -109,6 +110,12 @@ def analyse_params(func: Op, kernel: str) -> dict[BlockArgument, ParamUse]:
                 "add" if op.kind is mem.AtomicRMWKind.FADD else op.kind.value)
             u.atomic_kinds.add(kind)
             u.atomic_result_used |= op.result in used_values
+        elif isinstance(op, mem.AtomicPollOp) and op.ptr in root:
+            # read atomically from the memory other programs update (its output), written by none
+            # of the poll's own threads: an atomic parameter of no kind
+            u = uses[root[op.ptr]]
+            u.atomic = True
+            u.atomic_result_used = True
     for u in uses.values():
         if u.reads_stored:  # every load of it is ordered: on the MLX path each reads the output
             u.reads_stored |= {op for op in func.walk() if isinstance(op, mem.LoadOp) and op.ptr in root

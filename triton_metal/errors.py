@@ -170,6 +170,11 @@ class LaunchError(TritonError, ValueError):
     """Bad arguments to `kernel[grid](...)`, found before anything runs."""
 
 
+class NumWarpsError(LaunchError, AssertionError):
+    """A `num_warps` launch option that is not a power of two from 1 to 32. Also an
+    `AssertionError`, the type of Triton's own check ("num_warps must be a power of 2")."""
+
+
 class BufferLimitError(OutOfResources, LaunchError):
     """A compiled kernel binds more buffers than Metal's 31 per kernel; refused for every backend
     when the variant is compiled, before anything runs (`backends/metal/plan.py`)."""

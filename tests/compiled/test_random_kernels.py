@@ -24,7 +24,9 @@ from hypothesis import strategies as st
 
 import triton_metal as triton
 
-_FLOAT_UNARY = ("tl.abs({})", "tl.exp({} * 0.25)", "tl.sqrt(tl.abs({}))", "({} * 0.5 + 1.0)", "(-{})")
+# tl.exp and tl.sqrt take fp32 (and fp64) only, as in Triton: a 16-bit operand is cast first
+_FLOAT_UNARY = ("tl.abs({})", "tl.exp(({}).to(tl.float32) * 0.25)", "tl.sqrt(tl.abs({}).to(tl.float32))",
+                "({} * 0.5 + 1.0)", "(-{})")
 _INT_UNARY = ("tl.abs({})", "({} >> 1)", "({} * 3 + 7)", "(-{})", "({} & 255)")
 _SHARED_BINARY = ("({} + {})", "({} - {})", "({} * {})", "tl.maximum({}, {})", "tl.minimum({}, {})",
                   "tl.where({0} > {1}, {0}, {1})", "tl.where({0} < {1}, {1} - {0}, {0})")

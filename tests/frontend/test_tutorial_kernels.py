@@ -376,7 +376,8 @@ def many_builtins(x_ptr, i_ptr, h_ptr, out_ptr, seed):
     sq = tl.squeeze(tl.expand_dims(x, 0), 0)
     hh = h.to(tl.float32) + h.to(tl.bfloat16).to(tl.float32) + x.to(tl.float16, fp_downcast_rounding="rtz").to(tl.float32)
     bc = x.to(tl.int32, bitcast=True)
-    ex = tl.exp(h) + tl.log(h) + tl.cos(h)
+    hf = h.to(tl.float32)  # tl.exp, log and cos take fp32 (and fp64) only, as in Triton
+    ex = tl.exp(hf) + tl.log(hf) + tl.cos(hf)
     mn = tl.minimum(x, fl, propagate_nan=tl.PropagateNan.ALL)
     total = x + a + cp + xs + ro + fl + cl + sg + sm + rn + fd + z + sq + hh + ex.to(tl.float32) + mn + bc
     tl.store(out_ptr + r, total + sw[0] + sw[1] + tl.sum(b, axis=0))

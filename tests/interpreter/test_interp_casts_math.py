@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import triton_metal.language as tl
+from triton_metal.errors import CompilationError
 
 N = 16
 
@@ -184,15 +185,19 @@ def test_math_as_tensor_methods_and_tl_math(run: Any) -> None:
     np.testing.assert_allclose(out, np.exp(x) + np.exp2(x) + np.log2(x) + x / 2, rtol=2e-6)
 
 
-def test_fp16_math_keeps_fp16(run: Any) -> None:
+@pytest.mark.parametrize("member", [False, True])
+def test_fp16_math_is_refused_in_tritons_words(run: Any, member: bool) -> None:
+    """tl.exp (exp2, log, log2, cos, sin, sqrt, rsqrt alike) takes fp32 and fp64 only, as
+    Triton's `_check_dtype` lists say; its member form too (Triton's
+    test_math_member_fn_rejects_fp16)."""
     x = np.linspace(0.1, 2.0, N).astype(np.float16)
     out = np.zeros(N, np.float16)
 
-    def kernel(x_ptr, o_ptr, N: tl.constexpr):  # noqa: ANN001, ANN202, N803
+    def kernel(x_ptr, o_ptr, N: tl.constexpr, MEMBER: tl.constexpr):  # noqa: ANN001, ANN202, N803
         offs = tl.arange(0, N)
-        y = tl.exp(tl.load(x_ptr + offs))
-        tl.static_assert(y.dtype == tl.float16)
-        tl.store(o_ptr + offs, y)
+        v = tl.load(x_ptr + offs)
+        tl.store(o_ptr + offs, v.exp() if MEMBER else tl.exp(v))
 
-    run(kernel, x_ptr=x, o_ptr=out, N=N)
-    np.testing.assert_array_equal(out, np.exp(x.astype(np.float32)).astype(np.float16))
+    with pytest.raises(CompilationError, match=r"Expected dtype \['fp32', 'fp64'\] but got fp16"):
+        run(kernel, x_ptr=x, o_ptr=out, N=N, MEMBER=member)
+    assert not out.any()

@@ -307,16 +307,11 @@ def _slice_before_new_axes(p_ptr):  # noqa: ANN001, ANN202
     tl.arange(0, 8)[None, 2:]
 
 
-def _slice_past_the_rank(p_ptr):  # noqa: ANN001, ANN202
-    tl.store(p_ptr[None, None, :], tl.zeros((1, 1), tl.float32))
-
-
 @pytest.mark.parametrize(("kernel", "words"), [
     (_duplicate_axes, r"expand_dims received duplicate axes, normalized axes = \[0, 0\]"),
     (_axis_out_of_range, r"invalid axis 3. Expected -3 <= axis < 3"),
     (_bounded_slice, r"unsupported tensor index: slice\(10, None, None\)"),
     (_slice_before_new_axes, r"unsupported tensor index: slice\(2, None, None\)"),
-    (_slice_past_the_rank, "too many indices for tensor of rank 0"),
 ])
 def test_shape_refusals_in_tritons_words(run: Any, kernel: Any, words: str) -> None:
     with pytest.raises(CompilationError, match=words):
@@ -325,17 +320,21 @@ def test_shape_refusals_in_tritons_words(run: Any, kernel: Any, words: str) -> N
 
 def test_new_axes_on_a_scalar_pointer(run: Any) -> None:
     """`p[None, None]` makes a (1, 1) block of one pointer (Triton's keep_dims store of a full
-    reduction writes through it)."""
-    out = np.zeros(1, np.float32)
+    reduction writes through it). A `:` past the rank is passed over, as Triton's
+    `tensor.__getitem__` does (its test_reduce stores through `z_ptr[None, None, :]`), and so is
+    one within it (`x[:, :]` of a 2-D block is the block)."""
+    out, past = np.zeros(1, np.float32), np.zeros(1, np.float32)
 
-    def kernel(x_ptr, o_ptr):  # noqa: ANN001, ANN202
+    def kernel(x_ptr, o_ptr, p_ptr):  # noqa: ANN001, ANN202
         r = tl.arange(0, 4)
         x = tl.load(x_ptr + r[:, None] * 8 + tl.arange(0, 8)[None, :])
-        tl.store(o_ptr[None, None], tl.sum(x, axis=None, keep_dims=True))
+        s = tl.sum(x[:, :], axis=None, keep_dims=True)
+        tl.store(o_ptr[None, None], s)
+        tl.store(p_ptr[None, None, :], s + 1)
 
     x = np.arange(32, dtype=np.float32)
-    run(kernel, x_ptr=x, o_ptr=out)
-    assert out.tolist() == [x.sum()]
+    run(kernel, x_ptr=x, o_ptr=out, p_ptr=past)
+    assert out.tolist() == [x.sum()] and past.tolist() == [x.sum() + 1]
 
 
 # -- compile-time names reach attributes, as in the front end -----------------------------------

@@ -71,7 +71,7 @@ def test_the_good_launch_writes(arrays):
          "argument 'BLOCK' is a tl.constexpr parameter but its value of type dict is not hashable"),
         # launch options
         (lambda x, y, o: ((x, y, o, 1.5, N), {"BLOCK": 64, "num_warps": 3}), LaunchError,
-         "num_warps=3; it must be a power of two from 1 to 32"),
+         "num_warps=3; num_warps must be a power of 2, from 1 to 32"),
         (lambda x, y, o: ((x, y, o, 1.5, N), {"BLOCK": 64, "num_warps": 64}), LaunchError,
          "num_warps=64"),
     ],

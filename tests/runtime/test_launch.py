@@ -98,6 +98,15 @@ def test_amd_tuning_options_are_accepted_and_options_that_change_results_are_not
         copy_kernel[(1,)](src, dst, 16, BLOCK=16, waves_per_eu=2, enable_fp_fusion=False)
 
 
+@pytest.mark.parametrize("cooperative", [True, False])
+def test_cooperative_grid_option_is_accepted(cooperative: bool):
+    # Triton's test_load_scope_sem_coop_grid_cta_one: the same result with or without it
+    src = np.arange(16, dtype=np.float32)
+    dst = np.zeros(16, np.float32)
+    copy_kernel[(1,)](src, dst, 16, BLOCK=16, num_ctas=1, launch_cooperative_grid=cooperative)
+    np.testing.assert_array_equal(dst, src)
+
+
 def test_warmup_compiles_without_running():
     @triton.jit
     def k(src_ptr, dst_ptr, n, BLOCK: tl.constexpr):

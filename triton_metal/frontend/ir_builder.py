@@ -308,6 +308,10 @@ class IRBuilder:
     def create_atomic_cas(self, ptr: Value, cmp: Value, value: Value, sem: str, scope: str) -> Value:
         return self._one(M.AtomicCASOp(ptr=ptr, cmp=cmp, value=value, sem=sem, scope=scope, result_types=[value.type]))
 
+    def create_atomic_poll(self, ptr: Value, expected: Value, timeout: Value | None, sem: str, scope: str) -> Value:
+        return self._one(M.AtomicPollOp(ptr=ptr, expected=expected, timeout=timeout, sem=sem, scope=scope,
+                                        result_types=[T.i1]))
+
     # -- cooperative ----------------------------------------------------------------------------
     def create_dot(self, a: Value, b: Value, acc: Value, input_precision: str | None, out_ty: dtype) -> Value:
         # `out_ty` may be the result's element type or its whole block type.
@@ -346,6 +350,16 @@ class IRBuilder:
             srcs=tuple(operands), axis=axis, reverse=bool(reverse), combine=region,
             result_types=[v.type for v in operands],
         ))
+        return list(op.results)
+
+    def create_map_elementwise(self, operands: Sequence[Value], body: Any) -> Sequence[Value]:
+        block = Block([T.element_type(v.type) for v in operands])
+        with self.insertion_block(block):
+            out = list(body(block.args))
+            self.insert(C.MapElementwiseReturnOp(values=tuple(out)))
+        shape = T.shape_of(operands[0].type)
+        op = self.insert(C.MapElementwiseOp(srcs=tuple(operands), body=Region([block]),
+                                            result_types=[T.make_type(shape, v.type) for v in out]))
         return list(op.results)
 
     # -- hints and debugging --------------------------------------------------------------------

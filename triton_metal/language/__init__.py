@@ -34,7 +34,7 @@ from .debug_ops import (
     static_assert,
     static_print,
 )
-from .elementwise import add, cast, clamp, maximum, minimum, mul, sigmoid, sub, where
+from .elementwise import add, cast, clamp, map_elementwise, maximum, minimum, mul, sigmoid, sub, where
 from .jit_marker import JITCallable
 from .math import (
     abs,
@@ -62,6 +62,7 @@ from .memory_ops import (
     atomic_max,
     atomic_min,
     atomic_or,
+    atomic_poll,
     atomic_xchg,
     atomic_xor,
     load,
@@ -161,10 +162,8 @@ from .descriptor import (
 from .block_pointer import advance, make_block_ptr
 from .unsupported import (
     atomic_load,
-    atomic_poll,
     atomic_store,
     inline_asm_elementwise,
-    map_elementwise,
 )
 from .sorting import bitonic_merge, sort, topk
 

@@ -201,6 +201,9 @@ class Builder(Protocol):
     def create_atomic_cas(
         self, ptr: Handle, cmp: Handle, value: Handle, sem: str, scope: str
     ) -> Handle: ...
+    def create_atomic_poll(
+        self, ptr: Handle, expected: Handle, timeout: Handle | None, sem: str, scope: str
+    ) -> Handle: ...
 
     # -- cooperative ----------------------------------------------------------------------------
     def create_dot(
@@ -211,6 +214,9 @@ class Builder(Protocol):
     ) -> Sequence[Handle]: ...
     def create_scan(
         self, operands: Sequence[Handle], axis: int, reverse: bool, combine: RegionFn
+    ) -> Sequence[Handle]: ...
+    def create_map_elementwise(
+        self, operands: Sequence[Handle], body: Callable[[Sequence[Handle]], Sequence[Handle]]
     ) -> Sequence[Handle]: ...
 
     # -- hints and debugging --------------------------------------------------------------------

@@ -59,3 +59,15 @@ def sigmoid(x: Any, _semantic: Semantic = None) -> tensor:  # type: ignore[assig
     s = _semantic
     t = s.to_tensor(_unwrap(x))
     return s.truediv(1, s.add(1, s.math_unary(MathOp.EXP, s.minus(t), "sigmoid")))
+
+
+@builtin
+def map_elementwise(scalar_fn: Any, *args: Any, pack: Any = 1, _semantic: Semantic = None,  # type: ignore[assignment]
+                    _generator: Any = None) -> Any:
+    """Apply the `@jit` function `scalar_fn` to every element of `args` (broadcast to one shape),
+    with control flow of its own per element (`if x < y:`), where `tl.where` would compute both
+    sides. It returns one tensor per value the function returns (a tuple when several). With
+    `pack=p` (a power of two) the function takes `p` consecutive row-major elements of each
+    argument in turn (`a0, a1, b0, b1` for two arguments and `p=2`) and returns `p` values per
+    result (`c0, c1, d0, d1`)."""
+    return _semantic.map_elementwise(_unwrap(scalar_fn), [_unwrap(a) for a in args], _unwrap(pack), _generator)

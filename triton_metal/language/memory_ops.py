@@ -88,3 +88,18 @@ atomic_xchg = _rmw("atomic_xchg")
 def atomic_cas(pointer: Any, cmp: Any, val: Any, sem: Any = None, scope: Any = None,
                _semantic: Semantic = None) -> tensor:  # type: ignore[assignment]
     return _semantic.atomic_cas(_unwrap(pointer), _unwrap(cmp), _unwrap(val), _unwrap(sem), _unwrap(scope))
+
+
+@builtin
+def atomic_poll(pointer: Any, expected_value: Any, sem: Any = None, scope: Any = None, timeout_ns: Any = None,
+                _semantic: Semantic = None) -> tensor:  # type: ignore[assignment]
+    """Wait until the scalar at `pointer` equals `expected_value`, reading it atomically; returns
+    whether it did (int1). `sem` is `"acquire"` (default) or `"relaxed"`, `scope` `"gpu"`
+    (default), `"cta"` or `"sys"`. Without `timeout_ns` it returns true once the value matched;
+    with it, false if the value did not match before the budget ran out: Apple GPUs have no clock a
+    kernel can read, so the budget is one poll per 100 ns (at least one poll). The element is a
+    16- or 32-bit integer. The interpreter runs programs one after another, so there nothing can
+    change the value during a poll: a mismatch without `timeout_ns` raises instead of waiting
+    forever."""
+    return _semantic.atomic_poll(_unwrap(pointer), _unwrap(expected_value), _unwrap(sem), _unwrap(scope),
+                                 _unwrap(timeout_ns))

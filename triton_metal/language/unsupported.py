@@ -33,9 +33,5 @@ inline_asm_elementwise = _refusing(
     "inline PTX/AMDGCN assembly cannot run on Apple GPUs",
     "write the operation with tl functions",
 )
-map_elementwise = _refusing(
-    "map_elementwise", _NOT_YET, "write the scalar function with tl operations on whole blocks"
-)
 atomic_load = _refusing("atomic_load", _NOT_YET, "use tl.atomic_add(ptr, 0) to read atomically")
 atomic_store = _refusing("atomic_store", _NOT_YET, "use tl.atomic_xchg(ptr, value)")
-atomic_poll = _refusing("atomic_poll", _NOT_YET, "spin on tl.atomic_cas")

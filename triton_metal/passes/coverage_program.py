@@ -59,7 +59,7 @@ def _int_type(v: Value) -> ScalarType:
 
 
 def _reads_memory(v: Value, limit: int = 200) -> bool:
-    """Whether `v` is computed from a load or an atomic (a bounded walk up its operands)."""
+    """Whether `v` is computed from a load, an atomic or a poll (a bounded walk up its operands)."""
     seen: set[int] = set()
     todo = [v]
     while todo and len(seen) < limit:
@@ -68,7 +68,7 @@ def _reads_memory(v: Value, limit: int = 200) -> bool:
             continue
         seen.add(id(x))
         op = x.op  # type: ignore[attr-defined]
-        if isinstance(op, (mem.LoadOp, mem.AtomicRMWOp, mem.AtomicCASOp)):
+        if isinstance(op, (mem.LoadOp, mem.AtomicRMWOp, mem.AtomicCASOp, mem.AtomicPollOp)):
             return True
         todo.extend(op.operands)
     return False

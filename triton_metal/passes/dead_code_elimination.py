@@ -1,7 +1,8 @@
 """`dce`: remove ops whose results nobody uses and that have no effect.
 
 An op is removable when none of its results is used and
-* it is pure (no memory effects, no regions), or a `tt.reduce`/`tt.scan` (pure combine regions);
+* it is pure (no memory effects, no regions), or a `tt.reduce`/`tt.scan`/`tt.map_elementwise`
+  (pure scalar regions);
 * it is a non-volatile `tt.load` (reading memory changes nothing);
 * it is an `scf.for` or `scf.if` whose regions hold only removable ops (besides their
   terminators): a counted loop always ends, so dropping it changes nothing observable.
@@ -20,7 +21,7 @@ from typing import ClassVar
 
 from ..ir import Block, Module, Op, Value
 from ..ir.ops import scf
-from ..ir.ops.tt_compute import ReduceOp, ScanOp
+from ..ir.ops.tt_compute import MapElementwiseOp, ReduceOp, ScanOp
 from ..ir.ops.tt_memory import LoadOp
 from .loop_carried import remove_dead_carried_values
 from .pass_base import ModulePass, PassContext, register_pass
@@ -32,7 +33,7 @@ def has_effects(op: Op) -> bool:
         return False
     if isinstance(op, LoadOp):
         return op.volatile
-    if isinstance(op, (ReduceOp, ScanOp)):
+    if isinstance(op, (ReduceOp, ScanOp, MapElementwiseOp)):
         return any(has_effects(o) for r in op.regions for o in r.walk())
     if isinstance(op, (scf.ForOp, scf.IfOp)):
         return any(has_effects(o) for r in op.regions for o in r.walk())

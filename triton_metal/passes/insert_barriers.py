@@ -152,7 +152,7 @@ def _block(block: Block, pending: Pending, doubled: Ranges = frozenset(),
             # the op's own barrier (between its write and its reads) completes every earlier
             # access: only its reads remain pending
             pending = _own(frozenset({r}), op) | _carried(op, pending, bypassable)
-        if op.name in ("tt.reduce", "tt.scan") or not op.regions:
+        if op.name in ("tt.reduce", "tt.scan", "tt.map_elementwise") or not op.regions:
             continue
         _uniform(op)
         if op.name in ("scf.if", "scf.for", "scf.while"):

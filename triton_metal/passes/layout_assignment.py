@@ -58,6 +58,8 @@ from .pass_base import ModulePass, PassContext, register_pass
 _FREE_SOURCES = {"tt.make_range", "tt.splat", "arith.constant"}
 _SHAPE_OPS = {"tt.trans", "tt.reshape", "tt.join", "tt.split", "tt.cat", "tt.gather", "tt.histogram"}
 _MEMORY = {"tt.load", "tt.atomic_rmw", "tt.atomic_cas"}
+SCALAR_REGION_OPS = ("tt.reduce", "tt.scan", "tt.map_elementwise")
+"""Ops whose regions compute on scalars (combine functions, a mapped function): no layouts."""
 
 
 def _is_tensor(v: Value) -> bool:
@@ -65,11 +67,11 @@ def _is_tensor(v: Value) -> bool:
 
 
 def _walk(op: Op) -> Iterator[Op]:
-    """Pre-order over nested ops, skipping the scalar combine regions of reduce and scan."""
+    """Pre-order over nested ops, skipping the scalar regions of reduce, scan and map."""
     for r in op.regions:
         for child in list(r.block.ops):
             yield child
-            if child.name not in ("tt.reduce", "tt.scan"):
+            if child.name not in SCALAR_REGION_OPS:
                 yield from _walk(child)
 
 
@@ -149,7 +151,7 @@ class _Assigner:
         self.chained_dots = sum(1 for op in _walk(self.func) if op.name == "tt.dot") > 1
         for op in _walk(self.func):
             for r in op.regions:
-                if op.name not in ("tt.reduce", "tt.scan"):
+                if op.name not in SCALAR_REGION_OPS:
                     for a in r.block.args:
                         self._define(a)
             for res in op.results:
@@ -173,7 +175,7 @@ class _Assigner:
             value = op.value  # type: ignore[attr-defined]
             if acc is not None and value not in self.free and layout_hint(op) is None:
                 self.accesses.setdefault(self.classes.find(value), []).append(acc)
-        elif name == "tt.scan":
+        elif name in ("tt.scan", "tt.map_elementwise"):
             self._union(*op.operands, *op.results)
         elif name == "tt.reduce":
             self._union(*op.operands)

@@ -136,7 +136,7 @@ def rewrite_op(a: _Assigner, op: Op) -> None:
         for v in list(op.operands):
             a.ensure(op, v, need)
         return
-    if name == "tt.scan":
+    if name in ("tt.scan", "tt.map_elementwise"):  # every operand and result in one layout
         lay = a.layout_of(op.results[0])
         for r in op.results:
             a.set_layout(r, lay)

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..chip import MAX_THREADS_PER_THREADGROUP
-from ..errors import LaunchError
+from ..errors import LaunchError, NumWarpsError
 
 MAX_PROGRAMS_PER_DIM = 2**31 - 1
 """`tl.program_id` is an int32: a dimension holds at most this many programs."""
@@ -125,8 +125,8 @@ LAUNCH_OPTION_NAMES: tuple[str, ...] = ("num_warps", "num_stages", "num_ctas", "
 def check_num_warps(num_warps: object, kernel: str) -> int:
     if type(num_warps) is int and num_warps in VALID_NUM_WARPS:
         return num_warps
-    raise LaunchError(
-        f"{kernel}: num_warps={num_warps!r}; it must be a power of two from 1 to 32 "
+    raise NumWarpsError(
+        f"{kernel}: num_warps={num_warps!r}; num_warps must be a power of 2, from 1 to 32 "
         f"(a program is one threadgroup of 32 * num_warps threads, at most "
         f"{MAX_THREADS_PER_THREADGROUP} on Apple GPUs)"
     )
@@ -142,9 +142,17 @@ that picks its configs by backend takes AMD's on any backend that is not CUDA (t
 (`enable_fp_fusion`, `allow_flush_denorm`, ...) are not among them: they stay errors."""
 
 
+COOPERATIVE_LAUNCH_OPTION = "launch_cooperative_grid"
+"""Triton's request for a cooperative launch on NVIDIA GPUs (every program resident at once,
+so programs may wait for each other across the grid). Metal has no such launch: accepted and
+ignored, so a launch runs as Triton's does without it, where nothing promises that the programs
+one waits for have started (the emulator's watchdog stops a wait that never ends)."""
+
+
 def reject_unknown_kwargs(kwargs: Mapping[str, object]) -> None:
     """Triton's error for a keyword that is neither a parameter nor a launch option (AMD's
-    tuning options excepted: `AMD_TUNING_OPTION_NAMES`)."""
-    unknown = [name for name in kwargs if name not in AMD_TUNING_OPTION_NAMES]
+    tuning options and `launch_cooperative_grid` excepted: accepted and ignored)."""
+    unknown = [name for name in kwargs
+               if name not in AMD_TUNING_OPTION_NAMES and name != COOPERATIVE_LAUNCH_OPTION]
     if unknown:
         raise KeyError(f"Keyword argument {unknown[0]} was specified but unrecognised")

@@ -334,7 +334,7 @@ class JITFunction(KernelInterface, JITCallable):
         else:
             observer.launch(self, compiled, values, grid3)
         compiled.launches += 1
-        return None
+        return compiled  # as Triton's launch returns its CompiledKernel (an interpreted one: None)
 
     def _check_compiles(self, facts: tuple[ArgSpec, ...], warps: int, debug_flag: bool, backend: str,
                         values: tuple[object, ...], programs_x: int, again: bool = False

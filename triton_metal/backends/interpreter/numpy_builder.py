@@ -412,6 +412,22 @@ class NumpyBuilder:
         old = self.memory.atomic_rmw(op, addrs, vals, None if mask is None else np.asarray(mask.data), bfloat)
         return TensorHandle(bf16_bits_to_f32(old) if bfloat else old.astype(storage_dtype(value.dtype)), value.dtype)
 
+    def create_atomic_poll(
+        self, ptr: TensorHandle, expected: TensorHandle, timeout: TensorHandle | None, sem: str, scope: str
+    ) -> TensorHandle:
+        """One read decides: programs run one after another here, so no other program can change
+        the value while this one waits (the compiled kernel polls until it does)."""
+        want = self._to_memory(expected)
+        seen = self.memory.load(np.asarray(ptr.data).reshape(1), want.dtype, None)
+        matched = bool(seen[0] == want.reshape(-1)[0])
+        if not matched and timeout is None:
+            raise InterpreterError(
+                f"tl.atomic_poll waits for {want.reshape(-1)[0]} and reads {seen[0]}, which nothing can change: "
+                "the interpreter runs programs one after another, so the program that would write it "
+                "cannot run while this one waits (pass timeout_ns= to get False instead, or run compiled)"
+            )
+        return TensorHandle(np.bool_(matched), int1)
+
     def create_atomic_cas(
         self, ptr: TensorHandle, cmp: TensorHandle, value: TensorHandle, sem: str, scope: str
     ) -> TensorHandle:
@@ -445,6 +461,11 @@ class NumpyBuilder:
                 merged = [np.concatenate([m, x[n - 1 : n]], axis=0) for m, x in zip(merged, arrs)]
             arrs = merged
         return [TensorHandle(np.asarray(x[0]), t) for x, t in zip(arrs, types)]
+
+    def create_map_elementwise(
+        self, operands: Sequence[TensorHandle], body: Callable[[Sequence[TensorHandle]], Sequence[TensorHandle]]
+    ) -> list[TensorHandle]:
+        return _map(body, operands)
 
     def create_scan(
         self, operands: Sequence[TensorHandle], axis: int, reverse: bool, combine: RegionFn
@@ -493,6 +514,15 @@ class NumpyBuilder:
             bad = np.argwhere(~ok)
             where = f" at index {tuple(int(i) for i in bad[0])}" if ok.ndim else ""
             raise InterpreterError(f"device_assert failed{where}: {message}")
+
+
+def _map(body: Callable[[Sequence[TensorHandle]], Sequence[TensorHandle]],
+         operands: Sequence[TensorHandle]) -> list[TensorHandle]:
+    """`tl.map_elementwise`'s function on every element: as a reduction's combine function,
+    on whole arrays typed as scalars, element by element if its control flow needs it."""
+    out = _combine(lambda a, _b: body(a), list(operands), [])
+    shape = np.shape(operands[0].data)
+    return [TensorHandle(normalize(np.broadcast_to(o.data, shape), o.dtype), o.dtype) for o in out]
 
 
 def _combine(combine: RegionFn, lhs: list[TensorHandle], rhs: list[TensorHandle]) -> list[TensorHandle]:

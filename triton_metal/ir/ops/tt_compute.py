@@ -4,6 +4,10 @@ The combine region of `tt.reduce`/`tt.scan` over n operands has one block with 2
 arguments (the n accumulated values, then the n new values) and ends in `tt.reduce.return` /
 `tt.scan.return` with n scalars. The combine function must be associative; the order in which
 a backend applies it is unspecified.
+
+`tt.map_elementwise` applies its `body` region to every element of tensors of one shape: one
+block with a scalar argument per operand, ended by `tt.map_elementwise.return` with one scalar
+per result (`tl.map_elementwise`; its `pack` is expressed with reshape, split and join around it).
 """
 
 from __future__ import annotations
@@ -47,6 +51,16 @@ class DotOp(Op):
             raise self.error(f"result must be {ct}, got {self.result.type}")
 
 
+def _one_shape(op: Op, srcs: tuple[Value, ...]) -> tuple[int, ...]:
+    """The one shape of an op's tensor operands (at least one)."""
+    if not srcs:
+        raise op.error("needs at least one operand")
+    shapes = {tensor_type(op, v, "operands").shape for v in srcs}
+    if len(shapes) != 1:
+        raise op.error("operands must share one shape")
+    return shapes.pop()
+
+
 def _check_combine(op: Op, combine: Region, elements: list[ScalarType], terminator: str) -> None:
     block = combine.block
     arg_types = [a.type for a in block.args]
@@ -75,12 +89,7 @@ class ReduceOp(Op):
     smem_bytes: int | None = attr(int, default=None)
 
     def verify_(self) -> None:
-        if not self.srcs:
-            raise self.error("needs at least one operand")
-        shapes = {tensor_type(self, v, "operands").shape for v in self.srcs}
-        if len(shapes) != 1:
-            raise self.error("operands must share one shape")
-        shape = shapes.pop()
+        shape = _one_shape(self, self.srcs)
         if not 0 <= self.axis < len(shape):
             raise self.error(f"axis {self.axis} out of range for rank {len(shape)}")
         num_results(self, len(self.srcs))
@@ -101,12 +110,7 @@ class ScanOp(Op):
     combine: Region = region()
 
     def verify_(self) -> None:
-        if not self.srcs:
-            raise self.error("needs at least one operand")
-        shapes = {tensor_type(self, v, "operands").shape for v in self.srcs}
-        if len(shapes) != 1:
-            raise self.error("operands must share one shape")
-        rank = len(shapes.pop())
+        rank = len(_one_shape(self, self.srcs))
         if not 0 <= self.axis < rank:
             raise self.error(f"axis {self.axis} out of range for rank {rank}")
         num_results(self, len(self.srcs))
@@ -115,6 +119,30 @@ class ScanOp(Op):
                 raise self.error(f"result #{i} must be {v.type}, got {self.results[i].type}")
         elements = [scalar_element(self, v, "operands") for v in self.srcs]
         _check_combine(self, self.combine, elements, "tt.scan.return")
+
+
+class MapElementwiseOp(Op):
+    """Apply the scalar `body` region to each element of the operands (one shape)."""
+
+    name: ClassVar[str] = "tt.map_elementwise"
+    srcs: tuple[Value, ...] = var_operand(positional=True)
+    body: Region = region()
+
+    def verify_(self) -> None:
+        shape = _one_shape(self, self.srcs)
+        elements = [scalar_element(self, v, "operands") for v in self.srcs]
+        block = self.body.block
+        if [a.type for a in block.args] != elements:
+            raise self.error("body must take (" + ", ".join(map(str, elements)) + "), got ("
+                             + ", ".join(str(a.type) for a in block.args) + ")")
+        term = block.ops[-1] if block.ops else None
+        if term is None or term.name != "tt.map_elementwise.return":
+            raise self.error("body must end with 'tt.map_elementwise.return'")
+        num_results(self, len(term.operands))
+        for i, v in enumerate(term.operands):
+            if not isinstance(v.type, ScalarType):
+                raise self.error(f"body must return scalars, got {v.type}")
+            result_is(self, make_type(shape, v.type), i)
 
 
 class _CombineReturnOp(Op):
@@ -141,3 +169,6 @@ class ScanReturnOp(_CombineReturnOp):
     owner: ClassVar[type[Op]] = ScanOp
 
 
+class MapElementwiseReturnOp(_CombineReturnOp):
+    name: ClassVar[str] = "tt.map_elementwise.return"
+    owner: ClassVar[type[Op]] = MapElementwiseOp

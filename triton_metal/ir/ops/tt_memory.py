@@ -10,8 +10,8 @@ from enum import Enum
 from typing import ClassVar
 
 from ..core import Op, Value, attr, enum_conv, operand, opt_operand
-from ..types import shape_of, with_element
-from .common import bool_like, num_results, pointer_element, result_is
+from ..types import ScalarType, TensorType, i1, shape_of, with_element
+from .common import bool_like, int_element, num_results, pointer_element, result_is
 
 MEM_SEMANTICS = ("relaxed", "acquire", "release", "acq_rel")
 MEM_SCOPES = ("gpu", "cta", "sys")
@@ -130,3 +130,42 @@ class AtomicCASOp(Op):
                 raise self.error(f"{what} must be {expected}, got {v.type}")
         _check_sem_scope(self, self.sem, self.scope)
         result_is(self, expected)
+
+
+POLL_SEMANTICS = ("relaxed", "acquire")
+"""The orders `tt.atomic_poll` takes: a poll only reads, so it cannot release."""
+
+
+class AtomicPollOp(Op):
+    """Read `*ptr` atomically until it equals `expected`; returns whether it did (i1).
+
+    Without `timeout` the result is true once the poll returns. With it (a nanosecond count, an
+    integer scalar), the poll gives up after its budget and returns false (codegen: Apple GPUs
+    expose no clock, so the budget is counted in polls). `ptr` is a scalar pointer to a 16- or
+    32-bit integer."""
+
+    name: ClassVar[str] = "tt.atomic_poll"
+    is_pure: ClassVar[bool] = False
+    ptr: Value = operand()
+    expected: Value = operand()
+    timeout: Value | None = opt_operand()
+    sem: str = attr(str, default="acquire")
+    scope: str = attr(str, default="gpu")
+
+    def verify_(self) -> None:
+        num_results(self, 1)
+        if isinstance(self.ptr.type, TensorType):
+            raise self.error(f"ptr must be a scalar pointer, got {self.ptr.type}")
+        pt = pointer_element(self, self.ptr, "ptr")
+        if not isinstance(pt.pointee, ScalarType) or not pt.pointee.is_int():
+            raise self.error(f"ptr must point to integers, got {self.ptr.type}")
+        if self.expected.type != pt.pointee:
+            raise self.error(f"expected must be {pt.pointee}, got {self.expected.type}")
+        if self.timeout is not None:
+            int_element(self, self.timeout, "timeout")
+            if isinstance(self.timeout.type, TensorType):
+                raise self.error(f"timeout must be a scalar, got {self.timeout.type}")
+        if self.sem not in POLL_SEMANTICS:
+            raise self.error(f"sem must be one of {', '.join(POLL_SEMANTICS)}, got '{self.sem}'")
+        _check_sem_scope(self, self.sem, self.scope)
+        result_is(self, i1)

@@ -2,7 +2,7 @@
 
 `Semantic(builder)` checks arguments, promotes dtypes, broadcasts shapes and then calls one
 `create_*` per primitive on the builder. The op families live in sibling modules (`arith`,
-`shape`, `memory`, `reduce`, `scaled_dot`, `misc`) as mixins of `SemanticBase`.
+`shape`, `memory`, `reduce`, `map`, `scaled_dot`, `misc`) as mixins of `SemanticBase`.
 
     Semantic(builder, *, concrete=None, call_jit=None)
 
@@ -17,13 +17,15 @@ from __future__ import annotations
 from .arith import MATH_DTYPES, ArithMixin
 from .base import SemanticBase
 from .memory import BLOCK_POINTER_HINT, MemoryMixin
+from .map import MapMixin
 from .misc import MiscMixin
 from .reduce import ReduceMixin
 from .scaled_dot import ScaledDotMixin
 from .shape import ShapeMixin, check_block_shape
 
 
-class Semantic(ScaledDotMixin, ReduceMixin, MemoryMixin, ShapeMixin, MiscMixin, ArithMixin, SemanticBase):
+class Semantic(ScaledDotMixin, ReduceMixin, MapMixin, MemoryMixin, ShapeMixin, MiscMixin, ArithMixin,
+               SemanticBase):
     """Triton's semantics over one builder (see the module docstring)."""
 
 

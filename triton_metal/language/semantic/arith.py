@@ -1,9 +1,9 @@
 """Semantic layer, elementwise family: arithmetic, bitwise, comparisons, select, math functions.
 
 Integer `//` and `%` round toward zero (C), float `%` is `fmod`, `/` on integers computes in fp32,
-`>>` is arithmetic when its left operand is signed before promotion and logical otherwise. Math functions require floating
-point operands, as Triton's `_check_dtype` does; fp16/bf16 keep their dtype where Triton accepts
-them (exp, log, sqrt, ...).
+`>>` is arithmetic when its left operand is signed before promotion and logical otherwise. Math functions take the
+dtypes Triton's `_check_dtype` lists name: fp32 (and fp64) for `tl.exp`, `log`, `sqrt`, ...; fp16 and bf16
+too for libdevice's functions (computed in float, rounded once).
 """
 
 from __future__ import annotations
@@ -21,15 +21,15 @@ _FP32_ONLY = ("fp32", "fp64")
 
 # Which dtypes each math function accepts (Triton's `_check_dtype` lists).
 MATH_DTYPES: dict[MathOp, tuple[str, ...]] = {
-    MathOp.EXP: _FLOAT_ANY,
-    MathOp.EXP2: _FLOAT_ANY,
-    MathOp.LOG: _FLOAT_ANY,
-    MathOp.LOG2: _FLOAT_ANY,
-    MathOp.COS: _FLOAT_ANY,
-    MathOp.SIN: _FLOAT_ANY,
-    MathOp.SQRT: _FLOAT_ANY,
+    MathOp.EXP: _FP32_ONLY,
+    MathOp.EXP2: _FP32_ONLY,
+    MathOp.LOG: _FP32_ONLY,
+    MathOp.LOG2: _FP32_ONLY,
+    MathOp.COS: _FP32_ONLY,
+    MathOp.SIN: _FP32_ONLY,
+    MathOp.SQRT: _FP32_ONLY,
     MathOp.SQRT_RN: _FP32_ONLY,
-    MathOp.RSQRT: _FLOAT_ANY,
+    MathOp.RSQRT: _FP32_ONLY,
     MathOp.ERF: _FP32_ONLY,
     MathOp.FLOOR: _FP32_ONLY,
     MathOp.CEIL: _FP32_ONLY,

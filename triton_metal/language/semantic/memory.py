@@ -265,5 +265,56 @@ class MemoryMixin(SemanticBase):
         h = self.builder.create_atomic_cas(ptr.handle, cmp_t.handle, val.handle, sem_s, scope_s)
         return tensor(h, val.type)
 
+    def atomic_poll(self, ptr: Any, expected: Any, sem: Any = None, scope: Any = None,
+                    timeout_ns: Any = None) -> tensor:
+        """The one legality check of `tl.atomic_poll` for every backend (the interpreter's
+        builder and the compiler's sit under it)."""
+        ptr = self._pointer_operand(ptr, "atomic_poll")
+        if ptr.type.is_block():
+            raise error(f"tl.atomic_poll polls one value: it takes a scalar pointer, got {ptr.type!r}",
+                        hint="poll a single flag, e.g. tl.atomic_poll(flag_ptr, 1)")
+        if getattr(ptr.type.scalar, "const", False):
+            raise error("tl.atomic_poll on a constant pointer: nothing can change the value it waits for")
+        elt = ptr.type.scalar.element_ty
+        _check_poll_element(elt)
+        sem = _opt(sem)
+        sem = "acquire" if sem in (None, "") else sem
+        if sem not in _POLL_SEMS:
+            raise error(f"tl.atomic_poll's sem must be one of {list(_POLL_SEMS)}, got {sem!r}: a poll only reads")
+        _, scope_s = self._sem_scope(None, scope)
+        value = self.to_tensor(_opt(expected))
+        if value.type.is_block():
+            raise error("tl.atomic_poll's expected_value must be a scalar")
+        value = self.cast(value, elt)
+        timeout = _opt(timeout_ns)
+        handle = None
+        if timeout is not None:
+            if isinstance(timeout, int) and timeout < 0:
+                raise error(f"tl.atomic_poll's timeout_ns must not be negative, got {timeout}")
+            t = self.to_tensor(timeout)
+            if t.type.is_block() or not t.type.scalar.is_int():
+                raise error(f"tl.atomic_poll's timeout_ns must be an integer scalar, got {t.type!r}")
+            handle = t.handle
+        h = self.builder.create_atomic_poll(ptr.handle, value.handle, handle, sem, scope_s)
+        return tensor(h, int1)
+
+
+_POLL_SEMS = ("acquire", "relaxed")
+
+
+def _check_poll_element(elt: Any) -> None:
+    """16- and 32-bit integers: Metal reads a 16-bit value through its 32-bit word and has no
+    64-bit atomic load (its only 64-bit atomics, max and min on atomic_ulong, return nothing)."""
+    if elt.is_int() and not elt.is_bool() and elt.primitive_bitwidth in (16, 32):
+        return
+    if elt.is_int() and elt.primitive_bitwidth == 64:
+        raise error(
+            f"tl.atomic_poll on {'u' if elt.is_int_unsigned() else 'i'}64 is not supported: Metal has no "
+            "64-bit atomic load (its only 64-bit atomics, max and min on atomic_ulong, return no value)",
+            hint="poll an int32 flag",
+        )
+    raise error(f"tl.atomic_poll does not support {elt!r}: it polls 16- or 32-bit integers",
+                hint="poll an int32 flag")
+
 
 __all__ = ["BLOCK_POINTER_HINT", "MemoryMixin"]

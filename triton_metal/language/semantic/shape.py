@@ -266,7 +266,9 @@ class ShapeMixin(SemanticBase):
     def getitem(self, x: tensor, slices: Any) -> tensor:
         """`x[...]` with `None` (a new axis of size 1), `:` (an axis kept) and at most one `...`
         (the `:` the other entries leave), as Triton's `tensor.__getitem__`: entries are taken in
-        order, an axis past the rank and any other index are refused in Triton's words."""
+        order, a `:` keeps its axis (one past the rank too: Triton passes over it, and its
+        test_reduce stores through `z_ptr[None, None, :]` of a scalar pointer), and any other
+        index is refused in Triton's words."""
         if not isinstance(slices, tuple):
             slices = (slices,)
         slices = tuple(s.value if isinstance(s, constexpr) else s for s in slices)
@@ -278,15 +280,10 @@ class ShapeMixin(SemanticBase):
         for s in slices:
             expanded.extend([slice(None)] * max(rank - n_real, 0) if s is Ellipsis else [s])
         out = x
-        indexed = 0
         for i, s in enumerate(expanded):
             if s is None:
                 out = self.expand_dims(out, i)
-            elif isinstance(s, slice) and s == slice(None):
-                indexed += 1
-                if indexed > rank:
-                    raise error(f"too many indices for tensor of rank {rank}")
-            else:
+            elif not (isinstance(s, slice) and s == slice(None)):
                 raise error(
                     f"unsupported tensor index: {s}",
                     hint="only None, ':' and '...' index a tensor; select elements with pointer "
