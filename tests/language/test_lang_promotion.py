@@ -213,8 +213,12 @@ def test_math_requires_floats() -> None:
     from triton_metal.language.builder import MathOp
 
     s = sem()
-    assert s.math_unary(MathOp.EXP, t(tl.float16)).dtype == tl.float16
-    assert s.math_unary(MathOp.SQRT, t(tl.bfloat16)).dtype == tl.bfloat16
+    assert s.math_unary(MathOp.EXP, t(tl.float32)).dtype == tl.float32
+    # Triton's math.py lists fp32 and fp64 alone for exp, sqrt, ...: half types are refused
+    with pytest.raises(CompilationError, match=r"Expected dtype \['fp32', 'fp64'\] but got fp16"):
+        s.math_unary(MathOp.EXP, t(tl.float16))
+    with pytest.raises(CompilationError, match=r"Expected dtype \['fp32', 'fp64'\] but got bf16"):
+        s.math_unary(MathOp.SQRT, t(tl.bfloat16))
     with pytest.raises(CompilationError, match=r"tl\.exp expects a floating point tensor"):
         s.math_unary(MathOp.EXP, t(tl.int32))
     with pytest.raises(CompilationError, match=r"tl\.floor expects a floating point tensor \(fp32\)"):
