@@ -86,6 +86,25 @@ def test_active_torch_device_is_where_tensors_run_in_place():
     assert torch.zeros(2, device=device).device.type == device.type
 
 
+def test_cpu_device_gets_the_set_stream_device_agnostic_code_calls():
+    """Tutorial 02's benchmark: `getattr(torch, DEVICE.type).set_stream(stream)` on the CPU."""
+    torch = pytest.importorskip("torch")
+    from triton.runtime import driver
+
+    if driver.active.get_active_torch_device().type != "cpu":
+        pytest.skip("the active device is MPS")
+    default = torch.cpu.current_stream()
+    stream = torch.cpu.Stream()
+    try:
+        torch.cpu.set_stream(stream)
+        assert torch.cpu.current_stream() is stream
+        torch.cpu.set_stream(None)  # None selects nothing, as in torch.cuda.set_stream
+        assert torch.cpu.current_stream() is stream
+    finally:
+        torch.cpu.set_stream(default)
+    assert torch.cpu.current_stream() is default
+
+
 def test_perf_report_tables(tmp_path, capsys):
     import triton
 

@@ -10,6 +10,12 @@ tensors kernels here run on in place, `mps` where PyTorch has an MPS device and 
 cores is not exposed by MLX or PyTorch: `multiprocessor_count` is the CPU's core count, an
 estimate for sizing persistent grids, never a measured GPU figure. Everything else raises
 `NotImplementedError` naming the member, rather than answering wrongly.
+
+Handing out the CPU as the active device also completes torch's CPU stream API: torch.cpu has
+`Stream`, `current_stream` and the `stream` context manager "to facilitate device-agnostic code",
+but no `set_stream`, which device-agnostic host code calls as `getattr(torch, DEVICE.type)`
+(tutorial 02's benchmark). The CPU runs everything on its one stream in order, so selecting a
+stream changes no ordering; `torch.cpu.set_stream` is added only where torch lacks it.
 """
 
 from __future__ import annotations
@@ -36,7 +42,26 @@ def active_torch_device() -> Any:
     import torch
 
     mps = getattr(torch.backends, "mps", None)
-    return torch.device("mps" if mps is not None and mps.is_available() else "cpu")
+    if mps is not None and mps.is_available():
+        return torch.device("mps")
+    add_cpu_set_stream(torch)
+    return torch.device("cpu")
+
+
+def add_cpu_set_stream(torch: Any) -> None:
+    """Give `torch.cpu` a `set_stream` where it has none (torch 2.13 has none)."""
+    if not hasattr(torch.cpu, "set_stream"):
+        torch.cpu.set_stream = _cpu_set_stream
+
+
+def _cpu_set_stream(stream: Any) -> None:
+    """`torch.cpu.set_stream(stream)`: as `torch.cuda.set_stream`, makes `stream` the current
+    one (what `torch.cpu.current_stream()` answers), and does nothing for `None`. It is entering
+    torch's own `torch.cpu.stream(stream)` context without leaving it: torch.cpu keeps the
+    current stream only for device-agnostic code, and the CPU runs work in order whatever it is."""
+    import torch
+
+    torch.cpu.StreamContext(stream).__enter__()
 
 
 class _Utils:
