@@ -144,7 +144,7 @@ def bad_scaled(a_ptr, s_ptr, out_ptr, FMT: tl.constexpr, SCALE_ROWS: tl.constexp
 
 @pytest.mark.parametrize("fmt, rows, pack, message", [
     ("e3m3", 32, True, "NYI: lhs_format e3m3"),
-    ("e4m3", 16, True, r"lhs_scale must be uint8 \(e8m0\) of shape \[32, 1\]"),
+    ("e4m3", 16, True, r"lhs_scale must be uint8 or int8 \(e8m0 bits\) of shape \[32, 1\]"),
     ("e4m3", 32, False, "only mxfp4 inputs can be packed along a dimension different than K"),
     ("e2m1", 32, True, "Reduction dimension should pack the same number of elements"),
 ])
@@ -256,3 +256,30 @@ def test_mixed_ranks_are_refused(each_backend: str):
     with pytest.raises(CompilationError, match=r"Both inputs must be either 2D or 3D") as info:
         mixed_rank_scaled[(1,)](np.zeros(2048, np.uint8), np.zeros(1024, np.uint8), np.zeros((32, 32), np.float32))
     assert "tl.dot_scaled(a, None" in str(info.value)
+
+
+@triton.jit
+def int8_scaled(a_ptr, b_ptr, sb_ptr, c_ptr, s, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    # lhs scales: one code for the whole block, made as Triton's test_matmul makes a constant
+    # scale (`tl.full` of the code cast to int8); rhs scales loaded as int8
+    rm, rn, rk, ks = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K), tl.arange(0, K // 32)
+    a = tl.load(a_ptr + rm[:, None] * K + rk[None, :])
+    b = tl.load(b_ptr + rk[:, None] * N + rn[None, :])
+    sa = tl.full((M, K // 32), s.to(tl.int8), dtype=tl.int8)
+    sb = tl.load(sb_ptr + rn[:, None] * (K // 32) + ks[None, :])
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], tl.dot_scaled(a, sa, "e5m2", b, sb, "e4m3"))
+
+
+@pytest.mark.parametrize("code", [128, 120])
+def test_int8_scales_hold_e8m0_bits(each_backend: str, code: int):
+    # int8 scales are the same 8 bits as uint8 ones (Triton's interpreter reads either): code 128
+    # arrives as -128 and still scales by 2; codes above 127 on the right too
+    m, n, k = 32, 32, 64
+    rng = np.random.default_rng(9 + code)
+    a, av = _operand("e5m2", m, k, rng)
+    bt, btv = _operand("e4m3", n, k, rng)
+    sb = rng.integers(120, 136, (n, k // 32)).astype(np.uint8)
+    c = np.zeros((m, n), np.float32)
+    int8_scaled[(1,)](a, np.ascontiguousarray(bt.T), sb.view(np.int8), c, code, M=m, N=n, K=k)
+    av, bv = av * 2.0 ** (code - 127), btv.T * _scale_values(sb).T
+    assert np.all(np.abs(c - av @ bv) <= 4 * k * 2.0 ** -24 * (np.abs(av) @ np.abs(bv)))

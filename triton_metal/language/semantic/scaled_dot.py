@@ -6,9 +6,9 @@ rhs_format, acc=None, fast_math=False, lhs_k_pack=True, rhs_k_pack=True, out_dty
   `*_k_pack=False`), "e4m3" and "e5m2" (uint8 codes or fp8 blocks), "bf16" and "fp16" (uint16
   bits or the float block);
 * 2-D blocks, or 3-D ones with a leading batch axis on the operands, the scales and `acc`;
-* scales e8m0 (uint8), one per 32 elements along K: lhs_scale is [M, K // 32], rhs_scale
-  [N, K // 32] (Triton's layout: the right scale is indexed by column first), or None (no
-  scaling); an e8m0 code `s` scales by the float32 with bits `s << 23` (2^(s - 127), and 0 for
+* scales e8m0 (uint8, or int8 holding the same bits), one per 32 elements along K: lhs_scale
+  is [M, K // 32], rhs_scale [N, K // 32] (Triton's layout: the right scale is indexed by
+  column first), or None (no scaling); an e8m0 code `s` scales by the float32 with bits `s << 23` (2^(s - 127), and 0 for
   s = 0, as Triton's references compute it), and s = 255 is NaN (the OCP MX rule; `fast_math`
   leaves the check out, so 255 scales by infinity).
 
@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..core import constexpr, tensor
-from ..types import bfloat16, float8e4nv, float8e5, float16, float32, uint8, uint16, uint32
+from ..types import bfloat16, float8e4nv, float8e5, float16, float32, int8, uint8, uint16, uint32
 from .base import SemanticBase, error
 
 SCALE_GROUP = 32
@@ -141,10 +141,12 @@ class ScaledDotMixin(SemanticBase):
         if k % SCALE_GROUP:
             raise error(f"dot_scaled needs K to be a multiple of {SCALE_GROUP} for e8m0 scales, got K={k}")
         want = [*x.type.shape[:-2], rows, k // SCALE_GROUP]
-        if sc.type.scalar != uint8 or not sc.type.is_block() or list(sc.type.shape) != want:
+        if sc.type.scalar not in (uint8, int8) or not sc.type.is_block() or list(sc.type.shape) != want:
             shown = f"{sc.type.scalar!r} {list(sc.type.shape) if sc.type.is_block() else 'scalar'}"
-            raise error(f"{side}_scale must be uint8 (e8m0) of shape {want}, got {shown}",
+            raise error(f"{side}_scale must be uint8 or int8 (e8m0 bits) of shape {want}, got {shown}",
                         hint=f"one scale per {SCALE_GROUP} elements along K; rhs_scale is [N, K // {SCALE_GROUP}]")
+        if sc.type.scalar == int8:  # the same 8 bits: e8m0 has no sign, so code 128 may arrive as -128
+            sc = self.bitcast(sc, uint8)
         value = self.bitcast(self.shl(self.cast(sc, uint32), 23), float32)  # type: ignore[attr-defined]
         if not fast:
             value = self.where(self.equal(sc, 255), float("nan"), value)  # type: ignore[attr-defined]
