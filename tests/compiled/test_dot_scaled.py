@@ -321,6 +321,14 @@ def test_nvfp4_float8e4nv_scales_per_16(each_backend: str, seed: int):
 
 
 def test_nvfp4_group_of_8_is_refused(each_backend: str):
-    with pytest.raises(CompilationError, match=r"lhs_scale of float8e4nv \(NVFP4\) must be of shape \[32, 4\] or \[32, 2\], got \[32, 8\]") as info:
+    message = r"lhs_scale of float8e4nv \(NVFP4\) must be of shape \[32, 4\] or \[32, 2\], got \[32, 8\]"
+    with pytest.raises(CompilationError, match=message) as info:
         _nvfp4_run(8, 12)
     assert "tl.dot_scaled(a, sa" in str(info.value)
+
+
+def test_float8e4nv_scales_need_e2m1(each_backend: str):
+    # float8e4nv scales are NVFP4's: with an e4m3 operand they are refused, not read as e8m0
+    with pytest.raises(CompilationError, match=r"lhs_scale of float8e4nv \(NVFP4\) needs an e2m1 lhs, not e4m3"):
+        bad_scaled[(1,)](np.zeros((32, 32), np.uint8), triton.reinterpret(np.zeros(32, np.uint8), tl.float8e4nv),
+                         np.zeros((32, 32), np.float32), FMT="e4m3", SCALE_ROWS=32, PACK=True)

@@ -8,9 +8,9 @@ rhs_format, acc=None, fast_math=False, lhs_k_pack=True, rhs_k_pack=True, out_dty
 * 2-D blocks, or 3-D ones with a leading batch axis on the operands, the scales and `acc`;
 * scales e8m0 (uint8, or int8 holding the same bits), one per 32 elements along K: lhs_scale
   is [M, K // 32], rhs_scale [N, K // 32] (Triton's layout: the right scale is indexed by
-  column first), or None (no scaling); an e8m0 code `s` scales by the float32 with bits `s << 23` (2^(s - 127), and 0 for
-  s = 0, as Triton's references compute it), and s = 255 is NaN (the OCP MX rule; `fast_math`
-  leaves the check out, so 255 scales by infinity);
+  column first), or None (no scaling); an e8m0 code `s` scales by the float32 with bits
+  `s << 23` (2^(s - 127), and 0 for s = 0, as Triton's references compute it), and s = 255 is
+  NaN (the OCP MX rule; `fast_math` leaves the check out, so 255 scales by infinity);
 * NVFP4: e2m1 operands with float8e4nv scales, one per 16 elements along K (or 32, as Triton
   takes them on Rubin), the group read off the scales' shape; each scales by its e4m3 value.
 
@@ -146,7 +146,8 @@ class ScaledDotMixin(SemanticBase):
         lead = list(x.type.shape[:-2])
         if sc.type.is_block() and sc.type.scalar == float8e4nv:
             group = self._nvfp4_group(sc, side, fmt, lead, rows, k)
-            return self.mul(x, self._expanded(self.cast(sc, float32), rows, k, group, transpose))  # type: ignore[attr-defined, no-any-return]
+            value = self.cast(sc, float32)
+            return self.mul(x, self._expanded(value, rows, k, group, transpose))  # type: ignore[attr-defined, no-any-return]
         if k % SCALE_GROUP:
             raise error(f"dot_scaled needs K to be a multiple of {SCALE_GROUP} for e8m0 scales, got K={k}")
         want = [*lead, rows, k // SCALE_GROUP]
