@@ -144,7 +144,7 @@ def bad_scaled(a_ptr, s_ptr, out_ptr, FMT: tl.constexpr, SCALE_ROWS: tl.constexp
 
 @pytest.mark.parametrize("fmt, rows, pack, message", [
     ("e3m3", 32, True, "NYI: lhs_format e3m3"),
-    ("e4m3", 16, True, r"lhs_scale must be uint8 \(e8m0\) of shape \[32, 1\]"),
+    ("e4m3", 16, True, r"lhs_scale must be uint8 or int8 \(e8m0 bits\) of shape \[32, 1\]"),
     ("e4m3", 32, False, "only mxfp4 inputs can be packed along a dimension different than K"),
     ("e2m1", 32, True, "Reduction dimension should pack the same number of elements"),
 ])
@@ -256,3 +256,79 @@ def test_mixed_ranks_are_refused(each_backend: str):
     with pytest.raises(CompilationError, match=r"Both inputs must be either 2D or 3D") as info:
         mixed_rank_scaled[(1,)](np.zeros(2048, np.uint8), np.zeros(1024, np.uint8), np.zeros((32, 32), np.float32))
     assert "tl.dot_scaled(a, None" in str(info.value)
+
+
+@triton.jit
+def int8_scaled(a_ptr, b_ptr, sb_ptr, c_ptr, s, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    # lhs scales: one code for the whole block, made as Triton's test_matmul makes a constant
+    # scale (`tl.full` of the code cast to int8); rhs scales loaded as int8
+    rm, rn, rk, ks = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K), tl.arange(0, K // 32)
+    a = tl.load(a_ptr + rm[:, None] * K + rk[None, :])
+    b = tl.load(b_ptr + rk[:, None] * N + rn[None, :])
+    sa = tl.full((M, K // 32), s.to(tl.int8), dtype=tl.int8)
+    sb = tl.load(sb_ptr + rn[:, None] * (K // 32) + ks[None, :])
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], tl.dot_scaled(a, sa, "e5m2", b, sb, "e4m3"))
+
+
+@pytest.mark.parametrize("code", [128, 120])
+def test_int8_scales_hold_e8m0_bits(each_backend: str, code: int):
+    # int8 scales are the same 8 bits as uint8 ones (Triton's interpreter reads either): code 128
+    # arrives as -128 and still scales by 2; codes above 127 on the right too
+    m, n, k = 32, 32, 64
+    rng = np.random.default_rng(9 + code)
+    a, av = _operand("e5m2", m, k, rng)
+    bt, btv = _operand("e4m3", n, k, rng)
+    sb = rng.integers(120, 136, (n, k // 32)).astype(np.uint8)
+    c = np.zeros((m, n), np.float32)
+    int8_scaled[(1,)](a, np.ascontiguousarray(bt.T), sb.view(np.int8), c, code, M=m, N=n, K=k)
+    av, bv = av * 2.0 ** (code - 127), btv.T * _scale_values(sb).T
+    assert np.all(np.abs(c - av @ bv) <= 4 * k * 2.0 ** -24 * (np.abs(av) @ np.abs(bv)))
+
+
+@triton.jit
+def nvfp4_scaled(a_ptr, sa_ptr, b_ptr, sb_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr,
+                 GROUP: tl.constexpr):
+    # e2m1 A packed along K, B packed along N; float8e4nv scales, one per GROUP elements along K
+    rm, rn, ks = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K // GROUP)
+    a = tl.load(a_ptr + rm[:, None] * (K // 2) + tl.arange(0, K // 2)[None, :])
+    b = tl.load(b_ptr + tl.arange(0, K)[:, None] * (N // 2) + tl.arange(0, N // 2)[None, :])
+    sa = tl.load(sa_ptr + rm[:, None] * (K // GROUP) + ks[None, :])
+    sb = tl.load(sb_ptr + rn[:, None] * (K // GROUP) + ks[None, :])
+    c = tl.dot_scaled(a, sa, "e2m1", b, sb, "e2m1", rhs_k_pack=False)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], c)
+
+
+def _nvfp4_run(group: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    m, n, k = 32, 32, 64
+    rng = np.random.default_rng(seed)
+    a, av = _operand("e2m1", m, k, rng)
+    b, bv = _operand("e2m1", k, n, rng)  # packed along N
+    e4m3 = FP8_MODEL["e4m3"].values()
+    finite = np.flatnonzero(np.isfinite(e4m3)).astype(np.uint8)  # negative and subnormal scales too
+    sa, sb = rng.choice(finite, (m, k // group)), rng.choice(finite, (n, k // group))
+    c = np.zeros((m, n), np.float32)
+    nvfp4_scaled[(1,)](a, triton.reinterpret(sa, tl.float8e4nv), b, triton.reinterpret(sb, tl.float8e4nv), c,
+                       M=m, N=n, K=k, GROUP=group)
+    av, bv = av * np.repeat(e4m3[sa], group, axis=1), bv * np.repeat(e4m3[sb], group, axis=1).T
+    return c, av, bv
+
+
+@pytest.mark.parametrize("seed", [10, 11])
+def test_nvfp4_float8e4nv_scales_per_16(each_backend: str, seed: int):
+    # NVFP4 (Triton's test_block_scale_fp4 "nvfp4"): e2m1 values times e4m3 scales, one per 16
+    c, av, bv = _nvfp4_run(16, seed)
+    assert np.all(np.abs(c - av @ bv) <= 4 * 64 * 2.0 ** -24 * (np.abs(av) @ np.abs(bv)))
+
+
+def test_nvfp4_group_of_8_is_refused(each_backend: str):
+    message = r"lhs_scale of float8e4nv \(NVFP4\) must be of shape \[32, 4\] or \[32, 2\], got \[32, 8\]"
+    with pytest.raises(CompilationError, match=message) as info:
+        _nvfp4_run(8, 12)
+    assert "tl.dot_scaled(a, sa" in str(info.value)
+
+
+def test_float8e4nv_scales_need_e2m1(each_backend: str):
+    # float8e4nv scales are NVFP4's: with an e4m3 operand they are refused, not read as e8m0
+    with pytest.raises(CompilationError, match=r"lhs_scale of float8e4nv \(NVFP4\) needs an e2m1 lhs, not e4m3"):
+        bad_scaled[(1,)](np.zeros((32, 32), np.uint8), triton.reinterpret(np.zeros(32, np.uint8), tl.float8e4nv),
+                         np.zeros((32, 32), np.float32), FMT="e4m3", SCALE_ROWS=32, PACK=True)

@@ -6,11 +6,13 @@ rhs_format, acc=None, fast_math=False, lhs_k_pack=True, rhs_k_pack=True, out_dty
   `*_k_pack=False`), "e4m3" and "e5m2" (uint8 codes or fp8 blocks), "bf16" and "fp16" (uint16
   bits or the float block);
 * 2-D blocks, or 3-D ones with a leading batch axis on the operands, the scales and `acc`;
-* scales e8m0 (uint8), one per 32 elements along K: lhs_scale is [M, K // 32], rhs_scale
-  [N, K // 32] (Triton's layout: the right scale is indexed by column first), or None (no
-  scaling); an e8m0 code `s` scales by the float32 with bits `s << 23` (2^(s - 127), and 0 for
-  s = 0, as Triton's references compute it), and s = 255 is NaN (the OCP MX rule; `fast_math`
-  leaves the check out, so 255 scales by infinity).
+* scales e8m0 (uint8, or int8 holding the same bits), one per 32 elements along K: lhs_scale
+  is [M, K // 32], rhs_scale [N, K // 32] (Triton's layout: the right scale is indexed by
+  column first), or None (no scaling); an e8m0 code `s` scales by the float32 with bits
+  `s << 23` (2^(s - 127), and 0 for s = 0, as Triton's references compute it), and s = 255 is
+  NaN (the OCP MX rule; `fast_math` leaves the check out, so 255 scales by infinity);
+* NVFP4: e2m1 operands with float8e4nv scales, one per 16 elements along K (or 32, as Triton
+  takes them on Rubin), the group read off the scales' shape; each scales by its e4m3 value.
 
 The operands feed `dot` as bfloat16 blocks, Triton's compute type for these formats (float32
 when an operand is fp16, where Triton computes in fp16): every e2m1, e4m3, e5m2 and bf16 value
@@ -26,11 +28,13 @@ from __future__ import annotations
 from typing import Any
 
 from ..core import constexpr, tensor
-from ..types import bfloat16, float8e4nv, float8e5, float16, float32, uint8, uint16, uint32
+from ..types import bfloat16, float8e4nv, float8e5, float16, float32, int8, uint8, uint16, uint32
 from .base import SemanticBase, error
 
 SCALE_GROUP = 32
 """Elements along K sharing one e8m0 scale."""
+NVFP4_GROUPS = (16, 32)
+"""Elements along K sharing one float8e4nv scale (NVFP4; 32 as Triton takes it on Rubin)."""
 FORMATS = ("e2m1", "e4m3", "e5m2", "bf16", "fp16")
 """Operand formats, as Triton names them."""
 _FLOAT_OF = {"e4m3": float8e4nv, "e5m2": float8e5, "bf16": bfloat16, "fp16": float16}
@@ -74,8 +78,8 @@ class ScaledDotMixin(SemanticBase):
                 f"(lhs: {shapes[0]} vs rhs: {shapes[1]})",
                 hint="e2m1 operands hold two elements per byte along the packed axis",
             )
-        a = self._scaled(a, _value(lhs_scale), "lhs", m, k, fast, transpose=False)
-        b = self._scaled(b, _value(rhs_scale), "rhs", n, k, fast, transpose=True)
+        a = self._scaled(a, _value(lhs_scale), "lhs", fa, m, k, fast, transpose=False)
+        b = self._scaled(b, _value(rhs_scale), "rhs", fb, n, k, fast, transpose=True)
         # Triton's compute type: bfloat16 unless an operand is fp16 (float32 here, where Triton
         # takes fp16, so that no scaled value overflows)
         operand = float32 if "fp16" in (fa, fb) else bfloat16
@@ -132,34 +136,59 @@ class ScaledDotMixin(SemanticBase):
         bits = self.where(self.equal(exponent, 0), half, normal)  # type: ignore[attr-defined]
         return self.bitcast(self.or_(bits, sign), float32)  # type: ignore[attr-defined]
 
-    def _scaled(self, x: tensor, scale: Any, side: str, rows: int, k: int, fast: bool, transpose: bool) -> tensor:
-        """`x` times its e8m0 scales, each repeated over its 32 elements along K (per block of a
-        3-D batch: scales [B, rows, K // 32])."""
+    def _scaled(self, x: tensor, scale: Any, side: str, fmt: str, rows: int, k: int, fast: bool,
+                transpose: bool) -> tensor:
+        """`x` times its scales, each repeated over its group of elements along K (per block of a
+        3-D batch: scales [B, rows, K // group])."""
         if scale is None:
             return x
         sc = self.to_tensor(scale)
+        lead = list(x.type.shape[:-2])
+        if sc.type.is_block() and sc.type.scalar == float8e4nv:
+            group = self._nvfp4_group(sc, side, fmt, lead, rows, k)
+            value = self.cast(sc, float32)
+            return self.mul(x, self._expanded(value, rows, k, group, transpose))  # type: ignore[attr-defined, no-any-return]
         if k % SCALE_GROUP:
             raise error(f"dot_scaled needs K to be a multiple of {SCALE_GROUP} for e8m0 scales, got K={k}")
-        want = [*x.type.shape[:-2], rows, k // SCALE_GROUP]
-        if sc.type.scalar != uint8 or not sc.type.is_block() or list(sc.type.shape) != want:
+        want = [*lead, rows, k // SCALE_GROUP]
+        if sc.type.scalar not in (uint8, int8) or not sc.type.is_block() or list(sc.type.shape) != want:
             shown = f"{sc.type.scalar!r} {list(sc.type.shape) if sc.type.is_block() else 'scalar'}"
-            raise error(f"{side}_scale must be uint8 (e8m0) of shape {want}, got {shown}",
-                        hint=f"one scale per {SCALE_GROUP} elements along K; rhs_scale is [N, K // {SCALE_GROUP}]")
+            raise error(f"{side}_scale must be uint8 or int8 (e8m0 bits) of shape {want}, got {shown}",
+                        hint=f"one scale per {SCALE_GROUP} elements along K; rhs_scale is [N, K // {SCALE_GROUP}]; "
+                        "float8e4nv scales (NVFP4) go with e2m1 operands")
+        if sc.type.scalar == int8:  # the same 8 bits: e8m0 has no sign, so code 128 may arrive as -128
+            sc = self.bitcast(sc, uint8)
         value = self.bitcast(self.shl(self.cast(sc, uint32), 23), float32)  # type: ignore[attr-defined]
         if not fast:
             value = self.where(self.equal(sc, 255), float("nan"), value)  # type: ignore[attr-defined]
-        return self.mul(x, self._expanded(value, rows, k, transpose))  # type: ignore[attr-defined, no-any-return]
+        return self.mul(x, self._expanded(value, rows, k, SCALE_GROUP, transpose))  # type: ignore[attr-defined, no-any-return]
 
-    def _expanded(self, value: tensor, rows: int, k: int, transpose: bool) -> tensor:
-        """[.., rows, K // 32] -> [.., rows, K] (or [.., K, rows] with `transpose`), each value
-        over its 32 elements along K: per group, its column picked out (a sum of one value and
+    @staticmethod
+    def _nvfp4_group(sc: tensor, side: str, fmt: str, lead: list[int], rows: int, k: int) -> int:
+        """Elements along K per float8e4nv scale (NVFP4: 16, or 32 as on Rubin), from the scales'
+        shape; other formats, shapes and group sizes are refused."""
+        if fmt != "e2m1":
+            raise error(f"{side}_scale of float8e4nv (NVFP4) needs an e2m1 {side}, not {fmt}",
+                        hint="e8m0 scales (uint8) go with every format")
+        shape = list(sc.type.shape)
+        cols = shape[-1]
+        group = k // cols if k % cols == 0 else 0
+        if group not in NVFP4_GROUPS or shape != [*lead, rows, cols]:
+            raise error(f"{side}_scale of float8e4nv (NVFP4) must be of shape {[*lead, rows, k // 16]} or "
+                        f"{[*lead, rows, k // 32]}, got {shape}",
+                        hint="one scale per 16 (or 32) elements along K; rhs_scale is [N, K // 16]")
+        return group
+
+    def _expanded(self, value: tensor, rows: int, k: int, group: int, transpose: bool) -> tensor:
+        """[.., rows, K // group] -> [.., rows, K] (or [.., K, rows] with `transpose`), each value
+        over its `group` elements along K: per group, its column picked out (a sum of one value and
         zeros: exact) and selected where K falls in the group. Kept in the operand's rank, so the
         layouts need no reshapes or transposes, which would move the expanded scales through
         threadgroup memory."""
-        groups = k // SCALE_GROUP
+        groups = k // group
         lead = list(value.type.shape[:-2])
         k_axis = len(lead) + (0 if transpose else 1)
-        group_of = self.floordiv(self.arange(0, k), SCALE_GROUP)  # type: ignore[attr-defined]
+        group_of = self.floordiv(self.arange(0, k), group)  # type: ignore[attr-defined]
         index = self.arange(0, groups)  # type: ignore[attr-defined]
         for axis in range(len(lead) + 2):  # [1, .., K at k_axis, ..] and [1, .., 1, groups]
             if axis != k_axis:
