@@ -99,7 +99,7 @@ def test_decode_attention_configs(tuning, itemsize, block_d, slot_lanes):
 def test_gemv_configs(tuning, mode, wpg, steps, default):
     kept = quantized._prune_gemv(quantized._GEMV_CONFIGS, {"steps": steps}, WPG=wpg, MODE=mode)
     for c in kept:
-        n, g, t, w = c.kwargs["BLOCK_N"], c.kwargs["BLOCK_G"], c.kwargs["WPT"], c.num_warps
+        g, t, w = c.kwargs["BLOCK_G"], c.kwargs["WPT"], c.num_warps
         assert steps % g == 0 and wpg % t == 0   # whole steps, a run inside one group
         assert 32 * w <= g * wpg // t             # a run for every thread
         assert g * wpg <= 8 * 32 * w              # at most 8 words of a row a thread
