@@ -49,16 +49,6 @@ def test_installing_again_keeps_the_installed_module():
     assert importlib.util.find_spec("triton") is triton.__spec__ and triton.__spec__.name == "triton"
 
 
-def test_dtype_reprs_name_the_installed_module():
-    import triton
-    import triton.language as tl
-
-    for name in ("int8", "uint64", "float16", "bfloat16", "float8e4nv", "int1"):
-        dtype = getattr(tl, name)
-        assert repr(dtype) == f"triton.language.{name}"
-        assert eval(repr(dtype), {"triton": triton}) == dtype
-
-
 def test_triton_test_helpers_and_allocator_under_the_swap():
     import triton
     from triton._internal_testing import default_alloc_fn, is_cuda

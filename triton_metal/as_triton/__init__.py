@@ -144,7 +144,4 @@ def install_as_triton() -> types.ModuleType:
     import triton_metal.runtime as runtime
 
     runtime.driver = driver_stub  # type: ignore[attr-defined]
-    from ..language import types as language_types
-
-    language_types.LANGUAGE_MODULE = "triton.language"
     return module

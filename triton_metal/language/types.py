@@ -239,7 +239,7 @@ class dtype:
         return hash((type(self).__name__, self.name))
 
     def __repr__(self) -> str:
-        return f"{LANGUAGE_MODULE}.{_PUBLIC_NAME.get(self.name, self.name)}"
+        return f"triton_metal.language.{_PUBLIC_NAME.get(self.name, self.name)}"
 
     def __str__(self) -> str:
         return self.to_ir_name()
@@ -385,10 +385,6 @@ float8e4b8 = dtype("fp8e4b8")
 float8e5b16 = dtype("fp8e5b16")
 float8e4b15 = dtype("fp8e4b15")
 pi32_t = pointer_type(int32)
-
-LANGUAGE_MODULE = "triton_metal.language"
-"""The module a dtype's repr names: `triton.language` once `install_as_triton()` made that name
-this package's (so that `eval(repr(t))` finds `t` under either import)."""
 
 _PUBLIC_NAME = {
     "fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "fp64": "float64",
