@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import triton_metal as triton
+import triton_metal.language as tl
 from triton_metal.tools.memory_analysis import launch_bytes
 
 from diag_kernels import (
@@ -118,6 +119,20 @@ def test_atomics_are_reported():
     assert atomic.argument == "hist_ptr" and atomic.pattern == "gather"
     d = report.to_dict()
     assert d["accesses"][1]["kind"] == "atomic_rmw"
+
+
+@triton.jit
+def _wait_then_copy(flag_ptr, x_ptr, y_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    if tl.atomic_poll(flag_ptr, 1):
+        tl.store(y_ptr + offs, tl.load(x_ptr + offs))
+
+
+def test_atomic_poll_is_reported_as_one_read():
+    report = triton.analyze_memory_access(_wait_then_copy, np.int32, np.float32, np.float32, BLOCK=128)
+    assert [a.kind for a in report.accesses] == ["atomic_poll", "load", "store"]
+    poll = report.accesses[0]
+    assert poll.argument == "flag_ptr" and poll.pattern == "scalar" and poll.bytes_per_program == 4
 
 
 def test_refuses_non_kernels():

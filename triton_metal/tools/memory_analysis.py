@@ -35,7 +35,9 @@ from ..ir.layouts import BlockLayout, CoalescedLayout, DotOperandLayout, Layout
 from ..ir.types import PointerType, ScalarType, TensorType, element_type
 from .ir_facts import ScalarEnv, Unknown, base_argument, element_strides, eval_scalar, trip_count
 
-MEMORY_OPS = {"tt.load": "load", "tt.store": "store", "tt.atomic_rmw": "atomic_rmw", "tt.atomic_cas": "atomic_cas"}
+MEMORY_OPS = {"tt.load": "load", "tt.store": "store", "tt.atomic_rmw": "atomic_rmw", "tt.atomic_cas": "atomic_cas",
+              "tt.atomic_poll": "atomic_poll"}
+"""The ops that touch device memory; a poll counts as one read (how many it takes is not known)."""
 CACHE_LINE_BYTES = 128
 """Apple GPUs' global cache line (metal.md section 1.1)."""
 MAX_PROGRAMS_EVALUATED = 4096
@@ -45,7 +47,7 @@ MAX_LOOP_ITERATIONS = 1 << 16
 @dataclass(frozen=True)
 class AccessReport:
     kind: str
-    """"load", "store", "atomic_rmw" or "atomic_cas"."""
+    """"load", "store", "atomic_rmw", "atomic_cas" or "atomic_poll"."""
     argument: str | None
     """The kernel parameter the pointer comes from."""
     line: int | None
@@ -273,7 +275,7 @@ def _depends_on_load(v: Value) -> bool:
         if x in seen or not isinstance(x, OpResult):
             continue
         seen.add(x)
-        if x.op.name in ("tt.load", "tt.atomic_rmw", "tt.atomic_cas"):
+        if x.op.name in ("tt.load", "tt.atomic_rmw", "tt.atomic_cas", "tt.atomic_poll"):
             return True
         stack.extend(x.op.operands)
     return False
