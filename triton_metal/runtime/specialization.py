@@ -40,7 +40,7 @@ import numpy as np
 
 from ..codegen.target import DEFAULT_TARGET
 from ..language import types as tlt
-from .arrays import KINDS, adapter_of, is_array, is_host_descriptor
+from .arrays import adapter_of, element_of_dtype, is_array, is_host_descriptor
 from .arrays.mlx import ARRAY_TYPE as MLX_ARRAY
 from .arrays.mlx import MLX as _MLX_KIND
 from .arrays.mlx import POINTER_FACTS_OF as MLX_POINTER_FACTS
@@ -134,11 +134,8 @@ class MockArray:
         else unchanged (a named tuple too: launches refuse those)."""
         if type(value) is tuple:
             return tuple(MockArray.wrap_dtype(v) for v in value)
-        for kind in KINDS:
-            element = kind.element_of_dtype(value)
-            if element is not None:
-                return MockArray(element)
-        return value
+        element = element_of_dtype(value)
+        return value if element is None else MockArray(element)
 
     def __repr__(self) -> str:
         return f"MockArray({self.element!r})"

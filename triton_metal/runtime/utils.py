@@ -6,7 +6,7 @@ from typing import Any
 
 
 from ..language import types as tlt
-from .arrays import KINDS, adapter_of
+from .arrays import adapter_of, element_of_dtype
 
 
 def cdiv(x: int, y: int) -> int:
@@ -30,11 +30,8 @@ def _element_type(dtype: object) -> object:
         return tlt.dtype_from_name(dtype)
     if isinstance(dtype, tlt.dtype):
         return dtype
-    for kind in KINDS:
-        element = kind.element_of_dtype(dtype)
-        if element is not None:
-            return element
-    return dtype
+    element = element_of_dtype(dtype)
+    return dtype if element is None else element
 
 
 def reinterpret(array: Any, dtype: Any) -> Any:

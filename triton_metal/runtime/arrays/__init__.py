@@ -24,6 +24,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ...errors import LaunchError
+from ...language import types as tlt
 from . import mlx as _mlx_kind
 from . import numpy as _numpy_kind  # noqa: F401 - registers its kinds
 from . import torch as _torch_kind  # noqa: F401 - registers its kind
@@ -32,7 +33,7 @@ from .numpy import ReinterpretedArray, flat_view, share_elements
 
 __all__ = [
     "BY_TYPE", "INDEX32_LIMIT", "KINDS", "PLAIN_TYPES", "ArrayAdapter", "ReinterpretedArray",
-    "adapter_of", "arrays_need_64bit_indices", "element_extent", "flat_view", "host_buffer",
+    "adapter_of", "arrays_need_64bit_indices", "element_extent", "element_of_dtype", "flat_view", "host_buffer",
     "host_view", "is_array", "is_host_descriptor", "metal_values", "needs_64bit_indices",
     "register", "share_elements",
 ]
@@ -49,6 +50,16 @@ def is_host_descriptor(value: object) -> bool:
     whoever made one, so this imports nothing new)."""
     module = sys.modules.get("triton_metal.tools.tensor_descriptor")
     return module is not None and isinstance(value, module.TensorDescriptor)
+
+
+def element_of_dtype(dtype: object) -> tlt.dtype | None:
+    """The element type of an array library's dtype (`np.float16`, `mx.int8`, `torch.bfloat16`),
+    or None when `dtype` is none of theirs."""
+    for kind in KINDS:
+        element = kind.element_of_dtype(dtype)
+        if element is not None:
+            return element
+    return None
 
 
 def is_array(value: object) -> bool:
