@@ -44,7 +44,7 @@ from .distribution import Distribution
 from .dot_report import record_dot
 from .dot_tiling import FRAG, DotPlan, Slot, plan_dot
 from . import lower_tensor_dot, lower_tensor_dot_loop
-from .msl_types import msl_type
+from .msl_types import ctype_bytes, msl_type
 from .program import (
     Apply,
     Assign,
@@ -296,7 +296,7 @@ def _stage_operands(ctx: LoweringContext, op: DotOp, a: RegValue | None, b: RegV
         return ()
     a_ty, b_ty = op.a.type, op.b.type
     assert isinstance(a_ty, TensorType) and isinstance(b_ty, TensorType)
-    size = _STAGED_BYTES[ctype]
+    size = ctype_bytes(ctype)
     a_bytes = _round16(a_ty.shape[0] * a_ty.shape[1] * size) if a is not None else 0
     b_bytes = _round16(b_ty.shape[0] * b_ty.shape[1] * size) if b is not None else 0
     _check_scratch(ctx, op, a_bytes + b_bytes)
@@ -310,10 +310,6 @@ def _stage_operands(ctx: LoweringContext, op: DotOp, a: RegValue | None, b: RegV
         _write(ctx, b, b_view, b_ty.shape[1], ctype if convert else None)
     ctx.emit(Barrier())
     return a_view, b_view
-
-
-_STAGED_BYTES = {"float": 4, "half": 2, "bfloat": 2}
-"""Bytes of each fragment element type a dot stages."""
 
 
 def _write(ctx: LoweringContext, v: RegValue, view: Expr, row_length: int, convert: str | None = None) -> None:

@@ -23,6 +23,7 @@ from .context import LoweringContext, ctype_of
 from .distribution import Distribution
 from .lower_memory import owner_condition
 from .lower_tensor import local_mapping, src_regs, with_regs
+from .msl_types import ctype_bytes
 from .program import Apply, Assign, Barrier, Convert, Declare, Expr, If, Index, Lit, Staged, Var
 from .registry import lowers
 from .values import PtrValue
@@ -82,23 +83,23 @@ def exchange(ctx: LoweringContext, op: Op, src: Distribution, regs: Sequence[Exp
     booleans). Past the scratch `granted` (or, without a grant, past the threadgroup memory
     limit) the tensor moves in row-major pieces of `STAGE_BYTES`, each written by the owners of
     its elements and read by the registers that need them, between barriers."""
-    size = numel * _size_of(stored)
+    size = numel * ctype_bytes(stored)
     budget = granted if granted is not None else (size if size <= THREADGROUP_MEMORY_LIMIT else STAGE_BYTES)
-    piece = numel if budget >= size else budget // _size_of(stored)
-    offset = ctx.op_scratch(op, piece * _size_of(stored))
+    piece = numel if budget >= size else budget // ctype_bytes(stored)
+    offset = ctx.op_scratch(op, piece * ctype_bytes(stored))
     view = ctx.scratch_view(stored, offset)
     staged = piece < numel
     alt = getattr(op, "smem_alt_offset", None)
     if alt is not None:
         if staged:
             raise internal_error("a double-buffered conversion must fit its buffer whole")
-        shift = Apply("mul", (Var(_parity(ctx)), Lit(str((int(alt) - offset) // _size_of(stored)))))
+        shift = Apply("mul", (Var(_parity(ctx)), Lit(str((int(alt) - offset) // ctype_bytes(stored)))))
         ctx.scratch_end = max(ctx.scratch_end, int(alt) + (size + 15) // 16 * 16)
         return _double_buffered(ctx, op, src, regs, stored, ctype, size, reads, view, shift)
     own = owner_condition(ctx, src)
     firsts = src.first_registers()
     out = ctx.declare_array(ctype, len(reads)) if staged else ()
-    ctx.emit(Staged(numel * _size_of(stored)))
+    ctx.emit(Staged(numel * ctype_bytes(stored)))
     for lo in range(0, numel, piece):
         if lo:
             ctx.emit(Barrier())  # the previous piece's reads are done before it is overwritten
@@ -170,11 +171,6 @@ def _all_of(a: Expr | None, b: Expr | None) -> Expr | None:
     if a is None or b is None:
         return a if b is None else b
     return Apply("land", (a, b))
-
-
-def _size_of(ctype: str) -> int:
-    return {"bool": 1, "char": 1, "uchar": 1, "short": 2, "ushort": 2, "half": 2, "bfloat": 2,
-            "int": 4, "uint": 4, "float": 4, "long": 8, "ulong": 8}[ctype]
 
 
 def _register() -> None:

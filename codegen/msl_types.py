@@ -45,6 +45,15 @@ def msl_type(ty: ScalarType | PointerType) -> str:
         ) from None
 
 
+def ctype_bytes(ctype: str) -> int:
+    """The size in bytes of an MSL scalar type (as it sits in threadgroup memory)."""
+    return _CTYPE_BYTES[ctype]
+
+
+_CTYPE_BYTES = {"bool": 1, "char": 1, "uchar": 1, "short": 2, "ushort": 2, "half": 2, "bfloat": 2,
+                "int": 4, "uint": 4, "float": 4, "long": 8, "ulong": 8}
+
+
 def mlx_type(ty: ScalarType) -> str:
     """MLX's type string for a buffer of `ty` elements."""
     return _MLX[ty.name]
