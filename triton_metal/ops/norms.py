@@ -31,7 +31,7 @@ import triton_metal as triton
 import triton_metal.language as tl
 
 from . import _common as c
-from ._rows import ROW_TUNING, row_block, row_configs
+from ._rows import ROW_TUNING, WARPS, default_warps, row_block, row_configs
 
 @triton.jit
 def _row_moments(s1, s2, n_cols, eps, RMS):
@@ -91,40 +91,73 @@ def _norm_fwd(x_ptr, w_ptr, b_ptr, y_ptr, stats_ptr, n_cols, eps, RMS, HAS_W: tl
     tl.store(stats_ptr + row * 2 + pair, tl.where(pair == 0, mean, rstd))
 
 
-@triton.autotune(configs=row_configs(), key=["n_cols", "ONE_PASS"], prune_configs_by=ROW_TUNING)
+def _prune_bwd(configs: list[Any], named_args: dict[str, Any], **kwargs: Any) -> list[Any]:
+    # a thread holds ROWS x (BLOCK / threads) elements of each of x and dy: at most 32 (else
+    # registers spill), and no more threads than a row's elements
+    block = int(kwargs.get("BLOCK", named_args.get("BLOCK", 1024)))
+
+    def fits(cf: Any) -> bool:
+        threads = 32 * cf.num_warps
+        return threads <= max(32, block) and cf.kwargs["ROWS"] * block // threads <= 32
+
+    fitting = [cf for cf in configs if fits(cf)] or [min(configs, key=lambda cf: cf.num_warps)]
+    default = (BWD_DEFAULT_ROWS, default_warps(block))
+    fitting.sort(key=lambda cf: (cf.kwargs["ROWS"], cf.num_warps) != default)
+    return c.first_or_all(fitting)
+
+
+BWD_DEFAULT_ROWS = 2
+"""Rows a program of the backward takes at once by default (the fastest measured through the GPU
+proxy at 4096 x 4096, docs/ops.md)."""
+_BWD_CONFIGS = [triton.Config({"ROWS": r}, num_warps=w) for r in (1, 2, 4) for w in WARPS]
+
+
+@triton.autotune(configs=_BWD_CONFIGS, key=["n_cols", "ONE_PASS"],
+                 prune_configs_by={"early_config_prune": _prune_bwd})
 @triton.jit
 def _norm_bwd(x_ptr, w_ptr, dy_ptr, stats_ptr, dx_ptr, dw_ptr, db_ptr, n_rows, n_cols, RMS,
               HAS_W: tl.constexpr, HAS_B: tl.constexpr, BLOCK: tl.constexpr,
-              ONE_PASS: tl.constexpr):
+              ONE_PASS: tl.constexpr, ROWS: tl.constexpr):
+    # a program takes ROWS rows at once (a [ROWS, BLOCK] tile: each thread holds the same
+    # columns of every row, so the weight and bias gradients sum down the rows in the thread),
+    # which puts twice or four times the bytes in flight a program and shares each barrier of
+    # the row reductions among the rows
     pid = tl.program_id(0)
-    step = tl.num_programs(0)
-    offs = tl.arange(0, BLOCK)
+    step = tl.num_programs(0) * ROWS
+    # every tensor is 2-D ([ROWS or 1, BLOCK], [ROWS, 1]) so that all take the tile's layout:
+    # the row statistics and the gradients' accumulators then need no conversion through
+    # threadgroup memory
+    offs = tl.arange(0, BLOCK)[None, :]
     mask = offs < n_cols
+    sub = tl.arange(0, ROWS)[:, None]
     if HAS_W:
         w = tl.load(w_ptr + offs, mask=mask, other=0.0).to(tl.float32)
-    dw_acc = tl.zeros([BLOCK], tl.float32)
-    db_acc = tl.zeros([BLOCK], tl.float32)
-    for row in tl.range(pid, n_rows, step):
-        base = tl.cast(row, tl.int64) * n_cols  # a loop variable: an int when interpreted
-        x = tl.load(x_ptr + base + offs, mask=mask, other=0.0).to(tl.float32)
-        dy = tl.load(dy_ptr + base + offs, mask=mask, other=0.0).to(tl.float32)
+    dw_acc = tl.zeros([1, BLOCK], tl.float32)
+    db_acc = tl.zeros([1, BLOCK], tl.float32)
+    for first in tl.range(pid * ROWS, n_rows, step):
+        rows = first + sub
+        row_mask = rows < n_rows
+        tile_mask = row_mask & mask
+        base = rows.to(tl.int64) * n_cols + offs
+        x = tl.load(x_ptr + base, mask=tile_mask, other=0.0).to(tl.float32)
+        dy = tl.load(dy_ptr + base, mask=tile_mask, other=0.0).to(tl.float32)
         # the forward's statistics: no reduction before the two of the gradient
-        mean = tl.load(stats_ptr + row * 2)
-        rstd = tl.load(stats_ptr + row * 2 + 1)
-        xhat = tl.where(mask, (x - mean) * rstd, 0.0)
+        mean = tl.load(stats_ptr + rows * 2, mask=row_mask, other=0.0)
+        rstd = tl.load(stats_ptr + rows * 2 + 1, mask=row_mask, other=0.0)
+        xhat = tl.where(tile_mask, (x - mean) * rstd, 0.0)
         if HAS_W:
             dxhat = dy * w
-            dw_acc += dy * xhat
+            dw_acc += tl.sum(dy * xhat, 0, keep_dims=True)
         else:
             dxhat = dy
         if HAS_B:
-            db_acc += dy
-        inner = tl.sum(dxhat * xhat, 0) / n_cols
+            db_acc += tl.sum(dy, 0, keep_dims=True)
+        inner = tl.sum(dxhat * xhat, 1, keep_dims=True) / n_cols
         if RMS:
             dx = rstd * (dxhat - xhat * inner)
         else:
-            dx = rstd * (dxhat - tl.sum(dxhat, 0) / n_cols - xhat * inner)
-        tl.store(dx_ptr + base + offs, dx, mask=mask)
+            dx = rstd * (dxhat - tl.sum(dxhat, 1, keep_dims=True) / n_cols - xhat * inner)
+        tl.store(dx_ptr + base, dx, mask=tile_mask)
     if HAS_W:
         tl.store(dw_ptr + pid * n_cols + offs, dw_acc, mask=mask)
     if HAS_B:
@@ -196,6 +229,18 @@ def _norm_dw_long(x_ptr, dy_ptr, stats_ptr, dw_ptr, db_ptr, n_rows, n_cols, HAS_
         tl.store(db_ptr + offs, db.to(db_ptr.dtype.element_ty), mask=mask)
 
 
+_SUM_CONFIGS = [triton.Config({"PARTS": p, "COLS": k}, num_warps=w) for p, k, w in (
+    (32, 32, 4), (16, 32, 2), (32, 16, 4), (64, 16, 4), (64, 32, 8), (16, 64, 4), (32, 64, 8),
+    (8, 128, 4), (64, 8, 2))]
+
+
+def _prune_sum(configs: list[Any], named_args: dict[str, Any], **kwargs: Any) -> list[Any]:
+    # the default first: 32 partials by 32 columns on 4 warps
+    return c.first_or_all(configs)
+
+
+@triton.autotune(configs=_SUM_CONFIGS, key=["n_parts", "n_cols"],
+                 prune_configs_by={"early_config_prune": _prune_sum})
 @triton.jit
 def _sum_partials(dw_part_ptr, db_part_ptr, dw_ptr, db_ptr, n_parts, n_cols, HAS_W: tl.constexpr,
                   HAS_B: tl.constexpr, PARTS: tl.constexpr, COLS: tl.constexpr):
@@ -218,12 +263,6 @@ def _sum_partials(dw_part_ptr, db_part_ptr, dw_ptr, db_ptr, n_parts, n_cols, HAS
         tl.store(dw_ptr + cols, tl.sum(dw, 0).to(dw_ptr.dtype.element_ty), mask=col_mask)
     if HAS_B:
         tl.store(db_ptr + cols, tl.sum(db, 0).to(db_ptr.dtype.element_ty), mask=col_mask)
-
-
-SUM_PARTS = 32
-SUM_COLS = 32
-"""The reduction's tile: 32 partials by 32 columns per step (8 per thread at 4 warps; a row of
-the tile is 128 contiguous bytes), so a 4096-column gradient spreads over 128 programs."""
 
 
 def _forward(x: Any, w: Any, b: Any, eps: float, rms: bool) -> tuple[Any, Any]:
@@ -259,10 +298,9 @@ def _backward(x: Any, w: Any, b: Any, dy: Any, stats: Any, eps: float,
             _norm_bwd[(programs,)](x, wp, dy, stats, dx, dw, db, rows, n, int(rms),
                                    HAS_W=has_w, HAS_B=has_b, BLOCK=block, ONE_PASS=True)
         if (has_w or has_b) and n:
-            _sum_partials[(triton.cdiv(n, SUM_COLS),)](
+            _sum_partials[lambda meta: (triton.cdiv(n, meta["COLS"]),)](
                 dw, db, dx if dw_out is None else dw_out, dx if db_out is None else db_out,
-                programs if x.size else 0, n, HAS_W=has_w, HAS_B=has_b, PARTS=SUM_PARTS,
-                COLS=SUM_COLS, num_warps=4)
+                programs if x.size else 0, n, HAS_W=has_w, HAS_B=has_b)
     else:
         # recomputed with the sums the gradient needs, in the same pass over the row
         long_stats = c.zeros((rows, 2), m.float32)
