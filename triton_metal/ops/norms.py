@@ -92,24 +92,24 @@ def _norm_fwd(x_ptr, w_ptr, b_ptr, y_ptr, stats_ptr, n_cols, eps, RMS, HAS_W: tl
 
 
 def _prune_bwd(configs: list[Any], named_args: dict[str, Any], **kwargs: Any) -> list[Any]:
-    # a thread holds ROWS x (BLOCK / threads) elements of each of x and dy: at most 32 (else
-    # registers spill), and no more threads than a row's elements
+    # a thread holds BLOCK / threads elements of each of x and dy (twice that reading ahead):
+    # at most 32 (else registers spill), and no more threads than a row's elements
     block = int(kwargs.get("BLOCK", named_args.get("BLOCK", 1024)))
 
     def fits(cf: Any) -> bool:
         threads = 32 * cf.num_warps
-        return threads <= max(32, block) and cf.kwargs["ROWS"] * block // threads <= 32
+        return threads <= max(32, block) and (1 + cf.kwargs["AHEAD"]) * block // threads <= 32
 
     fitting = [cf for cf in configs if fits(cf)] or [min(configs, key=lambda cf: cf.num_warps)]
-    default = (BWD_DEFAULT_ROWS, default_warps(block))
-    fitting.sort(key=lambda cf: (cf.kwargs["ROWS"], cf.num_warps) != default)
+    default = (BWD_DEFAULT_AHEAD, min(16, 2 * default_warps(block)))
+    fitting.sort(key=lambda cf: (cf.kwargs["AHEAD"], cf.num_warps) != default)
     return c.first_or_all(fitting)
 
 
-BWD_DEFAULT_ROWS = 2
-"""Rows a program of the backward takes at once by default (the fastest measured through the GPU
-proxy at 4096 x 4096, docs/ops.md)."""
-_BWD_CONFIGS = [triton.Config({"ROWS": r}, num_warps=w) for r in (1, 2, 4) for w in WARPS]
+BWD_DEFAULT_AHEAD = 1
+"""Whether the backward reads each program's next row while it works on the current one, by
+default (the fastest measured through the GPU proxy at 4096 x 4096, docs/ops.md)."""
+_BWD_CONFIGS = [triton.Config({"AHEAD": a}, num_warps=w) for a in (0, 1) for w in WARPS]
 
 
 @triton.autotune(configs=_BWD_CONFIGS, key=["n_cols", "ONE_PASS"],
@@ -117,47 +117,52 @@ _BWD_CONFIGS = [triton.Config({"ROWS": r}, num_warps=w) for r in (1, 2, 4) for w
 @triton.jit
 def _norm_bwd(x_ptr, w_ptr, dy_ptr, stats_ptr, dx_ptr, dw_ptr, db_ptr, n_rows, n_cols, RMS,
               HAS_W: tl.constexpr, HAS_B: tl.constexpr, BLOCK: tl.constexpr,
-              ONE_PASS: tl.constexpr, ROWS: tl.constexpr):
-    # a program takes ROWS rows at once (a [ROWS, BLOCK] tile: each thread holds the same
-    # columns of every row, so the weight and bias gradients sum down the rows in the thread),
-    # which puts twice or four times the bytes in flight a program and shares each barrier of
-    # the row reductions among the rows
+              ONE_PASS: tl.constexpr, AHEAD: tl.constexpr):
     pid = tl.program_id(0)
-    step = tl.num_programs(0) * ROWS
-    # every tensor is 2-D ([ROWS or 1, BLOCK], [ROWS, 1]) so that all take the tile's layout:
-    # the row statistics and the gradients' accumulators then need no conversion through
-    # threadgroup memory
+    step = tl.num_programs(0)
+    # every tensor is 2-D ([1, BLOCK]) and takes the row's layout: the gradients' accumulators
+    # then need no conversion through threadgroup memory before their store
     offs = tl.arange(0, BLOCK)[None, :]
     mask = offs < n_cols
-    sub = tl.arange(0, ROWS)[:, None]
     if HAS_W:
         w = tl.load(w_ptr + offs, mask=mask, other=0.0).to(tl.float32)
     dw_acc = tl.zeros([1, BLOCK], tl.float32)
     db_acc = tl.zeros([1, BLOCK], tl.float32)
-    for first in tl.range(pid * ROWS, n_rows, step):
-        rows = first + sub
-        row_mask = rows < n_rows
-        tile_mask = row_mask & mask
-        base = rows.to(tl.int64) * n_cols + offs
-        x = tl.load(x_ptr + base, mask=tile_mask, other=0.0).to(tl.float32)
-        dy = tl.load(dy_ptr + base, mask=tile_mask, other=0.0).to(tl.float32)
+    if AHEAD:
+        # the first row's x and dy, in their own dtype (half the registers of float32)
+        first = tl.cast(pid, tl.int64) * n_cols + offs
+        x_next = tl.load(x_ptr + first, mask=mask & (pid < n_rows), other=0.0)
+        dy_next = tl.load(dy_ptr + first, mask=mask & (pid < n_rows), other=0.0)
+    for row in tl.range(pid, n_rows, step):
+        base = tl.cast(row, tl.int64) * n_cols + offs  # a loop variable: an int when interpreted
+        if AHEAD:
+            # the next row's loads go out before this row's reductions and stores, so they are
+            # in flight while the program waits on its barriers
+            x = x_next.to(tl.float32)
+            dy = dy_next.to(tl.float32)
+            ahead = mask & (row + step < n_rows)
+            x_next = tl.load(x_ptr + base + step * n_cols, mask=ahead, other=0.0)
+            dy_next = tl.load(dy_ptr + base + step * n_cols, mask=ahead, other=0.0)
+        else:
+            x = tl.load(x_ptr + base, mask=mask, other=0.0).to(tl.float32)
+            dy = tl.load(dy_ptr + base, mask=mask, other=0.0).to(tl.float32)
         # the forward's statistics: no reduction before the two of the gradient
-        mean = tl.load(stats_ptr + rows * 2, mask=row_mask, other=0.0)
-        rstd = tl.load(stats_ptr + rows * 2 + 1, mask=row_mask, other=0.0)
-        xhat = tl.where(tile_mask, (x - mean) * rstd, 0.0)
+        mean = tl.load(stats_ptr + row * 2)
+        rstd = tl.load(stats_ptr + row * 2 + 1)
+        xhat = tl.where(mask, (x - mean) * rstd, 0.0)
         if HAS_W:
             dxhat = dy * w
-            dw_acc += tl.sum(dy * xhat, 0, keep_dims=True)
+            dw_acc += dy * xhat
         else:
             dxhat = dy
         if HAS_B:
-            db_acc += tl.sum(dy, 0, keep_dims=True)
+            db_acc += dy
         inner = tl.sum(dxhat * xhat, 1, keep_dims=True) / n_cols
         if RMS:
             dx = rstd * (dxhat - xhat * inner)
         else:
             dx = rstd * (dxhat - tl.sum(dxhat, 1, keep_dims=True) / n_cols - xhat * inner)
-        tl.store(dx_ptr + base, dx, mask=tile_mask)
+        tl.store(dx_ptr + base, dx, mask=mask)
     if HAS_W:
         tl.store(dw_ptr + pid * n_cols + offs, dw_acc, mask=mask)
     if HAS_B:
@@ -230,12 +235,12 @@ def _norm_dw_long(x_ptr, dy_ptr, stats_ptr, dw_ptr, db_ptr, n_rows, n_cols, HAS_
 
 
 _SUM_CONFIGS = [triton.Config({"PARTS": p, "COLS": k}, num_warps=w) for p, k, w in (
-    (32, 32, 4), (16, 32, 2), (32, 16, 4), (64, 16, 4), (64, 32, 8), (16, 64, 4), (32, 64, 8),
-    (8, 128, 4), (64, 8, 2))]
+    (32, 16, 4), (64, 32, 8), (64, 16, 4), (32, 32, 4), (64, 8, 2), (32, 64, 8))]
 
 
 def _prune_sum(configs: list[Any], named_args: dict[str, Any], **kwargs: Any) -> list[Any]:
-    # the default first: 32 partials by 32 columns on 4 warps
+    # the default first: 32 partials by 16 columns on 4 warps (the fastest measured through
+    # the GPU proxy for 256 partials of 4096 columns, docs/ops.md)
     return c.first_or_all(configs)
 
 
