@@ -101,18 +101,20 @@ def _prune_bwd(configs: list[Any], named_args: dict[str, Any], **kwargs: Any) ->
         return threads <= max(32, block) and (1 + cf.kwargs["AHEAD"]) * block // threads <= 32
 
     fitting = [cf for cf in configs if fits(cf)] or [min(configs, key=lambda cf: cf.num_warps)]
-    default = (BWD_DEFAULT_AHEAD, min(16, 2 * default_warps(block)))
+    # the default: no reading ahead (it needs registers that cost a program a core where it
+    # does not fit), 16 warps for rows of 4096 elements and more (the most robust measured
+    # through the GPU proxy at 4096 x 4096, docs/ops.md), else the row ops' default
+    default = (0, 16 if block >= 4096 else default_warps(block))
     fitting.sort(key=lambda cf: (cf.kwargs["AHEAD"], cf.num_warps) != default)
     return c.first_or_all(fitting)
 
 
-BWD_DEFAULT_AHEAD = 1
-"""Whether the backward reads each program's next row while it works on the current one, by
-default (the fastest measured through the GPU proxy at 4096 x 4096, docs/ops.md)."""
 _BWD_CONFIGS = [triton.Config({"AHEAD": a}, num_warps=w) for a in (0, 1) for w in WARPS]
 
 
-@triton.autotune(configs=_BWD_CONFIGS, key=["n_cols", "ONE_PASS"],
+# the key names the weight and bias: RMS and layer norms of one row length differ in registers
+# (two gradient accumulators or one), which decides whether reading ahead pays
+@triton.autotune(configs=_BWD_CONFIGS, key=["n_cols", "ONE_PASS", "HAS_W", "HAS_B"],
                  prune_configs_by={"early_config_prune": _prune_bwd})
 @triton.jit
 def _norm_bwd(x_ptr, w_ptr, dy_ptr, stats_ptr, dx_ptr, dw_ptr, db_ptr, n_rows, n_cols, RMS,
@@ -120,32 +122,30 @@ def _norm_bwd(x_ptr, w_ptr, dy_ptr, stats_ptr, dx_ptr, dw_ptr, db_ptr, n_rows, n
               ONE_PASS: tl.constexpr, AHEAD: tl.constexpr):
     pid = tl.program_id(0)
     step = tl.num_programs(0)
-    # every tensor is 2-D ([1, BLOCK]) and takes the row's layout: the gradients' accumulators
-    # then need no conversion through threadgroup memory before their store
-    offs = tl.arange(0, BLOCK)[None, :]
+    offs = tl.arange(0, BLOCK)
     mask = offs < n_cols
     if HAS_W:
         w = tl.load(w_ptr + offs, mask=mask, other=0.0).to(tl.float32)
-    dw_acc = tl.zeros([1, BLOCK], tl.float32)
-    db_acc = tl.zeros([1, BLOCK], tl.float32)
+    dw_acc = tl.zeros([BLOCK], tl.float32)
+    db_acc = tl.zeros([BLOCK], tl.float32)
     if AHEAD:
         # the first row's x and dy, in their own dtype (half the registers of float32)
-        first = tl.cast(pid, tl.int64) * n_cols + offs
-        x_next = tl.load(x_ptr + first, mask=mask & (pid < n_rows), other=0.0)
-        dy_next = tl.load(dy_ptr + first, mask=mask & (pid < n_rows), other=0.0)
+        first = tl.cast(pid, tl.int64) * n_cols
+        x_next = tl.load(x_ptr + first + offs, mask=mask & (pid < n_rows), other=0.0)
+        dy_next = tl.load(dy_ptr + first + offs, mask=mask & (pid < n_rows), other=0.0)
     for row in tl.range(pid, n_rows, step):
-        base = tl.cast(row, tl.int64) * n_cols + offs  # a loop variable: an int when interpreted
+        base = tl.cast(row, tl.int64) * n_cols  # a loop variable: an int when interpreted
         if AHEAD:
             # the next row's loads go out before this row's reductions and stores, so they are
             # in flight while the program waits on its barriers
             x = x_next.to(tl.float32)
             dy = dy_next.to(tl.float32)
             ahead = mask & (row + step < n_rows)
-            x_next = tl.load(x_ptr + base + step * n_cols, mask=ahead, other=0.0)
-            dy_next = tl.load(dy_ptr + base + step * n_cols, mask=ahead, other=0.0)
+            x_next = tl.load(x_ptr + base + step * n_cols + offs, mask=ahead, other=0.0)
+            dy_next = tl.load(dy_ptr + base + step * n_cols + offs, mask=ahead, other=0.0)
         else:
-            x = tl.load(x_ptr + base, mask=mask, other=0.0).to(tl.float32)
-            dy = tl.load(dy_ptr + base, mask=mask, other=0.0).to(tl.float32)
+            x = tl.load(x_ptr + base + offs, mask=mask, other=0.0).to(tl.float32)
+            dy = tl.load(dy_ptr + base + offs, mask=mask, other=0.0).to(tl.float32)
         # the forward's statistics: no reduction before the two of the gradient
         mean = tl.load(stats_ptr + row * 2)
         rstd = tl.load(stats_ptr + row * 2 + 1)
@@ -157,12 +157,12 @@ def _norm_bwd(x_ptr, w_ptr, dy_ptr, stats_ptr, dx_ptr, dw_ptr, db_ptr, n_rows, n
             dxhat = dy
         if HAS_B:
             db_acc += dy
-        inner = tl.sum(dxhat * xhat, 1, keep_dims=True) / n_cols
+        inner = tl.sum(dxhat * xhat, 0) / n_cols
         if RMS:
             dx = rstd * (dxhat - xhat * inner)
         else:
-            dx = rstd * (dxhat - tl.sum(dxhat, 1, keep_dims=True) / n_cols - xhat * inner)
-        tl.store(dx_ptr + base, dx, mask=mask)
+            dx = rstd * (dxhat - tl.sum(dxhat, 0) / n_cols - xhat * inner)
+        tl.store(dx_ptr + base + offs, dx, mask=mask)
     if HAS_W:
         tl.store(dw_ptr + pid * n_cols + offs, dw_acc, mask=mask)
     if HAS_B:

@@ -299,20 +299,17 @@ def _gemv(x_ptr, w_ptr, s_ptr, b_ptr, y_ptr, M, N, K, wpr, gpr, steps, ROWS: tl.
         x = _gemv_x(x_ptrs, xmask, ROWS_PADDED)
         words = tl.load(w_ptrs)
         if MODE == 1:
-            # one sum a code lane (j, with j + 4): each product is one multiply-add into it,
-            # where a sum over the lanes a word took a multiply, a multiply-add and an add a pair
-            qx = tl.zeros([ROWS, BLOCK_N, BLOCK_G, SHARES, 1, CPW], tl.float32)
+            qx = tl.zeros([ROWS, BLOCK_N, BLOCK_G, SHARES, 1, 1], tl.float32)
             for t in tl.static_range(WPT):
                 if t > 0:
                     x = _gemv_x(x_ptrs + t * EPW, xmask, ROWS_PADDED)
                 # codes j and j + 4 of each word: the x of its upper codes too
                 x_hi = _gemv_x(x_ptrs + (t * EPW + CPW), xmask, ROWS_PADDED)
                 q, q_hi = _mxfp4_halves(_gemv_word(words, offs_t, t), (offs_j * 4).to(tl.uint32))
-                qx += q * x
-                qx += q_hi * x_hi
+                qx += tl.sum(q * x + q_hi * x_hi, 5, keep_dims=True)
             # E8M0: 2 ** (s - 127), times the 2 ** 14 of the codes' halves (applied to qx
             # first, so a scale near the top of the range does not overflow)
-            acc += (tl.sum(qx, 5, keep_dims=True) * 16384.0) * tl.exp2(tl.load(s_ptrs).to(tl.float32) - 127.0)
+            acc += (qx * 16384.0) * tl.exp2(tl.load(s_ptrs).to(tl.float32) - 127.0)
             s_ptrs += BLOCK_G
         else:
             qx = tl.zeros([ROWS, BLOCK_N, BLOCK_G, SHARES, 1, 1], tl.float32)
