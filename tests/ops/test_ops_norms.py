@@ -113,3 +113,26 @@ def test_forward_saves_row_statistics_against_float64():
                         (norms._rms_norm_op(x, w, 1e-5)[1], np.zeros(300))):
         rstd = 1.0 / np.sqrt(((x64 - mean[:, None]) ** 2).mean(-1) + 1e-5)
         np.testing.assert_allclose(np.array(stats), np.stack((mean, rstd), -1), atol=1e-6, rtol=1e-5)
+
+
+@pytest.mark.parametrize("ahead", [0, 1])
+def test_backward_kernel_configs_against_float64(ahead):
+    # the tuned configs the untuned backends never run: reading the next row ahead or not, and
+    # another tile of the partials' sum; 300 rows over 128 programs, so programs take 2 or 3
+    # rows and the rows read ahead past the last are masked
+    from triton_metal.ops import norms
+
+    x, w, b = randn((300, 100), scale=2.0), randn((100,), seed=1), randn((100,), seed=2)
+    g = randn((300, 100), seed=5)
+    stats = norms._layer_norm_op(x, w, b, 1e-5)[1]
+    programs = 128
+    dx = mx.zeros(x.shape, mx.float32)
+    dw_part, db_part = mx.zeros((programs, 100), mx.float32), mx.zeros((programs, 100), mx.float32)
+    norms._norm_bwd.fn[(programs,)](x, w, g, stats, dx, dw_part, db_part, 300, 100, 0, HAS_W=True,
+                                    HAS_B=True, BLOCK=128, ONE_PASS=True, AHEAD=ahead, num_warps=2)
+    dw, db = mx.zeros((100,), mx.float32), mx.zeros((100,), mx.float32)
+    parts, cols = ((64, 32), (32, 16))[ahead]
+    norms._sum_partials.fn[(-(-100 // cols),)](dw_part, db_part, dw, db, programs, 100, HAS_W=True,
+                                               HAS_B=True, PARTS=parts, COLS=cols, num_warps=4)
+    for got, want in zip((dx, dw, db), _norm_grads_f64(x, w, g, 1e-5, False)):
+        np.testing.assert_allclose(np.array(got), want, atol=1e-4 * max(1.0, np.abs(want).max()), rtol=1e-4)

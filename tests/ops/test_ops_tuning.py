@@ -110,3 +110,16 @@ def test_gemv_configs(tuning, mode, wpg, steps, default):
     else:
         assert got != quantized._GEMV_DEFAULT[mode] and len(kept) < len(quantized._GEMV_CONFIGS)
     assert any(c.kwargs["WPT"] > 1 for c in kept)
+
+
+def test_norm_backward_configs(tuning):
+    from triton_metal.ops import norms
+
+    kept = norms._prune_bwd(norms._BWD_CONFIGS, {}, BLOCK=4096)
+    assert (kept[0].kwargs["AHEAD"], kept[0].num_warps) == (0, 16)  # the default first
+    # a thread holds at most 32 elements of x and of dy, twice as many reading ahead
+    assert all((1 + c.kwargs["AHEAD"]) * 4096 // (32 * c.num_warps) <= 32 for c in kept)
+    assert {(c.kwargs["AHEAD"], c.num_warps) for c in kept} == {(0, 4), (0, 8), (0, 16), (1, 8), (1, 16)}
+    small = norms._prune_bwd(norms._BWD_CONFIGS, {}, BLOCK=128)
+    assert (small[0].kwargs["AHEAD"], small[0].num_warps) == (0, 1)
+    assert all(32 * c.num_warps <= 128 for c in small)
