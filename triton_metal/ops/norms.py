@@ -124,7 +124,7 @@ def _norm_bwd(x_ptr, w_ptr, dy_ptr, stats_ptr, dx_ptr, dw_ptr, db_ptr, n_rows, n
     step = tl.num_programs(0)
     offs = tl.arange(0, BLOCK)
     mask = offs < n_cols
-    if HAS_W and not AHEAD:
+    if HAS_W:
         w = tl.load(w_ptr + offs, mask=mask, other=0.0).to(tl.float32)
     dw_acc = tl.zeros([BLOCK], tl.float32)
     db_acc = tl.zeros([BLOCK], tl.float32)
@@ -151,10 +151,6 @@ def _norm_bwd(x_ptr, w_ptr, dy_ptr, stats_ptr, dx_ptr, dw_ptr, db_ptr, n_rows, n
         rstd = tl.load(stats_ptr + row * 2 + 1)
         xhat = tl.where(mask, (x - mean) * rstd, 0.0)
         if HAS_W:
-            if AHEAD:
-                # read again each row (from the cache: every program reads the same weight),
-                # leaving its registers to the next row's x and dy
-                w = tl.load(w_ptr + offs, mask=mask, other=0.0).to(tl.float32)
             dxhat = dy * w
             dw_acc += dy * xhat
         else:
