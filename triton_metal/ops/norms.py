@@ -15,11 +15,11 @@ by default one program per 16 columns) sums the partials in float32 and stores b
 in the parameters' dtype: one launch where an MLX `sum` and `astype` per gradient took four.
 (Summing them inside the first kernel, by the last program to finish, needs an arrival counter
 that starts at zero, and a launch of MLX arrays cannot keep one between calls: its outputs are
-fresh buffers, and MLX's `init_value` that would zero the counter fills `dx` as well. On the
-GPU proxy that fill of a 4096 x 4096 half `dx` alone takes 13.7 us, the partials' sum 7.5 us:
-docs/ops.md.) Rows too long for registers take two kernels: `dx` and each row's (mean, rstd)
-one program per row, then the weight and bias gradients one program per column block down
-every row, stored in the parameters' dtype.
+fresh buffers, and MLX's `init_value` that would zero the counter fills `dx` as well. Through
+the GPU proxy a fill of a 4096 x 4096 half array took 13.7 us where the partials' sum takes
+7.5 us: docs/ops.md, "Fifth round".) Rows too long for registers take two kernels: `dx` and
+each row's (mean, rstd) one program per row, then the weight and bias gradients one program per
+column block down every row, stored in the parameters' dtype.
 
     xhat = (x - mean) * rstd          (rms_norm: mean = 0)
     dxhat = dy * w
