@@ -74,6 +74,17 @@ def test_decode_splits(hidden):
     assert_close(ours, sdpa(q, k, v, scale=0.125, mask=mask), "float32", scale=5)
 
 
+def test_decode_long_cache():
+    # past 8192 keys a program reads more than 64 (128 here: 71 splits a kv head, the combine's
+    # tile of 128), with a boolean mask hiding a whole split
+    q, k, v = _qkv(1, 2, 1, 1, 9000, 64)
+    keep = np.random.default_rng(7).random((1, 2, 1, 9000)) > 0.1
+    keep[..., 256:384] = False
+    mask = mx.array(keep)
+    ours = ops.scaled_dot_product_attention(q, k, v, scale=0.125, mask=mask)
+    assert_close(ours, sdpa(q, k, v, scale=0.125, mask=mask), "float32", scale=5)
+
+
 @pytest.mark.parametrize("slots, rows, warps", [(2, 4, 1), (4, 1, 2), (4, 4, 2), (8, 2, 4), (8, 8, 4)])
 def test_decode_configs(monkeypatch, slots, rows, warps):
     # decode configs of every shape of step (key rows a slot, slots, SIMD groups, one step a
