@@ -5,11 +5,14 @@ Works for the kernels of any version of the ops (the parameter names `x_ptr`, `w
 shared; the weights are told apart by dtype): packed weights get random codes (replay would
 otherwise make integer inputs zero), the checks dequantize them independently in float64, and
 the references are a dense float16 GEMV (`F.linear`, 4x the bytes of 4-bit weights) and
-PyTorch's `scaled_dot_product_attention`.
+PyTorch's `scaled_dot_product_attention`. Decode attention is checked at both passes: every
+split's partial output and log-sum-exp, and the combine's output.
 """
 
 from __future__ import annotations
 
+import math
+import re
 from typing import Any
 
 import torch
@@ -82,6 +85,33 @@ def _weights(names: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor] | None:
     return x, _codes(w, bits) * scale + names["b_ptr"].double().repeat_interleave(group, 1)
 
 
+def _split_partials(launch: dict[str, Any], names: dict[str, Any], out: dict[str, Any]) -> dict[str, Any]:
+    """Flash-decoding's pass 1 in float64: each split's softmax-weighted values (normalised) and
+    log-sum-exp, per kv head and padded group head (padded heads have q = 0), rows
+    `(batch x kv head, split, group head)`; a split past the keys is zeros and -inf."""
+    q, k, v = (names[p].double() for p in ("q_ptr", "k_ptr", "v_ptr"))
+    B, Hq, _, D = q.shape
+    Hkv, L = k.shape[1], k.shape[2]
+    group = Hq // Hkv
+    gp = 1 << (group - 1).bit_length()
+    rows, block_d = out["shape"]
+    n = rows // (B * Hkv * gp)
+    # keys a split: the config's SPLIT where it names one (older kernels), else the launcher's
+    # power of two giving n splits
+    named = re.search(r"SPLIT: (\d+)", launch.get("config") or "")
+    split = int(named.group(1)) if named else 1 << (math.ceil(L / n) - 1).bit_length()
+    qg = torch.zeros((B, Hkv, gp, D), dtype=torch.float64, device=q.device)
+    qg[:, :, :group] = q.reshape(B, Hkv, group, D)
+    s = torch.einsum("bhgd,bhld->bhgl", qg, k) * names["scale"]
+    po = torch.zeros((B, Hkv, n, gp, block_d), dtype=torch.float64, device=q.device)
+    plse = torch.full((B, Hkv, n, gp), -math.inf, dtype=torch.float64, device=q.device)
+    for i in range(min(n, math.ceil(L / split))):
+        part = s[..., i * split:(i + 1) * split]
+        plse[:, :, i] = torch.logsumexp(part, -1)
+        po[:, :, i, :, :D] = torch.softmax(part, -1) @ v[:, :, i * split:(i + 1) * split]
+    return {"po_ptr": po.reshape(rows, block_d), "plse_ptr": plse.reshape(rows)}
+
+
 def check(launch: dict[str, Any], names: dict[str, Any]) -> dict[str, Any] | None:
     # `names` holds the launch's inputs; its outputs are listed in `launch`
     if "w_ptr" in names:
@@ -94,7 +124,8 @@ def check(launch: dict[str, Any], names: dict[str, Any]) -> dict[str, Any] | Non
                                              scale=names["scale"])
         _SDPA["o"] = ref
         # one-pass kernels write o_ptr; flash-decoding's first pass writes partials
-        return {} if any(o["param"] == "po_ptr" for o in launch["outputs"]) else {"o_ptr": ref}
+        partials = next((o for o in launch["outputs"] if o["param"] == "po_ptr"), None)
+        return {"o_ptr": ref} if partials is None else _split_partials(launch, names, partials)
     if "po_ptr" in names and "o" in _SDPA:  # flash-decoding's combine
         return {"o_ptr": _SDPA["o"]}
     return None

@@ -74,16 +74,26 @@ def test_decode_splits(hidden):
     assert_close(ours, sdpa(q, k, v, scale=0.125, mask=mask), "float32", scale=5)
 
 
-@pytest.mark.parametrize("split, slots, rows, warps", [(32, 2, 4, 1), (32, 4, 1, 2), (64, 4, 4, 2),
-                                                       (64, 8, 2, 4), (128, 4, 4, 2)])
-def test_decode_configs(monkeypatch, split, slots, rows, warps):
-    # decode configs of every shape of step (key rows a slot, slots, SIMD groups, split
-    # length) on float32 heads of 64 (two slots a SIMD group), 300 keys: splits ending inside
-    # a step, and an additive mask
+def test_decode_long_cache():
+    # past 8192 keys a program reads more than 64 (128 here: 71 splits a kv head, the combine's
+    # tile of 128), with a boolean mask hiding a whole split
+    q, k, v = _qkv(1, 2, 1, 1, 9000, 64)
+    keep = np.random.default_rng(7).random((1, 2, 1, 9000)) > 0.1
+    keep[..., 256:384] = False
+    mask = mx.array(keep)
+    ours = ops.scaled_dot_product_attention(q, k, v, scale=0.125, mask=mask)
+    assert_close(ours, sdpa(q, k, v, scale=0.125, mask=mask), "float32", scale=5)
+
+
+@pytest.mark.parametrize("slots, rows, warps", [(2, 4, 1), (4, 1, 2), (4, 4, 2), (8, 2, 4), (8, 8, 4)])
+def test_decode_configs(monkeypatch, slots, rows, warps):
+    # decode configs of every shape of step (key rows a slot, slots, SIMD groups, one step a
+    # split: 8 x 8 keys) on float32 heads of 64 (two slots a SIMD group), 300 keys: splits of
+    # 64 ending inside a step, the last one short, and an additive mask
     import triton_metal as triton
     from triton_metal.ops import attention
 
-    cf = triton.Config({"SPLIT": split, "SLOTS": slots, "ROWS": rows}, num_warps=warps)
+    cf = triton.Config({"SLOTS": slots, "ROWS": rows}, num_warps=warps)
     monkeypatch.setattr(attention._attn_decode, "configs", [cf])
     monkeypatch.setattr(attention._attn_decode, "cache", {})  # no choice remembered from another test
     q, k, v = _qkv(1, 4, 2, 1, 300, 64)

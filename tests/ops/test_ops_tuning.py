@@ -85,10 +85,16 @@ def test_decode_attention_configs(tuning, itemsize, block_d, slot_lanes):
     # a split holds whole steps of SLOTS x ROWS keys, and where any config's slots are the
     # lanes a key row of 16-byte vectors leaves free times its warps, only those are kept
     q = type("Q", (), {"itemsize": itemsize})()
-    kept = attention._prune_decode(attention._DECODE, {"q_ptr": q}, GROUP_P=4, BLOCK_D=block_d)
-    assert kept and all(c.kwargs["SPLIT"] % (c.kwargs["SLOTS"] * c.kwargs["ROWS"]) == 0 for c in kept)
+    kept = attention._prune_decode(attention._DECODE, {"q_ptr": q}, GROUP_P=4, BLOCK_D=block_d, SPLIT=64)
+    assert kept and all(64 % (c.kwargs["SLOTS"] * c.kwargs["ROWS"]) == 0 for c in kept)
     assert all(c.kwargs["SLOTS"] == slot_lanes * c.num_warps for c in kept)
     assert attention._slot_lanes(block_d, itemsize) == slot_lanes
+
+
+def test_decode_attention_split():
+    # 64 keys a program up to 8192 keys, then at most 128 splits a kv head (powers of two)
+    assert [attention._split(n) for n in (1, 64, 300, 8192, 8193, 32768)] == [64, 64, 64, 64, 128, 256]
+    assert all(-(-n // attention._split(n)) <= 128 for n in (8193, 20000, 100000))
 
 
 @pytest.mark.parametrize("mode, wpg, steps, default", [

@@ -56,3 +56,23 @@ def test_quantized_gemv(metal_stand_in, bits):
     err = np.abs(np.array(got.astype(mx.float32)) - want).max()
     assert err <= 3e-3 * np.abs(want).max()
     assert metal_stand_in.fast.launches
+
+
+@pytest.mark.parametrize("n_keys", [300, 64])
+def test_decode_attention(metal_stand_in, n_keys):
+    # one query, 8 query heads over 2 kv heads of 128 in float16: splits of 64 keys (the last
+    # one short at 300; one split at 64), then the combine; both launches write every element
+    # of their outputs as they are (no init_value fill, no merge), which the sentinels check
+    rng = np.random.default_rng(4)
+    q, k, v = (rng.standard_normal(s).astype(np.float16)
+               for s in ((1, 8, 1, 128), (1, 2, n_keys, 128), (1, 2, n_keys, 128)))
+    got = ops.scaled_dot_product_attention(mx.array(q), mx.array(k), mx.array(v), scale=128 ** -0.5)
+    kr, vr = (np.repeat(a.astype(np.float64), 4, axis=1) for a in (k, v))
+    s = q.astype(np.float64) @ kr.transpose(0, 1, 3, 2) * 128 ** -0.5
+    p = np.exp(s - s.max(-1, keepdims=True))
+    want = (p / p.sum(-1, keepdims=True)) @ vr
+    assert np.abs(np.array(got.astype(mx.float32)) - want).max() <= 3e-3 * np.abs(want).max()
+    launches = metal_stand_in.fast.launches
+    names = [call["name"].rsplit("_", 1)[0] for call in launches[-2:]]
+    assert names == ["_attn_decode", "_attn_decode_combine"]
+    assert all(call.get("init_value") is None for call in launches)

@@ -148,27 +148,32 @@ def _prune_decode(configs: list[Any], named_args: dict[str, Any], **kwargs: Any)
     # the lanes a key row leaves free times the warps, so that a thread's ROWS keys of a step
     # lie in its registers (the sums over them stay in the thread)
     gp, block_d = int(kwargs.get("GROUP_P", 4)), int(kwargs.get("BLOCK_D", 128))
+    split = int(kwargs.get("SPLIT", 64))
     lanes = _slot_lanes(block_d, int(getattr(named_args.get("q_ptr"), "itemsize", 2)))
     fitting = [cf for cf in configs
-               if cf.kwargs["SPLIT"] % (cf.kwargs["SLOTS"] * cf.kwargs["ROWS"]) == 0
+               if split % (cf.kwargs["SLOTS"] * cf.kwargs["ROWS"]) == 0
                and gp * cf.kwargs["SLOTS"] * block_d <= 64 * 32 * cf.num_warps]
     matching = [cf for cf in fitting if cf.kwargs["SLOTS"] == lanes * cf.num_warps]
-    return c.first_or_all(matching or fitting or [triton.Config({"SPLIT": 32, "SLOTS": 8, "ROWS": 1},
-                                                                num_warps=4)])
+    return c.first_or_all(matching or fitting or [triton.Config({"SLOTS": 1, "ROWS": 1}, num_warps=1)])
 
 
-# (SPLIT, SLOTS, ROWS, num_warps): keys a program, key slots, key rows a slot takes a step
-# (a step reads SLOTS x ROWS keys), SIMD groups. Pruning keeps those whose slots match the
-# inputs' key rows: two slots a SIMD group for float16 heads of 128 (or float32 heads of 64),
-# one for float32 heads of 128, four for float16 heads of 64. The first, the default there:
-# the fastest measured through the GPU proxy for float16 heads of 128 (docs/ops.md, "Decode
-# speed"); the smallest SPLIT sets the combine's splits
-_DECODE = [triton.Config({"SPLIT": s, "SLOTS": n, "ROWS": r}, num_warps=w)
-           for s, n, r, w in ((32, 2, 4, 1), (32, 2, 2, 1), (32, 4, 1, 2), (64, 4, 2, 2), (64, 2, 4, 1),
-                              (32, 4, 2, 2), (32, 8, 1, 4), (64, 4, 4, 2), (64, 8, 2, 4), (64, 8, 1, 4),
-                              (128, 4, 4, 2), (32, 1, 4, 1), (64, 1, 4, 1), (32, 1, 2, 1), (32, 2, 1, 2),
-                              (64, 2, 2, 2), (128, 2, 2, 2), (64, 4, 1, 4), (32, 4, 2, 4), (128, 4, 1, 4),
-                              (32, 4, 2, 1), (64, 8, 1, 2))]
+def _split(n_keys: int) -> int:
+    """Keys a decode program reads: 64 (with the combine, the fastest measured through the GPU
+    proxy: docs/ops.md, "Decode speed"), more for caches over 8192 keys, so that a kv head has
+    at most 128 splits (the combine holds a kv head's splits in one tile)."""
+    return max(64, next_pow2(triton.cdiv(n_keys, 128)))
+
+
+# (SLOTS, ROWS, num_warps): key slots, key rows a slot takes a step (a step reads SLOTS x ROWS
+# keys), SIMD groups; the launcher picks the keys a program reads (`_split`). Pruning keeps
+# those whose slots match the inputs' key rows: two slots a SIMD group for float16 heads of
+# 128 (or float32 heads of 64), one for float32 heads of 128, four for float16 heads of 64. The
+# first, the default there: the fastest measured through the GPU proxy for float16 heads of
+# 128 at 64 keys a program (docs/ops.md, "Decode speed")
+_DECODE = [triton.Config({"SLOTS": n, "ROWS": r}, num_warps=w)
+           for n, r, w in ((4, 4, 2), (2, 4, 1), (2, 2, 1), (4, 1, 2), (4, 2, 2), (8, 2, 4), (8, 1, 4),
+                           (1, 4, 1), (1, 2, 1), (2, 1, 2), (2, 2, 2), (4, 1, 4), (4, 2, 4), (4, 2, 1),
+                           (8, 1, 2), (2, 8, 1), (8, 8, 4))]
 # the combine's (head dims a program, warps): one SIMD group, so its reductions over the
 # splits need no threadgroup memory or barrier
 _COMBINE = (32, 1)
@@ -185,7 +190,7 @@ def _masked_tile(ptr, at, ok, dmask, EVEN_D: tl.constexpr):
     return t
 
 
-@triton.autotune(configs=_DECODE, key=["BLOCK_D", "GROUP_P", "MASK", "EVEN_D"],
+@triton.autotune(configs=_DECODE, key=["BLOCK_D", "GROUP_P", "MASK", "EVEN_D", "SPLIT"],
                  prune_configs_by={"early_config_prune": _prune_decode})
 @triton.jit
 def _attn_decode(q_ptr, k_ptr, v_ptr, mask_ptr, po_ptr, plse_ptr, Hq, group, Lkv, D, scale,
@@ -195,8 +200,8 @@ def _attn_decode(q_ptr, k_ptr, v_ptr, mask_ptr, po_ptr, plse_ptr, Hq, group, Lkv
     # [split * SPLIT, (split + 1) * SPLIT) once for every query head of the group (GROUP_P:
     # the group size rounded up to a power of two), and writes each head's partial output
     # (normalised) and log-sum-exp; `_attn_decode_combine` merges the splits. The grid has
-    # `n_splits` programs per kv head for every config (the most any config needs): those past
-    # the keys write an empty split (log-sum-exp -inf), so every slot is written, unmasked.
+    # `n_splits` = cdiv(Lkv, SPLIT) programs per kv head, each with at least one key, so every
+    # slot is written, unmasked.
     # Tiles of 4 axes: (query head of the group, key row of a slot, slot, head dim). A step
     # reads ROWS x SLOTS keys; each slot keeps its own online softmax (maximum, sum, output)
     # over its keys, ROWS of them a step, so a step's sums over keys stay in the slot's thread
@@ -418,19 +423,20 @@ def _decode(q: Any, k: Any, v: Any, mask4: Any, o: Any, lse: Any, group: int, sc
     m = c.mx()
     B, Hq, _, D = q.shape
     Hkv, Lkv = k.shape[1], k.shape[2]
-    # partial results for the most splits any config makes (the smallest SPLIT), so the
-    # buffers and the grid do not depend on the tuned choice; one slot per padded group head
-    n_max = triton.cdiv(Lkv, min(cf.kwargs["SPLIT"] for cf in _DECODE))
+    # the launcher picks SPLIT (not the tuning), so the partial buffers and the grid are sized
+    # before any config is chosen and every program has keys
+    split = _split(Lkv)
+    n_splits = triton.cdiv(Lkv, split)
     gp = next_pow2(group)
-    po = c.zeros((B * Hkv * n_max * gp, block_d), m.float32)
-    plse = c.zeros((B * Hkv * n_max * gp,), m.float32)
-    _attn_decode[(n_max, B * Hkv)](q, k, v, mask4, po, plse, Hq, group, Lkv, D, scale, n_max,
-                                   *mask_strides, kind, BLOCK_D=block_d, GROUP_P=gp,
-                                   EVEN_D=D == block_d)
+    po = c.zeros((B * Hkv * n_splits * gp, block_d), m.float32)
+    plse = c.zeros((B * Hkv * n_splits * gp,), m.float32)
+    _attn_decode[(n_splits, B * Hkv)](q, k, v, mask4, po, plse, Hq, group, Lkv, D, scale, n_splits,
+                                      *mask_strides, kind, BLOCK_D=block_d, GROUP_P=gp,
+                                      EVEN_D=D == block_d, SPLIT=split)
     chunk_d, warps = _COMBINE
     chunk = min(chunk_d, block_d)
-    _attn_decode_combine[(B * Hq, block_d // chunk)](po, plse, o, lse, group, n_max, D, GROUP_P=gp,
-                                                     BLOCK_S=next_pow2(n_max), BLOCK_D=block_d,
+    _attn_decode_combine[(B * Hq, block_d // chunk)](po, plse, o, lse, group, n_splits, D, GROUP_P=gp,
+                                                     BLOCK_S=next_pow2(n_splits), BLOCK_D=block_d,
                                                      CHUNK_D=chunk, num_warps=warps)
 
 
