@@ -112,12 +112,13 @@ def _show(label: str, found: list[DotReport]) -> None:
         print("   ", r.text().split(": ", 1)[1])
 
 
-TARGETS = ("apple9:3.2", "apple10:4.0")
-"""Simdgroup matrices; Metal 4 tensor ops (TRITON_METAL_TARGET, docs/targets.md)."""
+TARGETS = ("apple7:3.1", "apple9:3.2", "apple10:4.0")
+"""Simdgroup matrices (M1; M3/M4); Metal 4 tensor ops (M5) (TRITON_METAL_TARGET, docs/targets.md)."""
 
 
 def main() -> int:
-    for target in TARGETS:
+    targets = sys.argv[1:] or TARGETS
+    for target in targets:
         os.environ["TRITON_METAL_TARGET"] = target
         print(f"=== target {target}")
         _kernels()
@@ -138,10 +139,11 @@ def _kernels() -> None:
     print(f"quantized_matmul tiled (M > 8), 4-bit affine, fp16, N = K = {SIZE}")
     from triton_metal.ops import quantized as q
 
-    for cf in q._CONFIGS:
+    tiled = [cf for cf in q._CONFIGS if cf.kwargs["BLOCK_M"] > 16]
+    for cf in tiled:
         bm, bn, bk = cf.kwargs["BLOCK_M"], cf.kwargs["BLOCK_N"], cf.kwargs["BLOCK_K"]
-        if bm > 16:
-            _show(f"  BLOCK {bm}x{bn}x{bk}, {cf.num_warps} warps", quantized(bm, bn, bk, cf.num_warps))
+        label = "default, " if cf is tiled[0] else ""
+        _show(f"  {label}BLOCK {bm}x{bn}x{bk}, {cf.num_warps} warps", quantized(bm, bn, bk, cf.num_warps))
     print(f"int8 GEMM (int32 accumulator), {SIZE}^3")
     for cfg in INT8_TILES:
         found = int8_gemm(*cfg)
