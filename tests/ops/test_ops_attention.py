@@ -141,3 +141,46 @@ def test_bad_dtype():
     q = mx.zeros((1, 2, 4, 64))
     with pytest.raises(ops.OpArgumentError, match="argument 'v': dtype float16 differs"):
         ops.scaled_dot_product_attention(q, q, q.astype(mx.float16), scale=0.1)
+
+
+def _attention_float64(q, k, v, scale, causal):
+    """softmax(scale * q k^T) v in float64 with NumPy (heads of q share k and v by groups;
+    causal aligned to the bottom right, as MLX)."""
+    q, k, v = (np.array(a.astype(mx.float32), np.float64) for a in (q, k, v))
+    group = q.shape[1] // k.shape[1]
+    k, v = np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)
+    s = scale * q @ np.swapaxes(k, -1, -2)
+    if causal:
+        Lq, Lkv = s.shape[-2:]
+        s = np.where(np.arange(Lkv)[None, :] <= np.arange(Lq)[:, None] + (Lkv - Lq), s, -np.inf)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    return (p / p.sum(-1, keepdims=True)) @ v
+
+
+@pytest.mark.parametrize("target", ["apple7:3.1", "apple9:3.2", "apple10:4.0"])
+def test_prefill_default_tile_on_each_target(monkeypatch, target):
+    # the forward's default at head dim 128 in float16 (nothing tuned): 64 x 32 on 4 SIMD groups
+    # of 16 query rows, simdgroup matrices on every target (docs/ops.md, "Prefill tiles"), two
+    # barriers per key block; 100 queries (a partial second tile) over 130 keys, causal, grouped
+    # heads, against float64
+    from triton_metal.ops import attention
+    from triton_metal.runtime.heuristics import base_jit_function
+
+    monkeypatch.setenv("TRITON_METAL_TARGET", target)
+    monkeypatch.delenv("TRITON_METAL_TUNE_OPS", raising=False)
+    monkeypatch.setattr(attention._attn_fwd, "cache", {})
+    q, k, v = _qkv(1, 2, 1, 100, 130, 128, "float16")
+    out = ops.scaled_dot_product_attention(q, k, v, scale=128 ** -0.5, mask="causal")
+    ref = _attention_float64(q, k, v, 128 ** -0.5, causal=True)
+    # fp16 operands and p, float32 sums, one rounding to float16
+    np.testing.assert_allclose(np.array(out.astype(mx.float32)), ref, rtol=1e-2, atol=4e-3)
+    cf = attention._attn_fwd.best_config
+    assert (cf.kwargs["BLOCK_M"], cf.kwargs["BLOCK_N"], cf.num_warps) == (64, 32, 4)
+    lse = mx.zeros((1, 2, 100), mx.float32)
+    compiled = base_jit_function(attention._attn_fwd).warmup(
+        q, k, v, q, out, lse, 2, 2, 100, 130, 128, 0.0884, 0, 0, 0, 0, 1, BLOCK_D=128, grid=(1,),
+        **cf.all_kwargs())
+    reports = compiled.msl.metadata["dot_reports"]
+    assert [r["path"] for r in reports] == ["simdgroup", "simdgroup"]
+    assert [r["barriers_per_k_step"] for r in reports] == [2, 2]
+    assert [r["products_per_load"] for r in reports] == pytest.approx([4 / 3, 16 / 9], abs=1e-3)
