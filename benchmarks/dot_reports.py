@@ -6,9 +6,11 @@ Compiles (no launch) the tutorial matmul (`examples/matmul.py`, fp16, 4096^3) at
 tile and at the tiles of `examples/matmul_autotuned.py`'s configs; the tiled quantized matmul
 (`ops.quantized_matmul` for M > 8, 4-bit affine weights, fp16 activations) at each of its tiled
 configs; and attention prefill (`ops.scaled_dot_product_attention`, fp16, head dim 128) at the
-tiles its pruning keeps; and the int8 GEMM of `examples/matmul.py` (`int8_matmul`, int32
-accumulator) at four tiles; all for an MSL 3.2 target (`apple9:3.2`: simdgroup matrices) and an MSL 4.0 one
-(`apple10:4.0`: tensor ops where a dot has whole tensor-op tiles, docs/dot.md). Each int8 dot on
+tiles its pruning keeps; fp32 64 x 64 x 32 tiles of the tutorial and of the quantized matmul;
+and the int8 GEMM of `examples/matmul.py` (`int8_matmul`, int32
+accumulator) at four tiles; all for `apple7:3.1` and `apple9:3.2` (simdgroup matrices) and
+`apple10:4.0` (MSL 4.0: tensor ops where a dot has whole tensor-op tiles, docs/dot.md), or the
+targets named on the command line. Each int8 dot on
 simdgroup matrices is shown beside the work the integer path it replaces ran for the same tile
 (per thread and dot: one scalar multiply-add per accumulator element and K, read as `char4`s from
 threadgroup memory; docs/dot.md, "int8"). Prints,
@@ -39,25 +41,25 @@ def reports(compiled: Any) -> list[DotReport]:
     return [DotReport(**r) for r in compiled.msl.metadata["dot_reports"]]
 
 
-def tutorial(bm: int, bn: int, bk: int, warps: int) -> list[DotReport]:
+def tutorial(bm: int, bn: int, bk: int, warps: int, dtype: Any = np.float16) -> list[DotReport]:
     from examples.matmul import matmul_kernel
 
     n = SIZE
     compiled = matmul_kernel.warmup(
-        np.float16, np.float16, np.float16, n, n, n, n, 1, n, 1, n, 1,
+        dtype, dtype, dtype, n, n, n, n, 1, n, 1, n, 1,
         BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk, GROUP_SIZE_M=8, ACTIVATION="",
         num_warps=warps, grid=(1,))
     return reports(compiled)
 
 
-def quantized(bm: int, bn: int, bk: int, warps: int) -> list[DotReport]:
+def quantized(bm: int, bn: int, bk: int, warps: int, dtype: Any = np.float16) -> list[DotReport]:
     from triton_metal.ops import quantized as q
 
     n = SIZE
     group, bits = 64, 4
     kernel = base_jit_function(q._qmm)
     compiled = kernel.warmup(
-        np.float16, np.uint32, np.float16, np.float16, np.float16, 64, n, n, n * bits // 32, n // group, bits,
+        dtype, np.uint32, dtype, dtype, dtype, 64, n, n, n * bits // 32, n // group, bits,
         group.bit_length() - 1, TRANS=True, MODE=q.AFFINE, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
         num_warps=warps, grid=(1,))
     return reports(compiled)
@@ -150,13 +152,18 @@ def _kernels() -> None:
         _show(f"  BLOCK {cfg[0]}x{cfg[1]}x{cfg[2]}, {cfg[3]} warps", found)
         if any(r.k_chunk for r in found):
             print("   ", integer_path(*cfg))
+    print("fp32 64x64x32 tiles (on MSL 4.0 the carried accumulator staged over the operands' bytes)")
+    for warps in (4, 8):
+        _show(f"  tutorial matmul, fp32, {warps} warps", tutorial(64, 64, 32, warps, np.float32))
+    _show("  quantized_matmul default, fp32 activations, 4 warps", quantized(64, 64, 32, 4, np.float32))
     print("attention prefill forward, fp16, head dim 128, 2048 tokens")
     from triton_metal.ops import attention as at
 
-    for cf in at._TILES:
+    kept = [cf for cf in at._TILES if at._fits(cf.kwargs["BLOCK_M"], cf.kwargs["BLOCK_N"], 128, 2)]
+    for cf in kept:
         bm, bn = cf.kwargs["BLOCK_M"], cf.kwargs["BLOCK_N"]
-        if at._fits(bm, bn, 128, 2):
-            _show(f"  BLOCK_M {bm}, BLOCK_N {bn}, {cf.num_warps} warps", prefill(bm, bn, cf.num_warps))
+        label = "default, " if cf is kept[0] else ""
+        _show(f"  {label}BLOCK_M {bm}, BLOCK_N {bn}, {cf.num_warps} warps", prefill(bm, bn, cf.num_warps))
 
 
 if __name__ == "__main__":
