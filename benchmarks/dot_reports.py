@@ -6,7 +6,7 @@ Compiles (no launch) the tutorial matmul (`examples/matmul.py`, fp16, 4096^3) at
 tile and at the tiles of `examples/matmul_autotuned.py`'s configs; the tiled quantized matmul
 (`ops.quantized_matmul` for M > 8, 4-bit affine weights, fp16 activations) at each of its tiled
 configs; and attention prefill (`ops.scaled_dot_product_attention`, fp16, head dim 128) at the
-tiles its pruning keeps; fp32 64 x 64 x 32 tiles of the tutorial and of the quantized matmul;
+tiles its pruning keeps, and at head dim 64 at two of them; fp32 64 x 64 x 32 tiles of the tutorial and of the quantized matmul;
 and the int8 GEMM of `examples/matmul.py` (`int8_matmul`, int32
 accumulator) at four tiles; all for `apple7:3.1` and `apple9:3.2` (simdgroup matrices) and
 `apple10:4.0` (MSL 4.0: tensor ops where a dot has whole tensor-op tiles, docs/dot.md), or the
@@ -65,10 +65,10 @@ def quantized(bm: int, bn: int, bk: int, warps: int, dtype: Any = np.float16) ->
     return reports(compiled)
 
 
-def prefill(bm: int, bn: int, warps: int) -> list[DotReport]:
+def prefill(bm: int, bn: int, warps: int, d: int = 128) -> list[DotReport]:
     from triton_metal.ops import attention as at
 
-    heads, length, d = 8, 2048, 128
+    heads, length = 8, 2048
     kernel = base_jit_function(at._attn_fwd)
     compiled = kernel.warmup(
         np.float16, np.float16, np.float16, np.float32, np.float16, np.float32, heads, 1, length, length, d, 0.125,
@@ -164,6 +164,10 @@ def _kernels() -> None:
         bm, bn = cf.kwargs["BLOCK_M"], cf.kwargs["BLOCK_N"]
         label = "default, " if cf is kept[0] else ""
         _show(f"  {label}BLOCK_M {bm}, BLOCK_N {bn}, {cf.num_warps} warps", prefill(bm, bn, cf.num_warps))
+    # at head dim 64 the dots' staging fits beside the layout passes' scratch: on MSL 4.0 they
+    # take single tensor-op dots (no K loop carries their accumulators)
+    for bm, bn, warps in ((64, 32, 4), (32, 32, 4)):
+        _show(f"  head dim 64, BLOCK_M {bm}, BLOCK_N {bn}, {warps} warps", prefill(bm, bn, warps, 64))
 
 
 if __name__ == "__main__":

@@ -89,8 +89,8 @@ def _prune_forward_tiles(configs: list[Any], named_args: dict[str, Any], **kwarg
 # forward's: 64 x 32 on 4 SIMD groups of 16 query rows (1.333 and 1.778 products per fragment
 # load in q k^T and p v, where 8 rows a SIMD group reach 0.8 and 0.941, with the same 2 barriers
 # and 16 KiB of threadgroup writes per key block at head dim 128 in float16: docs/ops.md,
-# "Prefill tiles"); MLX's M5 attention uses that tile at head dim 128 too. The backward's
-# estimate (below) keeps 32 x 32 or 16 x 16 there.
+# "Prefill tiles"); MLX's M5 attention takes 64 query rows on 4 SIMD groups at head dim 128
+# too. The backward's estimate (`_prune_tiles`) keeps 32 x 32 at head dim 64, 16 x 16 at 128.
 _TILES = [triton.Config({"BLOCK_M": m, "BLOCK_N": n}, num_warps=w)
           for m, n, w in ((64, 32, 4), (32, 32, 4), (64, 32, 2), (32, 64, 4), (64, 64, 8), (16, 16, 2))]
 _TILE_TUNING = {"early_config_prune": _prune_tiles}
