@@ -6,7 +6,8 @@ Compiles (no launch) the tutorial matmul (`examples/matmul.py`, fp16, 4096^3) at
 tile and at the tiles of `examples/matmul_autotuned.py`'s configs; the tiled quantized matmul
 (`ops.quantized_matmul` for M > 8, 4-bit affine weights, fp16 activations) at each of its tiled
 configs; and attention prefill (`ops.scaled_dot_product_attention`, fp16, head dim 128) at the
-tiles its pruning keeps, and at head dim 64 at two of them; fp32 64 x 64 x 32 tiles of the tutorial and of the quantized matmul;
+tiles its pruning keeps, and at head dim 64 at two of them, and its backward kernels at two
+tiles; fp32 64 x 64 x 32 tiles of the tutorial and of the quantized matmul;
 and the int8 GEMM of `examples/matmul.py` (`int8_matmul`, int32
 accumulator) at four tiles; all for `apple7:3.1` and `apple9:3.2` (simdgroup matrices) and
 `apple10:4.0` (MSL 4.0: tensor ops where a dot has whole tensor-op tiles, docs/dot.md), or the
@@ -74,6 +75,19 @@ def prefill(bm: int, bn: int, warps: int, d: int = 128) -> list[DotReport]:
         np.float16, np.float16, np.float16, np.float32, np.float16, np.float32, heads, 1, length, length, d, 0.125,
         0, 0, 0, 0, 0, BLOCK_D=d, BLOCK_M=bm, BLOCK_N=bn, num_warps=warps, grid=(1,))
     return reports(compiled)
+
+
+def backward(bm: int, bn: int, warps: int) -> tuple[list[DotReport], list[DotReport]]:
+    """The dot reports of the two tiled backward kernels (dQ; dK and dV), fp16, head dim 128."""
+    from triton_metal.ops import attention as at
+
+    heads, length, d, h = 8, 2048, 128, np.float16
+    common = (heads, 1, length, length, d, 0.125, 0, 0, 0, 0, 0)
+    meta = dict(BLOCK_D=d, BLOCK_M=bm, BLOCK_N=bn, num_warps=warps, grid=(1,))
+    f32 = np.float32
+    dq = base_jit_function(at._attn_bwd_dq).warmup(h, h, h, f32, h, f32, f32, h, *common, **meta)
+    dkdv = base_jit_function(at._attn_bwd_dkdv).warmup(h, h, h, f32, h, f32, f32, h, h, *common, **meta)
+    return reports(dq), reports(dkdv)
 
 
 INT8_TILES = ((32, 32, 32, 4), (64, 64, 32, 4), (64, 64, 64, 4), (32, 64, 32, 2))
@@ -168,6 +182,11 @@ def _kernels() -> None:
     # take single tensor-op dots (no K loop carries their accumulators)
     for bm, bn, warps in ((64, 32, 4), (32, 32, 4)):
         _show(f"  head dim 64, BLOCK_M {bm}, BLOCK_N {bn}, {warps} warps", prefill(bm, bn, warps, 64))
+    print("attention prefill backward, fp16, head dim 128: the default (64 x 32, 4 warps) and the one before")
+    for bm, bn, warps in ((64, 32, 4), (16, 16, 2)):
+        dq, dkdv = backward(bm, bn, warps)
+        _show(f"  dQ, BLOCK_M {bm}, BLOCK_N {bn}, {warps} warps", dq)
+        _show(f"  dK and dV, BLOCK_M {bm}, BLOCK_N {bn}, {warps} warps", dkdv)
 
 
 if __name__ == "__main__":

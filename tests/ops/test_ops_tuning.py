@@ -44,7 +44,7 @@ def test_attention_forward_tiles_count_the_operands_real_size(tuning, dtype, ite
     import mlx.core as mx
 
     q = mx.zeros((1, 1, 4, 128), getattr(mx, dtype))
-    kept = attention._prune_forward_tiles(attention._TILES, {"q_ptr": q}, BLOCK_D=128)
+    kept = attention._prune_tiles(attention._TILES, {"q_ptr": q}, BLOCK_D=128)
     tiles = [(cf.kwargs["BLOCK_M"], cf.kwargs["BLOCK_N"]) for cf in kept]
     # q (M x D) before the key loop, then k^T (D x N), p (M x N) and v (N x D) in its space,
     # at `itemsize` bytes within 32 KiB
