@@ -143,18 +143,26 @@ def test_bad_dtype():
         ops.scaled_dot_product_attention(q, q, q.astype(mx.float16), scale=0.1)
 
 
-def _attention_float64(q, k, v, scale, causal):
-    """softmax(scale * q k^T) v in float64 with NumPy (heads of q share k and v by groups;
-    causal aligned to the bottom right, as MLX)."""
-    q, k, v = (np.array(a.astype(mx.float32), np.float64) for a in (q, k, v))
-    group = q.shape[1] // k.shape[1]
-    k, v = np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)
-    s = scale * q @ np.swapaxes(k, -1, -2)
+def _float64(*arrays):
+    return tuple(np.array(a.astype(mx.float32), np.float64) for a in arrays)
+
+
+def _probabilities_float64(q, kg, scale, causal):
+    """softmax(scale * q k^T) in float64 (`kg`: k repeated over its group of query heads; causal
+    aligned to the bottom right, as MLX)."""
+    s = scale * q @ np.swapaxes(kg, -1, -2)
     if causal:
         Lq, Lkv = s.shape[-2:]
         s = np.where(np.arange(Lkv)[None, :] <= np.arange(Lq)[:, None] + (Lkv - Lq), s, -np.inf)
     p = np.exp(s - s.max(-1, keepdims=True))
-    return (p / p.sum(-1, keepdims=True)) @ v
+    return p / p.sum(-1, keepdims=True)
+
+
+def _attention_float64(q, k, v, scale, causal):
+    """softmax(scale * q k^T) v in float64 with NumPy (heads of q share k and v by groups)."""
+    q, k, v = _float64(q, k, v)
+    group = q.shape[1] // k.shape[1]
+    return _probabilities_float64(q, np.repeat(k, group, axis=1), scale, causal) @ np.repeat(v, group, axis=1)
 
 
 @pytest.mark.parametrize("target", ["apple7:3.1", "apple9:3.2", "apple10:4.0"])
@@ -189,15 +197,10 @@ def test_prefill_default_tile_on_each_target(monkeypatch, target):
 def _attention_grads_float64(q, k, v, scale, causal, d_out):
     """dq, dk, dv of `_attention_float64` for the cotangent `d_out`, in float64 (a key/value head's
     gradients sum over the query heads of its group)."""
-    q, k, v, d_out = (np.array(a.astype(mx.float32), np.float64) for a in (q, k, v, d_out))
+    q, k, v, d_out = _float64(q, k, v, d_out)
     group = q.shape[1] // k.shape[1]
     kg, vg = np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)
-    s = scale * q @ np.swapaxes(kg, -1, -2)
-    if causal:
-        Lq, Lkv = s.shape[-2:]
-        s = np.where(np.arange(Lkv)[None, :] <= np.arange(Lq)[:, None] + (Lkv - Lq), s, -np.inf)
-    p = np.exp(s - s.max(-1, keepdims=True))
-    p /= p.sum(-1, keepdims=True)
+    p = _probabilities_float64(q, kg, scale, causal)
     dp = d_out @ np.swapaxes(vg, -1, -2)
     ds = p * (dp - (dp * p).sum(-1, keepdims=True))
     dq = scale * ds @ kg
