@@ -210,11 +210,13 @@ def _attention_grads_float64(q, k, v, scale, causal, d_out):
     return dq, fold(dk), fold(dv)
 
 
-@pytest.mark.parametrize("target", ["apple7:3.1", "apple9:3.2", "apple10:4.0"])
+@pytest.mark.parametrize("target", ["apple9:3.2", "apple10:4.0"])
 def test_prefill_backward_default_tile_on_each_target(monkeypatch, target):
     # the backward kernels' default at head dim 128 in float16 (nothing tuned): the forward's
     # 64 x 32 on 4 warps (the estimate counts real sizes; it kept only 16 x 16 before), 70
-    # queries and keys (partial tiles), causal, a group of 2 query heads, against float64
+    # queries and keys (partial tiles), causal, a group of 2 query heads, against float64.
+    # (`apple7:3.1` compiles these kernels to `apple9:3.2`'s MSL but for a comment and the
+    # kernel's name: its g++ time is spared here)
     from triton_metal.ops import attention
 
     monkeypatch.setenv("TRITON_METAL_TARGET", target)
