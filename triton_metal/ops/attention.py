@@ -333,14 +333,14 @@ def _attn_bwd_dkdv(q_ptr, k_ptr, v_ptr, mask_ptr, do_ptr, lse_ptr, delta_ptr, dk
             bias = tl.load(mask_ptr + b.to(tl.int64) * smb + h * smh + offs_m[None, :] * smq
                            + offs_n[:, None] * smk, mask=inb & (MASK == 2), other=0.0)
             sT = sT + bias.to(tl.float32)
-            lse = tl.load(lse_ptr + bh.to(tl.int64) * Lq + offs_m, mask=row_ok, other=0.0)
-            pT = tl.where(keep, tl.exp(sT - lse[None, :]), 0.0)
+            lse = tl.load(lse_ptr + bh.to(tl.int64) * Lq + offs_m[None, :], mask=row_ok[None, :], other=0.0)
+            pT = tl.where(keep, tl.exp(sT - lse), 0.0)
             do = tl.load(do_base + offs_m[:, None] * D + offs_d[None, :],
                          mask=row_ok[:, None] & dmask[None, :], other=0.0)
             dv += tl.dot(pT.to(do.dtype), do)
             dpT = tl.dot(v, tl.trans(do))
-            delta = tl.load(delta_ptr + bh.to(tl.int64) * Lq + offs_m, mask=row_ok, other=0.0)
-            dsT = pT * (dpT - delta[None, :])
+            delta = tl.load(delta_ptr + bh.to(tl.int64) * Lq + offs_m[None, :], mask=row_ok[None, :], other=0.0)
+            dsT = pT * (dpT - delta)
             dk += tl.dot(dsT.to(qT.dtype), tl.trans(qT))
     tl.store(dk_ptr + kv_at, dk * scale, mask=kv_tile)
     tl.store(dv_ptr + kv_at, dv, mask=kv_tile)
