@@ -24,10 +24,11 @@ overlaps. To spare barriers, each buffer is first kept live until the next scrat
 block (in program order; the end of the block when none follows there), so consecutive scratch
 ops get disjoint bytes and `insert-barriers` needs no barrier between them, and the last scratch
 op of a loop body stays apart from the first (the operands of a dot in a K loop: one barrier
-each per K step, none between iterations); when that takes more than 16 KiB (`SPARE_BARRIERS_LIMIT`: threadgroup
-memory costs occupancy), only the buffers of ops in loop bodies are kept live so (those spare a
-barrier every iteration), and when that too takes more, buffers live only inside their op. Over 32 KiB (`THREADGROUP_MEMORY_LIMIT`) the kernel is refused with `OutOfResources`
-naming the bytes, the ops and a fix.
+each per K step, none between iterations); when that takes more than 16 KiB
+(`SPARE_BARRIERS_LIMIT`: threadgroup memory costs occupancy), only the buffers of ops in loop
+bodies are kept live so (those spare a barrier every iteration), and when that too takes more,
+buffers live only inside their op. Over 32 KiB (`THREADGROUP_MEMORY_LIMIT`) the kernel is
+refused with `OutOfResources` naming the bytes, the ops and a fix.
 """
 
 from __future__ import annotations
