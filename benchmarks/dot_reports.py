@@ -6,9 +6,12 @@ Compiles (no launch) the tutorial matmul (`examples/matmul.py`, fp16, 4096^3) at
 tile and at the tiles of `examples/matmul_autotuned.py`'s configs; the tiled quantized matmul
 (`ops.quantized_matmul` for M > 8, 4-bit affine weights, fp16 activations) at each of its tiled
 configs; and attention prefill (`ops.scaled_dot_product_attention`, fp16, head dim 128) at the
-tiles its pruning keeps; and the int8 GEMM of `examples/matmul.py` (`int8_matmul`, int32
-accumulator) at four tiles; all for an MSL 3.2 target (`apple9:3.2`: simdgroup matrices) and an MSL 4.0 one
-(`apple10:4.0`: tensor ops where a dot has whole tensor-op tiles, docs/dot.md). Each int8 dot on
+tiles its pruning keeps, and at head dim 64 at two of them, and its backward kernels at two
+tiles; fp32 64 x 64 x 32 tiles of the tutorial and of the quantized matmul;
+and the int8 GEMM of `examples/matmul.py` (`int8_matmul`, int32
+accumulator) at four tiles; all for `apple7:3.1` and `apple9:3.2` (simdgroup matrices) and
+`apple10:4.0` (MSL 4.0: tensor ops where a dot has whole tensor-op tiles, docs/dot.md), or the
+targets named on the command line. Each int8 dot on
 simdgroup matrices is shown beside the work the integer path it replaces ran for the same tile
 (per thread and dot: one scalar multiply-add per accumulator element and K, read as `char4`s from
 threadgroup memory; docs/dot.md, "int8"). Prints,
@@ -39,39 +42,52 @@ def reports(compiled: Any) -> list[DotReport]:
     return [DotReport(**r) for r in compiled.msl.metadata["dot_reports"]]
 
 
-def tutorial(bm: int, bn: int, bk: int, warps: int) -> list[DotReport]:
+def tutorial(bm: int, bn: int, bk: int, warps: int, dtype: Any = np.float16) -> list[DotReport]:
     from examples.matmul import matmul_kernel
 
     n = SIZE
     compiled = matmul_kernel.warmup(
-        np.float16, np.float16, np.float16, n, n, n, n, 1, n, 1, n, 1,
+        dtype, dtype, dtype, n, n, n, n, 1, n, 1, n, 1,
         BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk, GROUP_SIZE_M=8, ACTIVATION="",
         num_warps=warps, grid=(1,))
     return reports(compiled)
 
 
-def quantized(bm: int, bn: int, bk: int, warps: int) -> list[DotReport]:
+def quantized(bm: int, bn: int, bk: int, warps: int, dtype: Any = np.float16) -> list[DotReport]:
     from triton_metal.ops import quantized as q
 
     n = SIZE
     group, bits = 64, 4
     kernel = base_jit_function(q._qmm)
     compiled = kernel.warmup(
-        np.float16, np.uint32, np.float16, np.float16, np.float16, 64, n, n, n * bits // 32, n // group, bits,
+        dtype, np.uint32, dtype, dtype, dtype, 64, n, n, n * bits // 32, n // group, bits,
         group.bit_length() - 1, TRANS=True, MODE=q.AFFINE, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
         num_warps=warps, grid=(1,))
     return reports(compiled)
 
 
-def prefill(bm: int, bn: int, warps: int) -> list[DotReport]:
+def prefill(bm: int, bn: int, warps: int, d: int = 128) -> list[DotReport]:
     from triton_metal.ops import attention as at
 
-    heads, length, d = 8, 2048, 128
+    heads, length = 8, 2048
     kernel = base_jit_function(at._attn_fwd)
     compiled = kernel.warmup(
         np.float16, np.float16, np.float16, np.float32, np.float16, np.float32, heads, 1, length, length, d, 0.125,
         0, 0, 0, 0, 0, BLOCK_D=d, BLOCK_M=bm, BLOCK_N=bn, num_warps=warps, grid=(1,))
     return reports(compiled)
+
+
+def backward(bm: int, bn: int, warps: int) -> tuple[list[DotReport], list[DotReport]]:
+    """The dot reports of the two tiled backward kernels (dQ; dK and dV), fp16, head dim 128."""
+    from triton_metal.ops import attention as at
+
+    heads, length, d, h = 8, 2048, 128, np.float16
+    common = (heads, 1, length, length, d, 0.125, 0, 0, 0, 0, 0)
+    meta = dict(BLOCK_D=d, BLOCK_M=bm, BLOCK_N=bn, num_warps=warps, grid=(1,))
+    f32 = np.float32
+    dq = base_jit_function(at._attn_bwd_dq).warmup(h, h, h, f32, h, f32, f32, h, *common, **meta)
+    dkdv = base_jit_function(at._attn_bwd_dkdv).warmup(h, h, h, f32, h, f32, f32, h, h, *common, **meta)
+    return reports(dq), reports(dkdv)
 
 
 INT8_TILES = ((32, 32, 32, 4), (64, 64, 32, 4), (64, 64, 64, 4), (32, 64, 32, 2))
@@ -112,12 +128,13 @@ def _show(label: str, found: list[DotReport]) -> None:
         print("   ", r.text().split(": ", 1)[1])
 
 
-TARGETS = ("apple9:3.2", "apple10:4.0")
-"""Simdgroup matrices; Metal 4 tensor ops (TRITON_METAL_TARGET, docs/targets.md)."""
+TARGETS = ("apple7:3.1", "apple9:3.2", "apple10:4.0")
+"""Simdgroup matrices (M1; M3/M4); Metal 4 tensor ops (M5) (TRITON_METAL_TARGET, docs/targets.md)."""
 
 
 def main() -> int:
-    for target in TARGETS:
+    targets = sys.argv[1:] or TARGETS
+    for target in targets:
         os.environ["TRITON_METAL_TARGET"] = target
         print(f"=== target {target}")
         _kernels()
@@ -138,23 +155,38 @@ def _kernels() -> None:
     print(f"quantized_matmul tiled (M > 8), 4-bit affine, fp16, N = K = {SIZE}")
     from triton_metal.ops import quantized as q
 
-    for cf in q._CONFIGS:
+    tiled = [cf for cf in q._CONFIGS if cf.kwargs["BLOCK_M"] > 16]
+    for cf in tiled:
         bm, bn, bk = cf.kwargs["BLOCK_M"], cf.kwargs["BLOCK_N"], cf.kwargs["BLOCK_K"]
-        if bm > 16:
-            _show(f"  BLOCK {bm}x{bn}x{bk}, {cf.num_warps} warps", quantized(bm, bn, bk, cf.num_warps))
+        label = "default, " if cf is tiled[0] else ""
+        _show(f"  {label}BLOCK {bm}x{bn}x{bk}, {cf.num_warps} warps", quantized(bm, bn, bk, cf.num_warps))
     print(f"int8 GEMM (int32 accumulator), {SIZE}^3")
     for cfg in INT8_TILES:
         found = int8_gemm(*cfg)
         _show(f"  BLOCK {cfg[0]}x{cfg[1]}x{cfg[2]}, {cfg[3]} warps", found)
         if any(r.k_chunk for r in found):
             print("   ", integer_path(*cfg))
+    print("fp32 64x64x32 tiles (on MSL 4.0 the carried accumulator staged over the operands' bytes)")
+    for warps in (4, 8):
+        _show(f"  tutorial matmul, fp32, {warps} warps", tutorial(64, 64, 32, warps, np.float32))
+    _show("  quantized_matmul default, fp32 activations, 4 warps", quantized(64, 64, 32, 4, np.float32))
     print("attention prefill forward, fp16, head dim 128, 2048 tokens")
     from triton_metal.ops import attention as at
 
-    for cf in at._TILES:
+    kept = [cf for cf in at._TILES if at._fits(cf.kwargs["BLOCK_M"], cf.kwargs["BLOCK_N"], 128, 2)]
+    for cf in kept:
         bm, bn = cf.kwargs["BLOCK_M"], cf.kwargs["BLOCK_N"]
-        if at._fits(bm, bn, 128, 2):
-            _show(f"  BLOCK_M {bm}, BLOCK_N {bn}, {cf.num_warps} warps", prefill(bm, bn, cf.num_warps))
+        label = "default, " if cf is kept[0] else ""
+        _show(f"  {label}BLOCK_M {bm}, BLOCK_N {bn}, {cf.num_warps} warps", prefill(bm, bn, cf.num_warps))
+    # at head dim 64 the dots' staging fits beside the layout passes' scratch: on MSL 4.0 they
+    # take single tensor-op dots (no K loop carries their accumulators)
+    for bm, bn, warps in ((64, 32, 4), (32, 32, 4)):
+        _show(f"  head dim 64, BLOCK_M {bm}, BLOCK_N {bn}, {warps} warps", prefill(bm, bn, warps, 64))
+    print("attention prefill backward, fp16, head dim 128: the default (64 x 32, 4 warps) and the one before")
+    for bm, bn, warps in ((64, 32, 4), (16, 16, 2)):
+        dq, dkdv = backward(bm, bn, warps)
+        _show(f"  dQ, BLOCK_M {bm}, BLOCK_N {bn}, {warps} warps", dq)
+        _show(f"  dK and dV, BLOCK_M {bm}, BLOCK_N {bn}, {warps} warps", dkdv)
 
 
 if __name__ == "__main__":

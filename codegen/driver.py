@@ -38,6 +38,7 @@ from .dot_report import dot_reports
 from .kernel import UNTOUCHED_BITS, MSLKernel, ParamBinding, marks_untouched, old_input_name, relative_encoding
 from .lower_control import ASSERT_OUTPUT
 from .lower_tensor_dot import bypassed_conversions
+from .lower_tensor_dot_loop import carried_in
 from .msl_types import mlx_type, msl_type, uint_of_width
 from .options import CodegenOptions
 from .params import analyse_params, loads_after_writes, make_buffers, sanitize
@@ -104,7 +105,7 @@ def compile_module(module: Module, options: CodegenOptions, axis_info: object | 
     ctx.axis_info = axis_info
     ctx.used_values = {v for op in func.walk() for v in op.operands}
     ctx.scratch_base = _pass_scratch(func)
-    ctx.bypassed = bypassed_conversions(ctx, func)
+    ctx.bypassed = bypassed_conversions(ctx, func, carried_in(ctx, func))
 
     uses = analyse_params(func, name)
     buffers, bindings = make_buffers(uses)

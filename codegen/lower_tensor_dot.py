@@ -69,8 +69,10 @@ TENSOR_OP_TYPES: frozenset[tuple[str, str, str]] = frozenset({
 """(A, B, C) element types this lowering emits; each is a row of Apple's table."""
 
 
-def tensor_dot_applies(ctx: LoweringContext, op: DotOp) -> bool:
-    """Whether `op` lowers to tensor ops on the target (module doc); the types are checked already."""
+def tensor_dot_applies(ctx: LoweringContext, op: DotOp, carried: bool = False) -> bool:
+    """Whether `op` lowers to tensor ops on the target (module doc); the types are checked already.
+    `carried`: as the dot of a K loop that carries its accumulator (lower_tensor_dot_loop.py),
+    whose staged C shares bytes with A and B (`own_bytes`)."""
     if not ctx.options.target.has_tensor_ops or ctx.num_warps > MAX_SIMDGROUPS:
         return False
     a_ty, b_ty, c_ty = op.a.type, op.b.type, op.c.type
@@ -81,7 +83,7 @@ def tensor_dot_applies(ctx: LoweringContext, op: DotOp) -> bool:
     (m, k), n = a_ty.shape, b_ty.shape[1]
     if m % M_MULTIPLE or n % N_MULTIPLE or k % K_STEP:
         return False
-    return ctx.scratch_base + _own_bytes(op) <= lower_dot.THREADGROUP_MEMORY
+    return ctx.scratch_base + own_bytes(op, carried) <= lower_dot.THREADGROUP_MEMORY
 
 
 def operand_buffers(op: DotOp) -> tuple[Op, Op] | None:
@@ -104,25 +106,32 @@ def only_user(block: Block | None, value: Value) -> Op | None:
     return block.only_user(value) if block is not None else None
 
 
-def _own_bytes(op: DotOp) -> int:
+def own_bytes(op: DotOp, carried: bool = False) -> int:
     """Bytes of the code generator's scratch the dot stages in: C, and A and B unless they go into
-    their conversions' double buffers."""
+    their conversions' double buffers. A carried accumulator is staged in C only before its loop
+    (written, a barrier, loaded into the cooperative tensor, a barrier) and after it (stored, a
+    barrier, read, a barrier), A and B only inside the loop, each iteration's run followed by a
+    barrier: C takes the bytes of A and B, so the dot needs the larger of the two (the 64 x 64 x 32
+    fp32 tile: 16 KiB, where A, B and C side by side take 32 KiB)."""
     a_bytes, b_bytes, c_bytes = region_bytes(op)
-    return c_bytes if operand_buffers(op) is not None else a_bytes + b_bytes + c_bytes
+    if operand_buffers(op) is not None:
+        return c_bytes
+    return max(a_bytes + b_bytes, c_bytes) if carried else a_bytes + b_bytes + c_bytes
 
 
-def bypassed_conversions(ctx: LoweringContext, func: Op) -> set[Op]:
+def bypassed_conversions(ctx: LoweringContext, func: Op, carried: frozenset[Op] = frozenset()) -> set[Op]:
     """The `ttg.convert_layout`s that make operands of tensor-op dots and have no other user.
     The dot writes its operands into threadgroup memory in whatever layout they come, so a
     conversion to a dot-operand layout first (through threadgroup memory too) would stage them
     twice: the code generator takes the conversion's source instead. The two conversions of a
     double-buffered pair (`stage-dot-operands`) are bypassed both or neither (the first one's
-    reads wait for the second one's barrier)."""
+    reads wait for the second one's barrier). `carried`: the dots whose K loops carry their
+    accumulators (`lower_tensor_dot_loop.carried_in`)."""
     bypassed: set[Op] = set()
     if not ctx.options.target.has_tensor_ops:
         return bypassed
     for op in func.walk():
-        if not isinstance(op, DotOp) or not tensor_dot_applies(ctx, op):
+        if not isinstance(op, DotOp) or not tensor_dot_applies(ctx, op, op in carried):
             continue
         convs = [operand_conversion(op, v) for v in (op.a, op.b)]
         bypassed.update(c for c in convs if c is not None and (None not in convs or not getattr(c, "double_buffer", None)))
@@ -139,13 +148,13 @@ class OperandViews:
     parity: Var | None
 
 
-def operand_views(ctx: LoweringContext, op: DotOp, tile: TensorTile) -> OperandViews:
+def operand_views(ctx: LoweringContext, op: DotOp, tile: TensorTile, carried: bool = False) -> OperandViews:
     """A and B in their conversions' double buffers (`operand_buffers`; a parity counter,
     declared here, picks this execution's), else at the start of the dot's scratch."""
     buffers = operand_buffers(op)
     if buffers is None:
         a_bytes = region_bytes(op)[0]
-        base = ctx.op_scratch(op, _own_bytes(op))
+        base = ctx.op_scratch(op, own_bytes(op, carried))
         return OperandViews(ctx.scratch_view(tile.in_t, base), ctx.scratch_view(tile.in_t, base + a_bytes), None)
     parity = Var(ctx.fresh())
     ctx.prologue.add(Declare(parity.name, "int", None, Lit("0")))
@@ -159,17 +168,19 @@ def operand_views(ctx: LoweringContext, op: DotOp, tile: TensorTile) -> OperandV
     return OperandViews(views[0], views[1], parity)
 
 
-def accumulator_view(ctx: LoweringContext, op: DotOp, tile: TensorTile) -> Expr:
-    """Where a tensor-op dot stages C: in the dot's scratch, after A and B when they are there."""
+def accumulator_view(ctx: LoweringContext, op: DotOp, tile: TensorTile, carried: bool = False) -> Expr:
+    """Where a tensor-op dot stages C: in the dot's scratch, after A and B when they are there
+    (a carried accumulator: at its start, over A and B, `own_bytes`)."""
     a_bytes, b_bytes, _ = region_bytes(op)
-    base = ctx.op_scratch(op, _own_bytes(op))
-    return ctx.scratch_view(tile.acc_t, base if operand_buffers(op) is not None else base + a_bytes + b_bytes)
+    base = ctx.op_scratch(op, own_bytes(op, carried))
+    apart = not carried and operand_buffers(op) is None
+    return ctx.scratch_view(tile.acc_t, base + a_bytes + b_bytes if apart else base)
 
 
-def type_views(ctx: LoweringContext, op: DotOp, tile: TensorTile) -> tuple[Expr, Expr]:
+def type_views(ctx: LoweringContext, op: DotOp, tile: TensorTile, carried: bool = False) -> tuple[Expr, Expr]:
     """Pointers of A's and B's types into the dot's scratch (the cooperative accumulator's type
     depends on the operand types; nothing is read through them)."""
-    base = ctx.op_scratch(op, _own_bytes(op))
+    base = ctx.op_scratch(op, own_bytes(op, carried))
     return ctx.scratch_view(tile.in_t, base), ctx.scratch_view(tile.in_t, base)
 
 

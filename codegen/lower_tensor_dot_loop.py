@@ -88,10 +88,15 @@ def carried_dots(ctx: LoweringContext, loop: scf.ForOp) -> list[CarriedDot]:
         last = add if add is not None else dot
         if dot.result.type != arg.type or only_user(block, last.results[0]) is not term:
             continue
-        if term.operands.index(last.results[0]) != i or not tensor_dot_applies(ctx, dot):
+        if term.operands.index(last.results[0]) != i or not tensor_dot_applies(ctx, dot, carried=True):
             continue
         found.append(CarriedDot(i, dot, add))
     return found
+
+
+def carried_in(ctx: LoweringContext, func: Op) -> frozenset[Op]:
+    """The dots of `func` whose K loops carry their accumulators (`carried_dots`)."""
+    return frozenset(c.dot for loop in func.walk() if isinstance(loop, scf.ForOp) for c in carried_dots(ctx, loop))
 
 
 def _added_dot(op: Op, acc: Value, block: object) -> DotOp | None:
@@ -122,11 +127,11 @@ def begin_carried(ctx: LoweringContext, carried: CarriedDot, init: RegValue) -> 
     dot = carried.dot
     tile = tile_of(ctx, dot)
     ctx.helpers.add("tensor_dot")
-    c_view = accumulator_view(ctx, dot, tile)
+    c_view = accumulator_view(ctx, dot, tile, carried=True)
     write_tile(ctx, init, c_view, tile.n)
     ctx.emit(Barrier())
     name = ctx.fresh()
-    call = Call(f"km_tensor_acc<{tile.shape_args}, {tile.acc_t}>", type_views(ctx, dot, tile))
+    call = Call(f"km_tensor_acc<{tile.shape_args}, {tile.acc_t}>", type_views(ctx, dot, tile, carried=True))
     ctx.emit(Declare(name, "auto", None, call))
     ctx.emit(ExprStmt(Call(f"km_tensor_load<{tile.m}, {tile.n}>", (Var(name), c_view))))
     ctx.scratch_done(dot)
@@ -139,7 +144,7 @@ def run_carried(ctx: LoweringContext, op: DotOp, a: RegValue, b: RegValue, acc: 
     """In the loop: A and B staged, one barrier, the run into the cooperative accumulator."""
     tile = tile_of(ctx, op)
     ctx.push()
-    operands = operand_views(ctx, op, tile)
+    operands = operand_views(ctx, op, tile, carried=True)
     ctx.emit(Staged(sum(region_bytes(op)[:2])))
     write_tile(ctx, a, operands.a, tile.k)
     write_tile(ctx, b, operands.b, tile.n)
@@ -161,7 +166,7 @@ def end_carried(ctx: LoweringContext, loop: scf.ForOp, carried: CarriedDot, acc:
     result is these registers), else the accumulator's own."""
     dot = carried.dot
     tile = tile_of(ctx, dot)
-    c_view = accumulator_view(ctx, dot, tile)
+    c_view = accumulator_view(ctx, dot, tile, carried=True)
     ctx.emit(ExprStmt(Call(f"km_tensor_store<{tile.m}, {tile.n}>", (Var(acc.name), c_view))))
     ctx.emit(Barrier())
     result = loop.results[carried.index]

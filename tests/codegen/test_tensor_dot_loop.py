@@ -128,6 +128,34 @@ def test_64x64_tile_stages_operands_once_in_the_loops_double_buffers(num_warps):
     np.testing.assert_array_equal(out, reference(a, b, c0, steps, bk, CARRIED))
 
 
+@pytest.mark.parametrize("mode, num_warps", [(CARRIED, 4), (PLUS_EQUALS, 8), (SCALED, 4)])
+def test_fp32_64x64_tile_stages_its_carried_accumulator_over_the_operands(mode, num_warps):
+    # fp32 64 x 64 x 32: A and B take 16 KiB a K step and C 16 KiB, beside the 16 KiB the layout
+    # passes allocated. A carried accumulator is staged only before and after the loop, A and B
+    # only inside it, so C shares their bytes and the tile fits in 32 KiB on tensor ops (two
+    # barriers a K step: the operands' two sets do not fit the 16 KiB of double buffers); a
+    # single dot (the result scaled) needs A, B and C at once and keeps simdgroup matrices
+    bm = bn = 64
+    bk = 32
+    specs = ("*fp32/16", "*fp32/16", "*fp32/16", "*fp32/16", "i32", "i32", "i32", "i32",
+             C(mode), C(bm), C(bn), C(bk))
+    kernel = compile_source(k_loop_kernel, *specs, num_warps=num_warps, target=parse_target(TENSOR_OPS))
+    [report] = kernel.metadata["dot_reports"]
+    if mode == SCALED:
+        assert tensor_forms(kernel) == (0, 0) and report["path"] == "simdgroup"
+    else:
+        assert tensor_forms(kernel) == (0, 1)
+        assert (report["path"], report["form"]) == ("tensor_ops", "carried")
+        assert (report["barriers_per_k_step"], report["threadgroup_bytes_per_k_step"]) == (2, 16384)
+        assert kernel.metadata["threadgroup_memory_bytes"] == 32768
+    M, N, K = 100, 70, 75  # partial tiles in M and N, a K tail in the last step
+    a, b, c0 = quarters((M, K)), quarters((K, N)), quarters((M, N))
+    for steps in (triton.cdiv(K, bk), 1, 0):
+        out = run(kernel, (2, 2), a_ptr=a, b_ptr=b, c0_ptr=c0, c_ptr=np.zeros((M, N), np.float32), M=M, N=N,
+                  K=K, STEPS=steps)["c_ptr"]
+        np.testing.assert_array_equal(out, reference(a, b, c0, steps, bk, mode), err_msg=f"{steps} steps")
+
+
 @triton.jit
 def two_accumulators_kernel(a_ptr, b_ptr, c_ptr, d_ptr, K: tl.constexpr):
     # one A tile feeds two dots (its conversion has two users, so it is not bypassed), each

@@ -151,3 +151,96 @@ def test_bad_dtype():
     q = mx.zeros((1, 2, 4, 64))
     with pytest.raises(ops.OpArgumentError, match="argument 'v': dtype float16 differs"):
         ops.scaled_dot_product_attention(q, q, q.astype(mx.float16), scale=0.1)
+
+
+def _float64(*arrays):
+    return tuple(np.array(a.astype(mx.float32), np.float64) for a in arrays)
+
+
+def _probabilities_float64(q, kg, scale, causal):
+    """softmax(scale * q k^T) in float64 (`kg`: k repeated over its group of query heads; causal
+    aligned to the bottom right, as MLX)."""
+    s = scale * q @ np.swapaxes(kg, -1, -2)
+    if causal:
+        Lq, Lkv = s.shape[-2:]
+        s = np.where(np.arange(Lkv)[None, :] <= np.arange(Lq)[:, None] + (Lkv - Lq), s, -np.inf)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    return p / p.sum(-1, keepdims=True)
+
+
+def _attention_float64(q, k, v, scale, causal):
+    """softmax(scale * q k^T) v in float64 with NumPy (heads of q share k and v by groups)."""
+    q, k, v = _float64(q, k, v)
+    group = q.shape[1] // k.shape[1]
+    return _probabilities_float64(q, np.repeat(k, group, axis=1), scale, causal) @ np.repeat(v, group, axis=1)
+
+
+@pytest.mark.parametrize("target", ["apple7:3.1", "apple9:3.2", "apple10:4.0"])
+def test_prefill_default_tile_on_each_target(monkeypatch, target):
+    # the forward's default at head dim 128 in float16 (nothing tuned): 64 x 32 on 4 SIMD groups
+    # of 16 query rows, simdgroup matrices on every target (docs/ops.md, "Prefill tiles"), two
+    # barriers per key block; 100 queries (a partial second tile) over 130 keys, causal, grouped
+    # heads, against float64
+    from triton_metal.ops import attention
+    from triton_metal.runtime.heuristics import base_jit_function
+
+    monkeypatch.setenv("TRITON_METAL_TARGET", target)
+    monkeypatch.delenv("TRITON_METAL_TUNE_OPS", raising=False)
+    monkeypatch.setattr(attention._attn_fwd, "cache", {})
+    q, k, v = _qkv(1, 2, 1, 100, 130, 128, "float16")
+    out = ops.scaled_dot_product_attention(q, k, v, scale=128 ** -0.5, mask="causal")
+    ref = _attention_float64(q, k, v, 128 ** -0.5, causal=True)
+    # fp16 operands and p, float32 sums, one rounding to float16
+    np.testing.assert_allclose(np.array(out.astype(mx.float32)), ref, rtol=1e-2, atol=4e-3)
+    cf = attention._attn_fwd.best_config
+    assert (cf.kwargs["BLOCK_M"], cf.kwargs["BLOCK_N"], cf.num_warps) == (64, 32, 4)
+    lse = mx.zeros((1, 2, 100), mx.float32)
+    compiled = base_jit_function(attention._attn_fwd).warmup(
+        q, k, v, q, out, lse, 2, 2, 100, 130, 128, 0.0884, 0, 0, 0, 0, 1, BLOCK_D=128, grid=(1,),
+        **cf.all_kwargs())
+    reports = compiled.msl.metadata["dot_reports"]
+    assert [r["path"] for r in reports] == ["simdgroup", "simdgroup"]
+    assert [r["barriers_per_k_step"] for r in reports] == [2, 2]
+    assert [r["products_per_load"] for r in reports] == pytest.approx([4 / 3, 16 / 9], abs=1e-3)
+
+
+def _attention_grads_float64(q, k, v, scale, causal, d_out):
+    """dq, dk, dv of `_attention_float64` for the cotangent `d_out`, in float64 (a key/value head's
+    gradients sum over the query heads of its group)."""
+    q, k, v, d_out = _float64(q, k, v, d_out)
+    group = q.shape[1] // k.shape[1]
+    kg, vg = np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)
+    p = _probabilities_float64(q, kg, scale, causal)
+    dp = d_out @ np.swapaxes(vg, -1, -2)
+    ds = p * (dp - (dp * p).sum(-1, keepdims=True))
+    dq = scale * ds @ kg
+    dk = scale * np.swapaxes(ds, -1, -2) @ q
+    dv = np.swapaxes(p, -1, -2) @ d_out
+    fold = lambda g: g.reshape(g.shape[0], -1, group, *g.shape[2:]).sum(2)  # noqa: E731
+    return dq, fold(dk), fold(dv)
+
+
+@pytest.mark.parametrize("target", ["apple9:3.2", "apple10:4.0"])
+def test_prefill_backward_default_tile_on_each_target(monkeypatch, target):
+    # the backward kernels' default at head dim 128 in float16 (nothing tuned): the forward's
+    # 64 x 32 on 4 warps (the estimate counts real sizes; it kept only 16 x 16 before), 70
+    # queries and keys (partial tiles), causal, a group of 2 query heads, against float64.
+    # (`apple7:3.1` compiles these kernels to `apple9:3.2`'s MSL but for a comment and the
+    # kernel's name: its g++ time is spared here)
+    from triton_metal.ops import attention
+
+    monkeypatch.setenv("TRITON_METAL_TARGET", target)
+    monkeypatch.delenv("TRITON_METAL_TUNE_OPS", raising=False)
+    for kernel in (attention._attn_fwd, attention._attn_bwd_dq, attention._attn_bwd_dkdv):
+        monkeypatch.setattr(kernel, "cache", {})
+    q, k, v = _qkv(1, 2, 1, 70, 70, 128, "float16")
+    scale = 128 ** -0.5
+    d_out = randn((1, 2, 70, 128), "float16", seed=9)
+    fn = lambda a, b, c: ops.scaled_dot_product_attention(a, b, c, scale=scale, mask="causal")  # noqa: E731
+    _, grads = mx.vjp(fn, [q, k, v], [d_out])
+    for ours, ref in zip(grads, _attention_grads_float64(q, k, v, scale, True, d_out)):
+        # fp16 operands and probabilities, float32 sums: within 0.2% of the largest gradient
+        np.testing.assert_allclose(np.array(ours.astype(mx.float32)), ref, rtol=1e-2, atol=2e-3 * np.abs(ref).max())
+    for kernel in (attention._attn_bwd_dq, attention._attn_bwd_dkdv):
+        cf = kernel.best_config
+        assert (cf.kwargs["BLOCK_M"], cf.kwargs["BLOCK_N"], cf.num_warps) == (64, 32, 4)

@@ -228,3 +228,54 @@ def test_tiled_steel_like_config():
                    TRANS=True, MODE=quantized.AFFINE, BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, num_warps=4)
     ref = mx.quantized_matmul(x, wq, s, b, transpose=True, group_size=group, bits=bits)
     assert_close(y, ref, "float16", scale=20)
+
+
+def _affine_float64(wq, s, b, bits):
+    """The dequantized (N, K) matrix in float64, unpacked with NumPy from `mx.quantize`'s words
+    (codes of `bits` bits, little-endian within each uint32, one scale and bias per group)."""
+    words = np.array(wq).astype(np.uint64)
+    per_word = 32 // bits
+    codes = (words[:, :, None] >> (np.arange(per_word, dtype=np.uint64) * bits)) & ((1 << bits) - 1)
+    codes = codes.reshape(words.shape[0], -1).astype(np.float64)
+    group = codes.shape[1] // s.shape[1]
+    scales = np.repeat(np.array(s.astype(mx.float32), np.float64), group, axis=1)
+    biases = np.repeat(np.array(b.astype(mx.float32), np.float64), group, axis=1)
+    return codes * scales + biases
+
+
+@pytest.mark.parametrize("target, path, dtype", [
+    ("apple7:3.1", "simdgroup", "float16"), ("apple9:3.2", "simdgroup", "float16"),
+    ("apple10:4.0", "tensor_ops", "float16"), ("apple10:4.0", "tensor_ops", "float32"),
+])
+def test_tiled_default_tile_on_each_target(monkeypatch, target, path, dtype):
+    # the default tiled config (nothing tuned): 64 x 64 x 32 on 2 x 2 SIMD groups (simdgroup
+    # matrices, steel's reuse) or one tensor-op tile whose K loop carries the accumulator (MSL
+    # 4.0; in fp32 too, its accumulator staged over the operands' bytes); M = 70 and N = 96
+    # leave partial tiles, K = 160 five K steps; against float64 on the NumPy-unpacked weights
+    from triton_metal.ops import quantized
+    from triton_metal.runtime.heuristics import base_jit_function
+
+    monkeypatch.setenv("TRITON_METAL_TARGET", target)
+    monkeypatch.delenv("TRITON_METAL_TUNE_OPS", raising=False)
+    monkeypatch.setattr(quantized._qmm, "cache", {})
+    M, N, K, group, bits = 70, 96, 160, 32, 4
+    x = randn((M, K), dtype, seed=11)
+    wq, s, b = mx.quantize(randn((N, K), dtype, seed=12), group_size=group, bits=bits)
+    y = ops.quantized_matmul(x, wq, s, b, group_size=group, bits=bits)
+    ref = np.array(x.astype(mx.float32), np.float64) @ _affine_float64(wq, s, b, bits).T
+    # float32 sums (rounded once to float16)
+    tol = 2e-3 if dtype == "float16" else 2e-5
+    np.testing.assert_allclose(np.array(y.astype(mx.float32)), ref, rtol=tol, atol=tol * np.abs(ref).max())
+    cf = quantized._qmm.best_config
+    assert (cf.kwargs["BLOCK_M"], cf.kwargs["BLOCK_N"], cf.kwargs["BLOCK_K"], cf.num_warps) == (64, 64, 32, 4)
+    compiled = base_jit_function(quantized._qmm).warmup(
+        x, wq, s, b, y, M, N, K, wq.shape[1], s.shape[1], bits, group.bit_length() - 1, TRANS=True,
+        MODE=quantized.AFFINE, grid=(1,), **cf.all_kwargs())
+    (report,) = compiled.msl.metadata["dot_reports"]
+    assert report["path"] == path
+    # one barrier a K step where two sets of the operands fit the 16 KiB of double buffers
+    assert report["barriers_per_k_step"] == (1 if dtype == "float16" else 2)
+    if path == "simdgroup":
+        assert (report["fragments_per_simdgroup"], report["products_per_load"]) == (16, 2)
+    else:
+        assert report["form"] == "carried"

@@ -44,11 +44,11 @@ def test_attention_forward_tiles_count_the_operands_real_size(tuning, dtype, ite
     import mlx.core as mx
 
     q = mx.zeros((1, 1, 4, 128), getattr(mx, dtype))
-    kept = attention._prune_forward_tiles(attention._TILES, {"q_ptr": q}, BLOCK_D=128)
+    kept = attention._prune_tiles(attention._TILES, {"q_ptr": q}, BLOCK_D=128)
     tiles = [(cf.kwargs["BLOCK_M"], cf.kwargs["BLOCK_N"]) for cf in kept]
     # q (M x D) before the key loop, then k^T (D x N), p (M x N) and v (N x D) in its space,
     # at `itemsize` bytes within 32 KiB
-    expect = [(m, n) for m, n in ((32, 32), (64, 32), (64, 32), (32, 64), (64, 64), (16, 16))
+    expect = [(m, n) for m, n in ((64, 32), (32, 32), (64, 32), (32, 64), (64, 64), (16, 16))
               if max(m * 128, 128 * n + m * n + n * 128) * itemsize <= 32 * 1024]
     assert tiles == expect
     assert ((64, 32) in tiles) == (itemsize == 2)
@@ -66,7 +66,7 @@ def test_half_attention_prefill_at_head_dim_128_runs_the_larger_tile(monkeypatch
     q, k, v = (mx.array(rng.standard_normal((1, 1, 40, 128)).astype(np.float16)) for _ in range(3))
     out = ops.scaled_dot_product_attention(q, k, v, scale=128 ** -0.5, mask="causal")
     cfg = attention._attn_fwd.best_config
-    assert (cfg.kwargs["BLOCK_M"], cfg.kwargs["BLOCK_N"], cfg.num_warps) == (32, 32, 4)
+    assert (cfg.kwargs["BLOCK_M"], cfg.kwargs["BLOCK_N"], cfg.num_warps) == (64, 32, 4)
     f32 = [a.astype(mx.float32) for a in (q, k, v)]
     ref = mx.fast.scaled_dot_product_attention(*f32, scale=128 ** -0.5, mask="causal")
     assert float(mx.max(mx.abs(out.astype(mx.float32) - ref))) < 2e-3

@@ -55,42 +55,40 @@ def _scores(q, k_ptrs, mask_ptrs, offs_m, offs_n, start_n, Lq, Lkv, scale, dmask
     return tl.where(keep, s + bias.to(tl.float32), NEG_INF)
 
 
-def _fits(block_m: int, block_n: int, block_d: int, itemsize: int, q_apart: bool = True) -> bool:
+def _fits(block_m: int, block_n: int, block_d: int, itemsize: int) -> bool:
     # dot operands staged in threadgroup memory: the q tile, converted once before the key loop,
     # then k^T, p and v in each step; the allocator gives the loop's tiles q's space once q
-    # is in its fragments (docs/dot.md, "Attention prefill"); `q_apart` False counts all four
-    # at once
+    # is in its fragments (docs/dot.md, "Attention prefill")
     q = block_m * block_d
     step = block_d * block_n + block_m * block_n + block_n * block_d
-    return (max(q, step) if q_apart else q + step) * itemsize <= SMEM_BYTES
-
-
-def _kept_tiles(configs: list[Any], block_d: int, itemsize: int, q_apart: bool = True) -> list[Any]:
-    fitting = [cf for cf in configs
-               if _fits(cf.kwargs["BLOCK_M"], cf.kwargs["BLOCK_N"], block_d, itemsize, q_apart)]
-    return c.first_or_all(fitting or configs[-1:])
+    return max(q, step) * itemsize <= SMEM_BYTES
 
 
 def _prune_tiles(configs: list[Any], named_args: dict[str, Any], **kwargs: Any) -> list[Any]:
-    # the backward kernels stage about twice the forward's tiles (k, q^T, p^T, dO, v, dO^T, dS^T,
-    # q) at the inputs' size: counted as the forward's four tiles at once at 4 bytes
-    return _kept_tiles(configs, int(kwargs.get("BLOCK_D", 128)), 4, q_apart=False)
-
-
-def _prune_forward_tiles(configs: list[Any], named_args: dict[str, Any], **kwargs: Any) -> list[Any]:
-    # the forward's dot operands at their real size: q, k and v in the inputs' dtype, and p
-    # converted to v's before its dot (fp16 and bf16 heads stage half the bytes of fp32 ones);
-    # the dtype joins the autotune key, so each dtype gets its own choice
+    # the dot operands at their real size: q, k and v in the inputs' dtype, and p converted to
+    # v's before its dot (fp16 and bf16 heads stage half the bytes of fp32 ones); the dtype joins
+    # the autotune key, so each dtype gets its own choice. The backward kernels convert their
+    # tiles (q, dO and their transposes, k, v, the probabilities and their gradients) one at a
+    # time in the same sizes, and the allocation shares their bytes (docs/ops.md, "Prefill
+    # tiles"): the forward's estimate serves them too
     itemsize = int(getattr(named_args.get("q_ptr"), "itemsize", 4))
-    return _kept_tiles(configs, int(kwargs.get("BLOCK_D", 128)), itemsize)
+    block_d = int(kwargs.get("BLOCK_D", 128))
+    fitting = [cf for cf in configs if _fits(cf.kwargs["BLOCK_M"], cf.kwargs["BLOCK_N"], block_d, itemsize)]
+    return c.first_or_all(fitting or configs[-1:])
 
 
+# (BLOCK_M, BLOCK_N, warps); the first that fits is the default where nothing is tuned. The
+# forward's: 64 x 32 on 4 SIMD groups of 16 query rows (1.333 and 1.778 products per fragment
+# load in q k^T and p v, where 8 rows a SIMD group reach 0.8 and 0.941, with the same 2 barriers
+# and 16 KiB of threadgroup writes per key block at head dim 128 in float16: docs/ops.md,
+# "Prefill tiles"); MLX's M5 attention takes 64 query rows on 4 SIMD groups at head dim 128
+# too. The backward kernels take the same default (docs/ops.md, "Prefill tiles").
 _TILES = [triton.Config({"BLOCK_M": m, "BLOCK_N": n}, num_warps=w)
-          for m, n, w in ((32, 32, 4), (64, 32, 4), (64, 32, 2), (32, 64, 4), (64, 64, 8), (16, 16, 2))]
+          for m, n, w in ((64, 32, 4), (32, 32, 4), (64, 32, 2), (32, 64, 4), (64, 64, 8), (16, 16, 2))]
 _TILE_TUNING = {"early_config_prune": _prune_tiles}
 
 
-@triton.autotune(configs=_TILES, key=["BLOCK_D", "MASK"], prune_configs_by={"early_config_prune": _prune_forward_tiles})
+@triton.autotune(configs=_TILES, key=["BLOCK_D", "MASK"], prune_configs_by=_TILE_TUNING)
 @triton.jit
 def _attn_fwd(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, lse_ptr, Hq, group, Lq, Lkv, D, scale,
               smb, smh, smq, smk, MASK, BLOCK_D: tl.constexpr, BLOCK_M: tl.constexpr,
@@ -340,14 +338,14 @@ def _attn_bwd_dkdv(q_ptr, k_ptr, v_ptr, mask_ptr, do_ptr, lse_ptr, delta_ptr, dk
             bias = tl.load(mask_ptr + b.to(tl.int64) * smb + h * smh + offs_m[None, :] * smq
                            + offs_n[:, None] * smk, mask=inb & (MASK == 2), other=0.0)
             sT = sT + bias.to(tl.float32)
-            lse = tl.load(lse_ptr + bh.to(tl.int64) * Lq + offs_m, mask=row_ok, other=0.0)
-            pT = tl.where(keep, tl.exp(sT - lse[None, :]), 0.0)
+            lse = tl.load(lse_ptr + bh.to(tl.int64) * Lq + offs_m[None, :], mask=row_ok[None, :], other=0.0)
+            pT = tl.where(keep, tl.exp(sT - lse), 0.0)
             do = tl.load(do_base + offs_m[:, None] * D + offs_d[None, :],
                          mask=row_ok[:, None] & dmask[None, :], other=0.0)
             dv += tl.dot(pT.to(do.dtype), do)
             dpT = tl.dot(v, tl.trans(do))
-            delta = tl.load(delta_ptr + bh.to(tl.int64) * Lq + offs_m, mask=row_ok, other=0.0)
-            dsT = pT * (dpT - delta[None, :])
+            delta = tl.load(delta_ptr + bh.to(tl.int64) * Lq + offs_m[None, :], mask=row_ok[None, :], other=0.0)
+            dsT = pT * (dpT - delta)
             dk += tl.dot(dsT.to(qT.dtype), tl.trans(qT))
     tl.store(dk_ptr + kv_at, dk * scale, mask=kv_tile)
     tl.store(dv_ptr + kv_at, dv, mask=kv_tile)

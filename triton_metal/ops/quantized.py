@@ -98,11 +98,12 @@ _CONFIGS = [
     # decode shapes of the int8 ternary kernel: every row in one 16-row tile
     triton.Config({"BLOCK_M": 16, "BLOCK_N": 32, "BLOCK_K": 64}, num_warps=4),
     triton.Config({"BLOCK_M": 16, "BLOCK_N": 64, "BLOCK_K": 64}, num_warps=4),
-    # tiled
-    triton.Config({"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32}, num_warps=4),
-    # MLX steel's shape: 2 x 2 SIMD groups of 32 x 32, each A and B fragment used 4 times; on
-    # MSL 4.0 targets a whole tensor-op tile (docs/dot.md), on 4 and on 8 SIMD groups
+    # tiled; the first is the default where nothing is tuned. MLX steel's shape: 2 x 2 SIMD
+    # groups of 32 x 32, each A and B fragment used 4 times, one barrier per K step (the
+    # operands staged together); on MSL 4.0 targets a whole tensor-op tile whose K loop carries
+    # the cooperative accumulator (docs/dot.md, docs/ops.md "Tiles of the quantized matmul")
     triton.Config({"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32}, num_warps=4),
+    triton.Config({"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32}, num_warps=4),
     triton.Config({"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32}, num_warps=8),
     # 1 x 2 SIMD groups of 32 x 32: steel's reuse on a 32-row tile
     triton.Config({"BLOCK_M": 32, "BLOCK_N": 64, "BLOCK_K": 64}, num_warps=2),

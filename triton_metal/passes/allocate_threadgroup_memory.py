@@ -24,9 +24,11 @@ overlaps. To spare barriers, each buffer is first kept live until the next scrat
 block (in program order; the end of the block when none follows there), so consecutive scratch
 ops get disjoint bytes and `insert-barriers` needs no barrier between them, and the last scratch
 op of a loop body stays apart from the first (the operands of a dot in a K loop: one barrier
-each per K step, none between iterations); when that takes more than 16 KiB (`SPARE_BARRIERS_LIMIT`: threadgroup
-memory costs occupancy), buffers live only inside their op. Over 32 KiB (`THREADGROUP_MEMORY_LIMIT`) the kernel is refused with `OutOfResources`
-naming the bytes, the ops and a fix.
+each per K step, none between iterations); when that takes more than 16 KiB
+(`SPARE_BARRIERS_LIMIT`: threadgroup memory costs occupancy), only the buffers of ops in loop
+bodies are kept live so (those spare a barrier every iteration), and when that too takes more,
+buffers live only inside their op. Over 32 KiB (`THREADGROUP_MEMORY_LIMIT`) the kernel is
+refused with `OutOfResources` naming the bytes, the ops and a fix.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ STAGE_BYTES = 16384
 """Up to this many bytes, buffers stay live until the next scratch op (fewer barriers); more
 threadgroup memory per program would cost occupancy, so beyond it buffers share."""
 ALIGN = 16
+_LOOPS = ("scf.for", "scf.while")
 
 
 def _round(n: int) -> int:
@@ -210,16 +213,31 @@ def _allocate_func(func: Op, num_warps: int, stage: bool) -> int:
     # function to the end of their outermost loop: no other op in or before it touches them.
     starts = [pos[op] for op in users]
     ends = _spare_ends(users, pos)
-    buffers = [_buffer(op, n, a, b, d, pos) for op, n, a, b, d in zip(users, sizes, starts, ends, doubled)]
-    offsets = allocate(buffers)
-    if max((off + b.size for b, off in zip(buffers, offsets)), default=0) > SPARE_BARRIERS_LIMIT:
-        buffers = [_buffer(op, n, a, a, d, pos) for op, n, a, d in zip(users, sizes, starts, doubled)]
+    # Over 16 KiB, a second try keeps the extended ranges of loop bodies only (those spare a
+    # barrier every iteration; one outside a loop spares one in all), then buffers live only
+    # inside their op.
+    looped = [_in_loop(op) for op in users]
+    tries = (ends, [b if inside else a for a, b, inside in zip(starts, ends, looped)], starts)
+    for live_ends in tries:
+        buffers = [_buffer(op, n, a, b, d, pos) for op, n, a, b, d in zip(users, sizes, starts, live_ends, doubled)]
         offsets = allocate(buffers)
+        if max((off + b.size for b, off in zip(buffers, offsets)), default=0) <= SPARE_BARRIERS_LIMIT:
+            break
     for op, n, d, off in zip(users, sizes, doubled, offsets):
         op.smem_offset, op.smem_bytes = off, n  # type: ignore[attr-defined]
         if d:
             op.smem_alt_offset = off + _round(n)  # type: ignore[attr-defined]
     return max((off + b.size for b, off in zip(buffers, offsets)), default=0)
+
+
+def _in_loop(op: Op) -> bool:
+    """Whether `op` lies in the body of a loop (at any depth)."""
+    parent = op.parent.parent_op if op.parent is not None else None
+    while parent is not None:
+        if parent.name in _LOOPS:
+            return True
+        parent = parent.parent.parent_op if parent.parent is not None else None
+    return False
 
 
 def _buffer(op: Op, size: int, start: int, end: int, doubled: bool, pos: dict[Op, int]) -> Buffer:
@@ -230,7 +248,7 @@ def _buffer(op: Op, size: int, start: int, end: int, doubled: bool, pos: dict[Op
     outer: Op | None = None
     parent = op.parent.parent_op if op.parent is not None else None
     while parent is not None:
-        if parent.name in ("scf.for", "scf.while"):
+        if parent.name in _LOOPS:
             outer = parent
         parent = parent.parent.parent_op if parent.parent is not None else None
     last = max((pos[o] for o in outer.walk()), default=end) if outer is not None else end

@@ -7,7 +7,9 @@ write-after-read race between threads). Its own barrier also completes every acc
 it, so after such an op only its reads are pending. This pass inserts a `ttg.barrier` right
 before an op whose buffer overlaps a buffer still pending on some path: in straight-line code,
 across both branches of an `scf.if`, around loop back edges (the first scratch op of an
-iteration against the last of the previous one) and after a loop that may run zero times. A
+iteration against the last of the previous one) and after a loop that may run zero times. Reads
+pending before a loop that only the loop's entry makes wait (its own iterations would not) get
+one barrier before the loop rather than one in its body, which every iteration would run. A
 `tt.barrier`/`ttg.barrier` already there counts. Kernels without scratch get none.
 A conversion whose one user is a `tt.dot` (an operand on its way to a dot-operand layout) may have
 no barrier of its own: where the target has tensor ops the code generator can bypass it (the dot
@@ -93,17 +95,22 @@ def dot_operand_conversions(func: Op) -> dict[Op, Op | None]:
     return found
 
 
-def _wait(block: Block, op: Op, ranges: Ranges, pending: Pending, exempt: Ranges = frozenset()) -> Pending:
+def _wait(block: Block, op: Op, ranges: Ranges, pending: Pending, exempt: Ranges = frozenset(),
+          dry: set[Op] | None = None) -> Pending:
     """Order `op`'s writes to `ranges` after the pending reads they overlap (those of `exempt`
     aside); returns what is pending once they are ordered. Reads pending across a dot-operand
     conversion only need that conversion's barrier kept where it is bypassed
-    (`barrier_if_bypassed`); any others need a `ttg.barrier` before `op`."""
+    (`barrier_if_bypassed`); any others need a `ttg.barrier` before `op`. `dry`: change nothing,
+    collect the ops that would get a barrier."""
     hits = [p for p in pending if (p[0], p[1]) not in exempt and any(p[0] < hi and lo < p[1] for lo, hi in ranges)]
     if any(via is None for _, _, via, _ in hits):
-        block.insert_before(op, BarrierOp(loc=op.loc))
+        if dry is None:
+            block.insert_before(op, BarrierOp(loc=op.loc))
+        else:
+            dry.add(op)
         return frozenset()
     vias = {via for _, _, via, _ in hits}
-    for via in vias:
+    for via in vias if dry is None else ():
         via.barrier_if_bypassed = 1  # type: ignore[union-attr]
     return frozenset(p for p in pending if p[2] not in vias)
 
@@ -118,11 +125,30 @@ def _carried(op: Op, pending: Pending, bypassable: dict[Op, Op | None]) -> Pendi
     return frozenset((lo, hi, op, owner) for lo, hi, _, owner in pending if owner is not partner or partner is None)
 
 
+def _barriers_inside(loop: Op, entry: Pending, doubled: Ranges, bypassable: dict[Op, Op | None]) -> set[Op]:
+    """The ops of `loop` that would get a barrier before them, given `entry` pending before it."""
+    found: set[Op] = set()
+    pending_after(loop, entry, lambda b, p: _block(b, p, doubled, bypassable, found))
+    return found
+
+
+def _hoisted(block: Block, loop: Op, pending: Pending, doubled: Ranges, bypassable: dict[Op, Op | None]) -> Pending:
+    """Reads pending before `loop` that its body overwrites where its own iterations would not
+    need a barrier: one barrier before the loop orders them, where the one found inside would
+    run every iteration. Returns what is pending on entry to the loop."""
+    if pending and _barriers_inside(loop, frozenset(), doubled, bypassable) < _barriers_inside(
+            loop, pending, doubled, bypassable):
+        block.insert_before(loop, BarrierOp(loc=loop.loc))
+        return frozenset()
+    return pending
+
+
 def _block(block: Block, pending: Pending, doubled: Ranges = frozenset(),
-           bypassable: dict[Op, Op | None] | None = None) -> Pending:
+           bypassable: dict[Op, Op | None] | None = None, dry: set[Op] | None = None) -> Pending:
     """Insert barriers in `block` given the ranges pending on entry; returns those on exit.
     `doubled`: the buffers of every double-buffered conversion of the function; `bypassable`:
-    its dot-operand conversions (`dot_operand_conversions`)."""
+    its dot-operand conversions (`dot_operand_conversions`); `dry`: insert nothing, collect
+    the ops that would get a barrier (`_wait`)."""
     bypassable = bypassable or {}
     joined: Ranges = frozenset()
     joined_owner: Op | None = None
@@ -137,7 +163,7 @@ def _block(block: Block, pending: Pending, doubled: Ranges = frozenset(),
             # bytes until their outermost loop ends, so inside it none is needed). A joined one
             # waits on its partner's barrier, after which both read: their buffers stay pending.
             mine = _buffers(op)
-            pending = _wait(block, op, mine, pending, exempt=doubled)
+            pending = _wait(block, op, mine, pending, exempt=doubled, dry=dry)
             if getattr(op, "joined", None):
                 joined, joined_owner = joined | mine, op
                 pending |= _own(mine, op)
@@ -148,15 +174,17 @@ def _block(block: Block, pending: Pending, doubled: Ranges = frozenset(),
             continue
         r = _range(op)
         if r is not None:
-            pending = _wait(block, op, frozenset({r}), pending)
+            pending = _wait(block, op, frozenset({r}), pending, dry=dry)
             # the op's own barrier (between its write and its reads) completes every earlier
             # access: only its reads remain pending
             pending = _own(frozenset({r}), op) | _carried(op, pending, bypassable)
         if op.name in ("tt.reduce", "tt.scan", "tt.map_elementwise") or not op.regions:
             continue
         _uniform(op)
+        if op.name in ("scf.for", "scf.while") and dry is None:
+            pending = _hoisted(block, op, pending, doubled, bypassable)
         if op.name in ("scf.if", "scf.for", "scf.while"):
-            pending = pending_after(op, pending, lambda b, p: _block(b, p, doubled, bypassable))
+            pending = pending_after(op, pending, lambda b, p: _block(b, p, doubled, bypassable, dry))
     return pending
 
 
