@@ -418,3 +418,28 @@ def test_type_of_a_compile_time_value(host_backend):
     assert out.item() == 3
     with pytest.raises(triton.CompilationError, match="static_assert"):
         _literal_types[(1,)](out, 5)
+
+
+@triton.jit
+def _tuple_types(out_ptr, SHAPE: tl.constexpr):
+    declared: tl.constexpr = (5, 6, 7)
+    # Triton's tuple_type: the elements' types, a literal's being constexpr_types
+    tl.static_assert(declared.type == ((5, 6, 7)).type)
+    tl.static_assert(SHAPE.type == ((5, 6, 7)).type)
+    tl.static_assert(SHAPE.type == tl.tuple_type([(5).type, (6).type, (7).type]))
+    tl.static_assert(((5, 6)).type != ((5, 7)).type)
+    pair = (tl.load(out_ptr), tl.load(out_ptr + 1).to(tl.float32))
+    tl.static_assert(pair.type == tl.tuple_type([tl.int32, tl.float32]))
+    tl.static_assert(len(pair.type) == 2 and pair.type[1] == tl.float32)
+    tl.store(out_ptr, pair[0] + SHAPE[0] * 100 + SHAPE[1] * 10 + SHAPE[2])
+
+
+def test_type_of_a_tuple(host_backend):
+    # Triton's test_constexpr_assignment: `((5, 6, 7)).type` of a literal, a constexpr parameter
+    # and a name declared `tl.constexpr` are one tuple_type
+    out = torch.tensor([1, 2], dtype=torch.int32)
+    _tuple_types[(1,)](out, (5, 6, 7))
+    assert out.tolist() == [568, 2]
+    with pytest.raises(triton.CompilationError, match="static_assert"):
+        _tuple_types[(1,)](out, (5, 6, 8))
+    assert tl.tuple_type([tl.int32]) != tl.tuple_type([tl.int32], ["x"])  # a named tuple's fields count

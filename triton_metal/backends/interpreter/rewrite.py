@@ -7,6 +7,8 @@ differ, so that a program means in the interpreter what it means compiled:
   without a value (`d0: tl.constexpr` then `d0, d1 = shape`); `x += v` is `x = x + v`.
 * `a and b`, `a or b`, `not a`: on tensors, elementwise logical operations (compile-time operands
   short-circuit as in Python), the front end's rule.
+* `x.type`: a literal's is its `tl.constexpr_type`, a tuple's its `tl.tuple_type` (`type_of`), as
+  in the front end.
 * `is`, `is not`, `isinstance`, `getattr` and `hasattr` see through `tl.constexpr` (so
   `getattr(tl, FUNC)` takes a compile-time name), as the front end's do.
 * `for i in range(...)`: Python's `range` in a loop header is `tl.range`, as in the front end, so
@@ -36,7 +38,7 @@ from typing import Any
 
 from triton_metal.language import constexpr, current_semantic, tensor
 from triton_metal.language import range as tl_range
-from triton_metal.language.core import warn_logical_on_block
+from triton_metal.language.core import type_of, warn_logical_on_block
 
 _RT = "__triton_metal_rt__"
 _CACHE: dict[Any, Callable[..., Any]] = {}
@@ -83,6 +85,13 @@ class _Runtime:
         if isinstance(items, tensor) or not isinstance(items, (tuple, list)) or len(items) != len(declared):
             return _Runtime.assigned(value)  # Python's unpacking says what is wrong
         return tuple(_Runtime.assigned_as(v, d) for v, d in zip(items, declared))
+
+    @staticmethod
+    def type_of(value: Any) -> Any:
+        """`value.type` as the front end's `visit_Attribute` gives it."""
+        if isinstance(value, (constexpr, tuple, bool, int, float, str)) or value is None:
+            return type_of(value)
+        return value.type
 
     @staticmethod
     def spread(value: Any) -> tuple[Any, ...]:
@@ -284,9 +293,9 @@ class _Rewriter(ast.NodeTransformer):
 
     def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
         self.generic_visit(node)
-        if isinstance(node.value, ast.Constant):  # `(10).type`: a literal is a tl.constexpr
-            literal = ast.Constant(value=ast.unparse(node.value))
-            node.value = _call("constexpr_value", [node.value, literal], node.value)
+        if node.attr == "type" and isinstance(node.ctx, ast.Load):
+            # `(10).type`, `(5, 6).type`, `t.type` of a tuple: the front end's types
+            return _call("type_of", [node.value], node)
         return node
 
     def visit_Call(self, node: ast.Call) -> ast.AST:
