@@ -355,7 +355,7 @@ class JITFunction(KernelInterface, JITCallable):
             self.__name__, facts, warps, debug_flag, backend, COMPILER_VERSION, index_bits, spread,
             target=target,
         )
-        compiled = compile_variant(self, key)
+        compiled = compile_variant(self, key, announce=False)
         compiled.kernel = self
         self.cache.legal.add(fast_key)
         return compiled
