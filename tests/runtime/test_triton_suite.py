@@ -443,3 +443,23 @@ def test_type_of_a_tuple(host_backend):
     with pytest.raises(triton.CompilationError, match="static_assert"):
         _tuple_types[(1,)](out, (5, 6, 8))
     assert tl.tuple_type([tl.int32]) != tl.tuple_type([tl.int32], ["x"])  # a named tuple's fields count
+
+
+@triton.jit
+def _static_prints(x_ptr, BLOCK: tl.constexpr, TAG: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, BLOCK))
+    tl.static_print("", x, tl.sum(x, axis=0), TAG)
+    tl.store(x_ptr + tl.arange(0, BLOCK), x + 1)
+
+
+def test_static_print_shows_tensors_as_triton_once(host_backend, capfd):
+    # Triton's str(tensor): the dtype's name and the shape's constexprs (test_print's static
+    # case); the interpreter prints it when the body runs, not again in its legality compile
+    import uuid
+
+    tag = str(uuid.uuid4())  # a new variant: the compile is not read from the disk cache
+    x = torch.zeros(8, dtype=torch.int16)
+    _static_prints[(1,)](x, BLOCK=8, TAG=tag)
+    # (tl.sum of int16 values is int32, as in Triton)
+    assert capfd.readouterr().out.splitlines() == [f" int16[constexpr[8]] int32[] {tag}"]
+    assert x.tolist() == [1] * 8
