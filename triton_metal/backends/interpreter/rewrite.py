@@ -18,6 +18,10 @@ differ, so that a program means in the interpreter what it means compiled:
   conditions), since the compiler unrolls them.
 * `assert cond, msg`: a device assert when `cond` is a tensor (as Triton reads it), else a
   compile-time check, as the front end's.
+* `return value` in a function whose `return`s sit inside `if`s or loops: once the call has run
+  a run-time `if` (a tensor condition), `while` or `tl.range` loop that holds a `return`, its
+  values return as tensors, as the front end's return slot makes them (`frontend/returns.py`):
+  `if x < 0: return 1` gives an int32 scalar for a run-time `x` and `1` for a constexpr one.
 
 Arguments follow the front end too: a helper receives every non-tensor argument as a
 `tl.constexpr` (so `DTYPE.value` works), and so does a kernel's compile-time parameter.
@@ -85,6 +89,32 @@ class _Runtime:
         if isinstance(items, tensor) or not isinstance(items, (tuple, list)) or len(items) != len(declared):
             return _Runtime.assigned(value)  # Python's unpacking says what is wrong
         return tuple(_Runtime.assigned_as(v, d) for v, d in zip(items, declared))
+
+    class Returns:
+        """Per call of a function with nested `return`s: whether it has met a run-time
+        construct that holds one (after which its returns are tensors)."""
+
+        def __init__(self) -> None:
+            self.run_time = False
+
+    @staticmethod
+    def note_test(returns: _Runtime.Returns, test: Any) -> Any:
+        """An `if`/`while` test of a construct holding a `return`, passed through."""
+        if isinstance(test, tensor):
+            returns.run_time = True
+        return test
+
+    @staticmethod
+    def note_loop(returns: _Runtime.Returns, iterable: Any) -> Any:
+        """A `for` loop's iterable, passed through: a `tl.range` is a run-time loop (a
+        `tl.static_range` or a tuple is unrolled by the compiler)."""
+        if isinstance(iterable, tl_range):
+            returns.run_time = True
+        return iterable
+
+    @staticmethod
+    def returned(returns: _Runtime.Returns, value: Any) -> Any:
+        return _Runtime.assigned(value) if returns.run_time else value
 
     @staticmethod
     def type_of(value: Any) -> Any:
@@ -216,9 +246,53 @@ def _mentions(pattern: Any) -> bool:
     return isinstance(pattern, str) or (isinstance(pattern, tuple) and any(map(_mentions, pattern)))
 
 
+_RETURNS = "__triton_metal_returns__"
+"""The local of a function with nested `return`s that holds its `_Runtime.Returns`."""
+
+
+def _holds_return(node: ast.AST) -> bool:
+    return any(isinstance(n, ast.Return) for n in ast.walk(node))
+
+
+def _nested_return(fdef: ast.FunctionDef) -> bool:
+    """Whether a `return` sits inside an `if`, `for` or `while` of `fdef` (the front end's
+    `nested_return`)."""
+    return any(isinstance(n, (ast.If, ast.For, ast.While)) and _holds_return(n) for n in ast.walk(fdef))
+
+
+def _returns_local() -> ast.expr:
+    return ast.Name(id=_RETURNS, ctx=ast.Load())
+
+
 class _Rewriter(ast.NodeTransformer):
-    def __init__(self, declared: frozenset[str] = frozenset()) -> None:
+    def __init__(self, declared: frozenset[str] = frozenset(), track_returns: bool = False) -> None:
         self.declared = declared
+        self.track_returns = track_returns
+
+    def _note(self, node: ast.If | ast.While | ast.For) -> None:
+        """Mark the call run-time when `node`, holding a `return`, is a run-time construct."""
+        if not (self.track_returns and _holds_return(node)):
+            return
+        if isinstance(node, ast.For):
+            node.iter = _call("note_loop", [_returns_local(), node.iter], node.iter)
+        else:
+            node.test = _call("note_test", [_returns_local(), node.test], node.test)
+
+    def visit_If(self, node: ast.If) -> ast.AST:
+        self.generic_visit(node)
+        self._note(node)
+        return node
+
+    def visit_While(self, node: ast.While) -> ast.AST:
+        self.generic_visit(node)
+        self._note(node)
+        return node
+
+    def visit_Return(self, node: ast.Return) -> ast.AST:
+        self.generic_visit(node)
+        if self.track_returns and node.value is not None:
+            node.value = _call("returned", [_returns_local(), node.value], node.value)
+        return node
 
     def visit_Assign(self, node: ast.Assign) -> ast.AST:
         self.generic_visit(node)
@@ -284,6 +358,7 @@ class _Rewriter(ast.NodeTransformer):
         it = node.iter
         if isinstance(it, ast.Call):
             it.func = _call("loop_iterable", [it.func], it.func)
+        self._note(node)
         return node
 
     def visit_Assert(self, node: ast.Assert) -> ast.AST:
@@ -329,7 +404,11 @@ def _rewrite(fn: Callable[..., Any]) -> Callable[..., Any]:
     if not isinstance(fdef, ast.FunctionDef):
         return fn
     fdef.decorator_list = []
-    _Rewriter(_declared_constexpr(fdef)).visit(fdef)
+    track_returns = _nested_return(fdef)
+    _Rewriter(_declared_constexpr(fdef), track_returns).visit(fdef)
+    if track_returns:  # the call's own record, made first
+        start = ast.Assign(targets=[ast.Name(id=_RETURNS, ctx=ast.Store())], value=_call("Returns", [], fdef))
+        fdef.body.insert(0, ast.copy_location(start, fdef.body[0]))
     for node in ast.walk(tree):
         if hasattr(node, "lineno"):
             node.lineno += def_line - 1  # type: ignore[attr-defined]
