@@ -5,6 +5,7 @@ JUnit counting, and the runner end to end on a small test file of our own."""
 from __future__ import annotations
 
 import textwrap
+import uuid
 from pathlib import Path
 
 import numpy as np
@@ -455,8 +456,6 @@ def _static_prints(x_ptr, BLOCK: tl.constexpr, TAG: tl.constexpr):
 def test_static_print_shows_tensors_as_triton_once(host_backend, capfd):
     # Triton's str(tensor): the dtype's name and the shape's constexprs (test_print's static
     # case); the interpreter prints it when the body runs, not again in its legality compile
-    import uuid
-
     tag = str(uuid.uuid4())  # a new variant: the compile is not read from the disk cache
     x = torch.zeros(8, dtype=torch.int16)
     _static_prints[(1,)](x, BLOCK=8, TAG=tag)
