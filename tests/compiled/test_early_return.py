@@ -315,3 +315,36 @@ def test_block_of_two_elements_stays_refused():
     with pytest.raises(CompilationError, match=r"Boolean value of Tensor with more than one value is "
                                                r"ambiguous.*block of shape \[2\]"):
         two_element_condition[(1,)](np.ones(2, np.int32))
+
+
+@triton.jit
+def _sign_of(x):
+    if x < 0:
+        return 1
+    return 0
+
+
+@triton.jit
+def _first_index_of(x_ptr, n, value):
+    for i in range(n):
+        if tl.load(x_ptr + i) == value:
+            return i
+    return -1
+
+
+@triton.jit
+def promoted_returns(x_ptr, out_ptr, n, C: tl.constexpr):
+    # a value returned from a run-time `if` or loop is a tensor (the return slot's), from a
+    # compile-time one a constexpr: the interpreter's values have the compiler's types
+    tl.static_assert(_sign_of(n - 5).type == tl.int32)
+    tl.static_assert(_sign_of(C).type == (1).type)  # C < 0 here
+    tl.static_assert(_first_index_of(x_ptr, n, 7.0).type == tl.int32)
+    tl.store(out_ptr, _sign_of(n - 5) * 10 + _first_index_of(x_ptr, n, 7.0) + _sign_of(C) * 100)
+
+
+@pytest.mark.parametrize("n, expected", [(4, 1 * 10 + 2 + 100), (8, 0 + 2 + 100)])
+def test_values_returned_from_run_time_constructs_are_tensors_on_both_backends(n, expected):
+    x = np.array([0, 3, 7, 7, 1, 2, 3, 4], np.float32)
+    out = np.zeros(1, np.int32)
+    run_both(promoted_returns, (1,), x_ptr=x, out_ptr=out, n=n, C=-2)
+    assert out[0] == expected

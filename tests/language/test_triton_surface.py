@@ -24,8 +24,6 @@ REFUSED: dict[str, str] = {
     "(x[:, None], x[None, :]), which work on both backends",
     "target_info": "queries of NVIDIA/AMD targets (is_cuda, cuda_capability_geq, is_hip_cdna3, ...); "
     "no NVIDIA or AMD target exists on Apple GPUs",
-    "tuple_type": "the type of Triton's tuple value class; kernel tuples are Python tuples here "
-    "(`tl.tuple` is Python's tuple), built, indexed and unpacked the same way",
 }
 """Triton 3.9.0 names this package does not have, and why."""
 

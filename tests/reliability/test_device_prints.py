@@ -18,7 +18,7 @@ import pytest
 import triton_metal as triton
 import triton_metal.language as tl
 from triton_metal.errors import DeviceAssertionError
-from triton_metal.language.print_format import Operand, munge_prefix, print_lines
+from triton_metal.language.print_format import Operand, c_hex_float, munge_prefix, print_lines
 
 
 def _both(capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
@@ -94,14 +94,22 @@ def print_floats(x_ptr, BLOCK: tl.constexpr):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
-def test_floats_as_c_percent_f_and_their_bits_in_hex(dtype, capfd, monkeypatch):
+def test_floats_as_c_percent_f_and_percent_a_in_hex(dtype, capfd, monkeypatch):
     x = np.array([1.5, -0.0, 3.25e-3, 65504.0, np.inf, -np.inf, np.nan, -2.0], dtype=dtype)
     lines = _both(capfd, monkeypatch, lambda: print_floats[(1,)](x, BLOCK=8))
     assert _values(lines, " f: ") == ["%f" % float(v) if np.isfinite(v) else str(float(v)) for v in x]
-    width = np.dtype(dtype).itemsize * 2
-    bits = x.view(np.uint32 if dtype == np.float32 else np.uint16)
-    assert _values(lines, " bits: ") == [f"0x{int(b):0{width}x}" for b in bits]
+    # C's %a, read back exactly as Triton's test_print does (float.fromhex of each value)
+    hexes = _values(lines, " bits: ")
+    assert [float.fromhex(h) for h in hexes[:6] + hexes[7:]] == [float(v) for v in np.delete(x, 6)]
+    assert hexes[1] == "-0x0p+0" and hexes[4:7] == ["inf", "-inf", "nan"] and hexes[0] == "0x1.8p+0"
     assert _values(lines, " as bf16: ")[0] == "1.500000"
+
+
+def test_c_percent_a_spelling():
+    # glibc's spelling of printf("%a", (double)v): trailing zero digits dropped
+    assert c_hex_float(float(np.float32(0.1))) == "0x1.99999ap-4"
+    assert c_hex_float(1.0) == "0x1p+0" and c_hex_float(6.0) == "0x1.8p+2" and c_hex_float(0.0) == "0x0p+0"
+    assert c_hex_float(-float("nan")) == "-nan" and c_hex_float(2.0**-149) == "0x1p-149"
 
 
 # -- scalars, several arguments, no argument ---------------------------------------------------------
@@ -291,7 +299,7 @@ def test_prefix_rule_and_format_match_triton():
     lines = print_lines((1, 2, 3), " t: ", False, ops)
     assert lines[0] == "pid (1, 2, 3) idx (0,  0) t: 0" and lines[-1] == "pid (1, 2, 3) idx (1, 10) t: 21"
     assert print_lines((0, 0, 0), " h: ", True, [Operand("f16", (), np.float16(1.0))]) == [
-        "pid (0, 0, 0) idx () h: 0x3c00"]
+        "pid (0, 0, 0) idx () h: 0x1p+0"]  # C's %a of the value, as Triton's printf
     assert print_lines((0, 0, 0), " b: ", True, [Operand("i1", (), np.bool_(True))]) == [
         "pid (0, 0, 0) idx () b: 0x1"]
 

@@ -5,6 +5,7 @@ JUnit counting, and the runner end to end on a small test file of our own."""
 from __future__ import annotations
 
 import textwrap
+import uuid
 from pathlib import Path
 
 import numpy as np
@@ -418,3 +419,46 @@ def test_type_of_a_compile_time_value(host_backend):
     assert out.item() == 3
     with pytest.raises(triton.CompilationError, match="static_assert"):
         _literal_types[(1,)](out, 5)
+
+
+@triton.jit
+def _tuple_types(out_ptr, SHAPE: tl.constexpr):
+    declared: tl.constexpr = (5, 6, 7)
+    # Triton's tuple_type: the elements' types, a literal's being constexpr_types
+    tl.static_assert(declared.type == ((5, 6, 7)).type)
+    tl.static_assert(SHAPE.type == ((5, 6, 7)).type)
+    tl.static_assert(SHAPE.type == tl.tuple_type([(5).type, (6).type, (7).type]))
+    tl.static_assert(((5, 6)).type != ((5, 7)).type)
+    pair = (tl.load(out_ptr), tl.load(out_ptr + 1).to(tl.float32))
+    tl.static_assert(pair.type == tl.tuple_type([tl.int32, tl.float32]))
+    tl.static_assert(len(pair.type) == 2 and pair.type[1] == tl.float32)
+    tl.store(out_ptr, pair[0] + SHAPE[0] * 100 + SHAPE[1] * 10 + SHAPE[2])
+
+
+def test_type_of_a_tuple(host_backend):
+    # Triton's test_constexpr_assignment: `((5, 6, 7)).type` of a literal, a constexpr parameter
+    # and a name declared `tl.constexpr` are one tuple_type
+    out = torch.tensor([1, 2], dtype=torch.int32)
+    _tuple_types[(1,)](out, (5, 6, 7))
+    assert out.tolist() == [568, 2]
+    with pytest.raises(triton.CompilationError, match="static_assert"):
+        _tuple_types[(1,)](out, (5, 6, 8))
+    assert tl.tuple_type([tl.int32]) != tl.tuple_type([tl.int32], ["x"])  # a named tuple's fields count
+
+
+@triton.jit
+def _static_prints(x_ptr, BLOCK: tl.constexpr, TAG: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, BLOCK))
+    tl.static_print("", x, tl.sum(x, axis=0), TAG)
+    tl.store(x_ptr + tl.arange(0, BLOCK), x + 1)
+
+
+def test_static_print_shows_tensors_as_triton_once(host_backend, capfd):
+    # Triton's str(tensor): the dtype's name and the shape's constexprs (test_print's static
+    # case); the interpreter prints it when the body runs, not again in its legality compile
+    tag = str(uuid.uuid4())  # a new variant: the compile is not read from the disk cache
+    x = torch.zeros(8, dtype=torch.int16)
+    _static_prints[(1,)](x, BLOCK=8, TAG=tag)
+    # (tl.sum of int16 values is int32, as in Triton)
+    assert capfd.readouterr().out.splitlines() == [f" int16[constexpr[8]] int32[] {tag}"]
+    assert x.tolist() == [1] * 8

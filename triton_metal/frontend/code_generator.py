@@ -247,8 +247,8 @@ class CodeGenerator(ReturnsMixin, ControlFlowMixin, CallsMixin, ast.NodeVisitor)
         base = self.visit(node.value)
         if isinstance(base, tlc.constexpr) and node.attr == "value":
             return base  # `DTYPE.value` on a constexpr is its value, as in Triton
-        if isinstance(base, tlc.constexpr) and node.attr == "type":
-            return base.type  # `tl.constexpr_type(value)`, as in Triton
+        if isinstance(base, (tlc.constexpr, tuple)) and node.attr == "type":
+            return tlc.type_of(base)  # `tl.constexpr_type(value)`, a tuple's `tl.tuple_type`, as in Triton
         obj = base.value if isinstance(base, tlc.constexpr) else base
         result = getattr(obj, node.attr)
         return tlc.constexpr(result) if isinstance(result, (bool, int, float, str)) else result

@@ -21,6 +21,7 @@ from .core import (
     range,
     static_range,
     tensor,
+    tuple_type,
 )
 from .debug_ops import (
     assume,
@@ -197,6 +198,6 @@ __all__ = [
     "rsqrt", "sigmoid", "sin", "softmax", "sort", "split", "sqrt", "sqrt_rn", "squeeze",
     "static_assert", "static_print", "static_range", "store", "str_to_ty", "store_tensor_descriptor", "sub",
     "sum", "swizzle2d", "tensor", "tensor_descriptor", "tensor_descriptor_type", "to_tensor",
-    "topk", "trans", "tuple", "uint16", "uint32", "uint64", "uint8", "uint_to_uniform_float", "umulhi",
-    "unsqueeze", "view", "void", "where", "xor_sum", "zeros", "zeros_like",
+    "topk", "trans", "tuple", "tuple_type", "uint16", "uint32", "uint64", "uint8",
+    "uint_to_uniform_float", "umulhi", "unsqueeze", "view", "void", "where", "xor_sum", "zeros", "zeros_like",
 ]

@@ -32,3 +32,22 @@ def active_semantic(semantic: Semantic) -> Iterator[Semantic]:
         yield semantic
     finally:
         _ACTIVE.reset(token)
+
+
+_QUIET_STATIC_PRINTS: ContextVar[bool] = ContextVar("triton_metal_quiet_static_prints", default=False)
+
+
+def static_prints_quiet() -> bool:
+    """Whether `tl.static_print` prints nothing on this thread now (`quiet_static_prints`)."""
+    return _QUIET_STATIC_PRINTS.get()
+
+
+@contextmanager
+def quiet_static_prints() -> Iterator[None]:
+    """Compile without `tl.static_print` output: the interpreter's legality check, whose kernel
+    body then prints it when it runs (once per launch, as Triton's interpreter does)."""
+    token = _QUIET_STATIC_PRINTS.set(True)
+    try:
+        yield
+    finally:
+        _QUIET_STATIC_PRINTS.reset(token)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import builtins as _py
 import functools
 import operator
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from enum import Enum
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -151,10 +151,11 @@ class constexpr:
         return self.value(*args, **kwargs)
 
     @property
-    def type(self) -> constexpr_type:
+    def type(self) -> constexpr_type | tuple_type:
         """Its type, as Triton's `constexpr.type`: `constexpr_type(value)`, equal to another
-        constexpr's type exactly when the values are equal (`x.type == tl.constexpr_type(3)`)."""
-        return constexpr_type(self.value)
+        constexpr's type exactly when the values are equal (`x.type == tl.constexpr_type(3)`);
+        a tuple's is its `tuple_type` (`type_of`)."""
+        return type_of(self)
 
     def __getattr__(self, name: str) -> Any:
         if name == "value":  # not yet set (unpickling); avoid infinite recursion
@@ -241,6 +242,47 @@ class constexpr_type:
 
     def __repr__(self) -> str:
         return f"constexpr_type[{self.value}]"
+
+
+class tuple_type:
+    """The type of a tuple (Triton's `tl.tuple_type`): its elements' types and, for a named
+    tuple, its field names. Two are equal when both are (`((5, 6)).type == C.type`)."""
+
+    def __init__(self, types: Iterable[Any], fields: Iterable[str] | None = None) -> None:
+        self.types: list[Any] = list(types)
+        # Triton names a plain tuple's fields "" (so a named tuple's type differs from it)
+        self.fields: tuple[str, ...] = _py.tuple(fields) if fields is not None else ("",) * len(self.types)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, tuple_type) and self.types == other.types and self.fields == other.fields
+
+    def __hash__(self) -> int:
+        return hash((_py.tuple(self.types), self.fields))
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.types)
+
+    def __len__(self) -> int:
+        return len(self.types)
+
+    def __getitem__(self, index: int) -> Any:
+        return self.types[index]
+
+    def __repr__(self) -> str:
+        return f"tuple_type[{', '.join(repr(t) for t in self.types)}]"
+
+
+def type_of(value: Any) -> Any:
+    """`value.type` of any value a kernel handles, as Triton's front end types it: a tensor's
+    `tl` type; a tuple's `tuple_type` of its elements' types (Triton's tuple literals hold
+    constexprs: `(5, 6).type` is `tuple_type([constexpr_type(5), constexpr_type(6)])`); any
+    other compile-time value's `constexpr_type`; what else has a `type` (descriptors) keeps it."""
+    raw = value.value if isinstance(value, constexpr) else value
+    if isinstance(raw, _py.tuple):
+        return tuple_type((type_of(v) for v in raw), getattr(raw, "_fields", None))
+    if isinstance(raw, tensor) or (not isinstance(value, constexpr) and hasattr(raw, "type")):
+        return raw.type
+    return constexpr_type(raw)
 
 
 # ---------------------------------------------------------------------------------------------

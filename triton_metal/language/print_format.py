@@ -9,10 +9,12 @@ One line per element of each operand, in row-major order, operand after operand:
 
 as Triton's GPU lowering of `tt.print` writes them (`PrintOpToLLVM.cpp`): each index padded to
 the digits of its dimension, `ceil(log10(dim))`; floats as C's `%f`; integers in decimal as
-their type's signedness says (`int1` prints 0 or 1); with `hex=True` every value as `0x` and
-its bit pattern in as many hex digits as the type has nibbles (floats too: their bits; an int1
-as `0x0`/`0x1`). Pointers print their byte address as `0x` and 16 hex digits. The prefix arrives
-already adjusted by the semantic layer (`munge_prefix`, Triton's rule).
+their type's signedness says (`int1` prints 0 or 1); with `hex=True` an integer as `0x` and
+its bit pattern in as many hex digits as the type has nibbles (an int1 as `0x0`/`0x1`), a float
+as C's `%a` of its value (`0x1.8p+0`), as Triton's device printf formats it (its `test_print`
+reads the values back with `float.fromhex`). Pointers print their byte address as `0x` and 16
+hex digits. The prefix arrives already adjusted by the semantic layer (`munge_prefix`, Triton's
+rule).
 
 Values are NumPy arrays in the interpreter's storage: integers and floats as themselves, bf16
 as float32 holding a bf16 value, pointers as uint64 addresses.
@@ -65,7 +67,17 @@ def _bits(type_name: str) -> int:
     return 64 if type_name == "ptr" else int(type_name.lstrip("biuf"))
 
 
-_FLOAT_BITS = {"f16": (np.float16, np.uint16), "f32": (np.float32, np.uint32), "f64": (np.float64, np.uint64)}
+def c_hex_float(value: float) -> str:
+    """C's `%a` of a float widened to double, as glibc spells it (what Triton's device printf
+    gives): `0x1.8p+0`, `0x1.99999ap-4`, `-0x0p+0`, `inf`, `-nan`."""
+    if math.isnan(value):
+        return "-nan" if math.copysign(1.0, value) < 0 else "nan"
+    if math.isinf(value):
+        return "-inf" if value < 0 else "inf"
+    mantissa, exponent = value.hex().split("p")  # '0x1.8000000000000', '+0'
+    return f"{mantissa.rstrip('0').rstrip('.')}p{exponent}"
+
+
 _INT_BITS = {1: np.uint8, 8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 
 
@@ -75,14 +87,10 @@ def _texts(op: Operand, hex_: bool) -> list[str]:
     if op.type == "ptr":
         return [f"0x{v:016x}" for v in flat.astype(np.uint64).tolist()]
     is_float = op.type in ("f16", "bf16", "f32", "f64")
+    if hex_ and is_float:
+        return [c_hex_float(v) for v in flat.astype(np.float64).tolist()]
     if hex_:
-        if op.type == "bf16":  # held as float32 with a bfloat16 value: its upper half
-            bits = flat.astype(np.float32).view(np.uint32) >> np.uint32(16)
-        elif is_float:
-            ftype, utype = _FLOAT_BITS[op.type]
-            bits = flat.astype(ftype).view(utype)
-        else:
-            bits = flat.astype(_INT_BITS[_bits(op.type)])  # two's complement bits of its width
+        bits = flat.astype(_INT_BITS[_bits(op.type)])  # two's complement bits of its width
         digits = _bits(op.type) // 4
         return [f"0x{v:0{digits}x}" for v in bits.tolist()]
     if is_float:

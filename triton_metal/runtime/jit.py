@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, overload
 
 from ..errors import CompilationError, LaunchError
+from ..language.context import quiet_static_prints
 from ..language.jit_marker import JITCallable
 from ..backends.metal.plan import LAUNCH_DIM_LIMIT
 from .backend import METAL, active_backend_name, backend_for_arrays, launch_environment
@@ -355,7 +356,8 @@ class JITFunction(KernelInterface, JITCallable):
             self.__name__, facts, warps, debug_flag, backend, COMPILER_VERSION, index_bits, spread,
             target=target,
         )
-        compiled = compile_variant(self, key)
+        with quiet_static_prints():  # the interpreted body prints them when it runs
+            compiled = compile_variant(self, key, announce=False)
         compiled.kernel = self
         self.cache.legal.add(fast_key)
         return compiled

@@ -94,8 +94,10 @@ def launch_on_interpreter(kernel: Any, grid: Grid3, args: dict[str, object]) -> 
     interpreter.launch(kernel, grid, args)
 
 
-def compile_variant(kernel: Any, key: SpecializationKey) -> CompiledKernel:
-    """The compiled variant for `key`: from the disk cache, or compiled and stored there."""
+def compile_variant(kernel: Any, key: SpecializationKey, *, announce: bool = True) -> CompiledKernel:
+    """The compiled variant for `key`: from the disk cache, or compiled and stored there.
+    `announce=False` (the interpreter's legality check) prints no progress line: an interpreted
+    launch leaves stderr to the kernel, as Triton's interpreter does."""
     from . import disk_cache, progress
     from .compiler import compile_msl, compiler_hash
     from .dependencies import source_files
@@ -120,7 +122,7 @@ def compile_variant(kernel: Any, key: SpecializationKey) -> CompiledKernel:
         )
     level = debug_level()
     dumping = level >= 2 or bool(os.environ.get("TRITON_METAL_DUMP_DIR"))
-    if hit is None:
+    if hit is None and announce:
         progress.compiled(kernel.__name__, seconds)
     elif dumping:  # the disk cache keeps no pass IR: the passes run again, for their dump only
         compile_msl(kernel, key)

@@ -7,6 +7,8 @@ differ, so that a program means in the interpreter what it means compiled:
   without a value (`d0: tl.constexpr` then `d0, d1 = shape`); `x += v` is `x = x + v`.
 * `a and b`, `a or b`, `not a`: on tensors, elementwise logical operations (compile-time operands
   short-circuit as in Python), the front end's rule.
+* `x.type`: a literal's is its `tl.constexpr_type`, a tuple's its `tl.tuple_type` (`type_of`), as
+  in the front end.
 * `is`, `is not`, `isinstance`, `getattr` and `hasattr` see through `tl.constexpr` (so
   `getattr(tl, FUNC)` takes a compile-time name), as the front end's do.
 * `for i in range(...)`: Python's `range` in a loop header is `tl.range`, as in the front end, so
@@ -16,6 +18,10 @@ differ, so that a program means in the interpreter what it means compiled:
   conditions), since the compiler unrolls them.
 * `assert cond, msg`: a device assert when `cond` is a tensor (as Triton reads it), else a
   compile-time check, as the front end's.
+* `return value` in a function whose `return`s sit inside `if`s or loops: once the call has run
+  a run-time `if` (a tensor condition), `while` or `tl.range` loop that holds a `return`, its
+  values return as tensors, as the front end's return slot makes them (`frontend/returns.py`):
+  `if x < 0: return 1` gives an int32 scalar for a run-time `x` and `1` for a constexpr one.
 
 Arguments follow the front end too: a helper receives every non-tensor argument as a
 `tl.constexpr` (so `DTYPE.value` works), and so does a kernel's compile-time parameter.
@@ -36,7 +42,7 @@ from typing import Any
 
 from triton_metal.language import constexpr, current_semantic, tensor
 from triton_metal.language import range as tl_range
-from triton_metal.language.core import warn_logical_on_block
+from triton_metal.language.core import type_of, warn_logical_on_block
 
 _RT = "__triton_metal_rt__"
 _CACHE: dict[Any, Callable[..., Any]] = {}
@@ -83,6 +89,39 @@ class _Runtime:
         if isinstance(items, tensor) or not isinstance(items, (tuple, list)) or len(items) != len(declared):
             return _Runtime.assigned(value)  # Python's unpacking says what is wrong
         return tuple(_Runtime.assigned_as(v, d) for v, d in zip(items, declared))
+
+    class Returns:
+        """Per call of a function with nested `return`s: whether it has met a run-time
+        construct that holds one (after which its returns are tensors)."""
+
+        def __init__(self) -> None:
+            self.run_time = False
+
+    @staticmethod
+    def note_test(returns: _Runtime.Returns, test: Any) -> Any:
+        """An `if`/`while` test of a construct holding a `return`, passed through."""
+        if isinstance(test, tensor):
+            returns.run_time = True
+        return test
+
+    @staticmethod
+    def note_loop(returns: _Runtime.Returns, iterable: Any) -> Any:
+        """A `for` loop's iterable, passed through: a `tl.range` is a run-time loop (a
+        `tl.static_range` or a tuple is unrolled by the compiler)."""
+        if isinstance(iterable, tl_range):
+            returns.run_time = True
+        return iterable
+
+    @staticmethod
+    def returned(returns: _Runtime.Returns, value: Any) -> Any:
+        return _Runtime.assigned(value) if returns.run_time else value
+
+    @staticmethod
+    def type_of(value: Any) -> Any:
+        """`value.type` as the front end's `visit_Attribute` gives it."""
+        if isinstance(value, (constexpr, tuple, bool, int, float, str)) or value is None:
+            return type_of(value)
+        return value.type
 
     @staticmethod
     def spread(value: Any) -> tuple[Any, ...]:
@@ -207,9 +246,53 @@ def _mentions(pattern: Any) -> bool:
     return isinstance(pattern, str) or (isinstance(pattern, tuple) and any(map(_mentions, pattern)))
 
 
+_RETURNS = "__triton_metal_returns__"
+"""The local of a function with nested `return`s that holds its `_Runtime.Returns`."""
+
+
+def _holds_return(node: ast.AST) -> bool:
+    return any(isinstance(n, ast.Return) for n in ast.walk(node))
+
+
+def _nested_return(fdef: ast.FunctionDef) -> bool:
+    """Whether a `return` sits inside an `if`, `for` or `while` of `fdef` (the front end's
+    `nested_return`)."""
+    return any(isinstance(n, (ast.If, ast.For, ast.While)) and _holds_return(n) for n in ast.walk(fdef))
+
+
+def _returns_local() -> ast.expr:
+    return ast.Name(id=_RETURNS, ctx=ast.Load())
+
+
 class _Rewriter(ast.NodeTransformer):
-    def __init__(self, declared: frozenset[str] = frozenset()) -> None:
+    def __init__(self, declared: frozenset[str] = frozenset(), track_returns: bool = False) -> None:
         self.declared = declared
+        self.track_returns = track_returns
+
+    def _note(self, node: ast.If | ast.While | ast.For) -> None:
+        """Mark the call run-time when `node`, holding a `return`, is a run-time construct."""
+        if not (self.track_returns and _holds_return(node)):
+            return
+        if isinstance(node, ast.For):
+            node.iter = _call("note_loop", [_returns_local(), node.iter], node.iter)
+        else:
+            node.test = _call("note_test", [_returns_local(), node.test], node.test)
+
+    def visit_If(self, node: ast.If) -> ast.AST:
+        self.generic_visit(node)
+        self._note(node)
+        return node
+
+    def visit_While(self, node: ast.While) -> ast.AST:
+        self.generic_visit(node)
+        self._note(node)
+        return node
+
+    def visit_Return(self, node: ast.Return) -> ast.AST:
+        self.generic_visit(node)
+        if self.track_returns and node.value is not None:
+            node.value = _call("returned", [_returns_local(), node.value], node.value)
+        return node
 
     def visit_Assign(self, node: ast.Assign) -> ast.AST:
         self.generic_visit(node)
@@ -275,6 +358,7 @@ class _Rewriter(ast.NodeTransformer):
         it = node.iter
         if isinstance(it, ast.Call):
             it.func = _call("loop_iterable", [it.func], it.func)
+        self._note(node)
         return node
 
     def visit_Assert(self, node: ast.Assert) -> ast.AST:
@@ -284,9 +368,9 @@ class _Rewriter(ast.NodeTransformer):
 
     def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
         self.generic_visit(node)
-        if isinstance(node.value, ast.Constant):  # `(10).type`: a literal is a tl.constexpr
-            literal = ast.Constant(value=ast.unparse(node.value))
-            node.value = _call("constexpr_value", [node.value, literal], node.value)
+        if node.attr == "type" and isinstance(node.ctx, ast.Load):
+            # `(10).type`, `(5, 6).type`, `t.type` of a tuple: the front end's types
+            return _call("type_of", [node.value], node)
         return node
 
     def visit_Call(self, node: ast.Call) -> ast.AST:
@@ -320,7 +404,11 @@ def _rewrite(fn: Callable[..., Any]) -> Callable[..., Any]:
     if not isinstance(fdef, ast.FunctionDef):
         return fn
     fdef.decorator_list = []
-    _Rewriter(_declared_constexpr(fdef)).visit(fdef)
+    track_returns = _nested_return(fdef)
+    _Rewriter(_declared_constexpr(fdef), track_returns).visit(fdef)
+    if track_returns:  # the call's own record, made first
+        start = ast.Assign(targets=[ast.Name(id=_RETURNS, ctx=ast.Store())], value=_call("Returns", [], fdef))
+        fdef.body.insert(0, ast.copy_location(start, fdef.body[0]))
     for node in ast.walk(tree):
         if hasattr(node, "lineno"):
             node.lineno += def_line - 1  # type: ignore[attr-defined]

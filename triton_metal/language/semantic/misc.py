@@ -11,9 +11,19 @@ from typing import Any
 
 from ...errors import CompileTimeAssertionFailure
 from ..builder import HintKind
+from ..context import static_prints_quiet
 from ..core import constexpr, tensor
 from ..print_format import munge_prefix
 from .base import SemanticBase, error
+
+
+def static_text(value: Any) -> Any:
+    """What `tl.static_print` shows for `value`: a tensor as Triton's `str(tensor)`, its dtype's
+    name and its shape's constexprs (`int32[constexpr[128]]`, `fp32[]` for a scalar), anything
+    else as itself."""
+    if isinstance(value, tensor):
+        return f"{value.dtype.name}[{', '.join(repr(constexpr(s)) for s in value.shape)}]"
+    return _opt(value)
 
 
 def _opt(x: Any) -> Any:
@@ -59,7 +69,8 @@ class MiscMixin(SemanticBase):
             raise CompileTimeAssertionFailure(f"static_assert failed: {_opt(msg)}".rstrip(": "))
 
     def static_print(self, values: Sequence[Any], sep: str = " ", end: str = "\n") -> None:
-        print(*[_opt(v) for v in values], sep=sep, end=end)
+        if not static_prints_quiet():
+            print(*[static_text(v) for v in values], sep=sep, end=end)
 
     def device_print(self, prefix: Any, args: Sequence[Any], hex: Any = False) -> None:  # noqa: A002
         prefix = _opt(prefix)
