@@ -27,6 +27,7 @@ from ..errors import CompilationError
 from ..language import core as tlc
 from ..language.context import active_semantic
 from ..language.jit_marker import ConstexprFunction, JITCallable
+from ..language.semantic.base import check_noinline_arguments
 from ..language.shape_ops import dtype_call
 from ..language.types import dtype
 from .refusals import refusal
@@ -234,6 +235,7 @@ class CallsMixin:
             raise CompilationError(f"the source of @jit function '{fn.__name__}' is not available")
         source = FunctionSource(fn.src, inspect.getsourcefile(fn.fn) or fn.fn.__code__.co_filename, fn.starting_line)
         fdef = source.func_def
+        check_noinline_arguments(fn, args, kwargs)
         scope = bind_arguments(fn, fdef, args, kwargs)
         callee = CodeGenerator(
             self.builder, self.semantic, source, visible_globals(fn), self.kernel_name,
