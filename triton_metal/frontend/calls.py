@@ -160,6 +160,7 @@ class CallsMixin:
         if isinstance(fn, ConstexprFunction):  # runs now, on compile-time values
             return tlc.constexpr(fn(*args, **kwargs))
         if isinstance(fn, JITCallable):
+            check_noinline_arguments(fn, args, kwargs)  # a call written in the kernel, not a combine function
             return self.call_JitFunction(fn, args, kwargs)
         if fn is PRINT:
             return self._device_print(args)
@@ -235,7 +236,6 @@ class CallsMixin:
             raise CompilationError(f"the source of @jit function '{fn.__name__}' is not available")
         source = FunctionSource(fn.src, inspect.getsourcefile(fn.fn) or fn.fn.__code__.co_filename, fn.starting_line)
         fdef = source.func_def
-        check_noinline_arguments(fn, args, kwargs)
         scope = bind_arguments(fn, fdef, args, kwargs)
         callee = CodeGenerator(
             self.builder, self.semantic, source, visible_globals(fn), self.kernel_name,

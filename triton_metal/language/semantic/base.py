@@ -95,8 +95,9 @@ def error(message: str, hint: str | None = None, kind: type[Exception] = ValueEr
 
 
 def check_noinline_arguments(fn: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> None:
-    """Triton's rule for a call to a `noinline=True` function, for every backend (the front end
-    checks compiled calls, `SemanticBase.call_jit` the interpreter's): its arguments are scalars
+    """Triton's rule for a call to a `noinline=True` function written in a kernel, for every
+    backend (the front end checks compiled calls, `JITCallable.__call__` interpreted ones;
+    combine functions, which Triton calls with scalars, are not checked): its arguments are scalars
     and compile-time values, never blocks of more than one element. Functions are inlined here
     whatever their flag, so only the refusal is kept, in Triton's words, so that a program this
     package accepts also compiles on Triton."""
@@ -180,7 +181,6 @@ class SemanticBase:
         when eager."""
         if generator is not None:
             return generator.call_JitFunction(fn, list(args), kwargs=dict(kwargs or {}))
-        check_noinline_arguments(fn, args, kwargs or {})
         if self._call_jit is not None:
             return self._call_jit(fn, args, dict(kwargs or {}))
         target = getattr(fn, "fn", fn)
