@@ -267,7 +267,7 @@ def _check_last_dimension_bytes(element: Any, last: int) -> None:
         raise error(
             "Descriptor block shape must have at least 16 bytes in the last dimension, "
             f"but got {last} * {size} = {last * size} bytes",
-            hint=f"make the block's last dimension at least {max(16 // max(size, 1), 1)} elements",
+            hint=f"make the block's last dimension at least {16 // max(size, 1)} elements",
         )
 
 
