@@ -66,8 +66,9 @@ def test_descriptor_reductions(each_backend, kind, dtype):
     ("max", np.float16, "16-bit float types require native tma support"),
 ])
 def test_descriptor_reductions_refused(each_backend, kind, dtype, message):
-    out = np.zeros((6, 8), dtype)
-    src = np.ones((1, 8, 8), dtype)
+    # rows of 16 elements: at least the 16 bytes a descriptor's block row needs, even of int8
+    out = np.zeros((6, 16), dtype)
+    src = np.ones((1, 8, 16), dtype)
     with pytest.raises(CompilationError, match=message):
-        reduce_into[(1,)](out, src, 6, 8, kind, 8, 8)
+        reduce_into[(1,)](out, src, 6, 16, kind, 8, 16)
     assert not out.any()

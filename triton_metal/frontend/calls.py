@@ -27,6 +27,7 @@ from ..errors import CompilationError
 from ..language import core as tlc
 from ..language.context import active_semantic
 from ..language.jit_marker import ConstexprFunction, JITCallable
+from ..language.semantic.base import check_noinline_arguments
 from ..language.shape_ops import dtype_call
 from ..language.types import dtype
 from .refusals import refusal
@@ -159,6 +160,7 @@ class CallsMixin:
         if isinstance(fn, ConstexprFunction):  # runs now, on compile-time values
             return tlc.constexpr(fn(*args, **kwargs))
         if isinstance(fn, JITCallable):
+            check_noinline_arguments(fn, args, kwargs)  # a call written in the kernel, not a combine function
             return self.call_JitFunction(fn, args, kwargs)
         if fn is PRINT:
             return self._device_print(args)

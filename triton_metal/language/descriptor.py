@@ -14,7 +14,9 @@ A load gives the `block_shape` block whose first element is at `offsets`, readin
 `base + sum(offsets[d] + i_d) * strides[d]`; elements outside `[0, shape[d])` in any dimension
 read as zero (`padding_option="zero"`, Triton's default) or NaN (`"nan"`). A store writes only
 the elements inside the shape. `block_shape` is compile-time; `shape`, `strides` and `offsets`
-may be run-time values. Unlike TMA, no alignment or contiguity is required of the strides.
+may be run-time values. Unlike TMA, no alignment or contiguity is required of the strides; the
+one TMA rule kept is Triton's own check in `make_tensor_descriptor`, that a block's last
+dimension holds at least 16 bytes (refused in Triton's words on every backend).
 
 A descriptor made on the host (`triton.tools.tensor_descriptor.TensorDescriptor`) and passed
 as an argument arrives as this same object, over its base pointer, shape and strides
@@ -29,6 +31,7 @@ from ..errors import CompilationError
 from .core import builtin, tensor
 from .core import _unwrap as _u
 from .semantic import Semantic
+from .semantic.base import error
 from .shape_ops import arange, expand_dims
 
 _PADDINGS = ("zero", "nan")
@@ -245,6 +248,7 @@ def make_tensor_descriptor(
                 f"make_tensor_descriptor: block_shape entries must be compile-time powers of two, not {b!r}",
                 hint="use tl.constexpr block sizes such as 16, 32, 64",
             )
+    _check_last_dimension_bytes(base.type.scalar.element_ty, block_shape[-1])
     padding = _u(padding_option)
     if padding not in _PADDINGS:
         raise CompilationError(
@@ -252,6 +256,19 @@ def make_tensor_descriptor(
             hint="out-of-bounds elements of a load read as zero or NaN",
         )
     return tensor_descriptor(base, shape, strides, block_shape, padding)
+
+
+def _check_last_dimension_bytes(element: Any, last: int) -> None:
+    """Triton's rule for descriptors made in a kernel, in its words: a block's rows hold at least
+    16 bytes (what NVIDIA's TMA unit moves at least). Loads here have no such limit, but a kernel
+    this package accepts should compile on Triton too."""
+    size = element.primitive_bitwidth // 8
+    if last * size < 16:
+        raise error(
+            "Descriptor block shape must have at least 16 bytes in the last dimension, "
+            f"but got {last} * {size} = {last * size} bytes",
+            hint=f"make the block's last dimension at least {16 // max(size, 1)} elements",
+        )
 
 
 @builtin

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from .context import current_semantic
+from .semantic.base import check_noinline_arguments
 
 
 class JITCallable:
@@ -56,6 +57,7 @@ class JITCallable:
                 f"@jit function '{self.__name__}' was called from Python code the compiler "
                 "cannot see; call it directly from the kernel body"
             )
+        check_noinline_arguments(self, args, kwargs)
         return sem.call_jit(self, args, kwargs=kwargs)
 
     def __repr__(self) -> str:

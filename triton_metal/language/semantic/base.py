@@ -21,7 +21,7 @@ import math as _pymath
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ...errors import CompilationError
+from ...errors import CompilationError, UnsupportedLanguageConstruct
 from ..builder import Builder, CastKind, Handle, RoundingMode
 from ..core import constexpr, tensor
 from ..types import (
@@ -92,6 +92,27 @@ def error(message: str, hint: str | None = None, kind: type[Exception] = ValueEr
     err = CompilationError(message, hint=hint)
     err.__cause__ = kind(message)
     return err
+
+
+def check_noinline_arguments(fn: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> None:
+    """Triton's rule for a call to a `noinline=True` function written in a kernel, for every
+    backend (the front end checks compiled calls, `JITCallable.__call__` interpreted ones;
+    combine functions, which Triton calls with scalars, are not checked): its arguments are scalars
+    and compile-time values, never blocks of more than one element. Functions are inlined here
+    whatever their flag, so only the refusal is kept, in Triton's words, so that a program this
+    package accepts also compiles on Triton."""
+    if not getattr(fn, "noinline", False):
+        return
+    names = list(getattr(fn, "arg_names", ()))
+    bound = [*zip(names, args), *kwargs.items()]
+    for name, value in bound:
+        if isinstance(value, tensor) and value.type.is_block() and value.type.numel != 1:  # type: ignore[attr-defined]
+            raise UnsupportedLanguageConstruct(
+                f"Function {fn.__name__} is marked noinline, but was called with non-scalar "
+                f"argument {name}:{value.type}",
+                hint="pass scalars and tl.constexpr values to a noinline function, or drop "
+                "noinline=True to call it with blocks",
+            )
 
 
 def refuse_fp64(ty: dtype) -> None:
