@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...fp8 import SCALED_FORMATS, scaled_extent
 from ..core import constexpr, tensor
 from ..types import bfloat16, float8e4nv, float8e5, float16, float32, int8, uint8, uint16, uint32
 from .base import SemanticBase, error
@@ -35,8 +36,7 @@ SCALE_GROUP = 32
 """Elements along K sharing one e8m0 scale."""
 NVFP4_GROUPS = (16, 32)
 """Elements along K sharing one float8e4nv scale (NVFP4; 32 as Triton takes it on Rubin)."""
-FORMATS = ("e2m1", "e4m3", "e5m2", "bf16", "fp16")
-"""Operand formats, as Triton names them."""
+FORMATS = SCALED_FORMATS
 _FLOAT_OF = {"e4m3": float8e4nv, "e5m2": float8e5, "bf16": bfloat16, "fp16": float16}
 _BITS_OF = {"e4m3": uint8, "e5m2": uint8, "bf16": uint16, "fp16": uint16}
 
@@ -69,38 +69,59 @@ class ScaledDotMixin(SemanticBase):
             raise error(f"Both inputs must be either 2D or 3D; (lhs: {shapes[0]} vs rhs: {shapes[1]})")
         if len(shapes[0]) == 3 and shapes[0][0] != shapes[1][0]:
             raise error(f"dot_scaled batch sizes differ: {shapes[0][0]} and {shapes[1][0]}")
-        a = self._dequantized(a_raw, fa, "lhs", 1 if pack_a else 0)
-        b = self._dequantized(b_raw, fb, "rhs", 0 if pack_b else 1)
-        (m, k), (kb, n) = a.type.shape[-2:], b.type.shape[-2:]
+        pack_axes = (1 if pack_a else 0, 0 if pack_b else 1)
+        self._check_operand(a_raw, fa, "lhs")
+        self._check_operand(b_raw, fb, "rhs")
+        (m, k), (kb, n) = scaled_extent(shapes[0], fa, pack_axes[0]), scaled_extent(shapes[1], fb, pack_axes[1])
         if k != kb:
             raise error(
                 "Reduction dimension should pack the same number of elements; "
                 f"(lhs: {shapes[0]} vs rhs: {shapes[1]})",
                 hint="e2m1 operands hold two elements per byte along the packed axis",
             )
-        a = self._scaled(a, _value(lhs_scale), "lhs", fa, m, k, fast, transpose=False)
-        b = self._scaled(b, _value(rhs_scale), "rhs", fb, n, k, fast, transpose=True)
-        # Triton's compute type: bfloat16 unless an operand is fp16 (float32 here, where Triton
-        # takes fp16, so that no scaled value overflows)
-        operand = float32 if "fp16" in (fa, fb) else bfloat16
+        lead = shapes[0][:-2]
+        scale_a = self._checked_scale(_value(lhs_scale), "lhs", fa, lead, m, k)
+        scale_b = self._checked_scale(_value(rhs_scale), "rhs", fb, lead, n, k)
         acc_t = None
         if _value(acc) is not None:
             acc_t = self.to_tensor(_value(acc))
-            want = [*shapes[0][:-2], m, n]
+            want = [*lead, m, n]
             if acc_t.type.scalar != out_ty or list(acc_t.type.shape) != want:
                 raise error(f"dot_scaled accumulator has type {acc_t.type}, expected {out_ty!r} of shape {want}")
             acc_t = self.cast(acc_t, float32)
+        if not self.eager and not lead and min(m, n, k) >= 16:
+            # compiled 2-D tiles: one op that keeps the operands as loaded, dequantized by the
+            # code generator where it builds the dot's fragments (codegen/lower_dot_scaled.py)
+            if acc_t is None:
+                acc_t = self.splat(self.scalar_constant(0.0, float32), [m, n])  # type: ignore[attr-defined]
+            h = self.builder.create_dot_scaled(
+                a_raw.handle, scale_a[0].handle if scale_a else None, fa, b_raw.handle,
+                scale_b[0].handle if scale_b else None, fb, acc_t.handle, fast, pack_a, pack_b)
+            return self.cast(tensor(h, acc_t.type), out_ty)
+        a = self._scaled(self._dequantized(a_raw, fa, "lhs", pack_axes[0]), scale_a, m, k, fast, transpose=False)
+        b = self._scaled(self._dequantized(b_raw, fb, "rhs", pack_axes[1]), scale_b, n, k, fast, transpose=True)
+        # Triton's compute type: bfloat16 unless an operand is fp16 (float32 here, where Triton
+        # takes fp16, so that no scaled value overflows)
+        operand = float32 if "fp16" in (fa, fb) else bfloat16
         out = self.dot(self.cast(a, operand), self.cast(b, operand), acc_t, None, None, float32)  # type: ignore[attr-defined]
         return self.cast(out, out_ty)
 
     # -- operands ------------------------------------------------------------------------------
-    def _dequantized(self, x: tensor, fmt: str, side: str, pack_axis: int) -> tensor:
-        """The float32 values of an operand in format `fmt` (e2m1 unpacked along `pack_axis` of
-        its last two: 0 the rows, 1 the columns)."""
+    @staticmethod
+    def _check_operand(x: tensor, fmt: str, side: str) -> None:
+        """Refuse an operand whose dtype does not carry `fmt`."""
         s = x.type.scalar
         if fmt == "e2m1":
             if s != uint8:
                 raise error(f"e2m1 format must be packed as uint8. Got {s!r}", hint=f"pass {side} as uint8 bytes")
+        elif s not in (_BITS_OF[fmt], _FLOAT_OF[fmt]):
+            raise error(f"Unexpected dtype for {fmt}. Got {s!r}",
+                        hint=f"pass {side} as {_BITS_OF[fmt]!r} bits or a {_FLOAT_OF[fmt]!r} block")
+
+    def _dequantized(self, x: tensor, fmt: str, side: str, pack_axis: int) -> tensor:
+        """The float32 values of an operand in format `fmt` (checked; e2m1 unpacked along
+        `pack_axis` of its last two: 0 the rows, 1 the columns)."""
+        if fmt == "e2m1":
             if len(x.type.shape) == 3:
                 # a batch of blocks unpacks as the 2-D block of all their rows (pairs of rows
                 # never straddle two blocks: each block has a whole number of byte rows)
@@ -116,12 +137,8 @@ class ScaledDotMixin(SemanticBase):
             else:  # element 2j in the low nibble, 2j + 1 in the high one
                 codes = self.reshape(pair, [r, 2 * c])  # type: ignore[attr-defined]
             return self._e2m1(codes)
-        want = _FLOAT_OF[fmt]
-        if s == _BITS_OF[fmt]:
-            x = self.bitcast(x, want)
-        elif s != want:
-            raise error(f"Unexpected dtype for {fmt}. Got {s!r}",
-                        hint=f"pass {side} as {_BITS_OF[fmt]!r} bits or a {want!r} block")
+        if x.type.scalar == _BITS_OF[fmt]:
+            x = self.bitcast(x, _FLOAT_OF[fmt])
         return self.cast(x, float32)
 
     def _e2m1(self, nibble: tensor) -> tensor:
@@ -136,18 +153,15 @@ class ScaledDotMixin(SemanticBase):
         bits = self.where(self.equal(exponent, 0), half, normal)  # type: ignore[attr-defined]
         return self.bitcast(self.or_(bits, sign), float32)  # type: ignore[attr-defined]
 
-    def _scaled(self, x: tensor, scale: Any, side: str, fmt: str, rows: int, k: int, fast: bool,
-                transpose: bool) -> tensor:
-        """`x` times its scales, each repeated over its group of elements along K (per block of a
-        3-D batch: scales [B, rows, K // group])."""
+    def _checked_scale(self, scale: Any, side: str, fmt: str, lead: list[int], rows: int, k: int
+                       ) -> tuple[tensor, int] | None:
+        """The scales of one operand (None: unscaled) and the elements along K each covers,
+        refused unless they are e8m0 bytes [.., rows, K // 32] or NVFP4's float8e4nv ones."""
         if scale is None:
-            return x
+            return None
         sc = self.to_tensor(scale)
-        lead = list(x.type.shape[:-2])
         if sc.type.is_block() and sc.type.scalar == float8e4nv:
-            group = self._nvfp4_group(sc, side, fmt, lead, rows, k)
-            value = self.cast(sc, float32)
-            return self.mul(x, self._expanded(value, rows, k, group, transpose))  # type: ignore[attr-defined, no-any-return]
+            return sc, self._nvfp4_group(sc, side, fmt, lead, rows, k)
         if k % SCALE_GROUP:
             raise error(f"dot_scaled needs K to be a multiple of {SCALE_GROUP} for e8m0 scales, got K={k}")
         want = [*lead, rows, k // SCALE_GROUP]
@@ -156,6 +170,18 @@ class ScaledDotMixin(SemanticBase):
             raise error(f"{side}_scale must be uint8 or int8 (e8m0 bits) of shape {want}, got {shown}",
                         hint=f"one scale per {SCALE_GROUP} elements along K; rhs_scale is [N, K // {SCALE_GROUP}]; "
                         "float8e4nv scales (NVFP4) go with e2m1 operands")
+        return sc, SCALE_GROUP
+
+    def _scaled(self, x: tensor, scale: tuple[tensor, int] | None, rows: int, k: int, fast: bool,
+                transpose: bool) -> tensor:
+        """`x` times its checked scales, each repeated over its group of elements along K (per
+        block of a 3-D batch: scales [B, rows, K // group])."""
+        if scale is None:
+            return x
+        sc, group = scale
+        if sc.type.scalar == float8e4nv:
+            value = self.cast(sc, float32)
+            return self.mul(x, self._expanded(value, rows, k, group, transpose))  # type: ignore[attr-defined, no-any-return]
         if sc.type.scalar == int8:  # the same 8 bits: e8m0 has no sign, so code 128 may arrive as -128
             sc = self.bitcast(sc, uint8)
         value = self.bitcast(self.shl(self.cast(sc, uint32), 23), float32)  # type: ignore[attr-defined]
