@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from triton_metal.errors import OutOfResources
 from triton_metal.fp8 import FORMATS
 from triton_metal.ir.ops.tt_compute import DotScaledOp
 from triton_metal.ir import Value
@@ -220,9 +221,11 @@ def _chunk(ctx: LoweringContext, sides: tuple[_Side, _Side], k: int) -> int:
     while chunk > smallest and _chunk_bytes(sides, chunk) > room:
         chunk //= 2
     if _chunk_bytes(sides, chunk) > room:
-        raise ctx.error(f"tl.dot_scaled stages {_chunk_bytes(sides, chunk)} bytes of operands per K chunk of {chunk} "
-                        f"in threadgroup memory, where {room} of {THREADGROUP_MEMORY} are left",
-                        hint="use smaller BLOCK sizes (M or N)")
+        # as the kernel's whole threadgroup memory is refused: the runtime compiles the kernel
+        # again with its dot results stored from fragments (no conversion scratch), then refuses
+        raise OutOfResources(ctx.scratch_base + _chunk_bytes(sides, chunk), THREADGROUP_MEMORY,
+                             f"threadgroup memory of kernel '{ctx.kernel_name}' with tl.dot_scaled staging a K chunk "
+                             f"of {chunk} (bytes)")
     return chunk
 
 
