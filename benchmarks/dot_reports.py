@@ -6,8 +6,9 @@ Compiles (no launch) the tutorial matmul (`examples/matmul.py`, fp16, 4096^3) at
 tile and at the tiles of `examples/matmul_autotuned.py`'s configs; the tiled quantized matmul
 (`ops.quantized_matmul` for M > 8, 4-bit affine weights, fp16 activations) at each of its tiled
 configs; and attention prefill (`ops.scaled_dot_product_attention`, fp16, head dim 128) at the
-tiles its pruning keeps; and the int8 GEMM of `examples/matmul.py` (`int8_matmul`, int32
-accumulator) at four tiles; all for an MSL 3.2 target (`apple9:3.2`: simdgroup matrices) and an MSL 4.0 one
+tiles its pruning keeps; the int8 GEMM of `examples/matmul.py` (`int8_matmul`, int32
+accumulator) at four tiles; and a `tl.dot_scaled` GEMM (mxfp operands dequantized into the
+fragments, `benchmarks/dot_scaled_compile.py`) at its tiles; all for an MSL 3.2 target (`apple9:3.2`: simdgroup matrices) and an MSL 4.0 one
 (`apple10:4.0`: tensor ops where a dot has whole tensor-op tiles, docs/dot.md). Each int8 dot on
 simdgroup matrices is shown beside the work the integer path it replaces ran for the same tile
 (per thread and dot: one scalar multiply-add per accumulator element and K, read as `char4`s from
@@ -87,6 +88,22 @@ def int8_gemm(bm: int, bn: int, bk: int, warps: int) -> list[DotReport]:
     return reports(compiled)
 
 
+def scaled_gemm(tile: str) -> list[DotReport]:
+    """The `tl.dot_scaled` GEMM of `benchmarks/dot_scaled_compile.py` at `tile`
+    ("MxNxK:fa:fb", e8m0 scales)."""
+    from benchmarks.dot_scaled_compile import _kernel
+
+    shape, fa, fb = tile.split(":")
+    bm, bn, bk = (int(x) for x in shape.split("x"))
+    k = 2 * bk
+    a = np.zeros((bm, k // 2 if fa == "e2m1" else k), np.uint8)
+    b = np.zeros((k // 2 if fb == "e2m1" else k, bn), np.uint8)
+    compiled = _kernel().warmup(a, np.zeros((bm, k // 32), np.uint8), b, np.zeros((bn, k // 32), np.uint8),
+                                np.zeros((bm, bn), np.float32), k, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, FA=fa, FB=fb,
+                                grid=(1,))
+    return reports(compiled)
+
+
 def integer_path(bm: int, bn: int, bk: int, warps: int) -> str:
     """What the integer int8 path (before float fragments) ran per thread and dot for this tile."""
     elements = bm * bn // (32 * warps)
@@ -148,6 +165,11 @@ def _kernels() -> None:
         _show(f"  BLOCK {cfg[0]}x{cfg[1]}x{cfg[2]}, {cfg[3]} warps", found)
         if any(r.k_chunk for r in found):
             print("   ", integer_path(*cfg))
+    from benchmarks.dot_scaled_compile import TILES
+
+    print("tl.dot_scaled GEMM (benchmarks/dot_scaled_compile.py: it also compiles a baseline checkout), e8m0 scales")
+    for tile in TILES:
+        _show(f"  BLOCK {tile}, 4 warps", scaled_gemm(tile))
     print("attention prefill forward, fp16, head dim 128, 2048 tokens")
     from triton_metal.ops import attention as at
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from triton_metal.errors import OutOfResources
+from triton_metal.errors import OutOfResources, internal_error
 from triton_metal.fp8 import FORMATS
 from triton_metal.ir.ops.tt_compute import DotScaledOp
 from triton_metal.ir import Value
@@ -141,8 +141,8 @@ def lower_dot_scaled(ctx: LoweringContext, op: DotScaledOp) -> None:
     slots = fragment_slots(dist)
     grid = _grid(slots) if slots is not None else None
     if slots is None or grid is None:
-        raise ctx.error(f"tl.dot_scaled result layout {op.result.type} does not hold a grid of whole 8x8 fragments",
-                        hint="this is a compiler bug: please report it")
+        raise internal_error(f"tl.dot_scaled result layout {op.result.type} does not hold an evenly spaced grid of "
+                             "whole 8x8 fragments (the layout passes must give dot results a block layout)")
     rows, cols = grid
     sides = (_side(ctx, op.a_format, 1, ctx.reg(op.a), 1 if op.a_k_pack else 0, op.a_scale, op.fast_math),
              _side(ctx, op.b_format, 0, ctx.reg(op.b), 0 if op.b_k_pack else 1, op.b_scale, op.fast_math))
@@ -166,9 +166,9 @@ def lower_dot_scaled(ctx: LoweringContext, op: DotScaledOp) -> None:
     frag_slots = [order[(r, cc)] for r in rows for cc in cols]
     for i, slot in enumerate(frag_slots):
         ctx.emit(Assign(Index(Var(acc), Lit(str(i))), Call("km_frag<float>", tuple(c.regs[r] for r in slot.regs))))
+    frags = _Frags(Var(acc), Var(a_name), Var(b_name), compute, len(rows), len(cols))
     for start in range(0, k, chunk):
-        staged = _stage_chunk(ctx, op, sides, start, chunk)
-        frags = _Frags(Var(acc), Var(a_name), Var(b_name), compute, len(rows), len(cols))
+        staged = _stage_chunk(ctx, sides, start, chunk)
         ctx.emit(_k_loop(ctx, staged, frags, chunk, _origin(warp_rows, rows), _origin(warp_cols, cols),
                          lane_row, lane_col))
         ctx.emit(Barrier())  # every SIMD group has read the chunk before it is written again
@@ -236,8 +236,7 @@ def _chunk_bytes(sides: tuple[_Side, _Side], chunk: int) -> int:
 # -- staging ---------------------------------------------------------------------------------------
 
 
-def _stage_chunk(ctx: LoweringContext, op: DotScaledOp, sides: tuple[_Side, _Side], start: int,
-                 chunk: int) -> tuple[_Staged, _Staged]:
+def _stage_chunk(ctx: LoweringContext, sides: tuple[_Side, _Side], start: int, chunk: int) -> tuple[_Staged, _Staged]:
     """Write K chunk [start, start + chunk) of both operands and their scales into threadgroup
     scratch, then a barrier."""
     base = ctx.own_scratch(_chunk_bytes(sides, chunk))
