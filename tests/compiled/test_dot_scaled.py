@@ -389,3 +389,28 @@ def test_operands_larger_than_threadgroup_memory_go_in_k_chunks(each_backend: st
         [report] = one_scaled_dot.warmup(*args, M=m, N=n, K=k, grid=(1,)).msl.metadata["dot_reports"]
         assert report["barriers_per_k_step"] == 4  # two chunks, each behind its writes and before the next
         assert report["threadgroup_bytes_per_k_step"] == m * k + k * n + (m + n) * k // 32
+
+
+@triton.jit
+def bf16_block_scaled(a_ptr, sa_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    # A as a bfloat16 block (bitcast from its bits), B e2m1 packed along N, no B scales
+    rm, rn, rk, rs = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K), tl.arange(0, K // 32)
+    a = tl.load(a_ptr + rm[:, None] * K + rk[None, :]).to(tl.bfloat16, bitcast=True)
+    b = tl.load(b_ptr + rk[:, None] * (N // 2) + tl.arange(0, N // 2)[None, :])
+    sa = tl.load(sa_ptr + rm[:, None] * (K // 32) + rs[None, :])
+    c = tl.dot_scaled(a, sa, "bf16", b, None, "e2m1", rhs_k_pack=False)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], c)
+
+
+@pytest.mark.parametrize("m, n", [(128, 16), (16, 32)])
+def test_bfloat16_blocks_and_narrow_tiles(each_backend: str, m: int, n: int):
+    # tiles narrower than the 4 warps' fragments (SIMD groups holding copies) on the compiled path
+    k = 64
+    rng = np.random.default_rng(8)
+    a, av = _operand("bf16", m, k, rng)
+    b, bv = _operand("e2m1", k, n, rng)  # packed along N
+    sa = rng.integers(118, 137, (m, k // 32)).astype(np.uint8)
+    av = av * _scale_values(sa)
+    c = np.zeros((m, n), np.float32)
+    bf16_block_scaled[(1,)](a, sa, b, c, M=m, N=n, K=k)
+    assert np.all(np.abs(c - av @ bv) <= 4 * k * 2.0 ** -24 * (np.abs(av) @ np.abs(bv)))
