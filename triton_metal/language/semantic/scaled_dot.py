@@ -14,13 +14,17 @@ rhs_format, acc=None, fast_math=False, lhs_k_pack=True, rhs_k_pack=True, out_dty
 * NVFP4: e2m1 operands with float8e4nv scales, one per 16 elements along K (or 32, as Triton
   takes them on Rubin), the group read off the scales' shape; each scales by its e4m3 value.
 
-The operands feed `dot` as bfloat16 blocks, Triton's compute type for these formats (float32
-when an operand is fp16, where Triton computes in fp16): every e2m1, e4m3, e5m2 and bf16 value
-times a power of two is a bfloat16 (whose exponent range is float32's) as long as it stays in the
-normal range, above 2^-126 in magnitude, and bfloat16 products are exact in the float32
-accumulator. The dequantization is elementwise code on the registers the operands are loaded
-into, which the dot's layout conversion then puts into its fragments. The accumulator and the
-result are float32; `out_dtype` float16 or bfloat16 rounds the result once.
+The operands are multiplied as bfloat16 values, Triton's compute type for these formats
+(float32 when an operand is fp16, where Triton computes in fp16): every e2m1, e4m3, e5m2 and bf16
+value times a power of two is a bfloat16 (whose exponent range is float32's) as long as it stays
+in the normal range, above 2^-126 in magnitude, and bfloat16 products are exact in the float32
+accumulator. The accumulator and the result are float32; `out_dtype` float16 or bfloat16 rounds
+the result once. Two forms, after the same checks:
+* compiled 2-D tiles with M, N and K of at least 16: one `tt.dot_scaled` op on the operands and
+  scales as loaded, which the code generator dequantizes where it builds the dot's fragments
+  (codegen/lower_dot_scaled.py);
+* otherwise (the interpreter, 3-D blocks, smaller tiles): the dequantization as elementwise code
+  on the loaded blocks, then `dot` on bfloat16 blocks. Both compute the same values.
 """
 
 from __future__ import annotations
@@ -36,7 +40,6 @@ SCALE_GROUP = 32
 """Elements along K sharing one e8m0 scale."""
 NVFP4_GROUPS = (16, 32)
 """Elements along K sharing one float8e4nv scale (NVFP4; 32 as Triton takes it on Rubin)."""
-FORMATS = SCALED_FORMATS
 _FLOAT_OF = {"e4m3": float8e4nv, "e5m2": float8e5, "bf16": bfloat16, "fp16": float16}
 _BITS_OF = {"e4m3": uint8, "e5m2": uint8, "bf16": uint16, "fp16": uint16}
 
@@ -51,8 +54,8 @@ class ScaledDotMixin(SemanticBase):
                    out_dtype: Any = float32) -> tensor:
         fa, fb = _value(lhs_format), _value(rhs_format)
         for side, fmt in (("lhs", fa), ("rhs", fb)):
-            if fmt not in FORMATS:
-                raise error(f"NYI: {side}_format {fmt}", hint=f"formats: {', '.join(FORMATS)}")
+            if fmt not in SCALED_FORMATS:
+                raise error(f"NYI: {side}_format {fmt}", hint=f"formats: {', '.join(SCALED_FORMATS)}")
         fast, pack_a, pack_b = bool(_value(fast_math)), bool(_value(lhs_k_pack)), bool(_value(rhs_k_pack))
         for pack, fmt in ((pack_a, fa), (pack_b, fb)):
             if not pack and fmt != "e2m1":
@@ -98,8 +101,8 @@ class ScaledDotMixin(SemanticBase):
                 a_raw.handle, scale_a[0].handle if scale_a else None, fa, b_raw.handle,
                 scale_b[0].handle if scale_b else None, fb, acc_t.handle, fast, pack_a, pack_b)
             return self.cast(tensor(h, acc_t.type), out_ty)
-        a = self._scaled(self._dequantized(a_raw, fa, "lhs", pack_axes[0]), scale_a, m, k, fast, transpose=False)
-        b = self._scaled(self._dequantized(b_raw, fb, "rhs", pack_axes[1]), scale_b, n, k, fast, transpose=True)
+        a = self._scaled(self._dequantized(a_raw, fa, pack_axes[0]), scale_a, m, k, fast, transpose=False)
+        b = self._scaled(self._dequantized(b_raw, fb, pack_axes[1]), scale_b, n, k, fast, transpose=True)
         # Triton's compute type: bfloat16 unless an operand is fp16 (float32 here, where Triton
         # takes fp16, so that no scaled value overflows)
         operand = float32 if "fp16" in (fa, fb) else bfloat16
@@ -118,7 +121,7 @@ class ScaledDotMixin(SemanticBase):
             raise error(f"Unexpected dtype for {fmt}. Got {s!r}",
                         hint=f"pass {side} as {_BITS_OF[fmt]!r} bits or a {_FLOAT_OF[fmt]!r} block")
 
-    def _dequantized(self, x: tensor, fmt: str, side: str, pack_axis: int) -> tensor:
+    def _dequantized(self, x: tensor, fmt: str, pack_axis: int) -> tensor:
         """The float32 values of an operand in format `fmt` (checked; e2m1 unpacked along
         `pack_axis` of its last two: 0 the rows, 1 the columns)."""
         if fmt == "e2m1":
@@ -126,7 +129,7 @@ class ScaledDotMixin(SemanticBase):
                 # a batch of blocks unpacks as the 2-D block of all their rows (pairs of rows
                 # never straddle two blocks: each block has a whole number of byte rows)
                 nb, r, c = x.type.shape
-                flat = self._dequantized(self.reshape(x, [nb * r, c]), fmt, side, pack_axis)  # type: ignore[attr-defined]
+                flat = self._dequantized(self.reshape(x, [nb * r, c]), fmt, pack_axis)  # type: ignore[attr-defined]
                 return self.reshape(flat, [nb, *[r * (2 - pack_axis), c * (1 + pack_axis)]])  # type: ignore[attr-defined, no-any-return]
             # the nibbles are interleaved as bytes (the shape ops move a quarter of float32's
             # bytes), then decoded
@@ -187,7 +190,7 @@ class ScaledDotMixin(SemanticBase):
         value = self.bitcast(self.shl(self.cast(sc, uint32), 23), float32)  # type: ignore[attr-defined]
         if not fast:
             value = self.where(self.equal(sc, 255), float("nan"), value)  # type: ignore[attr-defined]
-        return self.mul(x, self._expanded(value, rows, k, SCALE_GROUP, transpose))  # type: ignore[attr-defined, no-any-return]
+        return self.mul(x, self._expanded(value, rows, k, group, transpose))  # type: ignore[attr-defined, no-any-return]
 
     @staticmethod
     def _nvfp4_group(sc: tensor, side: str, fmt: str, lead: list[int], rows: int, k: int) -> int:
