@@ -6,9 +6,8 @@ Compiles (no launch) the tutorial matmul (`examples/matmul.py`, fp16, 4096^3) at
 tile and at the tiles of `examples/matmul_autotuned.py`'s configs; the tiled quantized matmul
 (`ops.quantized_matmul` for M > 8, 4-bit affine weights, fp16 activations) at each of its tiled
 configs; and attention prefill (`ops.scaled_dot_product_attention`, fp16, head dim 128) at the
-tiles its pruning keeps; the int8 GEMM of `examples/matmul.py` (`int8_matmul`, int32
-accumulator) at four tiles; and a `tl.dot_scaled` GEMM (mxfp operands dequantized into the
-fragments, `benchmarks/dot_scaled_compile.py`) at its tiles; all for an MSL 3.2 target (`apple9:3.2`: simdgroup matrices) and an MSL 4.0 one
+tiles its pruning keeps; and the int8 GEMM of `examples/matmul.py` (`int8_matmul`, int32
+accumulator) at four tiles; all for an MSL 3.2 target (`apple9:3.2`: simdgroup matrices) and an MSL 4.0 one
 (`apple10:4.0`: tensor ops where a dot has whole tensor-op tiles, docs/dot.md). Each int8 dot on
 simdgroup matrices is shown beside the work the integer path it replaces ran for the same tile
 (per thread and dot: one scalar multiply-add per accumulator element and K, read as `char4`s from
@@ -19,7 +18,8 @@ steel GEMM at its 64 x 64 x 16 tile on
 2 x 2 SIMD groups, derived from steel's parameters and loop (mlx/backend/metal/kernels/steel/gemm/
 gemm.h: A and B written to threadgroup memory between two barriers per K step, each SIMD group
 loading TM = 4 A and TN = 4 B fragments per 8 of K for 16 products). The figures are structure,
-not time: no GPU runs here.
+not time: no GPU runs here. Also printed: the `tl.dot_scaled` GEMM of
+`benchmarks/dot_scaled_compile.py` (mxfp operands dequantized into the fragments) at its tiles.
 """
 
 from __future__ import annotations
@@ -159,17 +159,17 @@ def _kernels() -> None:
         bm, bn, bk = cf.kwargs["BLOCK_M"], cf.kwargs["BLOCK_N"], cf.kwargs["BLOCK_K"]
         if bm > 16:
             _show(f"  BLOCK {bm}x{bn}x{bk}, {cf.num_warps} warps", quantized(bm, bn, bk, cf.num_warps))
+    from benchmarks.dot_scaled_compile import TILES
+
+    print("tl.dot_scaled GEMM (benchmarks/dot_scaled_compile.py: it also compiles a baseline checkout), e8m0 scales")
+    for tile in TILES:
+        _show(f"  BLOCK {tile}, 4 warps", scaled_gemm(tile))
     print(f"int8 GEMM (int32 accumulator), {SIZE}^3")
     for cfg in INT8_TILES:
         found = int8_gemm(*cfg)
         _show(f"  BLOCK {cfg[0]}x{cfg[1]}x{cfg[2]}, {cfg[3]} warps", found)
         if any(r.k_chunk for r in found):
             print("   ", integer_path(*cfg))
-    from benchmarks.dot_scaled_compile import TILES
-
-    print("tl.dot_scaled GEMM (benchmarks/dot_scaled_compile.py: it also compiles a baseline checkout), e8m0 scales")
-    for tile in TILES:
-        _show(f"  BLOCK {tile}, 4 warps", scaled_gemm(tile))
     print("attention prefill forward, fp16, head dim 128, 2048 tokens")
     from triton_metal.ops import attention as at
 
