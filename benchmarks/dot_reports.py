@@ -144,6 +144,11 @@ def main() -> int:
 
 
 def _kernels() -> None:
+    from benchmarks.dot_scaled_compile import TILES
+
+    print("tl.dot_scaled GEMM (benchmarks/dot_scaled_compile.py: it also compiles a baseline checkout), e8m0 scales")
+    for tile in TILES:
+        _show(f"  BLOCK {tile}, 4 warps", scaled_gemm(tile))
     from examples import matmul_autotuned as ex
 
     print(f"tutorial matmul (examples/matmul.py), fp16, {SIZE}^3")
@@ -159,11 +164,6 @@ def _kernels() -> None:
         bm, bn, bk = cf.kwargs["BLOCK_M"], cf.kwargs["BLOCK_N"], cf.kwargs["BLOCK_K"]
         if bm > 16:
             _show(f"  BLOCK {bm}x{bn}x{bk}, {cf.num_warps} warps", quantized(bm, bn, bk, cf.num_warps))
-    from benchmarks.dot_scaled_compile import TILES
-
-    print("tl.dot_scaled GEMM (benchmarks/dot_scaled_compile.py: it also compiles a baseline checkout), e8m0 scales")
-    for tile in TILES:
-        _show(f"  BLOCK {tile}, 4 warps", scaled_gemm(tile))
     print(f"int8 GEMM (int32 accumulator), {SIZE}^3")
     for cfg in INT8_TILES:
         found = int8_gemm(*cfg)
