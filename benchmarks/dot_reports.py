@@ -21,7 +21,8 @@ steel GEMM at its 64 x 64 x 16 tile on
 2 x 2 SIMD groups, derived from steel's parameters and loop (mlx/backend/metal/kernels/steel/gemm/
 gemm.h: A and B written to threadgroup memory between two barriers per K step, each SIMD group
 loading TM = 4 A and TN = 4 B fragments per 8 of K for 16 products). The figures are structure,
-not time: no GPU runs here.
+not time: no GPU runs here. Also printed: the `tl.dot_scaled` GEMM of
+`benchmarks/dot_scaled_compile.py` (mxfp operands dequantized into the fragments) at its tiles.
 """
 
 from __future__ import annotations
@@ -103,6 +104,22 @@ def int8_gemm(bm: int, bn: int, bk: int, warps: int) -> list[DotReport]:
     return reports(compiled)
 
 
+def scaled_gemm(tile: str) -> list[DotReport]:
+    """The `tl.dot_scaled` GEMM of `benchmarks/dot_scaled_compile.py` at `tile`
+    ("MxNxK:fa:fb", e8m0 scales)."""
+    from benchmarks.dot_scaled_compile import _kernel
+
+    shape, fa, fb = tile.split(":")
+    bm, bn, bk = (int(x) for x in shape.split("x"))
+    k = 2 * bk
+    a = np.zeros((bm, k // 2 if fa == "e2m1" else k), np.uint8)
+    b = np.zeros((k // 2 if fb == "e2m1" else k, bn), np.uint8)
+    compiled = _kernel().warmup(a, np.zeros((bm, k // 32), np.uint8), b, np.zeros((bn, k // 32), np.uint8),
+                                np.zeros((bm, bn), np.float32), k, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, FA=fa, FB=fb,
+                                grid=(1,))
+    return reports(compiled)
+
+
 def integer_path(bm: int, bn: int, bk: int, warps: int) -> str:
     """What the integer int8 path (before float fragments) ran per thread and dot for this tile."""
     elements = bm * bn // (32 * warps)
@@ -144,6 +161,11 @@ def main() -> int:
 
 
 def _kernels() -> None:
+    from benchmarks.dot_scaled_compile import TILES
+
+    print("tl.dot_scaled GEMM (benchmarks/dot_scaled_compile.py: it also compiles a baseline checkout), e8m0 scales")
+    for tile in TILES:
+        _show(f"  BLOCK {tile}, 4 warps", scaled_gemm(tile))
     from examples import matmul_autotuned as ex
 
     print(f"tutorial matmul (examples/matmul.py), fp16, {SIZE}^3")

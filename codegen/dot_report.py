@@ -119,12 +119,16 @@ class DotReport:
 
 
 def record_dot(sites: list[DotSite], op: Op, scope: Scope, accumulator: str, operands: Sequence[str],
-               fragments: str = "", k_chunk: int = 0) -> None:
-    """Note a dot lowered on simdgroup matrices: `scope` holds its statements."""
+               fragments: str = "", k_chunk: int = 0, shape: tuple[int, int, int] | None = None,
+               dtypes: str = "") -> None:
+    """Note a dot lowered on simdgroup matrices: `scope` holds its statements (`shape` and
+    `dtypes`: M, N, K and the operand formats where the operands' types do not say them, as for
+    packed e2m1 operands)."""
     layout = op.results[0].type.layout  # type: ignore[attr-defined]
     warps = tuple(getattr(layout, "warps_per_cta", (1, 1)))
-    sites.append(DotSite(*_where_and_shape(op), (warps[0], warps[1]), scope, accumulator, tuple(operands),
-                         fragments=fragments, k_chunk=k_chunk))
+    where, own_shape, own_dtypes = _where_and_shape(op)
+    sites.append(DotSite(where, shape or own_shape, dtypes or own_dtypes, (warps[0], warps[1]), scope, accumulator,
+                         tuple(operands), fragments=fragments, k_chunk=k_chunk))
 
 
 def record_tensor_dot(sites: list[DotSite], op: Op, scope: Scope, simdgroups: int, form: str) -> None:
@@ -149,8 +153,8 @@ def dot_reports(program: Sequence[Stmt], sites: Sequence[DotSite]) -> list[DotRe
         loop = next((s for s in reversed(path) if isinstance(s, (ForRange, Loop))), None)
         step = loop.body if loop is not None else tuple(program)
         m, n, _ = site.shape
-        loads = sum(1 for s in _walk(site.scope.body) if _fills(s, site.operands))
-        products = sum(1 for s in _walk(site.scope.body) if _call_name(s) == "simdgroup_multiply_accumulate")
+        loads = _count(site.scope.body, lambda s: 1 if _fills(s, site.operands) else 0)
+        products = _count(site.scope.body, lambda s: 1 if _call_name(s) == "simdgroup_multiply_accumulate" else 0)
         frags = next((s.count or 1 for s in site.scope.body
                       if isinstance(s, Declare) and s.name == site.accumulator), 0)
         dots = sum(1 for other in sites if _contains(step, other.scope))

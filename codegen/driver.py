@@ -50,7 +50,7 @@ from .target import Target
 from .values import Buffer, PtrValue, RegValue
 
 try:  # the dot lowering registers its rules when present
-    from . import lower_dot  # noqa: F401
+    from . import lower_dot, lower_dot_scaled  # noqa: F401
 except ImportError:  # pragma: no cover - depends on the checkout
     pass
 

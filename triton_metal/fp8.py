@@ -151,3 +151,16 @@ def _encode_b15(f: np.ndarray, rtz: bool) -> np.ndarray:
     # NaN and infinity magnitudes lie above 1.75's as integers too: they clamp to it
     mag = np.minimum(bits & 0x7FFF, B15_MAX_F16)
     return (((bits >> 8) & 0x80) | ((mag + 0x40) >> 7)).astype(np.uint8)
+
+
+SCALED_FORMATS = ("e2m1", "e4m3", "e5m2", "bf16", "fp16")
+"""`tl.dot_scaled` operand formats, as Triton names them (e2m1: two 4-bit values per byte)."""
+
+
+def scaled_extent(shape: tuple[int, ...] | list[int], fmt: str, pack_axis: int) -> tuple[int, int]:
+    """[rows, columns] of elements of a `tl.dot_scaled` operand block (its last two axes): e2m1
+    bytes hold two along `pack_axis` (0 the rows, 1 the columns)."""
+    rows, cols = shape[-2], shape[-1]
+    if fmt != "e2m1":
+        return rows, cols
+    return (2 * rows, cols) if pack_axis == 0 else (rows, 2 * cols)

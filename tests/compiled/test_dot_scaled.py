@@ -332,3 +332,85 @@ def test_float8e4nv_scales_need_e2m1(each_backend: str):
     with pytest.raises(CompilationError, match=r"lhs_scale of float8e4nv \(NVFP4\) needs an e2m1 lhs, not e4m3"):
         bad_scaled[(1,)](np.zeros((32, 32), np.uint8), triton.reinterpret(np.zeros(32, np.uint8), tl.float8e4nv),
                          np.zeros((32, 32), np.float32), FMT="e4m3", SCALE_ROWS=32, PACK=True)
+
+
+# -- the compiled form: operands staged as loaded, dequantized into the fragments ----------------
+
+
+def test_tiles_stage_the_loaded_bytes_and_scales():
+    # a 32 x 32 tile with K steps of 64 (e2m1 x e4m3, e8m0 scales): one tt.dot_scaled whose K step
+    # writes the bytes as loaded (A: 32 rows of 32 bytes of e2m1 pairs; B: 64 x 32 e4m3 bytes) and
+    # the scale bytes (2 per row of A and per column of B), behind one barrier, and reads them
+    # behind a second; the fragments hold bfloat16 values
+    m = n = 32
+    k_step = 64
+    rng = np.random.default_rng(6)
+    a, _ = _operand("e2m1", m, 128, rng)
+    b = np.ascontiguousarray(_operand("e4m3", n, 128, rng)[0].T)
+    scales = np.full((m, 4), 127, np.uint8)
+    compiled = scaled_matmul.warmup(a, scales, _typed(b, "e4m3"), scales, np.zeros((m, n), np.float32), 128,
+                                    M=m, N=n, BLOCK_K=k_step, FA="e2m1", FB="e4m3", SCALED=True, FAST=False,
+                                    PACK_B_ALONG_K=True, OUT=tl.float32, grid=(1,))
+    [report] = compiled.msl.metadata["dot_reports"]
+    assert report["dtypes"] == "e2m1 x e4m3 -> f32" and report["shape"] == (m, n, k_step)
+    assert report["fragments"] == "bfloat x bfloat -> float" and report["in_loop"]
+    assert report["barriers_per_k_step"] == 2
+    assert report["threadgroup_bytes_per_k_step"] == m * k_step // 2 + k_step * n + (m + n) * k_step // 32
+    # every K step of 8 reads one A fragment per row block and one B fragment per column block
+    assert report["fragment_products"] == (k_step // 8) * report["fragments_per_simdgroup"]
+
+
+@triton.jit
+def one_scaled_dot(a_ptr, sa_ptr, b_ptr, sb_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    rm, rn, rk, rs = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K), tl.arange(0, K // 32)
+    a = tl.load(a_ptr + rm[:, None] * K + rk[None, :])
+    b = tl.load(b_ptr + rk[:, None] * N + rn[None, :])
+    sa = tl.load(sa_ptr + rm[:, None] * (K // 32) + rs[None, :])
+    sb = tl.load(sb_ptr + rn[:, None] * (K // 32) + rs[None, :])
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], tl.dot_scaled(a, sa, "e4m3", b, sb, "e5m2"))
+
+
+def test_operands_larger_than_threadgroup_memory_go_in_k_chunks(each_backend: str):
+    # 64 x 128 x 256 e4m3 x e5m2: 48 KiB of operand bytes, more than threadgroup memory holds, so
+    # the dot stages K in two chunks of 128 (each thread writes the registers of a chunk, tested
+    # where its layout spreads K over the threads); the values stay the float64 products'
+    m, n, k = 64, 128, 256
+    rng = np.random.default_rng(7)
+    a, av = _operand("e4m3", m, k, rng)
+    bt, btv = _operand("e5m2", n, k, rng)
+    sa = rng.integers(118, 137, (m, k // 32)).astype(np.uint8)
+    sb = rng.integers(118, 137, (n, k // 32)).astype(np.uint8)
+    av, bv = av * _scale_values(sa), btv.T * _scale_values(sb).T
+    c = np.zeros((m, n), np.float32)
+    args = (_typed(a, "e4m3"), sa, np.ascontiguousarray(bt.T), sb, c)
+    one_scaled_dot[(1,)](*args, M=m, N=n, K=k)
+    assert np.all(np.abs(c - av @ bv) <= 4 * k * 2.0 ** -24 * (np.abs(av) @ np.abs(bv)))
+    if each_backend == "emulator":
+        [report] = one_scaled_dot.warmup(*args, M=m, N=n, K=k, grid=(1,)).msl.metadata["dot_reports"]
+        assert report["barriers_per_k_step"] == 4  # two chunks, each behind its writes and before the next
+        assert report["threadgroup_bytes_per_k_step"] == m * k + k * n + (m + n) * k // 32
+
+
+@triton.jit
+def bf16_block_scaled(a_ptr, sa_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    # A as a bfloat16 block (bitcast from its bits), B e2m1 packed along N, no B scales
+    rm, rn, rk, rs = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K), tl.arange(0, K // 32)
+    a = tl.load(a_ptr + rm[:, None] * K + rk[None, :]).to(tl.bfloat16, bitcast=True)
+    b = tl.load(b_ptr + rk[:, None] * (N // 2) + tl.arange(0, N // 2)[None, :])
+    sa = tl.load(sa_ptr + rm[:, None] * (K // 32) + rs[None, :])
+    c = tl.dot_scaled(a, sa, "bf16", b, None, "e2m1", rhs_k_pack=False)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], c)
+
+
+@pytest.mark.parametrize("m, n", [(128, 16), (16, 32)])
+def test_bfloat16_blocks_and_narrow_tiles(each_backend: str, m: int, n: int):
+    # tiles narrower than the 4 warps' fragments (SIMD groups holding copies) on the compiled path
+    k = 64
+    rng = np.random.default_rng(8)
+    a, av = _operand("bf16", m, k, rng)
+    b, bv = _operand("e2m1", k, n, rng)  # packed along N
+    sa = rng.integers(118, 137, (m, k // 32)).astype(np.uint8)
+    av = av * _scale_values(sa)
+    c = np.zeros((m, n), np.float32)
+    bf16_block_scaled[(1,)](a, sa, b, c, M=m, N=n, K=k)
+    assert np.all(np.abs(c - av @ bv) <= 4 * k * 2.0 ** -24 * (np.abs(av) @ np.abs(bv)))

@@ -327,6 +327,12 @@ class IRBuilder:
             acc = self._one(A.ConstantOp(value=zero, result_types=[rt]))
         return self._one(C.DotOp(a=a, b=b, c=acc, input_precision=input_precision, result_types=[rt]))
 
+    def create_dot_scaled(self, a: Value, a_scale: Value | None, a_format: str, b: Value, b_scale: Value | None,
+                          b_format: str, acc: Value, fast_math: bool, a_k_pack: bool, b_k_pack: bool) -> Value:
+        return self._one(C.DotScaledOp(a=a, b=b, c=acc, a_scale=a_scale, b_scale=b_scale, a_format=a_format,
+                                       b_format=b_format, a_k_pack=a_k_pack, b_k_pack=b_k_pack, fast_math=fast_math,
+                                       result_types=[acc.type]))
+
     def _combine_region(self, operands: Sequence[Value], combine: lb.RegionFn, terminator: type[Op]) -> Region:
         elements = [T.element_type(v.type) for v in operands]
         block = Block([*elements, *elements])

@@ -164,7 +164,7 @@ class AllocateThreadgroupMemory(ModulePass):
         # again with direct fragment loads and stores (runtime/compiler.py); only that second
         # form, or a kernel without dots, stages big conversions in pieces.
         stage = "direct_fragment_io" in module.attributes or not any(
-            op.name == "tt.dot" for func in module.funcs for op in func.walk())
+            op.name in ("tt.dot", "tt.dot_scaled") for func in module.funcs for op in func.walk())
         total = 0
         for func in module.funcs:
             end = _allocate_func(func, num_warps, stage)

@@ -148,7 +148,7 @@ class _Assigner:
         for op in _walk(self.func):
             if self._free_op(op):
                 self.free.add(op.results[0])
-        self.chained_dots = sum(1 for op in _walk(self.func) if op.name == "tt.dot") > 1
+        self.chained_dots = sum(1 for op in _walk(self.func) if op.name in ("tt.dot", "tt.dot_scaled")) > 1
         for op in _walk(self.func):
             for r in op.regions:
                 if op.name not in SCALAR_REGION_OPS:
@@ -190,6 +190,10 @@ class _Assigner:
                 for idx in (0, 1):
                     if op.operands[idx] not in self.free:
                         self.fragment_operands.append((op.operands[idx], idx, op.results[0]))
+            self.blocks[self.classes.find(op.results[0])] = block_layout_for(
+                op.results[0].type.shape, self.nw, op.loc, rows_first=self.chained_dots)  # type: ignore[union-attr]
+        elif name == "tt.dot_scaled":  # operands stay as loaded: the lowering stages them itself
+            self._union(op.c, op.results[0])  # type: ignore[attr-defined]
             self.blocks[self.classes.find(op.results[0])] = block_layout_for(
                 op.results[0].type.shape, self.nw, op.loc, rows_first=self.chained_dots)  # type: ignore[union-attr]
         elif name == "scf.for":

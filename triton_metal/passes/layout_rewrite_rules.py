@@ -161,6 +161,18 @@ def rewrite_op(a: _Assigner, op: Op) -> None:
         a.ensure(op, op.operands[1], DotOperandLayout(1, blk))
         a.ensure(op, op.operands[2], blk)
         return
+    if name == "tt.dot_scaled":
+        blk = a.layout_of(op.results[0])
+        if not isinstance(blk, BlockLayout):
+            blk = block_layout_for(shape_of(op.results[0].type), a.nw, op.loc)
+        a.set_result(op, 0, blk)
+        a.ensure(op, op.c, blk)  # type: ignore[attr-defined]
+        for v in list(op.operands):
+            if v is not op.c:  # type: ignore[attr-defined]
+                # the packed operands and the scales in whatever layout they have: the lowering
+                # writes them to threadgroup memory as bytes
+                a.ensure(op, v, a.layout_of(v) if v not in a.free else default_coalesced(shape_of(v.type), a.nw))
+        return
     if name in ("tt.trans", "tt.reshape", "tt.join", "tt.split", "tt.cat", "tt.gather", "tt.histogram"):
         srcs = [a._current(v) for v in op.operands]
         nat = natural_layout(op, srcs, a.nw)

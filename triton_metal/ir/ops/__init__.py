@@ -6,7 +6,7 @@ from .arith import *  # noqa: F403
 from .func import CallOp, FuncOp, ReturnOp
 from .scf import ConditionOp, ForOp, IfOp, WhileOp, YieldOp
 from .tt import *  # noqa: F403
-from .tt_compute import (DotOp, MapElementwiseOp, MapElementwiseReturnOp, ReduceOp, ReduceReturnOp, ScanOp,
+from .tt_compute import (DotOp, DotScaledOp, MapElementwiseOp, MapElementwiseReturnOp, ReduceOp, ReduceReturnOp, ScanOp,
                          ScanReturnOp)
 from .tt_debug import AssertOp, AssumeOp, BarrierOp, HintKind, HintOp, PrintOp
 from .tt_memory import AtomicCASOp, AtomicPollOp, AtomicRMWKind, AtomicRMWOp, LoadOp, StoreOp

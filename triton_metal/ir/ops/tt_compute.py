@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from ..core import Op, Region, Value, attr, operand, region, var_operand
+from ..core import Op, Region, Value, attr, operand, opt_operand, region, var_operand
+from ...fp8 import SCALED_FORMATS, scaled_extent
 from ..types import ScalarType, make_type
 from .common import num_results, result_is, scalar_element, tensor_type
 
@@ -49,6 +50,51 @@ class DotOp(Op):
             raise self.error(f"unknown input_precision '{self.input_precision}'")
         if self.result.type != ct:
             raise self.error(f"result must be {ct}, got {self.result.type}")
+
+
+class DotScaledOp(Op):
+    """`d = (a * a_scale) @ (b * b_scale) + c` for 2-D microscaled tiles (`tl.dot_scaled`), with
+    the operands as they were loaded: `a` holds [M, K] elements in `a_format` ("e2m1": uint8
+    bytes of two, along K when `a_k_pack`, else along M; "e4m3", "e5m2": bytes or fp8; "bf16",
+    "fp16": 16-bit bits or floats), `b` [K, N] likewise (e2m1 along K when `b_k_pack`, else
+    along N). Scales, when present, are bytes: e8m0 codes (uint8 or int8) one per 32 elements
+    along K, or float8e4nv (NVFP4, e2m1 operands) one per 16 or 32; `a_scale` is [M, groups]
+    and `b_scale` [N, groups]. The semantic layer checked every shape and dtype. `c` and the
+    result are float32 [M, N]."""
+
+    name: ClassVar[str] = "tt.dot_scaled"
+    a: Value = operand()
+    b: Value = operand()
+    c: Value = operand()
+    a_scale: Value | None = opt_operand()
+    b_scale: Value | None = opt_operand()
+    a_format: str = attr(str, default="bf16")
+    b_format: str = attr(str, default="bf16")
+    a_k_pack: bool = attr(bool, default=True)
+    b_k_pack: bool = attr(bool, default=True)
+    fast_math: bool = attr(bool, default=False)
+
+    def verify_(self) -> None:
+        num_results(self, 1)
+        at = tensor_type(self, self.a, "a")
+        bt = tensor_type(self, self.b, "b")
+        ct = tensor_type(self, self.c, "c")
+        for side, fmt in (("a", self.a_format), ("b", self.b_format)):
+            if fmt not in SCALED_FORMATS:
+                raise self.error(f"unknown {side}_format '{fmt}'")
+        if not (at.rank == bt.rank == ct.rank == 2):
+            raise self.error(f"operands must all be 2-D, got {at}, {bt}, {ct}")
+        m, k = scaled_extent(at.shape, self.a_format, 1 if self.a_k_pack else 0)
+        k2, n = scaled_extent(bt.shape, self.b_format, 0 if self.b_k_pack else 1)
+        if k != k2 or ct.shape != (m, n):
+            raise self.error(f"shapes do not form a product: {at} @ {bt} + {ct}")
+        if getattr(ct.element, "name", "") != "f32" or self.result.type != ct:
+            raise self.error(f"the accumulator and the result must be float32 {ct}, got {self.result.type}")
+        for side, scale, rows in (("a_scale", self.a_scale, m), ("b_scale", self.b_scale, n)):
+            if scale is not None:
+                st = tensor_type(self, scale, side)
+                if st.rank != 2 or st.shape[0] != rows or st.shape[1] == 0 or k % st.shape[1]:
+                    raise self.error(f"{side} must be [{rows}, K / group], got {st}")
 
 
 def _one_shape(op: Op, srcs: tuple[Value, ...]) -> tuple[int, ...]:

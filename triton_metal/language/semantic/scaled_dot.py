@@ -14,19 +14,24 @@ rhs_format, acc=None, fast_math=False, lhs_k_pack=True, rhs_k_pack=True, out_dty
 * NVFP4: e2m1 operands with float8e4nv scales, one per 16 elements along K (or 32, as Triton
   takes them on Rubin), the group read off the scales' shape; each scales by its e4m3 value.
 
-The operands feed `dot` as bfloat16 blocks, Triton's compute type for these formats (float32
-when an operand is fp16, where Triton computes in fp16): every e2m1, e4m3, e5m2 and bf16 value
-times a power of two is a bfloat16 (whose exponent range is float32's) as long as it stays in the
-normal range, above 2^-126 in magnitude, and bfloat16 products are exact in the float32
-accumulator. The dequantization is elementwise code on the registers the operands are loaded
-into, which the dot's layout conversion then puts into its fragments. The accumulator and the
-result are float32; `out_dtype` float16 or bfloat16 rounds the result once.
+The operands are multiplied as bfloat16 values, Triton's compute type for these formats
+(float32 when an operand is fp16, where Triton computes in fp16): every e2m1, e4m3, e5m2 and bf16
+value times a power of two is a bfloat16 (whose exponent range is float32's) as long as it stays
+in the normal range, above 2^-126 in magnitude, and bfloat16 products are exact in the float32
+accumulator. The accumulator and the result are float32; `out_dtype` float16 or bfloat16 rounds
+the result once. Two forms, after the same checks:
+* compiled 2-D tiles with M, N and K of at least 16: one `tt.dot_scaled` op on the operands and
+  scales as loaded, which the code generator dequantizes where it builds the dot's fragments
+  (codegen/lower_dot_scaled.py);
+* otherwise (the interpreter, 3-D blocks, smaller tiles): the dequantization as elementwise code
+  on the loaded blocks, then `dot` on bfloat16 blocks. Both compute the same values.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from ...fp8 import SCALED_FORMATS, scaled_extent
 from ..core import constexpr, tensor
 from ..types import bfloat16, float8e4nv, float8e5, float16, float32, int8, uint8, uint16, uint32
 from .base import SemanticBase, error
@@ -35,8 +40,6 @@ SCALE_GROUP = 32
 """Elements along K sharing one e8m0 scale."""
 NVFP4_GROUPS = (16, 32)
 """Elements along K sharing one float8e4nv scale (NVFP4; 32 as Triton takes it on Rubin)."""
-FORMATS = ("e2m1", "e4m3", "e5m2", "bf16", "fp16")
-"""Operand formats, as Triton names them."""
 _FLOAT_OF = {"e4m3": float8e4nv, "e5m2": float8e5, "bf16": bfloat16, "fp16": float16}
 _BITS_OF = {"e4m3": uint8, "e5m2": uint8, "bf16": uint16, "fp16": uint16}
 
@@ -51,8 +54,8 @@ class ScaledDotMixin(SemanticBase):
                    out_dtype: Any = float32) -> tensor:
         fa, fb = _value(lhs_format), _value(rhs_format)
         for side, fmt in (("lhs", fa), ("rhs", fb)):
-            if fmt not in FORMATS:
-                raise error(f"NYI: {side}_format {fmt}", hint=f"formats: {', '.join(FORMATS)}")
+            if fmt not in SCALED_FORMATS:
+                raise error(f"NYI: {side}_format {fmt}", hint=f"formats: {', '.join(SCALED_FORMATS)}")
         fast, pack_a, pack_b = bool(_value(fast_math)), bool(_value(lhs_k_pack)), bool(_value(rhs_k_pack))
         for pack, fmt in ((pack_a, fa), (pack_b, fb)):
             if not pack and fmt != "e2m1":
@@ -69,43 +72,64 @@ class ScaledDotMixin(SemanticBase):
             raise error(f"Both inputs must be either 2D or 3D; (lhs: {shapes[0]} vs rhs: {shapes[1]})")
         if len(shapes[0]) == 3 and shapes[0][0] != shapes[1][0]:
             raise error(f"dot_scaled batch sizes differ: {shapes[0][0]} and {shapes[1][0]}")
-        a = self._dequantized(a_raw, fa, "lhs", 1 if pack_a else 0)
-        b = self._dequantized(b_raw, fb, "rhs", 0 if pack_b else 1)
-        (m, k), (kb, n) = a.type.shape[-2:], b.type.shape[-2:]
+        pack_axes = (1 if pack_a else 0, 0 if pack_b else 1)
+        self._check_operand(a_raw, fa, "lhs")
+        self._check_operand(b_raw, fb, "rhs")
+        (m, k), (kb, n) = scaled_extent(shapes[0], fa, pack_axes[0]), scaled_extent(shapes[1], fb, pack_axes[1])
         if k != kb:
             raise error(
                 "Reduction dimension should pack the same number of elements; "
                 f"(lhs: {shapes[0]} vs rhs: {shapes[1]})",
                 hint="e2m1 operands hold two elements per byte along the packed axis",
             )
-        a = self._scaled(a, _value(lhs_scale), "lhs", fa, m, k, fast, transpose=False)
-        b = self._scaled(b, _value(rhs_scale), "rhs", fb, n, k, fast, transpose=True)
-        # Triton's compute type: bfloat16 unless an operand is fp16 (float32 here, where Triton
-        # takes fp16, so that no scaled value overflows)
-        operand = float32 if "fp16" in (fa, fb) else bfloat16
+        lead = shapes[0][:-2]
+        scale_a = self._checked_scale(_value(lhs_scale), "lhs", fa, lead, m, k)
+        scale_b = self._checked_scale(_value(rhs_scale), "rhs", fb, lead, n, k)
         acc_t = None
         if _value(acc) is not None:
             acc_t = self.to_tensor(_value(acc))
-            want = [*shapes[0][:-2], m, n]
+            want = [*lead, m, n]
             if acc_t.type.scalar != out_ty or list(acc_t.type.shape) != want:
                 raise error(f"dot_scaled accumulator has type {acc_t.type}, expected {out_ty!r} of shape {want}")
             acc_t = self.cast(acc_t, float32)
+        if not self.eager and not lead and min(m, n, k) >= 16:
+            # compiled 2-D tiles: one op that keeps the operands as loaded, dequantized by the
+            # code generator where it builds the dot's fragments (codegen/lower_dot_scaled.py)
+            if acc_t is None:
+                acc_t = self.splat(self.scalar_constant(0.0, float32), [m, n])  # type: ignore[attr-defined]
+            h = self.builder.create_dot_scaled(
+                a_raw.handle, scale_a[0].handle if scale_a else None, fa, b_raw.handle,
+                scale_b[0].handle if scale_b else None, fb, acc_t.handle, fast, pack_a, pack_b)
+            return self.cast(tensor(h, acc_t.type), out_ty)
+        a = self._scaled(self._dequantized(a_raw, fa, pack_axes[0]), scale_a, m, k, fast, transpose=False)
+        b = self._scaled(self._dequantized(b_raw, fb, pack_axes[1]), scale_b, n, k, fast, transpose=True)
+        # Triton's compute type: bfloat16 unless an operand is fp16 (float32 here, where Triton
+        # takes fp16, so that no scaled value overflows)
+        operand = float32 if "fp16" in (fa, fb) else bfloat16
         out = self.dot(self.cast(a, operand), self.cast(b, operand), acc_t, None, None, float32)  # type: ignore[attr-defined]
         return self.cast(out, out_ty)
 
     # -- operands ------------------------------------------------------------------------------
-    def _dequantized(self, x: tensor, fmt: str, side: str, pack_axis: int) -> tensor:
-        """The float32 values of an operand in format `fmt` (e2m1 unpacked along `pack_axis` of
-        its last two: 0 the rows, 1 the columns)."""
+    @staticmethod
+    def _check_operand(x: tensor, fmt: str, side: str) -> None:
+        """Refuse an operand whose dtype does not carry `fmt`."""
         s = x.type.scalar
         if fmt == "e2m1":
             if s != uint8:
                 raise error(f"e2m1 format must be packed as uint8. Got {s!r}", hint=f"pass {side} as uint8 bytes")
+        elif s not in (_BITS_OF[fmt], _FLOAT_OF[fmt]):
+            raise error(f"Unexpected dtype for {fmt}. Got {s!r}",
+                        hint=f"pass {side} as {_BITS_OF[fmt]!r} bits or a {_FLOAT_OF[fmt]!r} block")
+
+    def _dequantized(self, x: tensor, fmt: str, pack_axis: int) -> tensor:
+        """The float32 values of an operand in format `fmt` (checked; e2m1 unpacked along
+        `pack_axis` of its last two: 0 the rows, 1 the columns)."""
+        if fmt == "e2m1":
             if len(x.type.shape) == 3:
                 # a batch of blocks unpacks as the 2-D block of all their rows (pairs of rows
                 # never straddle two blocks: each block has a whole number of byte rows)
                 nb, r, c = x.type.shape
-                flat = self._dequantized(self.reshape(x, [nb * r, c]), fmt, side, pack_axis)  # type: ignore[attr-defined]
+                flat = self._dequantized(self.reshape(x, [nb * r, c]), fmt, pack_axis)  # type: ignore[attr-defined]
                 return self.reshape(flat, [nb, *[r * (2 - pack_axis), c * (1 + pack_axis)]])  # type: ignore[attr-defined, no-any-return]
             # the nibbles are interleaved as bytes (the shape ops move a quarter of float32's
             # bytes), then decoded
@@ -116,12 +140,8 @@ class ScaledDotMixin(SemanticBase):
             else:  # element 2j in the low nibble, 2j + 1 in the high one
                 codes = self.reshape(pair, [r, 2 * c])  # type: ignore[attr-defined]
             return self._e2m1(codes)
-        want = _FLOAT_OF[fmt]
-        if s == _BITS_OF[fmt]:
-            x = self.bitcast(x, want)
-        elif s != want:
-            raise error(f"Unexpected dtype for {fmt}. Got {s!r}",
-                        hint=f"pass {side} as {_BITS_OF[fmt]!r} bits or a {want!r} block")
+        if x.type.scalar == _BITS_OF[fmt]:
+            x = self.bitcast(x, _FLOAT_OF[fmt])
         return self.cast(x, float32)
 
     def _e2m1(self, nibble: tensor) -> tensor:
@@ -136,18 +156,15 @@ class ScaledDotMixin(SemanticBase):
         bits = self.where(self.equal(exponent, 0), half, normal)  # type: ignore[attr-defined]
         return self.bitcast(self.or_(bits, sign), float32)  # type: ignore[attr-defined]
 
-    def _scaled(self, x: tensor, scale: Any, side: str, fmt: str, rows: int, k: int, fast: bool,
-                transpose: bool) -> tensor:
-        """`x` times its scales, each repeated over its group of elements along K (per block of a
-        3-D batch: scales [B, rows, K // group])."""
+    def _checked_scale(self, scale: Any, side: str, fmt: str, lead: list[int], rows: int, k: int
+                       ) -> tuple[tensor, int] | None:
+        """The scales of one operand (None: unscaled) and the elements along K each covers,
+        refused unless they are e8m0 bytes [.., rows, K // 32] or NVFP4's float8e4nv ones."""
         if scale is None:
-            return x
+            return None
         sc = self.to_tensor(scale)
-        lead = list(x.type.shape[:-2])
         if sc.type.is_block() and sc.type.scalar == float8e4nv:
-            group = self._nvfp4_group(sc, side, fmt, lead, rows, k)
-            value = self.cast(sc, float32)
-            return self.mul(x, self._expanded(value, rows, k, group, transpose))  # type: ignore[attr-defined, no-any-return]
+            return sc, self._nvfp4_group(sc, side, fmt, lead, rows, k)
         if k % SCALE_GROUP:
             raise error(f"dot_scaled needs K to be a multiple of {SCALE_GROUP} for e8m0 scales, got K={k}")
         want = [*lead, rows, k // SCALE_GROUP]
@@ -156,12 +173,24 @@ class ScaledDotMixin(SemanticBase):
             raise error(f"{side}_scale must be uint8 or int8 (e8m0 bits) of shape {want}, got {shown}",
                         hint=f"one scale per {SCALE_GROUP} elements along K; rhs_scale is [N, K // {SCALE_GROUP}]; "
                         "float8e4nv scales (NVFP4) go with e2m1 operands")
+        return sc, SCALE_GROUP
+
+    def _scaled(self, x: tensor, scale: tuple[tensor, int] | None, rows: int, k: int, fast: bool,
+                transpose: bool) -> tensor:
+        """`x` times its checked scales, each repeated over its group of elements along K (per
+        block of a 3-D batch: scales [B, rows, K // group])."""
+        if scale is None:
+            return x
+        sc, group = scale
+        if sc.type.scalar == float8e4nv:
+            value = self.cast(sc, float32)
+            return self.mul(x, self._expanded(value, rows, k, group, transpose))  # type: ignore[attr-defined, no-any-return]
         if sc.type.scalar == int8:  # the same 8 bits: e8m0 has no sign, so code 128 may arrive as -128
             sc = self.bitcast(sc, uint8)
         value = self.bitcast(self.shl(self.cast(sc, uint32), 23), float32)  # type: ignore[attr-defined]
         if not fast:
             value = self.where(self.equal(sc, 255), float("nan"), value)  # type: ignore[attr-defined]
-        return self.mul(x, self._expanded(value, rows, k, SCALE_GROUP, transpose))  # type: ignore[attr-defined, no-any-return]
+        return self.mul(x, self._expanded(value, rows, k, group, transpose))  # type: ignore[attr-defined, no-any-return]
 
     @staticmethod
     def _nvfp4_group(sc: tensor, side: str, fmt: str, lead: list[int], rows: int, k: int) -> int:
