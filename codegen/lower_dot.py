@@ -146,8 +146,8 @@ def _lower_fragment_dot(ctx: LoweringContext, op: DotOp, plan: DotPlan, a: RegVa
     staged = _stage_operands(ctx, op, a if plan.a is None else None, b if plan.b is None else None, in_t,
                              kinds.converts)
     # staged fragments are loaded at this SIMD group's origins
-    rows = _warp_offset(ctx, plan.warp_rows) if plan.a is None else None
-    cols = _warp_offset(ctx, plan.warp_cols) if plan.b is None else None
+    rows = warp_offset(ctx, plan.warp_rows) if plan.a is None else None
+    cols = warp_offset(ctx, plan.warp_cols) if plan.b is None else None
 
     # fragments of A, B and the accumulator, each built once
     a_frags = _fragments(ctx, in_frag, [(s.row, kk) for s in plan.acc for kk in range(0, k, FRAG)])
@@ -168,7 +168,7 @@ def _lower_fragment_dot(ctx: LoweringContext, op: DotOp, plan: DotPlan, a: RegVa
     for start in range(0, k, chunk):
         _accumulate_chunk(ctx, plan, kinds, acc_name, a_frags, b_frags, range(start, min(k, start + chunk), FRAG),
                           c.regs if start == 0 else out, out)
-    _copy_replicas(ctx, dist, out)
+    copy_replicas(ctx, dist, out)
     if staged:
         ctx.scratch_done(op)  # the scratch may be reused once every SIMD group has loaded
     scope = Scope(ctx.pop())
@@ -257,7 +257,7 @@ def _plus(base: Expr | None, const: int) -> Expr:
     return base if const == 0 else Apply("add", (base, Lit(str(const))))
 
 
-def _warp_offset(ctx: LoweringContext, bases: tuple[int, ...]) -> Expr | None:
+def warp_offset(ctx: LoweringContext, bases: tuple[int, ...]) -> Expr | None:
     """This SIMD group's offset (rows or columns) of its fragments, declared once in the scope."""
     expr: Expr | None = None
     for bit, v in enumerate(bases):
@@ -274,7 +274,7 @@ def _warp_offset(ctx: LoweringContext, bases: tuple[int, ...]) -> Expr | None:
     return Var(name)
 
 
-def _copy_replicas(ctx: LoweringContext, dist: Distribution, out: tuple[Expr, ...]) -> None:
+def copy_replicas(ctx: LoweringContext, dist: Distribution, out: tuple[Expr, ...]) -> None:
     """Registers that repeat an element another register of the thread holds get its value."""
     for r, first in enumerate(dist.first_registers()):
         if not first:
@@ -297,8 +297,8 @@ def _stage_operands(ctx: LoweringContext, op: DotOp, a: RegValue | None, b: RegV
     a_ty, b_ty = op.a.type, op.b.type
     assert isinstance(a_ty, TensorType) and isinstance(b_ty, TensorType)
     size = ctype_bytes(ctype)
-    a_bytes = _round16(a_ty.shape[0] * a_ty.shape[1] * size) if a is not None else 0
-    b_bytes = _round16(b_ty.shape[0] * b_ty.shape[1] * size) if b is not None else 0
+    a_bytes = round16(a_ty.shape[0] * a_ty.shape[1] * size) if a is not None else 0
+    b_bytes = round16(b_ty.shape[0] * b_ty.shape[1] * size) if b is not None else 0
     _check_scratch(ctx, op, a_bytes + b_bytes)
     base = ctx.op_scratch(op, a_bytes + b_bytes)
     a_view = ctx.scratch_view(ctype, base)
@@ -336,11 +336,11 @@ def _check_scratch(ctx: LoweringContext, op: DotOp, nbytes: int) -> None:
         )
 
 
-def _element_bytes(ty: ScalarType) -> int:
+def element_bytes(ty: ScalarType) -> int:
     return max(1, ty.bitwidth // 8)
 
 
-def _round16(n: int) -> int:
+def round16(n: int) -> int:
     return (n + 15) // 16 * 16
 
 

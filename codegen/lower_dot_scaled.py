@@ -35,7 +35,7 @@ from triton_metal.ir.types import ScalarType, TensorType
 from .context import LANE, LoweringContext
 from .dot_report import record_dot
 from .dot_tiling import FRAG, FRAGMENT_LANE_BASES, Slot, fragment_slots
-from .lower_dot import THREADGROUP_MEMORY, _copy_replicas, _round16, _warp_offset
+from .lower_dot import THREADGROUP_MEMORY, copy_replicas, round16, warp_offset
 from .program import (
     Apply,
     Assign,
@@ -155,8 +155,8 @@ def lower_dot_scaled(ctx: LoweringContext, op: DotScaledOp) -> None:
 
     out = ctx.declare_array("float", dist.num_regs)
     ctx.push()
-    warp_rows = _warp_offset(ctx, tuple(b[0] for b in dist.warp_bases))
-    warp_cols = _warp_offset(ctx, tuple(b[1] for b in dist.warp_bases))
+    warp_rows = warp_offset(ctx, tuple(b[0] for b in dist.warp_bases))
+    warp_cols = warp_offset(ctx, tuple(b[1] for b in dist.warp_bases))
     lane_row, lane_col = (_lane_part(ctx, axis) for axis in (0, 1))
     acc, a_name, b_name = ctx.fresh(), ctx.fresh(), ctx.fresh()
     ctx.emit(Declare(acc, "simdgroup_matrix<float, 8, 8>", len(rows) * len(cols)))
@@ -175,7 +175,7 @@ def lower_dot_scaled(ctx: LoweringContext, op: DotScaledOp) -> None:
     for i, slot in enumerate(frag_slots):
         for e, r in enumerate(slot.regs):
             ctx.emit(Assign(out[r], Call("km_frag_elem", (Index(Var(acc), Lit(str(i))), Lit(str(e))))))
-    _copy_replicas(ctx, dist, out)
+    copy_replicas(ctx, dist, out)
     scope = Scope(ctx.pop())
     ctx.emit(scope)
     m, n = dist.shape
@@ -230,7 +230,7 @@ def _chunk(ctx: LoweringContext, sides: tuple[_Side, _Side], k: int) -> int:
 
 
 def _chunk_bytes(sides: tuple[_Side, _Side], chunk: int) -> int:
-    return sum(_round16(n) for s in sides for n in s.written(chunk))
+    return sum(round16(n) for s in sides for n in s.written(chunk))
 
 
 # -- staging ---------------------------------------------------------------------------------------
@@ -249,10 +249,10 @@ def _stage_chunk(ctx: LoweringContext, sides: tuple[_Side, _Side], start: int, c
         scales = None
         groups = chunk // side.group
         if side.scale is not None:
-            scales = ctx.scratch_view("uchar", base + _round16(data_bytes))
+            scales = ctx.scratch_view("uchar", base + round16(data_bytes))
             _write_chunk(ctx, side.scale, scales, groups, 1, start // side.group, groups, "uchar")
         staged.append(_Staged(side, units, cols, scales, groups))
-        base += _round16(data_bytes) + _round16(scale_bytes)
+        base += round16(data_bytes) + round16(scale_bytes)
     ctx.emit(Staged(sum(sum(s.written(chunk)) for s in sides)))
     ctx.emit(Barrier())
     return staged[0], staged[1]

@@ -187,7 +187,7 @@ def type_views(ctx: LoweringContext, op: DotOp, tile: TensorTile, carried: bool 
 def _element_bytes(value: Value) -> int:
     t = value.type
     assert isinstance(t, TensorType) and isinstance(t.element, ScalarType)
-    return lower_dot._element_bytes(t.element)
+    return lower_dot.element_bytes(t.element)
 
 
 def region_bytes(op: DotOp) -> tuple[int, int, int]:
@@ -195,7 +195,7 @@ def region_bytes(op: DotOp) -> tuple[int, int, int]:
     sizes = []
     for t in (op.a.type, op.b.type, op.c.type):
         assert isinstance(t, TensorType) and isinstance(t.element, ScalarType)
-        sizes.append(lower_dot._round16(t.shape[0] * t.shape[1] * lower_dot._element_bytes(t.element)))
+        sizes.append(lower_dot.round16(t.shape[0] * t.shape[1] * lower_dot.element_bytes(t.element)))
     return sizes[0], sizes[1], sizes[2]
 
 
@@ -240,7 +240,7 @@ def read_tile(ctx: LoweringContext, view: Expr, row_length: int, dist: Distribut
         if first:
             row, col = ctx.coord(dist, r, 0), ctx.coord(dist, r, 1)
             ctx.emit(Assign(out[r], Index(view, lower_dot._row_major(row, col, row_length))))
-    lower_dot._copy_replicas(ctx, dist, out)
+    lower_dot.copy_replicas(ctx, dist, out)
 
 
 def lower_tensor_dot(ctx: LoweringContext, op: DotOp, a: RegValue, b: RegValue, c: RegValue,
