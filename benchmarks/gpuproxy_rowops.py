@@ -118,6 +118,7 @@ CASES = (
     Case("rope_f16", _rope("float16", False), ("check_rope",), _ROPE_TIME),
     Case("rope_bf16", _rope("bfloat16", False), ("check_rope",), _ROPE_TIME),
     Case("rope_bwd_f16", _rope("float16", True), ("check_rope",), _ROPE_TIME),
+    Case("rope_bwd_bf16", _rope("bfloat16", True), ("check_rope",), _ROPE_TIME),
     Case("cross_entropy_bf16", _cross_entropy("class"), ("check_cross_entropy",),
          ("F.cross_entropy=F.cross_entropy(x_ptr, t_ptr.long(), reduction='none')",), _XENT_INPUTS),
     Case("cross_entropy_smoothed_bf16", _cross_entropy("smoothed"), ("check_cross_entropy",),
