@@ -216,7 +216,7 @@ def _allocate_func(func: Op, num_warps: int, stage: bool) -> int:
     # Over 16 KiB, a second try keeps the extended ranges of loop bodies only (those spare a
     # barrier every iteration; one outside a loop spares one in all), then buffers live only
     # inside their op.
-    looped = [_in_loop(op) for op in users]
+    looped = [bool(_loops_around(op)) for op in users]
     tries = (ends, [b if inside else a for a, b, inside in zip(starts, ends, looped)], starts)
     for live_ends in tries:
         buffers = [_buffer(op, n, a, b, d, pos) for op, n, a, b, d in zip(users, sizes, starts, live_ends, doubled)]
@@ -230,14 +230,15 @@ def _allocate_func(func: Op, num_warps: int, stage: bool) -> int:
     return max((off + b.size for b, off in zip(buffers, offsets)), default=0)
 
 
-def _in_loop(op: Op) -> bool:
-    """Whether `op` lies in the body of a loop (at any depth)."""
+def _loops_around(op: Op) -> list[Op]:
+    """The loops whose bodies hold `op`, innermost first."""
+    loops: list[Op] = []
     parent = op.parent.parent_op if op.parent is not None else None
     while parent is not None:
         if parent.name in _LOOPS:
-            return True
+            loops.append(parent)
         parent = parent.parent.parent_op if parent.parent is not None else None
-    return False
+    return loops
 
 
 def _buffer(op: Op, size: int, start: int, end: int, doubled: bool, pos: dict[Op, int]) -> Buffer:
@@ -245,11 +246,7 @@ def _buffer(op: Op, size: int, start: int, end: int, doubled: bool, pos: dict[Op
         return Buffer(size, start, end)
     # both buffers, theirs from the function's start to the end of the outermost loop around the
     # op (a K loop inside a persistent loop: no epilogue of one tile shares them with the next)
-    outer: Op | None = None
-    parent = op.parent.parent_op if op.parent is not None else None
-    while parent is not None:
-        if parent.name in _LOOPS:
-            outer = parent
-        parent = parent.parent.parent_op if parent.parent is not None else None
+    loops = _loops_around(op)
+    outer = loops[-1] if loops else None
     last = max((pos[o] for o in outer.walk()), default=end) if outer is not None else end
     return Buffer(2 * _round(size), 0, max(last, end))
