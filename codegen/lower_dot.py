@@ -259,12 +259,18 @@ def _plus(base: Expr | None, const: int) -> Expr:
 
 def warp_offset(ctx: LoweringContext, bases: tuple[int, ...]) -> Expr | None:
     """This SIMD group's offset (rows or columns) of its fragments, declared once in the scope."""
+    return bit_offset(ctx, WARP, bases)
+
+
+def bit_offset(ctx: LoweringContext, index: Expr, bases: tuple[int, ...]) -> Expr | None:
+    """The sum of `bases[bit]` over the set bits of `index` (a SIMD group's or a lane's offset
+    along one axis of a linear layout), declared once in the scope; None when every base is 0."""
     expr: Expr | None = None
     for bit, v in enumerate(bases):
         if not v:
             continue
-        term: Expr = Apply("and", (Apply("shr_raw", (WARP, Lit(f"{bit}u"))), Lit("1u"))) if bit else Apply(
-            "and", (WARP, Lit("1u")))
+        term: Expr = Apply("and", (Apply("shr_raw", (index, Lit(f"{bit}u"))), Lit("1u"))) if bit else Apply(
+            "and", (index, Lit("1u")))
         term = Apply("mul", (term, Lit(f"{v}u")))
         expr = term if expr is None else Apply("add", (expr, term))
     if expr is None:

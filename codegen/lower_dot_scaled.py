@@ -35,7 +35,7 @@ from triton_metal.ir.types import ScalarType, TensorType
 from .context import LANE, LoweringContext
 from .dot_report import record_dot
 from .dot_tiling import FRAG, FRAGMENT_LANE_BASES, Slot, fragment_slots
-from .lower_dot import THREADGROUP_MEMORY, copy_replicas, round16, warp_offset
+from .lower_dot import THREADGROUP_MEMORY, bit_offset, copy_replicas, round16, warp_offset
 from .program import (
     Apply,
     Assign,
@@ -404,14 +404,6 @@ def _origin(warp: Expr | None, origins: list[int]) -> _Origin:
 def _lane_part(ctx: LoweringContext, axis: int) -> Expr:
     """This lane's row (axis 0) or first column (axis 1) inside a fragment (Metal's lane layout,
     `dot_tiling.FRAGMENT_LANE_BASES`), declared once in the scope."""
-    expr: Expr | None = None
-    for bit, base in enumerate(FRAGMENT_LANE_BASES):
-        if not base[axis]:
-            continue
-        term = Apply("mul", (Apply("and", (Apply("shr_raw", (LANE, Lit(f"{bit}u"))), Lit("1u"))),
-                             Lit(f"{base[axis]}u")))
-        expr = term if expr is None else Apply("add", (expr, term))
-    assert expr is not None
-    name = ctx.fresh()
-    ctx.emit(Declare(name, "uint", None, expr, const=True))
-    return Var(name)
+    part = bit_offset(ctx, LANE, tuple(base[axis] for base in FRAGMENT_LANE_BASES))
+    assert part is not None
+    return part
