@@ -1,4 +1,5 @@
-"""The ops whose kernels changed most recently, on the Metal path: the recording `metal_kernel`
+"""The ops whose kernels changed most recently (norm backward, prefill and decode attention, the
+quantized GEMV and tiled matmul among them), on the Metal path: the recording `metal_kernel`
 stand-in runs the exact MSL on the emulator into sentinel-filled outputs, so an element a kernel
 fails to write shows up, and the results are compared with MLX's own ops."""
 
@@ -76,3 +77,60 @@ def test_decode_attention(metal_stand_in, n_keys):
     names = [call["name"].rsplit("_", 1)[0] for call in launches[-2:]]
     assert names == ["_attn_decode", "_attn_decode_combine"]
     assert all(call.get("init_value") is None for call in launches)
+
+
+@pytest.mark.parametrize("kind", ["rms", "layer"])
+def test_norm_backward(metal_stand_in, kind):
+    # 40 rows of 256 over the persistent grid (programs loop over rows), then the partials' sum
+    # on its tuned tile; the gradients of x, the weight and the bias against MLX's own norms
+    rng = np.random.default_rng(5)
+    x, dy = (mx.array(rng.standard_normal((40, 256)).astype(np.float32)) for _ in range(2))
+    w, b = (mx.array(rng.standard_normal(256).astype(np.float32)) for _ in range(2))
+    if kind == "rms":
+        def ours(x, w, b):
+            return ops.rms_norm(x, w, 1e-5) * dy
+
+        def theirs(x, w, b):
+            return mx.fast.rms_norm(x, w, 1e-5) * dy
+    else:
+        def ours(x, w, b):
+            return ops.layer_norm(x, w, b, 1e-5) * dy
+
+        def theirs(x, w, b):
+            return mx.fast.layer_norm(x, w, b, 1e-5) * dy
+    got = mx.grad(lambda *a: ours(*a).sum(), argnums=(0, 1, 2))(x, w, b)
+    want = mx.grad(lambda *a: theirs(*a).sum(), argnums=(0, 1, 2))(x, w, b)
+    for g, e in zip(got[: 3 if kind == "layer" else 2], want):
+        _close(g, e, 1e-4)
+    assert metal_stand_in.fast.launches
+
+
+def test_prefill_attention(metal_stand_in):
+    # fp16 heads of 128, 64 queries over 2 kv heads: the default 64 x 32 tile on 4 SIMD groups,
+    # causal, against float64
+    rng = np.random.default_rng(6)
+    q = rng.standard_normal((1, 4, 64, 128)).astype(np.float16)
+    k, v = (rng.standard_normal((1, 2, 64, 128)).astype(np.float16) for _ in range(2))
+    got = ops.scaled_dot_product_attention(mx.array(q), mx.array(k), mx.array(v), scale=128 ** -0.5,
+                                           mask="causal")
+    kr, vr = (np.repeat(a.astype(np.float64), 2, axis=1) for a in (k, v))
+    s = q.astype(np.float64) @ kr.transpose(0, 1, 3, 2) * 128 ** -0.5
+    s = np.where(np.tril(np.ones((64, 64), bool)), s, -np.inf)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    want = (p / p.sum(-1, keepdims=True)) @ vr
+    assert np.abs(np.array(got.astype(mx.float32)) - want).max() <= 3e-3 * np.abs(want).max()
+    assert metal_stand_in.fast.launches
+
+
+def test_quantized_matmul_tiled(metal_stand_in):
+    # M = 16 > 8: the tiled kernel on its default 64 x 64 x 32 tile, against float64 of the
+    # dequantized weights
+    rng = np.random.default_rng(7)
+    w = mx.array(rng.standard_normal((64, 256)).astype(np.float32)).astype(mx.float16)
+    x = mx.array(rng.standard_normal((16, 256)).astype(np.float32)).astype(mx.float16)
+    wq, scales, biases = mx.quantize(w, group_size=64, bits=4)
+    got = ops.quantized_matmul(x, wq, scales, biases, transpose=True, group_size=64, bits=4)
+    dense = np.array(mx.dequantize(wq, scales, biases, group_size=64, bits=4).astype(mx.float32))
+    want = np.array(x.astype(mx.float32)).astype(np.float64) @ dense.astype(np.float64).T
+    assert np.abs(np.array(got.astype(mx.float32)) - want).max() <= 3e-3 * np.abs(want).max()
+    assert metal_stand_in.fast.launches
