@@ -229,3 +229,47 @@ def test_class_rules():
     with pytest.raises(AttributeError, match="constructor for Partial did not initialize attribute 'y'"):
         Partial(1)
     assert tl.core._aggregate is triton.aggregate
+
+
+@triton.jit
+def carried_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    s = Scaled(Pair(x, x * 0), (x, 2), 3)  # run-time fields nested in an aggregate and a tuple
+    for i in range(n):
+        s = Scaled(Pair(s.pair.first + 1, s.pair.second + s.pair.first), (s.offsets[0] * 2, 2), 3)
+    if n > 2:
+        s = Scaled(swap(s.pair), s.offsets, s.SCALE)
+    i = 0
+    while i < n:
+        s = tl.aggregate_replace(s, offsets=(s.offsets[0] - 1, 2))
+        i += 1
+    tl.store(out_ptr + offs, s.total())
+
+
+@pytest.mark.parametrize("n", [0, 1, 3])
+def test_aggregates_flow_through_if_for_and_while(backend, n):
+    x = np.arange(-8, 8, dtype=np.int32)
+    out = np.zeros(16, np.int32)
+    carried_kernel[(1,)](x, out, n, BLOCK=16)
+    first, second, offset = x.astype(np.int64), 0 * x, x.astype(np.int64)
+    for _ in range(n):
+        first, second, offset = first + 1, second + first, offset * 2
+    if n > 2:
+        first, second = second, first
+    offset = offset - n
+    np.testing.assert_array_equal(out, (first + second) * 3 + offset - 2)
+
+
+@triton.jit
+def branch_constexpr_kernel(x_ptr, n):
+    s = Base(tl.load(x_ptr), 1)
+    if n > 0:
+        s = Base(tl.load(x_ptr), 2)  # error
+    tl.store(x_ptr, s.doubled())
+
+
+def test_a_constexpr_field_differing_between_branches_is_refused(backend):
+    x = np.zeros(4, np.int32)
+    with pytest.raises(CompilationError, match="'s'"):
+        branch_constexpr_kernel[(1,)](x, 5)

@@ -86,6 +86,21 @@ def jit_methods(cls: type) -> list[JITCallable]:
     return found
 
 
+def runtime_fields(value: Any) -> dict[str, Any]:
+    """An aggregate's fields that hold run-time values (all but its `tl.constexpr`s): what flows
+    through a compiled `if`, `for` or `while`, as Triton flattens an aggregate into its IR values."""
+    return {f.name: value.__dict__[f.name] for f in type(value)._tm_fields
+            if not isinstance(value.__dict__[f.name], constexpr)}
+
+
+def same_constexprs(a: Any, b: Any) -> bool:
+    """Both aggregates of one class whose compile-time fields are equal."""
+    if type(a) is not type(b):
+        return False
+    return all(a.__dict__[f.name] == b.__dict__[f.name] for f in type(a)._tm_fields
+               if isinstance(a.__dict__[f.name], constexpr) or isinstance(b.__dict__[f.name], constexpr))
+
+
 def fields(value: Any) -> tuple[AggregateField, ...]:
     """The fields of an aggregate (or an aggregate class), inherited ones first."""
     return type(value)._tm_fields if not isinstance(value, type) else value._tm_fields
@@ -242,4 +257,4 @@ def aggregate_replace(value: Any, _semantic: Any = None, **changes: Any) -> Any:
 setattr(aggregate_replace, TRITON_BUILTIN, True)
 
 __all__ = ["AggregateField", "BoundMethod", "aggregate", "aggregate_replace", "aggregate_value", "fields",
-           "is_aggregate", "is_aggregate_class", "jit_methods"]
+           "is_aggregate", "is_aggregate_class", "jit_methods", "runtime_fields", "same_constexprs"]
