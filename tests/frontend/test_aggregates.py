@@ -273,3 +273,16 @@ def test_a_constexpr_field_differing_between_branches_is_refused(backend):
     x = np.zeros(4, np.int32)
     with pytest.raises(CompilationError, match="'s'"):
         branch_constexpr_kernel[(1,)](x, 5)
+
+
+def test_an_edited_method_changes_the_cache_key_of_a_kernel_naming_the_class(monkeypatch):
+    from triton_metal.language.aggregate import jit_methods
+    from triton_metal.runtime.dependencies import cache_key
+
+    assert [m.__name__ for m in jit_methods(Pair)] == ["get_first", "unpack"]
+    assert [m.__name__ for m in jit_methods(Child)] == ["doubled"]  # inherited
+    before = cache_key(pair_kernel)
+    assert cache_key(pair_kernel) == before
+    get_first = jit_methods(Pair)[0]
+    monkeypatch.setattr(get_first, "src", get_first.src.replace("return self.first", "return self.second"))
+    assert cache_key(pair_kernel) != before
