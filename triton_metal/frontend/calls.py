@@ -27,7 +27,7 @@ from ..errors import CompilationError
 from ..language import core as tlc
 from ..language.aggregate import BoundMethod, is_aggregate
 from ..language.context import active_semantic
-from ..language.jit_marker import ConstexprFunction, JITCallable
+from ..language.jit_marker import ConstexprFunction, JITCallable, bind_by_name
 from ..language.semantic.base import check_noinline_arguments
 from ..language.shape_ops import dtype_call
 from ..language.types import dtype
@@ -287,15 +287,7 @@ def bind_arguments(fn: JITCallable, fdef: ast.FunctionDef, args: list[Any], kwar
     check_parameters(fdef)
     params = fdef.args.args
     names = [p.arg for p in params]
-    if len(args) > len(names):
-        raise CompilationError(f"'{fn.__name__}' takes {len(names)} argument(s) but {len(args)} were given")
-    bound: dict[str, Any] = dict(zip(names, args))
-    for key, value in kwargs.items():
-        if key not in names:
-            raise CompilationError(f"'{fn.__name__}' got an unexpected keyword argument '{key}'")
-        if key in bound:
-            raise CompilationError(f"'{fn.__name__}' got multiple values for argument '{key}'")
-        bound[key] = value
+    bound = bind_by_name(f"'{fn.__name__}'", names, args, kwargs, CompilationError)
     defaults = fn.fn.__defaults__ or ()
     first_default = len(names) - len(defaults)
     scope: dict[str, Any] = {}

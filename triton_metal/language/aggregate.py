@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from .core import TRITON_BUILTIN, constexpr, tensor
-from .jit_marker import ConstexprFunction, JITCallable
+from .jit_marker import ConstexprFunction, JITCallable, bind_by_name
 
 _FROZEN = "_tm_frozen"
 _NO_DEFAULT = object()
@@ -155,16 +155,7 @@ def _generated_init(instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     """The `__init__` of a class that defines none: fields from the arguments, by position then
     name, else their defaults."""
     cls = type(instance)
-    names = [f.name for f in cls._tm_fields]
-    if len(args) > len(names):
-        raise TypeError(f"{cls.__name__}() takes {len(names)} arguments but {len(args)} were given")
-    given = dict(zip(names, args))
-    for key, value in kwargs.items():
-        if key not in names:
-            raise TypeError(f"{cls.__name__}() got an unexpected keyword argument '{key}'")
-        if key in given:
-            raise TypeError(f"{cls.__name__}() got multiple values for argument '{key}'")
-        given[key] = value
+    given = bind_by_name(f"{cls.__name__}()", [f.name for f in cls._tm_fields], args, kwargs, TypeError)
     for f in cls._tm_fields:
         if f.name in given:
             setattr(instance, f.name, given[f.name])
