@@ -27,7 +27,7 @@ import typing
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from .core import TRITON_BUILTIN, constexpr, tensor
+from .core import TRITON_BUILTIN, constexpr
 from .jit_marker import ConstexprFunction, JITCallable, bind_by_name
 
 _FROZEN = "_tm_frozen"
@@ -71,6 +71,7 @@ def is_aggregate(value: Any) -> bool:
 
 
 def is_aggregate_class(value: Any) -> bool:
+    """A class made by `@triton.aggregate`."""
     return isinstance(value, type) and issubclass(value, aggregate_value) and value is not aggregate_value
 
 
@@ -94,16 +95,16 @@ def runtime_fields(value: Any) -> dict[str, Any]:
 
 
 def same_constexprs(a: Any, b: Any) -> bool:
-    """Both aggregates of one class whose compile-time fields are equal."""
+    """Both aggregates of one class whose compile-time fields are equal (a field compile-time
+    in one and run-time in the other differs)."""
     if type(a) is not type(b):
         return False
-    return all(a.__dict__[f.name] == b.__dict__[f.name] for f in type(a)._tm_fields
-               if isinstance(a.__dict__[f.name], constexpr) or isinstance(b.__dict__[f.name], constexpr))
-
-
-def fields(value: Any) -> tuple[AggregateField, ...]:
-    """The fields of an aggregate (or an aggregate class), inherited ones first."""
-    return type(value)._tm_fields if not isinstance(value, type) else value._tm_fields
+    for f in type(a)._tm_fields:
+        x, y = a.__dict__[f.name], b.__dict__[f.name]
+        if isinstance(x, constexpr) or isinstance(y, constexpr):
+            if not (isinstance(x, constexpr) and isinstance(y, constexpr) and bool(x.value == y.value)):
+                return False
+    return True
 
 
 class aggregate_value:  # noqa: N801 - Triton's name for the class every aggregate derives from
@@ -116,6 +117,8 @@ class aggregate_value:  # noqa: N801 - Triton's name for the class every aggrega
     def __new__(cls, *args: Any, _semantic: Any = None, _generator: Any = None, **kwargs: Any) -> Any:
         instance = object.__new__(cls)
         init = cls._tm_init
+        if isinstance(init, JITCallable) and not isinstance(init, ConstexprFunction):
+            raise ValueError(f"{cls.__name__}.__init__ cannot be a @triton.jit function")
         if init is None:
             _generated_init(instance, args, kwargs)
         else:
@@ -212,8 +215,6 @@ def _aggregate(cls: type) -> type:
     own_names = {f.name for f in own}
     all_fields = tuple([f for f in inherited if f.name not in own_names] + own)
     init = cls.__dict__.get("__init__")
-    if isinstance(init, JITCallable) and not isinstance(init, ConstexprFunction):
-        raise ValueError(f"{cls.__name__}.__init__ cannot be a @triton.jit function")
     namespace: dict[str, Any] = {}
     for name, member in cls.__dict__.items():
         if name in ("__dict__", "__weakref__", "__init__") or name in own_names:
@@ -221,7 +222,6 @@ def _aggregate(cls: type) -> type:
         namespace[name] = _Method(member) if isinstance(member, JITCallable) else member
     namespace["_tm_fields"] = all_fields
     namespace["_tm_init"] = init if init is not None else next((b._tm_init for b in bases if b._tm_init), None)
-    namespace[TRITON_BUILTIN] = True
     return type(cls.__name__, bases or (aggregate_value,), namespace)
 
 
@@ -247,5 +247,4 @@ def aggregate_replace(value: Any, _semantic: Any = None, **changes: Any) -> Any:
 
 setattr(aggregate_replace, TRITON_BUILTIN, True)
 
-__all__ = ["AggregateField", "BoundMethod", "aggregate", "aggregate_replace", "aggregate_value", "fields",
-           "is_aggregate", "is_aggregate_class", "jit_methods", "runtime_fields", "same_constexprs"]
+__all__ = ["AggregateField", "BoundMethod", "aggregate", "aggregate_replace", "aggregate_value", "is_aggregate", "is_aggregate_class", "jit_methods", "runtime_fields", "same_constexprs"]
