@@ -55,6 +55,7 @@ from .runtime.autotuner import Autotuner, autotune
 from .runtime.cache import COMPILER_VERSION as __version__
 from .runtime.heuristics import Heuristics, heuristics
 from .as_triton import install_as_triton
+from .language.aggregate import aggregate
 from .language.jit_marker import ConstexprFunction, constexpr_function
 
 # Imported on first use (PEP 562): a process that only launches kernels never needs them, and
@@ -113,6 +114,7 @@ __all__ = [
     "TritonError",
     "__version__",
     "active_backend_name",
+    "aggregate",
     "analyze_memory_access",
     "autotune",
     "cdiv",

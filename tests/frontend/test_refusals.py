@@ -117,6 +117,11 @@ def k_subscript_store(x_ptr, n):
     offs[0] = 1  # error
 
 
+def k_attribute_store(x_ptr, n):
+    offs = tl.arange(0, 16)
+    offs.dtype = tl.int64  # error
+
+
 def k_walrus(x_ptr, n):
     if (m := n) > 0:  # error
         pass
@@ -196,6 +201,7 @@ CASES = [
     ("import", k_import), ("star_args", k_star_args), ("star_params", k_star_params),
     ("star_params", k_helper_star_params), ("python_call", k_python_builtin),
     ("global_variable", k_global_variable), ("recursion", k_recursion), ("subscript_store", k_subscript_store),
+    ("attribute_store", k_attribute_store),
     ("walrus", k_walrus), ("fstring", k_fstring), ("dict_set", k_dict), ("yield", k_yield), ("match", k_match),
     ("loop_else", k_loop_else), ("for_iterable", k_for_iterable), ("for_target", k_for_target),
     ("zero_step", k_zero_step), ("block_condition", k_block_condition), ("infinite_loop", k_infinite_loop),

@@ -18,8 +18,6 @@ import triton_metal.language as tl
 DATA = Path(__file__).parent / "data"
 
 REFUSED: dict[str, str] = {
-    "aggregate_replace": "@aggregate (user-defined kernel structs) is not part of this language; "
-    "kernels pass and return Python tuples of tensors instead",
     "slice": "Triton's IR value type for slices; kernels index with Python slices "
     "(x[:, None], x[None, :]), which work on both backends",
     "target_info": "queries of NVIDIA/AMD targets (is_cuda, cuda_capability_geq, is_hip_cdna3, ...); "

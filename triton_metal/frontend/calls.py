@@ -25,8 +25,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import CompilationError
 from ..language import core as tlc
+from ..language.aggregate import BoundMethod, is_aggregate
 from ..language.context import active_semantic
-from ..language.jit_marker import ConstexprFunction, JITCallable
+from ..language.jit_marker import ConstexprFunction, JITCallable, bind_by_name
 from ..language.semantic.base import check_noinline_arguments
 from ..language.shape_ops import dtype_call
 from ..language.types import dtype
@@ -76,9 +77,9 @@ def is_allowed_global(value: Any) -> bool:
 
 
 @lru_cache(maxsize=None)
-def _takes_generator(fn: Any) -> bool:
+def _takes_parameter(fn: Any, name: str) -> bool:
     try:
-        return "_generator" in inspect.signature(fn).parameters
+        return name in inspect.signature(fn).parameters
     except (TypeError, ValueError):
         return False
 
@@ -157,6 +158,8 @@ class CallsMixin:
 
     def call(self: CodeGenerator, fn: Any, args: list[Any], kwargs: dict[str, Any], name: str) -> Any:
         fn = unwrap(fn)
+        if isinstance(fn, BoundMethod):  # an aggregate's @jit or constexpr_function method
+            fn, args = fn.__func__, [fn.__self__, *args]
         if isinstance(fn, ConstexprFunction):  # runs now, on compile-time values
             return tlc.constexpr(fn(*args, **kwargs))
         if isinstance(fn, JITCallable):
@@ -168,7 +171,7 @@ class CallsMixin:
             return self._min_max(fn is MIN, args, kwargs)
         if tlc.is_builtin(fn):
             extra: dict[str, Any] = {"_semantic": self.semantic}
-            if _takes_generator(fn):
+            if _takes_parameter(fn, "_generator"):
                 extra["_generator"] = self
             return fn(*args, **kwargs, **extra)
         if any(fn is f for f in _PYTHON_ALLOWED):
@@ -182,11 +185,19 @@ class CallsMixin:
         if is_python_function(fn):
             return self._python_helper(fn, args, kwargs, name)
         owner = getattr(fn, "__self__", None)
+        if is_aggregate(owner):  # a Python method of an aggregate, given `_semantic` as Triton gives it
+            return _wrap(fn(*args, **kwargs, **self._builtin_extras(fn)))
         if owner is not None and not isinstance(owner, ModuleType) and (
             isinstance(owner, (dtype, tlc.constexpr)) or _from_language(type(owner))
         ):
             return _wrap(fn(*to_python(args), **to_python(kwargs)))  # e.g. `x.dtype.is_int()`
         raise refusal("python_call", name=name)
+
+    def _builtin_extras(self: CodeGenerator, method: Any) -> dict[str, Any]:
+        """`_semantic=` and `_generator=` for a method of an aggregate that takes them."""
+        fn = method.__func__
+        extras = {"_semantic": self.semantic, "_generator": self}
+        return {k: v for k, v in extras.items() if _takes_parameter(fn, k)}
 
     def _python_helper(self: CodeGenerator, fn: Any, args: list[Any], kwargs: dict[str, Any], name: str) -> Any:
         """A plain Python function called from a kernel runs as Python, as the interpreter runs
@@ -276,15 +287,7 @@ def bind_arguments(fn: JITCallable, fdef: ast.FunctionDef, args: list[Any], kwar
     check_parameters(fdef)
     params = fdef.args.args
     names = [p.arg for p in params]
-    if len(args) > len(names):
-        raise CompilationError(f"'{fn.__name__}' takes {len(names)} argument(s) but {len(args)} were given")
-    bound: dict[str, Any] = dict(zip(names, args))
-    for key, value in kwargs.items():
-        if key not in names:
-            raise CompilationError(f"'{fn.__name__}' got an unexpected keyword argument '{key}'")
-        if key in bound:
-            raise CompilationError(f"'{fn.__name__}' got multiple values for argument '{key}'")
-        bound[key] = value
+    bound = bind_by_name(f"'{fn.__name__}'", names, args, kwargs, CompilationError)
     defaults = fn.fn.__defaults__ or ()
     first_default = len(names) - len(defaults)
     scope: dict[str, Any] = {}
@@ -300,7 +303,7 @@ def bind_arguments(fn: JITCallable, fdef: ast.FunctionDef, args: list[Any], kwar
         # offsets to `offs_m: tl.constexpr`).
         if is_constexpr_annotation(param.annotation) and not is_tensor(value):
             value = tlc.constexpr(unwrap(value))
-        elif not is_tensor(value) and not isinstance(value, (tuple, list)):
+        elif not is_tensor(value) and not isinstance(value, (tuple, list)) and not is_aggregate(value):
             value = tlc.constexpr(value) if not isinstance(value, tlc.constexpr) else value
         elif is_tensor(value) and value.handle is not None and getattr(value.handle, "name_hint", "") is None:
             value.handle.name_hint = name  # an unnamed value is best known by the parameter's name

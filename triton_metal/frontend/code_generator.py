@@ -22,12 +22,13 @@ from typing import Any
 
 from ..errors import CompilationError, Loc
 from ..language import core as tlc
+from ..language.aggregate import is_aggregate
 from ..language.semantic import Semantic
 from .calls import CallsMixin
 from .comprehensions import comprehension
 from .control_flow import ControlFlowMixin
 from .ir_builder import IRBuilder
-from .refusals import refusal, refusal_for_node
+from .refusals import refusal, refusal_for_node, store_refusal
 from .returns import ReturnsMixin, ReturnSlotNeeded, guard
 from .values import is_tensor, to_python, unwrap
 
@@ -150,7 +151,7 @@ class CodeGenerator(ReturnsMixin, ControlFlowMixin, CallsMixin, ast.NodeVisitor)
         value = self.visit(node.value)
         if is_constexpr:
             if not isinstance(node.target, ast.Name):
-                raise refusal("subscript_store")
+                raise store_refusal(node.target)
             self.define(node.target.id, self.compile_time(node.target.id, value))
             return
         self.assign(node.target, value)
@@ -172,7 +173,7 @@ class CodeGenerator(ReturnsMixin, ControlFlowMixin, CallsMixin, ast.NodeVisitor)
 
     def visit_AugAssign(self, node: ast.AugAssign) -> None:
         if not isinstance(node.target, ast.Name):
-            raise refusal("subscript_store")
+            raise store_refusal(node.target)
         lhs = self.lookup(node.target.id)
         rhs = self.visit(node.value)
         self.assign(node.target, self.binary_op(node.op, lhs, rhs))
@@ -195,7 +196,7 @@ class CodeGenerator(ReturnsMixin, ControlFlowMixin, CallsMixin, ast.NodeVisitor)
             return
         if isinstance(target, ast.Starred):
             raise refusal("star_args")
-        raise refusal("subscript_store")
+        raise store_refusal(target)
 
     def sanitize(self, value: Any) -> Any:
         """What a plain assignment stores: Python numbers become scalar tensors (as in Triton),
@@ -258,6 +259,8 @@ class CodeGenerator(ReturnsMixin, ControlFlowMixin, CallsMixin, ast.NodeVisitor)
         index = self.visit(node.slice)
         if is_tensor(base):
             return base.__getitem__(to_python(index), _semantic=self.semantic)
+        if is_aggregate(base):  # its `__getitem__`: a Python method or a @jit one
+            return self.call(getattr(base, "__getitem__"), [index], {}, "__getitem__")
         if is_tensor(index):
             raise CompilationError("a tuple or compile-time value cannot be indexed by a run-time tensor")
         result = to_python(base)[to_python(index)]

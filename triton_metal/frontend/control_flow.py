@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import CompilationError
 from ..ir import Block
 from ..language import core as tlc
+from ..language.aggregate import aggregate_replace, is_aggregate, runtime_fields, same_constexprs
 from ..language.block_pointer import block_pointer
 from ..language.descriptor import tensor_descriptor
 from ..language.types import int1, int32, int64
@@ -72,6 +73,8 @@ def rebuild(template: Any, leaves: Iterator[Any]) -> Any:
     raw = unwrap(template)
     if isinstance(raw, tuple):
         return tuple(rebuild(v, leaves) for v in raw)
+    if is_aggregate(raw):  # its run-time fields; its constexprs stay
+        return aggregate_replace(raw, **{n: rebuild(v, leaves) for n, v in runtime_fields(raw).items()})
     if isinstance(raw, BLOCK_VIEWS):  # e.g. a descriptor's base, shape and strides (`parts()`)
         return raw.rebuilt([next(leaves) for _ in raw.parts()])
     return next(leaves)
@@ -81,6 +84,8 @@ def _leaf_names(name: str, template: Any) -> list[str]:
     raw = unwrap(template)
     if isinstance(raw, tuple):
         return [n for i, v in enumerate(raw) for n in _leaf_names(f"{name}_{i}", v)]
+    if is_aggregate(raw):
+        return [n for f, v in runtime_fields(raw).items() for n in _leaf_names(f"{name}_{f}", v)]
     if isinstance(raw, tensor_descriptor):
         return list(descriptor_part_names(name, len(raw.block_shape)))
     if isinstance(raw, block_pointer):
@@ -119,6 +124,8 @@ class ControlFlowMixin:
             return True
         if isinstance(raw, BLOCK_VIEWS):
             return True
+        if is_aggregate(raw):
+            return all(self._carriable(v) for v in runtime_fields(raw).values())
         return isinstance(raw, tuple) and all(self._carriable(v) for v in raw)
 
     def _leaves(self: CodeGenerator, value: Any) -> list[Any]:
@@ -126,6 +133,8 @@ class ControlFlowMixin:
         raw = unwrap(value)
         if isinstance(raw, tuple):
             return [leaf for v in raw for leaf in self._leaves(v)]
+        if is_aggregate(raw):
+            return [leaf for v in runtime_fields(raw).values() for leaf in self._leaves(v)]
         if isinstance(raw, BLOCK_VIEWS):
             return [self.materialize(p) for p in raw.parts()]
         return [self.materialize(value)]
@@ -135,6 +144,10 @@ class ControlFlowMixin:
         if isinstance(ra, tuple) or isinstance(rb, tuple):
             return isinstance(ra, tuple) and isinstance(rb, tuple) and len(ra) == len(rb) and all(
                 self._same_structure(x, y) for x, y in zip(ra, rb)
+            )
+        if is_aggregate(ra) or is_aggregate(rb):  # one class, equal constexprs, alike run-time fields
+            return same_constexprs(ra, rb) and all(
+                self._same_structure(x, y) for x, y in zip(runtime_fields(ra).values(), runtime_fields(rb).values())
             )
         if isinstance(ra, BLOCK_VIEWS) or isinstance(rb, BLOCK_VIEWS):
             # their compile-time facts (a block shape, ...): both sides must agree on them
@@ -483,4 +496,7 @@ def _describe(value: Any) -> str:
         return str(value.type)
     if isinstance(raw, tuple):
         return "(" + ", ".join(_describe(v) for v in raw) + ")"
+    if is_aggregate(raw):
+        return f"{type(raw).__name__}(" + ", ".join(f"{n}={_describe(v)}" for n, v in vars(raw).items() if n in {
+            f.name for f in type(raw)._tm_fields}) + ")"
     return repr(raw)

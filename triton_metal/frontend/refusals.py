@@ -79,8 +79,13 @@ REFUSALS: dict[str, Refusal] = {
         "rewrite the recursion as a loop",
     ),
     "subscript_store": Refusal(
-        "assigning to a subscript or an attribute is not supported in kernels",
+        "__setitem__ is not supported in triton",
         "tensors are immutable values: build a new one (tl.where, tl.join, ...) and assign it to a name",
+    ),
+    "attribute_store": Refusal(
+        "Attribute assignment is not supported in triton",
+        "aggregates are immutable values: build a changed copy with tl.aggregate_replace(value, name=...) "
+        "and assign it to a name",
     ),
     "walrus": Refusal("assignment expressions (:=) are not supported in kernels", "assign on a separate line"),
     "fstring": Refusal(
@@ -160,6 +165,11 @@ def refusal(kind: str, **fmt: object) -> UnsupportedLanguageConstruct:
     """The error for refusal `kind` (location filled in by the code generator's `visit`)."""
     r = REFUSALS[kind]
     return UnsupportedLanguageConstruct(r.reason.format(**fmt), hint=r.hint.format(**fmt))
+
+
+def store_refusal(target: ast.expr) -> UnsupportedLanguageConstruct:
+    """The refusal of an assignment to `target`, an attribute or a subscript (Triton's words)."""
+    return refusal("attribute_store" if isinstance(target, ast.Attribute) else "subscript_store")
 
 
 def refusal_for_node(node: ast.AST) -> UnsupportedLanguageConstruct:

@@ -27,6 +27,7 @@ from ..ir import Block
 from ..ir.pointers import pointer_root
 from ..ir.types import TensorType, element_type
 from ..language import core as tlc
+from ..language.aggregate import aggregate_replace, is_aggregate, runtime_fields
 from ..language.block_pointer import block_pointer
 from ..language.descriptor import tensor_descriptor
 from ..language.types import int64
@@ -132,6 +133,8 @@ class ReturnsMixin:
         raw = unwrap(like)
         if isinstance(raw, tuple):
             return tuple(self.placeholder(v, available) for v in raw)
+        if is_aggregate(raw):
+            return aggregate_replace(raw, **{n: self.placeholder(v, available) for n, v in runtime_fields(raw).items()})
         if isinstance(raw, (tensor_descriptor, block_pointer)):
             return raw.rebuilt([self.placeholder(p, available) for p in raw.parts()])
         if not is_tensor(like):

@@ -9,7 +9,7 @@ for the constructs the compiler refuses wherever they appear: `try`, `raise` (bu
 for the specialization, and refuses there), `with`, `lambda`,
 set and dict comprehensions, `async for` clauses, nested `def` and `class`,
 `global`/`nonlocal`, `del`, `yield`, `async`, `match`, starred assignment targets and
-`**kwargs`, `:=`, `break`/`continue`, a kernel that returns a value, and calls of callables
+`**kwargs`, assignments to attributes and subscripts, `:=`, `break`/`continue`, a kernel that returns a value, and calls of callables
 from the kernel's globals that are neither allowed globals nor plain Python functions (those run
 as Python at compile time, as the interpreter runs them: `calls.is_python_function`). Left to the interpreter, for debugging, as documented:
 `print`, f-strings, `import pdb`, dict and set literals. `constexpr_function`s are Python run at
@@ -27,7 +27,7 @@ from ..errors import CompilationError, Loc
 from ..language import JITCallable
 from ..language.jit_marker import ConstexprFunction
 from .calls import is_allowed_global, is_python_function
-from .refusals import _NODE_KINDS, refusal
+from .refusals import _NODE_KINDS, refusal, store_refusal
 
 # Left to the interpreter, whose kernels are Python for debugging: f-strings and print, `import
 # pdb`, and dict and set literals (scratch values while inspecting a kernel).
@@ -54,12 +54,12 @@ def check_kernel(kernel: JITCallable) -> None:
 
 
 def _callees(fn: JITCallable) -> list[JITCallable]:
-    """The device functions `fn` calls; a `constexpr_function` is Python run at compile time,
-    so it is not checked."""
-    from ..runtime.dependencies import _referenced
+    """The device functions `fn` calls (and the `@jit` methods of the aggregate classes it
+    names); a `constexpr_function` is Python run at compile time, so it is not checked."""
+    from ..runtime.dependencies import _referenced, device_functions
 
-    return [value for value, _ in _referenced(fn).values()
-            if isinstance(value, JITCallable) and not isinstance(value, ConstexprFunction)]
+    return [callee for value, _ in _referenced(fn).values() for callee in device_functions(value)
+            if not isinstance(callee, ConstexprFunction)]
 
 
 def _check_function(fn: JITCallable, is_kernel: bool, kernel_name: str) -> None:
@@ -93,6 +93,8 @@ def _refusal(node: ast.AST, fn: JITCallable, is_kernel: bool) -> CompilationErro
         return refusal("async")
     if isinstance(node, ast.keyword) and node.arg is None:
         return refusal("star_args")
+    if isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, ast.Store):
+        return store_refusal(node)
     if is_kernel and isinstance(node, ast.Return) and node.value is not None:
         if not (isinstance(node.value, ast.Constant) and node.value.value is None):
             return refusal("kernel_return_value")

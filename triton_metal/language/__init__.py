@@ -167,6 +167,7 @@ from .unsupported import (
     inline_asm_elementwise,
 )
 from .sorting import bitonic_merge, sort, topk
+from .aggregate import aggregate_replace
 
 
 
@@ -180,7 +181,7 @@ tuple = tuple  # noqa: A001, PLW0127 - `tl.tuple(values)`, `isinstance(x, tl.tup
 
 __all__ = [
     "FP64_REFUSAL", "JITCallable", "PropagateNan", "Semantic", "TRITON_MAX_TENSOR_NUMEL",
-    "abs", "active_semantic", "add", "advance", "arange", "argmax", "argmin", "associative_scan",
+    "abs", "active_semantic", "add", "advance", "aggregate_replace", "arange", "argmax", "argmin", "associative_scan",
     "assume", "atomic_add", "atomic_and", "atomic_cas", "atomic_load", "atomic_max", "atomic_min",
     "atomic_or", "atomic_poll", "atomic_store", "atomic_xchg", "atomic_xor", "bfloat16",
     "bitonic_merge", "block_type", "broadcast", "broadcast_to", "builtin", "cast", "cat", "cdiv",

@@ -633,6 +633,10 @@ def __getattr__(name: str) -> Any:
     live in its other modules answer here too (the same objects)."""
     import triton_metal.language as tl
 
+    if name == "_aggregate":  # `triton.aggregate`'s name here, as in Triton
+        from .aggregate import _aggregate
+
+        return _aggregate
     if name in tl.__all__:
         return getattr(tl, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

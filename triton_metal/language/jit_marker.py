@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import inspect
 import textwrap
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from .context import current_semantic
@@ -81,6 +81,24 @@ def _source_of(fn: Callable[..., Any]) -> tuple[str, int]:
         offset = 0
     body = "\n".join(src.splitlines()[offset:]) + "\n"
     return body, first + offset
+
+
+def bind_by_name(
+    what: str, names: Sequence[str], args: Sequence[Any], kwargs: dict[str, Any], error: Callable[[str], Exception]
+) -> dict[str, Any]:
+    """`args` and `kwargs` bound to `names`, by position then keyword, as Python binds a call;
+    `what` names the callee in the `error` raised for a call that does not fit (`'f'`, `State()`).
+    Names left unbound are the caller's to default or refuse."""
+    if len(args) > len(names):
+        raise error(f"{what} takes {len(names)} argument(s) but {len(args)} were given")
+    bound = dict(zip(names, args))
+    for key, value in kwargs.items():
+        if key not in names:
+            raise error(f"{what} got an unexpected keyword argument '{key}'")
+        if key in bound:
+            raise error(f"{what} got multiple values for argument '{key}'")
+        bound[key] = value
+    return bound
 
 
 class ConstexprFunction(JITCallable):

@@ -7,6 +7,8 @@ and the global `tl.constexpr` values it reads. `cache_key(fn)` is the SHA-256 of
 * for every name the body loads that resolves (through the function's globals, its closure, or
   an attribute of a module it can see) to a `@jit` function: that name and the function's own
   `cache_key`, recursively, each function hashed once;
+* for every name that resolves to an aggregate class: its source, and the `cache_key` of each
+  of its `@jit` methods;
 * for every name that resolves to a `tl.constexpr`: the name and the value's `repr`;
 * for every other name that resolves through the closure or the globals to something that is
   not a module (a `tl` function or dtype captured by a kernel factory, ...): the name and a
@@ -43,6 +45,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..language import JITCallable, constexpr
+from ..language.aggregate import is_aggregate_class, jit_methods
 
 
 @dataclass(frozen=True)
@@ -90,10 +93,19 @@ def source_files(fn: JITCallable) -> tuple[str, ...]:
         if code is not None:
             files.add(code.co_filename)
         for value, _holder in _referenced(current).values():
-            if isinstance(value, JITCallable) and id(value) not in seen:
-                seen.add(id(value))
-                pending.append(value)
+            for callee in device_functions(value):
+                if id(callee) not in seen:
+                    seen.add(id(callee))
+                    pending.append(callee)
     return tuple(sorted(files))
+
+
+def device_functions(value: Any) -> list[JITCallable]:
+    """The device code a name a function reads brings in: a `@jit` function itself, or an
+    aggregate class's `@jit` methods."""
+    if isinstance(value, JITCallable):
+        return [value]
+    return jit_methods(value) if is_aggregate_class(value) else []
 
 
 def _unchanged(current: Any, snapshot: constexpr) -> bool:
@@ -130,6 +142,10 @@ def _hash(fn: JITCallable, seen: dict[int, str], used: dict[tuple[str, int], Use
     for name, (value, holder) in sorted(_referenced(fn).items()):
         if isinstance(value, JITCallable):
             digest.update(f"\njit {name} {_hash(value, seen, used)}".encode())
+        elif is_aggregate_class(value):  # its Python source (fields, __init__) and its @jit methods
+            digest.update(f"\naggregate {name} {_class_source(value)}".encode())
+            for method in jit_methods(value):
+                digest.update(f"\njit {name}.{method.__name__} {_hash(method, seen, used)}".encode())
         elif isinstance(value, constexpr):
             digest.update(f"\nconstexpr {name} {value.value!r}".encode())
             if holder is not None and "." not in name:
@@ -210,6 +226,13 @@ def _local_names(tree: ast.AST) -> set[str]:
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             bound.add(node.name)
     return bound - declared
+
+
+def _class_source(cls: type) -> str:
+    try:
+        return inspect.getsource(cls)
+    except (OSError, TypeError):  # no source file: its qualified name stands for it
+        return f"{cls.__module__}.{cls.__qualname__}"
 
 
 def _stable_text(value: object) -> str:

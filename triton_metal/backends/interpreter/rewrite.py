@@ -42,6 +42,7 @@ from typing import Any
 
 from triton_metal.language import constexpr, current_semantic, tensor
 from triton_metal.language import range as tl_range
+from triton_metal.language.aggregate import is_aggregate
 from triton_metal.language.core import type_of, warn_logical_on_block
 
 _RT = "__triton_metal_rt__"
@@ -459,11 +460,11 @@ def interpretable(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def constexpr_args(fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
-    """The arguments as the front end binds a helper's: tensors and tuples as they are, anything
-    else as a `tl.constexpr`."""
+    """The arguments as the front end binds a helper's: tensors, tuples and aggregates as they
+    are, anything else as a `tl.constexpr`."""
 
     def wrap(v: Any) -> Any:
-        if isinstance(v, (tensor, constexpr, tuple, list)):
+        if isinstance(v, (tensor, constexpr, tuple, list)) or is_aggregate(v):
             return v
         return constexpr(v)
 

@@ -1,0 +1,290 @@
+"""Aggregates (`@triton.aggregate`): built in kernels, passed to and returned from `@jit`
+functions, their fields read and their methods called, on the emulator and in the interpreter,
+against NumPy; refused where Triton refuses them, in Triton's words, on both backends."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import pytest
+
+import triton_metal as triton
+import triton_metal.language as tl
+from triton_metal.errors import CompilationError
+
+BLOCK = 16
+
+
+@triton.aggregate
+class Pair:
+    first: tl.tensor
+    second: tl.tensor
+
+    @triton.jit
+    def get_first(self):
+        return self.first
+
+    def get_second(self, _semantic=None):
+        return self.second
+
+    @triton.jit
+    def unpack(self):
+        return self.get_first(), self.get_second()
+
+    def __getitem__(self, ind: tl.constexpr, _semantic=None):
+        if ind == 0:
+            return self.first
+        assert ind == 1
+        return self.second
+
+
+@triton.aggregate
+class Scaled:
+    """A tensor with a compile-time scale, and a nested aggregate and a tuple beside it."""
+
+    pair: Pair
+    offsets: tl.tuple
+    SCALE: tl.constexpr
+
+    @triton.jit
+    def total(self):
+        a, b = self.pair.unpack()
+        return (a + b) * self.SCALE + self.offsets[0] - self.offsets[1]
+
+
+@triton.aggregate
+class Ramp:
+    value: tl.tensor
+    SQUARED: tl.constexpr
+
+    def __init__(self, n, _semantic=None):
+        self.value = tl.arange(0, n, _semantic=_semantic)
+        self.SQUARED = tl.constexpr(self.square(n))
+
+    @triton.constexpr_function
+    def square(self, n):
+        return n * n
+
+    @triton.jit
+    def __getitem__(self, ind):
+        return self.value + ind
+
+
+@triton.aggregate
+class Base:
+    data: tl.tensor
+    K: tl.constexpr
+
+    @triton.jit
+    def doubled(self):
+        return self.data * 2 + self.K
+
+
+@triton.aggregate
+class Child(Base):
+    bias: tl.tensor
+    EXTRA: tl.constexpr = 100
+
+
+@triton.jit
+def swap(pair):
+    return Pair(pair.second, pair.first)
+
+
+@triton.jit
+def pair_kernel(x_ptr, y_ptr, out_ptr, SCALE: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    pair = Pair(tl.load(x_ptr + offs), tl.load(y_ptr + offs))
+    a, b = pair.unpack()  # a @jit method: x, y
+    tl.store(out_ptr + offs, a - b)
+    swapped = swap(pair)  # passed to and returned from a @jit function: (y, x)
+    tl.store(out_ptr + BLOCK + offs, swapped[0] * 10 + swapped[1])  # a Python __getitem__
+    s = Scaled(swapped, (3, 1), SCALE)
+    tl.store(out_ptr + 2 * BLOCK + offs, s.total())
+    r = Ramp(BLOCK)  # a user __init__, a constexpr_function method, a @jit __getitem__
+    tl.store(out_ptr + 3 * BLOCK + offs, r[5] + r.SQUARED + r.square(2))
+    c = Child(a, 7, b)  # inherited fields first, a default for EXTRA
+    tl.store(out_ptr + 4 * BLOCK + offs, c.doubled() + c.bias + c.EXTRA)
+    moved = tl.aggregate_replace(c, data=b)
+    tl.store(out_ptr + 5 * BLOCK + offs, moved.doubled() - c.doubled())
+
+
+def test_aggregates_compute_what_numpy_computes(backend):
+    rng = np.random.default_rng(0)
+    x = rng.integers(-50, 50, BLOCK).astype(np.int32)
+    y = rng.integers(-50, 50, BLOCK).astype(np.int32)
+    out = np.zeros(6 * BLOCK, np.int32)
+    pair_kernel[(1,)](x, y, out, SCALE=3, BLOCK=BLOCK)
+    r = np.arange(BLOCK)
+    expected = [x - y, y * 10 + x, (y + x) * 3 + 3 - 1, r + 5 + BLOCK * BLOCK + 4,
+                x * 2 + 7 + y + 100, (y * 2 + 7) - (x * 2 + 7)]
+    np.testing.assert_array_equal(out.reshape(6, BLOCK), np.stack(expected))
+
+
+@triton.jit
+def assign_attribute_kernel(x_ptr):
+    pair = Pair(tl.load(x_ptr), tl.load(x_ptr))
+    pair.second = tl.load(x_ptr)  # error
+
+
+@triton.jit
+def assign_item_kernel(x_ptr):
+    pair = Pair(tl.load(x_ptr), tl.load(x_ptr))
+    pair[1] += 1  # error
+
+
+@triton.aggregate
+class Settable:
+    a: tl.tensor
+
+    @triton.jit
+    def modify(self, a):
+        self.a = a  # error
+        return self
+
+
+@triton.jit
+def modify_kernel(x_ptr):
+    s = Settable(tl.load(x_ptr))
+    s = s.modify(tl.load(x_ptr) + 1)
+    tl.store(x_ptr, s.a)
+
+
+@triton.jit
+def wrong_type_kernel(x_ptr):
+    pair = Pair(tl.load(x_ptr), 3)
+    tl.store(x_ptr, pair.first)
+
+
+@pytest.mark.parametrize("kernel, words", [
+    (assign_attribute_kernel, "Attribute assignment is not supported in triton"),
+    (assign_item_kernel, "__setitem__ is not supported in triton"),
+    (modify_kernel, "Attribute assignment is not supported in triton"),
+    (wrong_type_kernel, "Expected <class 'triton_metal.language.core.tensor'> for attribute 'second'"),
+], ids=["attribute", "item", "jit-method", "field-type"])
+def test_what_triton_refuses_is_refused_in_its_words(backend, kernel, words):
+    x = np.zeros(4, np.int32)
+    with pytest.raises(CompilationError, match=words.replace("(", r"\(")):
+        kernel[(1,)](x)
+    np.testing.assert_array_equal(x, 0)
+
+
+class Shape(NamedTuple):
+    x: tl.constexpr
+    y: tl.constexpr
+
+
+@triton.aggregate
+class State:
+    shape: tl.tuple
+    n: tl.constexpr
+    m: tl.constexpr = 42
+
+
+def test_host_construction_wraps_constexprs_and_freezes():
+    state = State(Shape(3, tl.constexpr(7)), 5)
+    assert isinstance(state.shape, Shape) and state.shape.x == tl.constexpr(3)
+    assert isinstance(state.shape.y, tl.constexpr) and state.n.value == 5 and state.m.value == 42
+    with pytest.raises(AttributeError, match="cannot assign to field 'n' on immutable aggregate"):
+        state.n = tl.constexpr(1)
+    with pytest.raises(AttributeError, match="State has no attribute 'z'"):
+        state.z = 1
+    changed = tl.aggregate_replace(state, n=9)
+    assert changed.n.value == 9 and state.n.value == 5 and changed.shape == state.shape
+    with pytest.raises(TypeError, match="has no field 'z'"):
+        tl.aggregate_replace(state, z=1)
+    with pytest.raises(TypeError, match="expects an aggregate instance"):
+        tl.aggregate_replace(42, x=1)
+    with pytest.raises(TypeError, match="missing required argument 'n'"):
+        State(Shape(1, 2))
+
+
+def test_class_rules():
+    class Plain:
+        pass
+
+    with pytest.raises(TypeError, match="Aggregates can only inherit from other aggregates"):
+        @triton.aggregate
+        class Bad(Plain):
+            x: tl.constexpr
+
+    @triton.aggregate
+    class JitInit:  # refused when built, as Triton refuses it
+        x: tl.constexpr
+
+        @triton.jit
+        def __init__(self, x):
+            pass
+
+    with pytest.raises(ValueError, match=r"JitInit.__init__ cannot be a @triton.jit function"):
+        JitInit(1)
+
+    @triton.aggregate
+    class Partial:
+        x: tl.constexpr
+        y: tl.constexpr
+
+        def __init__(self, x):
+            self.x = x
+
+    with pytest.raises(AttributeError, match="constructor for Partial did not initialize attribute 'y'"):
+        Partial(1)
+    assert tl.core._aggregate is triton.aggregate
+
+
+@triton.jit
+def carried_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    s = Scaled(Pair(x, x * 0), (x, 2), 3)  # run-time fields nested in an aggregate and a tuple
+    for i in range(n):
+        s = Scaled(Pair(s.pair.first + 1, s.pair.second + s.pair.first), (s.offsets[0] * 2, 2), 3)
+    if n > 2:
+        s = Scaled(swap(s.pair), s.offsets, s.SCALE)
+    i = 0
+    while i < n:
+        s = tl.aggregate_replace(s, offsets=(s.offsets[0] - 1, 2))
+        i += 1
+    tl.store(out_ptr + offs, s.total())
+
+
+@pytest.mark.parametrize("n", [0, 1, 3])
+def test_aggregates_flow_through_if_for_and_while(backend, n):
+    x = np.arange(-8, 8, dtype=np.int32)
+    out = np.zeros(16, np.int32)
+    carried_kernel[(1,)](x, out, n, BLOCK=16)
+    first, second, offset = x.astype(np.int64), 0 * x, x.astype(np.int64)
+    for _ in range(n):
+        first, second, offset = first + 1, second + first, offset * 2
+    if n > 2:
+        first, second = second, first
+    offset = offset - n
+    np.testing.assert_array_equal(out, (first + second) * 3 + offset - 2)
+
+
+@triton.jit
+def branch_constexpr_kernel(x_ptr, n):
+    s = Base(tl.load(x_ptr), 1)
+    if n > 0:
+        s = Base(tl.load(x_ptr), 2)  # error
+    tl.store(x_ptr, s.doubled())
+
+
+def test_a_constexpr_field_differing_between_branches_is_refused(backend):
+    x = np.zeros(4, np.int32)
+    with pytest.raises(CompilationError, match="'s'"):
+        branch_constexpr_kernel[(1,)](x, 5)
+
+
+def test_an_edited_method_changes_the_cache_key_of_a_kernel_naming_the_class(monkeypatch):
+    from triton_metal.language.aggregate import jit_methods
+    from triton_metal.runtime.dependencies import cache_key
+
+    assert [m.__name__ for m in jit_methods(Pair)] == ["get_first", "unpack"]
+    assert [m.__name__ for m in jit_methods(Child)] == ["doubled"]  # inherited
+    before = cache_key(pair_kernel)
+    assert cache_key(pair_kernel) == before
+    get_first = jit_methods(Pair)[0]
+    monkeypatch.setattr(get_first, "src", get_first.src.replace("return self.first", "return self.second"))
+    assert cache_key(pair_kernel) != before
