@@ -94,6 +94,11 @@ def _norm_fwd(x_ptr, w_ptr, b_ptr, y_ptr, stats_ptr, n_cols, eps, RMS, HAS_W: tl
     tl.store(stats_ptr + row * 2 + pair, tl.where(pair == 0, mean, rstd))
 
 
+@triton.jit
+def _add_pairs(a, b, c, d):
+    return a + c, b + d
+
+
 def _prune_bwd(configs: list[Any], named_args: dict[str, Any], **kwargs: Any) -> list[Any]:
     # a thread holds BLOCK / threads elements of each of x and dy (twice that reading ahead):
     # at most 32 (else registers spill), and no more threads than a row's elements
@@ -160,11 +165,13 @@ def _norm_bwd(x_ptr, w_ptr, dy_ptr, stats_ptr, dx_ptr, dw_ptr, db_ptr, n_rows, n
             dxhat = dy
         if HAS_B:
             db_acc += dy
-        inner = tl.sum(dxhat * xhat, 0) / n_cols
         if RMS:
-            dx = rstd * (dxhat - xhat * inner)
+            dx = rstd * (dxhat - xhat * (tl.sum(dxhat * xhat, 0) / n_cols))
         else:
-            dx = rstd * (dxhat - tl.sum(dxhat, 0) / n_cols - xhat * inner)
+            # both of the row's sums in one reduction: one exchange through threadgroup memory
+            # (two barriers) a row where two sums took two
+            s_gx, s_g = tl.reduce((dxhat * xhat, dxhat), 0, _add_pairs)
+            dx = rstd * (dxhat - s_g / n_cols - xhat * (s_gx / n_cols))
         tl.store(dx_ptr + base + offs, dx, mask=mask)
     if HAS_W:
         tl.store(dw_ptr + pid * n_cols + offs, dw_acc, mask=mask)
@@ -237,8 +244,10 @@ def _norm_dw_long(x_ptr, dy_ptr, stats_ptr, dw_ptr, db_ptr, n_rows, n_cols, HAS_
         tl.store(db_ptr + offs, db.to(db_ptr.dtype.element_ty), mask=mask)
 
 
+# the last three take up to 256 partials in one step: every load of a column block at once
 _SUM_CONFIGS = [triton.Config({"PARTS": p, "COLS": k}, num_warps=w) for p, k, w in (
-    (32, 16, 4), (64, 32, 8), (64, 16, 4), (32, 32, 4), (64, 8, 2), (32, 64, 8))]
+    (32, 16, 4), (64, 32, 8), (64, 16, 4), (32, 32, 4), (64, 8, 2), (32, 64, 8),
+    (256, 16, 8), (256, 8, 4), (128, 16, 4))]
 
 
 def _prune_sum(configs: list[Any], named_args: dict[str, Any], **kwargs: Any) -> list[Any]:
