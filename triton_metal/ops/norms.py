@@ -7,8 +7,9 @@ each row's float32 (mean, rstd) (8 bytes a row) for the backward.
 Backward: a persistent grid (a few programs per GPU core, `_common.persistent_programs`) walks
 the rows; each program reads its rows' saved (mean, rstd) rather than recomputing them (two
 block reductions fewer per row, one after the other: the statistics' reductions were half of
-a row's reduction chain), writes `dx`, and accumulates the weight and bias gradients of its
-rows in registers, written once as a float32 partial per program. A config (`AHEAD`) reads
+a row's reduction chain; the layer norm's two sums of the gradient share one), writes `dx`,
+and accumulates the weight and bias gradients of its rows in registers, written once as a
+float32 partial per program. A config (`AHEAD`) reads
 each program's next row while it reduces and stores the current one, where the registers for
 it leave the program's occupancy alone. A second kernel (`_sum_partials`, tuned over its tile;
 by default one program per 16 columns) sums the partials in float32 and stores both gradients
@@ -244,15 +245,16 @@ def _norm_dw_long(x_ptr, dy_ptr, stats_ptr, dw_ptr, db_ptr, n_rows, n_cols, HAS_
         tl.store(db_ptr + offs, db.to(db_ptr.dtype.element_ty), mask=mask)
 
 
-# the last three take up to 256 partials in one step: every load of a column block at once
+# tiles of 128 or 256 partials take a persistent grid's partials in one or two steps, every load
+# of a column block issued at once
 _SUM_CONFIGS = [triton.Config({"PARTS": p, "COLS": k}, num_warps=w) for p, k, w in (
-    (32, 16, 4), (64, 32, 8), (64, 16, 4), (32, 32, 4), (64, 8, 2), (32, 64, 8),
-    (256, 16, 8), (256, 8, 4), (128, 16, 4))]
+    (256, 16, 8), (256, 8, 4), (128, 16, 4), (32, 16, 4), (64, 32, 8), (64, 16, 4), (32, 32, 4),
+    (64, 8, 2), (32, 64, 8))]
 
 
 def _prune_sum(configs: list[Any], named_args: dict[str, Any], **kwargs: Any) -> list[Any]:
-    # the default first: 32 partials by 16 columns on 4 warps (the fastest measured through
-    # the GPU proxy for 256 partials of 4096 columns, docs/ops.md)
+    # the default first: 256 partials by 16 columns on 8 warps (the fastest measured through
+    # the GPU proxy for 256 partials of 4096 columns, docs/ops.md, "Sixth round")
     return c.first_or_all(configs)
 
 
