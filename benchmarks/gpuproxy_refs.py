@@ -1,10 +1,14 @@
-"""Triton references timed beside the GPU-proxy cases (benchmarks/gpuproxy_cases.py): each
-function takes a captured launch and its CUDA tensors by parameter name and returns a callable
-launching the same operation written in Triton, or None for launches it does not cover
-(replay.py --time-ref-fn). Imported on the GPU machine only (it needs CUDA Triton).
+"""Triton references timed beside the GPU-proxy cases (benchmarks/gpuproxy_cases.py, and the
+norms' backward of benchmarks/gpuproxy_rowops.py): each function takes a captured launch and its
+CUDA tensors by parameter name and returns a callable launching the same operation written in
+Triton, or None for launches it does not cover (replay.py --time-ref-fn). Imported on the GPU
+machine only (it needs CUDA Triton).
 
-The kernels are the textbook forms (one program per row, or 1024 elements per program),
-written for these timings; `float32` arithmetic, results stored in the input's dtype.
+The kernels are the textbook forms (one program per row, or 1024 elements per program; a run of
+rows a program and a partials' sum for the norms' backward), written for these timings;
+`float32` arithmetic, results stored in the input's dtype. The norms' backward is also timed as
+Liger-Kernel implements it, where that package is installed or `LIGER_KERNEL_DIR` names its
+folder (a baseline only: nothing of it is part of the project).
 """
 
 from __future__ import annotations
