@@ -1,10 +1,14 @@
-"""Triton references timed beside the GPU-proxy cases (benchmarks/gpuproxy_cases.py): each
-function takes a captured launch and its CUDA tensors by parameter name and returns a callable
-launching the same operation written in Triton, or None for launches it does not cover
-(replay.py --time-ref-fn). Imported on the GPU machine only (it needs CUDA Triton).
+"""Triton references timed beside the GPU-proxy cases (benchmarks/gpuproxy_cases.py, and the
+norms' backward of benchmarks/gpuproxy_rowops.py): each function takes a captured launch and its
+CUDA tensors by parameter name and returns a callable launching the same operation written in
+Triton, or None for launches it does not cover (replay.py --time-ref-fn). Imported on the GPU
+machine only (it needs CUDA Triton).
 
-The kernels are the textbook forms (one program per row, or 1024 elements per program),
-written for these timings; `float32` arithmetic, results stored in the input's dtype.
+The kernels are the textbook forms (one program per row, or 1024 elements per program; a run of
+rows a program and a partials' sum for the norms' backward), written for these timings;
+`float32` arithmetic, results stored in the input's dtype. The norms' backward is also timed as
+Liger-Kernel implements it, where that package is installed or `LIGER_KERNEL_DIR` names its
+folder (a baseline only: nothing of it is part of the project).
 """
 
 from __future__ import annotations
@@ -155,3 +159,224 @@ def triton_entropy(launch: dict[str, Any], t: dict[str, Any]) -> dict[str, Calla
     h = torch.empty(rows, device=x.device, dtype=torch.float32)
     return {f"triton {w} warps": (lambda w=w: _entropy[(rows,)](h, x, cols, BLOCK=4096, num_warps=w))
             for w in (16, 8)}
+
+
+# --- the norms' backward (ops.rms_norm / ops.layer_norm; `_norm_bwd` then `_sum_partials`) ---
+
+@triton.jit
+def _norm_bwd_rows(x_ptr, w_ptr, dy_ptr, stats_ptr, dx_ptr, dw_ptr, db_ptr, n_cols,
+                   RMS: tl.constexpr, HAS_B: tl.constexpr, ROWS: tl.constexpr, BLOCK: tl.constexpr):
+    # the textbook design: a program takes ROWS consecutive rows, whole rows in registers, and
+    # writes its float32 partial of the weight (and bias) gradient; the forward's (mean, rstd)
+    pid = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+    dw = tl.zeros([BLOCK], tl.float32)
+    db = tl.zeros([BLOCK], tl.float32)
+    for i in range(ROWS):
+        row = pid.to(tl.int64) * ROWS + i
+        x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=0.0).to(tl.float32)
+        dy = tl.load(dy_ptr + row * n_cols + cols, mask=mask, other=0.0).to(tl.float32)
+        mean = tl.load(stats_ptr + row * 2)
+        rstd = tl.load(stats_ptr + row * 2 + 1)
+        xhat = tl.where(mask, (x - mean) * rstd, 0.0)
+        g = dy * w
+        c1 = tl.sum(g * xhat, 0) / n_cols
+        if RMS:
+            dx = (g - xhat * c1) * rstd
+        else:
+            dx = (g - xhat * c1 - tl.sum(g, 0) / n_cols) * rstd
+        tl.store(dx_ptr + row * n_cols + cols, dx.to(dx_ptr.dtype.element_ty), mask=mask)
+        dw += dy * xhat
+        db += dy
+    tl.store(dw_ptr + pid * n_cols + cols, dw, mask=mask)
+    if HAS_B:
+        tl.store(db_ptr + pid * n_cols + cols, db, mask=mask)
+
+
+@triton.jit
+def _sum_parts(dw_part_ptr, db_part_ptr, dw_ptr, db_ptr, n_parts, n_cols, HAS_B: tl.constexpr,
+               PARTS: tl.constexpr, COLS: tl.constexpr):
+    # the partials summed down their rows, COLS columns a program, stored in the weight's dtype
+    cols = tl.program_id(0) * COLS + tl.arange(0, COLS)
+    col_mask = cols < n_cols
+    parts = tl.arange(0, PARTS)
+    dw = tl.zeros([PARTS, COLS], tl.float32)
+    db = tl.zeros([PARTS, COLS], tl.float32)
+    for first in range(0, n_parts, PARTS):
+        rows = first + parts
+        mask = (rows[:, None] < n_parts) & col_mask[None, :]
+        offs = rows[:, None] * n_cols + cols[None, :]
+        dw += tl.load(dw_part_ptr + offs, mask=mask, other=0.0)
+        if HAS_B:
+            db += tl.load(db_part_ptr + offs, mask=mask, other=0.0)
+    tl.store(dw_ptr + cols, tl.sum(dw, 0).to(dw_ptr.dtype.element_ty), mask=col_mask)
+    if HAS_B:
+        tl.store(db_ptr + cols, tl.sum(db, 0).to(db_ptr.dtype.element_ty), mask=col_mask)
+
+
+NORM_BWD_CONFIGS = ((16, 4), (16, 8), (16, 16), (16, 32), (8, 8), (8, 16), (32, 8), (32, 16))
+"""(rows a program, warps) of the textbook norm backward timed: Triton's best is the best of them."""
+SUM_TILE = (32, 16, 4)
+"""(partials, columns, warps) of a program of the textbook kernel's partial sum."""
+
+
+def _norm_bwd_case(launch: dict[str, Any], t: dict[str, Any]) -> tuple[bool, bool] | None:
+    """(rms, has_b) for the first captured config of `_norm_bwd` (the references are timed once a
+    case, beside it), else None. An `RMS` argument equal to 1 is specialized away (Triton's rule):
+    a launch without it is an RMS norm's."""
+    if launch["kernel"] != "_norm_bwd" or not str(launch.get("config") or "0/").startswith("0/"):
+        return None
+    outputs = {o["param"]: o for o in launch["outputs"]}
+    return bool(t.get("RMS", 1)), outputs.get("db_ptr", {}).get("action", "unused") != "unused"
+
+
+def _error(got: torch.Tensor, ref: torch.Tensor) -> float:
+    """replay.py's measure: max|got - ref| / max(1, max|ref|), in float64."""
+    got = got.double()
+    return float((got - ref).abs().max() / max(1.0, float(ref.abs().max())))
+
+
+def _norm_grads64(t: dict[str, Any], rms: bool) -> dict[str, torch.Tensor]:
+    """dx, dw and db of the norm in float64, from the launch's x, dy, weight and saved statistics."""
+    x, dy, w = t["x_ptr"].double(), t["dy_ptr"].double(), t["w_ptr"].double()
+    stats = t["stats_ptr"].double()
+    rstd = stats[:, 1:2]
+    xhat = (x - stats[:, 0:1]) * rstd
+    g = dy * w
+    dx = g - xhat * (g * xhat).mean(-1, keepdim=True)
+    if not rms:
+        dx = dx - g.mean(-1, keepdim=True)
+    return {"dx": dx * rstd, "dw": (dy * xhat).sum(0), "db": dy.sum(0)}
+
+
+def _report(label: str, fn: Callable[[], Any], got: Callable[[], dict[str, torch.Tensor]],
+            ref: dict[str, torch.Tensor]) -> None:
+    fn()
+    torch.cuda.synchronize()
+    errors = ", ".join(f"{k} {_error(v, ref[k]):.1e}" for k, v in got().items())
+    print(f"    check {label} against float64: {errors}", flush=True)
+
+
+def triton_norm_backward(launch: dict[str, Any], t: dict[str, Any]) -> dict[str, Callable[[], Any]] | None:
+    """The textbook Triton norm backward on `_norm_bwd`'s inputs, every `NORM_BWD_CONFIGS` entry:
+    the kernel alone ("kernel") and with its partials' sum ("whole"). Each is checked against
+    float64 once, here (the errors are printed)."""
+    case = _norm_bwd_case(launch, t)
+    if case is None:
+        return None
+    rms, has_b = case
+    x, w, dy, stats = t["x_ptr"], t["w_ptr"], t["dy_ptr"], t["stats_ptr"]
+    rows, cols = _rows(x)
+    block = triton.next_power_of_2(cols)
+    dx = torch.empty_like(x)
+    dw, db = torch.empty_like(w), torch.empty_like(w)
+    ref = _norm_grads64(t, rms)
+    parts_tile, cols_tile, sum_warps = SUM_TILE
+    fns: dict[str, Callable[[], Any]] = {}
+    for n_rows_prog, warps in NORM_BWD_CONFIGS:
+        if rows % n_rows_prog:
+            continue
+        programs = rows // n_rows_prog
+        dw_part = torch.empty((programs, cols), device=x.device, dtype=torch.float32)
+        db_part = torch.empty_like(dw_part)
+
+        def kernel(n_rows_prog: int = n_rows_prog, warps: int = warps, programs: int = programs,
+                   dw_part: torch.Tensor = dw_part, db_part: torch.Tensor = db_part) -> None:
+            _norm_bwd_rows[(programs,)](x, w, dy, stats, dx, dw_part, db_part, cols, RMS=rms,
+                                        HAS_B=has_b, ROWS=n_rows_prog, BLOCK=block, num_warps=warps)
+
+        def whole(kernel: Callable[[], None] = kernel, programs: int = programs,
+                  dw_part: torch.Tensor = dw_part, db_part: torch.Tensor = db_part) -> None:
+            kernel()
+            _sum_parts[(triton.cdiv(cols, cols_tile),)](dw_part, db_part, dw, db, programs, cols,
+                                                         HAS_B=has_b, PARTS=parts_tile,
+                                                         COLS=cols_tile, num_warps=sum_warps)
+
+        label = f"triton textbook {n_rows_prog} rows {warps} warps"
+        _report(label, whole, lambda: {"dx": dx, "dw": dw, **({"db": db} if has_b else {})}, ref)
+        fns[label + " kernel"] = kernel
+        fns[label + " whole"] = whole
+    return fns
+
+
+def _liger_module(name: str) -> Any:
+    """`liger_kernel.ops.<name>` (Liger-Kernel, the most used Triton implementation of these ops,
+    a baseline only). Found where Python finds it or in the folder `$LIGER_KERNEL_DIR` holds it in;
+    its package `__init__`s (which import every op and backend) are not run, only the op's
+    module and the helpers it imports."""
+    import importlib
+    import os
+    import sys
+    import types
+
+    if "liger_kernel" not in sys.modules:
+        base = os.environ.get("LIGER_KERNEL_DIR")
+        if base:
+            if base not in sys.path:
+                sys.path.append(base)  # after the machine's own packages
+            for pkg in ("liger_kernel", "liger_kernel.ops"):
+                module = types.ModuleType(pkg)
+                module.__path__ = [os.path.join(base, *pkg.split("."))]
+                sys.modules[pkg] = module
+    return importlib.import_module(f"liger_kernel.ops.{name}")
+
+
+def liger_norm_backward(launch: dict[str, Any], t: dict[str, Any]) -> dict[str, Callable[[], Any]] | None:
+    """Liger-Kernel's norm backward on `_norm_bwd`'s inputs (its defaults: a grid of one program
+    per SM, rows in contiguous runs, `calculate_settings`' warps; RMS in its default "llama"
+    casting mode, `dx` written over `dy` as its default `in_place`): its backward function
+    ("whole": kernel, float32 partials and their `sum(0)`) and its kernel alone ("kernel")."""
+    case = _norm_bwd_case(launch, t)
+    if case is None:
+        return None
+    rms, has_b = case
+    x, w, dy, stats = t["x_ptr"], t["w_ptr"], t["dy_ptr"], t["stats_ptr"]
+    mean, rstd = stats[:, 0].contiguous(), stats[:, 1].contiguous()
+    rows, cols = _rows(x)
+    ref = _norm_grads64(t, rms)
+    sm_count = torch.cuda.get_device_properties(x.device).multi_processor_count
+    per_program = triton.cdiv(rows, sm_count)
+    scratch = dy.clone()  # in place: each call overwrites its dy with dx
+    dx = torch.empty_like(x)
+    dw_part = torch.empty((sm_count, cols), device=x.device, dtype=torch.float32)
+    db_part = torch.empty_like(dw_part)
+    if rms:
+        mod = _liger_module("rms_norm")
+        block, warps = mod.calculate_settings(cols)
+        mode = mod._str_to_casting_mode["llama"]
+        out: dict[str, Any] = {}
+
+        def whole_rms(dy_in: torch.Tensor = scratch) -> None:
+            out["dx"], out["dw"] = mod.rms_norm_backward(dy_in, x, w, rstd, 0.0, mode, block, warps,
+                                                         True, None)
+
+        def kernel_rms() -> None:
+            mod._rms_norm_backward_kernel[(sm_count,)](
+                dy, dy.stride(0), dx, dx.stride(0), x, x.stride(0), mod.torch_to_triton_dtype[x.dtype],
+                w, w.stride(0), rstd, rstd.stride(0), dw_part, dw_part.stride(0), rows, cols, 0.0,
+                per_program, mode, elementwise_affine=True, BLOCK_SIZE=block, COMPUTE_DW=True,
+                num_warps=warps)
+
+        check = dy.clone()
+        _report("liger rms_norm_backward", lambda: whole_rms(check), lambda: dict(out), ref)
+        _report("liger rms kernel (dx)", kernel_rms, lambda: {"dx": dx}, ref)
+        return {f"liger {warps} warps whole": whole_rms, f"liger {warps} warps kernel": kernel_rms}
+    mod = _liger_module("layer_norm")
+    block, warps = mod.calculate_settings(cols)
+    got: dict[str, Any] = {}
+
+    def whole_layer() -> None:
+        got["dx"], got["dw"], got["db"] = mod.layer_norm_backward(dy, x, w, w, mean, rstd)
+
+    def kernel_layer() -> None:
+        mod._layer_norm_backward_kernel[(sm_count,)](
+            x, x.stride(0), w, mean, mean.stride(0), rstd, rstd.stride(0), dx, dx.stride(0),
+            dw_part, dw_part.stride(0), db_part, db_part.stride(0), dy, dy.stride(0), rows, cols,
+            rows_per_program=per_program, BLOCK_SIZE=block, COMPUTE_DW=True, COMPUTE_DB=has_b,
+            num_warps=warps)
+
+    _report("liger layer_norm_backward", whole_layer, lambda: dict(got), ref)
+    _report("liger layer kernel (dx)", kernel_layer, lambda: {"dx": dx}, ref)
+    return {f"liger {warps} warps whole": whole_layer, f"liger {warps} warps kernel": kernel_layer}

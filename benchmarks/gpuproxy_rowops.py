@@ -34,6 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 REFS = "benchmarks/gpuproxy_rowops_refs.py"
+TRITON_REFS = "benchmarks/gpuproxy_refs.py"
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,9 @@ class Case:
     inputs: tuple[str, ...] = ()
     """`--inputs` functions of the refs file (inputs that an op's forward saved for its backward:
     the capture records the stand-in's zeros there)."""
+    time_fns: tuple[str, ...] = ()
+    """`--time-ref-fn` functions of `TRITON_REFS` (Triton implementations of the same op, timed on
+    the same inputs; Liger-Kernel's where `LIGER_KERNEL_DIR` or the Python path has it)."""
 
 
 def _norm_backward(kind: str, dtype: str) -> Callable[[Any], None]:
@@ -106,15 +110,20 @@ def _layer_norm_example(mx: Any) -> None:
 
 _NORM_REFS = ("check_norm_backward", "check_sum_partials")
 _NORM_INPUTS = ("inputs_norm_backward",)
+_NORM_TRITON = ("triton_norm_backward", "liger_norm_backward")
 _XENT_INPUTS = ("inputs_cross_entropy",)
 _ROPE_TIME = ("torch.mul-add=x_ptr * 0.5 + x_ptr.flip(-1) * 0.5",)
 """A torch elementwise pass over the same tensor (reads it twice, writes once), for scale."""
 
 CASES = (
-    Case("rms_norm_bwd_f16", _norm_backward("rms", "float16"), _NORM_REFS, inputs=_NORM_INPUTS),
-    Case("rms_norm_bwd_bf16", _norm_backward("rms", "bfloat16"), _NORM_REFS, inputs=_NORM_INPUTS),
-    Case("layer_norm_bwd_f16", _norm_backward("layer", "float16"), _NORM_REFS, inputs=_NORM_INPUTS),
-    Case("layer_norm_bwd_bf16", _norm_backward("layer", "bfloat16"), _NORM_REFS, inputs=_NORM_INPUTS),
+    Case("rms_norm_bwd_f16", _norm_backward("rms", "float16"), _NORM_REFS, inputs=_NORM_INPUTS,
+         time_fns=_NORM_TRITON),
+    Case("rms_norm_bwd_bf16", _norm_backward("rms", "bfloat16"), _NORM_REFS, inputs=_NORM_INPUTS,
+         time_fns=_NORM_TRITON),
+    Case("layer_norm_bwd_f16", _norm_backward("layer", "float16"), _NORM_REFS, inputs=_NORM_INPUTS,
+         time_fns=_NORM_TRITON),
+    Case("layer_norm_bwd_bf16", _norm_backward("layer", "bfloat16"), _NORM_REFS, inputs=_NORM_INPUTS,
+         time_fns=_NORM_TRITON),
     Case("rope_f16", _rope("float16", False), ("check_rope",), _ROPE_TIME),
     Case("rope_bf16", _rope("bfloat16", False), ("check_rope",), _ROPE_TIME),
     Case("rope_bwd_f16", _rope("float16", True), ("check_rope",), _ROPE_TIME),
@@ -144,6 +153,8 @@ def replay_line(case: Case, out: str) -> str:
         args += ["--check-fn", f"{REFS}:{fn}"]
     for ref in case.time_refs:
         args += ["--time-ref", ref]
+    for fn in case.time_fns:
+        args += ["--time-ref-fn", f"{TRITON_REFS}:{fn}"]
     for fn in case.inputs:
         args += ["--inputs", f"{REFS}:{fn}"]
     args += ["--json", f"$RESULTS/{case.name}.json"]

@@ -4,9 +4,10 @@ SIMD groups through threadgroup memory.
 1. Thread: registers that differ only along the reduced axis are combined in axis order (copies a
    thread holds twice are skipped).
 2. Lanes: lane bits along the axis are combined by `simd_shuffle_xor` butterflies with the
-   combine region inlined; when every lane bit lies along the axis and the combine region is a
-   single known operation (add, max, min, and, or, xor on a type the SIMD functions take), one
-   `simd_sum`/`simd_max`/... does it.
+   combine region inlined; when every lane bit lies along the axis and each result of the
+   combine region is a single known operation (add, max, min, and, or, xor on a type the SIMD
+   functions take) of its own operand's two values (`a + b`; `(a + c, b + d)` for two operands),
+   one `simd_sum`/`simd_max`/... an operand does it.
 3. SIMD groups: each thread writes its partials to threadgroup scratch, a barrier, each thread
    combines the partials of the SIMD groups along the axis, and a barrier before the scratch is
    reused.
@@ -63,18 +64,30 @@ def _scalar(ty: object) -> ScalarType:
     return el
 
 
-def simd_op(region: Region) -> str | None:
-    """The SIMD-group reduction equal to the combine region, if it is one known operation."""
+def simd_ops(region: Region) -> list[str] | None:
+    """The SIMD-group reduction of each operand equal to the combine region, if its k-th result is
+    one known operation of its k-th accumulated and k-th new value and nothing else is computed."""
     block = region.block
-    if len(block.ops) != 2 or len(block.args) != 2:
+    n = len(block.args) // 2
+    ops, term = block.ops[:-1], block.ops[-1]
+    if n == 0 or len(block.args) != 2 * n or len(ops) != n or len(term.operands) != n:
         return None
-    op, term = block.ops
-    fn = _SIMD_OP.get(type(op))
-    if fn is None or list(term.operands) != [op.results[0]]:
-        return None
-    if {id(x) for x in op.operands} != {id(block.args[0]), id(block.args[1])}:
-        return None
-    return fn
+    fns = []
+    for k, res in enumerate(term.operands):
+        op = ops[k]
+        fn = _SIMD_OP.get(type(op))
+        if fn is None or len(op.results) != 1 or op.results[0] is not res:
+            return None
+        if {id(x) for x in op.operands} != {id(block.args[k]), id(block.args[k + n])}:
+            return None
+        fns.append(fn)
+    return fns
+
+
+def simd_op(region: Region) -> str | None:
+    """The SIMD-group reduction equal to a one-operand combine region, if it is one known operation."""
+    fns = simd_ops(region)
+    return fns[0] if fns is not None and len(fns) == 1 else None
 
 
 def shuffle_xor(x: Expr, mask: int, ety: ScalarType) -> Expr:
@@ -138,12 +151,13 @@ def lower_reduce(ctx: LoweringContext, op: ReduceOp) -> None:
     # 2. across lanes
     lane_bits = [i for i, b in enumerate(dist.lane_bases) if b[axis]]
     if lane_bits:
-        fn = simd_op(op.combine)
-        native = fn is not None and len(lane_bits) == 5 and len(srcs) == 1 and etys[0].name in _SIMD_TYPES
+        fns = simd_ops(op.combine)
+        native = fns is not None and len(lane_bits) == 5 and all(t.name in _SIMD_TYPES for t in etys)
         for g, acc in enumerate(partial):
             if native:
-                assert fn is not None
-                partial[g] = [ctx.materialize([Call(fn, (acc[0],))], msl_type(etys[0]))[0]]
+                assert fns is not None
+                partial[g] = [ctx.materialize([Call(fn, (a,))], msl_type(t))[0]
+                              for fn, a, t in zip(fns, acc, etys)]
                 continue
             for i in lane_bits:
                 other = [ctx.materialize([shuffle_xor(a, 1 << i, t)], msl_type(t))[0] for a, t in zip(acc, etys)]

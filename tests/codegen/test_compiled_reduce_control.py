@@ -71,6 +71,55 @@ def test_generic_combine_uses_shuffles():
 
 
 @triton.jit
+def _add_max(a, b, c, d):
+    return a + c, tl.maximum(b, d)
+
+
+@triton.jit
+def _mul_add(a, b, c, d):
+    return a * c, b + d
+
+
+@triton.jit
+def pair_kernel(x_ptr, y_ptr, r_ptr, q_ptr, n, MUL: tl.constexpr, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask, other=1.0 if MUL else 0.0)
+    y = tl.load(y_ptr + offs, mask=mask, other=0.0 if MUL else -float("inf"))
+    if MUL:
+        r, q = tl.reduce((x, y), 0, _mul_add)
+    else:
+        r, q = tl.reduce((x, y), 0, _add_max)
+    tl.store(r_ptr + pid, r)
+    tl.store(q_ptr + pid, q)
+
+
+@pytest.mark.parametrize("mul", [False, True])
+def test_two_operand_reduction(mul: bool):
+    # (a + c, max(b, d)): a simd_sum and a simd_max, one exchange across SIMD groups for both;
+    # a product among the results keeps the butterflies for every operand
+    n, block = 1000, 256
+    x = RNG.standard_normal(n).astype(np.float32)
+    if mul:
+        x = (1 + x * 0.01).astype(np.float32)
+    y = RNG.standard_normal(n).astype(np.float32)
+    k = compile_1d(pair_kernel, "*fp32", "*fp32", "*fp32", "*fp32", "i32", C(mul), C(block), num_warps=4)
+    assert ("simd_sum(" in k.source and "simd_max(" in k.source) != mul
+    assert ("simd_shuffle_xor(" in k.source) == mul
+    assert k.source.count("threadgroup_barrier") == 2
+    grid = triton.cdiv(n, block)
+    out = run(k, (grid,), x_ptr=x, y_ptr=y, r_ptr=np.zeros(grid, np.float32),
+              q_ptr=np.zeros(grid, np.float32), n=n)
+    xs = [x[i * block:(i + 1) * block].astype(np.float64) for i in range(grid)]
+    ys = [y[i * block:(i + 1) * block].astype(np.float64) for i in range(grid)]
+    want_r = [np.prod(a) if mul else a.sum() for a in xs]
+    want_q = [b.sum() if mul else b.max() for b in ys]
+    np.testing.assert_allclose(out["r_ptr"], want_r, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(out["q_ptr"], want_q, rtol=1e-5, atol=1e-5)
+
+
+@triton.jit
 def int_sum_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     x = tl.load(x_ptr + offs)

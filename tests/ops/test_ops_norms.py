@@ -115,11 +115,12 @@ def test_forward_saves_row_statistics_against_float64():
         np.testing.assert_allclose(np.array(stats), np.stack((mean, rstd), -1), atol=1e-6, rtol=1e-5)
 
 
-@pytest.mark.parametrize("ahead", [0, 1])
-def test_backward_kernel_configs_against_float64(ahead):
+@pytest.mark.parametrize("ahead, tile", [(0, (64, 32)), (1, (32, 16)), (0, (256, 8))])
+def test_backward_kernel_configs_against_float64(ahead, tile):
     # the tuned configs the untuned backends never run: reading the next row ahead or not, and
-    # another tile of the partials' sum; 300 rows over 128 programs, so programs take 2 or 3
-    # rows and the rows read ahead past the last are masked
+    # other tiles of the partials' sum (256 partials a step: all 128 in one, half masked); 300
+    # rows over 128 programs, so programs take 2 or 3 rows and the rows read ahead past the last
+    # are masked
     from triton_metal.ops import norms
 
     x, w, b = randn((300, 100), scale=2.0), randn((100,), seed=1), randn((100,), seed=2)
@@ -131,7 +132,7 @@ def test_backward_kernel_configs_against_float64(ahead):
     norms._norm_bwd.fn[(programs,)](x, w, g, stats, dx, dw_part, db_part, 300, 100, 0, HAS_W=True,
                                     HAS_B=True, BLOCK=128, ONE_PASS=True, AHEAD=ahead, num_warps=2)
     dw, db = mx.zeros((100,), mx.float32), mx.zeros((100,), mx.float32)
-    parts, cols = ((64, 32), (32, 16))[ahead]
+    parts, cols = tile
     norms._sum_partials.fn[(-(-100 // cols),)](dw_part, db_part, dw, db, programs, 100, HAS_W=True,
                                                HAS_B=True, PARTS=parts, COLS=cols, num_warps=4)
     for got, want in zip((dx, dw, db), _norm_grads_f64(x, w, g, 1e-5, False)):

@@ -6,20 +6,21 @@ each row's float32 (mean, rstd) (8 bytes a row) for the backward.
 
 Backward: a persistent grid (a few programs per GPU core, `_common.persistent_programs`) walks
 the rows; each program reads its rows' saved (mean, rstd) rather than recomputing them (two
-block reductions fewer per row, one after the other: the statistics' reductions were half of
-a row's reduction chain), writes `dx`, and accumulates the weight and bias gradients of its
-rows in registers, written once as a float32 partial per program. A config (`AHEAD`) reads
-each program's next row while it reduces and stores the current one, where the registers for
-it leave the program's occupancy alone. A second kernel (`_sum_partials`, tuned over its tile;
-by default one program per 16 columns) sums the partials in float32 and stores both gradients
-in the parameters' dtype: one launch where an MLX `sum` and `astype` per gradient took four.
-(Summing them inside the first kernel, by the last program to finish, needs an arrival counter
-that starts at zero, and a launch of MLX arrays cannot keep one between calls: its outputs are
-fresh buffers, and MLX's `init_value` that would zero the counter fills `dx` as well. Through
-the GPU proxy a fill of a 4096 x 4096 half array took 13.7 us where the partials' sum takes
-7.5 us: docs/ops.md, "Fifth round".) Rows too long for registers take two kernels: `dx` and
-each row's (mean, rstd) one program per row, then the weight and bias gradients one program per
-column block down every row, stored in the parameters' dtype.
+block reductions fewer per row, one after the other: the statistics' reductions were half of a
+row's reduction chain; the layer norm's two sums of the gradient share one), writes `dx`, and
+accumulates the weight and bias gradients of its rows in registers, written once as a float32
+partial per program. A config (`AHEAD`) reads each program's next row while it reduces and
+stores the current one, where the registers for it leave the program's occupancy alone. A second
+kernel (`_sum_partials`, tuned over its tile; by default one program per 16 columns) sums the
+partials in float32 and stores both gradients in the parameters' dtype: one launch where an MLX
+`sum` and `astype` per gradient took four. (Summing them inside the first kernel, by the last
+program to finish, needs an arrival counter that starts at zero, and a launch of MLX arrays
+cannot keep one between calls: its outputs are fresh buffers, and MLX's `init_value` that would
+zero the counter fills `dx` as well. Through the GPU proxy a fill of a 4096 x 4096 half array
+took 13.7 us where the partials' sum takes 7.5 us: docs/ops.md, "Fifth round".) Rows too long
+for registers take two kernels: `dx` and each row's (mean, rstd) one program per row, then the
+weight and bias gradients one program per column block down every row, stored in the parameters'
+dtype.
 
     xhat = (x - mean) * rstd          (rms_norm: mean = 0)
     dxhat = dy * w
@@ -94,6 +95,11 @@ def _norm_fwd(x_ptr, w_ptr, b_ptr, y_ptr, stats_ptr, n_cols, eps, RMS, HAS_W: tl
     tl.store(stats_ptr + row * 2 + pair, tl.where(pair == 0, mean, rstd))
 
 
+@triton.jit
+def _add_pairs(a, b, c, d):
+    return a + c, b + d
+
+
 def _prune_bwd(configs: list[Any], named_args: dict[str, Any], **kwargs: Any) -> list[Any]:
     # a thread holds BLOCK / threads elements of each of x and dy (twice that reading ahead):
     # at most 32 (else registers spill), and no more threads than a row's elements
@@ -160,11 +166,13 @@ def _norm_bwd(x_ptr, w_ptr, dy_ptr, stats_ptr, dx_ptr, dw_ptr, db_ptr, n_rows, n
             dxhat = dy
         if HAS_B:
             db_acc += dy
-        inner = tl.sum(dxhat * xhat, 0) / n_cols
         if RMS:
-            dx = rstd * (dxhat - xhat * inner)
+            dx = rstd * (dxhat - xhat * (tl.sum(dxhat * xhat, 0) / n_cols))
         else:
-            dx = rstd * (dxhat - tl.sum(dxhat, 0) / n_cols - xhat * inner)
+            # both of the row's sums in one reduction: one exchange through threadgroup memory
+            # a row (two barriers) where two `tl.sum`s took three
+            s_gx, s_g = tl.reduce((dxhat * xhat, dxhat), 0, _add_pairs)
+            dx = rstd * (dxhat - s_g / n_cols - xhat * (s_gx / n_cols))
         tl.store(dx_ptr + base + offs, dx, mask=mask)
     if HAS_W:
         tl.store(dw_ptr + pid * n_cols + offs, dw_acc, mask=mask)
@@ -237,13 +245,16 @@ def _norm_dw_long(x_ptr, dy_ptr, stats_ptr, dw_ptr, db_ptr, n_rows, n_cols, HAS_
         tl.store(db_ptr + offs, db.to(db_ptr.dtype.element_ty), mask=mask)
 
 
+# tiles of 128 or 256 partials take a persistent grid's partials in one or two steps, every load
+# of a column block issued at once
 _SUM_CONFIGS = [triton.Config({"PARTS": p, "COLS": k}, num_warps=w) for p, k, w in (
-    (32, 16, 4), (64, 32, 8), (64, 16, 4), (32, 32, 4), (64, 8, 2), (32, 64, 8))]
+    (256, 16, 8), (256, 8, 4), (128, 16, 4), (32, 16, 4), (64, 32, 8), (64, 16, 4), (32, 32, 4),
+    (64, 8, 2), (32, 64, 8))]
 
 
 def _prune_sum(configs: list[Any], named_args: dict[str, Any], **kwargs: Any) -> list[Any]:
-    # the default first: 32 partials by 16 columns on 4 warps (the fastest measured through
-    # the GPU proxy for 256 partials of 4096 columns, docs/ops.md)
+    # the default first: 256 partials by 16 columns on 8 warps (the fastest measured through
+    # the GPU proxy for 256 partials of 4096 columns, docs/ops.md, "Sixth round")
     return c.first_or_all(configs)
 
 
