@@ -72,18 +72,31 @@ TENSOR_OP_TYPES: frozenset[tuple[str, str, str]] = frozenset({
 def tensor_dot_applies(ctx: LoweringContext, op: DotOp, carried: bool = False) -> bool:
     """Whether `op` lowers to tensor ops on the target (module doc); the types are checked already.
     `carried`: as the dot of a K loop that carries its accumulator (lower_tensor_dot_loop.py),
-    whose staged C shares bytes with A and B (`own_bytes`)."""
-    if not ctx.options.target.has_tensor_ops or ctx.num_warps > MAX_SIMDGROUPS:
-        return False
+    whose staged C shares bytes with A and B (`own_bytes`). A dot the cost rule keeps on
+    simdgroup matrices (`LoweringContext.simdgroup_dots`, codegen/dot_path.py) does not."""
+    return not tensor_dot_refusal(ctx, op, carried) and op not in ctx.simdgroup_dots
+
+
+def tensor_dot_refusal(ctx: LoweringContext, op: DotOp, carried: bool = False) -> str:
+    """Why `op` cannot lower to tensor ops on the target ("" when it can): the reason its dot
+    report gives for simdgroup matrices."""
+    if not ctx.options.target.has_tensor_ops:
+        return f"no tensor ops below MSL 4.0 ({ctx.options.target})"
+    if ctx.num_warps > MAX_SIMDGROUPS:
+        return f"{ctx.num_warps} warps: tensor ops run on at most {MAX_SIMDGROUPS} SIMD groups"
     a_ty, b_ty, c_ty = op.a.type, op.b.type, op.c.type
     assert isinstance(a_ty, TensorType) and isinstance(b_ty, TensorType) and isinstance(c_ty, TensorType)
     types = tuple(t.element.name for t in (a_ty, b_ty, c_ty))  # type: ignore[union-attr]
     if types not in TENSOR_OP_TYPES or a_ty.rank != 2:
-        return False
+        return f"no tensor op for {' x '.join(types[:2])} -> {types[2]}"
     (m, k), n = a_ty.shape, b_ty.shape[1]
     if m % M_MULTIPLE or n % N_MULTIPLE or k % K_STEP:
-        return False
-    return ctx.scratch_base + own_bytes(op, carried) <= lower_dot.THREADGROUP_MEMORY
+        return f"not whole tensor-op tiles (M a multiple of {M_MULTIPLE}, N of {N_MULTIPLE}, K of {K_STEP})"
+    staged = own_bytes(op, carried)
+    if ctx.scratch_base + staged > lower_dot.THREADGROUP_MEMORY:
+        return (f"its staging ({staged} bytes) does not fit beside the layout passes' {ctx.scratch_base} "
+                f"in {lower_dot.THREADGROUP_MEMORY}")
+    return ""
 
 
 def operand_buffers(op: DotOp) -> tuple[Op, Op] | None:
