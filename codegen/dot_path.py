@@ -84,10 +84,11 @@ def choose_dot_paths(lower: Callable[[frozenset[Op]], Lowered],
     chosen = first if not kept else second if kept == frozenset(singles) else lower(kept)
     why = {}
     for op, (tensor, simdgroup) in costs.items():
+        step = "a K step" if on_tensor[op].in_loop else "in the kernel (no loop)"
         if op in kept:
-            why[op] = f"a single dot: simdgroup matrices, {simdgroup} a K step, where tensor ops take {tensor}"
+            why[op] = f"a single dot: simdgroup matrices, {simdgroup} {step}, where tensor ops take {tensor}"
         else:
-            why[op] = f"a single dot: tensor ops, {tensor} a K step, no worse than simdgroup matrices' {simdgroup}"
+            why[op] = f"a single dot: tensor ops, {tensor} {step}, no worse than simdgroup matrices' {simdgroup}"
     return chosen, _reasons(chosen, why)
 
 
