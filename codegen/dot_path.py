@@ -103,4 +103,6 @@ def _reasons(lowered: Lowered, single: dict[Op, str]) -> dict[Op, str]:
             found[op] = "the K loop carries its accumulator: tensor ops"
         elif isinstance(op, DotOp):
             found[op] = tensor_dot_refusal(lowered.ctx, op)
+        else:
+            found[op] = "tl.dot_scaled: dequantized into simdgroup matrices on every target"
     return found
