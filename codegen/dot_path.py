@@ -27,11 +27,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from triton_metal.errors import OutOfResources
 from triton_metal.ir import Op
 from triton_metal.ir.ops.tt_compute import DotOp
 
 from .context import LoweringContext
 from .dot_report import DotReport, reports_by_op
+from .lower_dot import THREADGROUP_MEMORY
 from .lower_tensor_dot import tensor_dot_refusal
 from .options import CodegenOptions
 from .program import Stmt
@@ -77,7 +79,10 @@ def choose_dot_paths(lower: Callable[[frozenset[Op]], Lowered],
     singles = [op for op, r in on_tensor.items() if r.path == "tensor_ops" and r.form == "single"]
     if not singles or options.dot_path == "tensor_ops":
         return first, _reasons(first, {op: "a single dot, tensor ops taken without the cost rule" for op in singles})
-    second = lower(frozenset(singles))
+    second = _lowered_within_limits(lower, frozenset(singles))
+    if second is None:  # not seen in any kernel: simdgroup matrices stage less
+        why = "a single dot: tensor ops, the kernel does not fit in threadgroup memory on simdgroup matrices"
+        return first, _reasons(first, {op: why for op in singles})
     on_simdgroup = second.reports()
     costs = {op: (StepCost.of(on_tensor[op]), StepCost.of(on_simdgroup[op])) for op in singles if op in on_simdgroup}
     kept = frozenset(op for op, (tensor, simdgroup) in costs.items() if not tensor.no_worse_than(simdgroup))
@@ -90,6 +95,15 @@ def choose_dot_paths(lower: Callable[[frozenset[Op]], Lowered],
         else:
             why[op] = f"a single dot: tensor ops, {tensor} {step}, no worse than simdgroup matrices' {simdgroup}"
     return chosen, _reasons(chosen, why)
+
+
+def _lowered_within_limits(lower: Callable[[frozenset[Op]], Lowered], kept: frozenset[Op]) -> Lowered | None:
+    """`lower(kept)`, or None where that lowering runs out of threadgroup memory."""
+    try:
+        lowered = lower(kept)
+    except OutOfResources:
+        return None
+    return lowered if lowered.ctx.scratch_end <= THREADGROUP_MEMORY else None
 
 
 def _reasons(lowered: Lowered, single: dict[Op, str]) -> dict[Op, str]:
