@@ -28,8 +28,8 @@ On targets with tensor ops each dot's line is followed by `why:`, the reason its
 its path (the cost rule, docs/dot.md, "Which path, by cost"). With `--baseline PATH` (a checkout
 of an earlier commit, e.g. `git archive main` unpacked, with its own environment in `.venv`: the
 package maps `codegen/` into itself, so one checkout's install cannot import another's) both
-checkouts compile in fresh processes with fresh caches in the same run; this one's lines are printed, each line whose figures differ
-followed by the baseline's (`baseline:`).
+checkouts compile in fresh processes with fresh caches in the same run; this one's lines are
+printed, each line whose figures differ followed by the baseline's (`baseline:`).
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -157,10 +158,7 @@ WHY = "      why: "
 def _show(label: str, found: list[DotReport]) -> None:
     print(label)
     for r in found:
-        figures = r.text().split(": ", 1)[1]
-        if r.path_reason:  # the figures line without the reason, which goes on its own line
-            figures = figures[: -len(f" ({r.path_reason})")]
-        print("   ", figures)
+        print("   ", replace(r, path_reason="").text().split(": ", 1)[1])  # the reason on its own line
         if r.path_reason:
             print(WHY + r.path_reason)
 

@@ -97,7 +97,7 @@ class DotReport:
     """int8 operands: the float partials each thread converts and adds to its int32 accumulator
     per dot (one per accumulator register and K chunk): the scalar work besides the fragments."""
     path_reason: str = ""
-    """On targets with tensor ops: why the dot took its path (`dot_path.path_reason`)."""
+    """On targets with tensor ops: why the dot took its path (`dot_path.choose_dot_paths`)."""
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
