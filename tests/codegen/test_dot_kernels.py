@@ -32,7 +32,7 @@ TARGETS = (SIMDGROUP, TENSOR_OPS)
 def path_options(target: str) -> dict[str, Any]:
     """The code generator's options for `target`'s path: on MSL 4.0 every dot with whole
     tensor-op tiles takes tensor ops, single dots too, without the cost rule (docs/dot.md, "Which
-    path, by cost"; tests/passes/dot_path.ir and test_cost_rule_* test the rule itself)."""
+    path, by cost"; tests/passes/dot_path.ir and tests/codegen/test_dot_path.py test the rule itself)."""
     return {"target": parse_target(target), **({"dot_path": "tensor_ops"} if target == TENSOR_OPS else {})}
 
 
