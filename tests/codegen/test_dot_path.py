@@ -33,8 +33,8 @@ class FakeLowering:
 
     def __call__(self, kept: frozenset[Any]) -> Any:
         self.calls.append(kept)
-        reports = {op: report("simdgroup", *self.simdgroup[op]) if op in kept else report("tensor_ops", *self.tensor[op])
-                   for op in self.tensor}
+        reports = {op: report("simdgroup", *self.simdgroup[op]) if op in kept
+                   else report("tensor_ops", *self.tensor[op]) for op in self.tensor}
         return SimpleNamespace(kept=kept, ctx=SimpleNamespace(scratch_end=0), reports=lambda: reports)
 
 
