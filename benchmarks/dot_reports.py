@@ -1,6 +1,6 @@
 """The dot reports of the tutorial matmul and of the ops' GEMMs, beside a steel-like tile.
 
-    python -m benchmarks.dot_reports
+    python -m benchmarks.dot_reports [--baseline PATH] [TARGET ...]
 
 Compiles (no launch) the tutorial matmul (`examples/matmul.py`, fp16, 4096^3) at its default
 tile and at the tiles of `examples/matmul_autotuned.py`'s configs; the tiled quantized matmul
@@ -23,12 +23,24 @@ gemm.h: A and B written to threadgroup memory between two barriers per K step, e
 loading TM = 4 A and TN = 4 B fragments per 8 of K for 16 products). The figures are structure,
 not time: no GPU runs here. Also printed: the `tl.dot_scaled` GEMM of
 `benchmarks/dot_scaled_compile.py` (mxfp operands dequantized into the fragments) at its tiles.
+
+On targets with tensor ops each dot's line is followed by `why:`, the reason its report gives for
+its path (the cost rule, docs/dot.md, "Which path, by cost"). With `--baseline PATH` (a checkout
+of an earlier commit, e.g. `git archive main` unpacked, with its own environment in `.venv`: the
+package maps `codegen/` into itself, so one checkout's install cannot import another's) both
+checkouts compile in fresh processes with fresh caches in the same run; this one's lines are
+printed, each line whose figures differ followed by the baseline's (`baseline:`).
 """
 
 from __future__ import annotations
 
+import argparse
 import os
+import subprocess
 import sys
+import tempfile
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -139,10 +151,16 @@ def steel_like(bm: int = 64, bn: int = 64, bk: int = 16, wm: int = 2, wn: int = 
             f"2 barriers, {written} threadgroup bytes ({footprint} bytes of threadgroup memory)")
 
 
+WHY = "      why: "
+"""The prefix of a dot's reason line (not compared with a baseline)."""
+
+
 def _show(label: str, found: list[DotReport]) -> None:
     print(label)
     for r in found:
-        print("   ", r.text().split(": ", 1)[1])
+        print("   ", replace(r, path_reason="").text().split(": ", 1)[1])  # the reason on its own line
+        if r.path_reason:
+            print(WHY + r.path_reason)
 
 
 TARGETS = ("apple7:3.1", "apple9:3.2", "apple10:4.0")
@@ -150,14 +168,47 @@ TARGETS = ("apple7:3.1", "apple9:3.2", "apple10:4.0")
 
 
 def main() -> int:
-    targets = sys.argv[1:] or TARGETS
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--baseline", type=Path, help="a checkout of an earlier commit")
+    parser.add_argument("targets", nargs="*", default=list(TARGETS))
+    args = parser.parse_args()
+    if args.baseline is None:
+        _print_all(args.targets)
+        return 0
+    here = Path(__file__).resolve().parent.parent
+    ours, theirs = (_run(checkout, args.targets) for checkout in (here, args.baseline.resolve()))
+    print(f"this checkout; each line that differs from the baseline ({args.baseline}) is followed by its line")
+    base = iter(line for line in theirs if not line.startswith(WHY))
+    for line in ours:
+        print(line)
+        if not line.startswith(WHY):
+            was = next(base, "")
+            if was != line:
+                print(f"      baseline: {was.strip()}")
+    return 0
+
+
+def _run(checkout: Path, targets: list[str]) -> list[str]:
+    """The lines this benchmark prints when run from `checkout` (its own code, a fresh cache)."""
+    env = dict(os.environ, PYTHONPATH=str(checkout), PYTHONDONTWRITEBYTECODE="1")
+    own = checkout / ".venv" / "bin" / "python"
+    with tempfile.TemporaryDirectory() as cache:
+        env["TRITON_METAL_CACHE_DIR"] = cache
+        python = str(own) if own.exists() else sys.executable
+        proc = subprocess.run([python, "-m", "benchmarks.dot_reports", *targets], env=env, capture_output=True,
+                              text=True, cwd=checkout)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{checkout}: the dot reports failed:\n{proc.stderr[-2000:]}")
+    return proc.stdout.splitlines()
+
+
+def _print_all(targets: list[str]) -> None:
     for target in targets:
         os.environ["TRITON_METAL_TARGET"] = target
         print(f"=== target {target}")
         _kernels()
     print("reference (MLX steel's figures, from its parameters)")
     print("  ", steel_like())
-    return 0
 
 
 def _kernels() -> None:
@@ -201,7 +252,8 @@ def _kernels() -> None:
         label = "default, " if cf is kept[0] else ""
         _show(f"  {label}BLOCK_M {bm}, BLOCK_N {bn}, {cf.num_warps} warps", prefill(bm, bn, cf.num_warps))
     # at head dim 64 the dots' staging fits beside the layout passes' scratch: on MSL 4.0 they
-    # take single tensor-op dots (no K loop carries their accumulators)
+    # would be single tensor-op dots (no K loop carries their accumulators), which the cost rule
+    # weighs against simdgroup matrices
     for bm, bn, warps in ((64, 32, 4), (32, 32, 4)):
         _show(f"  head dim 64, BLOCK_M {bm}, BLOCK_N {bn}, {warps} warps", prefill(bm, bn, warps, 64))
     print("attention prefill backward, fp16, head dim 128: the default (64 x 32, 4 warps) and the one before")

@@ -90,6 +90,9 @@ class LoweringContext:
         `acc += tl.dot(a, b)` folded into a carried tensor-op accumulation)."""
         self.tensor_accumulators: dict[Op, Any] = {}
         """Dots accumulating into a cooperative tensor a loop carries (`values.CoopValue`)."""
+        self.simdgroup_dots: frozenset[Op] = frozenset()
+        """Dots the cost rule keeps on simdgroup matrices although tensor ops apply
+        (`dot_path.choose_dot_paths`)."""
         self.lower_ops: Callable[[LoweringContext, Sequence[Op]], None] | None = None
         """The driver's op loop (rules lower nested regions, e.g. combine functions, with it)."""
 

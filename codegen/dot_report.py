@@ -26,8 +26,8 @@ The report goes to `MSLKernel.metadata["dot_reports"]` (so to `launch.json`) and
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
 
 from triton_metal.ir import Op
 from triton_metal.ir.types import TensorType
@@ -60,6 +60,8 @@ class DotSite:
     """Simdgroup matrices: `<operand> x <operand> -> <accumulator>` fragment element types (MSL)."""
     k_chunk: int = 0
     """int8 operands: the K each float partial sums before it joins the int32 accumulator."""
+    op: Op | None = field(default=None, compare=False)
+    """The dot op itself."""
 
 
 @dataclass(frozen=True)
@@ -94,6 +96,8 @@ class DotReport:
     partial_folds: int = 0
     """int8 operands: the float partials each thread converts and adds to its int32 accumulator
     per dot (one per accumulator register and K chunk): the scalar work besides the fragments."""
+    path_reason: str = ""
+    """On targets with tensor ops: why the dot took its path (`dot_path.choose_dot_paths`)."""
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -113,9 +117,10 @@ class DotReport:
             if self.k_chunk:
                 what += (f", {self.fragments} fragments, exact float partials over K chunks of at most "
                          f"{self.k_chunk}, {self.partial_folds} added to the int32 accumulator per thread")
+        why = f" ({self.path_reason})" if self.path_reason else ""
         return (f"dot at {self.where}: {m}x{n}x{k} {self.dtypes}, {what}; {step}: {self.barriers_per_k_step} "
                 f"barrier{'' if self.barriers_per_k_step == 1 else 's'}, "
-                f"{self.threadgroup_bytes_per_k_step} threadgroup bytes")
+                f"{self.threadgroup_bytes_per_k_step} threadgroup bytes{why}")
 
 
 def record_dot(sites: list[DotSite], op: Op, scope: Scope, accumulator: str, operands: Sequence[str],
@@ -128,12 +133,12 @@ def record_dot(sites: list[DotSite], op: Op, scope: Scope, accumulator: str, ope
     warps = tuple(getattr(layout, "warps_per_cta", (1, 1)))
     where, own_shape, own_dtypes = _where_and_shape(op)
     sites.append(DotSite(where, shape or own_shape, dtypes or own_dtypes, (warps[0], warps[1]), scope, accumulator,
-                         tuple(operands), fragments=fragments, k_chunk=k_chunk))
+                         tuple(operands), fragments=fragments, k_chunk=k_chunk, op=op))
 
 
 def record_tensor_dot(sites: list[DotSite], op: Op, scope: Scope, simdgroups: int, form: str) -> None:
     """Note a dot lowered on tensor ops: `scope` holds its statements in the loop (or the kernel)."""
-    sites.append(DotSite(*_where_and_shape(op), (simdgroups, 1), scope, "", (), "tensor_ops", form))
+    sites.append(DotSite(*_where_and_shape(op), (simdgroups, 1), scope, "", (), "tensor_ops", form, op=op))
 
 
 def _where_and_shape(op: Op) -> tuple[str, tuple[int, int, int], str]:
@@ -143,8 +148,15 @@ def _where_and_shape(op: Op) -> tuple[str, tuple[int, int, int], str]:
     return where, (a_ty.shape[0], b_ty.shape[1], a_ty.shape[1]), f"{a_ty.element} -> {c_ty.element}"
 
 
-def dot_reports(program: Sequence[Stmt], sites: Sequence[DotSite]) -> list[DotReport]:
-    """The report of every recorded dot, from the lowered program `program` (the kernel body)."""
+def dot_reports(program: Sequence[Stmt], sites: Sequence[DotSite],
+                reasons: Mapping[Op, str] | None = None) -> list[DotReport]:
+    """The report of every recorded dot, from the lowered program `program` (the kernel body);
+    `reasons`: each dot's `path_reason`."""
+    return [replace(r, path_reason=(reasons or {}).get(op, "")) for op, r in reports_by_op(program, sites)]
+
+
+def reports_by_op(program: Sequence[Stmt], sites: Sequence[DotSite]) -> list[tuple[Op | None, DotReport]]:
+    """Each recorded dot whose code is in `program`, with its report."""
     reports = []
     for site in sites:
         path = _path_to(program, site.scope)
@@ -158,7 +170,7 @@ def dot_reports(program: Sequence[Stmt], sites: Sequence[DotSite]) -> list[DotRe
         frags = next((s.count or 1 for s in site.scope.body
                       if isinstance(s, Declare) and s.name == site.accumulator), 0)
         dots = sum(1 for other in sites if _contains(step, other.scope))
-        reports.append(DotReport(
+        reports.append((site.op, DotReport(
             site.where, site.shape, site.dtypes, site.warps,
             (m, n) if site.path == "tensor_ops" else (max(8, m // site.warps[0]), max(8, n // site.warps[1])),
             frags, loads, products,
@@ -166,7 +178,7 @@ def dot_reports(program: Sequence[Stmt], sites: Sequence[DotSite]) -> list[DotRe
             _count(step, lambda s: 1 if isinstance(s, Barrier) else 0),
             _count(step, lambda s: s.nbytes if isinstance(s, Staged) else 0), site.path, site.form,
             site.fragments, site.k_chunk,
-            sum(1 for s in _walk(site.scope.body) if _call_name(s, assigned=True) == "km_int_partial")))
+            sum(1 for s in _walk(site.scope.body) if _call_name(s, assigned=True) == "km_int_partial"))))
     return reports
 
 

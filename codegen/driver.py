@@ -34,6 +34,7 @@ from . import (  # noqa: F401
 )
 from .context import LoweringContext
 from .coverage import store_coverage
+from .dot_path import Lowered, choose_dot_paths
 from .dot_report import dot_reports
 from .kernel import UNTOUCHED_BITS, MSLKernel, ParamBinding, marks_untouched, old_input_name, relative_encoding
 from .lower_control import ASSERT_OUTPUT
@@ -100,36 +101,16 @@ def compile_module(module: Module, options: CodegenOptions, axis_info: object | 
         raise internal_error(f"the code generator takes a module with one kernel function, got {len(funcs)}")
     func = funcs[0]
     name = options.kernel_name or func.sym_name  # type: ignore[attr-defined]
-    ctx = LoweringContext(options, name)
-    ctx.lower_ops = lower_ops
-    ctx.axis_info = axis_info
-    ctx.used_values = {v for op in func.walk() for v in op.operands}
-    ctx.scratch_base = _pass_scratch(func)
-    ctx.bypassed = bypassed_conversions(ctx, func, carried_in(ctx, func))
-
     uses = analyse_params(func, name)
     buffers, bindings = make_buffers(uses)
     relative = _relative_outputs(uses, buffers, options.relative_outputs, options.marked_outputs)
     bindings = [_with_old_input(b, relative) for b in bindings]
-    ctx.reads_output = {op for u in uses.values() for op in u.reads_output}
-    ctx.reads_stored = {op for u in uses.values() for op in u.reads_stored}
-    arg_attrs = func.arg_attrs or [{} for _ in func.body.block.args]  # type: ignore[attr-defined]
-    for arg, attrs in zip(func.body.block.args, arg_attrs):  # type: ignore[attr-defined]
-        if arg in buffers:
-            b = buffers[arg]
-            aligned = int(attrs.get("tt.divisibility", 1)) % 16 == 0
-            written = _written_name(b.output_name) if b.output_name in options.written_masks else None
-            old, encoding = relative.get(b.output_name or "", (None, ""))
-            buf = Buffer(b.param, b.pointee, b.input_name, b.output_name, aligned, written, old, encoding, b.shared)
-            ctype = "long" if options.index_bits == 64 else "int"
-            ctx.bind(arg, PtrValue(arg.type, buf, (Lit("0"),), ctype, None))
-        else:
-            ctx.bind(arg, RegValue(arg.type, (Var(f"{sanitize(arg.name_hint or f'arg{arg.index}')}_in"),), None))
 
-    lower_ops(ctx, func.body.block.ops)  # type: ignore[attr-defined]
-    if ctx.deferred_reads:
-        raise internal_error("a joined layout conversion has no conversion after it to read behind its barrier")
-    code_stmts = ctx.pop()
+    def lower(kept: frozenset[Op]) -> Lowered:
+        return _lower_function(func, options, name, axis_info, uses, buffers, relative, kept)
+
+    lowered, reasons = choose_dot_paths(lower, options)
+    ctx, code_stmts = lowered.ctx, lowered.program
 
     printer = MSLPrinter(options.math_mode)
     prologue = list(ctx.prologue.stmts)
@@ -203,9 +184,41 @@ def compile_module(module: Module, options: CodegenOptions, axis_info: object | 
             "asserts": tuple(ctx.asserts),
             "device_prints": tuple(ctx.prints),
             "ordered_exchange": _ordered_exchange(func, uses),
-            "dot_reports": tuple(r.as_dict() for r in dot_reports(code_stmts, ctx.dot_sites)),
+            "dot_reports": tuple(r.as_dict() for r in dot_reports(code_stmts, ctx.dot_sites, reasons)),
         },
     )
+
+
+def _lower_function(func: Op, options: CodegenOptions, name: str, axis_info: object | None, uses: dict[Any, Any],
+                    buffers: dict[Any, Buffer], relative: dict[str, tuple[str, str]], kept: frozenset[Op]) -> Lowered:
+    """The per-thread program of `func`'s body, the dots in `kept` on simdgroup matrices
+    whatever tensor ops would apply (`dot_path.choose_dot_paths`)."""
+    ctx = LoweringContext(options, name)
+    ctx.lower_ops = lower_ops
+    ctx.axis_info = axis_info
+    ctx.used_values = {v for op in func.walk() for v in op.operands}
+    ctx.scratch_base = _pass_scratch(func)
+    ctx.simdgroup_dots = kept
+    ctx.bypassed = bypassed_conversions(ctx, func, carried_in(ctx, func))
+    ctx.reads_output = {op for u in uses.values() for op in u.reads_output}
+    ctx.reads_stored = {op for u in uses.values() for op in u.reads_stored}
+    arg_attrs = func.arg_attrs or [{} for _ in func.body.block.args]  # type: ignore[attr-defined]
+    for arg, attrs in zip(func.body.block.args, arg_attrs):  # type: ignore[attr-defined]
+        if arg in buffers:
+            b = buffers[arg]
+            aligned = int(attrs.get("tt.divisibility", 1)) % 16 == 0
+            written = _written_name(b.output_name) if b.output_name in options.written_masks else None
+            old, encoding = relative.get(b.output_name or "", (None, ""))
+            buf = Buffer(b.param, b.pointee, b.input_name, b.output_name, aligned, written, old, encoding, b.shared)
+            ctype = "long" if options.index_bits == 64 else "int"
+            ctx.bind(arg, PtrValue(arg.type, buf, (Lit("0"),), ctype, None))
+        else:
+            ctx.bind(arg, RegValue(arg.type, (Var(f"{sanitize(arg.name_hint or f'arg{arg.index}')}_in"),), None))
+
+    lower_ops(ctx, func.body.block.ops)  # type: ignore[attr-defined]
+    if ctx.deferred_reads:
+        raise internal_error("a joined layout conversion has no conversion after it to read behind its barrier")
+    return Lowered(ctx, ctx.pop())
 
 
 def _relative_outputs(uses: dict[Any, Any], buffers: dict[Any, Buffer], outputs: tuple[str, ...],

@@ -7,8 +7,9 @@ produces (fp16 x fp16 -> fp32 or fp16, bf16 x bf16 -> fp32, fp32 x fp32 -> fp32,
 int8 x int8 -> int32), the shape is whole tensor-op tiles (`M % 16`, `N % 32`, `K % 32`: the
 multiples shipping tensor-op kernels use; a fixed `k` that is not a multiple of 32 is reported to
 be truncated), the kernel has at most 8 warps (`MAX_SIMDGROUPS`) and what the dot stages fits in
-threadgroup memory next to what the layout passes allocated. Every other dot keeps the
-simdgroup-matrix path of lower_dot.py unchanged.
+threadgroup memory next to what the layout passes allocated; and, unless its K loop carries its
+accumulator, where the cost rule finds it no worse than simdgroup matrices (dot_path.py). Every
+other dot keeps the simdgroup-matrix path of lower_dot.py unchanged.
 
 Operands are staged once. The dot writes A and B into threadgroup memory whatever their layout,
 so the conversions to dot-operand layouts the layout passes put before it are bypassed
@@ -72,18 +73,33 @@ TENSOR_OP_TYPES: frozenset[tuple[str, str, str]] = frozenset({
 def tensor_dot_applies(ctx: LoweringContext, op: DotOp, carried: bool = False) -> bool:
     """Whether `op` lowers to tensor ops on the target (module doc); the types are checked already.
     `carried`: as the dot of a K loop that carries its accumulator (lower_tensor_dot_loop.py),
-    whose staged C shares bytes with A and B (`own_bytes`)."""
-    if not ctx.options.target.has_tensor_ops or ctx.num_warps > MAX_SIMDGROUPS:
-        return False
+    whose staged C shares bytes with A and B (`own_bytes`). A dot the cost rule keeps on
+    simdgroup matrices (`LoweringContext.simdgroup_dots`, codegen/dot_path.py) does not."""
+    return not tensor_dot_refusal(ctx, op, carried) and op not in ctx.simdgroup_dots
+
+
+def tensor_dot_refusal(ctx: LoweringContext, op: DotOp, carried: bool = False) -> str:
+    """Why `op` cannot lower to tensor ops on the target ("" when it can): the reason its dot
+    report gives for simdgroup matrices."""
+    if not ctx.options.target.has_tensor_ops:
+        return f"no tensor ops below MSL 4.0 ({ctx.options.target})"
+    if ctx.num_warps > MAX_SIMDGROUPS:
+        return f"{ctx.num_warps} warps: tensor ops run on at most {MAX_SIMDGROUPS} SIMD groups"
     a_ty, b_ty, c_ty = op.a.type, op.b.type, op.c.type
     assert isinstance(a_ty, TensorType) and isinstance(b_ty, TensorType) and isinstance(c_ty, TensorType)
     types = tuple(t.element.name for t in (a_ty, b_ty, c_ty))  # type: ignore[union-attr]
-    if types not in TENSOR_OP_TYPES or a_ty.rank != 2:
-        return False
+    if a_ty.rank != 2:
+        return "not a 2-D dot"
+    if types not in TENSOR_OP_TYPES:
+        return f"no tensor op for {' x '.join(types[:2])} -> {types[2]}"
     (m, k), n = a_ty.shape, b_ty.shape[1]
     if m % M_MULTIPLE or n % N_MULTIPLE or k % K_STEP:
-        return False
-    return ctx.scratch_base + own_bytes(op, carried) <= lower_dot.THREADGROUP_MEMORY
+        return f"not whole tensor-op tiles (M a multiple of {M_MULTIPLE}, N of {N_MULTIPLE}, K of {K_STEP})"
+    staged = own_bytes(op, carried)
+    if ctx.scratch_base + staged > lower_dot.THREADGROUP_MEMORY:
+        return (f"its staging ({staged} bytes) and the layout passes' {ctx.scratch_base} bytes exceed "
+                f"{lower_dot.THREADGROUP_MEMORY}")
+    return ""
 
 
 def operand_buffers(op: DotOp) -> tuple[Op, Op] | None:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from .target import DEFAULT_TARGET, Target
 
 MATH_MODES = ("safe", "relaxed", "fast")
+DOT_PATHS = ("cost", "tensor_ops")
 
 
 @dataclass(frozen=True)
@@ -47,12 +48,19 @@ class CodegenOptions:
     marked_outputs: tuple[str, ...] = ()
     """Those of `relative_outputs` held with the "mark" encoding (`kernel.marks_untouched`):
     each element is its own value, or the untouched mark until its first atomic add."""
+    dot_path: str = "cost"
+    """On targets with tensor ops: "cost", a single tensor-op dot (no K loop carries its
+    accumulator) takes tensor ops only where its K step's barriers and threadgroup bytes are no
+    worse than on simdgroup matrices (docs/dot.md, "Which path, by cost"); "tensor_ops", every
+    dot they apply to takes them (internal: the tests of the single form). Not a launch option."""
 
     def __post_init__(self) -> None:
         if self.num_warps not in (1, 2, 4, 8, 16, 32):
             raise ValueError(f"num_warps must be a power of two from 1 to 32, got {self.num_warps}")
         if self.math_mode not in MATH_MODES:
             raise ValueError(f"math_mode must be one of {MATH_MODES}, got {self.math_mode!r}")
+        if self.dot_path not in DOT_PATHS:
+            raise ValueError(f"dot_path must be one of {DOT_PATHS}, got {self.dot_path!r}")
         if self.index_bits not in (32, 64):
             raise ValueError(f"index_bits must be 32 or 64, got {self.index_bits}")
 

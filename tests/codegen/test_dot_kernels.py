@@ -29,6 +29,13 @@ SIMDGROUP, TENSOR_OPS = "apple9:3.2", "apple10:4.0"
 TARGETS = (SIMDGROUP, TENSOR_OPS)
 
 
+def path_options(target: str) -> dict[str, Any]:
+    """The code generator's options for `target`'s path: on MSL 4.0 every dot with whole
+    tensor-op tiles takes tensor ops, single dots too, without the cost rule (docs/dot.md, "Which
+    path, by cost"; tests/passes/dot_path.ir and tests/codegen/test_dot_path.py test the rule itself)."""
+    return {"target": parse_target(target), **({"dot_path": "tensor_ops"} if target == TENSOR_OPS else {})}
+
+
 def tensor_forms(kernel: Any) -> tuple[int, int]:
     """How many tensor-op dots the kernel runs as single dots (`km_tensor_dot`) and as
     accumulations into a cooperative tensor a loop carries (`km_tensor_run`)."""
@@ -69,7 +76,7 @@ class Launcher:
                  **constexprs: Any) -> dict[str, np.ndarray]:
             values = dict(zip(self.names, args))
             specs = [C(constexprs[n]) if n in constexprs else _spec(values[n]) for n in self.names]
-            opts = {} if target is None else {"target": parse_target(target)}
+            opts = {} if target is None else path_options(target)
             kernel = compile_source(self.fn, *specs, num_warps=num_warps, **opts)
             if target is not None:
                 takes_path(kernel, target)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from harness import C, compile_source, run
-from test_dot_kernels import SIMDGROUP, TARGETS, TENSOR_OPS, quarters, takes_path, tensor_forms
+from test_dot_kernels import SIMDGROUP, TARGETS, TENSOR_OPS, path_options, quarters, takes_path, tensor_forms
 
 import triton_metal as triton
 import triton_metal.language as tl
@@ -62,7 +62,7 @@ def test_k_loop_forms_against_numpy(mode, target):
     bm, bn, bk = 32, 32, 32
     specs = ("*fp16/16", "*fp16/16", "*fp32/16", "*fp32/16", "i32", "i32", "i32", "i32",
              C(mode), C(bm), C(bn), C(bk))
-    kernel = compile_source(k_loop_kernel, *specs, num_warps=4, target=parse_target(target))
+    kernel = compile_source(k_loop_kernel, *specs, num_warps=4, **path_options(target))
     takes_path(kernel, target)
     [report] = kernel.metadata["dot_reports"]
     if target == TENSOR_OPS:

@@ -204,6 +204,37 @@ def test_prefill_default_tile_on_each_target(monkeypatch, target):
     assert [r["products_per_load"] for r in reports] == pytest.approx([4 / 3, 16 / 9], abs=1e-3)
 
 
+def test_prefill_head_dim_64_keeps_simdgroup_matrices_on_tensor_op_targets(monkeypatch):
+    # at head dim 64 on apple10:4.0, q k^T (64 x 32 x 64) is a whole tensor-op tile whose staging
+    # fits, but no K loop carries its accumulator: as a single tensor-op dot it would stage q, k
+    # and its accumulator every key block (5 barriers, 24 KiB), so the cost rule keeps it on
+    # simdgroup matrices (2 barriers, 8 KiB; docs/dot.md, "Which path, by cost"). 100 queries
+    # over 130 keys, causal, grouped heads, against float64
+    from triton_metal.ops import attention
+    from triton_metal.runtime.heuristics import base_jit_function
+
+    monkeypatch.setenv("TRITON_METAL_TARGET", "apple10:4.0")
+    monkeypatch.delenv("TRITON_METAL_TUNE_OPS", raising=False)
+    monkeypatch.setattr(attention._attn_fwd, "cache", {})
+    q, k, v = _qkv(1, 2, 1, 100, 130, 64, "float16")
+    for causal in (True, False):
+        out = ops.scaled_dot_product_attention(q, k, v, scale=0.125, mask="causal" if causal else None)
+        ref = _attention_float64(q, k, v, 0.125, causal=causal)
+        np.testing.assert_allclose(np.array(out.astype(mx.float32)), ref, rtol=1e-2, atol=4e-3)
+    cf = attention._attn_fwd.best_config
+    lse = mx.zeros((1, 2, 100), mx.float32)
+    compiled = base_jit_function(attention._attn_fwd).warmup(
+        q, k, v, q, out, lse, 2, 2, 100, 130, 64, 0.125, 0, 0, 0, 0, 0, BLOCK_D=64, grid=(1,), **cf.all_kwargs())
+    qk, pv = compiled.msl.metadata["dot_reports"]
+    assert "matmul2d" not in compiled.msl.source + compiled.msl.header
+    assert [r["path"] for r in (qk, pv)] == ["simdgroup", "simdgroup"]
+    assert (qk["barriers_per_k_step"], qk["threadgroup_bytes_per_k_step"]) == (2, 8192)
+    # the reason names both paths' figures; p v's staging does not fit beside the layout passes'
+    assert qk["path_reason"].startswith("a single dot: simdgroup matrices, 2 barriers, 8192 bytes a K step, "
+                                        "where tensor ops take ")
+    assert pv["path_reason"].startswith("its staging (") and pv["path_reason"].endswith("exceed 32768")
+
+
 def _attention_grads_float64(q, k, v, scale, causal, d_out):
     """dq, dk, dv of `_attention_float64` for the cotangent `d_out`, in float64 (a key/value head's
     gradients sum over the query heads of its group)."""

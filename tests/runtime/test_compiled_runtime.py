@@ -332,6 +332,25 @@ def test_launch_json_carries_the_dot_report(monkeypatch: pytest.MonkeyPatch, tmp
     assert report["threadgroup_bytes_per_k_step"] == 3 * 16 * 16 * 4
 
 
+def test_launch_json_carries_the_reason_for_the_dot_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    # on apple10:4.0 a 32 x 32 x 32 fp32 dot in no loop is a whole tensor-op tile, but as a single
+    # tensor-op dot it would stage A, B and C and wait once more: the cost rule keeps simdgroup
+    # matrices and launch.json says why, with both paths' figures (docs/dot.md, "Which path, by cost")
+    monkeypatch.setenv("TRITON_METAL_DUMP_DIR", str(tmp_path))
+    monkeypatch.setenv("TRITON_METAL_TARGET", "apple10:4.0")
+    k = _fresh(_dot_once)
+    a = np.arange(1024, dtype=np.float32).reshape(32, 32) % 7
+    b = np.arange(1024, dtype=np.float32).reshape(32, 32) % 5
+    c = np.zeros((32, 32), np.float32)
+    k[(1,)](a, b, c, S=32, num_warps=4)
+    np.testing.assert_array_equal(c, a @ b)
+    (compiled,) = k.cache.entries.values()
+    [report] = json.loads((tmp_path / compiled.msl.name / "launch.json").read_text())["metadata"]["dot_reports"]
+    assert report["path"] == "simdgroup"
+    assert report["path_reason"] == ("a single dot: simdgroup matrices, 3 barriers, 12288 bytes in the kernel "
+                                     "(no loop), where tensor ops take 4 barriers, 16384 bytes")
+
+
 def test_level_two_dumps_the_passes_of_a_variant_read_from_the_disk_cache(
         monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str], tmp_path: Path):
     """The disk cache keeps the MSL, not the IR after each pass: a hit runs the passes again for

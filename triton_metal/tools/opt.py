@@ -1,7 +1,7 @@
 """`triton-metal-opt`: read IR text, run named passes, print IR (the driver of file-based tests).
 
     triton-metal-opt FILE [-p pass1,pass2{opt=val}] [--split-input-file] [--verify-diagnostics]
-                     [--no-verify] [--print-locs] [--list-passes] [--dot-report]
+                     [--no-verify] [--print-locs] [--list-passes] [--dot-report [--target T]]
 
 With no passes the output is the input re-printed (parse -> verify -> print), the round trip the
 tests rely on. Passes come from `triton_metal.passes.PASS_REGISTRY` (name -> pass class, each a
@@ -10,7 +10,9 @@ frozen dataclass with `apply(ctx, module)`) when that registry exists. `--split-
 way. `--verify-diagnostics` expects every case to fail: the error goes to stdout (for CHECK
 lines) and the exit status is 0 only if each case failed. `--dot-report` compiles each case after
 its passes (the module must have its layouts: run the layout passes, or give laid-out IR) and
-prints, instead of the IR, one line per `tt.dot` with the figures of `codegen.dot_report`.
+prints, instead of the IR, one line per `tt.dot` with the figures of `codegen.dot_report`,
+compiled for `--target` (`apple10:4.0`: tensor ops where the cost rule takes them; default: the
+code generator's default target, docs/targets.md).
 """
 
 from __future__ import annotations
@@ -86,7 +88,7 @@ def split_cases(text: str) -> list[tuple[str, int]]:
 
 
 def run_case(text: str, filename: str, steps: Sequence[Callable[[Module], None]], verify: bool, locs: bool,
-             dot_report: bool = False) -> str:
+             dot_report: bool = False, target: str | None = None) -> str:
     module = parse_module(text, filename)
     if verify:
         module.verify()
@@ -95,17 +97,20 @@ def run_case(text: str, filename: str, steps: Sequence[Callable[[Module], None]]
         if verify:
             module.verify()
     if dot_report:
-        return dot_report_text(module)
+        return dot_report_text(module, target)
     return print_module(module, print_locs=locs)
 
 
-def dot_report_text(module: Module) -> str:
-    """One line per dot of the laid-out `module`, from its lowered program (`codegen.dot_report`)."""
+def dot_report_text(module: Module, target: str | None = None) -> str:
+    """One line per dot of the laid-out `module`, from its lowered program (`codegen.dot_report`),
+    compiled for `target` ("apple10:4.0"; None: the default)."""
     from ..codegen import CodegenOptions, compile_module
+    from ..codegen.target import DEFAULT_TARGET, parse_target
     from ..passes import analyze_axis_info
 
-    kernel = compile_module(module, CodegenOptions(num_warps=int(module.attributes.get("num_warps", 4))),
-                            analyze_axis_info(module))
+    options = CodegenOptions(num_warps=int(module.attributes.get("num_warps", 4)),
+                             target=parse_target(target) if target else DEFAULT_TARGET)
+    kernel = compile_module(module, options, analyze_axis_info(module))
     reports = kernel.metadata.get("dot_reports", [])
     lines = [_report_line(r) for r in reports]  # type: ignore[union-attr]
     return "".join(line + "\n" for line in lines) or "no tl.dot on simdgroup matrices\n"
@@ -127,6 +132,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--print-locs", action="store_true")
     ap.add_argument("--list-passes", action="store_true")
     ap.add_argument("--dot-report", action="store_true", help="print the dot report of each case")
+    ap.add_argument("--target", help="with --dot-report: the target to compile for (e.g. apple10:4.0)")
     args = ap.parse_args(argv)
 
     if args.list_passes:
@@ -143,7 +149,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Pad with newlines so reported line numbers are those of the whole file.
         padded = "\n" * (first_line - 1) + case
         try:
-            out = run_case(padded, filename, steps, not args.no_verify, args.print_locs, args.dot_report)
+            out = run_case(padded, filename, steps, not args.no_verify, args.print_locs, args.dot_report, args.target)
         except CompilationError as e:
             if not args.verify_diagnostics:
                 print(str(e), file=sys.stderr)
