@@ -28,6 +28,7 @@ from . import (  # noqa: F401
     lower_layout,
     lower_map,
     lower_memory,
+    lower_pointer_view,
     lower_reduce,
     lower_scan,
     lower_tensor,

@@ -88,6 +88,66 @@ template <class T>
 inline tm_view<T> tm_at(tm_buf<T>& b, const char* file, int line) {
     return tm_view<T>{b.p, b.n, 0, b.name, file, line};
 }
+
+// A checked buffer seen as another element type: `km_as<U>(buffer)`, which the code generator
+// writes for a pointer reinterpreted to U (templates/helpers/pointer_view.metal gives Metal's
+// own). Its accesses are checked against the buffer's bytes, and one outside reports the first
+// element of the array's own type it reaches outside (`unit` bytes each), as the interpreter
+// counts them, whatever the size of U.
+template <class U, class T>
+struct tm_like { using type = U; };
+template <class U, class T>
+struct tm_like<U, const T> { using type = const U; };
+
+template <class T>
+struct tm_rview {
+    T* p;
+    unsigned long bytes;
+    unsigned long unit;
+    long off;
+    const char* name;
+    const char* file;
+    int line;
+
+    void check(long k, unsigned long width) const {
+        long lo = k * (long)sizeof(T);
+        if (__builtin_expect(lo < 0 || (unsigned long)lo + width * sizeof(T) > bytes, 0)) {
+            long first = lo < 0 || (unsigned long)lo >= bytes ? lo : (long)bytes;
+            long u = (long)unit;
+            long index = first >= 0 ? first / u : -((-first + u - 1) / u);  // floor, as Python's //
+            tm_rt_out_of_bounds(name, index, bytes / unit, file, line);
+        }
+    }
+    template <class I>
+    T& operator[](I i) const {
+        long k = off + (long)i;
+        check(k, 1);
+        return p[k];
+    }
+    T& operator*() const { return (*this)[0]; }
+    template <class I>
+    tm_rview operator+(I i) const { return tm_rview{p, bytes, unit, off + (long)i, name, file, line}; }
+    template <class I>
+    tm_rview operator-(I i) const { return tm_rview{p, bytes, unit, off - (long)i, name, file, line}; }
+    // as tm_view's: a wider type is a vector access, every element of which must lie inside
+    template <class V>
+    operator V*() const {
+        if (sizeof(V) != sizeof(T)) {
+            check(off, (unsigned long)((sizeof(V) + sizeof(T) - 1) / sizeof(T)));
+        } else if (__builtin_expect(off < 0 || (unsigned long)off * sizeof(T) > bytes, 0)) {
+            check(off, 1);
+        }
+        return (V*)(p + off);
+    }
+};
+
+template <class U, class T>
+inline tm_rview<typename tm_like<U, T>::type> km_as(tm_view<T> v) {
+    using V = typename tm_like<U, T>::type;
+    return tm_rview<V>{(V*)v.p, v.n * sizeof(T), sizeof(T), v.off * (long)sizeof(T) / (long)sizeof(U),
+                       v.name, v.file, v.line};
+}
+
 // Anything else that shares a buffer's name (a local shadowing it) passes through unchanged.
 template <class X>
 inline X& tm_at(X& x, const char*, int) {
@@ -113,6 +173,10 @@ inline unsigned long tm_print_address(T* p, I i) {
 }
 template <class T, class I>
 inline unsigned long tm_print_address(tm_view<T> v, I i) {
+    return (unsigned long)(v.p + v.off + (long)i);
+}
+template <class T, class I>
+inline unsigned long tm_print_address(tm_rview<T> v, I i) {
     return (unsigned long)(v.p + v.off + (long)i);
 }
 
