@@ -80,6 +80,18 @@ def test_stores_through_another_type_leave_the_other_bytes(fake: FakeMx, monkeyp
     assert (len(launch["inputs"]) == 3) is relative
 
 
+def test_a_same_size_store_covering_the_array_is_proven(fake: FakeMx, monkeypatch: pytest.MonkeyPatch):
+    """The coverage proof follows a cast to a type of the array's element size: a launch that
+    stores every element through it runs plain (one output, no written mask, no old contents)."""
+    src = np.arange(64, dtype=np.int32) * 77
+    dst = np.full(64, np.nan, np.float32)
+    args = dict(n=64, VIEW=tl.int32, BLOCK=32)
+    _, got = _on_metal(store_as, (2,), [src, dst], **args)
+    np.testing.assert_array_equal(got.view(np.int32), src + 1)
+    (launch,) = fake.fast.launches
+    assert len(launch["output_shapes"]) == 1 and len(launch["inputs"]) == 2
+
+
 @triton.jit
 def or_bits(x_ptr, bits_ptr, BLOCK: tl.constexpr):
     """Float array updated by integer atomics on its bits (sign set where bits says)."""
