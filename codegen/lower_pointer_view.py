@@ -17,7 +17,7 @@ multiple of the wider size. The axis info must prove that (the address's byte di
 which the parameter's 16-byte alignment fact and the offsets' arithmetic give); otherwise the
 access would be misaligned (undefined on Apple GPUs, as on Triton's) and the cast is refused
 with the sizes named. A pointer to `int1` sees the buffer as bytes, as Triton keeps `int1` in
-memory (a load converts each byte, nonzero to true; MLX's bool is one byte holding 0 or 1).
+memory (MLX's bool is one byte holding 0 or 1).
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from .registry import lowers
 from .values import Buffer, PtrValue
 
 _BYTE = ScalarType("u8")
+_HALF_WORD = ("f16", "bf16")
 
 
 def buffer_ref(ctx: LoweringContext, buf: Buffer, name: str) -> Expr:
@@ -116,13 +117,22 @@ def _tl_name(ty: ScalarType) -> str:
 
 def check_view_atomic(ctx: LoweringContext, buf: Buffer, what: str) -> None:
     """Atomics through a reinterpreted pointer must update whole elements of the array: a
-    wider or narrower atomic would also update (or tear) its neighbours' bytes, which the
-    word-sized compare-and-swap loops of 16-bit types and the Metal path's outputs do not
-    model."""
-    if buf.view is None or element_bytes(buf.view) == element_bytes(buf.pointee):
+    wider or narrower atomic would also update (or tear) its neighbours' bytes, which the Metal
+    path's outputs do not model. A float16 or bfloat16 atomic swaps the 32-bit word holding its
+    element, which the runtimes make whole (word-aligned, padded past an odd end) for arrays of
+    those two types only."""
+    if buf.view is None:
+        return
+    if element_bytes(buf.view) != element_bytes(buf.pointee):
+        why = "atomics through a reinterpreted pointer must have the array's element size"
+    elif buf.view.name in _HALF_WORD and buf.pointee.name not in _HALF_WORD:
+        why = (f"{buf.view} atomics update the 32-bit word holding each element, which the runtime "
+               "keeps whole for float16 and bfloat16 arrays only")
+    else:
         return
     raise ctx.error(
         f"{what} through a pointer to {buf.view} into '{buf.param}', an array of {buf.pointee}, is not "
-        "supported: atomics through a reinterpreted pointer must have the array's element size",
-        hint=f"update the array through a pointer of a {element_bytes(buf.pointee)}-byte type",
+        f"supported: {why}",
+        hint=f"update the array through a pointer of its own type ({buf.pointee}), or of a 4-byte type "
+             "over a 4-byte array",
     )

@@ -1,5 +1,5 @@
 {# A buffer seen through a pointer of another element type (`ptr.to(tl.pointer_type(T))`,
-   codegen lower_elementwise.lower_ptr_bitcast): the body writes `km_as<T>(buffer)` at every
+   codegen/lower_pointer_view.py): the body writes `km_as<T>(buffer)` at every
    access, so each access names the buffer itself. Outputs are `device`, inputs `const device`
    (an input the kernel reads through such a view is passed in device memory, as a vector input
    is: MSLKernel.metadata "vector_inputs"). The emulator's bounds-checked build gives its own

@@ -142,3 +142,20 @@ def test_a_block_pointer_over_a_reinterpreted_base():
     want = np.full(16, 3, np.uint32)
     want[:11] = b.view(np.uint32)[:11]
     np.testing.assert_array_equal(w, want)
+
+
+@triton.jit
+def atomic_through(x_ptr, VIEW: tl.constexpr, BLOCK: tl.constexpr):
+    o = tl.arange(0, BLOCK)
+    tl.atomic_add(x_ptr.to(tl.pointer_type(VIEW)) + o, tl.full([BLOCK], 1, VIEW))
+
+
+@pytest.mark.parametrize("dtype, view, words", [
+    (np.uint8, "int32", "must have the array's element size"),  # four elements per atomic
+    (np.int16, "float16", "keeps whole for float16 and bfloat16 arrays only"),  # a word's other half
+])
+def test_atomics_through_another_size_or_word_are_refused(each_backend: str, dtype: Any, view: str, words: str):
+    x = np.zeros(64, dtype)
+    with pytest.raises(CompilationError, match=words):
+        atomic_through[(1,)](x, VIEW=getattr(tl, view), BLOCK=8)
+    np.testing.assert_array_equal(x, 0)  # refused before anything ran
