@@ -159,3 +159,19 @@ def test_atomics_through_another_size_or_word_are_refused(each_backend: str, dty
     with pytest.raises(CompilationError, match=words):
         atomic_through[(1,)](x, VIEW=getattr(tl, view), BLOCK=8)
     np.testing.assert_array_equal(x, 0)  # refused before anything ran
+
+
+@triton.jit
+def copy_through_tl_cast(out_ptr, x_ptr, BITCAST: tl.constexpr, BLOCK: tl.constexpr):
+    """`tl.cast(ptr, tl.pointer_type(T), bitcast=...)`: the same pointer cast either way."""
+    o = tl.arange(0, BLOCK)
+    v = tl.load(tl.cast(x_ptr, tl.pointer_type(tl.int32), bitcast=BITCAST) + o)
+    tl.store(tl.cast(out_ptr, tl.pointer_type(tl.int32), bitcast=BITCAST) + o, v)
+
+
+@pytest.mark.parametrize("bitcast", [False, True])
+def test_tl_cast_of_a_pointer(bitcast: bool):
+    x = np.array([-0.0, np.nan, 1.5, -np.inf, 1e-45, 3.0, -2.5, 7.0], np.float32)
+    out = np.zeros(8, np.float32)
+    run_both(copy_through_tl_cast, (1,), out_ptr=out, x_ptr=x, BITCAST=bitcast, BLOCK=8)
+    np.testing.assert_array_equal(out.view(np.int32), x.view(np.int32))
