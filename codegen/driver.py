@@ -28,6 +28,7 @@ from . import (  # noqa: F401
     lower_layout,
     lower_map,
     lower_memory,
+    lower_pointer_view,
     lower_reduce,
     lower_scan,
     lower_tensor,
@@ -174,6 +175,7 @@ def compile_module(module: Module, options: CodegenOptions, axis_info: object | 
             "threadgroup_memory_bytes": scratch,
             "atomics": atomic_info,
             "reads_stored": reads_stored,
+            "reinterpreted": tuple(sorted(u.arg.name_hint or "" for u in uses.values() if u.reinterpreted)),
             "loads_after_writes": loads_after_writes(func),
             "vector_inputs": tuple(sorted(ctx.vector_inputs)),
             "grid_input": GRID_INPUT if options.spread_programs else None,
@@ -236,6 +238,8 @@ def _relative_outputs(uses: dict[Any, Any], buffers: dict[Any, Buffer], outputs:
             if not marks_untouched(mlx_type(b.pointee), use.atomic_kinds, use.loaded, use.stored):
                 raise internal_error(f"'{b.param}' cannot be held with the untouched mark")
             encoding: str | None = "mark"
+        elif uses[arg].reinterpreted:  # written through other types: bytewise (params.ParamUse)
+            encoding = "xor"
         else:
             encoding = relative_encoding(mlx_type(b.pointee), uses[arg].atomic_kinds)
         if encoding is None:

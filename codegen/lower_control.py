@@ -27,6 +27,7 @@ from .context import LoweringContext, ctype_of
 from .msl_types import msl_type
 from .lower_layout import flat_index
 from .lower_memory import owner_condition
+from .lower_pointer_view import buffer_ref
 from .lower_tensor_dot_loop import begin_carried, carried_dots, end_carried
 from .program import (
     Apply, Assign, Barrier, Break, Call, Comment, Convert, Declare, Expr, ExprStmt, ForRange, Guarded, If, Lit, Loop,
@@ -225,7 +226,7 @@ def lower_print(ctx: LoweringContext, op: tt_debug.PrintOp) -> None:
             if not first:
                 continue
             index = flat_index(ctx, dist, r) if dist is not None else Lit("0")
-            value = (Call("tm_print_address", (Var(_buffer_name(ctx, val)), regs[r]))
+            value = (Call("tm_print_address", (buffer_ref(ctx, val.buffer, _buffer_name(ctx, val)), regs[r]))
                      if isinstance(val, PtrValue) else regs[r])
             stmts.append(ExprStmt(Call("tm_device_print", (Lit(f"{site}u"), Var(PRINT_SEQ), Lit(f"{k}u"), index,
                                                            *pid, value))))

@@ -17,7 +17,7 @@ from triton_metal.errors import internal_error
 from triton_metal.fp8 import B15, FNUZ, FORMATS
 from triton_metal.ir import ops
 from triton_metal.ir.ops import arith
-from triton_metal.ir.types import PointerType, ScalarType, element_type
+from triton_metal.ir.types import ScalarType, element_type
 
 from .context import LoweringContext, ctype_of
 from .msl_types import fp8_format_name, msl_type, uint_of_width
@@ -519,18 +519,3 @@ def lower_bitcast(ctx: LoweringContext, op: arith.BitcastOp) -> None:
 def lower_ptr_int(ctx: LoweringContext, op: arith.CastOp) -> None:
     raise ctx.error("converting between pointers and integers is not supported on Apple GPUs through MLX",
                     hint="keep pointer arithmetic in tl pointers (ptr + offset)")
-
-
-@lowers(arith.PtrBitcastOp)
-def lower_ptr_bitcast(ctx: LoweringContext, op: arith.PtrBitcastOp) -> None:
-    src = ctx.ptr(op.operand)
-    dst_el = element_type(op.result.type)
-    assert isinstance(dst_el, PointerType)
-    pointee = dst_el.pointee
-    # a bool buffer viewed as bytes (how i1 values are stored) converts values exactly: MLX's
-    # bool is one byte holding 0 or 1
-    bool_bytes = {getattr(pointee, "name", ""), src.buffer.pointee.name} <= {"i1", "i8", "u8"}
-    if pointee != src.buffer.pointee and not bool_bytes:
-        raise ctx.error(f"reinterpreting a pointer to {src.buffer.pointee} as {dst_el} is not supported",
-                        hint="load the values and bitcast them instead")
-    ctx.bind(op.result, PtrValue(op.result.type, src.buffer, src.offsets, src.offset_ctype, src.dist))

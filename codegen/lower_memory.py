@@ -34,6 +34,7 @@ loads read the output, which stands for the array as updated so far.
 
 from __future__ import annotations
 
+from triton_metal.errors import internal_error
 from triton_metal.ir.ops import tt_memory as mem
 from triton_metal.ir.ops.tt import AddPtrOp
 from triton_metal.ir.types import ScalarType, element_type
@@ -44,6 +45,7 @@ from .kernel import native_on
 from .msl_types import literal, msl_type
 from .program import (Apply, Assign, Barrier, Call, Convert, Declare, Expr, ExprStmt, If, Index, Lit, Member, PtrCast,
                       Reinterpret, Var)
+from .lower_pointer_view import buffer_ref, check_view_atomic, element_bytes
 from .registry import lowers
 from .values import PtrValue, RegValue
 
@@ -187,13 +189,13 @@ def lower_load(ctx: LoweringContext, op: mem.LoadOp) -> None:
     if vec > 1:
         _vector_load(ctx, op, p, mask, other, vec, ety, zero, dist, relative=bool(buf.relative))
     else:
-        _scalar_load(ctx, op, p, mask, other, Var(source), source == buf.output_name, ety, zero, dist)
+        _scalar_load(ctx, op, p, mask, other, buffer_ref(ctx, buf, source), source == buf.output_name, ety, zero, dist)
     if after_stores:  # no later store of another thread overtakes this load
         ctx.emit(Barrier(device=True))
 
 
 def _scalar_load(ctx: LoweringContext, op: mem.LoadOp, p: PtrValue, mask: RegValue | None,
-                 other: RegValue | None, src: Var, decode: bool, ety: ScalarType, zero: Expr,
+                 other: RegValue | None, src: Expr, decode: bool, ety: ScalarType, zero: Expr,
                  dist: Distribution | None) -> None:
     n = dist.num_regs if dist is not None else 1
     regs: list[Expr] = []
@@ -201,7 +203,7 @@ def _scalar_load(ctx: LoweringContext, op: mem.LoadOp, p: PtrValue, mask: RegVal
     shared = p.buffer.shared
     for r in range(n):
         off = p.offsets[r] if p.dist is not None else p.offsets[0]
-        held = _shared_read(ctx, p.buffer.output_name, off, ety) if shared else Index(src, off)  # type: ignore[arg-type]
+        held = _shared_read(ctx, src, off, ety) if shared else Index(src, off)
         read: Expr = _decode(ctx, p, off, held, ety) if decode else held
         m = _reg_at(mask, r)
         if m is not None:
@@ -227,11 +229,12 @@ def _vector_load(ctx: LoweringContext, op: mem.LoadOp, p: PtrValue, mask: RegVal
         space, source = "const device", p.buffer.input_name
         ctx.vector_inputs.add(source)  # type: ignore[arg-type]
     assert source is not None
+    base = buffer_ref(ctx, p.buffer, source)
     ctype = msl_type(ety)
     vtype = f"{ctype}{vec}"
     regs: list[Expr] = []
     for r in range(0, dist.num_regs, vec):
-        read: Expr = Index(PtrCast(space, vtype, Apply("add", (Var(source), p.offsets[r]))), Lit("0"))
+        read: Expr = Index(PtrCast(space, vtype, Apply("add", (base, p.offsets[r]))), Lit("0"))
         m = _reg_at(mask, r)
         fill = [(_reg_at(other, r + i) or zero) for i in range(vec)]
         if m is not None:
@@ -251,11 +254,12 @@ def _vector_store(ctx: LoweringContext, op: mem.StoreOp, p: PtrValue, val: RegVa
                   vec: int, ety: ScalarType, own: Expr | None) -> None:
     assert p.dist is not None and p.buffer.output_name is not None
     vtype = f"{msl_type(ety)}{vec}"
+    base = buffer_ref(ctx, p.buffer, p.buffer.output_name)
     firsts = p.dist.first_registers()
     for r in range(0, p.dist.num_regs, vec):
         if not firsts[r]:
             continue
-        target = Index(PtrCast("device", vtype, Apply("add", (Var(p.buffer.output_name), p.offsets[r]))), Lit("0"))
+        target = Index(PtrCast("device", vtype, Apply("add", (base, p.offsets[r]))), Lit("0"))
         # each element encoded against its old value where the output is kept relative
         value = Call(vtype, tuple(_encode(ctx, p, p.offsets[r + i], _reg_at(val, r + i), ety)  # type: ignore[arg-type]
                                   for i in range(vec)))
@@ -272,7 +276,7 @@ def lower_store(ctx: LoweringContext, op: mem.StoreOp) -> None:
     buf = p.buffer
     if buf.output_name is None:
         raise ctx.error(f"internal: '{buf.param}' is stored to but has no output buffer")
-    dst = Var(buf.output_name)
+    dst = buffer_ref(ctx, buf, buf.output_name)
     dist = p.dist
     for v in (val, mask):
         if v is not None and v.dist is not None and v.dist != dist:
@@ -293,7 +297,7 @@ def lower_store(ctx: LoweringContext, op: mem.StoreOp) -> None:
         v = _reg_at(val, r)
         assert v is not None
         held = _encode(ctx, p, off, v, ety)
-        write = (ExprStmt(_shared_write(ctx, buf.output_name, off, held, ety)) if buf.shared
+        write = (ExprStmt(_shared_write(ctx, dst, off, held, ety)) if buf.shared
                  else Assign(Index(dst, off), held))
         stmts = (write, *_mark_written(ctx, p, (off,)))
         cond = _and(own_var, _reg_at(mask, r))
@@ -313,29 +317,32 @@ def _mark_written(ctx: LoweringContext, p: PtrValue, offsets: tuple[Expr, ...]) 
     the masks mark the elements not written, `CodegenOptions.unwritten_masks`)."""
     if p.buffer.written_name is None:
         return ()
+    if p.buffer.view is not None and element_bytes(p.buffer.view) != element_bytes(p.buffer.pointee):
+        # the masks count the array's elements: such an output is kept relative instead
+        raise internal_error(f"'{p.buffer.param}' has a written mask but is stored to as {p.buffer.view}")
     mark = Lit("false" if ctx.options.unwritten_masks else "true")
     return tuple(Assign(Index(Var(p.buffer.written_name), off), mark) for off in offsets)
 
 
-def _shared_read(ctx: LoweringContext, buf_name: str, off: Expr, ety: ScalarType) -> Expr:
+def _shared_read(ctx: LoweringContext, base: Expr, off: Expr, ety: ScalarType) -> Expr:
     """A relaxed atomic load of the element at `off` of a shared output (`Buffer.shared`):
     32-bit elements through `atomic<T>`, 16-bit ones through the 32-bit word holding them."""
     _check_shared_type(ctx, ety)
     if ety.bitwidth == 16:
         ctx.helpers.add("shared_half_word")
-        return Reinterpret(msl_type(ety), Call("km_shared_load16", _half_word(buf_name, off)))
-    return Call("atomic_load_explicit", (_atomic_ptr(buf_name, off, ety), Var("memory_order_relaxed")))
+        return Reinterpret(msl_type(ety), Call("km_shared_load16", _half_word(base, off)))
+    return Call("atomic_load_explicit", (_atomic_ptr(base, off, ety), Var("memory_order_relaxed")))
 
 
-def _shared_write(ctx: LoweringContext, buf_name: str, off: Expr, value: Expr, ety: ScalarType) -> Expr:
+def _shared_write(ctx: LoweringContext, base: Expr, off: Expr, value: Expr, ety: ScalarType) -> Expr:
     """A relaxed atomic store of `value` at `off` of a shared output (for a 16-bit element, a
     compare-and-swap of its word that keeps the other half and passes the bits unchanged)."""
     _check_shared_type(ctx, ety)
     if ety.bitwidth == 16:
         ctx.helpers.add("shared_half_word")
         bits = Reinterpret("ushort", Convert(msl_type(ety), value))
-        return Call("km_shared_store16", (*_half_word(buf_name, off), bits))
-    return Call("atomic_store_explicit", (_atomic_ptr(buf_name, off, ety), value, Var("memory_order_relaxed")))
+        return Call("km_shared_store16", (*_half_word(base, off), bits))
+    return Call("atomic_store_explicit", (_atomic_ptr(base, off, ety), value, Var("memory_order_relaxed")))
 
 
 def _check_shared_type(ctx: LoweringContext, ety: ScalarType) -> None:
@@ -374,13 +381,13 @@ def _relative_call(ctx: LoweringContext, p: PtrValue, off: Expr, value: Expr, et
     assert buf.old_name is not None
     ctx.helpers.add("relative_contents")
     ctx.relative_types.add((msl_type(ety), ety.bitwidth))
-    return Call(names[buf.relative], (value, _old_at(p, off)))
+    return Call(names[buf.relative], (value, _old_at(ctx, p, off)))
 
 
-def _old_at(p: PtrValue, off: Expr) -> Expr:
+def _old_at(ctx: LoweringContext, p: PtrValue, off: Expr) -> Expr:
     """The array's old value at `off`, for an output kept relative to it."""
     assert p.buffer.old_name is not None
-    return Index(Var(p.buffer.old_name), off)
+    return Index(buffer_ref(ctx, p.buffer, p.buffer.old_name), off)
 
 
 def _relative_atomic(ctx: LoweringContext, ety: ScalarType, op: str, encoding: str) -> str:
@@ -437,8 +444,8 @@ def _check_atomic_type(ctx: LoweringContext, ety: ScalarType, what: str) -> None
     )
 
 
-def _atomic_ptr(buf_name: str, off: Expr, ety: ScalarType) -> Expr:
-    return Apply("atomic_ptr", (Lit(msl_type(ety)), Index(Var(buf_name), off)))
+def _atomic_ptr(base: Expr, off: Expr, ety: ScalarType) -> Expr:
+    return Apply("atomic_ptr", (Lit(msl_type(ety)), Index(base, off)))
 
 
 @lowers(mem.AtomicRMWOp)
@@ -456,12 +463,14 @@ def lower_atomic_rmw(ctx: LoweringContext, op: mem.AtomicRMWOp) -> None:
         raise ctx.error(f"atomic {kind.value} on float32 is not defined")
     buf = p.buffer
     assert buf.output_name is not None
+    check_view_atomic(ctx, buf, f"atomic {kind.value}")
+    out = buffer_ref(ctx, buf, buf.output_name)
     if ety.name == "u64" and kind in (mem.AtomicRMWKind.MAX, mem.AtomicRMWKind.MIN) and not ctx.is_used(op.result):
         # MSL 3.1's 64-bit atomics: void atomic_max/min_explicit on atomic_ulong (Apple GPU families
         # with 64-bit atomics); a GPU without them fails the Metal compile, reported by the driver
         name = "atomic_max_explicit" if kind is mem.AtomicRMWKind.MAX else "atomic_min_explicit"
         _atomic(ctx, op, p, mask, lambda off, r: Call(name, (
-            Apply("atomic_ptr", (Lit("ulong"), Index(Var(buf.output_name), off))), _reg_at(val, r),  # type: ignore[arg-type]
+            Apply("atomic_ptr", (Lit("ulong"), Index(out, off))), _reg_at(val, r),  # type: ignore[arg-type]
             Var("memory_order_relaxed"))))
         return
     ordered = kind in (mem.AtomicRMWKind.MAX, mem.AtomicRMWKind.MIN) and ety.is_float()
@@ -476,18 +485,18 @@ def lower_atomic_rmw(ctx: LoweringContext, op: mem.AtomicRMWOp) -> None:
         if buf.relative:
             name = _relative_atomic(ctx, ety, _HALF_WORD_OPS[kind], "xor")
             _atomic(ctx, op, p, mask, lambda off, r: Call(name, (
-                *_half_word(buf.output_name, off), operand(val, r), _old_at(p, off))))
+                *_half_word(out, off), operand(val, r), _old_at(ctx, p, off))))
             return
         ctx.helpers.update(_HALF_WORD_HELPERS)
         name = f"km_atomic16_{_HALF_WORD_OPS[kind]}_{msl_type(ety)}"
-        _atomic(ctx, op, p, mask, lambda off, r: Call(name, (*_half_word(buf.output_name, off), operand(val, r))))
+        _atomic(ctx, op, p, mask, lambda off, r: Call(name, (*_half_word(out, off), operand(val, r))))
         return
     op_name = "add" if kind is mem.AtomicRMWKind.FADD else kind.value
     if buf.relative and not native_on(buf.relative, op_name):
         # a compare-and-swap loop on the held difference (relative_atomics.metal)
         name = _relative_atomic(ctx, ety, op_name, buf.relative)
-        word = lambda off: Apply("atomic_ptr", (Lit("uint"), Index(Var(buf.output_name), off)))  # noqa: E731
-        _atomic(ctx, op, p, mask, lambda off, r: Call(name, (word(off), _reg_at(val, r), _old_at(p, off))))
+        word = lambda off: Apply("atomic_ptr", (Lit("uint"), Index(out, off)))  # noqa: E731
+        _atomic(ctx, op, p, mask, lambda off, r: Call(name, (word(off), _reg_at(val, r), _old_at(ctx, p, off))))
         return
 
     def rmw(off: Expr, r: int) -> Expr:
@@ -495,7 +504,7 @@ def lower_atomic_rmw(ctx: LoweringContext, op: mem.AtomicRMWOp) -> None:
         assert v is not None
         if kind is mem.AtomicRMWKind.XCHG:
             v = _encode(ctx, p, off, v, ety)
-        return _decode(ctx, p, off, _rmw_call(ctx, kind, ety, buf.output_name, off, v), ety)
+        return _decode(ctx, p, off, _rmw_call(ctx, kind, ety, out, off, v), ety)
 
     _atomic(ctx, op, p, mask, rmw)
 
@@ -506,9 +515,9 @@ _HALF_WORD_OPS = {
 }
 
 
-def _half_word(buf_name: str, off: Expr) -> tuple[Expr, Expr]:
+def _half_word(base: Expr, off: Expr) -> tuple[Expr, Expr]:
     """The aligned 32-bit word holding a 16-bit element, and the element's bit shift in it."""
-    return Apply("atomic_word", (Var(buf_name), off)), Apply("half_word_shift", (off,))
+    return Apply("atomic_word", (base, off)), Apply("half_word_shift", (off,))
 
 
 def _f32(v: RegValue | None, r: int, ety: ScalarType) -> Expr:
@@ -517,15 +526,15 @@ def _f32(v: RegValue | None, r: int, ety: ScalarType) -> Expr:
     return Convert("float", e) if ety.name != "f32" else e
 
 
-def _rmw_call(ctx: LoweringContext, kind: mem.AtomicRMWKind, ety: ScalarType, buf_name: str, off: Expr,
+def _rmw_call(ctx: LoweringContext, kind: mem.AtomicRMWKind, ety: ScalarType, base: Expr, off: Expr,
               v: Expr | None) -> Expr:
     assert v is not None
     if ety.is_float() and kind in (mem.AtomicRMWKind.MAX, mem.AtomicRMWKind.MIN):
         # Triton's lowering: integer atomics on the element's bits (templates/helpers/atomic_cas.metal)
         ctx.helpers.add("atomic_cas")
-        word = Apply("atomic_ptr", (Lit("uint"), Index(Var(buf_name), off)))
+        word = Apply("atomic_ptr", (Lit("uint"), Index(base, off)))
         return Call("km_atomic_fmax" if kind is mem.AtomicRMWKind.MAX else "km_atomic_fmin", (word, v))
-    return Call(_INT_FETCH[kind], (_atomic_ptr(buf_name, off, ety), v, Var("memory_order_relaxed")))
+    return Call(_INT_FETCH[kind], (_atomic_ptr(base, off, ety), v, Var("memory_order_relaxed")))
 
 
 @lowers(mem.AtomicCASOp)
@@ -538,16 +547,18 @@ def lower_atomic_cas(ctx: LoweringContext, op: mem.AtomicCASOp) -> None:
     _check_atomic_type(ctx, ety, "atomic_cas")
     buf = p.buffer
     assert buf.output_name is not None
+    check_view_atomic(ctx, buf, "atomic_cas")
+    out = buffer_ref(ctx, buf, buf.output_name)
     if ety.name in _HALF_WORD:
         if buf.relative:
             name = _relative_atomic(ctx, ety, "cas", "xor")
             _atomic(ctx, op, p, None, lambda off, r: Call(name, (  # type: ignore[arg-type]
-                *_half_word(buf.output_name, off), _reg_at(cmp, r), _reg_at(val, r), _old_at(p, off))))
+                *_half_word(out, off), _reg_at(cmp, r), _reg_at(val, r), _old_at(ctx, p, off))))
             return
         ctx.helpers.update(_HALF_WORD_HELPERS)
         name = f"km_atomic16_cas_{msl_type(ety)}"
         _atomic(ctx, op, p, None, lambda off, r: Call(
-            name, (*_half_word(buf.output_name, off), _reg_at(cmp, r), _reg_at(val, r))))  # type: ignore[arg-type]
+            name, (*_half_word(out, off), _reg_at(cmp, r), _reg_at(val, r))))  # type: ignore[arg-type]
         return
     ctx.helpers.add("atomic_cas_op")
     ctx.cas_types.add(msl_type(ety))
@@ -557,9 +568,9 @@ def lower_atomic_cas(ctx: LoweringContext, op: mem.AtomicCASOp) -> None:
         assert c is not None and v is not None
         c, v = _encode(ctx, p, off, c, ety), _encode(ctx, p, off, v, ety)
         if ety.name == "f32":  # compared as bit patterns, as GPUs compare (-0.0 is not 0.0, a NaN matches itself)
-            call = Call("km_atomic_cas_float", (Apply("atomic_ptr", (Lit("uint"), Index(Var(buf.output_name), off))), c, v))
+            call = Call("km_atomic_cas_float", (Apply("atomic_ptr", (Lit("uint"), Index(out, off))), c, v))
         else:
-            call = Call("km_atomic_cas", (_atomic_ptr(buf.output_name, off, ety), c, v))
+            call = Call("km_atomic_cas", (_atomic_ptr(out, off, ety), c, v))
         return _decode(ctx, p, off, call, ety)
 
     _atomic(ctx, op, p, None, cas)
@@ -574,6 +585,8 @@ def lower_atomic_poll(ctx: LoweringContext, op: mem.AtomicPollOp) -> None:
     p = ctx.ptr(op.ptr)
     ety = element_type(op.expected.type)
     assert isinstance(ety, ScalarType) and p.buffer.output_name is not None
+    check_view_atomic(ctx, p.buffer, "tl.atomic_poll")
+    out = buffer_ref(ctx, p.buffer, p.buffer.output_name)
     off = p.offsets[0]
     want = _reg_at(ctx.reg(op.expected), 0)
     assert want is not None
@@ -581,11 +594,11 @@ def lower_atomic_poll(ctx: LoweringContext, op: mem.AtomicPollOp) -> None:
     # the bits to wait for are the expected value's encoding (a bijection of the bits)
     want = _encode(ctx, p, off, want, ety)
     if ety.bitwidth == 16:
-        word, shift = _half_word(p.buffer.output_name, off)
+        word, shift = _half_word(out, off)
         bits: Expr = Convert("uint", Reinterpret("ushort", want))
         mask = Lit("0xFFFFu")
     else:
-        word, shift = Apply("atomic_ptr", (Lit("uint"), Index(Var(p.buffer.output_name), off))), Lit("0u")
+        word, shift = Apply("atomic_ptr", (Lit("uint"), Index(out, off))), Lit("0u")
         bits, mask = Reinterpret("uint", want), Lit("0xFFFFFFFFu")
     ctx.helpers.add("atomic_poll")
     acquires = op.sem in _ACQUIRES

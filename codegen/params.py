@@ -33,7 +33,7 @@ import re
 from dataclasses import dataclass, field
 
 from triton_metal.errors import CompilationError
-from triton_metal.ir import BlockArgument, Op
+from triton_metal.ir import BlockArgument, Op, Value
 from triton_metal.ir.ops import scf, tt_debug
 from triton_metal.ir.ops import tt_memory as mem
 from triton_metal.ir.pointers import pointer_roots
@@ -62,6 +62,11 @@ class ParamUse:
     reads_stored: set[Op] = field(default_factory=set)
     """When another load may read what the kernel stored before it, every load of the parameter
     but `reads_output` (module docstring)."""
+    reinterpreted: bool = False
+    """Stored to through a pointer of another element size, or updated atomically through a
+    pointer of another element type (`ptr.to(tl.pointer_type(T))`): its written masks, which
+    count the array's elements, and its host-side combines, which apply the array's type, do
+    not describe such writes, so the Metal path keeps it relative ("xor", bytewise)."""
 
 
 def sanitize(name: str) -> str:
@@ -102,9 +107,12 @@ def analyse_params(func: Op, kernel: str) -> dict[BlockArgument, ParamUse]:
         elif isinstance(op, mem.StoreOp) and op.ptr in root:
             uses[root[op.ptr]].stored = True
             uses[root[op.ptr]].stores.append(op)
+            if _element_bytes(op.ptr) != _element_bytes(root[op.ptr]):
+                uses[root[op.ptr]].reinterpreted = True
         elif isinstance(op, (mem.AtomicRMWOp, mem.AtomicCASOp)) and op.ptr in root:
             u = uses[root[op.ptr]]
             u.atomic = True
+            u.reinterpreted |= _pointee(op.ptr) != _pointee(u.arg)
             # float and integer addition combine alike on the host (`add`)
             kind = "cas" if not isinstance(op, mem.AtomicRMWOp) else (
                 "add" if op.kind is mem.AtomicRMWKind.FADD else op.kind.value)
@@ -127,6 +135,18 @@ def analyse_params(func: Op, kernel: str) -> dict[BlockArgument, ParamUse]:
                 if u is not None and not (u.loaded or u.stored or u.atomic):
                     u.loaded = True
     return uses
+
+
+def _pointee(ptr: Value) -> object:
+    el = element_type(ptr.type)
+    assert isinstance(el, PointerType)
+    return el.pointee
+
+
+def _element_bytes(ptr: Value) -> int:
+    """Bytes per element of what `ptr` points to (int1 is stored as a byte)."""
+    pointee = _pointee(ptr)
+    return max(1, pointee.bitwidth // 8) if isinstance(pointee, ScalarType) else 0
 
 
 def loads_after_writes(func: Op) -> tuple[tuple[str, str], ...]:

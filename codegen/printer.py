@@ -91,6 +91,8 @@ OPERATORS: dict[str, str] = {
     # element index (the buffer holds whole words, so the word's other half is always there)
     "atomic_word": "((device atomic_uint*)(&{0}[{1}] - (({1}) & 1)))",
     "half_word_shift": "((uint)(({0}) & 1) * 16u)",
+    # a buffer seen as another element type (templates/helpers/pointer_view.metal)
+    "view": "km_as<{0}>({1})",
 }
 
 MATH_NAMESPACES = {"safe": "precise::", "relaxed": "", "fast": "fast::"}

@@ -43,6 +43,9 @@ class Buffer:
     live parameter, `params.ParamUse.live`): its loads and stores are relaxed atomic accesses,
     which are coherent across the device where plain ones are only coherent within a
     threadgroup (docs/codegen.md, "Memory order between programs")."""
+    view: ScalarType | None = None
+    """The element type a reinterpreted pointer sees the buffer as (`ptr.to(tl.pointer_type(T))`,
+    `lower_pointer_view`); its offsets count elements of that type. None: the parameter's own."""
 
 
 @dataclass(frozen=True)

@@ -83,6 +83,18 @@ class block_pointer:  # noqa: N801 - Triton's spelling of its builtin types
         """`tl.advance(self, offsets)`."""
         return advance(self, offsets, _semantic=_semantic)
 
+    @builtin
+    def to(self, dtype: Any, fp_downcast_rounding: Any = None, bitcast: Any = False,
+           _semantic: Semantic = None) -> block_pointer:  # type: ignore[assignment]
+        """Refused: a block pointer's element type is its base's. Triton lowers the cast to a
+        `tt.bitcast` of the block pointer to a scalar pointer, which no load of a block takes."""
+        raise CompilationError(
+            f"a block pointer to {self.dtype} cannot be cast to {_u(dtype)}: a block pointer's element "
+            "type is its base pointer's",
+            hint="reinterpret the base before making the block pointer: "
+                 "tl.make_block_ptr(base.to(tl.pointer_type(T)), shape, strides, offsets, block_shape, order)",
+        )
+
     def pointers(self, boundary_check: Any, sem: Semantic, op: str) -> tuple[tensor, tensor | None]:
         """The block of pointers, and the mask of the checked dimensions (None if none is)."""
         checked = _boundary_dims(boundary_check, len(self.block_shape), op)

@@ -3,7 +3,8 @@
 `coverage_program(func, outputs) -> (statements, left_out)` slices the kernel backwards from
 every `tt.store` to an output parameter and keeps only what decides WHERE it writes: program ids
 and counts, scalar parameters, constants, integer arithmetic, loop bounds, `if` conditions, and
-the tile algebra of its pointer and mask (`make_range`, splat, broadcast, expand_dims). The result
+the tile algebra of its pointer and mask (`make_range`, splat, broadcast, expand_dims, and a
+pointer cast to a type of the same element size, which addresses the same elements). The result
 is a tree of plain tuples (JSON-friendly: it rides in the disk cache) that
 `runtime.coverage.check_coverage` evaluates for every program of a launch with NumPy.
 
@@ -49,6 +50,22 @@ _BINARY = {
 }
 _POINTER_PATH = (tt.AddPtrOp, tt.SplatOp, tt.BroadcastOp, tt.ExpandDimsOp)
 _CASTS = {arith.ExtSIOp: "extsi", arith.ExtUIOp: "extui", arith.TruncIOp: "trunci"}
+
+
+def _same_size_cast(op: Op) -> bool:
+    """A pointer reinterpreted to a type of its own element size (`ptr.to(tl.pointer_type(T))`):
+    it addresses the same elements, each store through it all of one element's bytes. Casts to
+    other sizes are not modelled (their stores are left out)."""
+    if not isinstance(op, arith.PtrBitcastOp):
+        return False
+    sizes = set()
+    for v in (op.operand, op.result):
+        el = element_type(v.type)
+        pointee = getattr(el, "pointee", None)
+        if not isinstance(pointee, ScalarType):
+            return False
+        sizes.add(max(1, pointee.bitwidth // 8))
+    return len(sizes) == 1
 
 
 def _int_type(v: Value) -> ScalarType:
@@ -147,7 +164,7 @@ class _Slicer:
                 return i
             return self._carried(v, out, env)
         op = v.op  # type: ignore[attr-defined]
-        if op.name == "ttg.convert_layout":
+        if op.name == "ttg.convert_layout" or _same_size_cast(op):
             return self.value(op.operands[0], out, env)
         if isinstance(op, tt.GetProgramIdOp):  # GetNumProgramsOp included
             i = self.fresh()
@@ -277,7 +294,7 @@ class _Slicer:
                 v = loop.iter_args[v.index - 1]  # a carried pointer starts as its init
                 continue
             op = v.op  # type: ignore[attr-defined]
-            if isinstance(op, _POINTER_PATH) or op.name == "ttg.convert_layout":
+            if isinstance(op, _POINTER_PATH) or op.name == "ttg.convert_layout" or _same_size_cast(op):
                 v = op.operands[0]
             else:
                 return None

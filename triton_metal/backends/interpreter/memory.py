@@ -248,7 +248,11 @@ class Memory:
 
     @staticmethod
     def _out_of_bounds(v: View, offset: int, what: str) -> InterpreterOutOfBounds:
-        index = offset // v.itemsize
+        # an access that starts inside and ends outside (wider than the argument's elements,
+        # through a reinterpreted pointer) reports the first element it reaches outside, as the
+        # emulator's checks do
+        first = v.stop if v.start <= offset < v.stop else offset
+        index = first // v.itemsize
         return InterpreterOutOfBounds(
             f"out-of-bounds access to '{v.name}' at index {index} (the buffer has {v.extent} "
             f"element{'' if v.extent == 1 else 's'}), a {what}",

@@ -188,6 +188,7 @@ class MetalLauncher:
         self._unused_output = any(slot.arg < 0 for slot in plan.outputs)
         self._targets = picker([slot.arg for slot in plan.outputs])
         self._reads_stored = frozenset(msl.metadata.get("reads_stored", ()) or ())
+        self._reinterpreted = frozenset(msl.metadata.get("reinterpreted", ()) or ())
         self.asserts = has_asserts(msl)
         self._starts = _agreeing_starts([self._fixed_start(slot) for slot in plan.outputs], plan.outputs)
         """Per output, (encoding or atomic kind, init_value) when it is kept relative to its
@@ -449,7 +450,11 @@ class MetalLauncher:
         the values atomics return there; else "xor" or "sub" with 0 for an output kept relative
         to its array (every other atomically updated array, and arrays with a load that may
         read what the kernel stored). None: the output starts empty (written in full, or merged
-        through a written mask)."""
+        through a written mask). An array written through a pointer of another element size, or
+        updated atomically through a pointer of another type, is kept relative with "xor", the
+        one encoding that is the same bijection whatever type reads or writes its bytes."""
+        if slot.param in self._reinterpreted:
+            return "xor", 0.0
         if slot.kind == "pointer_inout" and slot.param in self._reads_stored:
             return relative_encoding(slot.dtype, ()), 0.0  # type: ignore[return-value]
         if slot.kind != "pointer_atomic":

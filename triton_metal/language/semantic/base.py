@@ -535,12 +535,15 @@ class SemanticBase:
                 return make(CastKind.PTR_TO_INT)
             if d.is_bool():
                 return self.not_equal(self.cast(x, int64), self.scalar_constant(0, int64))  # type: ignore[attr-defined]
-            raise error(f"a pointer converts to a 64-bit integer or to int1, not {d!r}")
+            # Triton's own words (its cast falls through to "cannot cast")
+            raise error(f"cannot cast {s.name} to {d.name}",
+                        hint="a pointer converts to int64 or int1; to another element type, use "
+                             "ptr.to(tl.pointer_type(T))")
         if s.is_int() and d.is_ptr():
             return make(CastKind.INT_TO_PTR)
         if s.is_ptr() and d.is_ptr():
             return make(CastKind.PTR_TO_PTR)
-        raise error(f"cannot cast {src_ty!r} to {d!r}")
+        raise error(f"cannot cast {s.name} to {d.name}")
 
 
 def internal(message: str) -> AssertionError:

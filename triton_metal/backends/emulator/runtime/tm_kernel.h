@@ -38,21 +38,54 @@ inline T& tm_tg_var(unsigned id, const char* name, const char* file, int line) {
 // buffer's extent and reports the kernel line (the line the last #line directive named).
 // Masked accesses are not checked where the mask is off: `mask ? p[i] : other` never evaluates
 // the arm it does not take.
-template <class T>
+//
+// The extent is counted in elements of the view's own type (tm_elements), or, for a buffer seen
+// as another element type (`km_as<U>(buffer)`, which the code generator writes for a pointer
+// reinterpreted to U; templates/helpers/pointer_view.metal gives Metal's own), in the buffer's
+// bytes (tm_bytes): an access is inside when all its bytes are, and one outside reports the first
+// element of the array's own type (`unit` bytes) it reaches outside, as the interpreter counts.
+// A vector access reports its first element outside the buffer, as one element at a time would
+// (and as the interpreter does).
+struct tm_elements {
+    unsigned long n;
+
+    template <class T>
+    void check(long k, unsigned long width, const char* name, const char* file, int line) const {
+        if (__builtin_expect(k < 0 || (unsigned long)k + width > n, 0))
+            tm_rt_out_of_bounds(name, k < 0 || (unsigned long)k >= n ? k : (long)n, n, file, line);
+    }
+    template <class T>
+    bool past_end(long k) const { return k < 0 || (unsigned long)k > n; }
+};
+
+struct tm_bytes {
+    unsigned long bytes;
+    unsigned long unit;
+
+    template <class T>
+    void check(long k, unsigned long width, const char* name, const char* file, int line) const {
+        long lo = k * (long)sizeof(T);
+        if (__builtin_expect(lo < 0 || (unsigned long)lo + width * sizeof(T) > bytes, 0)) {
+            long first = lo < 0 || (unsigned long)lo >= bytes ? lo : (long)bytes;
+            long u = (long)unit;
+            long index = first >= 0 ? first / u : -((-first + u - 1) / u);  // floor, as Python's //
+            tm_rt_out_of_bounds(name, index, bytes / unit, file, line);
+        }
+    }
+    template <class T>
+    bool past_end(long k) const { return k < 0 || (unsigned long)k * sizeof(T) > bytes; }
+};
+
+template <class T, class E = tm_elements>
 struct tm_view {
     T* p;
-    unsigned long n;
+    E extent;
     long off;
     const char* name;
     const char* file;
     int line;
 
-    // A vector access reports its first element outside the buffer, as one element at a time
-    // would (and as the interpreter does).
-    void check(long k, unsigned long width) const {
-        if (__builtin_expect(k < 0 || (unsigned long)k + width > n, 0))
-            tm_rt_out_of_bounds(name, k < 0 || (unsigned long)k >= n ? k : (long)n, n, file, line);
-    }
+    void check(long k, unsigned long width) const { extent.template check<T>(k, width, name, file, line); }
     template <class I>
     T& operator[](I i) const {
         long k = off + (long)i;
@@ -61,17 +94,17 @@ struct tm_view {
     }
     T& operator*() const { return (*this)[0]; }
     template <class I>
-    tm_view operator+(I i) const { return tm_view{p, n, off + (long)i, name, file, line}; }
+    tm_view operator+(I i) const { return tm_view{p, extent, off + (long)i, name, file, line}; }
     template <class I>
-    tm_view operator-(I i) const { return tm_view{p, n, off - (long)i, name, file, line}; }
+    tm_view operator-(I i) const { return tm_view{p, extent, off - (long)i, name, file, line}; }
     // A cast to a pointer: to a wider type it is a vector access, whose every element must lie
     // in the buffer; to the same type, any position up to one past the end.
     template <class U>
     operator U*() const {
         if (sizeof(U) != sizeof(T)) {
             check(off, (unsigned long)((sizeof(U) + sizeof(T) - 1) / sizeof(T)));
-        } else if (__builtin_expect(off < 0 || (unsigned long)off > n, 0)) {
-            tm_rt_out_of_bounds(name, off, n, file, line);
+        } else if (__builtin_expect(extent.template past_end<T>(off), 0)) {
+            check(off, 1);
         }
         return (U*)(p + off);
     }
@@ -86,7 +119,20 @@ struct tm_buf {
 
 template <class T>
 inline tm_view<T> tm_at(tm_buf<T>& b, const char* file, int line) {
-    return tm_view<T>{b.p, b.n, 0, b.name, file, line};
+    return tm_view<T>{b.p, tm_elements{b.n}, 0, b.name, file, line};
+}
+
+// `km_as<U>` of a checked buffer: a view of its bytes as U (const where the buffer is).
+template <class U, class T>
+struct tm_like { using type = U; };
+template <class U, class T>
+struct tm_like<U, const T> { using type = const U; };
+
+template <class U, class T>
+inline tm_view<typename tm_like<U, T>::type, tm_bytes> km_as(tm_view<T> v) {
+    using V = typename tm_like<U, T>::type;
+    return tm_view<V, tm_bytes>{(V*)v.p, tm_bytes{v.extent.n * sizeof(T), sizeof(T)},
+                                v.off * (long)sizeof(T) / (long)sizeof(U), v.name, v.file, v.line};
 }
 // Anything else that shares a buffer's name (a local shadowing it) passes through unchanged.
 template <class X>
@@ -111,8 +157,8 @@ template <class T, class I>
 inline unsigned long tm_print_address(T* p, I i) {
     return (unsigned long)(p + (long)i);
 }
-template <class T, class I>
-inline unsigned long tm_print_address(tm_view<T> v, I i) {
+template <class T, class E, class I>
+inline unsigned long tm_print_address(tm_view<T, E> v, I i) {
     return (unsigned long)(v.p + v.off + (long)i);
 }
 

@@ -88,7 +88,7 @@ inline void matrix_mma(tm_sg* sg) {
 // stores take either, so that a checked kernel passes its buffers as MSL passes pointers.
 template <class S> struct tm_pointee;
 template <class P> struct tm_pointee<P*> { using type = remove_cv_t<P>; };
-template <class P> struct tm_pointee<tm_view<P>> { using type = remove_cv_t<P>; };
+template <class P, class E> struct tm_pointee<tm_view<P, E>> { using type = remove_cv_t<P>; };
 
 template <class T, class S>
 inline void simdgroup_load(thread simdgroup_matrix<T, 8, 8>& d, S src,
