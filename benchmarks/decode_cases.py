@@ -10,6 +10,10 @@ M = 1 (one token), K = N = 4096, float16 activations:
 | `int8` | `int8_matmul` (int8 weights, per-channel scales) |
 | `ternary` | `ternary_matmul` (int8 activations, 2-bit ternary weights) |
 | `sdpa` | `scaled_dot_product_attention`, one query, 32 query heads over 8 kv heads, 4096 keys, D = 128 |
+| `sdpa_g1`, `_g2`, `_g8` | the same keys and values under 8, 16 or 64 query heads (groups of 1, 2, 8) |
+
+The `sdpa_g` cases read the bytes of `sdpa` (but for q and the partials) with a quarter, half or
+twice its math a key: they tell what decode attention's time owes to its group's work.
 
 Capture one case per folder and replay them on a GPU beside a copy of the same bytes and the
 references in `decode_proxy_refs.py` (docs/ops.md, "Decode speed", gives the commands).
@@ -51,14 +55,15 @@ def _ternary() -> mx.array:
     return ops.ternary_matmul(xq, xs, wp, ws)
 
 
-def _sdpa() -> mx.array:
-    q = mx.random.normal((1, HQ, 1, D)).astype(mx.float16)
+def _sdpa(hq: int = HQ) -> mx.array:
+    q = mx.random.normal((1, hq, 1, D)).astype(mx.float16)
     k = mx.random.normal((1, HKV, LKV, D)).astype(mx.float16)
     v = mx.random.normal((1, HKV, LKV, D)).astype(mx.float16)
     return ops.scaled_dot_product_attention(q, k, v, scale=D ** -0.5)
 
 
-CASES = {"q4": _q4, "mxfp4": _mxfp4, "int8": _int8, "ternary": _ternary, "sdpa": _sdpa}
+CASES = {"q4": _q4, "mxfp4": _mxfp4, "int8": _int8, "ternary": _ternary, "sdpa": _sdpa,
+         "sdpa_g1": lambda: _sdpa(HKV), "sdpa_g2": lambda: _sdpa(2 * HKV), "sdpa_g8": lambda: _sdpa(8 * HKV)}
 
 
 def main(argv: list[str]) -> int:
