@@ -113,12 +113,13 @@ def _prune_bwd(configs: list[Any], named_args: dict[str, Any], **kwargs: Any) ->
     # the default: no reading ahead (it needs registers that cost a program a core where it
     # does not fit), 16 warps for rows of 4096 elements and more (the most robust measured
     # through the GPU proxy at 4096 x 4096, docs/ops.md), else the row ops' default
-    default = (0, 16 if block >= 4096 else default_warps(block))
-    fitting.sort(key=lambda cf: (cf.kwargs["AHEAD"], cf.num_warps) != default)
+    default = (0, 0, 16 if block >= 4096 else default_warps(block))
+    fitting.sort(key=lambda cf: (cf.kwargs["CONSECUTIVE"], cf.kwargs["AHEAD"], cf.num_warps) != default)
     return c.first_or_all(fitting)
 
 
-_BWD_CONFIGS = [triton.Config({"AHEAD": a}, num_warps=w) for a in (0, 1) for w in WARPS]
+_BWD_CONFIGS = [triton.Config({"CONSECUTIVE": r, "AHEAD": a}, num_warps=w)
+                for r in (0, 1) for a in (0, 1) for w in WARPS]
 
 
 # the key names the weight and bias: RMS and layer norms of one row length differ in registers
@@ -128,9 +129,20 @@ _BWD_CONFIGS = [triton.Config({"AHEAD": a}, num_warps=w) for a in (0, 1) for w i
 @triton.jit
 def _norm_bwd(x_ptr, w_ptr, dy_ptr, stats_ptr, dx_ptr, dw_ptr, db_ptr, n_rows, n_cols, RMS,
               HAS_W: tl.constexpr, HAS_B: tl.constexpr, BLOCK: tl.constexpr,
-              ONE_PASS: tl.constexpr, AHEAD: tl.constexpr):
+              ONE_PASS: tl.constexpr, AHEAD: tl.constexpr, CONSECUTIVE: tl.constexpr):
     pid = tl.program_id(0)
-    step = tl.num_programs(0)
+    if CONSECUTIVE:
+        # one run of consecutive rows a program (ceil(rows / programs) of them), as Triton's
+        # textbook backward takes its rows: a program's loads walk one contiguous stretch
+        per = tl.cdiv(n_rows, tl.num_programs(0))
+        first = pid * per
+        end = tl.minimum(first + per, n_rows)
+        step = 1
+    else:
+        # every programs-th row, from the program's id
+        first = pid
+        end = n_rows
+        step = tl.num_programs(0)
     offs = tl.arange(0, BLOCK)
     mask = offs < n_cols
     if HAS_W:
@@ -139,17 +151,17 @@ def _norm_bwd(x_ptr, w_ptr, dy_ptr, stats_ptr, dx_ptr, dw_ptr, db_ptr, n_rows, n
     db_acc = tl.zeros([BLOCK], tl.float32)
     if AHEAD:
         # the first row's x and dy, in their own dtype (half the registers of float32)
-        first = tl.cast(pid, tl.int64) * n_cols
-        x_next = tl.load(x_ptr + first + offs, mask=mask & (pid < n_rows), other=0.0)
-        dy_next = tl.load(dy_ptr + first + offs, mask=mask & (pid < n_rows), other=0.0)
-    for row in tl.range(pid, n_rows, step):
+        start = tl.cast(first, tl.int64) * n_cols
+        x_next = tl.load(x_ptr + start + offs, mask=mask & (first < end), other=0.0)
+        dy_next = tl.load(dy_ptr + start + offs, mask=mask & (first < end), other=0.0)
+    for row in tl.range(first, end, step):
         base = tl.cast(row, tl.int64) * n_cols  # a loop variable: an int when interpreted
         if AHEAD:
             # the next row's loads go out before this row's reductions and stores, so they are
             # in flight while the program waits on its barriers
             x = x_next.to(tl.float32)
             dy = dy_next.to(tl.float32)
-            ahead = mask & (row + step < n_rows)
+            ahead = mask & (row + step < end)
             x_next = tl.load(x_ptr + base + step * n_cols + offs, mask=ahead, other=0.0)
             dy_next = tl.load(dy_ptr + base + step * n_cols + offs, mask=ahead, other=0.0)
         else:
