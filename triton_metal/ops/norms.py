@@ -122,13 +122,15 @@ _BWD_CONFIGS = [triton.Config({"CONSECUTIVE": r, "AHEAD": a}, num_warps=w)
                 for r in (0, 1) for a in (0, 1) for w in WARPS]
 
 
-# the key names the weight and bias: RMS and layer norms of one row length differ in registers
-# (two gradient accumulators or one), which decides whether reading ahead pays
-@triton.autotune(configs=_BWD_CONFIGS, key=["n_cols", "ONE_PASS", "HAS_W", "HAS_B"],
+# the key names the norm, the weight and the bias: RMS and layer norms of one row length differ
+# in registers (one reduction or two, one gradient accumulator or two), which decides whether
+# reading ahead pays. RMS is a constexpr, as in Triton's textbook backward: a layer norm's
+# kernel holds no RMS branch (an argument equal to 1 is specialized, 0 was not)
+@triton.autotune(configs=_BWD_CONFIGS, key=["n_cols", "ONE_PASS", "RMS", "HAS_W", "HAS_B"],
                  prune_configs_by={"early_config_prune": _prune_bwd})
 @triton.jit
-def _norm_bwd(x_ptr, w_ptr, dy_ptr, stats_ptr, dx_ptr, dw_ptr, db_ptr, n_rows, n_cols, RMS,
-              HAS_W: tl.constexpr, HAS_B: tl.constexpr, BLOCK: tl.constexpr,
+def _norm_bwd(x_ptr, w_ptr, dy_ptr, stats_ptr, dx_ptr, dw_ptr, db_ptr, n_rows, n_cols,
+              RMS: tl.constexpr, HAS_W: tl.constexpr, HAS_B: tl.constexpr, BLOCK: tl.constexpr,
               ONE_PASS: tl.constexpr, AHEAD: tl.constexpr, CONSECUTIVE: tl.constexpr):
     pid = tl.program_id(0)
     if CONSECUTIVE:
