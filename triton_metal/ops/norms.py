@@ -5,9 +5,10 @@ Forward: one program per row, statistics in float32, the row held in registers w
 each row's float32 (mean, rstd) (8 bytes a row) for the backward.
 
 Backward: a persistent grid (a few programs per GPU core, `_common.persistent_programs`) walks
-the rows; each program reads its rows' saved (mean, rstd) rather than recomputing them (two
-block reductions fewer per row, one after the other: the statistics' reductions were half of a
-row's reduction chain; the layer norm's two sums of the gradient share one), writes `dx`, and
+the rows, by default each program one run of consecutive rows (a config strides them over the
+programs instead); each program reads its rows' saved (mean, rstd) rather than recomputing them
+(two block reductions fewer per row, one after the other: the statistics' reductions were half
+of a row's reduction chain; the layer norm's two sums of the gradient share one), writes `dx`, and
 accumulates the weight and bias gradients of its rows in registers, written once as a float32
 partial per program. A config (`AHEAD`) reads each program's next row while it reduces and
 stores the current one, where the registers for it leave the program's occupancy alone. A second
@@ -110,10 +111,11 @@ def _prune_bwd(configs: list[Any], named_args: dict[str, Any], **kwargs: Any) ->
         return threads <= max(32, block) and (1 + cf.kwargs["AHEAD"]) * block // threads <= 32
 
     fitting = [cf for cf in configs if fits(cf)] or [min(configs, key=lambda cf: cf.num_warps)]
-    # the default: no reading ahead (it needs registers that cost a program a core where it
-    # does not fit), 16 warps for rows of 4096 elements and more (the most robust measured
-    # through the GPU proxy at 4096 x 4096, docs/ops.md), else the row ops' default
-    default = (0, 0, 16 if block >= 4096 else default_warps(block))
+    # the default: a run of consecutive rows a program, no reading ahead (it needs registers that
+    # cost a program a core where it does not fit), 16 warps for rows of 4096 elements and more
+    # (the fastest or within 1% of it in all four norm cases measured through the GPU proxy at
+    # 4096 x 4096, docs/ops.md, "Seventh round"), else the row ops' default
+    default = (1, 0, 16 if block >= 4096 else default_warps(block))
     fitting.sort(key=lambda cf: (cf.kwargs["CONSECUTIVE"], cf.kwargs["AHEAD"], cf.num_warps) != default)
     return c.first_or_all(fitting)
 
