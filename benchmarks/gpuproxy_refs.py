@@ -220,16 +220,18 @@ NORM_BWD_CONFIGS = ((16, 4), (16, 8), (16, 16), (16, 32), (8, 8), (8, 16), (32, 
 """(rows a program, warps) of the textbook norm backward timed: Triton's best is the best of them."""
 SUM_TILE = (32, 16, 4)
 """(partials, columns, warps) of a program of the textbook kernel's partial sum."""
+SUM_ALONE_ROWS = 16
+"""The rows a program whose partials' sum is also timed alone (once a case: the sum's time depends
+only on how many partials there are, not on the kernel's warps)."""
 
 
-def _norm_bwd_case(launch: dict[str, Any], t: dict[str, Any]) -> tuple[bool, bool] | None:
-    """(rms, has_b) for the first captured config of `_norm_bwd` (the references are timed once a
-    case, beside it), else None. An `RMS` argument equal to 1 is specialized away (Triton's rule):
-    a launch without it is an RMS norm's."""
+def _norm_bwd_case(launch: dict[str, Any]) -> bool | None:
+    """Whether the first captured config of `_norm_bwd` writes a bias gradient (the references are
+    timed once a case, beside it); None for any other launch."""
     if launch["kernel"] != "_norm_bwd" or not str(launch.get("config") or "0/").startswith("0/"):
         return None
     outputs = {o["param"]: o for o in launch["outputs"]}
-    return bool(t.get("RMS", 1)), outputs.get("db_ptr", {}).get("action", "unused") != "unused"
+    return outputs.get("db_ptr", {}).get("action", "unused") != "unused"
 
 
 def _error(got: torch.Tensor, ref: torch.Tensor) -> float:
@@ -259,14 +261,14 @@ def _report(label: str, fn: Callable[[], Any], got: Callable[[], dict[str, torch
     print(f"    check {label} against float64: {errors}", flush=True)
 
 
-def triton_norm_backward(launch: dict[str, Any], t: dict[str, Any]) -> dict[str, Callable[[], Any]] | None:
+def _triton_norm_backward(launch: dict[str, Any], t: dict[str, Any],
+                          rms: bool) -> dict[str, Callable[[], Any]] | None:
     """The textbook Triton norm backward on `_norm_bwd`'s inputs, every `NORM_BWD_CONFIGS` entry:
     the kernel alone ("kernel") and with its partials' sum ("whole"). Each is checked against
     float64 once, here (the errors are printed)."""
-    case = _norm_bwd_case(launch, t)
-    if case is None:
+    has_b = _norm_bwd_case(launch)
+    if has_b is None:
         return None
-    rms, has_b = case
     x, w, dy, stats = t["x_ptr"], t["w_ptr"], t["dy_ptr"], t["stats_ptr"]
     rows, cols = _rows(x)
     block = triton.next_power_of_2(cols)
@@ -287,17 +289,24 @@ def triton_norm_backward(launch: dict[str, Any], t: dict[str, Any]) -> dict[str,
             _norm_bwd_rows[(programs,)](x, w, dy, stats, dx, dw_part, db_part, cols, RMS=rms,
                                         HAS_B=has_b, ROWS=n_rows_prog, BLOCK=block, num_warps=warps)
 
-        def whole(kernel: Callable[[], None] = kernel, programs: int = programs,
-                  dw_part: torch.Tensor = dw_part, db_part: torch.Tensor = db_part) -> None:
-            kernel()
+        def summed(programs: int = programs, dw_part: torch.Tensor = dw_part,
+                   db_part: torch.Tensor = db_part) -> None:
             _sum_parts[(triton.cdiv(cols, cols_tile),)](dw_part, db_part, dw, db, programs, cols,
                                                          HAS_B=has_b, PARTS=parts_tile,
                                                          COLS=cols_tile, num_warps=sum_warps)
+
+        def whole(kernel: Callable[[], None] = kernel, summed: Callable[[], None] = summed) -> None:
+            kernel()
+            summed()
 
         label = f"triton textbook {n_rows_prog} rows {warps} warps"
         _report(label, whole, lambda: {"dx": dx, "dw": dw, **({"db": db} if has_b else {})}, ref)
         fns[label + " kernel"] = kernel
         fns[label + " whole"] = whole
+        if n_rows_prog == SUM_ALONE_ROWS:
+            # its partials' sum timed alone, as the capture's `_sum_partials` is: the L2 flushed
+            # before it, where "whole" finds the partials the kernel just wrote in the L2
+            fns[f"triton textbook sum of {programs} partials"] = summed
     return fns
 
 
@@ -323,15 +332,15 @@ def _liger_module(name: str) -> Any:
     return importlib.import_module(f"liger_kernel.ops.{name}")
 
 
-def liger_norm_backward(launch: dict[str, Any], t: dict[str, Any]) -> dict[str, Callable[[], Any]] | None:
+def _liger_norm_backward(launch: dict[str, Any], t: dict[str, Any],
+                         rms: bool) -> dict[str, Callable[[], Any]] | None:
     """Liger-Kernel's norm backward on `_norm_bwd`'s inputs (its defaults: a grid of one program
     per SM, rows in contiguous runs, `calculate_settings`' warps; RMS in its default "llama"
     casting mode, `dx` written over `dy` as its default `in_place`): its backward function
     ("whole": kernel, float32 partials and their `sum(0)`) and its kernel alone ("kernel")."""
-    case = _norm_bwd_case(launch, t)
-    if case is None:
+    has_b = _norm_bwd_case(launch)
+    if has_b is None:
         return None
-    rms, has_b = case
     x, w, dy, stats = t["x_ptr"], t["w_ptr"], t["dy_ptr"], t["stats_ptr"]
     mean, rstd = stats[:, 0].contiguous(), stats[:, 1].contiguous()
     rows, cols = _rows(x)
@@ -380,3 +389,25 @@ def liger_norm_backward(launch: dict[str, Any], t: dict[str, Any]) -> dict[str, 
     _report("liger layer_norm_backward", whole_layer, lambda: dict(got), ref)
     _report("liger layer kernel (dx)", kernel_layer, lambda: {"dx": dx}, ref)
     return {f"liger {warps} warps whole": whole_layer, f"liger {warps} warps kernel": kernel_layer}
+
+
+# one function per norm for `--time-ref-fn` (the case names the norm: `RMS` is a constexpr of
+# `_norm_bwd`, absent from its launch's arguments)
+def triton_rms_norm_backward(launch: dict[str, Any], t: dict[str, Any]) -> dict[str, Callable[[], Any]] | None:
+    """`_triton_norm_backward` of an RMS norm."""
+    return _triton_norm_backward(launch, t, True)
+
+
+def triton_layer_norm_backward(launch: dict[str, Any], t: dict[str, Any]) -> dict[str, Callable[[], Any]] | None:
+    """`_triton_norm_backward` of a layer norm."""
+    return _triton_norm_backward(launch, t, False)
+
+
+def liger_rms_norm_backward(launch: dict[str, Any], t: dict[str, Any]) -> dict[str, Callable[[], Any]] | None:
+    """`_liger_norm_backward` of an RMS norm."""
+    return _liger_norm_backward(launch, t, True)
+
+
+def liger_layer_norm_backward(launch: dict[str, Any], t: dict[str, Any]) -> dict[str, Callable[[], Any]] | None:
+    """`_liger_norm_backward` of a layer norm."""
+    return _liger_norm_backward(launch, t, False)

@@ -108,22 +108,23 @@ def _layer_norm_example(mx: Any) -> None:
     mx.eval(*layer_norm.layer_norm_backward(dy, x, w, mean, rstd))
 
 
-_NORM_REFS = ("check_norm_backward", "check_sum_partials")
-_NORM_INPUTS = ("inputs_norm_backward",)
-_NORM_TRITON = ("triton_norm_backward", "liger_norm_backward")
+def _norm_case(name: str, kind: str, dtype: str) -> Case:
+    """A norm's backward case; its refs functions are the norm's (`RMS` is a constexpr of
+    `_norm_bwd`, so a launch does not say which norm it is)."""
+    return Case(name, _norm_backward(kind, dtype), (f"check_{kind}_norm_backward", "check_sum_partials"),
+                inputs=(f"inputs_{kind}_norm_backward",),
+                time_fns=(f"triton_{kind}_norm_backward", f"liger_{kind}_norm_backward"))
+
+
 _XENT_INPUTS = ("inputs_cross_entropy",)
 _ROPE_TIME = ("torch.mul-add=x_ptr * 0.5 + x_ptr.flip(-1) * 0.5",)
 """A torch elementwise pass over the same tensor (reads it twice, writes once), for scale."""
 
 CASES = (
-    Case("rms_norm_bwd_f16", _norm_backward("rms", "float16"), _NORM_REFS, inputs=_NORM_INPUTS,
-         time_fns=_NORM_TRITON),
-    Case("rms_norm_bwd_bf16", _norm_backward("rms", "bfloat16"), _NORM_REFS, inputs=_NORM_INPUTS,
-         time_fns=_NORM_TRITON),
-    Case("layer_norm_bwd_f16", _norm_backward("layer", "float16"), _NORM_REFS, inputs=_NORM_INPUTS,
-         time_fns=_NORM_TRITON),
-    Case("layer_norm_bwd_bf16", _norm_backward("layer", "bfloat16"), _NORM_REFS, inputs=_NORM_INPUTS,
-         time_fns=_NORM_TRITON),
+    _norm_case("rms_norm_bwd_f16", "rms", "float16"),
+    _norm_case("rms_norm_bwd_bf16", "rms", "bfloat16"),
+    _norm_case("layer_norm_bwd_f16", "layer", "float16"),
+    _norm_case("layer_norm_bwd_bf16", "layer", "bfloat16"),
     Case("rope_f16", _rope("float16", False), ("check_rope",), _ROPE_TIME),
     Case("rope_bf16", _rope("bfloat16", False), ("check_rope",), _ROPE_TIME),
     Case("rope_bwd_f16", _rope("float16", True), ("check_rope",), _ROPE_TIME),

@@ -17,10 +17,12 @@ def _outputs(launch: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {o["param"]: o for o in launch["outputs"]}
 
 
-def _by_program(values: torch.Tensor, programs: int) -> torch.Tensor:
-    """Row r's values summed into partial r % programs (a persistent grid's, or a lock group's)."""
+def _by_program(values: torch.Tensor, programs: int, consecutive: bool = False) -> torch.Tensor:
+    """Row r's values summed into partial r % programs (a persistent grid's, or a lock group's),
+    or, for runs of consecutive rows, into partial r // ceil(rows / programs)."""
     rows = values.shape[0]
-    index = torch.arange(rows, device=values.device) % programs
+    index = torch.arange(rows, device=values.device)
+    index = index // -(-rows // programs) if consecutive else index % programs
     out = torch.zeros((programs, values.shape[1]), dtype=values.dtype, device=values.device)
     return out.index_add_(0, index, values)
 
@@ -31,13 +33,11 @@ def _normalized(x: torch.Tensor, eps: float, rms: bool) -> tuple[torch.Tensor, t
     return xc * rstd, rstd
 
 
-def check_norm_backward(launch: dict[str, Any], t: dict[str, Any]) -> dict[str, torch.Tensor] | None:
+def _check_norm_backward(launch: dict[str, Any], t: dict[str, Any],
+                         rms: bool) -> dict[str, torch.Tensor] | None:
     """`_norm_bwd`: dx, and the per-program float32 partials of the weight and bias gradients."""
     if launch["kernel"] != "_norm_bwd":
         return None
-    # an integer argument equal to 1 is specialized into the kernel (Triton's rule), so a launch
-    # without RMS among its inputs is an RMS norm's
-    rms = bool(t.get("RMS", 1))
     x, dy = t["x_ptr"].double(), t["dy_ptr"].double()
     if "stats_ptr" in t:  # the forward's saved (mean, rstd) per row
         stats = t["stats_ptr"].double()
@@ -50,11 +50,24 @@ def check_norm_backward(launch: dict[str, Any], t: dict[str, Any]) -> dict[str, 
     centred = dxhat if rms else dxhat - dxhat.mean(-1, keepdim=True)
     expected = {"dx_ptr": rstd * (centred - xhat * inner)}
     outs = _outputs(launch)
+    # the config's order of rows over the programs (`ops/norms.py`): strided, or one run each
+    consecutive = "CONSECUTIVE: 1" in str(launch.get("config") or "")
     if "dw_ptr" in outs:
-        expected["dw_ptr"] = _by_program(dy * xhat, outs["dw_ptr"]["shape"][0])
+        expected["dw_ptr"] = _by_program(dy * xhat, outs["dw_ptr"]["shape"][0], consecutive)
     if "db_ptr" in outs:
-        expected["db_ptr"] = _by_program(dy, outs["db_ptr"]["shape"][0])
+        expected["db_ptr"] = _by_program(dy, outs["db_ptr"]["shape"][0], consecutive)
     return expected
+
+
+def check_rms_norm_backward(launch: dict[str, Any], t: dict[str, Any]) -> dict[str, torch.Tensor] | None:
+    """`_norm_bwd` of an RMS norm (the case names the norm: `RMS` is a constexpr of the kernel,
+    absent from its launch's arguments)."""
+    return _check_norm_backward(launch, t, True)
+
+
+def check_layer_norm_backward(launch: dict[str, Any], t: dict[str, Any]) -> dict[str, torch.Tensor] | None:
+    """`_norm_bwd` of a layer norm."""
+    return _check_norm_backward(launch, t, False)
 
 
 def check_sum_partials(launch: dict[str, Any], t: dict[str, Any]) -> dict[str, torch.Tensor] | None:
@@ -154,7 +167,8 @@ def _saved_stats_input(launch: dict[str, Any], kernel: str,
     return params, x
 
 
-def inputs_norm_backward(launch: dict[str, Any], device: str) -> dict[str, torch.Tensor] | None:
+def _inputs_norm_backward(launch: dict[str, Any], device: str,
+                          rms: bool) -> dict[str, torch.Tensor] | None:
     """`replay.py --inputs`: `_norm_bwd`'s x and the (mean, rstd) its forward saves for it.
 
     A capture records the stand-in's zeros for the saved statistics, so the replay gets random x
@@ -162,12 +176,21 @@ def inputs_norm_backward(launch: dict[str, Any], device: str) -> dict[str, torch
     found = _saved_stats_input(launch, "_norm_bwd", device)
     if found is None:
         return None
-    params, x = found
-    rms = bool(params["RMS"]["value"]) if "RMS" in params else True
+    _, x = found
     xd = x.double()
     mean = torch.zeros_like(xd[:, 0]) if rms else xd.mean(-1)
     _, rstd = _normalized(xd, 1e-5, rms)
     return {"x_ptr": x, "stats_ptr": torch.stack((mean, rstd[:, 0]), -1).float()}
+
+
+def inputs_rms_norm_backward(launch: dict[str, Any], device: str) -> dict[str, torch.Tensor] | None:
+    """`_inputs_norm_backward` of an RMS norm."""
+    return _inputs_norm_backward(launch, device, True)
+
+
+def inputs_layer_norm_backward(launch: dict[str, Any], device: str) -> dict[str, torch.Tensor] | None:
+    """`_inputs_norm_backward` of a layer norm."""
+    return _inputs_norm_backward(launch, device, False)
 
 
 def inputs_cross_entropy(launch: dict[str, Any], device: str) -> dict[str, torch.Tensor] | None:

@@ -115,22 +115,29 @@ def test_forward_saves_row_statistics_against_float64():
         np.testing.assert_allclose(np.array(stats), np.stack((mean, rstd), -1), atol=1e-6, rtol=1e-5)
 
 
-@pytest.mark.parametrize("ahead, tile", [(0, (64, 32)), (1, (32, 16)), (0, (256, 8))])
-def test_backward_kernel_configs_against_float64(ahead, tile):
-    # the tuned configs the untuned backends never run: reading the next row ahead or not, and
-    # other tiles of the partials' sum (256 partials a step: all 128 in one, half masked); 300
-    # rows over 128 programs, so programs take 2 or 3 rows and the rows read ahead past the last
-    # are masked
+@pytest.mark.parametrize("interpret", ["", "1"], ids=["emulator", "interpreter"])
+@pytest.mark.parametrize("consecutive, ahead, tile, programs",
+                         [(0, 0, (64, 32), 128), (0, 1, (32, 16), 128), (0, 0, (256, 8), 128),
+                          (1, 0, (32, 16), 128), (1, 1, (256, 16), 43)])
+def test_backward_kernel_configs_against_float64(monkeypatch, interpret, consecutive, ahead, tile,
+                                                 programs):
+    # the tuned configs the untuned backends never run: rows strided over the programs or in
+    # runs of consecutive rows, reading the next row ahead or not, and other tiles of the
+    # partials' sum (256 partials a step: all of them in one, the rest masked). 300 rows over
+    # 128 programs: strided programs take 2 or 3 rows; runs are 3 rows long and the last 28
+    # programs get none (their partials are zeros). Over 43 programs: runs of 7 rows, the last
+    # one cut to 6. The rows read ahead past a program's last are masked.
+    monkeypatch.setenv("TRITON_METAL_INTERPRET", interpret)
     from triton_metal.ops import norms
 
     x, w, b = randn((300, 100), scale=2.0), randn((100,), seed=1), randn((100,), seed=2)
     g = randn((300, 100), seed=5)
     stats = norms._layer_norm_op(x, w, b, 1e-5)[1]
-    programs = 128
     dx = mx.zeros(x.shape, mx.float32)
     dw_part, db_part = mx.zeros((programs, 100), mx.float32), mx.zeros((programs, 100), mx.float32)
     norms._norm_bwd.fn[(programs,)](x, w, g, stats, dx, dw_part, db_part, 300, 100, 0, HAS_W=True,
-                                    HAS_B=True, BLOCK=128, ONE_PASS=True, AHEAD=ahead, num_warps=2)
+                                    HAS_B=True, BLOCK=128, ONE_PASS=True, AHEAD=ahead,
+                                    CONSECUTIVE=consecutive, num_warps=2)
     dw, db = mx.zeros((100,), mx.float32), mx.zeros((100,), mx.float32)
     parts, cols = tile
     norms._sum_partials.fn[(-(-100 // cols),)](dw_part, db_part, dw, db, programs, 100, HAS_W=True,

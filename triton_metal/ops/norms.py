@@ -5,9 +5,10 @@ Forward: one program per row, statistics in float32, the row held in registers w
 each row's float32 (mean, rstd) (8 bytes a row) for the backward.
 
 Backward: a persistent grid (a few programs per GPU core, `_common.persistent_programs`) walks
-the rows; each program reads its rows' saved (mean, rstd) rather than recomputing them (two
-block reductions fewer per row, one after the other: the statistics' reductions were half of a
-row's reduction chain; the layer norm's two sums of the gradient share one), writes `dx`, and
+the rows, by default each program one run of consecutive rows (a config strides them over the
+programs instead); each program reads its rows' saved (mean, rstd) rather than recomputing them
+(two block reductions fewer per row, one after the other: the statistics' reductions were half
+of a row's reduction chain; the layer norm's two sums of the gradient share one), writes `dx`, and
 accumulates the weight and bias gradients of its rows in registers, written once as a float32
 partial per program. A config (`AHEAD`) reads each program's next row while it reduces and
 stores the current one, where the registers for it leave the program's occupancy alone. A second
@@ -110,27 +111,42 @@ def _prune_bwd(configs: list[Any], named_args: dict[str, Any], **kwargs: Any) ->
         return threads <= max(32, block) and (1 + cf.kwargs["AHEAD"]) * block // threads <= 32
 
     fitting = [cf for cf in configs if fits(cf)] or [min(configs, key=lambda cf: cf.num_warps)]
-    # the default: no reading ahead (it needs registers that cost a program a core where it
-    # does not fit), 16 warps for rows of 4096 elements and more (the most robust measured
-    # through the GPU proxy at 4096 x 4096, docs/ops.md), else the row ops' default
-    default = (0, 16 if block >= 4096 else default_warps(block))
-    fitting.sort(key=lambda cf: (cf.kwargs["AHEAD"], cf.num_warps) != default)
+    # the default: a run of consecutive rows a program, no reading ahead (it needs registers that
+    # cost a program a core where it does not fit), 16 warps for rows of 4096 elements and more
+    # (the fastest or within 1% of it in all four norm cases measured through the GPU proxy at
+    # 4096 x 4096, docs/ops.md, "Seventh round"), else the row ops' default
+    default = (1, 0, 16 if block >= 4096 else default_warps(block))
+    fitting.sort(key=lambda cf: (cf.kwargs["CONSECUTIVE"], cf.kwargs["AHEAD"], cf.num_warps) != default)
     return c.first_or_all(fitting)
 
 
-_BWD_CONFIGS = [triton.Config({"AHEAD": a}, num_warps=w) for a in (0, 1) for w in WARPS]
+_BWD_CONFIGS = [triton.Config({"CONSECUTIVE": r, "AHEAD": a}, num_warps=w)
+                for r in (0, 1) for a in (0, 1) for w in WARPS]
 
 
-# the key names the weight and bias: RMS and layer norms of one row length differ in registers
-# (two gradient accumulators or one), which decides whether reading ahead pays
-@triton.autotune(configs=_BWD_CONFIGS, key=["n_cols", "ONE_PASS", "HAS_W", "HAS_B"],
+# the key names the norm, the weight and the bias: RMS and layer norms of one row length differ
+# in registers (one reduction or two, one gradient accumulator or two), which decides whether
+# reading ahead pays. RMS is a constexpr, as in Triton's textbook backward: a layer norm's
+# kernel holds no RMS branch (an argument equal to 1 is specialized, 0 was not)
+@triton.autotune(configs=_BWD_CONFIGS, key=["n_cols", "ONE_PASS", "RMS", "HAS_W", "HAS_B"],
                  prune_configs_by={"early_config_prune": _prune_bwd})
 @triton.jit
-def _norm_bwd(x_ptr, w_ptr, dy_ptr, stats_ptr, dx_ptr, dw_ptr, db_ptr, n_rows, n_cols, RMS,
-              HAS_W: tl.constexpr, HAS_B: tl.constexpr, BLOCK: tl.constexpr,
-              ONE_PASS: tl.constexpr, AHEAD: tl.constexpr):
+def _norm_bwd(x_ptr, w_ptr, dy_ptr, stats_ptr, dx_ptr, dw_ptr, db_ptr, n_rows, n_cols,
+              RMS: tl.constexpr, HAS_W: tl.constexpr, HAS_B: tl.constexpr, BLOCK: tl.constexpr,
+              ONE_PASS: tl.constexpr, AHEAD: tl.constexpr, CONSECUTIVE: tl.constexpr):
     pid = tl.program_id(0)
-    step = tl.num_programs(0)
+    if CONSECUTIVE:
+        # one run of consecutive rows a program (ceil(rows / programs) of them), as Triton's
+        # textbook backward takes its rows: a program's loads walk one contiguous stretch
+        per = tl.cdiv(n_rows, tl.num_programs(0))
+        first = pid * per
+        end = tl.minimum(first + per, n_rows)
+        step = 1
+    else:
+        # every programs-th row, from the program's id
+        first = pid
+        end = n_rows
+        step = tl.num_programs(0)
     offs = tl.arange(0, BLOCK)
     mask = offs < n_cols
     if HAS_W:
@@ -139,17 +155,17 @@ def _norm_bwd(x_ptr, w_ptr, dy_ptr, stats_ptr, dx_ptr, dw_ptr, db_ptr, n_rows, n
     db_acc = tl.zeros([BLOCK], tl.float32)
     if AHEAD:
         # the first row's x and dy, in their own dtype (half the registers of float32)
-        first = tl.cast(pid, tl.int64) * n_cols
-        x_next = tl.load(x_ptr + first + offs, mask=mask & (pid < n_rows), other=0.0)
-        dy_next = tl.load(dy_ptr + first + offs, mask=mask & (pid < n_rows), other=0.0)
-    for row in tl.range(pid, n_rows, step):
+        start = tl.cast(first, tl.int64) * n_cols
+        x_next = tl.load(x_ptr + start + offs, mask=mask & (first < end), other=0.0)
+        dy_next = tl.load(dy_ptr + start + offs, mask=mask & (first < end), other=0.0)
+    for row in tl.range(first, end, step):
         base = tl.cast(row, tl.int64) * n_cols  # a loop variable: an int when interpreted
         if AHEAD:
             # the next row's loads go out before this row's reductions and stores, so they are
             # in flight while the program waits on its barriers
             x = x_next.to(tl.float32)
             dy = dy_next.to(tl.float32)
-            ahead = mask & (row + step < n_rows)
+            ahead = mask & (row + step < end)
             x_next = tl.load(x_ptr + base + step * n_cols + offs, mask=ahead, other=0.0)
             dy_next = tl.load(dy_ptr + base + step * n_cols + offs, mask=ahead, other=0.0)
         else:
