@@ -98,9 +98,10 @@ def _decode_float64(q, k, v, scale, bias=None):
 
 
 # (Hq, Hkv, Lkv, D, whole): key counts that are a multiple of the split (64 keys a program up
-# to 8192 keys) take the unmasked pass 1, whose every split is whole steps; the rest (tiny
-# caches, a short last split) the masked one; groups of 1, 4 and 8 query heads a kv head, and a
-# padded head dim (80 in 128) for the unmasked form's head-dim mask
+# to 8192 keys) take the unmasked pass 1, whose every split is whole steps, for groups of up to
+# 4 query heads a kv head; the rest (tiny caches, a short last split, groups of 8) the masked
+# one; groups of 1, 3 (padded to 4), 4 and 8, and a padded head dim (80 in 128) for the
+# unmasked form's head-dim mask
 DECODE_FORMS = [
     (2, 2, 1, 64, False),
     (8, 2, 5, 64, False),
@@ -108,8 +109,9 @@ DECODE_FORMS = [
     (2, 2, 64, 64, True),
     (8, 2, 192, 64, True),
     (8, 1, 200, 64, False),
-    (8, 1, 128, 80, True),
-    (4, 1, 256, 64, True),
+    (8, 1, 128, 64, False),
+    (4, 1, 128, 80, True),
+    (6, 2, 256, 64, True),
 ]
 
 

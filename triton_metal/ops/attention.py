@@ -162,6 +162,14 @@ def _split(n_keys: int) -> int:
     return max(64, next_pow2(triton.cdiv(n_keys, 128)))
 
 
+def _whole_steps(n_keys: int, split: int, group_p: int) -> bool:
+    """Whether decode's pass 1 takes its unmasked form (`WHOLE`): every split holds `split`
+    keys, which pruning makes a whole number of steps, and the group (padded) is at most 4.
+    Through the GPU proxy the unmasked form was faster for groups of 1, 2 and 4 and slower for
+    8 (its default config spills more there): docs/ops.md, "Decode speed", eighth round."""
+    return n_keys % split == 0 and group_p <= 4
+
+
 # (SLOTS, ROWS, num_warps): key slots, key rows a slot takes a step (a step reads SLOTS x ROWS
 # keys), SIMD groups; the launcher picks the keys a program reads (`_split`). Pruning keeps
 # those whose slots match the inputs' key rows: two slots a SIMD group for float16 heads of
@@ -219,8 +227,8 @@ def _attn_decode(q_ptr, k_ptr, v_ptr, mask_ptr, po_ptr, plse_ptr, Hq, group, Lkv
     # reads ROWS x SLOTS keys; each slot keeps its own online softmax (maximum, sum, output)
     # over its keys, ROWS of them a step, so a step's sums over keys stay in the slot's thread
     # (the slots merge once, at the end).
-    # WHOLE (the launcher's choice: Lkv a multiple of SPLIT, and SPLIT a multiple of every
-    # config's step, which `_prune_decode` keeps) makes every split a whole number of full
+    # WHOLE (the launcher's choice, `_whole_steps`: Lkv a multiple of SPLIT, and SPLIT a
+    # multiple of every config's step, which `_prune_decode` keeps) makes every split a whole number of full
     # steps: no key past the split, so the key and value loads take no row mask and the scores
     # no -inf, and the last step's read-ahead re-reads its own block (in the array, unused)
     # rather than the next split's
@@ -461,7 +469,8 @@ def _decode(q: Any, k: Any, v: Any, mask4: Any, o: Any, lse: Any, group: int, sc
     plse = c.zeros((B * Hkv * n_splits * gp,), m.float32)
     _attn_decode[(n_splits, B * Hkv)](q, k, v, mask4, po, plse, Hq, group, Lkv, D, scale, n_splits,
                                       *mask_strides, kind, BLOCK_D=block_d, GROUP_P=gp,
-                                      EVEN_D=D == block_d, SPLIT=split, WHOLE=Lkv % split == 0)
+                                      EVEN_D=D == block_d, SPLIT=split,
+                                      WHOLE=_whole_steps(Lkv, split, gp))
     chunk_d, warps = _COMBINE
     chunk = min(chunk_d, block_d)
     _attn_decode_combine[(B * Hq, block_d // chunk)](po, plse, o, lse, group, n_splits, D, GROUP_P=gp,
