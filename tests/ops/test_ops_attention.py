@@ -115,12 +115,12 @@ DECODE_FORMS = [
 ]
 
 
-@pytest.mark.parametrize("backend", ["emulator", "interpret"])
-@pytest.mark.parametrize("Hq, Hkv, Lkv, D, whole", DECODE_FORMS)
-def test_decode_forms(monkeypatch, backend, Hq, Hkv, Lkv, D, whole):
+@pytest.fixture(params=["emulator", "interpret"])
+def decode_forms(request, monkeypatch):
+    """Runs the test on each backend; the list it gives receives each pass-1 launch's WHOLE."""
     from triton_metal.ops import attention
 
-    if backend == "interpret":
+    if request.param == "interpret":
         monkeypatch.setenv("TRITON_METAL_INTERPRET", "1")
     launched = []
     run = attention._attn_decode.run
@@ -130,25 +130,21 @@ def test_decode_forms(monkeypatch, backend, Hq, Hkv, Lkv, D, whole):
         return run(*args, **kwargs)
 
     monkeypatch.setattr(attention._attn_decode, "run", spy)
+    return launched
+
+
+@pytest.mark.parametrize("Hq, Hkv, Lkv, D, whole", DECODE_FORMS)
+def test_decode_forms(decode_forms, Hq, Hkv, Lkv, D, whole):
     q, k, v = _qkv(1, Hq, Hkv, 1, Lkv, D)
     ours = ops.scaled_dot_product_attention(q, k, v, scale=D ** -0.5)
     want = _decode_float64(q, k, v, D ** -0.5)
     np.testing.assert_allclose(np.array(ours).astype(np.float64), want, atol=1e-5, rtol=1e-5)
-    assert launched == [whole]
+    assert decode_forms == [whole]
 
 
-@pytest.mark.parametrize("backend", ["emulator", "interpret"])
-def test_decode_whole_splits_masked(monkeypatch, backend):
+def test_decode_whole_splits_masked(decode_forms):
     # the unmasked form under an additive mask with -inf: keys hidden in every split but one
     # (those splits' partials hold only -inf scores), float16 heads of 128 in groups of 4
-    from triton_metal.ops import attention
-
-    if backend == "interpret":
-        monkeypatch.setenv("TRITON_METAL_INTERPRET", "1")
-    launched = []
-    run = attention._attn_decode.run
-    monkeypatch.setattr(attention._attn_decode, "run",
-                        lambda *a, **kw: launched.append(kw["WHOLE"]) or run(*a, **kw))
     q, k, v = _qkv(1, 8, 2, 1, 256, 128, "float16")
     hide = np.zeros((1, 1, 1, 256), np.float32)
     hide[..., 64:] = -np.inf
@@ -158,7 +154,7 @@ def test_decode_whole_splits_masked(monkeypatch, backend):
     want = _decode_float64(q, k, v, 128 ** -0.5, bias)
     np.testing.assert_allclose(np.array(ours.astype(mx.float32)).astype(np.float64), want,
                                atol=3e-3, rtol=1e-2)
-    assert launched == [True]
+    assert decode_forms == [True]
 
 
 @pytest.mark.parametrize("slots, rows, warps", [(2, 4, 1), (4, 1, 2), (4, 4, 2), (8, 2, 4), (8, 8, 4)])

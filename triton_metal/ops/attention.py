@@ -16,8 +16,10 @@ head dimension serves every mask):
   kv head), reads its keys and values once for all the query heads of the group, with
   elementwise products and row sums (a 1-row `tl.dot` would waste 15 of 16 rows) and an online
   softmax per key slot (each slot's `ROWS` keys of a step in its thread), and writes each
-  head's normalised partial output and log-sum-exp; pass 2 merges the splits per (batch x
-  query head, chunk of the head dim), one SIMD group a program.
+  head's normalised partial output and log-sum-exp (where `Lkv` is a multiple of `SPLIT` and the
+  group at most 4 heads, every split is whole steps and its loads take no row mask:
+  `_whole_steps`); pass 2 merges the splits per (batch x query head, chunk of the head dim),
+  one SIMD group a program.
 * backward: `delta = rowsum(dO * O)` per query row; then `dK, dV` one program per (key block,
   batch x key/value head), summing over the group's query heads and every query block, and
   `dQ` one program per (query block, batch x query head):
@@ -228,10 +230,10 @@ def _attn_decode(q_ptr, k_ptr, v_ptr, mask_ptr, po_ptr, plse_ptr, Hq, group, Lkv
     # over its keys, ROWS of them a step, so a step's sums over keys stay in the slot's thread
     # (the slots merge once, at the end).
     # WHOLE (the launcher's choice, `_whole_steps`: Lkv a multiple of SPLIT, and SPLIT a
-    # multiple of every config's step, which `_prune_decode` keeps) makes every split a whole number of full
-    # steps: no key past the split, so the key and value loads take no row mask and the scores
-    # no -inf, and the last step's read-ahead re-reads its own block (in the array, unused)
-    # rather than the next split's
+    # multiple of every config's step, which `_prune_decode` keeps) makes every split a whole
+    # number of full steps: no key past the split, so the key and value loads take no row mask
+    # and the scores no -inf, and the last step's read-ahead re-reads its own block (in the
+    # array, unused) rather than the next split's
     split = tl.program_id(0)
     bkv = tl.program_id(1)
     Hkv = Hq // group
