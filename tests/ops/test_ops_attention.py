@@ -85,6 +85,78 @@ def test_decode_long_cache():
     assert_close(ours, sdpa(q, k, v, scale=0.125, mask=mask), "float32", scale=5)
 
 
+def _decode_float64(q, k, v, scale, bias=None):
+    # one query a head against its kv head's keys, in float64
+    q, k, v = (np.array(a.astype(mx.float32)).astype(np.float64) for a in (q, k, v))
+    group = q.shape[1] // k.shape[1]
+    k, v = np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)
+    s = q @ k.transpose(0, 1, 3, 2) * scale
+    if bias is not None:
+        s = s + np.array(bias.astype(mx.float32)).astype(np.float64)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    return (p / p.sum(-1, keepdims=True)) @ v
+
+
+# (Hq, Hkv, Lkv, D, whole): key counts that are a multiple of the split (64 keys a program up
+# to 8192 keys) take the unmasked pass 1, whose every split is whole steps, for groups of up to
+# 4 query heads a kv head; the rest (tiny caches, a short last split, groups of 8) the masked
+# one; groups of 1, 3 (padded to 4), 4 and 8, and a padded head dim (80 in 128) for the
+# unmasked form's head-dim mask
+DECODE_FORMS = [
+    (2, 2, 1, 64, False),
+    (8, 2, 5, 64, False),
+    (8, 1, 63, 64, False),
+    (2, 2, 64, 64, True),
+    (8, 2, 192, 64, True),
+    (8, 1, 200, 64, False),
+    (8, 1, 128, 64, False),
+    (4, 1, 128, 80, True),
+    (6, 2, 256, 64, True),
+]
+
+
+@pytest.fixture(params=["emulator", "interpret"])
+def decode_forms(request, monkeypatch):
+    """Runs the test on each backend; the list it gives receives each pass-1 launch's WHOLE."""
+    from triton_metal.ops import attention
+
+    if request.param == "interpret":
+        monkeypatch.setenv("TRITON_METAL_INTERPRET", "1")
+    launched = []
+    run = attention._attn_decode.run
+
+    def spy(*args, **kwargs):
+        launched.append(kwargs["WHOLE"])
+        return run(*args, **kwargs)
+
+    monkeypatch.setattr(attention._attn_decode, "run", spy)
+    return launched
+
+
+@pytest.mark.parametrize("Hq, Hkv, Lkv, D, whole", DECODE_FORMS)
+def test_decode_forms(decode_forms, Hq, Hkv, Lkv, D, whole):
+    q, k, v = _qkv(1, Hq, Hkv, 1, Lkv, D)
+    ours = ops.scaled_dot_product_attention(q, k, v, scale=D ** -0.5)
+    want = _decode_float64(q, k, v, D ** -0.5)
+    np.testing.assert_allclose(np.array(ours).astype(np.float64), want, atol=1e-5, rtol=1e-5)
+    assert decode_forms == [whole]
+
+
+def test_decode_whole_splits_masked(decode_forms):
+    # the unmasked form under an additive mask with -inf: keys hidden in every split but one
+    # (those splits' partials hold only -inf scores), float16 heads of 128 in groups of 4
+    q, k, v = _qkv(1, 8, 2, 1, 256, 128, "float16")
+    hide = np.zeros((1, 1, 1, 256), np.float32)
+    hide[..., 64:] = -np.inf
+    hide[..., 200] = 0.5
+    bias = mx.array(hide)
+    ours = ops.scaled_dot_product_attention(q, k, v, scale=128 ** -0.5, mask=bias)
+    want = _decode_float64(q, k, v, 128 ** -0.5, bias)
+    np.testing.assert_allclose(np.array(ours.astype(mx.float32)).astype(np.float64), want,
+                               atol=3e-3, rtol=1e-2)
+    assert decode_forms == [True]
+
+
 @pytest.mark.parametrize("slots, rows, warps", [(2, 4, 1), (4, 1, 2), (4, 4, 2), (8, 2, 4), (8, 8, 4)])
 def test_decode_configs(monkeypatch, slots, rows, warps):
     # decode configs of every shape of step (key rows a slot, slots, SIMD groups, one step a

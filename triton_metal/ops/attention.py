@@ -16,8 +16,10 @@ head dimension serves every mask):
   kv head), reads its keys and values once for all the query heads of the group, with
   elementwise products and row sums (a 1-row `tl.dot` would waste 15 of 16 rows) and an online
   softmax per key slot (each slot's `ROWS` keys of a step in its thread), and writes each
-  head's normalised partial output and log-sum-exp; pass 2 merges the splits per (batch x
-  query head, chunk of the head dim), one SIMD group a program.
+  head's normalised partial output and log-sum-exp (where `Lkv` is a multiple of `SPLIT` and the
+  group at most 4 heads, every split is whole steps and its loads take no row mask:
+  `_whole_steps`); pass 2 merges the splits per (batch x query head, chunk of the head dim),
+  one SIMD group a program.
 * backward: `delta = rowsum(dO * O)` per query row; then `dK, dV` one program per (key block,
   batch x key/value head), summing over the group's query heads and every query block, and
   `dQ` one program per (query block, batch x query head):
@@ -162,6 +164,14 @@ def _split(n_keys: int) -> int:
     return max(64, next_pow2(triton.cdiv(n_keys, 128)))
 
 
+def _whole_steps(n_keys: int, split: int, group_p: int) -> bool:
+    """Whether decode's pass 1 takes its unmasked form (`WHOLE`): every split holds `split`
+    keys, which pruning makes a whole number of steps, and the group (padded) is at most 4.
+    Through the GPU proxy the unmasked form was faster for groups of 1, 2 and 4 and slower for
+    8 (its default config spills more there): docs/ops.md, "Decode speed", eighth round."""
+    return n_keys % split == 0 and group_p <= 4
+
+
 # (SLOTS, ROWS, num_warps): key slots, key rows a slot takes a step (a step reads SLOTS x ROWS
 # keys), SIMD groups; the launcher picks the keys a program reads (`_split`). Pruning keeps
 # those whose slots match the inputs' key rows: two slots a SIMD group for float16 heads of
@@ -188,12 +198,27 @@ def _masked_tile(ptr, at, ok, dmask, EVEN_D: tl.constexpr):
     return t
 
 
-@triton.autotune(configs=_DECODE, key=["BLOCK_D", "GROUP_P", "MASK", "EVEN_D", "SPLIT"],
+@triton.jit
+def _kv_tile(ptr, at, ok, dmask, EVEN_D: tl.constexpr, WHOLE: tl.constexpr):
+    # a step's keys or values: where every split is whole steps (WHOLE), every row lies in the
+    # array, so only a padded head dim is masked
+    if WHOLE:
+        if EVEN_D:
+            t = tl.load(ptr + at)
+        else:
+            t = tl.load(ptr + at, mask=dmask, other=0.0)
+    else:
+        t = _masked_tile(ptr, at, ok, dmask, EVEN_D)
+    return t
+
+
+@triton.autotune(configs=_DECODE, key=["BLOCK_D", "GROUP_P", "MASK", "EVEN_D", "SPLIT", "WHOLE"],
                  prune_configs_by={"early_config_prune": _prune_decode})
 @triton.jit
 def _attn_decode(q_ptr, k_ptr, v_ptr, mask_ptr, po_ptr, plse_ptr, Hq, group, Lkv, D, scale,
                  n_splits, smb, smh, smk, MASK, BLOCK_D: tl.constexpr, GROUP_P: tl.constexpr,
-                 EVEN_D: tl.constexpr, SPLIT: tl.constexpr, SLOTS: tl.constexpr, ROWS: tl.constexpr):
+                 EVEN_D: tl.constexpr, SPLIT: tl.constexpr, WHOLE: tl.constexpr,
+                 SLOTS: tl.constexpr, ROWS: tl.constexpr):
     # flash-decoding, pass 1: program (split, batch x kv head) reads keys and values
     # [split * SPLIT, (split + 1) * SPLIT) once for every query head of the group (GROUP_P:
     # the group size rounded up to a power of two), and writes each head's partial output
@@ -203,7 +228,12 @@ def _attn_decode(q_ptr, k_ptr, v_ptr, mask_ptr, po_ptr, plse_ptr, Hq, group, Lkv
     # Tiles of 4 axes: (query head of the group, key row of a slot, slot, head dim). A step
     # reads ROWS x SLOTS keys; each slot keeps its own online softmax (maximum, sum, output)
     # over its keys, ROWS of them a step, so a step's sums over keys stay in the slot's thread
-    # (the slots merge once, at the end)
+    # (the slots merge once, at the end).
+    # WHOLE (the launcher's choice, `_whole_steps`: Lkv a multiple of SPLIT, and SPLIT a
+    # multiple of every config's step, which `_prune_decode` keeps) makes every split a whole
+    # number of full steps: no key past the split, so the key and value loads take no row mask
+    # and the scores no -inf, and the last step's read-ahead re-reads its own block (in the
+    # array, unused) rather than the next split's
     split = tl.program_id(0)
     bkv = tl.program_id(1)
     Hkv = Hq // group
@@ -212,11 +242,15 @@ def _attn_decode(q_ptr, k_ptr, v_ptr, mask_ptr, po_ptr, plse_ptr, Hq, group, Lkv
     h = (bkv % Hkv) * group + g  # the query heads of this kv head (padded ones masked)
     head_ok = g < group
     BLOCK_N: tl.constexpr = ROWS * SLOTS
+    tl.static_assert(SPLIT % BLOCK_N == 0, "a decode split must hold whole steps")
     offs_n = tl.arange(0, ROWS)[None, :, None, None] * SLOTS + tl.arange(0, SLOTS)[None, None, :, None]
     offs_d = tl.arange(0, BLOCK_D)[None, None, None, :]
     dmask = offs_d < D
     lo = split * SPLIT
-    hi = tl.minimum(lo + SPLIT, Lkv)
+    if WHOLE:
+        hi = lo + SPLIT
+    else:
+        hi = tl.minimum(lo + SPLIT, Lkv)
     kv_base = bkv.to(tl.int64) * Lkv * D
     # the first key block is read before q, so the tiles take the key tile's layout (lanes
     # along the head dim in vectors, then along the slots, warps along the slots, a slot's
@@ -224,8 +258,8 @@ def _attn_decode(q_ptr, k_ptr, v_ptr, mask_ptr, po_ptr, plse_ptr, Hq, group, Lkv
     # each step reads the next block's keys and values ahead of its math, so no step waits on
     # a load issued in it
     at0 = kv_base + (lo + offs_n) * D + offs_d
-    k = _masked_tile(k_ptr, at0, (lo + offs_n) < hi, dmask, EVEN_D)
-    v = _masked_tile(v_ptr, at0, (lo + offs_n) < hi, dmask, EVEN_D)
+    k = _kv_tile(k_ptr, at0, (lo + offs_n) < hi, dmask, EVEN_D, WHOLE)
+    v = _kv_tile(v_ptr, at0, (lo + offs_n) < hi, dmask, EVEN_D, WHOLE)
     q = _masked_tile(q_ptr, (b * Hq + h).to(tl.int64) * D + offs_d, head_ok, dmask, EVEN_D).to(tl.float32)
     m_i = tl.full([GROUP_P, 1, SLOTS, 1], NEG_INF, tl.float32)
     l_i = tl.zeros([GROUP_P, 1, SLOTS, 1], tl.float32)
@@ -233,15 +267,22 @@ def _attn_decode(q_ptr, k_ptr, v_ptr, mask_ptr, po_ptr, plse_ptr, Hq, group, Lkv
     for start_n in range(lo, hi, BLOCK_N):
         cols = start_n + offs_n
         ok = cols < hi
-        at_next = kv_base + (cols + BLOCK_N) * D + offs_d
+        if WHOLE:
+            # the next block of the split, or this one again after the split's last step
+            nxt = start_n + BLOCK_N
+            nxt = tl.where(nxt < hi, nxt, start_n)
+            at_next = kv_base + (nxt + offs_n) * D + offs_d
+        else:
+            at_next = kv_base + (cols + BLOCK_N) * D + offs_d
         ok_next = (cols + BLOCK_N) < hi
-        k_next = _masked_tile(k_ptr, at_next, ok_next, dmask, EVEN_D)
-        v_next = _masked_tile(v_ptr, at_next, ok_next, dmask, EVEN_D)
+        k_next = _kv_tile(k_ptr, at_next, ok_next, dmask, EVEN_D, WHOLE)
+        v_next = _kv_tile(v_ptr, at_next, ok_next, dmask, EVEN_D, WHOLE)
         s = tl.sum(q * k.to(tl.float32), 3, keep_dims=True) * scale
         if MASK == 2:  # a uniform branch: no mask, no predicated loads
             s += tl.load(mask_ptr + b.to(tl.int64) * smb + h * smh + cols * smk,
                          mask=ok & head_ok, other=0.0).to(tl.float32)
-        s = tl.where(ok, s, NEG_INF)
+        if not WHOLE:
+            s = tl.where(ok, s, NEG_INF)
         # per-slot online softmax over the slot's rows of this step
         m_new = tl.maximum(m_i, tl.max(s, 1, keep_dims=True))
         m_ref = tl.where(m_new > NEG_INF, m_new, 0.0)
@@ -430,7 +471,8 @@ def _decode(q: Any, k: Any, v: Any, mask4: Any, o: Any, lse: Any, group: int, sc
     plse = c.zeros((B * Hkv * n_splits * gp,), m.float32)
     _attn_decode[(n_splits, B * Hkv)](q, k, v, mask4, po, plse, Hq, group, Lkv, D, scale, n_splits,
                                       *mask_strides, kind, BLOCK_D=block_d, GROUP_P=gp,
-                                      EVEN_D=D == block_d, SPLIT=split)
+                                      EVEN_D=D == block_d, SPLIT=split,
+                                      WHOLE=_whole_steps(Lkv, split, gp))
     chunk_d, warps = _COMBINE
     chunk = min(chunk_d, block_d)
     _attn_decode_combine[(B * Hq, block_d // chunk)](po, plse, o, lse, group, n_splits, D, GROUP_P=gp,
