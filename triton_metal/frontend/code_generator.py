@@ -129,6 +129,9 @@ class CodeGenerator(ReturnsMixin, ControlFlowMixin, CallsMixin, ast.NodeVisitor)
     def visit_Expr(self, node: ast.Expr) -> None:
         if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
             return  # a docstring or a bare string
+        if isinstance(node.value, ast.Call):
+            self.visit_unused_call(node.value)
+            return
         self.visit(node.value)
 
     def visit_Pass(self, node: ast.Pass) -> None:

@@ -33,6 +33,8 @@ def compile_to_ir(kernel: JITCallable, signature: KernelSignature) -> Module:
     fdef = source.func_def
     try:
         check_parameters(fdef)
+        if fdef.args.vararg is not None:
+            raise refusal("kernel_varargs", name=name, param=fdef.args.vararg.arg)
     except CompilationError as e:
         located = e.with_context(source.loc(fdef), name)
         raise located from located.__cause__

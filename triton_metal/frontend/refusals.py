@@ -61,8 +61,13 @@ REFUSALS: dict[str, Refusal] = {
         "tuple is supported",
     ),
     "star_params": Refusal(
-        "@jit functions with *args, **kwargs or keyword-only parameters are not supported",
-        "give the function plain positional parameters",
+        "@jit functions with **kwargs, keyword-only or positional-only parameters are not supported",
+        "give the function plain positional parameters (and *args, a tuple of the extra arguments)",
+    ),
+    "kernel_varargs": Refusal(
+        "kernel '{name}' has *{param}: a @jit function with *args can be called from kernels, "
+        "not launched",
+        "give the kernel named parameters; a tuple argument passes several values in one",
     ),
     "python_call": Refusal(
         "cannot call the Python function '{name}' from a kernel",
