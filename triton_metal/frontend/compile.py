@@ -35,6 +35,10 @@ def compile_to_ir(kernel: JITCallable, signature: KernelSignature) -> Module:
         check_parameters(fdef)
         if fdef.args.vararg is not None:
             raise refusal("kernel_varargs", name=name, param=fdef.args.vararg.arg)
+        for arg in fdef.args.args:
+            if is_constexpr_annotation(arg.annotation) and arg.arg in kernel.do_not_specialize:
+                # Triton's words: a compile-time value cannot also be kept unspecialized
+                raise CompilationError(f"{arg.arg} marked as constexpr and listed in do_not_specialize")
     except CompilationError as e:
         located = e.with_context(source.loc(fdef), name)
         raise located from located.__cause__

@@ -75,8 +75,9 @@ REFUSALS: dict[str, Refusal] = {
         "outside and pass it as a tl.constexpr argument",
     ),
     "global_variable": Refusal(
-        "cannot use the variable '{name}' (a global, or a variable of an enclosing function) in a "
-        "kernel: only tl.constexpr values, modules, @jit functions and tl objects are allowed",
+        "Cannot access global variable {name} from within @jit'ed function (nor a variable of an "
+        "enclosing function): only tl.constexpr values, modules, @jit functions and tl objects are "
+        "allowed",
         "define it as `{name} = tl.constexpr(...)` or pass it as an argument",
     ),
     "recursion": Refusal(
