@@ -18,8 +18,8 @@ NOT_A_CONSTEXPR = 3
 
 
 @JITCallable
-def helper_with_star(*xs):  # noqa: ANN002, ANN201
-    return xs
+def helper_with_star(x, **options):  # noqa: ANN001, ANN003, ANN201
+    return x
 
 
 @JITCallable
@@ -93,6 +93,10 @@ def k_star_args(x_ptr, n):
 
 
 def k_star_params(*args):  # error
+    pass
+
+
+def k_kwargs_params(x_ptr, **options):  # error
     pass
 
 
@@ -198,7 +202,8 @@ CASES = [
     ("break", k_break), ("continue", k_continue), ("kernel_return_value", k_return_value), ("try", k_try),
     ("raise", k_raise), ("with", k_with), ("lambda", k_lambda), ("comprehension", k_comprehension),
     ("class", k_class), ("nested_def", k_nested_def), ("global", k_global), ("delete", k_delete),
-    ("import", k_import), ("star_args", k_star_args), ("star_params", k_star_params),
+    ("import", k_import), ("star_args", k_star_args), ("kernel_varargs", k_star_params),
+    ("star_params", k_kwargs_params),
     ("star_params", k_helper_star_params), ("python_call", k_python_builtin),
     ("global_variable", k_global_variable), ("recursion", k_recursion), ("subscript_store", k_subscript_store),
     ("attribute_store", k_attribute_store),

@@ -303,7 +303,7 @@ class ArithMixin(SemanticBase):
     # -- select, min/max ----------------------------------------------------------------------
     def where(self, cond: Any, x: Any, y: Any) -> tensor:
         if isinstance(cond, tensor) and cond.type.scalar != int1:
-            warnings.warn(WHERE_NON_BOOL.format(cond.type.scalar), UserWarning, stacklevel=3)
+            warnings.warn(WHERE_NON_BOOL.format(cond.type.scalar.name), UserWarning, stacklevel=3)
         cond = self._to_bool(cond)
         # fp8 selects without arithmetic: two blocks of one fp8 type, or an fp8 block and a number,
         # which becomes that type (as Triton's weakly typed scalars do)
