@@ -126,11 +126,6 @@ def k_attribute_store(x_ptr, n):
     offs.dtype = tl.int64  # error
 
 
-def k_walrus(x_ptr, n):
-    if (m := n) > 0:  # error
-        pass
-
-
 def k_fstring(x_ptr, n):
     tl.static_print(f"{n}")  # error
 
@@ -207,7 +202,7 @@ CASES = [
     ("star_params", k_helper_star_params), ("python_call", k_python_builtin),
     ("global_variable", k_global_variable), ("recursion", k_recursion), ("subscript_store", k_subscript_store),
     ("attribute_store", k_attribute_store),
-    ("walrus", k_walrus), ("fstring", k_fstring), ("dict_set", k_dict), ("yield", k_yield), ("match", k_match),
+    ("fstring", k_fstring), ("dict_set", k_dict), ("yield", k_yield), ("match", k_match),
     ("loop_else", k_loop_else), ("for_iterable", k_for_iterable), ("for_target", k_for_target),
     ("zero_step", k_zero_step), ("block_condition", k_block_condition), ("infinite_loop", k_infinite_loop),
     ("branch_only_name", k_branch_only_name), ("loop_local_name", k_loop_local_name),

@@ -241,7 +241,9 @@ def where_kernel(c_ptr, out_ptr):
     tl.store(out_ptr + offs, tl.where(c, 1.5, -2.0))
 
 
-def test_where_on_a_non_boolean_condition_warns_and_selects_on_nonzero(backend):
+def test_where_on_a_non_boolean_condition_warns_and_selects_on_nonzero(backend, monkeypatch, tmp_path):
+    # the warning comes from compiling, as in Triton: a variant read from the disk cache gives none
+    monkeypatch.setenv("TRITON_METAL_CACHE_DIR", str(tmp_path))
     c = np.array([0, 1, 2, 0, 7, 0, 0, 3], np.uint32)
     out = np.zeros(N, np.float32)
     with pytest.warns(UserWarning, match="tl.where with a non-boolean condition is deprecated .* Got uint32"):
@@ -274,3 +276,75 @@ def test_power_of_two_refusals_carry_triton_words_as_their_cause(backend):
     with pytest.raises(CompilationError, match="arange's range must be a power of 2, got 5") as info:
         shape_kernel[(1,)](x)
     assert str(info.value.__cause__) == "arange's range must be a power of 2"
+
+
+@triton.jit
+def walrus_kernel(x_ptr, out_ptr, LIMIT: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    bound: tl.constexpr
+    if (bound := LIMIT * 2) > 4:
+        tl.static_assert(isinstance(bound.type, tl.constexpr_type))
+    tl.store(out_ptr + offs, (y := tl.load(x_ptr + offs) + bound) * y)
+
+
+def test_assignment_expressions_assign_and_give_the_value(backend):
+    x = np.arange(-4, 4, dtype=np.int32)
+    out = np.zeros(N, np.int32)
+    walrus_kernel[(1,)](x, out, LIMIT=3)
+    np.testing.assert_array_equal(out, (x + 6) * (x + 6))
+
+
+@triton.jit
+def unpack_kernel(x_ptr, COUNT: tl.constexpr):
+    a, b = tl.static_range(COUNT) if False else (1, 2, 3)[:COUNT]
+    tl.store(x_ptr, a + b)
+
+
+@pytest.mark.parametrize("count, words", [
+    (3, r"too many values to unpack \(expected 2, got 3\)"),
+    (1, r"not enough values to unpack \(expected 2, got 1\)"),
+])
+def test_unpacking_the_wrong_number_of_values_is_refused_in_python_words(backend, count, words):
+    x = np.zeros(1, np.int32)
+    with pytest.raises(CompilationError, match=words):
+        unpack_kernel[(1,)](x, COUNT=count)
+    assert x[0] == 0
+
+
+@triton.jit
+def constexpr_min_max_kernel(x_ptr, A: tl.constexpr, B: tl.constexpr, IS_MIN: tl.constexpr):
+    if IS_MIN:
+        tl.store(x_ptr, min(A, B))
+    else:
+        tl.store(x_ptr, max(A, B))
+
+
+@pytest.mark.parametrize("a, b", [(1.0, float("nan")), (float("nan"), 1.0), (0.0, -0.0)])
+@pytest.mark.parametrize("is_min", [True, False])
+def test_min_max_of_constexpr_floats_without_one_answer_are_refused(backend, a, b, is_min):
+    x = np.zeros(1, np.float32)
+    with pytest.raises(CompilationError, match="has no single answer"):
+        constexpr_min_max_kernel[(1,)](x, a, b, is_min)
+    assert x[0] == 0
+
+
+def test_min_max_of_ordinary_constexpr_floats_fold(backend):
+    x = np.zeros(1, np.float32)
+    for a, b, is_min, expected in [(1.5, -2.0, True, -2.0), (1.5, -2.0, False, 1.5), (0.0, 0.0, True, 0.0)]:
+        constexpr_min_max_kernel[(1,)](x, a, b, is_min)
+        assert x[0] == expected
+
+
+@triton.jit
+def reciprocal_kernel(x_ptr, A: tl.constexpr):
+    tl.store(x_ptr, tl.load(x_ptr) / A)
+
+
+def test_negative_zero_constexpr_compiles_its_own_variant(backend):
+    x = np.zeros(1, np.float32)
+    for a in (0.0, -0.0, 0.0, -0.0):
+        with np.errstate(divide="ignore"):
+            expected = np.float32(1.0) / np.float32(a)
+        x[0] = 1.0
+        reciprocal_kernel[(1,)](x, a)
+        assert x[0] == expected and np.signbit(x[0]) == np.signbit(expected)

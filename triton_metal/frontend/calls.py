@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import builtins
 import inspect
+import math
 from collections import ChainMap
 from collections.abc import Mapping
 from enum import Enum
@@ -243,7 +244,9 @@ class CallsMixin:
         if kwargs or len(args) < 2:
             raise CompilationError(f"{'min' if is_min else 'max'}() in a kernel takes two or more positional arguments")
         if not any(is_tensor(a) for a in args):
-            return _wrap((min if is_min else max)(*to_python(args)))
+            values = to_python(args)
+            check_constexpr_min_max(is_min, values)
+            return _wrap((min if is_min else max)(*values))
         from ..language import elementwise
 
         fold = elementwise.minimum if is_min else elementwise.maximum
@@ -275,6 +278,22 @@ class CallsMixin:
             return callee.finish_body()
         finally:
             self.builder.set_loc(saved)
+
+
+def check_constexpr_min_max(is_min: bool, values: list[Any]) -> None:
+    """Refuse `min`/`max` of compile-time floats where Python's answer depends on the order of
+    the arguments and differs from the device's `tl.minimum`/`tl.maximum` (a NaN, or zeros of
+    both signs), as Triton refuses them."""
+    floats = [v for v in values if isinstance(v, float)]
+    zeros = {math.copysign(1.0, v) for v in floats if v == 0.0}
+    if any(math.isnan(v) for v in floats) or len(zeros) == 2:
+        name = "min" if is_min else "max"
+        raise CompilationError(
+            f"{name}() of compile-time floats {tuple(values)} has no single answer: with a NaN or "
+            "zeros of both signs, Python's result depends on the order of the arguments",
+            hint=f"compute it with tl.{'minimum' if is_min else 'maximum'} on tensors (NaN "
+            "propagation chosen by propagate_nan), or pass values without NaN or -0.0",
+        )
 
 
 def visible_globals(fn: JITCallable) -> Mapping[str, Any]:

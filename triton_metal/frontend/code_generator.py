@@ -174,6 +174,12 @@ class CodeGenerator(ReturnsMixin, ControlFlowMixin, CallsMixin, ast.NodeVisitor)
         except CompilationError:
             return None
 
+    def visit_NamedExpr(self, node: ast.NamedExpr) -> Any:
+        """`(x := value)`: assigned as `x = value` is (a name declared `x: tl.constexpr` keeps
+        a compile-time value), and the name's new value is the expression's."""
+        self.assign(node.target, self.visit(node.value))
+        return self.lookup(node.target.id)
+
     def visit_AugAssign(self, node: ast.AugAssign) -> None:
         if not isinstance(node.target, ast.Name):
             raise store_refusal(node.target)
@@ -192,8 +198,10 @@ class CodeGenerator(ReturnsMixin, ControlFlowMixin, CallsMixin, ast.NodeVisitor)
             items = to_python(value)
             if is_tensor(items) or not isinstance(items, (tuple, list)):
                 raise CompilationError(f"cannot unpack a {type(items).__name__} into {len(target.elts)} names")
-            if len(items) != len(target.elts):
-                raise CompilationError(f"cannot unpack {len(items)} values into {len(target.elts)} names")
+            if len(items) > len(target.elts):  # Python's words
+                raise CompilationError(f"too many values to unpack (expected {len(target.elts)}, got {len(items)})")
+            if len(items) < len(target.elts):
+                raise CompilationError(f"not enough values to unpack (expected {len(target.elts)}, got {len(items)})")
             for t, v in zip(target.elts, items):
                 self.assign(t, v)
             return

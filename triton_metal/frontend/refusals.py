@@ -56,7 +56,7 @@ REFUSALS: dict[str, Refusal] = {
     "delete": Refusal("'del' is not supported in kernels", "simply stop using the variable"),
     "import": Refusal("imports inside kernels are not supported", "import at module level"),
     "star_args": Refusal(
-        "starred assignment targets and **kwargs are not supported in kernels",
+        "starred assignment targets are not supported in kernels, nor are **kwargs in calls",
         "unpack into one name per element and pass keyword arguments one by one; `f(*values)` of a "
         "tuple is supported",
     ),
@@ -93,7 +93,6 @@ REFUSALS: dict[str, Refusal] = {
         "aggregates are immutable values: build a changed copy with tl.aggregate_replace(value, name=...) "
         "and assign it to a name",
     ),
-    "walrus": Refusal("assignment expressions (:=) are not supported in kernels", "assign on a separate line"),
     "fstring": Refusal(
         "f-strings are not supported in kernels",
         "use tl.static_print / tl.device_print with separate arguments",
@@ -153,7 +152,6 @@ _NODE_KINDS: dict[type[ast.AST], str] = {
     ast.Delete: "delete",
     ast.Import: "import",
     ast.ImportFrom: "import",
-    ast.NamedExpr: "walrus",
     ast.JoinedStr: "fstring",
     ast.Dict: "dict_set",
     ast.Set: "dict_set",

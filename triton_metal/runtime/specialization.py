@@ -32,6 +32,7 @@ allocates little. Errors name the parameter and are raised before anything runs.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -329,12 +330,15 @@ def _is_jit_callable(value: object) -> bool:
 
 _CONSTEXPR_FACTS: dict[tuple[type, object], ConstexprArg] = {}
 _PLAIN_CONSTEXPR_TYPES = (int, float, bool, str)
+_NEGATIVE_ZERO = ConstexprArg(-0.0, "float", negative_zero=True)
 
 
 def constexpr_arg(value: object, name: str) -> ConstexprArg:
     """The fact for a value given to a `tl.constexpr` parameter (or a value that is one)."""
     cls = type(value)
     if cls in _PLAIN_CONSTEXPR_TYPES:  # the common case: interned, nothing to check
+        if cls is float and value == 0.0 and math.copysign(1.0, value) < 0.0:  # type: ignore[arg-type]
+            return _NEGATIVE_ZERO  # equal to 0.0 as a key: never interned under it
         fact = _CONSTEXPR_FACTS.get((cls, value))
         if fact is None:
             fact = ConstexprArg(value, cls.__name__)
