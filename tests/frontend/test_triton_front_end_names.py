@@ -348,3 +348,27 @@ def test_negative_zero_constexpr_compiles_its_own_variant(backend):
         x[0] = 1.0
         reciprocal_kernel[(1,)](x, a)
         assert x[0] == expected and np.signbit(x[0]) == np.signbit(expected)
+
+
+@triton.jit
+def bad_operand_kernel(x_ptr):
+    value = tl.load(x_ptr)
+    tl.store(x_ptr, value + "a")  # error
+
+
+def test_a_refusal_says_where_in_the_function_as_triton_and_hides_the_compiler_frames(backend, monkeypatch):
+    import traceback
+
+    monkeypatch.delenv("TRITON_METAL_DEBUG", raising=False)
+    x = np.zeros(1, np.int32)
+    with pytest.raises(CompilationError) as info:
+        bad_operand_kernel[(1,)](x)
+    line = _error_line(bad_operand_kernel) - bad_operand_kernel.starting_line + 1
+    col = next(s for s in bad_operand_kernel.src.splitlines() if "# error" in s).index("value")
+    assert f"in kernel 'bad_operand_kernel', at {line}:{col}:" in str(info.value)
+    frames = "".join(traceback.format_exception(info.type, info.value, info.tb, chain=False))
+    assert "code_generator.py" not in frames and "compile.py" in frames
+    monkeypatch.setenv("TRITON_METAL_DEBUG", "1")  # kept when debugging
+    with pytest.raises(CompilationError) as info:
+        run_parser(bad_operand_kernel, args=(MockTensor(tl.int32),))
+    assert "code_generator.py" in "".join(traceback.format_exception(info.type, info.value, info.tb, chain=False))

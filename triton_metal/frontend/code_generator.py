@@ -45,7 +45,10 @@ class FunctionSource:
         self.col_shift = len(line) - len(line.lstrip()) if line.lstrip().startswith(("def ", "async def ")) else 0
 
     def loc(self, node: ast.AST) -> Loc:
-        return Loc(self.file, self.first_line + node.lineno - 1, node.col_offset + self.col_shift)  # type: ignore[attr-defined]
+        return Loc(
+            self.file, self.first_line + node.lineno - 1, node.col_offset + self.col_shift,  # type: ignore[attr-defined]
+            def_line=self.first_line, def_indent=self.col_shift,
+        )
 
     @property
     def func_def(self) -> ast.FunctionDef:
