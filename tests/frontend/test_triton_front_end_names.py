@@ -319,7 +319,7 @@ def constexpr_min_max_kernel(x_ptr, A: tl.constexpr, B: tl.constexpr, IS_MIN: tl
         tl.store(x_ptr, max(A, B))
 
 
-@pytest.mark.parametrize("a, b", [(1.0, float("nan")), (float("nan"), 1.0), (0.0, -0.0)])
+@pytest.mark.parametrize("a, b", [(1.0, float("nan")), (float("nan"), 1.0), (0.0, -0.0), (1.0, -0.0)])
 @pytest.mark.parametrize("is_min", [True, False])
 def test_min_max_of_constexpr_floats_without_one_answer_are_refused(backend, a, b, is_min):
     x = np.zeros(1, np.float32)
@@ -372,3 +372,16 @@ def test_a_refusal_says_where_in_the_function_as_triton_and_hides_the_compiler_f
     with pytest.raises(CompilationError) as info:
         run_parser(bad_operand_kernel, args=(MockTensor(tl.int32),))
     assert "code_generator.py" in "".join(traceback.format_exception(info.type, info.value, info.tb, chain=False))
+
+
+@triton.jit
+def starred_target_kernel(x_ptr):
+    a, *rest = (1, 2, 3)
+    tl.store(x_ptr, a)
+
+
+def test_a_starred_target_is_refused_as_itself(backend):
+    x = np.zeros(1, np.int32)
+    with pytest.raises(CompilationError, match="starred assignment targets are not supported"):
+        starred_target_kernel[(1,)](x)
+    assert x[0] == 0

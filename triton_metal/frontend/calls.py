@@ -281,16 +281,15 @@ class CallsMixin:
 
 
 def check_constexpr_min_max(is_min: bool, values: list[Any]) -> None:
-    """Refuse `min`/`max` of compile-time floats where Python's answer depends on the order of
-    the arguments and differs from the device's `tl.minimum`/`tl.maximum` (a NaN, or zeros of
-    both signs), as Triton refuses them."""
+    """Refuse `min`/`max` of compile-time floats with a NaN or a -0.0, as Triton refuses them:
+    there Python's answer can depend on the order of the arguments (`min(nan, 1.0)` is NaN,
+    `min(1.0, nan)` is 1.0; `min(0.0, -0.0)` is 0.0) where the device's does not."""
     floats = [v for v in values if isinstance(v, float)]
-    zeros = {math.copysign(1.0, v) for v in floats if v == 0.0}
-    if any(math.isnan(v) for v in floats) or len(zeros) == 2:
+    if any(math.isnan(v) or (v == 0.0 and math.copysign(1.0, v) < 0.0) for v in floats):
         name = "min" if is_min else "max"
         raise CompilationError(
             f"{name}() of compile-time floats {tuple(values)} has no single answer: with a NaN or "
-            "zeros of both signs, Python's result depends on the order of the arguments",
+            "a -0.0, Python's result can depend on the order of the arguments",
             hint=f"compute it with tl.{'minimum' if is_min else 'maximum'} on tensors (NaN "
             "propagation chosen by propagate_nan), or pass values without NaN or -0.0",
         )

@@ -198,6 +198,8 @@ class CodeGenerator(ReturnsMixin, ControlFlowMixin, CallsMixin, ast.NodeVisitor)
                 self.define(target.id, self.sanitize(value))
             return
         if isinstance(target, (ast.Tuple, ast.List)):
+            if any(isinstance(t, ast.Starred) for t in target.elts):
+                raise refusal("star_args")  # before counting: `a, *rest = ...` is refused as itself
             items = to_python(value)
             if is_tensor(items) or not isinstance(items, (tuple, list)):
                 raise CompilationError(f"cannot unpack a {type(items).__name__} into {len(target.elts)} names")
