@@ -385,3 +385,49 @@ def test_a_starred_target_is_refused_as_itself(backend):
     with pytest.raises(CompilationError, match="starred assignment targets are not supported"):
         starred_target_kernel[(1,)](x)
     assert x[0] == 0
+
+
+@triton.jit
+def imprecise_acc_kernel(x_ptr, LIMIT: tl.constexpr):
+    a = tl.full((16, 32), 1.0, tl.float8e5)
+    c = tl.dot(a, tl.full((32, 16), 1.0, tl.float8e5), max_num_imprecise_acc=LIMIT)
+    tl.store(x_ptr + tl.arange(0, 16), tl.sum(c, axis=1))
+
+
+def test_max_num_imprecise_acc_past_k_is_refused_in_triton_words(backend):
+    x = np.zeros(16, np.float32)
+    with pytest.raises(CompilationError, match=r"max_num_imprecise_acc \(64\) must be <= K \(32\)") as info:
+        imprecise_acc_kernel[(1,)](x, 64)
+    assert str(info.value.__cause__) == "max_num_imprecise_acc (64) must be <= K (32)"
+    imprecise_acc_kernel[(1,)](x, 32)  # within K: every product is added in fp32 here
+    np.testing.assert_array_equal(x, np.full(16, 32 * 16, np.float32))
+
+
+@triton.jit
+def scale_factor_kernel(x_ptr, LHS_GROUPS: tl.constexpr):
+    a = tl.full((32, 64), 0, tl.uint8)
+    b = tl.full((64, 32), 0, tl.uint8)
+    lhs_scale = tl.full((32, LHS_GROUPS), 127, tl.uint8)
+    rhs_scale = tl.full((32, 2), 127, tl.uint8)
+    c = tl.dot_scaled(a, lhs_scale, "e5m2", b, rhs_scale, "e5m2")
+    tl.store(x_ptr + tl.arange(0, 32), tl.sum(c, axis=1))
+
+
+def test_dot_scaled_scales_of_different_factors_are_refused_in_triton_words(backend):
+    x = np.ones(32, np.float32)
+    with pytest.raises(CompilationError, match=r"Operands must have the same scale factor; \(lhs: 16 vs rhs: 32\)"):
+        scale_factor_kernel[(1,)](x, 4)
+    np.testing.assert_array_equal(x, 1.0)
+
+
+@triton.jit
+def negated_tuple_kernel(x_ptr):
+    t = -(0, 0)
+    tl.store(x_ptr, t[0])
+
+
+def test_an_operator_error_is_not_chained_to_its_python_exception(backend):
+    x = np.zeros(1, np.int32)
+    with pytest.raises(CompilationError, match="bad operand type for unary -: 'tuple'") as info:
+        negated_tuple_kernel[(1,)](x)
+    assert info.value.__cause__ is None

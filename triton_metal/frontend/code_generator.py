@@ -112,7 +112,10 @@ class CodeGenerator(ReturnsMixin, ControlFlowMixin, CallsMixin, ast.NodeVisitor)
         except RecursionError:
             raise
         except Exception as e:  # a builtin's TypeError, say: report it at the user's line
-            raise CompilationError(f"{type(e).__name__}: {e}", loc, kernel=self.kernel_name) from e
+            # chained as Triton chains it: a call's error is the cause (it happened in the
+            # callee), an operator's is not (the message says it all; its frames are ours)
+            cause = e if isinstance(node, ast.Call) else None
+            raise CompilationError(f"{type(e).__name__}: {e}", loc, kernel=self.kernel_name) from cause
         finally:
             self.builder.set_loc(saved)
 
