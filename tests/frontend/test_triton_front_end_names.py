@@ -431,3 +431,11 @@ def test_an_operator_error_is_not_chained_to_its_python_exception(backend):
     with pytest.raises(CompilationError, match="bad operand type for unary -: 'tuple'") as info:
         negated_tuple_kernel[(1,)](x)
     assert info.value.__cause__ is None
+
+
+def test_run_filecheck_checks_text_as_filecheck_does():
+    from triton_metal.tools.triton_suite.filecheck import run_filecheck
+
+    run_filecheck("sample", "a = 1\nb = a + 2\n", "CHECK: a = 1\nCHECK-NEXT: b = a + [[N:[0-9]+]]\n")
+    with pytest.raises(ValueError, match="FileCheck of sample failed"):
+        run_filecheck("sample", "a = 1\nc = 3\nb = 2\n", "CHECK: a = 1\nCHECK-NEXT: b = 2\n")

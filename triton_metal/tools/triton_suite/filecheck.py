@@ -5,6 +5,9 @@ answered honestly for this package.
   with these arguments would (the same binding, specialization and refusals, `MockTensor`s for
   arrays) and returns the IR module it builds (`triton_metal.ir`, not Triton's MLIR). A kernel the
   front end refuses raises its `CompilationError`, as Triton's `run_parser` does.
+- `run_filecheck(name, text, checks)` runs FileCheck (the `filecheck` package, a test
+  dependency) on any text, as Triton's does; it raises `ValueError` with FileCheck's report when
+  the CHECK lines do not match.
 - `run_filecheck_test(kernel, ...)` and `@filecheck_test` check Triton's TTIR with LLVM's
   FileCheck against the `# CHECK` lines of the kernel's source. This package produces no TTIR: they
   run the front end first (so a refusal still surfaces as itself), then raise `NoTTIRError`.
@@ -13,12 +16,28 @@ answered honestly for this package.
 from __future__ import annotations
 
 import functools
+import subprocess
+import sys
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 
 class NoTTIRError(NotImplementedError):
     """A FileCheck of Triton's TTIR was asked; this package's front end builds its own IR."""
+
+
+def run_filecheck(name: str, module_str: str, check_template: str) -> None:
+    """FileCheck `check_template`'s CHECK lines against `module_str`; `ValueError` on a mismatch
+    (`name` names the check in the report)."""
+    with tempfile.NamedTemporaryFile("w", suffix=".checks") as checks:
+        checks.write(check_template)
+        checks.flush()
+        proc = subprocess.run(
+            [sys.executable, "-m", "filecheck", checks.name], input=module_str, capture_output=True, text=True
+        )
+    if proc.returncode != 0:
+        raise ValueError(f"FileCheck of {name} failed:\n{proc.stdout}{proc.stderr}")
 
 
 def run_parser(
