@@ -56,6 +56,7 @@ from .runtime.cache import COMPILER_VERSION as __version__
 from .runtime.heuristics import Heuristics, heuristics
 from .as_triton import install_as_triton
 from .language.aggregate import aggregate
+from .language.core import must_use_result
 from .language.jit_marker import ConstexprFunction, constexpr_function
 
 # Imported on first use (PEP 562): a process that only launches kernels never needs them, and
@@ -125,6 +126,7 @@ __all__ = [
     "heuristics",
     "install_as_triton",
     "jit",
+    "must_use_result",
     "language",
     "metal_errors",
     "next_power_of_2",

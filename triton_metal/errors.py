@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import linecache
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -18,6 +18,18 @@ class Loc:
     file: str
     line: int
     col: int = 0
+    def_line: int = field(default=0, compare=False)
+    """The line of the `def` of the function holding the position (0: not known)."""
+    def_indent: int = field(default=0, compare=False)
+    """That `def`'s indentation in the file."""
+
+    @property
+    def in_function(self) -> str | None:
+        """Triton's `at LINE:COL:` for the position: the line counted from the function's `def`
+        (1), the column in its dedented source; None when the function is not known."""
+        if not self.def_line:
+            return None
+        return f"at {self.line - self.def_line + 1}:{self.col - self.def_indent}:"
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}:{self.col + 1}"
@@ -49,7 +61,8 @@ class CompilationError(TritonError):
         head = f"in kernel '{self.kernel}'" if self.kernel else "in kernel"
         parts: list[str] = []
         if self.loc is not None:
-            parts.append(f"{self.loc}: {head}")
+            within = self.loc.in_function
+            parts.append(f"{self.loc}: {head}" + (f", {within}" if within else ""))
             line = self.source_line
             if line is None:
                 line = linecache.getline(self.loc.file, self.loc.line).rstrip("\n")

@@ -406,7 +406,7 @@ def make_closure_kernel(op, scale, dtype):  # noqa: ANN001, ANN201
 def test_closure_variables_follow_the_global_rules() -> None:
     text = ir_text(make_closure_kernel(tl.maximum, tl.constexpr(3.0), tl.float16), "*fp16")
     assert "arith.maxnumf" in text and "arith.constant {value = 3.0}" in text
-    with pytest.raises(Exception, match="cannot use the variable 'scale'"):
+    with pytest.raises(Exception, match="Cannot access global variable scale"):
         ir_text(make_closure_kernel(tl.maximum, 3.0, tl.float16), "*fp16")
 
 

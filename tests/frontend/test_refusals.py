@@ -18,8 +18,8 @@ NOT_A_CONSTEXPR = 3
 
 
 @JITCallable
-def helper_with_star(*xs):  # noqa: ANN002, ANN201
-    return xs
+def helper_with_star(x, **options):  # noqa: ANN001, ANN003, ANN201
+    return x
 
 
 @JITCallable
@@ -96,6 +96,10 @@ def k_star_params(*args):  # error
     pass
 
 
+def k_kwargs_params(x_ptr, **options):  # error
+    pass
+
+
 def k_helper_star_params(x_ptr, n):
     helper_with_star(n)  # error
 
@@ -120,11 +124,6 @@ def k_subscript_store(x_ptr, n):
 def k_attribute_store(x_ptr, n):
     offs = tl.arange(0, 16)
     offs.dtype = tl.int64  # error
-
-
-def k_walrus(x_ptr, n):
-    if (m := n) > 0:  # error
-        pass
 
 
 def k_fstring(x_ptr, n):
@@ -198,11 +197,12 @@ CASES = [
     ("break", k_break), ("continue", k_continue), ("kernel_return_value", k_return_value), ("try", k_try),
     ("raise", k_raise), ("with", k_with), ("lambda", k_lambda), ("comprehension", k_comprehension),
     ("class", k_class), ("nested_def", k_nested_def), ("global", k_global), ("delete", k_delete),
-    ("import", k_import), ("star_args", k_star_args), ("star_params", k_star_params),
+    ("import", k_import), ("star_args", k_star_args), ("kernel_varargs", k_star_params),
+    ("star_params", k_kwargs_params),
     ("star_params", k_helper_star_params), ("python_call", k_python_builtin),
     ("global_variable", k_global_variable), ("recursion", k_recursion), ("subscript_store", k_subscript_store),
     ("attribute_store", k_attribute_store),
-    ("walrus", k_walrus), ("fstring", k_fstring), ("dict_set", k_dict), ("yield", k_yield), ("match", k_match),
+    ("fstring", k_fstring), ("dict_set", k_dict), ("yield", k_yield), ("match", k_match),
     ("loop_else", k_loop_else), ("for_iterable", k_for_iterable), ("for_target", k_for_target),
     ("zero_step", k_zero_step), ("block_condition", k_block_condition), ("infinite_loop", k_infinite_loop),
     ("branch_only_name", k_branch_only_name), ("loop_local_name", k_loop_local_name),

@@ -213,7 +213,6 @@ COMPILE_CASES = [
     Case("del statement", K.del_statement, _std, r"del"),
     Case("raise statement", K.raise_statement, _std, r"raise"),
     Case("dict comprehension", K.comprehension_inside, _std, r"comprehension"),
-    Case("assignment expression", K.walrus_inside, _std, r":=|assignment expression"),
     Case("break in a loop", K.break_inside, _std, r"break"),
 ]
 

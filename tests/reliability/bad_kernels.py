@@ -495,12 +495,6 @@ def comprehension_inside(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def walrus_inside(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    if (m := n) > 0:
-        tl.store(out_ptr, m * 1.0)
-
-
-@triton.jit
 def break_inside(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     acc = 0
     for i in range(n):

@@ -85,12 +85,20 @@ def test_reserved_parameter_names_are_refused():
         triton.jit(k)
 
 
-def test_var_args_are_refused_at_decoration():
-    def k(a, *rest):
+def test_var_keywords_are_refused_at_decoration_and_var_args_at_launch():
+    def k(a, **rest):
         pass
 
-    with pytest.raises(TypeError, match=r"\*rest"):
+    with pytest.raises(TypeError, match=r"\*\*rest"):
         triton.jit(k)
+
+    def helper(a, *rest):  # a helper called from kernels takes them (a tuple); a launch cannot
+        pass
+
+    jitted = triton.jit(helper)
+    assert jitted.varargs == "rest" and jitted.arg_names == ["a"]
+    with pytest.raises(triton.CompilationError, match=r"has \*rest: .* not launched"):
+        jitted[(1,)](np.zeros(1, np.float32), 2)
 
 
 @pytest.mark.parametrize(

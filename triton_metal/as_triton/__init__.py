@@ -44,9 +44,11 @@ _ALIASES = {
     "triton.compiler": "triton_metal.runtime.compiler",
     "triton.compiler.compiler": "triton_metal.runtime.compiler",
     "triton.compiler.errors": "triton_metal.errors",
+    "triton.compiler.code_generator": "triton_metal.frontend.code_generator",
     "triton.backends.compiler": "triton_metal.runtime.driver_stub",
     # Triton's test helpers, for running Triton's own test files (tools/triton_suite)
     "triton._internal_testing": "triton_metal.tools.triton_suite.helpers",
+    "triton._filecheck": "triton_metal.tools.triton_suite.filecheck",
 }
 
 

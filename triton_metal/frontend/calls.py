@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import builtins
 import inspect
+import math
 from collections import ChainMap
 from collections.abc import Mapping
 from enum import Enum
@@ -144,7 +145,22 @@ class CallsMixin:
 
     # -- calls ----------------------------------------------------------------------------------
     def visit_Call(self: CodeGenerator, node: ast.Call) -> Any:
+        return self.call_node(node, self.visit(node.func))
+
+    def visit_unused_call(self: CodeGenerator, node: ast.Call) -> None:
+        """A call written as a statement of its own: refused, as in Triton, when the callee is
+        marked `must_use_result` (its result is all it does)."""
         fn = self.visit(node.func)
+        target = unwrap(fn)
+        message = tlc.unused_result_message(
+            target.__func__ if isinstance(target, BoundMethod) else target, ast.unparse(node.func)
+        )
+        if message is not None:
+            raise CompilationError(message)
+        self.call_node(node, fn)
+
+    def call_node(self: CodeGenerator, node: ast.Call, fn: Any) -> Any:
+        """The call `node` of the callee `fn` (its `node.func`, already evaluated)."""
         if any(k.arg is None for k in node.keywords):
             raise refusal("star_args")
         args: list[Any] = []
@@ -228,7 +244,9 @@ class CallsMixin:
         if kwargs or len(args) < 2:
             raise CompilationError(f"{'min' if is_min else 'max'}() in a kernel takes two or more positional arguments")
         if not any(is_tensor(a) for a in args):
-            return _wrap((min if is_min else max)(*to_python(args)))
+            values = to_python(args)
+            check_constexpr_min_max(is_min, values)
+            return _wrap((min if is_min else max)(*values))
         from ..language import elementwise
 
         fold = elementwise.minimum if is_min else elementwise.maximum
@@ -262,6 +280,21 @@ class CallsMixin:
             self.builder.set_loc(saved)
 
 
+def check_constexpr_min_max(is_min: bool, values: list[Any]) -> None:
+    """Refuse `min`/`max` of compile-time floats with a NaN or a -0.0, as Triton refuses them:
+    there Python's answer can depend on the order of the arguments (`min(nan, 1.0)` is NaN,
+    `min(1.0, nan)` is 1.0; `min(0.0, -0.0)` is 0.0) where the device's does not."""
+    floats = [v for v in values if isinstance(v, float)]
+    if any(math.isnan(v) or (v == 0.0 and math.copysign(1.0, v) < 0.0) for v in floats):
+        name = "min" if is_min else "max"
+        raise CompilationError(
+            f"{name}() of compile-time floats {tuple(values)} has no single answer: with a NaN or "
+            "a -0.0, Python's result can depend on the order of the arguments",
+            hint=f"compute it with tl.{'minimum' if is_min else 'maximum'} on tensors (NaN "
+            "propagation chosen by propagate_nan), or pass values without NaN or -0.0",
+        )
+
+
 def visible_globals(fn: JITCallable) -> Mapping[str, Any]:
     """The names a function body sees besides its locals: the variables it closes over (they
     shadow globals, as in Python), then its module's globals. Both obey the same rule."""
@@ -278,15 +311,20 @@ def visible_globals(fn: JITCallable) -> Mapping[str, Any]:
 
 def check_parameters(fdef: ast.FunctionDef) -> None:
     a = fdef.args
-    if a.posonlyargs or a.vararg or a.kwonlyargs or a.kwarg:
+    if a.posonlyargs or a.kwonlyargs or a.kwarg:
         raise refusal("star_params")
 
 
 def bind_arguments(fn: JITCallable, fdef: ast.FunctionDef, args: list[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
-    """The callee's initial scope: arguments by position and keyword, then defaults."""
+    """The callee's initial scope: arguments by position and keyword, then defaults; a `*name`
+    parameter is the tuple of the positional arguments left over, as in Python and Triton."""
     check_parameters(fdef)
     params = fdef.args.args
     names = [p.arg for p in params]
+    vararg = fdef.args.vararg
+    extra: tuple[Any, ...] = ()
+    if vararg is not None:
+        args, extra = args[: len(names)], tuple(args[len(names):])
     bound = bind_by_name(f"'{fn.__name__}'", names, args, kwargs, CompilationError)
     defaults = fn.fn.__defaults__ or ()
     first_default = len(names) - len(defaults)
@@ -303,9 +341,17 @@ def bind_arguments(fn: JITCallable, fdef: ast.FunctionDef, args: list[Any], kwar
         # offsets to `offs_m: tl.constexpr`).
         if is_constexpr_annotation(param.annotation) and not is_tensor(value):
             value = tlc.constexpr(unwrap(value))
-        elif not is_tensor(value) and not isinstance(value, (tuple, list)) and not is_aggregate(value):
-            value = tlc.constexpr(value) if not isinstance(value, tlc.constexpr) else value
-        elif is_tensor(value) and value.handle is not None and getattr(value.handle, "name_hint", "") is None:
-            value.handle.name_hint = name  # an unnamed value is best known by the parameter's name
-        scope[name] = value
+        scope[name] = bound_value(value, name)
+    if vararg is not None:
+        scope[vararg.arg] = tuple(bound_value(v, vararg.arg) for v in extra)
     return scope
+
+
+def bound_value(value: Any, name: str) -> Any:
+    """An argument as the callee's scope holds it: a plain Python value becomes a constexpr; a
+    run-time value without a name is named after the parameter."""
+    if not is_tensor(value) and not isinstance(value, (tuple, list)) and not is_aggregate(value):
+        return tlc.constexpr(value) if not isinstance(value, tlc.constexpr) else value
+    if is_tensor(value) and value.handle is not None and getattr(value.handle, "name_hint", "") is None:
+        value.handle.name_hint = name  # an unnamed value is best known by the parameter's name
+    return value

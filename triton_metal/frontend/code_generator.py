@@ -45,7 +45,10 @@ class FunctionSource:
         self.col_shift = len(line) - len(line.lstrip()) if line.lstrip().startswith(("def ", "async def ")) else 0
 
     def loc(self, node: ast.AST) -> Loc:
-        return Loc(self.file, self.first_line + node.lineno - 1, node.col_offset + self.col_shift)  # type: ignore[attr-defined]
+        return Loc(
+            self.file, self.first_line + node.lineno - 1, node.col_offset + self.col_shift,  # type: ignore[attr-defined]
+            def_line=self.first_line, def_indent=self.col_shift,
+        )
 
     @property
     def func_def(self) -> ast.FunctionDef:
@@ -109,7 +112,10 @@ class CodeGenerator(ReturnsMixin, ControlFlowMixin, CallsMixin, ast.NodeVisitor)
         except RecursionError:
             raise
         except Exception as e:  # a builtin's TypeError, say: report it at the user's line
-            raise CompilationError(f"{type(e).__name__}: {e}", loc, kernel=self.kernel_name) from e
+            # chained as Triton chains it: a call's error is the cause (it happened in the
+            # callee), an operator's is not (the message says it all; its frames are ours)
+            cause = e if isinstance(node, ast.Call) else None
+            raise CompilationError(f"{type(e).__name__}: {e}", loc, kernel=self.kernel_name) from cause
         finally:
             self.builder.set_loc(saved)
 
@@ -129,6 +135,9 @@ class CodeGenerator(ReturnsMixin, ControlFlowMixin, CallsMixin, ast.NodeVisitor)
     def visit_Expr(self, node: ast.Expr) -> None:
         if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
             return  # a docstring or a bare string
+        if isinstance(node.value, ast.Call):
+            self.visit_unused_call(node.value)
+            return
         self.visit(node.value)
 
     def visit_Pass(self, node: ast.Pass) -> None:
@@ -171,6 +180,12 @@ class CodeGenerator(ReturnsMixin, ControlFlowMixin, CallsMixin, ast.NodeVisitor)
         except CompilationError:
             return None
 
+    def visit_NamedExpr(self, node: ast.NamedExpr) -> Any:
+        """`(x := value)`: assigned as `x = value` is (a name declared `x: tl.constexpr` keeps
+        a compile-time value), and the name's new value is the expression's."""
+        self.assign(node.target, self.visit(node.value))
+        return self.lookup(node.target.id)
+
     def visit_AugAssign(self, node: ast.AugAssign) -> None:
         if not isinstance(node.target, ast.Name):
             raise store_refusal(node.target)
@@ -186,11 +201,15 @@ class CodeGenerator(ReturnsMixin, ControlFlowMixin, CallsMixin, ast.NodeVisitor)
                 self.define(target.id, self.sanitize(value))
             return
         if isinstance(target, (ast.Tuple, ast.List)):
+            if any(isinstance(t, ast.Starred) for t in target.elts):
+                raise refusal("star_args")  # before counting: `a, *rest = ...` is refused as itself
             items = to_python(value)
             if is_tensor(items) or not isinstance(items, (tuple, list)):
                 raise CompilationError(f"cannot unpack a {type(items).__name__} into {len(target.elts)} names")
-            if len(items) != len(target.elts):
-                raise CompilationError(f"cannot unpack {len(items)} values into {len(target.elts)} names")
+            if len(items) > len(target.elts):  # Python's words
+                raise CompilationError(f"too many values to unpack (expected {len(target.elts)}, got {len(items)})")
+            if len(items) < len(target.elts):
+                raise CompilationError(f"not enough values to unpack (expected {len(target.elts)}, got {len(items)})")
             for t, v in zip(target.elts, items):
                 self.assign(t, v)
             return

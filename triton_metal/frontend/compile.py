@@ -24,7 +24,20 @@ from .signature import KernelSignature, Param, ParamConstexpr, ParamDescriptor, 
 
 
 def compile_to_ir(kernel: JITCallable, signature: KernelSignature) -> Module:
-    """Generate and verify the IR of `kernel` specialized to `signature`."""
+    """Generate and verify the IR of `kernel` specialized to `signature`.
+
+    A refusal leaves with the traceback of this call alone, as Triton trims its compiler's
+    frames: the frames of the code generator below it say nothing about the user's kernel,
+    whose line the message gives. Under `TRITON_METAL_DEBUG` (any level) they are kept."""
+    try:
+        return _generate(kernel, signature)
+    except CompilationError as e:
+        if _debug_level() >= 1:
+            raise
+        raise e.with_traceback(None)  # noqa: B904 - the same error, its internal frames dropped
+
+
+def _generate(kernel: JITCallable, signature: KernelSignature) -> Module:
     name = kernel.__name__
     if not kernel.src:
         raise CompilationError(f"the source of kernel '{name}' is not available", kernel=name)
@@ -33,6 +46,12 @@ def compile_to_ir(kernel: JITCallable, signature: KernelSignature) -> Module:
     fdef = source.func_def
     try:
         check_parameters(fdef)
+        if fdef.args.vararg is not None:
+            raise refusal("kernel_varargs", name=name, param=fdef.args.vararg.arg)
+        for arg in fdef.args.args:
+            if is_constexpr_annotation(arg.annotation) and arg.arg in kernel.do_not_specialize:
+                # Triton's words: a compile-time value cannot also be kept unspecialized
+                raise CompilationError(f"{arg.arg} marked as constexpr and listed in do_not_specialize")
     except CompilationError as e:
         located = e.with_context(source.loc(fdef), name)
         raise located from located.__cause__

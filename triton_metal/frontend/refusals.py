@@ -56,13 +56,18 @@ REFUSALS: dict[str, Refusal] = {
     "delete": Refusal("'del' is not supported in kernels", "simply stop using the variable"),
     "import": Refusal("imports inside kernels are not supported", "import at module level"),
     "star_args": Refusal(
-        "starred assignment targets and **kwargs are not supported in kernels",
+        "starred assignment targets are not supported in kernels, nor are **kwargs in calls",
         "unpack into one name per element and pass keyword arguments one by one; `f(*values)` of a "
         "tuple is supported",
     ),
     "star_params": Refusal(
-        "@jit functions with *args, **kwargs or keyword-only parameters are not supported",
-        "give the function plain positional parameters",
+        "@jit functions with **kwargs, keyword-only or positional-only parameters are not supported",
+        "give the function plain positional parameters (and *args, a tuple of the extra arguments)",
+    ),
+    "kernel_varargs": Refusal(
+        "kernel '{name}' has *{param}: a @jit function with *args can be called from kernels, "
+        "not launched",
+        "give the kernel named parameters; a tuple argument passes several values in one",
     ),
     "python_call": Refusal(
         "cannot call the Python function '{name}' from a kernel",
@@ -70,8 +75,9 @@ REFUSALS: dict[str, Refusal] = {
         "outside and pass it as a tl.constexpr argument",
     ),
     "global_variable": Refusal(
-        "cannot use the variable '{name}' (a global, or a variable of an enclosing function) in a "
-        "kernel: only tl.constexpr values, modules, @jit functions and tl objects are allowed",
+        "Cannot access global variable {name} from within @jit'ed function (nor a variable of an "
+        "enclosing function): only tl.constexpr values, modules, @jit functions and tl objects are "
+        "allowed",
         "define it as `{name} = tl.constexpr(...)` or pass it as an argument",
     ),
     "recursion": Refusal(
@@ -87,7 +93,6 @@ REFUSALS: dict[str, Refusal] = {
         "aggregates are immutable values: build a changed copy with tl.aggregate_replace(value, name=...) "
         "and assign it to a name",
     ),
-    "walrus": Refusal("assignment expressions (:=) are not supported in kernels", "assign on a separate line"),
     "fstring": Refusal(
         "f-strings are not supported in kernels",
         "use tl.static_print / tl.device_print with separate arguments",
@@ -147,7 +152,6 @@ _NODE_KINDS: dict[type[ast.AST], str] = {
     ast.Delete: "delete",
     ast.Import: "import",
     ast.ImportFrom: "import",
-    ast.NamedExpr: "walrus",
     ast.JoinedStr: "fstring",
     ast.Dict: "dict_set",
     ast.Set: "dict_set",

@@ -9,7 +9,7 @@ for the constructs the compiler refuses wherever they appear: `try`, `raise` (bu
 for the specialization, and refuses there), `with`, `lambda`,
 set and dict comprehensions, `async for` clauses, nested `def` and `class`,
 `global`/`nonlocal`, `del`, `yield`, `async`, `match`, starred assignment targets and
-`**kwargs`, assignments to attributes and subscripts, `:=`, `break`/`continue`, a kernel that returns a value, and calls of callables
+`**kwargs`, assignments to attributes and subscripts, `break`/`continue`, a kernel that returns a value, and calls of callables
 from the kernel's globals that are neither allowed globals nor plain Python functions (those run
 as Python at compile time, as the interpreter runs them: `calls.is_python_function`). Left to the interpreter, for debugging, as documented:
 `print`, f-strings, `import pdb`, dict and set literals. `constexpr_function`s are Python run at

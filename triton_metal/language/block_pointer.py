@@ -25,11 +25,17 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import CompilationError
-from .core import builtin, constexpr, tensor
+from .core import builtin, constexpr, must_use_result, tensor
 from .core import _unwrap as _u
 from .descriptor import strided_block
 from .semantic import Semantic
 from .types import int1, int8, int32, pointer_type
+
+ADVANCE_UNUSED = (
+    "Note that tl.advance does not have any side effects. To move the block pointer, you need to "
+    "assign the result of tl.advance to a variable."
+)
+"""Triton's words after "The result of tl.advance is not being used." (`must_use_result`)."""
 
 _PADDINGS = ("", "zero", "nan")
 
@@ -78,6 +84,7 @@ class block_pointer:  # noqa: N801 - Triton's spelling of its builtin types
         return (isinstance(other, block_pointer) and other.block_shape == self.block_shape
                 and other.order == self.order)
 
+    @must_use_result(ADVANCE_UNUSED)
     @builtin
     def advance(self, offsets: Any, _semantic: Semantic = None) -> block_pointer:  # type: ignore[assignment]
         """`tl.advance(self, offsets)`."""
@@ -172,6 +179,7 @@ def _offset(value: Any, sem: Semantic) -> Any:
     return sem.cast(offset, int32)
 
 
+@must_use_result(ADVANCE_UNUSED)
 @builtin
 def advance(base: Any, offsets: Any, _semantic: Semantic = None) -> block_pointer:  # type: ignore[assignment]
     """The block pointer `base` moved by `offsets` (one per dimension)."""

@@ -68,6 +68,28 @@ def is_builtin(fn: object) -> bool:
     return getattr(fn, TRITON_BUILTIN, False) is True
 
 
+def must_use_result(fn: Any, flag: bool | str = True) -> Any:
+    """Mark a `@jit` function, builtin or `constexpr_function` whose result a kernel must use,
+    as Triton's `triton.must_use_result`: a call to it written as a statement of its own is
+    refused ("The result of f is not being used."). `@must_use_result("words")` adds the words
+    to the message."""
+    if isinstance(fn, str):
+        words = fn
+        return lambda f: must_use_result(f, words)
+    fn._must_use_result = flag
+    return fn
+
+
+def unused_result_message(fn: Any, name: str) -> str | None:
+    """Triton's refusal of a dropped result of `fn` (written `name` in the kernel), or None
+    when `fn` is not marked `must_use_result`."""
+    flag = getattr(fn, "_must_use_result", False)
+    if not flag:
+        return None
+    message = f"The result of {name} is not being used."
+    return f"{message} {flag}" if isinstance(flag, str) else message
+
+
 LOGICAL_ON_BLOCK_WARNING = (
     "Logical operators 'and' and 'or' are deprecated for non-scalar tensors; "
     "please use '&' or '|' instead"

@@ -66,11 +66,12 @@ def _laid_out(module: Any) -> bool:
     return True
 
 
-def type_check(kernel: Any, key: SpecializationKey) -> None:
-    """Run only the front end (the semantic layer's checks) for `key`; raises its refusal."""
+def type_check(kernel: Any, key: SpecializationKey) -> Any:
+    """Run only the front end (the semantic layer's checks) for `key`; raises its refusal.
+    Returns the module it built (before any pass)."""
     from ..frontend import compile_to_ir
 
-    _deep_retry(lambda: compile_to_ir(kernel, kernel_signature(kernel, key)), key.kernel)
+    return _deep_retry(lambda: compile_to_ir(kernel, kernel_signature(kernel, key)), key.kernel)
 
 
 DEEP_RECURSION_LIMIT = 60_000

@@ -77,6 +77,8 @@ class ConstexprArg:
 
     value: Any
     kind: str
+    negative_zero: bool = False
+    """-0.0, which equals and hashes as 0.0 but compiles to another kernel (`1.0 / x`)."""
 
 
 @dataclass(frozen=True, slots=True)

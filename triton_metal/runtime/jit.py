@@ -43,6 +43,7 @@ from .specialization import (
     ArgSpec,
     ArgumentError,
     MockArray,
+    MockTensor,
     SpecializationKey,
     is_fp64_refusal,
     without_fp64,
@@ -106,7 +107,12 @@ class JITFunction(KernelInterface, JITCallable):
         if not callable(fn) or not hasattr(fn, "__code__"):
             raise TypeError(f"@jit decorates a Python function, not {type(fn).__name__}")
         signature = inspect.signature(fn)
-        names = list(signature.parameters)
+        self.varargs: str | None = next(
+            (p.name for p in signature.parameters.values() if p.kind is inspect.Parameter.VAR_POSITIONAL), None
+        )
+        """The `*name` parameter: a helper that takes it is called from kernels, never launched."""
+        named = [p for p in signature.parameters.values() if p.kind is not inspect.Parameter.VAR_POSITIONAL]
+        names = [p.name for p in named]
         no_spec = self._param_names(fn, names, do_not_specialize, "do_not_specialize")
         no_align = self._param_names(
             fn, names, do_not_specialize_on_alignment, "do_not_specialize_on_alignment"
@@ -118,8 +124,7 @@ class JITFunction(KernelInterface, JITCallable):
         self.debug = bool(debug)
         self.do_not_specialize_on_alignment = sorted(no_align, key=names.index)
         self.params: tuple[Param, ...] = tuple(
-            self._param(fn, index, p, no_spec, no_align)
-            for index, p in enumerate(signature.parameters.values())
+            self._param(fn, index, p, no_spec, no_align) for index, p in enumerate(named)
         )
         self.arg_names: list[str] = names
         self.constexpr_names = frozenset(p.name for p in self.params if p.is_constexpr)
@@ -185,8 +190,8 @@ class JITFunction(KernelInterface, JITCallable):
     def _param(
         fn: Callable[..., Any], index: int, p: inspect.Parameter, no_spec: set[str], no_align: set[str]
     ) -> Param:
-        if p.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
-            raise TypeError(f"@jit: kernel '{fn.__name__}' has *{p.name}; kernels take named parameters")
+        if p.kind is inspect.Parameter.VAR_KEYWORD:
+            raise TypeError(f"@jit: kernel '{fn.__name__}' has **{p.name}; kernels take named parameters")
         if p.kind is inspect.Parameter.POSITIONAL_ONLY:
             raise TypeError(
                 f"@jit: kernel '{fn.__name__}' has positional-only parameter '{p.name}'; "
@@ -239,6 +244,12 @@ class JITFunction(KernelInterface, JITCallable):
     def _bind(
         self, args: tuple[object, ...], kwargs: dict[str, object]
     ) -> tuple[tuple[object, ...], tuple[ArgSpec, ...], int, bool]:
+        if self.varargs is not None:
+            from ..errors import Loc
+            from ..frontend.refusals import refusal
+
+            where = Loc(self.fn.__code__.co_filename, self.starting_line, 0)
+            raise refusal("kernel_varargs", name=self.__name__, param=self.varargs).with_context(where, self.__name__)
         try:
             values, facts, num_warps, _stages, _ctas, _maxnreg, debug = self._binder(*args, **kwargs)
         except ArgumentError as error:
@@ -465,4 +476,4 @@ def jit(
 
 from ..language.jit_marker import ConstexprFunction, constexpr_function  # noqa: E402 - Triton's home of them
 
-__all__ = ["ConstexprFunction", "JITFunction", "KernelInterface", "constexpr_function", "jit"]
+__all__ = ["ConstexprFunction", "JITFunction", "KernelInterface", "MockTensor", "constexpr_function", "jit"]

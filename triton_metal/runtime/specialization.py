@@ -32,7 +32,8 @@ allocates little. Errors name the parameter and are raised before anything runs.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,7 +62,7 @@ from .facts import (
 
 __all__ = [
     "ArgSpec", "ArgumentError", "ConstexprArg", "DescriptorArg", "IntegerArgumentOverflow",
-    "MockArray", "PointerArg", "ScalarArg", "Specialization", "SpecializationKey", "TupleArg",
+    "MockArray", "MockTensor", "PointerArg", "ScalarArg", "Specialization", "SpecializationKey", "TupleArg",
     "constexpr_arg", "make_specializer", "signature_type", "specialization_of", "specialize_arg",
 ]
 # the facts (`facts.py`) are re-exported: the rest of the package imports them from here
@@ -139,6 +140,30 @@ class MockArray:
 
     def __repr__(self) -> str:
         return f"MockArray({self.element!r})"
+
+
+class MockTensor(MockArray):
+    """Triton's `triton.runtime.jit.MockTensor`: an array of `dtype` (a `tl` dtype, or a NumPy,
+    MLX or torch one) that holds no data, to compile a variant before any array exists
+    (`kernel.warmup(MockTensor(torch.float16), ...)`). Pointers to it count as aligned."""
+
+    def __init__(self, dtype: object, shape: Sequence[int] | None = None) -> None:
+        element = dtype if isinstance(dtype, tlt.dtype) else element_of_dtype(dtype)
+        if element is None:
+            raise TypeError(f"MockTensor: {dtype!r} is not a tl, NumPy, MLX or torch dtype")
+        super().__init__(element)
+        self.dtype = dtype
+        self.shape = list(shape) if shape is not None else [1]
+
+    def stride(self) -> tuple[int, ...]:
+        """The strides of a contiguous array of `shape`, as Triton's MockTensor gives."""
+        strides = [1]
+        for size in reversed(self.shape[1:]):
+            strides.append(strides[-1] * size)
+        return tuple(reversed(strides))
+
+    def __repr__(self) -> str:
+        return f"MockTensor({self.dtype!r}, shape={self.shape})"
 
 
 _INT_PAIRS: dict[tlt.dtype, tuple[ScalarArg, ScalarArg]] = {
@@ -305,12 +330,15 @@ def _is_jit_callable(value: object) -> bool:
 
 _CONSTEXPR_FACTS: dict[tuple[type, object], ConstexprArg] = {}
 _PLAIN_CONSTEXPR_TYPES = (int, float, bool, str)
+_NEGATIVE_ZERO = ConstexprArg(-0.0, "float", negative_zero=True)
 
 
 def constexpr_arg(value: object, name: str) -> ConstexprArg:
     """The fact for a value given to a `tl.constexpr` parameter (or a value that is one)."""
     cls = type(value)
     if cls in _PLAIN_CONSTEXPR_TYPES:  # the common case: interned, nothing to check
+        if cls is float and value == 0.0 and math.copysign(1.0, value) < 0.0:  # type: ignore[arg-type]
+            return _NEGATIVE_ZERO  # equal to 0.0 as a key: never interned under it
         fact = _CONSTEXPR_FACTS.get((cls, value))
         if fact is None:
             fact = ConstexprArg(value, cls.__name__)

@@ -8,6 +8,7 @@ too for libdevice's functions (computed in float, rounded once).
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 from ...fp8 import FNUZ, FORMATS
@@ -15,6 +16,12 @@ from ..builder import BinaryOp, CmpPredicate, MathOp
 from ..core import PropagateNan, constexpr, tensor
 from ..types import float32, int1, uint8
 from .base import SemanticBase, error, refuse_fp8_arithmetic, with_element
+
+WHERE_NON_BOOL = (
+    "tl.where with a non-boolean condition is deprecated and will error out in a future triton "
+    "release. Got {}"
+)
+"""Triton's warning for a `tl.where` whose condition is not `int1` (it is compared with zero)."""
 
 _FLOAT_ANY = ("fp16", "bf16", "fp32", "fp64")
 _FP32_ONLY = ("fp32", "fp64")
@@ -295,6 +302,8 @@ class ArithMixin(SemanticBase):
 
     # -- select, min/max ----------------------------------------------------------------------
     def where(self, cond: Any, x: Any, y: Any) -> tensor:
+        if isinstance(cond, tensor) and cond.type.scalar != int1:
+            warnings.warn(WHERE_NON_BOOL.format(cond.type.scalar.name), UserWarning, stacklevel=3)
         cond = self._to_bool(cond)
         # fp8 selects without arithmetic: two blocks of one fp8 type, or an fp8 block and a number,
         # which becomes that type (as Triton's weakly typed scalars do)

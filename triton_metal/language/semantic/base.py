@@ -85,12 +85,15 @@ def is_pow2(n: int) -> bool:
     return n > 0 and (n & (n - 1)) == 0
 
 
-def error(message: str, hint: str | None = None, kind: type[Exception] = ValueError) -> CompilationError:
+def error(
+    message: str, hint: str | None = None, kind: type[Exception] = ValueError, triton_words: str | None = None
+) -> CompilationError:
     """A refusal of the program. Its `__cause__` is the exception Triton raises for the same
-    mistake (`kind`, with the same text), as Triton's compiler chains it, so ported tests that
-    inspect `exc.__cause__` still find Triton's words."""
+    mistake (`kind`, with Triton's text: `triton_words` where the message says more than
+    Triton's, else the message), as Triton's compiler chains it, so ported tests that inspect
+    `exc.__cause__` still find Triton's words."""
     err = CompilationError(message, hint=hint)
-    err.__cause__ = kind(message)
+    err.__cause__ = kind(triton_words if triton_words is not None else message)
     return err
 
 

@@ -270,6 +270,11 @@ class ReduceMixin(SemanticBase):
         if not a.type.is_block() or not b.type.is_block():
             raise error("tl.dot takes two blocks")
         sa, sb = a.type.scalar, b.type.scalar
+        imprecise = _opt(max_num_imprecise_acc)
+        if sa.is_fp8() and sb.is_fp8() and imprecise is not None and imprecise > a.type.shape[-1]:
+            # Triton's bound (its fp8 MMAs add at most that many products in reduced precision);
+            # here every product is added in fp32, so the value itself changes nothing
+            raise error(f"max_num_imprecise_acc ({imprecise}) must be <= K ({a.type.shape[-1]})")
         if sa.is_fp8() and sb.is_fp8():
             # every value of the five fp8 formats is a float16 (ranges and subnormals included):
             # the operands convert exactly and the dot runs on half fragments

@@ -83,6 +83,7 @@ class ScaledDotMixin(SemanticBase):
                 hint="e2m1 operands hold two elements per byte along the packed axis",
             )
         lead = shapes[0][:-2]
+        self._check_scale_factors(_value(lhs_scale), _value(rhs_scale), k)
         scale_a = self._checked_scale(_value(lhs_scale), "lhs", fa, lead, m, k)
         scale_b = self._checked_scale(_value(rhs_scale), "rhs", fb, lead, n, k)
         acc_t = None
@@ -155,6 +156,20 @@ class ScaledDotMixin(SemanticBase):
         half = self.mul(mantissa, 0x3F000000)  # type: ignore[attr-defined]  # 0.5 or 0
         bits = self.where(self.equal(exponent, 0), half, normal)  # type: ignore[attr-defined]
         return self.bitcast(self.or_(bits, sign), float32)  # type: ignore[attr-defined]
+
+    def _check_scale_factors(self, lhs_scale: Any, rhs_scale: Any, k: int) -> None:
+        """Triton's check before each side's: two block scales cover as many elements of K each
+        (the factor is K over their last dimension)."""
+        scales = [self.to_tensor(s) for s in (lhs_scale, rhs_scale) if s is not None]
+        if len(scales) < 2 or not all(s.type.is_block() and s.type.shape[-1] for s in scales):
+            return
+        lhs, rhs = (k // s.type.shape[-1] for s in scales)
+        if lhs != rhs:
+            raise error(
+                f"Operands must have the same scale factor; (lhs: {lhs} vs rhs: {rhs})",
+                hint=f"one e8m0 scale per {SCALE_GROUP} elements along K on both sides (float8e4nv "
+                "scales of NVFP4: one per 16)",
+            )
 
     def _checked_scale(self, scale: Any, side: str, fmt: str, lead: list[int], rows: int, k: int
                        ) -> tuple[tensor, int] | None:

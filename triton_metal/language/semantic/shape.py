@@ -32,11 +32,12 @@ def _ints(shape: Any, what: str) -> tuple[int, ...]:
 
 def check_block_shape(shape: Sequence[int]) -> None:
     numel = 1
-    for s in shape:
+    for i, s in enumerate(shape):
         if not is_pow2(s):
             raise error(
                 f"block shape {list(shape)} has a dimension of {s}: every dimension must be a power of 2",
                 hint="round the block size up to a power of 2 and mask the extra elements",
+                triton_words=f"Shape element {i} must be a power of 2",
             )
         numel *= s
     if numel > TRITON_MAX_TENSOR_NUMEL:
@@ -78,6 +79,7 @@ class ShapeMixin(SemanticBase):
             raise error(
                 f"arange's range must be a power of 2, got {n} (= {end} - {start})",
                 hint="round up to a power of 2 and mask the extra lanes",
+                triton_words="arange's range must be a power of 2",
             )
         check_block_shape([n])
         return tensor(self.builder.create_make_range(start, end), block_type(int32, (n,)))
@@ -319,8 +321,12 @@ class ShapeMixin(SemanticBase):
         n = num_bins.value if isinstance(num_bins, constexpr) else num_bins
         if not x.type.is_block() or len(x.type.shape) != 1:
             raise error("tl.histogram takes a 1-D tensor")
-        if not x.type.scalar.is_int():
-            raise error(f"tl.histogram takes integers, got {x.dtype!r}")
+        if not x.type.scalar.is_int() or x.type.scalar.primitive_bitwidth != 32:
+            raise error(
+                f"histogram only supports 32-bit integer input, got {x.dtype!r}",
+                hint="cast the values to tl.int32 (or tl.uint32) first",
+                triton_words="histogram only supports 32-bit integer input",
+            )
         if isinstance(n, bool) or not isinstance(n, int):
             raise error("tl.histogram's num_bins must be a compile-time integer")
         check_block_shape([n])

@@ -28,7 +28,7 @@ CATEGORIES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
          r"(?i)cuda|hip\b|\bnv\b|hopper|blackwell|sm ?\d|cdna|rdna|ampere|compute capability|maxnreg|inline_asm"),
         ("Triton's configuration (triton.knobs)", r"triton\.knobs"),
         ("a parameter combination the test itself rules out", r"uint cannot be negative"),
-        ("inspects Triton's compiler output (asm, IR)", r"'(ttir|ttgir|llir|ptx|amdgcn)'|attribute 'asm'"),
+        ("inspects Triton's compiler output (asm, IR)", r"'(ttir|ttgir|llir|ptx|amdgcn)'|attribute 'asm'|no TTIR here"),
     )
 )
 """(category, pattern) in the order tried: the first pattern found in a reason names its category."""
