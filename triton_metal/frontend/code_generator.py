@@ -24,7 +24,7 @@ from ..errors import CompilationError, Loc
 from ..language import core as tlc
 from ..language.aggregate import is_aggregate
 from ..language.semantic import Semantic
-from .calls import CallsMixin
+from .calls import CallsMixin, InlineBudget
 from .comprehensions import comprehension
 from .control_flow import ControlFlowMixin
 from .ir_builder import IRBuilder
@@ -77,6 +77,9 @@ class CodeGenerator(ReturnsMixin, ControlFlowMixin, CallsMixin, ast.NodeVisitor)
         self.globals = globals_
         self.kernel_name = kernel_name
         self.call_stack = call_stack
+        """The kernel, then the `calls.InlinedCall` of every `@jit` call being inlined here."""
+        self.inline_budget = InlineBudget()
+        """Shared by the kernel's generator and every callee's (see `calls.check_recursion`)."""
         self.debug = debug
         self.scope: dict[str, Any] = {}
         self.declared_constexpr: set[str] = set()
