@@ -278,6 +278,12 @@ class CallsMixin:
             callee.begin_body(fdef.body)
             callee.visit_statements(fdef.body)
             return callee.finish_body()
+        except CompilationError as e:
+            # Triton's chain: the callee's error (located in the callee, at its `def` where no
+            # statement of it is to blame; without the code generator's frames) is the cause of
+            # an error at this call's site, which the caller's `visit` locates
+            inner = e.with_context(source.loc(fdef), self.kernel_name).with_traceback(None)
+            raise inner.at_call_site(fn.__name__) from inner
         finally:
             self.builder.set_loc(saved)
 
