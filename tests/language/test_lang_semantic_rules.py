@@ -108,6 +108,10 @@ def test_dot_result_types() -> None:
     # Triton's rule: without out_dtype, a float16 accumulator gives a float16 dot
     assert s.dot(a16, b16, t(tl.float16, (32, 64))).dtype == tl.float16
     assert s.dot(a16, b16, t(tl.float32, (32, 64))).dtype == tl.float32
+    e5 = t(tl.float8e5, (16, 16))
+    assert s.dot(e5, e5, t(tl.float16, (16, 16))).dtype == tl.float16  # fp8 dots take the fp16 rule
+    with pytest.raises(CompilationError, match="accumulator has type"):
+        s.dot(t(tl.bfloat16, (16, 16)), t(tl.bfloat16, (16, 16)), t(tl.float16, (16, 16)))  # bf16 dots are fp32
     with pytest.raises(CompilationError, match="accumulator has type"):
         s.dot(a16, b16, t(tl.float16, (32, 64)), out_dtype=tl.float32)  # the two disagree
     with pytest.raises(CompilationError, match="accumulator has type"):

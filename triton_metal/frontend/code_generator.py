@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import ast
 import linecache
-import os
 import operator as _op
+import os
 from collections.abc import Mapping
 from types import TracebackType
 from typing import Any
