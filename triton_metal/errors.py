@@ -49,12 +49,16 @@ class CompilationError(TritonError):
         hint: str | None = None,
         kernel: str | None = None,
         source_line: str | None = None,
+        callee: CalleeError | None = None,
     ) -> None:
         self.reason = message
         self.loc = loc
         self.hint = hint
         self.kernel = kernel
         self.source_line = source_line
+        self.callee = callee
+        """Set on the error at a `@jit` call's site when the callee failed (its error is the
+        `__cause__`, as Triton chains it): the callee and where it failed."""
         super().__init__(self._render())
 
     def _render(self) -> str:
@@ -74,6 +78,8 @@ class CompilationError(TritonError):
         elif self.kernel:
             parts.append(head)
         parts.append(f"error: {self.reason}")
+        if self.callee is not None:
+            parts.append(self.callee.note())
         if self.hint:
             parts.append(f"hint: {self.hint}")
         return "\n".join(parts)
@@ -93,12 +99,42 @@ class CompilationError(TritonError):
             self.hint,
             self.kernel if self.kernel is not None else kernel,
             self.source_line,
+            self.callee,
         )
         located.__cause__ = self.__cause__  # Triton's own exception for the mistake, if any
         return located
 
+    def at_call_site(self, callee: str) -> CompilationError:
+        """The error a `@jit` call reports when `callee`, inlined there, failed with this one:
+        the same kind, reason and hint, to be located at the call; this error is its cause."""
+        outer = type(self)(self.reason, hint=self.hint, callee=CalleeError(callee, self.innermost.loc))
+        outer.__cause__ = self
+        return outer
+
+    @property
+    def innermost(self) -> CompilationError:
+        """The error where the mistake is: through the call sites' errors to the callee's."""
+        error: CompilationError = self
+        while error.callee is not None and isinstance(error.__cause__, CompilationError):
+            error = error.__cause__
+        return error
+
     def __reduce__(self):  # keep it picklable (exceptions with custom __init__ are not by default)
-        return (type(self), (self.reason, self.loc, self.hint, self.kernel, self.source_line))
+        return (type(self), (self.reason, self.loc, self.hint, self.kernel, self.source_line, self.callee))
+
+
+@dataclass(frozen=True)
+class CalleeError:
+    """Where the `@jit` function called at an error's site failed."""
+
+    name: str
+    loc: Loc | None
+
+    def note(self) -> str:
+        where = f" at {self.loc}" if self.loc is not None else ""
+        within = self.loc.in_function if self.loc is not None else None
+        return (f"note: the error is in '{self.name}' (called here){where}"
+                + (f" ({within[:-1]})" if within else "") + "; that error is this one's cause")
 
 
 class CompileTimeAssertionFailure(CompilationError):

@@ -244,6 +244,18 @@ def test_dot_with_acc_argument(bm, bn, bk, num_warps, target):
     np.testing.assert_array_equal(out, a @ b + c)
 
 
+@pytest.mark.parametrize("target", TARGETS)
+def test_dot_with_fp16_acc_argument(target):
+    # `tl.dot(a, b, acc=c)` with a float16 `c` and no out_dtype accumulates in float16 (Triton's
+    # rule): half x half -> half fragments, or a half destination of matmul2d. Quarters keep every
+    # partial sum exact in half, so any order of additions gives NumPy's answer.
+    a, b = quarters((32, 32)).astype(np.float16), quarters((32, 32)).astype(np.float16)
+    c = RNG.integers(-8, 9, (32, 32)).astype(np.float16)
+    out = np.zeros((32, 32), np.float16)
+    out = launch(dot_acc_kernel)[(1,)](a, b, c, out, BM=32, BN=32, BK=32, target=target)["out_ptr"]
+    np.testing.assert_array_equal(out, a.astype(np.float64) @ b.astype(np.float64) + c)
+
+
 @triton.jit
 def dot_transposed_kernel(a_ptr, b_ptr, out_ptr, S: tl.constexpr):
     r = tl.arange(0, S)

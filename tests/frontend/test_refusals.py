@@ -27,6 +27,20 @@ def recursive(x):  # noqa: ANN001, ANN201
     return recursive(x)  # error
 
 
+@JITCallable
+def count_down(x, N: tl.constexpr):  # noqa: ANN001, ANN201, N803
+    if N == 0:
+        return x
+    return count_down(x + 1, N - 1)  # error
+
+
+@JITCallable
+def doubling(x, N: tl.constexpr):  # noqa: ANN001, ANN201, N803
+    if N == 0:
+        return x
+    return doubling(x, N - 1) + doubling(x, N - 1)  # error
+
+
 def k_break(x_ptr, n):
     for i in range(n):
         break  # error
@@ -116,6 +130,14 @@ def k_recursion(x_ptr, n):
     recursive(n)
 
 
+def k_recursion_depth(x_ptr, n):
+    count_down(n, 200)
+
+
+def k_recursion_calls(x_ptr, n):
+    doubling(n, 13)
+
+
 def k_subscript_store(x_ptr, n):
     offs = tl.arange(0, 16)
     offs[0] = 1  # error
@@ -200,7 +222,8 @@ CASES = [
     ("import", k_import), ("star_args", k_star_args), ("kernel_varargs", k_star_params),
     ("star_params", k_kwargs_params),
     ("star_params", k_helper_star_params), ("python_call", k_python_builtin),
-    ("global_variable", k_global_variable), ("recursion", k_recursion), ("subscript_store", k_subscript_store),
+    ("global_variable", k_global_variable), ("recursion", k_recursion),
+    ("recursion_depth", k_recursion_depth), ("recursion_calls", k_recursion_calls), ("subscript_store", k_subscript_store),
     ("attribute_store", k_attribute_store),
     ("fstring", k_fstring), ("dict_set", k_dict), ("yield", k_yield), ("match", k_match),
     ("loop_else", k_loop_else), ("for_iterable", k_for_iterable), ("for_target", k_for_target),
@@ -208,6 +231,9 @@ CASES = [
     ("branch_only_name", k_branch_only_name), ("loop_local_name", k_loop_local_name),
     ("unsupported_operator", k_unsupported_operator),
 ]
+
+
+HELPERS = {"k_recursion": (recursive,), "k_recursion_depth": (count_down,), "k_recursion_calls": (doubling,)}
 
 
 def error_line(*fns: object) -> tuple[str, int]:
@@ -231,11 +257,14 @@ def test_refusal_cites_the_marked_line(kind: str, kernel: object) -> None:
     params = ("*fp32", "i32")[:n_params] if n_params <= 2 else ()
     with pytest.raises(UnsupportedLanguageConstruct) as info:
         compile_kernel(kernel, *params)
-    err = info.value
+    # A refusal inside a called helper is the cause of the same refusal at the kernel's call
+    # (Triton's chain); the innermost error cites the helper's line.
+    assert (info.value.callee is not None) == (kernel.__name__ in HELPERS)  # type: ignore[attr-defined]
+    err = info.value.innermost
     assert _prefix(kind) in err.reason
     assert err.hint and err.hint.split("{")[0][:20] in str(err)
-    # The kernel's own marked line, or (k_recursion has none) the recursive call in the helper.
-    file, line = error_line(kernel, recursive)
+    # The kernel's own marked line, or (the recursions have none) the recursive call in the helper.
+    file, line = error_line(kernel, *HELPERS.get(kernel.__name__, ()))
     assert err.loc is not None and (err.loc.file, err.loc.line) == (file, line), str(err)
     rendered = str(err)
     assert rendered.startswith(f"{file}:{line}:")

@@ -105,6 +105,17 @@ def test_dot_result_types() -> None:
     a16, b16 = t(tl.float16, (32, 16)), t(tl.float16, (16, 64))
     assert s.dot(a16, b16).type == tl.block_type(tl.float32, (32, 64))
     assert s.dot(a16, b16, out_dtype=tl.float16).dtype == tl.float16
+    # Triton's rule: without out_dtype, a float16 accumulator gives a float16 dot
+    assert s.dot(a16, b16, t(tl.float16, (32, 64))).dtype == tl.float16
+    assert s.dot(a16, b16, t(tl.float32, (32, 64))).dtype == tl.float32
+    e5 = t(tl.float8e5, (16, 16))
+    assert s.dot(e5, e5, t(tl.float16, (16, 16))).dtype == tl.float16  # fp8 dots take the fp16 rule
+    with pytest.raises(CompilationError, match="accumulator has type"):
+        s.dot(t(tl.bfloat16, (16, 16)), t(tl.bfloat16, (16, 16)), t(tl.float16, (16, 16)))  # bf16 dots are fp32
+    with pytest.raises(CompilationError, match="accumulator has type"):
+        s.dot(a16, b16, t(tl.float16, (32, 64)), out_dtype=tl.float32)  # the two disagree
+    with pytest.raises(CompilationError, match="accumulator has type"):
+        s.dot(t(tl.float32, (16, 16)), t(tl.float32, (16, 16)), t(tl.float16, (16, 16)))  # fp32 dots are fp32
     assert s.dot(t(tl.int8, (16, 16)), t(tl.int8, (16, 16))).dtype == tl.int32
     assert s.dot(t(tl.bfloat16, (16, 16)), t(tl.bfloat16, (16, 16))).dtype == tl.float32
     batched = s.dot(t(tl.float32, (2, 16, 32)), t(tl.float32, (2, 32, 16)))

@@ -19,6 +19,7 @@ import inspect
 import math
 from collections import ChainMap
 from collections.abc import Mapping
+from dataclasses import dataclass
 from enum import Enum
 from functools import lru_cache
 from types import BuiltinFunctionType, FunctionType, ModuleType
@@ -259,25 +260,98 @@ class CallsMixin:
     def call_JitFunction(self: CodeGenerator, fn: JITCallable, args: list[Any], kwargs: dict[str, Any]) -> Any:  # noqa: N802 - Triton's name
         from .code_generator import CodeGenerator, FunctionSource
 
-        if any(fn is f for f in self.call_stack):
-            raise refusal("recursion", name=fn.__name__)
         if not fn.src:
             raise CompilationError(f"the source of @jit function '{fn.__name__}' is not available")
         source = FunctionSource(fn.src, inspect.getsourcefile(fn.fn) or fn.fn.__code__.co_filename, fn.starting_line)
         fdef = source.func_def
         scope = bind_arguments(fn, fdef, args, kwargs)
+        call = InlinedCall(fn, specialization_of(scope))
+        check_recursion(call, self.call_stack, self.inline_budget)
         callee = CodeGenerator(
             self.builder, self.semantic, source, visible_globals(fn), self.kernel_name,
-            (*self.call_stack, fn), self.debug,
+            (*self.call_stack, call), self.debug,
         )
         callee.scope = scope
+        callee.inline_budget = self.inline_budget
         saved = self.builder.loc
         try:
             callee.begin_body(fdef.body)
             callee.visit_statements(fdef.body)
             return callee.finish_body()
+        except CompilationError as e:
+            # Triton's chain: the callee's error (located in the callee, at its `def` where no
+            # statement of it is to blame; without the code generator's frames) is the cause of
+            # an error at this call's site, which the caller's `visit` locates
+            inner = e.with_context(source.loc(fdef), self.kernel_name).with_traceback(None)
+            raise inner.at_call_site(fn.__name__) from inner
         finally:
             self.builder.set_loc(saved)
+
+
+MAX_INLINE_DEPTH = 64
+"""How deeply `@jit` calls may nest. A recursion that ends when the kernel is compiled (a shape
+halved, a constexpr counted down) needs a few dozen levels at most; each inlined level takes
+about ten of Python's frames, so 64 levels stay inside Python's default limit of 1000."""
+MAX_RECURSIVE_INLINES = 4096
+"""How many recursive calls one kernel may inline in all. Triton compiles each specialization
+once; here each call is inlined, so a recursion that calls itself twice per level costs 2**depth
+bodies, and this bound refuses it before it takes minutes."""
+
+
+@dataclass(frozen=True)
+class InlinedCall:
+    """A `@jit` call being inlined: the function and its specialization (what Triton's mangled
+    name of the callee encodes: the types of the run-time arguments and the constexpr values)."""
+
+    fn: Any
+    specialization: tuple[str, ...]
+
+
+@dataclass
+class InlineBudget:
+    """The recursive calls inlined so far in one kernel (shared by every generator of it)."""
+
+    recursive_calls: int = 0
+
+
+def specialization_of(scope: Mapping[str, Any]) -> tuple[str, ...]:
+    """A callee's specialization, from its bound arguments."""
+    return tuple(f"{name}={_specialization_text(value)}" for name, value in scope.items())
+
+
+def _specialization_text(value: Any) -> str:
+    if isinstance(value, tlc.constexpr):
+        return f"constexpr {value.value!r}"
+    if isinstance(value, (tuple, list)):
+        return "(" + ", ".join(_specialization_text(v) for v in value) + ")"
+    if is_aggregate(value):
+        fields = ", ".join(f"{k}={_specialization_text(v)}" for k, v in sorted(vars(value).items()))
+        return f"{type(value).__name__}({fields})"
+    ty = getattr(value, "type", None)
+    return f"{type(value).__name__} {ty!r}" if ty is not None else repr(value)
+
+
+def check_recursion(call: InlinedCall, stack: tuple[Any, ...], budget: InlineBudget) -> None:
+    """Recursion is allowed where it ends when the kernel is compiled: every level is a different
+    specialization of the function (a shape halved, a constexpr counted down), so a compile-time
+    condition can stop it, as Triton compiles each specialization as a function of its own. A
+    call with the specialization of an enclosing call of the same function would be inlined
+    forever, and recursion past `MAX_INLINE_DEPTH` levels or `MAX_RECURSIVE_INLINES` calls is
+    refused the way Python refuses runaway recursion."""
+    name = call.fn.__name__
+    # The kernel itself is at the bottom of the stack as a bare function: a kernel that calls
+    # itself is taken as the same specialization (refused).
+    enclosing = [c if isinstance(c, InlinedCall) else InlinedCall(c, ()) for c in stack]
+    same_function = [c for c in enclosing if c.fn is call.fn]
+    if not same_function:
+        return
+    if any(c.specialization in (call.specialization, ()) for c in same_function):
+        raise refusal("recursion", name=name)
+    if len(stack) > MAX_INLINE_DEPTH:  # the kernel and MAX_INLINE_DEPTH calls
+        raise refusal("recursion_depth", name=name, limit=MAX_INLINE_DEPTH)
+    budget.recursive_calls += 1
+    if budget.recursive_calls > MAX_RECURSIVE_INLINES:
+        raise refusal("recursion_calls", name=name, limit=MAX_RECURSIVE_INLINES)
 
 
 def check_constexpr_min_max(is_min: bool, values: list[Any]) -> None:

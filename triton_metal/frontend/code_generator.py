@@ -17,20 +17,45 @@ from __future__ import annotations
 import ast
 import linecache
 import operator as _op
+import os
 from collections.abc import Mapping
+from types import TracebackType
 from typing import Any
 
 from ..errors import CompilationError, Loc
 from ..language import core as tlc
 from ..language.aggregate import is_aggregate
 from ..language.semantic import Semantic
-from .calls import CallsMixin
+from .calls import CallsMixin, InlineBudget
 from .comprehensions import comprehension
 from .control_flow import ControlFlowMixin
 from .ir_builder import IRBuilder
 from .refusals import refusal, refusal_for_node, store_refusal
 from .returns import ReturnsMixin, ReturnSlotNeeded, guard
 from .values import is_tensor, to_python, unwrap
+
+
+_FRONT_END_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def outside_front_end(tb: TracebackType | None) -> TracebackType | None:
+    """`tb` without the front end's frames (and `ast`'s visitor), as Triton's tracebacks leave
+    out its code generator: what stays is the called builtin's own code."""
+    frames = []
+    while tb is not None:
+        file = os.path.abspath(tb.tb_frame.f_code.co_filename)
+        if os.path.dirname(file) != _FRONT_END_DIR and file != os.path.abspath(ast.__file__):
+            frames.append(tb)
+        tb = tb.tb_next
+    kept: TracebackType | None = None
+    for frame in reversed(frames):
+        kept = TracebackType(kept, frame.tb_frame, frame.tb_lasti, frame.tb_lineno)
+    return kept
+
+
+def is_call(node: ast.AST) -> bool:
+    """A call, or a statement that is a call alone (its result unused)."""
+    return isinstance(node, ast.Call) or (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call))
 
 
 class FunctionSource:
@@ -77,6 +102,9 @@ class CodeGenerator(ReturnsMixin, ControlFlowMixin, CallsMixin, ast.NodeVisitor)
         self.globals = globals_
         self.kernel_name = kernel_name
         self.call_stack = call_stack
+        """The kernel, then the `calls.InlinedCall` of every `@jit` call being inlined here."""
+        self.inline_budget = InlineBudget()
+        """Shared by the kernel's generator and every callee's (see `calls.check_recursion`)."""
         self.debug = debug
         self.scope: dict[str, Any] = {}
         self.declared_constexpr: set[str] = set()
@@ -105,6 +133,11 @@ class CodeGenerator(ReturnsMixin, ControlFlowMixin, CallsMixin, ast.NodeVisitor)
         try:
             return super().visit(node)
         except CompilationError as e:
+            cause = e.__cause__
+            if is_call(node) and e.loc is None and cause is not None and cause.__traceback__ is None:
+                # a builtin's refusal: its cause (Triton's exception) gets the builtin's frames,
+                # as Triton's cause carries the traceback into the language's code
+                cause.__traceback__ = outside_front_end(e.__traceback__)
             located = e.with_context(loc, self.kernel_name)
             raise located from located.__cause__
         except ReturnSlotNeeded:
@@ -113,8 +146,9 @@ class CodeGenerator(ReturnsMixin, ControlFlowMixin, CallsMixin, ast.NodeVisitor)
             raise
         except Exception as e:  # a builtin's TypeError, say: report it at the user's line
             # chained as Triton chains it: a call's error is the cause (it happened in the
-            # callee), an operator's is not (the message says it all; its frames are ours)
-            cause = e if isinstance(node, ast.Call) else None
+            # callee), with the callee's frames; an operator's is not (the message says it all;
+            # its frames are ours)
+            cause = e.with_traceback(outside_front_end(e.__traceback__)) if is_call(node) else None
             raise CompilationError(f"{type(e).__name__}: {e}", loc, kernel=self.kernel_name) from cause
         finally:
             self.builder.set_loc(saved)

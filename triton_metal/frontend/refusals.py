@@ -81,8 +81,23 @@ REFUSALS: dict[str, Refusal] = {
         "define it as `{name} = tl.constexpr(...)` or pass it as an argument",
     ),
     "recursion": Refusal(
-        "recursive call to @jit function '{name}' is not supported (device functions are inlined)",
-        "rewrite the recursion as a loop",
+        "recursive call to @jit function '{name}' with the same argument types and constexpr "
+        "values as an enclosing call: device functions are inlined, so this recursion would never "
+        "end when the kernel is compiled",
+        "end the recursion on a compile-time condition that changes at every level (a shape that "
+        "is halved, a tl.constexpr argument counted down), or rewrite it as a loop",
+    ),
+    "recursion_depth": Refusal(
+        "maximum recursion depth exceeded: @jit calls are nested more than {limit} deep at this "
+        "call of '{name}'",
+        "make the recursion end sooner (its compile-time condition is reached after too many "
+        "levels), or rewrite it as a loop",
+    ),
+    "recursion_calls": Refusal(
+        "recursive calls of @jit functions inlined more than {limit} times in one kernel (at this "
+        "call of '{name}'): device functions are inlined, so each call is a copy of its body",
+        "recurse fewer times (a recursion that calls itself twice per level doubles its cost with "
+        "every level), or rewrite it as a loop",
     ),
     "subscript_store": Refusal(
         "__setitem__ is not supported in triton",

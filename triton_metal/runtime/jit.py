@@ -283,7 +283,8 @@ class JITFunction(KernelInterface, JITCallable):
         except CompilationError as refusal:
             note = "the float64 arrays were checked as float32 (Apple GPUs have no fp64)"
             hint = f"{refusal.hint}; {note}" if refusal.hint else note
-            located = type(refusal)(refusal.reason, refusal.loc, hint, refusal.kernel, refusal.source_line)
+            located = type(refusal)(refusal.reason, refusal.loc, hint, refusal.kernel, refusal.source_line,
+                                    refusal.callee)
             raise located from refusal.__cause__
 
     def run(self, *args: object, grid: GridSpec, warmup: bool, **kwargs: object) -> CompiledKernel | None:

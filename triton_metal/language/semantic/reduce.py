@@ -250,11 +250,11 @@ class ReduceMixin(SemanticBase):
         acc: Any = None,
         input_precision: Any = None,
         max_num_imprecise_acc: Any = None,
-        out_dtype: Any = float32,
+        out_dtype: Any = None,
     ) -> tensor:
         a, b = self.to_tensor(_opt(a)), self.to_tensor(_opt(b))
         acc = _opt(acc)
-        out_ty = self._as_dtype(_opt(out_dtype) if _opt(out_dtype) is not None else float32, "out_dtype")
+        out_ty = self._as_dtype(_opt(out_dtype) if _opt(out_dtype) is not None else _acc_out_dtype(acc), "out_dtype")
         precision = _opt(input_precision)
         if precision is None:
             precision = "ieee"
@@ -386,3 +386,12 @@ _BATCH_LOOP_LIMIT = 16
 
 def _pub(ty: dtype) -> str:
     return {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32"}.get(ty.name, ty.name)
+
+
+def _acc_out_dtype(acc: Any) -> dtype:
+    """`out_dtype` when the call gives none: a float16 accumulator's float16 (Triton's
+    `tl.dot(a, b, c)` with a float16 `c` accumulates in float16, as `out_dtype=tl.float16` does),
+    else float32 (an accumulator of another type is then checked against the result's type)."""
+    if isinstance(acc, tensor) and acc.type.scalar.is_fp16():
+        return float16
+    return float32
