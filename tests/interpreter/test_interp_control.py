@@ -176,7 +176,7 @@ def test_tensor_truth_value_works_for_scalars_only(run: Any) -> None:
 
 REFUSED = [
     ("tl.make_block_ptr(None, (1,), (1,), (0,), (1,), (0,))", "expected `base` to be a scalar pointer"),
-    ("tl.advance(None, (0,))", "expected a block pointer"),
+    ("p = tl.advance(None, (0,))", "expected a block pointer"),
     ("tl.make_tensor_descriptor(None, [1], [1], [1])", "scalar pointer as its base"),
     ("tl.dot_scaled(tl.zeros((16, 16), tl.uint8), None, 'e3m3', tl.zeros((16, 16), tl.uint8), None, 'e4m3')",
      "NYI: lhs_format e3m3"),
