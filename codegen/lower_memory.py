@@ -113,12 +113,12 @@ _WIDE_MIN_WARPS = 4
 the width their kernels were tuned at (docs/codegen.md, "Loads and stores")."""
 
 
-def _max_lanes(ctx: LoweringContext, ety: ScalarType) -> int:
+def max_lanes(ety: ScalarType, num_warps: int) -> int:
     """The most elements one access may move: 16 bytes, in at most 4 lanes of an MSL vector, or 8
     16-bit elements through a `uint4` where the program is wide enough (`_WIDE_MIN_WARPS`)."""
-    if ety.bitwidth == 16 and ctx.num_warps >= _WIDE_MIN_WARPS:
+    if ety.bitwidth == 16 and num_warps >= _WIDE_MIN_WARPS:
         return 8
-    return min(4, 16 // (ety.bitwidth // 8))
+    return max(1, min(4, 16 // (ety.bitwidth // 8)))
 
 
 def _access_types(ety: ScalarType, vec: int) -> tuple[str, str, int]:
@@ -141,7 +141,7 @@ def vector_width(ctx: LoweringContext, op: mem.LoadOp | mem.StoreOp, dist: Distr
         return 1, 0
     rank = dist.rank
     best = (1, 0)
-    most = _max_lanes(ctx, ety)
+    most = max_lanes(ety, ctx.num_warps)
     for dim in range(rank):
         unit = tuple(1 if d == dim else 0 for d in range(rank))
         v = 1
