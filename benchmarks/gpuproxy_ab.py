@@ -149,7 +149,8 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     rp = sub.add_parser("replay", help="on the GPU machine: replay every label's captures of the cases")
     rp.add_argument("root", help="the folder holding one folder of captures per label")
-    rp.add_argument("labels", nargs="+", help="the versions, the baseline first")
+    rp.add_argument("labels", nargs="+", help="the versions, the baseline first (no '_' in a label: it "
+                                              "separates the label from the case in the results' names)")
     rp.add_argument("--cases", nargs="*", default=None, help="case names, in the order to run (default: all captured)")
     rp.add_argument("--launches", nargs="*", default=[], metavar="LABEL:CASE=SPEC",
                     help="replay only these launch indices of one label's case (replay.py --launches)")
