@@ -107,6 +107,28 @@ def _and(a: Expr | None, b: Expr | None) -> Expr | None:
 
 _VECTOR_TYPES = frozenset({"f32", "f16", "bf16", "i32", "u32", "i16", "u16", "i8", "u8"})
 _LANES = "xyzw"
+_WIDE_MIN_WARPS = 4
+"""Runs of 8 consecutive 16-bit elements move as one 16-byte `uint4` access (Triton's width for
+16-bit types) in programs of at least this many warps; smaller programs keep two 8-byte vectors,
+the width their kernels were tuned at (docs/codegen.md, "Loads and stores")."""
+
+
+def max_lanes(ety: ScalarType, num_warps: int) -> int:
+    """The most elements one access may move: 16 bytes, in at most 4 lanes of an MSL vector, or 8
+    16-bit elements through a `uint4` where the program is wide enough (`_WIDE_MIN_WARPS`)."""
+    if ety.bitwidth == 16 and num_warps >= _WIDE_MIN_WARPS:
+        return 8
+    return max(1, min(4, 16 // (ety.bitwidth // 8)))
+
+
+def _access_types(ety: ScalarType, vec: int) -> tuple[str, str, int]:
+    """(the access's vector type, the type of its parts, elements a part) for `vec` elements:
+    `half8`/`bfloat8` do not exist in MSL, so 8 16-bit elements move as a `uint4` seen as two
+    4-lane halves (`as_type<half4>(w.xy)`); other widths are one vector of the element type."""
+    ctype = msl_type(ety)
+    if vec == 8 and ety.bitwidth == 16:
+        return "uint4", f"{ctype}4", 4
+    return f"{ctype}{vec}", f"{ctype}{vec}", vec
 
 
 def vector_width(ctx: LoweringContext, op: mem.LoadOp | mem.StoreOp, dist: Distribution | None,
@@ -119,10 +141,11 @@ def vector_width(ctx: LoweringContext, op: mem.LoadOp | mem.StoreOp, dist: Distr
         return 1, 0
     rank = dist.rank
     best = (1, 0)
+    most = max_lanes(ety, ctx.num_warps)
     for dim in range(rank):
         unit = tuple(1 if d == dim else 0 for d in range(rank))
         v = 1
-        while v * 2 <= min(4, 16 // (ety.bitwidth // 8)) and _runs(dist, dim, unit, v * 2):
+        while v * 2 <= most and _runs(dist, dim, unit, v * 2):
             v *= 2
         if v == 1:
             continue
@@ -231,17 +254,17 @@ def _vector_load(ctx: LoweringContext, op: mem.LoadOp, p: PtrValue, mask: RegVal
     assert source is not None
     base = buffer_ref(ctx, p.buffer, source)
     ctype = msl_type(ety)
-    vtype = f"{ctype}{vec}"
+    wtype, _, _ = _access_types(ety, vec)
     regs: list[Expr] = []
     for r in range(0, dist.num_regs, vec):
-        read: Expr = Index(PtrCast(space, vtype, Apply("add", (base, p.offsets[r]))), Lit("0"))
+        read: Expr = Index(PtrCast(space, wtype, Apply("add", (base, p.offsets[r]))), Lit("0"))
         m = _reg_at(mask, r)
         fill = [(_reg_at(other, r + i) or zero) for i in range(vec)]
         if m is not None:
-            read = Apply("select", (m, read, Call(vtype, (zero,) * vec if relative else tuple(fill))))
+            read = Apply("select", (m, read, _pack(ety, vec, [zero] * vec if relative else fill)))
         name = ctx.fresh()
-        ctx.emit(Declare(name, vtype, None, read))
-        lanes: list[Expr] = [Member(Var(name), _LANES[i]) for i in range(vec)]
+        ctx.emit(Declare(name, wtype, None, read))
+        lanes = _unpack(ctx, ety, vec, name)
         if relative:
             lanes = [_decode(ctx, p, p.offsets[r + i], lane, ety) for i, lane in enumerate(lanes)]
             if m is not None:
@@ -253,19 +276,43 @@ def _vector_load(ctx: LoweringContext, op: mem.LoadOp, p: PtrValue, mask: RegVal
 def _vector_store(ctx: LoweringContext, op: mem.StoreOp, p: PtrValue, val: RegValue, mask: RegValue | None,
                   vec: int, ety: ScalarType, own: Expr | None) -> None:
     assert p.dist is not None and p.buffer.output_name is not None
-    vtype = f"{msl_type(ety)}{vec}"
+    wtype, _, _ = _access_types(ety, vec)
     base = buffer_ref(ctx, p.buffer, p.buffer.output_name)
     firsts = p.dist.first_registers()
     for r in range(0, p.dist.num_regs, vec):
         if not firsts[r]:
             continue
-        target = Index(PtrCast("device", vtype, Apply("add", (base, p.offsets[r]))), Lit("0"))
+        target = Index(PtrCast("device", wtype, Apply("add", (base, p.offsets[r]))), Lit("0"))
         # each element encoded against its old value where the output is kept relative
-        value = Call(vtype, tuple(_encode(ctx, p, p.offsets[r + i], _reg_at(val, r + i), ety)  # type: ignore[arg-type]
-                                  for i in range(vec)))
+        value = _pack(ety, vec, [_encode(ctx, p, p.offsets[r + i], _reg_at(val, r + i), ety)  # type: ignore[arg-type]
+                                 for i in range(vec)])
         stmts = (Assign(target, value), *_mark_written(ctx, p, tuple(p.offsets[r + i] for i in range(vec))))
         cond = _and(own, _reg_at(mask, r))
         _emit_guarded(ctx, cond, stmts)
+
+
+def _pack(ety: ScalarType, vec: int, elements: list[Expr]) -> Expr:
+    """One value of the access type holding `elements` in order (a `uint4` of two 4-lane halves'
+    bits for 8 16-bit elements)."""
+    wtype, ptype, per = _access_types(ety, vec)
+    if wtype == ptype:
+        return Call(wtype, tuple(elements))
+    return Call(wtype, tuple(Reinterpret("uint2", Call(ptype, tuple(elements[k:k + per])))
+                             for k in range(0, vec, per)))
+
+
+def _unpack(ctx: LoweringContext, ety: ScalarType, vec: int, name: str) -> list[Expr]:
+    """The `vec` elements of the access held in variable `name`, in order."""
+    wtype, ptype, per = _access_types(ety, vec)
+    parts = [name]
+    if wtype != ptype:
+        parts = []
+        for k in range(0, vec, per):
+            part = ctx.fresh()
+            halves = _LANES[k // 2:k // 2 + per // 2]  # a 4-lane half is 2 of the uint4's words
+            ctx.emit(Declare(part, ptype, None, Reinterpret(ptype, Member(Var(name), halves))))
+            parts.append(part)
+    return [Member(Var(part), _LANES[i]) for part in parts for i in range(per)]
 
 
 @lowers(mem.StoreOp)

@@ -292,13 +292,19 @@ def test_where_compare_program_ids():
     np.testing.assert_allclose(out, want.astype(np.float32), rtol=1e-6)
 
 
-@pytest.mark.parametrize("dtype,spt,vec", [("fp16", 8, "half4"), ("bf16", 8, "bfloat4"), ("i8", 4, "char4"),
-                                             ("i32", 2, "int2")])
-def test_vector_accesses_for_narrow_types(dtype: str, spt: int, vec: str):
+@pytest.mark.parametrize("dtype,spt,num_warps,vec", [
+    ("fp16", 8, 4, "uint4"), ("bf16", 8, 4, "uint4"), ("fp16", 8, 2, "half4"), ("bf16", 8, 2, "bfloat4"),
+    ("bf16", 4, 4, "bfloat4"), ("i8", 4, 4, "char4"), ("i32", 2, 4, "int2")])
+def test_vector_accesses_for_narrow_types(dtype: str, spt: int, num_warps: int, vec: str):
     n, block = 4096 + 64, 1024
-    k = compile_1d(add_kernel, f"*{dtype}/16", f"*{dtype}/16", f"*{dtype}/16", "i32/16", C(block), spt=spt)
-    # bf16 moves exactly as fp16 does: 8-byte vectors, no scalar 16-bit accesses left
+    k = compile_1d(add_kernel, f"*{dtype}/16", f"*{dtype}/16", f"*{dtype}/16", "i32/16", C(block), spt=spt,
+                   num_warps=num_warps)
+    # bf16 moves exactly as fp16 does; runs of 8 16-bit elements as one 16-byte access from 4 warps
+    # up, two 8-byte vectors below; no scalar 16-bit accesses left
     assert f"const device {vec}*" in k.source and f"(device {vec}*)" in k.source
+    if vec == "uint4":
+        half = "half" if dtype == "fp16" else "bfloat"
+        assert "x_ptr_in[" not in k.source and f"{half}4*)" not in k.source and f"as_type<{half}4>(" in k.source
     if dtype == "bf16":
         assert "const device half4*" not in k.source and "x_ptr_in[" not in k.source
         x = RNG.integers(-50, 50, n).astype(np.float32)
@@ -312,3 +318,25 @@ def test_vector_accesses_for_narrow_types(dtype: str, spt: int, vec: str):
     y = RNG.integers(-50, 50, n).astype(np_t)
     out = run(k, (triton.cdiv(n, block),), x_ptr=x, y_ptr=y, out_ptr=np.zeros(n, np_t), n=n)["out_ptr"]
     np.testing.assert_array_equal(out, (x + y).astype(np_t))
+
+
+@triton.jit
+def tail_other_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=-3.0)
+    tl.store(out_ptr + offs, x * 2.0)
+
+
+@pytest.mark.parametrize("n", [16, 1008, 2032])
+def test_16_byte_loads_fill_masked_runs_with_other(n: int):
+    # runs of 8 wholly past n (a multiple of 16) read `other`; random data in front of them shows a swapped half or
+    # lane; the unmasked 16-byte stores write every element of the grid
+    block = 1024
+    k = compile_1d(tail_other_kernel, "*fp16/16", "*fp16/16", "i32/16", C(block), spt=8)
+    assert "const device uint4*" in k.source and "(device uint4*)" in k.source
+    x = RNG.standard_normal(n).astype(np.float16)
+    grid = triton.cdiv(n, block)
+    out = run(k, (grid,), x_ptr=x, out_ptr=np.zeros(grid * block, np.float16), n=n)["out_ptr"]
+    offs = np.arange(grid * block)
+    want = np.where(offs < n, np.concatenate([x, np.zeros(grid * block - n, np.float16)]), np.float16(-3))
+    np.testing.assert_array_equal(out, (want.astype(np.float16) * np.float16(2)).astype(np.float16))

@@ -39,12 +39,15 @@ def test_contiguous_copy_is_coalesced_and_vectorized():
 
 
 def test_vector_width_matches_generated_msl():
-    # the reported width is the one the code generator emits: float4 accesses for fp32, half4 for fp16
-    for dtype, vec_type in ((np.float32, "float4"), (np.float16, "half4")):
-        compiled = copy_rows.warmup(dtype, dtype, 4096, BLOCK=1024, grid=(4,))
-        report = triton.analyze_memory_access(copy_rows, dtype, dtype, 4096, BLOCK=1024)
-        assert {a.vector_width for a in report.accesses} == {4}
-        assert vec_type in compiled.source
+    # the reported width is the one the code generator emits: float4 accesses for fp32; for fp16
+    # runs of 8 as one uint4 from 4 warps up, half4 below
+    for dtype, warps, width, vec_type in ((np.float32, 4, 4, "float4"), (np.float16, 4, 8, "uint4"),
+                                          (np.float16, 2, 4, "half4")):
+        compiled = copy_rows.warmup(dtype, dtype, 4096, BLOCK=1024, num_warps=warps, grid=(4,))
+        report = triton.analyze_memory_access(copy_rows, dtype, dtype, 4096, BLOCK=1024, num_warps=warps)
+        assert {a.vector_width for a in report.accesses} == {width}
+        assert f"const device {vec_type}*" in compiled.source
+        assert all(a.advice == "" for a in report.accesses)
 
 
 def test_strided_access_reports_stride_and_advice():

@@ -129,8 +129,9 @@ class MemoryReport:
 class _AxisContext:
     """What `vector_width` reads from the code generator's lowering context."""
 
-    def __init__(self, axis_info: Any) -> None:
+    def __init__(self, axis_info: Any, num_warps: int) -> None:
         self.axis_info = axis_info
+        self.num_warps = num_warps
 
 
 def _short_layout(layout: Layout | None) -> str:
@@ -167,7 +168,7 @@ def _vector_width(op: Op, layout: Layout | None, shape: tuple[int, ...], num_war
     from ..codegen.lower_memory import vector_width
 
     dist = distribution(layout, shape, num_warps)
-    vec, _dim = vector_width(_AxisContext(info), op, dist, ety)  # type: ignore[arg-type]
+    vec, _dim = vector_width(_AxisContext(info, num_warps), op, dist, ety)  # type: ignore[arg-type]
     return vec
 
 
@@ -232,7 +233,9 @@ def analyze_op(op: Op, info: Any, num_warps: int, scalars: Mapping[str, object],
             advice = ("the offsets pass through an operation axis info cannot follow (a division or "
                       "remainder such as `% N`), so no lane is known to be next to another; if they are "
                       "contiguous in fact, say so: tl.max_contiguous(tl.multiple_of(offs, BLOCK), BLOCK)")
-    max_vec = max(1, min(4, 16 // eb)) if op.name in ("tt.load", "tt.store") else 1
+    from ..codegen.lower_memory import max_lanes
+
+    max_vec = max_lanes(ety, num_warps) if op.name in ("tt.load", "tt.store") and isinstance(ety, ScalarType) else 1
     if pattern == "contiguous" and coalesced and vec < max_vec and not advice:
         advice = _vector_advice(op, info, ptr, dim or 0, eb, max_vec, vec, layout)
     return AccessReport(
