@@ -312,19 +312,26 @@ def _dot_once(a_ptr, b_ptr, c_ptr, S: tl.constexpr):
     tl.store(c_ptr + r[:, None] * S + r[None, :], tl.dot(a, b))
 
 
+def _dumped_dot_report(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, size: int, num_warps: int) -> dict:
+    """The dot report that launch.json holds for one fresh launch of `_dot_once` (checked
+    against NumPy) on `size x size` operands."""
+    monkeypatch.setenv("TRITON_METAL_DUMP_DIR", str(tmp_path))
+    k = _fresh(_dot_once)
+    a = np.arange(size * size, dtype=np.float32).reshape(size, size) % 7
+    b = np.arange(size * size, dtype=np.float32).reshape(size, size) % 5
+    c = np.zeros((size, size), np.float32)
+    k[(1,)](a, b, c, S=size, num_warps=num_warps)
+    np.testing.assert_array_equal(c, a @ b)
+    (compiled,) = k.cache.entries.values()
+    [report] = json.loads((tmp_path / compiled.msl.name / "launch.json").read_text())["metadata"]["dot_reports"]
+    return report
+
+
 def test_launch_json_carries_the_dot_report(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     # a 16 x 16 x 16 dot on one SIMD group, in no loop: 2 x 2 accumulator fragments, 2 A and 2 B
     # fragments per K step of 8 (4 + 4 loads) for 8 products; the kernel's barriers: one per
     # operand conversion, one for the result's conversion to the store's layout
-    monkeypatch.setenv("TRITON_METAL_DUMP_DIR", str(tmp_path))
-    k = _fresh(_dot_once)
-    a = np.arange(256, dtype=np.float32).reshape(16, 16) % 7
-    b = np.arange(256, dtype=np.float32).reshape(16, 16) % 5
-    c = np.zeros((16, 16), np.float32)
-    k[(1,)](a, b, c, S=16, num_warps=1)
-    np.testing.assert_array_equal(c, a @ b)
-    (compiled,) = k.cache.entries.values()
-    [report] = json.loads((tmp_path / compiled.msl.name / "launch.json").read_text())["metadata"]["dot_reports"]
+    report = _dumped_dot_report(monkeypatch, tmp_path, 16, 1)
     assert report["shape"] == [16, 16, 16] and report["warps"] == [1, 1]
     assert (report["fragments_per_simdgroup"], report["fragment_loads"], report["fragment_products"]) == (4, 8, 8)
     assert not report["in_loop"] and report["dots_per_k_step"] == 1
@@ -336,16 +343,8 @@ def test_launch_json_carries_the_reason_for_the_dot_path(monkeypatch: pytest.Mon
     # on apple10:4.0 a 32 x 32 x 32 fp32 dot in no loop is a whole tensor-op tile, but as a single
     # tensor-op dot it would stage A, B and C and wait once more: the cost rule keeps simdgroup
     # matrices and launch.json says why, with both paths' figures (docs/dot.md, "Which path, by cost")
-    monkeypatch.setenv("TRITON_METAL_DUMP_DIR", str(tmp_path))
     monkeypatch.setenv("TRITON_METAL_TARGET", "apple10:4.0")
-    k = _fresh(_dot_once)
-    a = np.arange(1024, dtype=np.float32).reshape(32, 32) % 7
-    b = np.arange(1024, dtype=np.float32).reshape(32, 32) % 5
-    c = np.zeros((32, 32), np.float32)
-    k[(1,)](a, b, c, S=32, num_warps=4)
-    np.testing.assert_array_equal(c, a @ b)
-    (compiled,) = k.cache.entries.values()
-    [report] = json.loads((tmp_path / compiled.msl.name / "launch.json").read_text())["metadata"]["dot_reports"]
+    report = _dumped_dot_report(monkeypatch, tmp_path, 32, 4)
     assert report["path"] == "simdgroup"
     assert report["path_reason"] == ("a single dot: simdgroup matrices, 3 barriers, 12288 bytes in the kernel "
                                      "(no loop), where tensor ops take 4 barriers, 16384 bytes")
