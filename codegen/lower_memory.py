@@ -45,7 +45,7 @@ from .kernel import native_on
 from .msl_types import literal, msl_type
 from .program import (Apply, Assign, Barrier, Call, Convert, Declare, Expr, ExprStmt, If, Index, Lit, Member, PtrCast,
                       Reinterpret, Var)
-from .lower_pointer_view import buffer_ref, check_view_atomic, element_bytes
+from .lower_pointer_view import HALF_WORD, buffer_ref, check_view_atomic, element_bytes
 from .registry import lowers
 from .values import PtrValue, RegValue
 
@@ -393,7 +393,7 @@ def _shared_write(ctx: LoweringContext, base: Expr, off: Expr, value: Expr, ety:
 
 
 def _check_shared_type(ctx: LoweringContext, ety: ScalarType) -> None:
-    if ety.name in ("i32", "u32", "f32", "i16", "u16", *_HALF_WORD):
+    if ety.name in ("i32", "u32", "f32", "i16", "u16", *HALF_WORD):
         return
     raise ctx.error(
         f"a {ety} array that other programs of the launch write (it is updated atomically, or loaded "
@@ -443,7 +443,7 @@ def _relative_atomic(ctx: LoweringContext, ety: ScalarType, op: str, encoding: s
     ctx.helpers.add("relative_atomics")
     ctype = msl_type(ety)
     ctx.relative_atomics.add((ctype, op, encoding))
-    if ety.name in _HALF_WORD:
+    if ety.name in HALF_WORD:
         return f"km_rel16_{op}_{ctype}"
     return f"km_rel_{op}_{ctype}_{encoding}"
 
@@ -466,14 +466,12 @@ _INT_FETCH = {
 }
 
 
-_HALF_WORD = ("f16", "bf16")
-"""Element types updated through a compare-and-swap on their containing 32-bit word."""
 _HALF_WORD_HELPERS = ("atomic_half_word", "atomic_bit_order")
 """The word loops, and the bit order their max and min compare."""
 
 
 def _check_atomic_type(ctx: LoweringContext, ety: ScalarType, what: str) -> None:
-    if ety.name in ("i32", "u32", "f32", *_HALF_WORD):
+    if ety.name in ("i32", "u32", "f32", *HALF_WORD):
         return
     if ety.bitwidth == 64:
         raise ctx.error(
@@ -524,7 +522,7 @@ def lower_atomic_rmw(ctx: LoweringContext, op: mem.AtomicRMWOp) -> None:
     if ordered and buf.relative:
         # the compare-and-swap loop compares the bits' total order, as Triton's integer atomics do
         ctx.helpers.add("atomic_bit_order")
-    if ety.name in _HALF_WORD:
+    if ety.name in HALF_WORD:
         if kind not in _HALF_WORD_OPS:
             raise ctx.error(f"atomic {kind.value} on {ety} is not defined")
         # max/min take the element's own bits; add and exchange compute in float
@@ -596,7 +594,7 @@ def lower_atomic_cas(ctx: LoweringContext, op: mem.AtomicCASOp) -> None:
     assert buf.output_name is not None
     check_view_atomic(ctx, buf, "atomic_cas")
     out = buffer_ref(ctx, buf, buf.output_name)
-    if ety.name in _HALF_WORD:
+    if ety.name in HALF_WORD:
         if buf.relative:
             name = _relative_atomic(ctx, ety, "cas", "xor")
             _atomic(ctx, op, p, None, lambda off, r: Call(name, (  # type: ignore[arg-type]

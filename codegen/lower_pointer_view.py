@@ -33,8 +33,10 @@ from .program import Apply, Convert, Expr, Lit, Var
 from .registry import lowers
 from .values import Buffer, PtrValue
 
+HALF_WORD = ("f16", "bf16")
+"""Element types updated through a compare-and-swap on their containing 32-bit word."""
+
 _BYTE = ScalarType("u8")
-_HALF_WORD = ("f16", "bf16")
 
 
 def buffer_ref(ctx: LoweringContext, buf: Buffer, name: str) -> Expr:
@@ -125,7 +127,7 @@ def check_view_atomic(ctx: LoweringContext, buf: Buffer, what: str) -> None:
         return
     if element_bytes(buf.view) != element_bytes(buf.pointee):
         why = "atomics through a reinterpreted pointer must have the array's element size"
-    elif buf.view.name in _HALF_WORD and buf.pointee.name not in _HALF_WORD:
+    elif buf.view.name in HALF_WORD and buf.pointee.name not in HALF_WORD:
         why = (f"{buf.view} atomics update the 32-bit word holding each element, which the runtime "
                "keeps whole for float16 and bfloat16 arrays only")
     else:

@@ -97,6 +97,17 @@ def test_bounds_count_the_buffers_bytes(each_backend: str):
         words_from_bytes[(1,)](b, w, 3, BLOCK=4)
 
 
+def test_bounds_of_an_array_under_8_elements(each_backend: str):
+    """An input of fewer than 8 elements gets 8 elements of memory on the emulator, but its
+    checks count its own 5 bytes: the word at byte 4 reaches byte 5, outside, on both backends."""
+    b = np.arange(1, 6, dtype=np.uint8)
+    w = np.zeros(4, np.uint32)
+    words_from_bytes[(1,)](b, w, 1, BLOCK=4)
+    assert w[0] == b[:4].view(np.uint32)[0]
+    with pytest.raises(OutOfBoundsError, match=r"access to 'b_ptr' at index 5 \(the buffer has 5 elements\)"):
+        words_from_bytes[(1,)](b, w, 2, BLOCK=4)
+
+
 @triton.jit
 def misaligned_words(b_ptr, w_ptr, BLOCK: tl.constexpr):
     o = tl.arange(0, BLOCK)

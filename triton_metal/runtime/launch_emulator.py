@@ -152,8 +152,9 @@ class EmulatorLauncher:
             if slot.role == "array":
                 arr = buffer(slot.arg)
                 if slot.vector and arr.size < 8:
-                    padded = np.zeros(8, dtype=arr.dtype)
-                    padded[: arr.size] = arr
+                    # 8 elements of memory behind the view, its own size for the checks
+                    padded = np.zeros(8, dtype=arr.dtype)[: arr.size]
+                    padded[...] = arr
                     arr = padded
                 inputs.append(arr)
             elif slot.role == "scalar":
