@@ -342,10 +342,6 @@ def _check_scratch(ctx: LoweringContext, op: DotOp, nbytes: int) -> None:
         )
 
 
-def element_bytes(ty: ScalarType) -> int:
-    return max(1, ty.bitwidth // 8)
-
-
 def round16(n: int) -> int:
     return (n + 15) // 16 * 16
 

@@ -42,10 +42,10 @@ from triton_metal.ir.types import ScalarType, element_type
 from .context import TID, LoweringContext, ctype_of
 from .distribution import Distribution
 from .kernel import native_on
-from .msl_types import literal, msl_type
+from .msl_types import element_bytes, literal, msl_type
 from .program import (Apply, Assign, Barrier, Call, Convert, Declare, Expr, ExprStmt, If, Index, Lit, Member, PtrCast,
                       Reinterpret, Var)
-from .lower_pointer_view import HALF_WORD, buffer_ref, check_view_atomic, element_bytes
+from .lower_pointer_view import HALF_WORD, buffer_ref, check_view_atomic
 from .registry import lowers
 from .values import PtrValue, RegValue
 

@@ -28,7 +28,7 @@ from triton_metal.ir.ops import arith
 from triton_metal.ir.types import PointerType, ScalarType, element_type
 
 from .context import LoweringContext
-from .msl_types import ctype_bytes, msl_type
+from .msl_types import element_bytes, msl_type
 from .program import Apply, Convert, Expr, Lit, Var
 from .registry import lowers
 from .values import Buffer, PtrValue
@@ -49,11 +49,6 @@ def buffer_ref(ctx: LoweringContext, buf: Buffer, name: str) -> Expr:
         # read through a `const device` view: such an input must arrive in device memory
         ctx.vector_inputs.add(name)
     return Apply("view", (Lit(msl_type(buf.view)), Var(name)))
-
-
-def element_bytes(ty: ScalarType) -> int:
-    """The bytes one element of `ty` takes in a buffer."""
-    return ctype_bytes(msl_type(ty))
 
 
 def seen_as(buf: Buffer) -> ScalarType:

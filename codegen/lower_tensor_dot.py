@@ -48,7 +48,7 @@ from . import lower_dot
 from .context import LoweringContext
 from .distribution import Distribution
 from .dot_report import record_tensor_dot
-from .msl_types import msl_type
+from .msl_types import element_bytes, msl_type
 from .program import Apply, Assign, Barrier, Call, Declare, Expr, ExprStmt, Index, Lit, Scope, Staged, Var
 from .values import RegValue
 
@@ -203,7 +203,7 @@ def type_views(ctx: LoweringContext, op: DotOp, tile: TensorTile, carried: bool 
 def _element_bytes(value: Value) -> int:
     t = value.type
     assert isinstance(t, TensorType) and isinstance(t.element, ScalarType)
-    return lower_dot.element_bytes(t.element)
+    return element_bytes(t.element)
 
 
 def region_bytes(op: DotOp) -> tuple[int, int, int]:
@@ -211,7 +211,7 @@ def region_bytes(op: DotOp) -> tuple[int, int, int]:
     sizes = []
     for t in (op.a.type, op.b.type, op.c.type):
         assert isinstance(t, TensorType) and isinstance(t.element, ScalarType)
-        sizes.append(lower_dot.round16(t.shape[0] * t.shape[1] * lower_dot.element_bytes(t.element)))
+        sizes.append(lower_dot.round16(t.shape[0] * t.shape[1] * element_bytes(t.element)))
     return sizes[0], sizes[1], sizes[2]
 
 

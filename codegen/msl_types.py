@@ -50,6 +50,12 @@ def ctype_bytes(ctype: str) -> int:
     return _CTYPE_BYTES[ctype]
 
 
+def element_bytes(ty: ScalarType) -> int:
+    """The bytes one element of `ty` takes in a buffer or in threadgroup memory (int1 as a byte,
+    the fp8 types as their bytes)."""
+    return ctype_bytes(msl_type(ty))
+
+
 _CTYPE_BYTES = {"bool": 1, "char": 1, "uchar": 1, "short": 2, "ushort": 2, "half": 2, "bfloat": 2,
                 "int": 4, "uint": 4, "float": 4, "long": 8, "ulong": 8}
 
