@@ -122,8 +122,9 @@ def compile_variant(kernel: Any, key: SpecializationKey, *, announce: bool = Tru
         )
     level = debug_level()
     dumping = level >= 2 or bool(os.environ.get("TRITON_METAL_DUMP_DIR"))
-    if hit is None and announce:
-        progress.compiled(kernel.__name__, seconds)
+    if hit is None:
+        if announce:
+            progress.compiled(kernel.__name__, seconds)
     elif dumping:  # the disk cache keeps no pass IR: the passes run again, for their dump only
         compile_msl(kernel, key)
     if level >= 1:
