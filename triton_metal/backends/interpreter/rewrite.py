@@ -44,6 +44,7 @@ from triton_metal.language import constexpr, current_semantic, tensor
 from triton_metal.language import range as tl_range
 from triton_metal.language.aggregate import is_aggregate
 from triton_metal.language.core import type_of, warn_logical_on_block
+from triton_metal.frontend.returns import has_return, nested_return
 
 _RT = "__triton_metal_rt__"
 _CACHE: dict[Any, Callable[..., Any]] = {}
@@ -251,16 +252,6 @@ _RETURNS = "__triton_metal_returns__"
 """The local of a function with nested `return`s that holds its `_Runtime.Returns`."""
 
 
-def _holds_return(node: ast.AST) -> bool:
-    return any(isinstance(n, ast.Return) for n in ast.walk(node))
-
-
-def _nested_return(fdef: ast.FunctionDef) -> bool:
-    """Whether a `return` sits inside an `if`, `for` or `while` of `fdef` (the front end's
-    `nested_return`)."""
-    return any(isinstance(n, (ast.If, ast.For, ast.While)) and _holds_return(n) for n in ast.walk(fdef))
-
-
 def _returns_local() -> ast.expr:
     return ast.Name(id=_RETURNS, ctx=ast.Load())
 
@@ -272,7 +263,7 @@ class _Rewriter(ast.NodeTransformer):
 
     def _note(self, node: ast.If | ast.While | ast.For) -> None:
         """Mark the call run-time when `node`, holding a `return`, is a run-time construct."""
-        if not (self.track_returns and _holds_return(node)):
+        if not (self.track_returns and has_return([node])):
             return
         if isinstance(node, ast.For):
             node.iter = _call("note_loop", [_returns_local(), node.iter], node.iter)
@@ -405,7 +396,7 @@ def _rewrite(fn: Callable[..., Any]) -> Callable[..., Any]:
     if not isinstance(fdef, ast.FunctionDef):
         return fn
     fdef.decorator_list = []
-    track_returns = _nested_return(fdef)
+    track_returns = nested_return(fdef.body)  # the front end's rule
     _Rewriter(_declared_constexpr(fdef), track_returns).visit(fdef)
     if track_returns:  # the call's own record, made first
         start = ast.Assign(targets=[ast.Name(id=_RETURNS, ctx=ast.Store())], value=_call("Returns", [], fdef))
