@@ -105,21 +105,29 @@ def test_norm_backward(metal_stand_in, kind):
     assert metal_stand_in.fast.launches
 
 
-def test_prefill_attention(metal_stand_in):
+@pytest.mark.parametrize("target, d", [(None, 128), ("apple10:4.0", 64)])
+def test_prefill_attention(metal_stand_in, monkeypatch, target, d):
     # fp16 heads of 128, 64 queries over 2 kv heads: the default 64 x 32 tile on 4 SIMD groups,
-    # causal, against float64
+    # causal, against float64; at head dim 64 on an MSL 4.0 target both dots keep simdgroup
+    # matrices by the dot-path cost rule (docs/dot.md, "Which path, by cost")
+    if target is not None:
+        monkeypatch.setenv("TRITON_METAL_TARGET", target)
     rng = np.random.default_rng(6)
-    q = rng.standard_normal((1, 4, 64, 128)).astype(np.float16)
-    k, v = (rng.standard_normal((1, 2, 64, 128)).astype(np.float16) for _ in range(2))
-    got = ops.scaled_dot_product_attention(mx.array(q), mx.array(k), mx.array(v), scale=128 ** -0.5,
+    q = rng.standard_normal((1, 4, 64, d)).astype(np.float16)
+    k, v = (rng.standard_normal((1, 2, 64, d)).astype(np.float16) for _ in range(2))
+    got = ops.scaled_dot_product_attention(mx.array(q), mx.array(k), mx.array(v), scale=d ** -0.5,
                                            mask="causal")
     kr, vr = (np.repeat(a.astype(np.float64), 2, axis=1) for a in (k, v))
-    s = q.astype(np.float64) @ kr.transpose(0, 1, 3, 2) * 128 ** -0.5
+    s = q.astype(np.float64) @ kr.transpose(0, 1, 3, 2) * d ** -0.5
     s = np.where(np.tril(np.ones((64, 64), bool)), s, -np.inf)
     p = np.exp(s - s.max(-1, keepdims=True))
     want = (p / p.sum(-1, keepdims=True)) @ vr
     assert np.abs(np.array(got.astype(mx.float32)) - want).max() <= 3e-3 * np.abs(want).max()
     assert metal_stand_in.fast.launches
+    if target is not None:
+        [call] = [c for c in metal_stand_in.fast.factory_calls if "attn" in c["name"]]
+        assert f"compiled for {target}" in call["header"]
+        assert "simdgroup_multiply_accumulate" in call["source"] and "matmul2d" not in call["source"]
 
 
 def test_quantized_matmul_tiled(metal_stand_in):
