@@ -77,3 +77,30 @@ def test_builtin_errors_carry_the_builtins_frames(backend: str) -> None:
     text = frames(cause)
     assert "shape_ops.py" in text and "core.py" in text  # tl.expand_dims and the builtin wrapper
     assert "triton_metal/frontend" not in text
+
+
+@triton.jit
+def returns_two_shapes(n):  # definition
+    if n == 0:
+        return tl.arange(0, 4)
+    else:
+        return tl.arange(0, 8)
+
+
+@triton.jit
+def two_shapes_kernel(x_ptr, n):
+    tl.store(x_ptr + tl.arange(0, 4), returns_two_shapes(n))  # kernel call
+
+
+def test_a_return_type_mismatch_is_reported_at_the_definition(backend: str) -> None:
+    """As Triton: the callee's error points at its `def` (its `at 1:0`), not at a `return`."""
+    x = np.ones(4, np.float32)
+    with pytest.raises(CompilationError) as info:
+        two_shapes_kernel[(1,)](x, 0)
+    outer, inner = info.value, info.value.__cause__
+    assert isinstance(inner, CompilationError)
+    assert outer.loc.line == line_of(two_shapes_kernel, "# kernel call")  # type: ignore[union-attr]
+    assert inner.loc.line == line_of(returns_two_shapes, "# definition")  # type: ignore[union-attr]
+    assert "at 1:0:" in str(inner) and "def returns_two_shapes(n):" in str(inner)
+    assert inner.reason.startswith("Return type mismatch: tensor<4xi32> is returned on one path")
+    assert (x == 1.0).all()

@@ -231,7 +231,10 @@ class ControlFlowMixin:
                 e_leaves = self._leaves(e)
             for tv, ev in zip(t_leaves, e_leaves):
                 if tv.type != ev.type:
-                    raise _mismatch(name, tv.type, ev.type)
+                    error = _mismatch(name, tv.type, ev.type)
+                    if name == RET:  # Triton reports it at the function's definition
+                        error = error.with_context(self.source.loc(self.source.func_def), self.kernel_name)
+                    raise error
             merged.append((name, t))
             then_values += t_leaves
             else_values += e_leaves
