@@ -35,6 +35,7 @@ printed, each line whose figures differ followed by the baseline's (`baseline:`)
 from __future__ import annotations
 
 import argparse
+import inspect
 import os
 import subprocess
 import sys
@@ -104,6 +105,16 @@ def backward(bm: int, bn: int, warps: int) -> tuple[list[DotReport], list[DotRep
 
 
 INT8_TILES = ((32, 32, 32, 4), (64, 64, 32, 4), (64, 64, 64, 4), (32, 64, 32, 2))
+PREVIOUS_DEFAULT = (32, 32, 32, 4)
+"""`matmul()`'s default tile before it took steel's 64 x 64 on 2 x 2 SIMD groups."""
+
+
+def matmul_default_tile() -> tuple[int, int, int, int]:
+    """`examples.matmul.matmul()`'s default block sizes and warps, read off its signature."""
+    from examples import matmul as plain
+
+    params = inspect.signature(plain.matmul).parameters
+    return tuple(params[n].default for n in ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "num_warps"))  # type: ignore[return-value]
 
 
 def int8_gemm(bm: int, bn: int, bk: int, warps: int) -> list[DotReport]:
@@ -220,10 +231,13 @@ def _kernels() -> None:
     from examples import matmul_autotuned as ex
 
     print(f"tutorial matmul (examples/matmul.py), fp16, {SIZE}^3")
-    tiles = [(32, 32, 32, 4)] + [(cf.kwargs["BLOCK_M"], cf.kwargs["BLOCK_N"], cf.kwargs["BLOCK_K"], cf.num_warps)
-                                 for cf in ex.CONFIGS if cf.kwargs["BLOCK_M"] >= 32]
+    default = matmul_default_tile()
+    tiles = [default, PREVIOUS_DEFAULT] + [
+        (cf.kwargs["BLOCK_M"], cf.kwargs["BLOCK_N"], cf.kwargs["BLOCK_K"], cf.num_warps)
+        for cf in ex.CONFIGS if cf.kwargs["BLOCK_M"] >= 32]
     for cfg in dict.fromkeys(tiles):
-        label = "default (matmul()), " if cfg == tiles[0] else ""
+        label = ("default (matmul()), " if cfg == default
+                 else "the default before, " if cfg == PREVIOUS_DEFAULT else "")
         _show(f"  {label}BLOCK {cfg[0]}x{cfg[1]}x{cfg[2]}, {cfg[3]} warps", tutorial(*cfg))
     print(f"quantized_matmul tiled (M > 8), 4-bit affine, fp16, N = K = {SIZE}")
     from triton_metal.ops import quantized as q

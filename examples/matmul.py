@@ -89,7 +89,7 @@ def matmul_kernel(
     tl.store(c_ptrs, c, mask=c_mask)
 
 
-def matmul(a: Any, b: Any, activation: str = "", BLOCK_SIZE_M: int = 32, BLOCK_SIZE_N: int = 32,
+def matmul(a: Any, b: Any, activation: str = "", BLOCK_SIZE_M: int = 64, BLOCK_SIZE_N: int = 64,
            BLOCK_SIZE_K: int = 32, GROUP_SIZE_M: int = 8, num_warps: int = 4) -> Any:
     """`activation(a @ b)` for 2-D `a` (M x K) and `b` (K x N); C has `a`'s dtype."""
     assert a.shape[1] == b.shape[0], "incompatible dimensions"
