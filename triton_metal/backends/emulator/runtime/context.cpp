@@ -55,7 +55,12 @@ __asm__(
     "    pushq $0\n"                 // the slot's unused bytes must compare equal below
     "    stmxcsr (%rsp)\n"
     "    fnstcw 4(%rsp)\n"
-    "    movq (%rsp), %rax\n"
+    // Read back as the two stores wrote them: one 8-byte load of both would wait for them to
+    // retire (no store forwarding from two smaller stores).
+    "    movl (%rsp), %eax\n"
+    "    movzwl 4(%rsp), %edx\n"
+    "    shlq $32, %rdx\n"
+    "    orq %rdx, %rax\n"
     "    movq %rsp, (%rdi)\n"
     "    movq (%rsi), %rsp\n"
     // Loading MXCSR and the x87 control word is slow: do it only when the control bits differ.
