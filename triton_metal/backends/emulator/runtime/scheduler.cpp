@@ -247,8 +247,9 @@ void tm_run_group_fibers(Worker* w) {
         f.asan_fake = nullptr;
         // Each stack's top sits at another offset within its page: otherwise every fiber's hot
         // frame maps to the same cache sets, and a barrier round over 1024 fibers misses in L1
-        // and L2 on every switch.
-        unsigned long color = (i % 64u) * 64u;
+        // and L2 on every switch. The offset (under 4 KiB) is taken from stacks of 64 KiB or
+        // more only, so a small TRITON_METAL_EMULATOR_STACK keeps what it asked for.
+        unsigned long color = w->stack_bytes >= 65536u ? (i % 64u) * 64u : 0u;
         tm_context_make(&f.ctx, f.stack, w->stack_bytes - color, fiber_entry, &f);
     }
     unsigned nsg = (n + TM_SIMD_WIDTH - 1) / TM_SIMD_WIDTH;
