@@ -81,7 +81,7 @@ def test_builtin_errors_carry_the_builtins_frames(backend: str) -> None:
 
 @triton.jit
 def returns_two_shapes(n):  # definition
-    if n == 0:
+    if n == 0:  # the if
         return tl.arange(0, 4)
     else:
         return tl.arange(0, 8)
@@ -93,7 +93,7 @@ def two_shapes_kernel(x_ptr, n):
 
 
 def test_a_return_type_mismatch_is_reported_at_the_definition(backend: str) -> None:
-    """As Triton: the callee's error points at its `def` (its `at 1:0`), not at a `return`."""
+    """As Triton: the callee's error points at its `def` (its `at 1:0`); the hint names the `if`."""
     x = np.ones(4, np.float32)
     with pytest.raises(CompilationError) as info:
         two_shapes_kernel[(1,)](x, 0)
@@ -103,4 +103,5 @@ def test_a_return_type_mismatch_is_reported_at_the_definition(backend: str) -> N
     assert inner.loc.line == line_of(returns_two_shapes, "# definition")  # type: ignore[union-attr]
     assert "at 1:0:" in str(inner) and "def returns_two_shapes(n):" in str(inner)
     assert inner.reason.startswith("Return type mismatch: tensor<4xi32> is returned on one path")
+    assert f"the 'if' at line {line_of(returns_two_shapes, '# the if')} differ" in inner.hint  # type: ignore[operator]
     assert (x == 1.0).all()

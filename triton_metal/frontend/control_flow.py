@@ -232,8 +232,14 @@ class ControlFlowMixin:
             for tv, ev in zip(t_leaves, e_leaves):
                 if tv.type != ev.type:
                     error = _mismatch(name, tv.type, ev.type)
-                    if name == RET:  # Triton reports it at the function's definition
-                        error = error.with_context(self.source.loc(self.source.func_def), self.kernel_name)
+                    if name == RET:
+                        # located at the function's definition, as Triton locates it; the hint
+                        # names the `if` whose branches differ
+                        where = self.source.loc(node)
+                        error = CompilationError(
+                            error.reason, self.source.loc(self.source.func_def),
+                            f"{error.hint} (the branches of the 'if' at line {where.line} differ)",
+                            self.kernel_name)
                     raise error
             merged.append((name, t))
             then_values += t_leaves
