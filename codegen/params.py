@@ -98,11 +98,12 @@ def analyse_params(func: Op, kernel: str) -> dict[BlockArgument, ParamUse]:
     for op in func.walk():
         if isinstance(op, mem.LoadOp) and op.ptr in root:
             u = uses[root[op.ptr]]
-            if u.arg not in atomic_params:  # a live parameter's loads read its output anyway
-                if reads_own_stores(op, u.stores):
-                    u.reads_output.add(op)
-                elif u.stores or any(shares_loop(s, op) for s in all_stores.get(u.arg, ())):
-                    u.reads_stored.add(op)
+            # an atomic or live parameter's loads read its output anyway; what this adds for them
+            # is the order: a load of what other threads of the program stored waits for them
+            if reads_own_stores(op, u.stores):
+                u.reads_output.add(op)
+            elif u.stores or any(shares_loop(s, op) for s in all_stores.get(u.arg, ())):
+                u.reads_stored.add(op)
             u.loaded = True
         elif isinstance(op, mem.StoreOp) and op.ptr in root:
             uses[root[op.ptr]].stored = True

@@ -98,3 +98,31 @@ def test_loads_of_elements_not_all_stored_read_the_array_as_updated(kernel: trit
     kernel[(1,)](xm, ym, BLOCK=8)  # separate outputs: the array is kept relative to its contents
     np.testing.assert_array_equal(np.array(ym), want)
     np.testing.assert_array_equal(np.array(xm), x)
+
+
+@triton.jit
+def neighbour_of_an_atomic_array(a_ptr, v_ptr, s, BLOCK: tl.constexpr):
+    o = tl.arange(0, BLOCK)
+    tl.store(a_ptr + o, tl.load(v_ptr + o))
+    if s == 2:  # not taken: the array is still updated atomically somewhere in the kernel
+        tl.atomic_xchg(a_ptr + o, 0.0)
+    right = tl.load(a_ptr + (o ^ 1))  # another thread's store, as for an array without atomics
+    tl.store(a_ptr + o, right * 2)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("kind", ["numpy", "mlx"])
+def test_a_neighbour_load_of_an_atomic_array_waits_for_the_other_threads(kind: str, dtype: type) -> None:
+    """An array updated by atomics reads its output; a load of elements other threads of the
+    program stored waits for those stores (and they for it), as for any other array."""
+    block = 64
+    v = (np.arange(block) + 1).astype(dtype)
+    want = v[np.arange(block) ^ 1] * 2
+    if kind == "numpy":
+        a = np.zeros(block, dtype)
+        run_both(neighbour_of_an_atomic_array, (1,), a_ptr=a, v_ptr=v, s=0, BLOCK=block)
+        np.testing.assert_array_equal(a, want)
+    else:
+        a = mx.zeros((block,), mx.float32 if dtype == np.float32 else mx.float16)
+        neighbour_of_an_atomic_array[(1,)](a, mx.array(v), 0, BLOCK=block, num_warps=2)
+        np.testing.assert_array_equal(np.array(a), want)
