@@ -63,10 +63,11 @@ class ParamUse:
     """When another load may read what the kernel stored before it, every load of the parameter
     but `reads_output` (module docstring)."""
     reinterpreted: bool = False
-    """Stored to through a pointer of another element size, or updated atomically through a
-    pointer of another element type (`ptr.to(tl.pointer_type(T))`): its written masks, which
-    count the array's elements, and its host-side combines, which apply the array's type, do
-    not describe such writes, so the Metal path keeps it relative ("xor", bytewise)."""
+    """Stored to or loaded from through a pointer of another element size, or updated
+    atomically through a pointer of another element type (`ptr.to(tl.pointer_type(T))`): its
+    written masks, which count the array's elements, and its host-side combines, which apply the
+    array's type, do not describe such writes, and only the bytewise encoding decodes alike
+    whatever size a load reads, so the Metal path keeps it relative ("xor", bytewise)."""
 
 
 def sanitize(name: str) -> str:
@@ -105,6 +106,9 @@ def analyse_params(func: Op, kernel: str) -> dict[BlockArgument, ParamUse]:
             elif u.stores or any(shares_loop(s, op) for s in all_stores.get(u.arg, ())):
                 u.reads_stored.add(op)
             u.loaded = True
+            # a load of another size decodes whole elements of its own type: only the bytewise
+            # encoding decodes alike whatever the size ("sub" carries across the array's words)
+            u.reinterpreted |= _element_bytes(op.ptr) != _element_bytes(root[op.ptr])
         elif isinstance(op, mem.StoreOp) and op.ptr in root:
             uses[root[op.ptr]].stored = True
             uses[root[op.ptr]].stores.append(op)

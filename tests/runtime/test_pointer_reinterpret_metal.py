@@ -151,3 +151,22 @@ def test_a_64_bit_store_into_a_float32_array(fake: FakeMx, monkeypatch: pytest.M
     np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
     np.testing.assert_array_equal(got.view(np.uint32),
                                   _interpreted(monkeypatch, store_wide, (1,), [out], VALUE=2**40 + 3)[0].view(np.uint32))
+
+
+@triton.jit
+def add_then_read_halves(cnt_ptr, out_ptr, N: tl.constexpr):
+    o = tl.arange(0, N)
+    tl.atomic_add(cnt_ptr + o, 0xFFFF)
+    tl.store(out_ptr + tl.arange(0, 2 * N), tl.load(cnt_ptr.to(tl.pointer_type(tl.uint16)) + tl.arange(0, 2 * N)))
+
+
+def test_a_narrower_load_of_an_atomic_counter_sees_its_carries(fake: FakeMx, monkeypatch: pytest.MonkeyPatch):
+    """An atomic `add` array read through 16-bit halves: the halves of each counter carry into
+    one another (1 + 0xFFFF = 0x10000), which only the bytewise encoding keeps."""
+    counters = np.array([1, 0x1FFFF, -65535, 7], np.int32)
+    want = (counters.astype(np.int64) + 0xFFFF).astype(np.int32).view(np.uint16)
+    got, halves = _on_metal(add_then_read_halves, (1,), [counters, np.zeros(8, np.uint16)], N=4)
+    np.testing.assert_array_equal(halves, want)
+    np.testing.assert_array_equal(got.view(np.uint16), want)
+    interpreted = _interpreted(monkeypatch, add_then_read_halves, (1,), [counters, np.zeros(8, np.uint16)], N=4)
+    np.testing.assert_array_equal(halves, interpreted[1])
