@@ -12,11 +12,12 @@ as the interpreter does.
 
 Offsets convert exactly or the cast is refused: to a narrower type they are multiplied by the
 size ratio (in 64-bit arithmetic: a byte offset may not fit 32 bits where the element offset
-did); to a wider type they are divided by it, which is exact only where every address is a
-multiple of the wider size. The axis info must prove that (the address's byte divisibility,
-which the parameter's 16-byte alignment fact and the offsets' arithmetic give); otherwise the
-access would be misaligned (undefined on Apple GPUs, as on Triton's) and the cast is refused
-with the sizes named. A pointer to `int1` sees the buffer as bytes, as Triton keeps `int1` in
+did); to a wider type they are divided by it, which is exact only where every address and
+the array's own start are multiples of the wider size. The axis info must prove both (the
+address's byte divisibility, which the parameter's 16-byte alignment fact and the offsets'
+arithmetic give, and the parameter's own); otherwise the access would be misaligned
+(undefined on Apple GPUs, as on Triton's) or the division would drop bytes, and the cast is
+refused with the sizes named. A pointer to `int1` sees the buffer as bytes, as Triton keeps `int1` in
 memory (MLX's bool is one byte holding 0 or 1).
 """
 
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from triton_metal.ir import Op
 from triton_metal.ir.ops import arith
 from triton_metal.ir.types import PointerType, ScalarType, element_type
 
@@ -78,7 +80,7 @@ def lower_ptr_bitcast(ctx: LoweringContext, op: arith.PtrBitcastOp) -> None:
                         for o in offsets)
         ctype = "long"
     elif new_bytes > old_bytes:
-        _check_aligned(ctx, op, old, new, new_bytes)
+        _check_aligned(ctx, op, buf, old, new, new_bytes)
         ratio = Lit(str(new_bytes // old_bytes))
         offsets = tuple(o if o == Lit("0") else Apply("idiv_raw", (o, ratio)) for o in offsets)
     same = new == buf.pointee or (buf.pointee.is_bool() and new == _BYTE)
@@ -87,22 +89,46 @@ def lower_ptr_bitcast(ctx: LoweringContext, op: arith.PtrBitcastOp) -> None:
     ctx.bind(op.result, PtrValue(op.result.type, dataclasses.replace(buf, view=view), regs, ctype, src.dist))
 
 
-def _check_aligned(ctx: LoweringContext, op: arith.PtrBitcastOp, old: ScalarType, new: ScalarType,
+def _check_aligned(ctx: LoweringContext, op: arith.PtrBitcastOp, buf: Buffer, old: ScalarType, new: ScalarType,
                    new_bytes: int) -> None:
-    """A pointer to a wider type must hold addresses that are multiples of its size: refused
-    unless the axis info proves every address is."""
+    """A pointer to a wider type must hold addresses that are multiples of its size, and its
+    offsets, divided by the size ratio, must lose nothing: refused unless the axis info proves
+    both the addresses and the array's own start multiples of the new size."""
     info = ctx.axis_info
     proven = info.get(op.operand).element_divisibility if info is not None else 1
-    if proven % new_bytes == 0:
+    base = _start_divisibility(ctx, op, buf)
+    if proven % new_bytes == 0 and base % new_bytes == 0:
         return
+    hint = (f"cast the array's own pointer (aligned to 16 bytes) and index in {new} elements, "
+            f"e.g. p.to(tl.pointer_type(tl.{_tl_name(new)})) + offs, or keep offsets multiples of "
+            f"{new_bytes // element_bytes(old)} elements (tl.multiple_of)")
+    if proven % new_bytes == 0:
+        # the addresses are aligned but the array's start may not be (a view of a NumPy array),
+        # so an offset of 2 bytes would read as 0 elements of the wider type
+        proven, what = base, f"the start of '{buf.param}'"
+        hint = f"pass '{buf.param}' an array that starts on a 16-byte boundary (a view at an offset may not)"
+    else:
+        what = "every address"
     raise ctx.error(
-        f"reinterpreting a pointer to {old} as a pointer to {new} needs every address to be a multiple of "
+        f"reinterpreting a pointer to {old} as a pointer to {new} needs {what} to be a multiple of "
         f"{new_bytes} bytes; the compiler can prove only a multiple of {proven} here (an unaligned "
         f"{new} access is undefined on Apple GPUs)",
-        hint=f"cast the array's own pointer (aligned to 16 bytes) and index in {new} elements, "
-             f"e.g. p.to(tl.pointer_type(tl.{_tl_name(new)})) + offs, or keep offsets multiples of "
-             f"{new_bytes // element_bytes(old)} elements (tl.multiple_of)",
+        hint=hint,
     )
+
+
+def _start_divisibility(ctx: LoweringContext, op: Op, buf: Buffer) -> int:
+    """Bytes the address of the array `buf` starts at is a multiple of (its parameter's axis
+    info: 16 where the launch found the array aligned), or 1 when unknown."""
+    node: Op | None = op
+    while node is not None and node.name != "tt.func":
+        node = node.parent.parent_op if node.parent is not None else None
+    if node is None or ctx.axis_info is None:
+        return 1
+    for arg in node.regions[0].block.args:
+        if arg.name_hint == buf.param:
+            return int(ctx.axis_info.get(arg).element_divisibility)
+    return 1
 
 
 def _tl_name(ty: ScalarType) -> str:

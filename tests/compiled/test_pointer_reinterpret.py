@@ -115,6 +115,28 @@ def misaligned_words(b_ptr, w_ptr, BLOCK: tl.constexpr):
 
 
 @triton.jit
+def words_from_byte(b_ptr, w_ptr, START: tl.constexpr, BLOCK: tl.constexpr):
+    o = tl.arange(0, BLOCK)
+    p = tl.multiple_of(b_ptr + START + 4 * o, 4)  # the addresses' alignment, as the caller knows it
+    tl.store(w_ptr + o, tl.load(p.to(tl.pointer_type(tl.uint32))))
+
+
+def test_aligned_addresses_in_an_unaligned_array_are_refused(each_backend: str):
+    """Offsets divided by the size ratio are exact only from an aligned start: a byte array that
+    starts 2 bytes past a 16-byte boundary, read as words from its byte 2, would read from its
+    byte 0. From an array that starts on a boundary the same read runs."""
+    raw = np.arange(80, dtype=np.uint8)
+    start = (-raw.ctypes.data) % 16
+    w = np.zeros(8, np.uint32)
+    with pytest.raises(CompilationError, match="needs the start of 'b_ptr' to be a multiple of 4 bytes"):
+        words_from_byte[(1,)](raw[start + 2:start + 50], w, START=2, BLOCK=8)
+    assert not w.any()
+    aligned = raw[start:start + 48]
+    words_from_byte[(1,)](aligned, w, START=4, BLOCK=8)
+    np.testing.assert_array_equal(w, aligned[4:36].view(np.uint32))
+
+
+@triton.jit
 def pointer_to_int(x_ptr, out_ptr):
     tl.store(out_ptr, x_ptr.to(tl.int32, bitcast=True))
 
