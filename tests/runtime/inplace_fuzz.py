@@ -15,7 +15,9 @@ program's thread count (no element is held by two threads), and the one array wh
 a neighbour's element is stored to first and takes no atomics, so every load of it follows a
 store and the compiler orders it against the other threads' stores (codegen/params.py). Values are single correctly rounded
 operations (add, subtract, multiply by 2, negate, select; bitwise and wrapping integer
-operations), which every backend computes alike.
+operations), which every backend computes alike; a float kernel either sums values (adds,
+subtracts, atomic `add`) or orders them (atomic `max`/`min`, which order NaNs by sign), never
+both, since which NaN a sum of two NaNs returns is the implementation's choice.
 """
 
 from __future__ import annotations
@@ -28,7 +30,9 @@ import numpy as np
 ATOMIC_TYPES = ("float32", "float16", "int32", "uint32")
 PLAIN_TYPES = ("int8", "int64", "float32")
 """Types of kernels with loads and stores only."""
-_FLOAT_ATOMICS = ("add", "max", "min", "xchg", "cas")
+_ORDERING_ATOMICS = ("max", "min", "xchg", "cas")
+_SUMMING_ATOMICS = ("add", "xchg", "cas")
+"""Float atomics of a kernel that orders NaNs (`_Writer.ordering`), and of one that sums values."""
 _INT_ATOMICS = ("add", "max", "min", "and", "or", "xor", "xchg", "cas")
 
 
@@ -51,6 +55,10 @@ class _Writer:
     atomic_arrays: frozenset[str]
     neighbour: str | None
     """The array whose neighbours' elements loads may read: stored first, no atomics."""
+    ordering: bool = False
+    """A float kernel whose atomics may be `max`/`min`, which order NaNs by their sign bit; it
+    then adds and subtracts no two values, since the sum of two NaNs may carry either one's sign
+    (IEEE 754 leaves it to the implementation), and in place would have no single answer."""
     lines: list[str] = field(default_factory=list)
     count: int = 0
     written: set[str] = field(default_factory=set)
@@ -69,7 +77,8 @@ class _Writer:
         others = [x for x in scope if x != a]
         b = self.rng.choice(others) if others else a
         if self.is_float:
-            forms = ("{a}", "{a} + {b}", "{a} - {b}", "{a} * 2", "tl.where({a} > {b}, {a}, {b})")
+            forms = ("{a}", "{a} * 2", "tl.where({a} > {b}, {a}, {b})") + (
+                ("{a} + 1.0", "{a} - 0.5") if self.ordering else ("{a} + {b}", "{a} - {b}"))
             if self.dtype == "float32":  # the emulator negates a float16 through float (quieting a
                 forms += ("-{a}",)       # signalling NaN), where Metal flips the sign bit
         else:
@@ -133,7 +142,10 @@ class _Writer:
 
     def atomic(self, array: str, scope: list[str], pad: str) -> None:
         rng = self.rng
-        op = rng.choice(_FLOAT_ATOMICS if self.is_float else _INT_ATOMICS)
+        if self.is_float:
+            op = rng.choice(_ORDERING_ATOMICS if self.ordering else _SUMMING_ATOMICS)
+        else:
+            op = rng.choice(_INT_ATOMICS)
         self.written.add(array)
         if op == "cas":
             cmp = rng.choice(scope)
@@ -164,7 +176,7 @@ def kernel_shape(seed: int) -> KernelShape:
     atomic_arrays = frozenset(a for a in ("A", "B") if atomics and rng.random() < 0.6) or (
         frozenset({"A"}) if atomics else frozenset())
     neighbour = "A" if "A" not in atomic_arrays and rng.random() < 0.7 else None
-    writer = _Writer(rng, dtype, atomic_arrays, neighbour)
+    writer = _Writer(rng, dtype, atomic_arrays, neighbour, ordering=dtype.startswith("float") and rng.random() < 0.5)
     scope = ["v"]
     if neighbour is not None:  # every later load of it then follows a store: ordered by barriers
         writer.lines.append("    tl.store(A + o, v, mask=m)")
