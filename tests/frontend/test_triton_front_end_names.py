@@ -406,6 +406,34 @@ def test_negative_zero_constexpr_compiles_its_own_variant(backend):
         assert x[0] == expected and np.signbit(x[0]) == np.signbit(expected)
 
 
+@pytest.mark.parametrize("wrap", [tl.constexpr, np.float64, np.float32], ids=["tl.constexpr", "np.float64", "np.float32"])
+def test_a_wrapped_negative_zero_constexpr_compiles_its_own_variant(backend, wrap):
+    x = np.zeros(1, np.float32)
+    for a in (0.0, -0.0, 0.0, -0.0):
+        with np.errstate(divide="ignore"):
+            expected = np.float32(1.0) / np.float32(a)
+        x[0] = 1.0
+        reciprocal_kernel[(1,)](x, wrap(a))
+        assert x[0] == expected and np.signbit(x[0]) == np.signbit(expected)
+
+
+@triton.jit
+def nested_reciprocal_kernel(x_ptr, A: tl.constexpr):
+    one = tl.load(x_ptr + 2)
+    tl.store(x_ptr, one / A[0])
+    tl.store(x_ptr + 1, one / A[1][0])
+
+
+def test_negative_zeros_in_a_constexpr_tuple_compile_their_own_variants(backend):
+    x = np.array([0.0, 0.0, 1.0], np.float32)
+    for a, b in [(0.0, 0.0), (-0.0, 0.0), (0.0, -0.0), (-0.0, -0.0), (0.0, 0.0)]:
+        nested_reciprocal_kernel[(1,)](x, (a, (np.float64(b),)))
+        with np.errstate(divide="ignore"):
+            expected = np.float32(1.0) / np.array([a, b], np.float32)
+        np.testing.assert_array_equal(np.signbit(x[:2]), np.signbit(expected))
+        np.testing.assert_array_equal(x[:2], expected)
+
+
 @triton.jit
 def bad_operand_kernel(x_ptr):
     value = tl.load(x_ptr)
