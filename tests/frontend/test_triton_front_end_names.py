@@ -351,6 +351,33 @@ def test_assignment_expression_in_a_while_condition_is_carried(backend, n):
 
 
 @triton.jit
+def walrus_while_retyped_kernel(out_ptr, n):
+    i = 0
+    while (i := i + 1.5) < n:
+        pass
+    tl.store(out_ptr, i)
+
+
+@triton.jit
+def walrus_while_dtype_kernel(out_ptr, n):
+    i = 0
+    while (d := tl.float32) is not None and i < n:
+        i += 1
+    tl.store(out_ptr, i.to(d))
+
+
+@pytest.mark.parametrize("kernel, words", [
+    (walrus_while_retyped_kernel, "loop-carried variable 'i' is i32 before the loop but fp32 after the loop condition"),
+    (walrus_while_dtype_kernel, "'d' is assigned a dtype in the condition of a run-time loop"),
+])
+def test_assignment_expression_in_a_while_condition_keeps_the_loop_rules(backend, kernel, words):
+    out = np.zeros(1, np.float32)
+    with pytest.raises(CompilationError, match=words):
+        kernel[(1,)](out, 3)
+    assert out[0] == 0.0
+
+
+@triton.jit
 def unpack_kernel(x_ptr, COUNT: tl.constexpr):
     a, b = (1, 2, 3)[:COUNT]
     tl.store(x_ptr, a + b)

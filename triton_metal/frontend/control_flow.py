@@ -25,7 +25,7 @@ from ..language.descriptor import tensor_descriptor
 from ..language.types import int1, int32, int64
 from .refusals import refusal
 from .signature import descriptor_part_names
-from .returns import LIVE, RET, ReturnSlotNeeded, has_return, has_value_return
+from .returns import LIVE, RET, ReturnSlotNeeded, has_return, has_value_return, walrus_names
 from .values import is_tensor, unwrap
 
 if TYPE_CHECKING:
@@ -49,9 +49,8 @@ def _mismatch(name: str, then_type: Any, else_type: Any) -> CompilationError:
     )
 
 
-def assigned_names(stmts: list[ast.stmt] | list[ast.AST]) -> list[str]:
-    """Names stored anywhere in `stmts` (statements, or a loop's test with its `:=`), in source
-    order, each once."""
+def assigned_names(stmts: list[ast.stmt]) -> list[str]:
+    """Names stored anywhere in `stmts`, in source order, each once."""
     found: list[tuple[int, int, str]] = []
     for stmt in stmts:
         for node in ast.walk(stmt):
@@ -313,9 +312,11 @@ class ControlFlowMixin:
         return tlc.tensor(if_op.results[0], t.type)
 
     # -- loops ----------------------------------------------------------------------------------
-    def _carry(self: CodeGenerator, body: list[ast.stmt], exclude: str | None) -> _Carried:
-        """The variables a loop carries: assigned in `body` and holding a carriable value now."""
-        names = [n for n in assigned_names(body) if n != exclude and n in self.scope and self._carriable(self.scope[n])]
+    def _carry(self: CodeGenerator, body: list[ast.stmt], exclude: str | None, in_test: list[str] | None = None) -> _Carried:
+        """The variables a loop carries: assigned in its test (`in_test`) or in `body` and holding
+        a carriable value now."""
+        assigned = list(dict.fromkeys([*(in_test or []), *assigned_names(body)]))
+        names = [n for n in assigned if n != exclude and n in self.scope and self._carriable(self.scope[n])]
         if has_return(body):
             names += [n for n in (LIVE, RET) if n in self.scope]
         templates = [self.scope[n] for n in names]
@@ -370,7 +371,7 @@ class ControlFlowMixin:
         condition defines (`while (x := f(i)) > 0`), which the body and the code after the loop
         read."""
         handles = self._carried_handles(carried, "after the loop condition")
-        new = [n for n in assigned_names([test]) if n not in carried.names]
+        new = [n for n in walrus_names(test) if n not in carried.names and n in self.scope]
         for name in new:
             if name in before:  # not carried: a compile-time value before the loop
                 raise CompilationError(
@@ -495,7 +496,7 @@ class ControlFlowMixin:
 
     def _visit_while(self: CodeGenerator, node: ast.While) -> None:
         # A `:=` in the test assigns on every test: such names are carried like the body's.
-        carried = self._carry([node.test, *node.body], None)
+        carried = self._carry(node.body, None, walrus_names(node.test))
         before = dict(self.scope)
         cond_block = Block([h.type for h in carried.handles])
         with self._in_region(cond_block):

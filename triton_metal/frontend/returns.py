@@ -75,6 +75,13 @@ def guard(rest: list[ast.stmt]) -> ast.If:
     return node
 
 
+def walrus_names(test: ast.expr) -> list[str]:
+    """The names a condition's `:=`s assign, in source order, each once (a comprehension's own
+    variables are its own; its `:=`s assign in the enclosing scope, as in Python)."""
+    found = sorted((n.lineno, n.col_offset, n.target.id) for n in ast.walk(test) if isinstance(n, ast.NamedExpr))
+    return list(dict.fromkeys(name for _, _, name in found))
+
+
 class ReturnsMixin:
     """Mixed into `CodeGenerator`."""
 
@@ -181,14 +188,14 @@ class ReturnsMixin:
         live = self.scope[LIVE]
         then_block, else_block = Block(), Block()
         before = dict(self.scope)
-        names = list(dict.fromkeys(n.target.id for n in ast.walk(test) if isinstance(n, ast.NamedExpr)))
+        names = walrus_names(test)
         with self._in_region(then_block):
             self.scope[LIVE] = self.live_true
             cond = unwrap(self.visit(test))
             if isinstance(cond, tlc.condition):
                 cond = unwrap(cond.condition)
             cond = self.scalar_condition(self.semantic.to_tensor(cond))
-            assigned = {n: self.scope[n] for n in names}
+            assigned = {n: self.scope[n] for n in names if n in self.scope}
             for name, value in assigned.items():
                 self.check_condition_value(name, value)
             leaves = [leaf for v in assigned.values() for leaf in self._leaves(v)]
