@@ -107,7 +107,8 @@ class CompilationError(TritonError):
     def at_call_site(self, callee: str) -> CompilationError:
         """The error a `@jit` call reports when `callee`, inlined there, failed with this one:
         the same kind, reason and hint, to be located at the call; this error is its cause."""
-        outer = type(self)(self.reason, hint=self.hint, callee=CalleeError(callee, self.innermost.loc))
+        through = (self.callee.name, *self.callee.through) if self.callee is not None else ()
+        outer = type(self)(self.reason, hint=self.hint, callee=CalleeError(callee, self.innermost.loc, through))
         outer.__cause__ = self
         return outer
 
@@ -128,13 +129,22 @@ class CalleeError:
     """Where the `@jit` function called at an error's site failed."""
 
     name: str
+    """The function called at the site."""
     loc: Loc | None
+    """Where the mistake is: in `name`, or in the last of `through`."""
+    through: tuple[str, ...] = ()
+    """The functions `name` called, one inside the other, down to the one holding `loc`
+    (empty when the mistake is in `name` itself)."""
 
     def note(self) -> str:
         where = f" at {self.loc}" if self.loc is not None else ""
         within = self.loc.in_function if self.loc is not None else None
-        return (f"note: the error is in '{self.name}' (called here){where}"
-                + (f" ({within[:-1]})" if within else "") + "; that error is this one's cause")
+        at = where + (f" ({within[:-1]})" if within else "")
+        if not self.through:
+            return f"note: the error is in '{self.name}' (called here){at}; that error is this one's cause"
+        calls = " -> ".join(f"'{n}'" for n in self.through)
+        return (f"note: the error is in '{self.through[-1]}'{at}, reached through '{self.name}' (called here) -> "
+                f"{calls}; that error ends this one's chain of causes")
 
 
 class CompileTimeAssertionFailure(CompilationError):

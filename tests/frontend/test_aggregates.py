@@ -277,6 +277,30 @@ def test_a_constexpr_field_differing_between_branches_is_refused(backend):
         branch_constexpr_kernel[(1,)](x, 5)
 
 
+@triton.jit
+def float_constexpr_branch_kernel(x_ptr, out_ptr, n, A: tl.constexpr, B: tl.constexpr):
+    s = Base(tl.load(x_ptr), A)
+    if n > 0:
+        s = Base(tl.load(x_ptr) + 0, B)
+    tl.store(out_ptr, s.data / s.K)
+
+
+@pytest.mark.parametrize("a, b", [(0.0, -0.0), (-0.0, 0.0)])
+def test_constexpr_fields_of_zeros_of_either_sign_differ_between_branches(backend, a, b):
+    x, out = np.ones(1, np.float32), np.zeros(1, np.float32)
+    with pytest.raises(CompilationError, match="'s' cannot be merged after a run-time 'if'"):
+        float_constexpr_branch_kernel[(1,)](x, out, 5, a, b)
+
+
+@pytest.mark.parametrize("k", [-0.0, float("nan")])
+def test_constexpr_fields_of_the_same_float_bits_merge(backend, k):
+    x, out = np.ones(1, np.float32), np.zeros(1, np.float32)
+    float_constexpr_branch_kernel[(1,)](x, out, 5, k, k)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        expected = np.float32(1.0) / np.float32(k)
+    np.testing.assert_array_equal(out, [expected])
+
+
 def test_an_edited_method_changes_the_cache_key_of_a_kernel_naming_the_class(monkeypatch):
     from triton_metal.language.aggregate import jit_methods
     from triton_metal.runtime.dependencies import cache_key

@@ -60,8 +60,12 @@ def test_callee_errors_are_the_causes_of_call_site_errors(backend: str) -> None:
     ]
     assert all("name 'undefined_name' is not defined" == e.reason for e in (outer, middle, inner))
     assert outer.innermost is inner and inner.callee is None
-    # the call site's message names the helper and the line where it failed
-    assert f"'middle_helper' (called here) at {inner.loc}" in str(outer)
+    # each call site's message names the function holding the mistake with that function's line,
+    # and the calls that lead there from the site
+    assert (f"the error is in 'inner_helper' at {inner.loc} (at 2:15), reached through 'middle_helper' "
+            "(called here) -> 'inner_helper'; that error ends this one's chain of causes") in str(outer)
+    assert f"the error is in 'inner_helper' (called here) at {inner.loc} (at 2:15); that error is this one's cause" in str(middle)
+    assert "'middle_helper' (called here) at" not in str(outer)
     assert "at 2:15:" in str(inner)  # Triton's position within inner_helper
     assert x[0] == 1.0
     for error in (outer, middle, inner):

@@ -295,6 +295,89 @@ def test_assignment_expressions_assign_and_give_the_value(backend):
 
 
 @triton.jit
+def walrus_scalar_kernel(out_ptr):
+    y = (x := 3) + 1  # `x` is an int32 scalar tensor, as after `x = 3`
+    tl.store(out_ptr, x.to(tl.float32) / 2 + y)
+
+
+def test_assignment_expression_of_a_number_makes_a_scalar_tensor(backend):
+    out = np.zeros(1, np.float32)
+    walrus_scalar_kernel[(1,)](out)
+    assert out[0] == 3 / 2 + 4
+
+
+@triton.jit
+def first_over(n, limit):
+    # a `return` inside the loop: the condition runs as `LIVE and cond` in the compiler
+    i = 0
+    while (i := i + 1) < n:
+        if i * i > limit:
+            return i * 10
+    return i
+
+
+@triton.jit
+def walrus_while_kernel(out_ptr, n):
+    i = 0
+    acc = 0
+    while (i := i + 1) < n:  # `i` steps on every test, the failing one included
+        acc += i
+    tl.store(out_ptr, acc * 100 + i)
+    k = 0
+    total = 0
+    while (j := k * 3) < n:  # `j` is defined by the condition alone
+        total += j
+        k += 1
+    tl.store(out_ptr + 1, total * 100 + j)
+    tl.store(out_ptr + 2, first_over(n, 10))
+
+
+def _walrus_while_reference(n: int) -> list[int]:
+    i, acc = 1, 0
+    while i < n:
+        acc, i = acc + i, i + 1
+    k, total = 0, 0
+    while k * 3 < n:
+        total, k = total + k * 3, k + 1
+    first = next((m * 10 for m in range(1, max(n, 1)) if m * m > 10), max(n, 1))
+    return [acc * 100 + i, total * 100 + k * 3, first]
+
+
+@pytest.mark.parametrize("n", [0, 1, 3, 5, 9])
+def test_assignment_expression_in_a_while_condition_is_carried(backend, n):
+    out = np.zeros(3, np.int32)
+    walrus_while_kernel[(1,)](out, n)
+    np.testing.assert_array_equal(out, _walrus_while_reference(n))
+
+
+@triton.jit
+def walrus_while_retyped_kernel(out_ptr, n):
+    i = 0
+    while (i := i + 1.5) < n:
+        pass
+    tl.store(out_ptr, i)
+
+
+@triton.jit
+def walrus_while_dtype_kernel(out_ptr, n):
+    i = 0
+    while (d := tl.float32) is not None and i < n:
+        i += 1
+    tl.store(out_ptr, i.to(d))
+
+
+@pytest.mark.parametrize("kernel, words", [
+    (walrus_while_retyped_kernel, "loop-carried variable 'i' is i32 before the loop but fp32 after the loop condition"),
+    (walrus_while_dtype_kernel, "'d' is assigned a dtype in the condition of a run-time loop"),
+])
+def test_assignment_expression_in_a_while_condition_keeps_the_loop_rules(backend, kernel, words):
+    out = np.zeros(1, np.float32)
+    with pytest.raises(CompilationError, match=words):
+        kernel[(1,)](out, 3)
+    assert out[0] == 0.0
+
+
+@triton.jit
 def unpack_kernel(x_ptr, COUNT: tl.constexpr):
     a, b = (1, 2, 3)[:COUNT]
     tl.store(x_ptr, a + b)
@@ -348,6 +431,34 @@ def test_negative_zero_constexpr_compiles_its_own_variant(backend):
         x[0] = 1.0
         reciprocal_kernel[(1,)](x, a)
         assert x[0] == expected and np.signbit(x[0]) == np.signbit(expected)
+
+
+@pytest.mark.parametrize("wrap", [tl.constexpr, np.float64, np.float32], ids=["tl.constexpr", "np.float64", "np.float32"])
+def test_a_wrapped_negative_zero_constexpr_compiles_its_own_variant(backend, wrap):
+    x = np.zeros(1, np.float32)
+    for a in (0.0, -0.0, 0.0, -0.0):
+        with np.errstate(divide="ignore"):
+            expected = np.float32(1.0) / np.float32(a)
+        x[0] = 1.0
+        reciprocal_kernel[(1,)](x, wrap(a))
+        assert x[0] == expected and np.signbit(x[0]) == np.signbit(expected)
+
+
+@triton.jit
+def nested_reciprocal_kernel(x_ptr, A: tl.constexpr):
+    one = tl.load(x_ptr + 2)
+    tl.store(x_ptr, one / A[0])
+    tl.store(x_ptr + 1, one / A[1][0])
+
+
+def test_negative_zeros_in_a_constexpr_tuple_compile_their_own_variants(backend):
+    x = np.array([0.0, 0.0, 1.0], np.float32)
+    for a, b in [(0.0, 0.0), (-0.0, 0.0), (0.0, -0.0), (-0.0, -0.0), (0.0, 0.0)]:
+        nested_reciprocal_kernel[(1,)](x, (a, (np.float64(b),)))
+        with np.errstate(divide="ignore"):
+            expected = np.float32(1.0) / np.array([a, b], np.float32)
+        np.testing.assert_array_equal(np.signbit(x[:2]), np.signbit(expected))
+        np.testing.assert_array_equal(x[:2], expected)
 
 
 @triton.jit

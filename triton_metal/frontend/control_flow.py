@@ -25,7 +25,7 @@ from ..language.descriptor import tensor_descriptor
 from ..language.types import int1, int32, int64
 from .refusals import refusal
 from .signature import descriptor_part_names
-from .returns import LIVE, RET, ReturnSlotNeeded, has_return, has_value_return
+from .returns import LIVE, RET, ReturnSlotNeeded, has_return, has_value_return, walrus_names
 from .values import is_tensor, unwrap
 
 if TYPE_CHECKING:
@@ -312,9 +312,11 @@ class ControlFlowMixin:
         return tlc.tensor(if_op.results[0], t.type)
 
     # -- loops ----------------------------------------------------------------------------------
-    def _carry(self: CodeGenerator, body: list[ast.stmt], exclude: str | None) -> _Carried:
-        """The variables a loop carries: assigned in `body` and holding a carriable value now."""
-        names = [n for n in assigned_names(body) if n != exclude and n in self.scope and self._carriable(self.scope[n])]
+    def _carry(self: CodeGenerator, body: list[ast.stmt], exclude: str | None, in_test: list[str] | None = None) -> _Carried:
+        """The variables a loop carries: assigned in its test (`in_test`) or in `body` and holding
+        a carriable value now."""
+        assigned = list(dict.fromkeys([*(in_test or []), *assigned_names(body)]))
+        names = [n for n in assigned if n != exclude and n in self.scope and self._carriable(self.scope[n])]
         if has_return(body):
             names += [n for n in (LIVE, RET) if n in self.scope]
         templates = [self.scope[n] for n in names]
@@ -326,26 +328,62 @@ class ControlFlowMixin:
         for name, template in zip(carried.names, carried.templates):
             self._define_carried(name, rebuild(template, flat))
 
-    def _yield_carried(self: CodeGenerator, carried: _Carried) -> None:
+    def _carried_handles(self: CodeGenerator, carried: _Carried, where: str) -> list[Any]:
+        """The tensors of the carried variables' current values, each checked to keep the kind
+        and types it had before the loop (`where`: the point of the loop that passes them on)."""
         values: list[Any] = []
         for name, template, inits in zip(carried.names, carried.templates, carried.leaves):
             if name not in self.scope:
-                raise CompilationError(f"loop-carried variable '{name}' has no value at the end of the loop body")
+                raise CompilationError(f"loop-carried variable '{name}' has no value {where}")
             value = self.scope[name]
             if not self._carriable(value) or not self._same_structure(value, template):
                 raise CompilationError(
                     f"loop-carried variable '{name}' changes from {_describe(template)} before the loop "
-                    f"to {_describe(value)} at the end of its body",
+                    f"to {_describe(value)} {where}",
                     hint="keep its kind and type fixed across iterations",
                 )
             for leaf, init in zip(self._leaves(value), inits):
                 if leaf.type != init.type:
                     raise CompilationError(
-                        f"loop-carried variable '{name}' is {init.type} before the loop but {leaf.type} at the end of its body",
+                        f"loop-carried variable '{name}' is {init.type} before the loop but {leaf.type} {where}",
                         hint="keep its type fixed, e.g. initialise it with the right dtype (tl.zeros(..., dtype=...)) or cast",
                     )
                 values.append(leaf.handle)
-        self.builder.create_yield(values)
+        return values
+
+    def _yield_carried(self: CodeGenerator, carried: _Carried) -> None:
+        self.builder.create_yield(self._carried_handles(carried, "at the end of its body"))
+
+    def check_condition_value(self: CodeGenerator, name: str, value: Any) -> None:
+        """Refuse a value that a `:=` in a run-time loop's condition gives `name` and that cannot
+        pass on to the body (a compile-time object)."""
+        if not self._carriable(value):
+            raise CompilationError(
+                f"'{name}' is assigned a {type(unwrap(value)).__name__} in the condition of a run-time loop; "
+                "only tensors, numbers, tuples of those and aggregates of tensors can pass from the condition to the body",
+                hint="compute compile-time values before the loop",
+            )
+
+    def _forwarded(self: CodeGenerator, carried: _Carried, test: ast.expr, before: dict[str, Any]) -> tuple[_Carried, list[Any]]:
+        """What a while loop's condition passes to the body and out of the loop (with their
+        tensors): the carried variables as the condition leaves them (`while (i := i + 1) < n`
+        steps `i` on every test, the last one included) and the variables that only the
+        condition defines (`while (x := f(i)) > 0`), which the body and the code after the loop
+        read."""
+        handles = self._carried_handles(carried, "after the loop condition")
+        new = [n for n in walrus_names(test) if n not in carried.names and n in self.scope]
+        for name in new:
+            if name in before:  # not carried: a compile-time value before the loop
+                raise CompilationError(
+                    f"the compile-time value '{name}' cannot be reassigned inside a run-time loop",
+                    hint="assign it before the loop, or use tl.static_range to unroll the loop",
+                )
+            self.check_condition_value(name, self.scope[name])
+        templates = [self.scope[n] for n in new]
+        leaves = [self._leaves(t) for t in templates]
+        handles += [leaf.handle for ls in leaves for leaf in ls]
+        out = _Carried(carried.names + new, carried.templates + templates, carried.leaves + leaves)
+        return out, handles
 
     def _finish_loop(
         self: CodeGenerator, node: ast.AST, before: dict[str, Any], after: dict[str, Any],
@@ -360,7 +398,7 @@ class ControlFlowMixin:
         self.scope = dict(before)
         self._bind_carried(carried, results)
         for name in after:
-            if name not in before:
+            if name not in before and name not in carried.names:
                 self.poisoned[name] = ("loop_local_name", self._line(node))
         if target is not None and target not in carried.names:
             self.scope.pop(target, None)
@@ -457,10 +495,10 @@ class ControlFlowMixin:
         self._finish_loop(node, before, self.scope, carried, list(for_op.results), target)
 
     def _visit_while(self: CodeGenerator, node: ast.While) -> None:
-        carried = self._carry(node.body, None)
-        while_op = self.builder.create_while(carried.handles, [h.type for h in carried.handles])
+        # A `:=` in the test assigns on every test: such names are carried like the body's.
+        carried = self._carry(node.body, None, walrus_names(node.test))
         before = dict(self.scope)
-        cond_block, body = while_op.before.block, while_op.after.block
+        cond_block = Block([h.type for h in carried.handles])
         with self._in_region(cond_block):
             self._bind_carried(carried, list(cond_block.args))
             cond = unwrap(self.loop_condition(node.test))
@@ -471,15 +509,17 @@ class ControlFlowMixin:
                     raise refusal("infinite_loop")
                 cond = self.semantic.to_tensor(False)
             cond = self.scalar_condition(cond)
-            self.builder.create_condition(cond.handle, list(cond_block.args))
+            forwarded, handles = self._forwarded(carried, node.test, before)
+            self.builder.create_condition(cond.handle, handles)
+        while_op = self.builder.create_while(carried.handles, [h.type for h in handles], before=cond_block)
         self.scope = dict(before)
-        with self._in_region(body):
-            self._bind_carried(carried, list(body.args))
+        with self._in_region(while_op.after.block):
+            self._bind_carried(forwarded, list(while_op.after.block.args))
             if LIVE in carried.names:
                 self.scope[LIVE] = self.live_true  # the condition let only live programs in
             self.visit_statements(node.body)
             self._end_loop_body(carried)
-        self._finish_loop(node, before, self.scope, carried, list(while_op.results), None)
+        self._finish_loop(node, before, self.scope, forwarded, list(while_op.results), None)
 
 
 @dataclass

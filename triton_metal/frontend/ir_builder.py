@@ -405,8 +405,12 @@ class IRBuilder:
             result_types=list(result_types),
         ))  # type: ignore[return-value]
 
-    def create_while(self, inits: Sequence[Value], result_types: Sequence[T.Type]) -> S.WhileOp:
-        before = Block([v.type for v in inits])
+    def create_while(
+        self, inits: Sequence[Value], result_types: Sequence[T.Type], before: Block | None = None
+    ) -> S.WhileOp:
+        """An `scf.while` taking `inits`; `before`, the condition's region, may be generated
+        first (what its `scf.condition` forwards sets `result_types`)."""
+        before = before if before is not None else Block([v.type for v in inits])
         after = Block(list(result_types))
         return self.insert(S.WhileOp(
             inits=tuple(inits), before=Region([before]), after=Region([after]), result_types=list(result_types)

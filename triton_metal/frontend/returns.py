@@ -75,6 +75,13 @@ def guard(rest: list[ast.stmt]) -> ast.If:
     return node
 
 
+def walrus_names(test: ast.expr) -> list[str]:
+    """The names a condition's `:=`s assign, in source order, each once (a comprehension's own
+    variables are its own; its `:=`s assign in the enclosing scope, as in Python)."""
+    found = sorted((n.lineno, n.col_offset, n.target.id) for n in ast.walk(test) if isinstance(n, ast.NamedExpr))
+    return list(dict.fromkeys(name for _, _, name in found))
+
+
 class ReturnsMixin:
     """Mixed into `CodeGenerator`."""
 
@@ -172,21 +179,35 @@ class ReturnsMixin:
 
     def loop_condition(self: CodeGenerator, test: ast.expr) -> Any:
         """A loop's condition; once the loop body may have returned, `LIVE and cond` (the
-        condition itself evaluated only while live)."""
+        condition itself evaluated only while live; what its `:=`s assign leaves the `if` too,
+        as zeros where the program has returned, never read)."""
         if not self.may_have_returned():
             return self.visit(test)
+        from .control_flow import rebuild  # control_flow imports this module
+
         live = self.scope[LIVE]
         then_block, else_block = Block(), Block()
         before = dict(self.scope)
+        names = walrus_names(test)
         with self._in_region(then_block):
             self.scope[LIVE] = self.live_true
             cond = unwrap(self.visit(test))
             if isinstance(cond, tlc.condition):
                 cond = unwrap(cond.condition)
             cond = self.scalar_condition(self.semantic.to_tensor(cond))
-            self.builder.create_yield([cond.handle])
+            assigned = {n: self.scope[n] for n in names if n in self.scope}
+            for name, value in assigned.items():
+                self.check_condition_value(name, value)
+            leaves = [leaf for v in assigned.values() for leaf in self._leaves(v)]
+            self.builder.create_yield([cond.handle] + [leaf.handle for leaf in leaves])
         self.scope = before
         with self._in_region(else_block):
-            self.builder.create_yield([self.semantic.to_tensor(False).handle])
-        if_op = self.builder.create_if(live.handle, [cond.handle.type], then_block, else_block)
+            fill = [leaf for v in assigned.values() for leaf in self._leaves(self.placeholder(v, before))]
+            self.builder.create_yield([self.semantic.to_tensor(False).handle] + [leaf.handle for leaf in fill])
+        if_op = self.builder.create_if(
+            live.handle, [cond.handle.type] + [leaf.handle.type for leaf in leaves], then_block, else_block
+        )
+        results = iter(tlc.tensor(r, leaf.type) for r, leaf in zip(if_op.results[1:], leaves))
+        for name, value in assigned.items():
+            self._define_carried(name, rebuild(value, results))
         return tlc.tensor(if_op.results[0], cond.type)

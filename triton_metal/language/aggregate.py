@@ -23,9 +23,12 @@ run-time fields through `if`, `for` and `while` (`frontend/control_flow.py`).
 from __future__ import annotations
 
 import inspect
+import struct
 import typing
 from dataclasses import dataclass
 from typing import Any, ClassVar
+
+import numpy as np
 
 from .core import TRITON_BUILTIN, constexpr
 from .jit_marker import ConstexprFunction, JITCallable, bind_by_name
@@ -102,9 +105,26 @@ def same_constexprs(a: Any, b: Any) -> bool:
     for f in type(a)._tm_fields:
         x, y = a.__dict__[f.name], b.__dict__[f.name]
         if isinstance(x, constexpr) or isinstance(y, constexpr):
-            if not (isinstance(x, constexpr) and isinstance(y, constexpr) and bool(x.value == y.value)):
+            if not (isinstance(x, constexpr) and isinstance(y, constexpr) and same_compile_time_value(x.value, y.value)):
                 return False
     return True
+
+
+def same_compile_time_value(x: Any, y: Any) -> bool:
+    """Whether two compile-time values compile alike: of one type, floats with the same bits
+    (`0.0 == -0.0` but `1 / x` differs; a NaN equals no value but is the same constant), tuples
+    element by element."""
+    while isinstance(x, constexpr) and isinstance(y, constexpr):
+        x, y = x.value, y.value
+    if type(x) is not type(y):
+        return False
+    if isinstance(x, float):
+        return struct.pack("<d", x) == struct.pack("<d", y)
+    if isinstance(x, np.floating):
+        return x.tobytes() == y.tobytes()
+    if isinstance(x, tuple):
+        return len(x) == len(y) and all(same_compile_time_value(u, v) for u, v in zip(x, y))
+    return bool(x == y)
 
 
 class aggregate_value:  # noqa: N801 - Triton's name for the class every aggregate derives from

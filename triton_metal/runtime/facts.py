@@ -77,8 +77,9 @@ class ConstexprArg:
 
     value: Any
     kind: str
-    negative_zero: bool = False
-    """-0.0, which equals and hashes as 0.0 but compiles to another kernel (`1.0 / x`)."""
+    negative_zero: bool | tuple[Any, ...] = False
+    """Where the value holds -0.0, which equals and hashes as 0.0 but compiles to another kernel
+    (`1.0 / x`): True for -0.0 itself; for a tuple holding one, this mark for each element."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -371,7 +371,22 @@ def _constexpr_arg_slow(value: object, name: str) -> ConstexprArg:
             f"argument '{name}' is a tl.constexpr parameter but its value of type "
             f"{type(value).__name__} is not hashable"
         ) from None
-    return ConstexprArg(value, type(value).__name__)
+    return ConstexprArg(value, type(value).__name__, negative_zero=_negative_zeros(value))
+
+
+def _negative_zeros(value: object) -> bool | tuple[Any, ...]:
+    """`ConstexprArg.negative_zero` for `value`: where it holds -0.0 (as a float, a NumPy float
+    or a `tl.constexpr` of one, in tuples at any depth), so that it keys apart from 0.0."""
+    from ..language import constexpr
+
+    if isinstance(value, constexpr):
+        value = value.value
+    if isinstance(value, (float, np.floating)):
+        return bool(value == 0.0 and math.copysign(1.0, float(value)) < 0.0)
+    if isinstance(value, tuple):
+        marks = tuple(_negative_zeros(v) for v in value)
+        return marks if any(marks) else False
+    return False
 
 
 SpecializeFn = Callable[[object], ArgSpec]

@@ -4,7 +4,8 @@ differ, so that a program means in the interpreter what it means compiled:
 * `x = value`: a Python number bound to a name becomes a `tl` scalar (`acc = 0; acc.to(tl.int64)`,
   `acc.dtype`), as the front end's assignment makes it; `x: tl.constexpr = value` stays a
   compile-time value, and so does what is later assigned to a name declared `x: tl.constexpr`
-  without a value (`d0: tl.constexpr` then `d0, d1 = shape`); `x += v` is `x = x + v`.
+  without a value (`d0: tl.constexpr` then `d0, d1 = shape`); `x += v` is `x = x + v`, and
+  `(x := v)` assigns as `x = v` does.
 * `a and b`, `a or b`, `not a`: on tensors, elementwise logical operations (compile-time operands
   short-circuit as in Python), the front end's rule.
 * `x.type`: a literal's is its `tl.constexpr_type`, a tuple's its `tl.tuple_type` (`type_of`), as
@@ -288,11 +289,20 @@ class _Rewriter(ast.NodeTransformer):
 
     def visit_Assign(self, node: ast.Assign) -> ast.AST:
         self.generic_visit(node)
-        pattern = _declared_pattern(node.targets[0], self.declared) if len(node.targets) == 1 else False
+        node.value = self._assigned(node.targets[0] if len(node.targets) == 1 else None, node.value)
+        return node
+
+    def _assigned(self, target: ast.expr | None, value: ast.expr) -> ast.expr:
+        """`value` as an assignment to `target` stores it (None: several targets)."""
+        pattern = _declared_pattern(target, self.declared) if target is not None else False
         if _mentions(pattern):
-            node.value = _call("assigned_as", [node.value, ast.Constant(value=pattern)], node.value)
-        else:
-            node.value = _call("assigned", [node.value], node.value)
+            return _call("assigned_as", [value, ast.Constant(value=pattern)], value)
+        return _call("assigned", [value], value)
+
+    def visit_NamedExpr(self, node: ast.NamedExpr) -> ast.AST:
+        # `(x := value)` assigns as `x = value` does, and gives the value assigned
+        self.generic_visit(node)
+        node.value = self._assigned(node.target, node.value)
         return node
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.AST:
