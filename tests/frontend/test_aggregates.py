@@ -288,3 +288,144 @@ def test_an_edited_method_changes_the_cache_key_of_a_kernel_naming_the_class(mon
     get_first = jit_methods(Pair)[0]
     monkeypatch.setattr(get_first, "src", get_first.src.replace("return self.first", "return self.second"))
     assert cache_key(pair_kernel) != before
+
+
+# -- the disk cache key covers every aggregate class a kernel's code may run ---------------------
+
+STALE_MODULE = '''
+import triton_metal as triton
+import triton_metal.language as tl
+
+
+@triton.aggregate
+class Base:
+    data: tl.tensor
+    K: tl.constexpr = {base_default}
+
+
+@triton.aggregate
+class Derived(Base):  # the kernel names only Derived; K's default is Base's
+    bias: tl.tensor
+
+
+@triton.jit
+def inherited_kernel(x_ptr):
+    d = Derived(tl.load(x_ptr), bias=tl.load(x_ptr))
+    tl.store(x_ptr, d.data + d.bias + d.K)
+
+
+@triton.aggregate
+class Inner:
+    v: tl.tensor
+
+    def scaled(self, _semantic=None):
+        return self.v * {inner_factor}
+
+
+@triton.aggregate
+class Outer:  # the kernel names only Outer; Inner is its field's annotation and its __init__ builds one
+    inner: Inner
+
+    def __init__(self, v):
+        self.inner = Inner(v)
+
+    @triton.jit
+    def get(self):
+        return self.inner.scaled()
+
+
+@triton.jit
+def nested_kernel(x_ptr):
+    o = Outer(tl.load(x_ptr))
+    tl.store(x_ptr, o.get())
+
+
+def make_kernel():
+    @triton.aggregate
+    class Local:  # made by a function: the class is `make_kernel.<locals>.Local`
+        v: tl.tensor
+        K: tl.constexpr = {local_default}
+
+    @triton.jit
+    def local_kernel(x_ptr):
+        s = Local(tl.load(x_ptr))
+        tl.store(x_ptr, s.v * s.K)
+
+    return local_kernel
+'''
+
+STALE_RUNNER = '''
+import json
+import numpy as np
+import stale_aggregates as m
+
+results = []
+for kernel in (m.inherited_kernel, m.nested_kernel, m.make_kernel()):
+    x = np.ones(1, np.int32)
+    kernel[(1,)](x)
+    results.append(int(x[0]))
+print(json.dumps(results))
+'''
+
+
+def _run_stale(folder, cache, **values) -> list[int]:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    (folder / "stale_aggregates.py").write_text(STALE_MODULE.format(**values))
+    (folder / "runner.py").write_text(STALE_RUNNER)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRITON_METAL_") or k == "TRITON_METAL_INTERPRET"}
+    env["TRITON_METAL_CACHE_DIR"] = str(cache)
+    proc = subprocess.run([sys.executable, str(folder / "runner.py")], cwd=folder, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_editing_an_aggregate_the_kernel_reaches_recompiles_it_in_a_fresh_process(backend, tmp_path):
+    """A base class's default, a Python method of an aggregate another one's field and __init__
+    bring in, and the default of a class made inside a function each change what a fresh
+    process runs (the disk cache keys on them all)."""
+    cache = tmp_path / "cache"
+    first = dict(base_default=2, inner_factor=3, local_default=4)
+    assert _run_stale(tmp_path, cache, **first) == [1 + 1 + 2, 3, 4]
+    second = dict(base_default=5, inner_factor=6, local_default=7)
+    assert _run_stale(tmp_path, cache, **second) == [1 + 1 + 5, 6, 7]
+
+
+GENERATED_CLASS = '''
+@triton.aggregate
+class Generated:
+    v: tl.tensor
+    K: tl.constexpr = {default}
+
+    def scaled(self, _semantic=None):
+        return self.v * {factor}
+'''
+
+
+def _generated_class(default: int, factor: int) -> type:
+    """An aggregate class built from text with no file behind it (`inspect.getsource` fails)."""
+    namespace = {"triton": triton, "tl": tl}
+    exec(compile(GENERATED_CLASS.format(default=default, factor=factor), "<generated>", "exec"), namespace)
+    return namespace["Generated"]
+
+
+def _kernel_using(cls: type):
+    @triton.jit
+    def generated_kernel(x_ptr):
+        g = cls(tl.load(x_ptr))
+        tl.store(x_ptr, g.scaled() + g.K)
+
+    return generated_kernel
+
+
+def test_an_aggregate_without_source_is_keyed_on_its_code_and_defaults_not_its_name():
+    from triton_metal.runtime.dependencies import cache_key
+
+    key = cache_key(_kernel_using(_generated_class(1, 2)))
+    assert cache_key(_kernel_using(_generated_class(1, 2))) == key  # the same text: the same key
+    assert cache_key(_kernel_using(_generated_class(3, 2))) != key  # a field default
+    assert cache_key(_kernel_using(_generated_class(1, 4))) != key  # a Python method's code
