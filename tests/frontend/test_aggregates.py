@@ -429,3 +429,54 @@ def test_an_aggregate_without_source_is_keyed_on_its_code_and_defaults_not_its_n
     assert cache_key(_kernel_using(_generated_class(1, 2))) == key  # the same text: the same key
     assert cache_key(_kernel_using(_generated_class(3, 2))) != key  # a field default
     assert cache_key(_kernel_using(_generated_class(1, 4))) != key  # a Python method's code
+
+
+# -- string annotations (this module has `from __future__ import annotations`) -------------------
+
+
+@triton.aggregate
+class ForwardTile:
+    v: tl.tensor
+    K: tl.constexpr
+    extra: LaterTile  # a class defined further down: only this annotation stays a string for now
+
+    @triton.jit
+    def scaled(self):
+        return self.v * self.K.value + self.extra.w
+
+
+@triton.aggregate
+class LaterTile:
+    w: tl.tensor
+
+
+@triton.jit
+def forward_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    t = ForwardTile(x, 3, LaterTile(x * 10))
+    tl.store(out_ptr + offs, t.scaled())
+
+
+def test_one_unresolvable_annotation_leaves_the_others_resolved(backend):
+    from triton_metal.language.aggregate import field_aggregates
+
+    assert [f.annotation for f in ForwardTile._tm_fields] == [tl.tensor, tl.constexpr, "LaterTile"]
+    assert field_aggregates(ForwardTile) == [LaterTile]  # resolved now that LaterTile exists
+    x = np.arange(-8, 8, dtype=np.int32)
+    out = np.zeros(16, np.int32)
+    forward_kernel[(1,)](x, out, BLOCK=16)
+    np.testing.assert_array_equal(out, x * 3 + x * 10)
+
+
+def test_a_string_annotation_naming_constexpr_is_constexpr_where_it_cannot_be_evaluated():
+    import triton_metal.language as lang  # a name the module's globals do not hold
+
+    @triton.aggregate
+    class Local:
+        K: lang.constexpr
+        other: Unknown  # noqa: F821 - never defined: kept as written, not checked
+
+    assert [f.annotation for f in Local._tm_fields] == [tl.constexpr, "Unknown"]
+    built = Local(3, "anything")
+    assert isinstance(built.K, tl.constexpr) and built.K.value == 3 and built.other == "anything"
