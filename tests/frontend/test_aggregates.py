@@ -480,3 +480,40 @@ def test_a_string_annotation_naming_constexpr_is_constexpr_where_it_cannot_be_ev
     assert [f.annotation for f in Local._tm_fields] == [tl.constexpr, "Unknown"]
     built = Local(3, "anything")
     assert isinstance(built.K, tl.constexpr) and built.K.value == 3 and built.other == "anything"
+
+
+# -- Python methods see Python values on both backends -------------------------------------------
+
+
+@triton.aggregate
+class Holder:
+    x: tl.tensor
+    N: tl.constexpr
+
+    def __init__(self, x, n, _semantic=None):
+        self.x = x
+        self.N = 100 if n is None else n  # `None`, not `constexpr(None)`
+
+    def scaled(self, factor=None, _semantic=None):
+        if factor is None:
+            return self.x * self.N
+        return self.x + factor
+
+    def __getitem__(self, ind, _semantic=None):
+        return self.x * ind if isinstance(ind, int) else self.x * 0
+
+
+@triton.jit
+def python_method_kernel(x_ptr, out_ptr, FACTOR: tl.constexpr, K: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    h = Holder(tl.load(x_ptr + offs), None)
+    tl.store(out_ptr + offs, h.scaled(None))  # a literal: a constexpr when compiled
+    tl.store(out_ptr + BLOCK + offs, h.scaled(FACTOR))  # a constexpr parameter on both backends
+    tl.store(out_ptr + 2 * BLOCK + offs, h[K])
+
+
+def test_python_methods_init_and_getitem_get_python_values_on_both_backends(backend):
+    x = np.arange(-8, 8, dtype=np.int32)
+    out = np.zeros(3 * 16, np.int32)
+    python_method_kernel[(1,)](x, out, FACTOR=7, K=3, BLOCK=16)
+    np.testing.assert_array_equal(out.reshape(3, 16), np.stack([x * 100, x + 7, x * 3]))

@@ -15,13 +15,16 @@ are already constexprs) or interpreted (where they are Python numbers).
 
 `@jit` and `constexpr_function` methods bind to the instance (`pair.unpack()`,
 `agg.square_val()`, `v[0]` through a `@jit` `__getitem__`): attribute access gives a
-`BoundMethod`, which the front end inlines and the interpreter calls. The front end and the
+`BoundMethod`, which the front end inlines and the interpreter calls. Plain Python methods (and a
+Python `__init__` and `__getitem__`) get their arguments' constexprs unwrapped, as a plain Python
+helper does, so they see the same values compiled and interpreted. The front end and the
 interpreter both hold aggregates as these Python objects; the compiled front end carries their
 run-time fields through `if`, `for` and `while` (`frontend/control_flow.py`).
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
 import sys
 import types
@@ -29,7 +32,7 @@ import typing
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from .core import TRITON_BUILTIN, constexpr
+from .core import TRITON_BUILTIN, constexpr, to_python
 from .jit_marker import ConstexprFunction, JITCallable, bind_by_name
 
 _FROZEN = "_tm_frozen"
@@ -243,6 +246,26 @@ def field_aggregates(cls: type) -> list[type]:
     return [a for a in found if is_aggregate_class(a)]
 
 
+def _called_as_helper(name: str, member: Any) -> Any:
+    """A Python method (`__init__` and `__getitem__` too; a static method's function) that
+    unwraps its arguments' constexprs before it runs, as the front end calls a plain Python
+    helper: it sees `None` or `3`, not `constexpr(None)`, whether the kernel is compiled (where
+    literals are constexprs) or interpreted (where they are Python values). Other dunders, `@jit`
+    and `constexpr_function` methods are left as they are."""
+    if name.startswith("__") and name not in ("__init__", "__getitem__"):
+        return member
+    if isinstance(member, staticmethod):
+        return staticmethod(_called_as_helper(name, member.__func__))
+    if not isinstance(member, types.FunctionType):
+        return member
+
+    @functools.wraps(member)
+    def with_python_values(*args: Any, **kwargs: Any) -> Any:
+        return member(*to_python(args), **{k: to_python(v) for k, v in kwargs.items()})
+
+    return with_python_values
+
+
 def _aggregate(cls: type) -> type:
     """Triton's `triton.aggregate` (`tl.core._aggregate`): make `cls` an aggregate class (module
     docstring)."""
@@ -261,12 +284,13 @@ def _aggregate(cls: type) -> type:
     for name, member in cls.__dict__.items():
         if name in ("__dict__", "__weakref__", "__init__") or name in own_names:
             continue
-        namespace[name] = _Method(member) if isinstance(member, JITCallable) else member
+        namespace[name] = _Method(member) if isinstance(member, JITCallable) else _called_as_helper(name, member)
     # The class keeps its module and qualified name (a class made in a function or another class
     # is `make.<locals>.Tile`), so `inspect.getsource` finds it and the cache key reads its source.
     namespace["__qualname__"] = cls.__qualname__
     namespace["_tm_fields"] = all_fields
-    namespace["_tm_init"] = init if init is not None else next((b._tm_init for b in bases if b._tm_init), None)
+    inherited_init = next((b._tm_init for b in bases if b._tm_init), None)
+    namespace["_tm_init"] = _called_as_helper("__init__", init) if init is not None else inherited_init
     return type(cls.__name__, bases or (aggregate_value,), namespace)
 
 
