@@ -517,3 +517,44 @@ def test_python_methods_init_and_getitem_get_python_values_on_both_backends(back
     out = np.zeros(3 * 16, np.int32)
     python_method_kernel[(1,)](x, out, FACTOR=7, K=3, BLOCK=16)
     np.testing.assert_array_equal(out.reshape(3, 16), np.stack([x * 100, x + 7, x * 3]))
+
+
+# -- an aggregate's @jit method is checked where a call runs it, on both backends ---------------
+
+
+@triton.aggregate
+class Counter:
+    n: tl.tensor
+
+    @triton.jit
+    def value(self):
+        return self.n
+
+    @triton.jit
+    def with_break(self):
+        for i in range(3):
+            if i == 1:
+                break  # refused where a call inlines it
+        return self.n
+
+
+@triton.jit
+def unused_method_kernel(x_ptr):
+    c = Counter(tl.load(x_ptr))
+    tl.store(x_ptr, c.value() + 1)
+
+
+@triton.jit
+def used_method_kernel(x_ptr):
+    c = Counter(tl.load(x_ptr))
+    tl.store(x_ptr, c.with_break() + 1)
+
+
+def test_a_method_no_call_runs_is_not_checked_and_one_called_is_refused(backend):
+    x = np.full(4, 5, np.int32)
+    unused_method_kernel[(1,)](x)
+    np.testing.assert_array_equal(x, [6, 5, 5, 5])
+    with pytest.raises(CompilationError, match="'break' is not supported in kernels") as info:
+        used_method_kernel[(1,)](x)
+    assert "the error is in 'with_break'" in str(info.value)
+    np.testing.assert_array_equal(x, [6, 5, 5, 5])

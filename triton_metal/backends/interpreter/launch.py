@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import sys
 import traceback
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -84,7 +85,7 @@ def launch(kernel: JITCallable, grid: tuple[int, int, int], args: dict[str, obje
     mlx: dict[int, _MlxBinding] = {}
     bound = {name: _bind(name, value, memory, mlx, name in constexprs) for name, value in args.items()}
     builder = NumpyBuilder(memory, (gx, gy, gz))
-    sem = Semantic(builder, concrete=builder.concrete, call_jit=call_function)
+    sem = Semantic(builder, concrete=builder.concrete, call_jit=_checked_call)
     body = interpretable(kernel.fn)
     try:
         with np.errstate(all="ignore"), active_semantic(sem):
@@ -244,6 +245,17 @@ def _write_back(mlx: dict[int, _MlxBinding], memory: Memory) -> None:
         if binding.is_bf16:
             result = result.view(mx.bfloat16)
         binding.original[...] = result
+
+
+def _checked_call(fn: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
+    """A `@jit` call the interpreter runs, its callee checked first as the compiler checks what
+    it inlines (`static_check.check_called`: once per function; an aggregate's method is first
+    checked here)."""
+    from triton_metal.frontend.static_check import check_called
+
+    if isinstance(fn, JITCallable):
+        check_called(fn)
+    return call_function(fn, args, kwargs)
 
 
 # -- errors -------------------------------------------------------------------------------------
