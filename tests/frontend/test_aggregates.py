@@ -395,6 +395,28 @@ def test_editing_an_aggregate_the_kernel_reaches_recompiles_it_in_a_fresh_proces
     assert _run_stale(tmp_path, cache, **second) == [1 + 1 + 5, 6, 7]
 
 
+@triton.aggregate
+class ByAnnotation:
+    inner: Pair
+
+
+@triton.aggregate
+class ByInit:
+    total: tl.tensor
+
+    def __init__(self, a, b):
+        self.total = Pair(a, b).first
+
+
+def test_the_classes_a_kernel_brings_in_through_bases_fields_and_python_methods():
+    from triton_metal.runtime.dependencies import aggregate_classes
+
+    assert aggregate_classes(Child) == [Child, Base]  # a base class
+    assert aggregate_classes(ByAnnotation) == [ByAnnotation, Pair]  # a field's annotation
+    assert aggregate_classes(ByInit) == [ByInit, Pair]  # built by its __init__
+    assert aggregate_classes(Scaled) == [Scaled, Pair]
+
+
 GENERATED_CLASS = '''
 @triton.aggregate
 class Generated:

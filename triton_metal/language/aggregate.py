@@ -239,8 +239,8 @@ def _resolved(cls: type, annotation: Any) -> Any:
 
 
 def field_aggregates(cls: type) -> list[type]:
-    """The aggregate classes the fields `cls` itself declares are annotated with (a string annotation that
-    could not be resolved when the class was made is tried again now)."""
+    """The aggregate classes the fields `cls` itself declares are annotated with (a string
+    annotation that could not be resolved when the class was made is tried again now)."""
     own = cls.__dict__.get("__annotations__", {})
     found = (_resolved(cls, f.annotation) for f in cls._tm_fields if f.name in own)
     return [a for a in found if is_aggregate_class(a)]
