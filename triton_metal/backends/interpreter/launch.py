@@ -282,9 +282,13 @@ def _kernel_frame(exc: BaseException) -> traceback.FrameSummary | None:
 
 def _passes_through(frame: traceback.FrameSummary) -> bool:
     """Frames between a kernel line and the user code it calls: the @jit call, the semantic's
-    `call_jit`, and the rewritten body's runtime (a logical operation calls its operands)."""
+    `call_jit`, the launch's `_checked_call`, and the rewritten body's runtime (a logical
+    operation calls its operands)."""
     base = os.path.basename(frame.filename)
-    return base in ("jit_marker.py", "rewrite.py") or (base == "base.py" and frame.name == "call_jit")
+    return base in ("jit_marker.py", "rewrite.py") or (base, frame.name) in _PASSED_THROUGH
+
+
+_PASSED_THROUGH = {("base.py", "call_jit"), ("launch.py", "_checked_call")}
 
 
 def _located(exc: Exception, kernel: JITCallable, pid: tuple[int, int, int]) -> Exception:
