@@ -312,3 +312,295 @@ def test_an_edited_method_changes_the_cache_key_of_a_kernel_naming_the_class(mon
     get_first = jit_methods(Pair)[0]
     monkeypatch.setattr(get_first, "src", get_first.src.replace("return self.first", "return self.second"))
     assert cache_key(pair_kernel) != before
+
+
+# -- the disk cache key covers every aggregate class a kernel's code may run ---------------------
+
+STALE_MODULE = '''
+import triton_metal as triton
+import triton_metal.language as tl
+
+
+@triton.aggregate
+class Base:
+    data: tl.tensor
+    K: tl.constexpr = {base_default}
+
+
+@triton.aggregate
+class Derived(Base):  # the kernel names only Derived; K's default is Base's
+    bias: tl.tensor
+
+
+@triton.jit
+def inherited_kernel(x_ptr):
+    d = Derived(tl.load(x_ptr), bias=tl.load(x_ptr))
+    tl.store(x_ptr, d.data + d.bias + d.K)
+
+
+@triton.aggregate
+class Inner:
+    v: tl.tensor
+
+    def scaled(self, _semantic=None):
+        return self.v * {inner_factor}
+
+
+@triton.aggregate
+class Outer:  # the kernel names only Outer; Inner is its field's annotation and its __init__ builds one
+    inner: Inner
+
+    def __init__(self, v):
+        self.inner = Inner(v)
+
+    @triton.jit
+    def get(self):
+        return self.inner.scaled()
+
+
+@triton.jit
+def nested_kernel(x_ptr):
+    o = Outer(tl.load(x_ptr))
+    tl.store(x_ptr, o.get())
+
+
+def make_kernel():
+    @triton.aggregate
+    class Local:  # made by a function: the class is `make_kernel.<locals>.Local`
+        v: tl.tensor
+        K: tl.constexpr = {local_default}
+
+    @triton.jit
+    def local_kernel(x_ptr):
+        s = Local(tl.load(x_ptr))
+        tl.store(x_ptr, s.v * s.K)
+
+    return local_kernel
+'''
+
+STALE_RUNNER = '''
+import json
+import numpy as np
+import stale_aggregates as m
+
+results = []
+for kernel in (m.inherited_kernel, m.nested_kernel, m.make_kernel()):
+    x = np.ones(1, np.int32)
+    kernel[(1,)](x)
+    results.append(int(x[0]))
+print(json.dumps(results))
+'''
+
+
+def _run_stale(folder, cache, **values) -> list[int]:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    (folder / "stale_aggregates.py").write_text(STALE_MODULE.format(**values))
+    (folder / "runner.py").write_text(STALE_RUNNER)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRITON_METAL_") or k == "TRITON_METAL_INTERPRET"}
+    env["TRITON_METAL_CACHE_DIR"] = str(cache)
+    proc = subprocess.run([sys.executable, str(folder / "runner.py")], cwd=folder, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_editing_an_aggregate_the_kernel_reaches_recompiles_it_in_a_fresh_process(backend, tmp_path):
+    """A base class's default, a Python method of an aggregate another one's field and __init__
+    bring in, and the default of a class made inside a function each change what a fresh
+    process runs (the disk cache keys on them all)."""
+    cache = tmp_path / "cache"
+    first = dict(base_default=2, inner_factor=3, local_default=4)
+    assert _run_stale(tmp_path, cache, **first) == [1 + 1 + 2, 3, 4]
+    second = dict(base_default=5, inner_factor=6, local_default=7)
+    assert _run_stale(tmp_path, cache, **second) == [1 + 1 + 5, 6, 7]
+
+
+@triton.aggregate
+class ByAnnotation:
+    inner: Pair
+
+
+@triton.aggregate
+class ByInit:
+    total: tl.tensor
+
+    def __init__(self, a, b):
+        self.total = Pair(a, b).first
+
+
+def test_the_classes_a_kernel_brings_in_through_bases_fields_and_python_methods():
+    from triton_metal.runtime.dependencies import aggregate_classes
+
+    assert aggregate_classes(Child) == [Child, Base]  # a base class
+    assert aggregate_classes(ByAnnotation) == [ByAnnotation, Pair]  # a field's annotation
+    assert aggregate_classes(ByInit) == [ByInit, Pair]  # built by its __init__
+    assert aggregate_classes(Scaled) == [Scaled, Pair]
+
+
+GENERATED_CLASS = '''
+@triton.aggregate
+class Generated:
+    v: tl.tensor
+    K: tl.constexpr = {default}
+
+    def scaled(self, _semantic=None):
+        return self.v * {factor}
+'''
+
+
+def _generated_class(default: int, factor: int) -> type:
+    """An aggregate class built from text with no file behind it (`inspect.getsource` fails)."""
+    namespace = {"triton": triton, "tl": tl}
+    exec(compile(GENERATED_CLASS.format(default=default, factor=factor), "<generated>", "exec"), namespace)
+    return namespace["Generated"]
+
+
+def _kernel_using(cls: type):
+    @triton.jit
+    def generated_kernel(x_ptr):
+        g = cls(tl.load(x_ptr))
+        tl.store(x_ptr, g.scaled() + g.K)
+
+    return generated_kernel
+
+
+def test_an_aggregate_without_source_is_keyed_on_its_code_and_defaults_not_its_name():
+    from triton_metal.runtime.dependencies import cache_key
+
+    key = cache_key(_kernel_using(_generated_class(1, 2)))
+    assert cache_key(_kernel_using(_generated_class(1, 2))) == key  # the same text: the same key
+    assert cache_key(_kernel_using(_generated_class(3, 2))) != key  # a field default
+    assert cache_key(_kernel_using(_generated_class(1, 4))) != key  # a Python method's code
+
+
+# -- string annotations (this module has `from __future__ import annotations`) -------------------
+
+
+@triton.aggregate
+class ForwardTile:
+    v: tl.tensor
+    K: tl.constexpr
+    extra: LaterTile  # a class defined further down: only this annotation stays a string for now
+
+    @triton.jit
+    def scaled(self):
+        return self.v * self.K.value + self.extra.w
+
+
+@triton.aggregate
+class LaterTile:
+    w: tl.tensor
+
+
+@triton.jit
+def forward_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    t = ForwardTile(x, 3, LaterTile(x * 10))
+    tl.store(out_ptr + offs, t.scaled())
+
+
+def test_one_unresolvable_annotation_leaves_the_others_resolved(backend):
+    from triton_metal.language.aggregate import field_aggregates
+
+    assert [f.annotation for f in ForwardTile._tm_fields] == [tl.tensor, tl.constexpr, "LaterTile"]
+    assert field_aggregates(ForwardTile) == [LaterTile]  # resolved now that LaterTile exists
+    x = np.arange(-8, 8, dtype=np.int32)
+    out = np.zeros(16, np.int32)
+    forward_kernel[(1,)](x, out, BLOCK=16)
+    np.testing.assert_array_equal(out, x * 3 + x * 10)
+
+
+def test_a_string_annotation_naming_constexpr_is_constexpr_where_it_cannot_be_evaluated():
+    import triton_metal.language as lang  # a name the module's globals do not hold
+
+    @triton.aggregate
+    class Local:
+        K: lang.constexpr
+        other: Unknown  # noqa: F821 - never defined: kept as written, not checked
+
+    assert [f.annotation for f in Local._tm_fields] == [tl.constexpr, "Unknown"]
+    built = Local(3, "anything")
+    assert isinstance(built.K, tl.constexpr) and built.K.value == 3 and built.other == "anything"
+
+
+# -- Python methods see Python values on both backends -------------------------------------------
+
+
+@triton.aggregate
+class Holder:
+    x: tl.tensor
+    N: tl.constexpr
+
+    def __init__(self, x, n, _semantic=None):
+        self.x = x
+        self.N = 100 if n is None else n  # `None`, not `constexpr(None)`
+
+    def scaled(self, factor=None, _semantic=None):
+        if factor is None:
+            return self.x * self.N
+        return self.x + factor
+
+    def __getitem__(self, ind, _semantic=None):
+        return self.x * ind if isinstance(ind, int) else self.x * 0
+
+
+@triton.jit
+def python_method_kernel(x_ptr, out_ptr, FACTOR: tl.constexpr, K: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    h = Holder(tl.load(x_ptr + offs), None)
+    tl.store(out_ptr + offs, h.scaled(None))  # a literal: a constexpr when compiled
+    tl.store(out_ptr + BLOCK + offs, h.scaled(FACTOR))  # a constexpr parameter on both backends
+    tl.store(out_ptr + 2 * BLOCK + offs, h[K])
+
+
+def test_python_methods_init_and_getitem_get_python_values_on_both_backends(backend):
+    x = np.arange(-8, 8, dtype=np.int32)
+    out = np.zeros(3 * 16, np.int32)
+    python_method_kernel[(1,)](x, out, FACTOR=7, K=3, BLOCK=16)
+    np.testing.assert_array_equal(out.reshape(3, 16), np.stack([x * 100, x + 7, x * 3]))
+
+
+# -- an aggregate's @jit method is checked where a call runs it, on both backends ---------------
+
+
+@triton.aggregate
+class Counter:
+    n: tl.tensor
+
+    @triton.jit
+    def value(self):
+        return self.n
+
+    @triton.jit
+    def with_break(self):
+        for i in range(3):
+            if i == 1:
+                break  # refused where a call inlines it
+        return self.n
+
+
+@triton.jit
+def unused_method_kernel(x_ptr):
+    c = Counter(tl.load(x_ptr))
+    tl.store(x_ptr, c.value() + 1)
+
+
+@triton.jit
+def used_method_kernel(x_ptr):
+    c = Counter(tl.load(x_ptr))
+    tl.store(x_ptr, c.with_break() + 1)
+
+
+def test_a_method_no_call_runs_is_not_checked_and_one_called_is_refused(backend):
+    x = np.full(4, 5, np.int32)
+    unused_method_kernel[(1,)](x)
+    np.testing.assert_array_equal(x, [6, 5, 5, 5])
+    with pytest.raises(CompilationError, match="'break' is not supported in kernels") as info:
+        used_method_kernel[(1,)](x)
+    assert "the error is in 'with_break'" in str(info.value)
+    np.testing.assert_array_equal(x, [6, 5, 5, 5])

@@ -2,8 +2,10 @@
 
 The front end refuses constructs as its code generator meets them (`refusals.py`); the NumPy
 interpreter runs the kernel's Python body and would accept them. `check_kernel(kernel)` walks the
-source of the kernel and of every `@jit` function it calls (transitively, as `dependencies.py`
-finds them) and raises the front end's own `UnsupportedLanguageConstruct`, located at the node,
+source of the kernel and of every `@jit` function it names (transitively, as `dependencies.py`
+finds them; an aggregate's `@jit` method is checked when a call runs it, `check_called`, as the
+compiler meets it only where a call inlines it, so a method no call runs is accepted on both
+backends) and raises the front end's own `UnsupportedLanguageConstruct`, located at the node,
 for the constructs the compiler refuses wherever they appear: `try`, `raise` (but for one under
 `if`s on constexpr parameters alone, which the compiler meets only where such a branch is taken
 for the specialization, and refuses there), `with`, `lambda`,
@@ -37,7 +39,22 @@ _CHECKED = "_tm_static_check"
 
 def check_kernel(kernel: JITCallable) -> None:
     """Raise the front end's refusal for the first construct it would refuse (module docstring)."""
-    pending: list[tuple[JITCallable, bool]] = [(kernel, True)]
+    _check_reachable(kernel, kernel.__name__)
+
+
+def check_called(fn: JITCallable) -> None:
+    """Check a `@jit` function the interpreter is about to run (once per function): an
+    aggregate's method is reached through an instance, not a name, so it is checked when a call
+    runs it, as the compiler checks it when a call inlines it, and a method no call runs is
+    accepted on both backends. The launch names the kernel in the error."""
+    if getattr(fn, _CHECKED, None) is not True:
+        _check_reachable(fn, None)
+
+
+def _check_reachable(start: JITCallable, kernel_name: str | None) -> None:
+    """Check `start` and the device functions it names, transitively (the first is the kernel
+    when `kernel_name` is given)."""
+    pending: list[tuple[JITCallable, bool]] = [(start, kernel_name is not None)]
     seen: set[int] = set()
     while pending:
         fn, is_kernel = pending.pop()
@@ -45,7 +62,7 @@ def check_kernel(kernel: JITCallable) -> None:
             continue
         seen.add(id(fn))
         if getattr(fn, _CHECKED, None) is not True:
-            _check_function(fn, is_kernel, kernel.__name__)
+            _check_function(fn, is_kernel, kernel_name)
             try:
                 setattr(fn, _CHECKED, True)
             except AttributeError:
@@ -54,15 +71,15 @@ def check_kernel(kernel: JITCallable) -> None:
 
 
 def _callees(fn: JITCallable) -> list[JITCallable]:
-    """The device functions `fn` calls (and the `@jit` methods of the aggregate classes it
-    names); a `constexpr_function` is Python run at compile time, so it is not checked."""
-    from ..runtime.dependencies import _referenced, device_functions
+    """The `@jit` functions `fn` names (an aggregate's methods are checked when called:
+    `check_called`); a `constexpr_function` is Python run at compile time, so it is not checked."""
+    from ..runtime.dependencies import _referenced
 
-    return [callee for value, _ in _referenced(fn).values() for callee in device_functions(value)
-            if not isinstance(callee, ConstexprFunction)]
+    return [value for value, _ in _referenced(fn).values()
+            if isinstance(value, JITCallable) and not isinstance(value, ConstexprFunction)]
 
 
-def _check_function(fn: JITCallable, is_kernel: bool, kernel_name: str) -> None:
+def _check_function(fn: JITCallable, is_kernel: bool, kernel_name: str | None) -> None:
     if not fn.src:
         return
     tree = ast.parse(textwrap.dedent(fn.src))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..language import core as tlc
+from ..language.core import to_python  # noqa: F401 - the front end imports it from here
 
 
 def is_tensor(v: Any) -> bool:
@@ -16,11 +17,3 @@ def unwrap(v: Any) -> Any:
     return v.value if isinstance(v, tlc.constexpr) else v
 
 
-def to_python(v: Any) -> Any:
-    """Unwrap constexprs, recursively through tuples and lists (tensors stay)."""
-    v = unwrap(v)
-    if isinstance(v, tuple):
-        return tuple(to_python(x) for x in v)
-    if isinstance(v, list):
-        return [to_python(x) for x in v]
-    return v

@@ -15,22 +15,27 @@ are already constexprs) or interpreted (where they are Python numbers).
 
 `@jit` and `constexpr_function` methods bind to the instance (`pair.unpack()`,
 `agg.square_val()`, `v[0]` through a `@jit` `__getitem__`): attribute access gives a
-`BoundMethod`, which the front end inlines and the interpreter calls. The front end and the
+`BoundMethod`, which the front end inlines and the interpreter calls. Plain Python methods (and a
+Python `__init__` and `__getitem__`) get their arguments' constexprs unwrapped, as a plain Python
+helper does, so they see the same values compiled and interpreted. The front end and the
 interpreter both hold aggregates as these Python objects; the compiled front end carries their
 run-time fields through `if`, `for` and `while` (`frontend/control_flow.py`).
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
 import struct
+import sys
+import types
 import typing
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
-from .core import TRITON_BUILTIN, constexpr
+from .core import TRITON_BUILTIN, constexpr, to_python
 from .jit_marker import ConstexprFunction, JITCallable, bind_by_name
 
 _FROZEN = "_tm_frozen"
@@ -44,6 +49,10 @@ class AggregateField:
     name: str
     annotation: Any
     default: Any = _NO_DEFAULT
+
+    @property
+    def has_default(self) -> bool:
+        return self.default is not _NO_DEFAULT
 
 
 @dataclass(frozen=True)
@@ -86,6 +95,26 @@ def jit_methods(cls: type) -> list[JITCallable]:
         for member in vars(klass).values():
             fn = member.fn if isinstance(member, _Method) else getattr(member, "__func__", member)
             if isinstance(fn, JITCallable) and not isinstance(fn, ConstexprFunction) and fn not in found:
+                found.append(fn)
+    return found
+
+
+def python_methods(cls: type) -> list[types.FunctionType]:
+    """The Python functions `cls` itself holds but for its `@jit` methods: its methods, its
+    `__init__`, its static, class and `constexpr_function` methods and property getters, as
+    written (what the cache key reads when the class has no source)."""
+    found: list[types.FunctionType] = []
+    for member in vars(cls).values():
+        fn = member.fn if isinstance(member, _Method) else member
+        if isinstance(fn, JITCallable):
+            fn = fn.fn if isinstance(fn, ConstexprFunction) else None
+        elif isinstance(fn, (staticmethod, classmethod)):
+            fn = fn.__func__
+        elif isinstance(fn, property):
+            fn = fn.fget
+        if isinstance(fn, types.FunctionType):
+            fn = inspect.unwrap(fn)
+            if fn not in found:
                 found.append(fn)
     return found
 
@@ -209,16 +238,52 @@ def _checked(cls: type, field: AggregateField, value: Any) -> Any:
 
 
 def _own_fields(cls: type) -> list[AggregateField]:
-    """The fields `cls` itself declares (string annotations resolved, as `typing` resolves them)."""
+    """The fields `cls` itself declares, each annotation resolved on its own (`_resolved`)."""
     own = cls.__dict__.get("__annotations__", {})
+    return [AggregateField(name, _resolved(cls, annotation), cls.__dict__.get(name, _NO_DEFAULT))
+            for name, annotation in own.items()]
+
+
+def _resolved(cls: type, annotation: Any) -> Any:
+    """A string annotation (PEP 563) evaluated as `typing` evaluates it, in the class's module
+    and namespace; one naming `constexpr` that cannot be evaluated (`tl` bound only in a
+    function) is `constexpr` still; any other that cannot is kept as written (and not checked).
+    Each is resolved alone, so a name defined further down leaves only its own field a string."""
+    if not isinstance(annotation, str):
+        return annotation
+    module = sys.modules.get(cls.__module__)
     try:
-        hints = typing.get_type_hints(cls)
-    except Exception:  # noqa: BLE001 - an unresolvable annotation stays as written
-        hints = {}
-    return [
-        AggregateField(name, hints.get(name, annotation), cls.__dict__.get(name, _NO_DEFAULT))
-        for name, annotation in own.items()
-    ]
+        return eval(annotation, vars(module) if module else {}, dict(vars(cls)))  # noqa: S307 - as typing does
+    except Exception:  # noqa: BLE001 - a name not defined (yet), or not a name at all
+        return constexpr if annotation.rsplit(".", 1)[-1] == "constexpr" else annotation
+
+
+def field_aggregates(cls: type) -> list[type]:
+    """The aggregate classes the fields `cls` itself declares are annotated with (a string
+    annotation that could not be resolved when the class was made is tried again now)."""
+    own = cls.__dict__.get("__annotations__", {})
+    found = (_resolved(cls, f.annotation) for f in cls._tm_fields if f.name in own)
+    return [a for a in found if is_aggregate_class(a)]
+
+
+def _called_as_helper(name: str, member: Any) -> Any:
+    """A Python method (`__init__` and `__getitem__` too; a static method's function) that
+    unwraps its arguments' constexprs before it runs, as the front end calls a plain Python
+    helper: it sees `None` or `3`, not `constexpr(None)`, whether the kernel is compiled (where
+    literals are constexprs) or interpreted (where they are Python values). Other dunders, `@jit`
+    and `constexpr_function` methods are left as they are."""
+    if name.startswith("__") and name not in ("__init__", "__getitem__"):
+        return member
+    if isinstance(member, staticmethod):
+        return staticmethod(_called_as_helper(name, member.__func__))
+    if not isinstance(member, types.FunctionType):
+        return member
+
+    @functools.wraps(member)
+    def with_python_values(*args: Any, **kwargs: Any) -> Any:
+        return member(*to_python(args), **{k: to_python(v) for k, v in kwargs.items()})
+
+    return with_python_values
 
 
 def _aggregate(cls: type) -> type:
@@ -239,9 +304,13 @@ def _aggregate(cls: type) -> type:
     for name, member in cls.__dict__.items():
         if name in ("__dict__", "__weakref__", "__init__") or name in own_names:
             continue
-        namespace[name] = _Method(member) if isinstance(member, JITCallable) else member
+        namespace[name] = _Method(member) if isinstance(member, JITCallable) else _called_as_helper(name, member)
+    # The class keeps its module and qualified name (a class made in a function or another class
+    # is `make.<locals>.Tile`), so `inspect.getsource` finds it and the cache key reads its source.
+    namespace["__qualname__"] = cls.__qualname__
     namespace["_tm_fields"] = all_fields
-    namespace["_tm_init"] = init if init is not None else next((b._tm_init for b in bases if b._tm_init), None)
+    inherited_init = next((b._tm_init for b in bases if b._tm_init), None)
+    namespace["_tm_init"] = _called_as_helper("__init__", init) if init is not None else inherited_init
     return type(cls.__name__, bases or (aggregate_value,), namespace)
 
 
@@ -267,4 +336,4 @@ def aggregate_replace(value: Any, _semantic: Any = None, **changes: Any) -> Any:
 
 setattr(aggregate_replace, TRITON_BUILTIN, True)
 
-__all__ = ["AggregateField", "BoundMethod", "aggregate", "aggregate_replace", "aggregate_value", "is_aggregate", "is_aggregate_class", "jit_methods", "runtime_fields", "same_constexprs"]
+__all__ = ["AggregateField", "BoundMethod", "aggregate", "aggregate_replace", "aggregate_value", "field_aggregates", "is_aggregate", "is_aggregate_class", "jit_methods", "python_methods", "runtime_fields", "same_constexprs"]

@@ -122,6 +122,17 @@ def _unwrap(x: Any) -> Any:
 _unwrap_if_constexpr = _unwrap
 
 
+def to_python(v: Any) -> Any:
+    """Unwrap constexprs, recursively through tuples and lists (tensors stay): the values a
+    Python helper or a Python method of an aggregate is called with on every backend."""
+    v = _unwrap(v)
+    if isinstance(v, tuple):
+        return tuple(to_python(x) for x in v)
+    if isinstance(v, list):
+        return [to_python(x) for x in v]
+    return v
+
+
 # ---------------------------------------------------------------------------------------------
 # constexpr
 # ---------------------------------------------------------------------------------------------

@@ -7,8 +7,11 @@ and the global `tl.constexpr` values it reads. `cache_key(fn)` is the SHA-256 of
 * for every name the body loads that resolves (through the function's globals, its closure, or
   an attribute of a module it can see) to a `@jit` function: that name and the function's own
   `cache_key`, recursively, each function hashed once;
-* for every name that resolves to an aggregate class: its source, and the `cache_key` of each
-  of its `@jit` methods;
+* for every name that resolves to an aggregate class: that class and every aggregate class it
+  brings in (`aggregate_classes`: those it inherits from and, transitively, those their fields
+  are annotated with or their Python methods and `__init__` name), each by its qualified name,
+  its source (else its Python functions' code objects) and its fields' annotations and defaults
+  as values; and the `cache_key` of each of their `@jit` methods;
 * for every name that resolves to a `tl.constexpr`: the name and the value's `repr`;
 * for every other name that resolves through the closure or the globals to something that is
   not a module (a `tl` function or dtype captured by a kernel factory, ...): the name and a
@@ -45,7 +48,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..language import JITCallable, constexpr
-from ..language.aggregate import is_aggregate_class, jit_methods
+from ..language.aggregate import field_aggregates, is_aggregate_class, jit_methods, python_methods
 
 
 @dataclass(frozen=True)
@@ -101,11 +104,47 @@ def source_files(fn: JITCallable) -> tuple[str, ...]:
 
 
 def device_functions(value: Any) -> list[JITCallable]:
-    """The device code a name a function reads brings in: a `@jit` function itself, or an
-    aggregate class's `@jit` methods."""
+    """The device code a name a function reads brings in: a `@jit` function itself, or the
+    `@jit` methods of an aggregate class and of the aggregates it brings in (`aggregate_classes`)."""
     if isinstance(value, JITCallable):
         return [value]
-    return jit_methods(value) if is_aggregate_class(value) else []
+    found: list[JITCallable] = []
+    for klass in aggregate_classes(value) if is_aggregate_class(value) else ():
+        found += [m for m in jit_methods(klass) if m not in found]
+    return found
+
+
+def aggregate_classes(cls: type) -> list[type]:
+    """`cls` and every aggregate class building or using a `cls` may run the code or read the
+    defaults of: the aggregates it inherits from and, transitively, those their fields are
+    annotated with and those their Python methods (`__init__` among them) name."""
+    found: list[type] = []
+    pending = [cls]
+    while pending:
+        klass = pending.pop(0)
+        if klass in found:
+            continue
+        found.append(klass)
+        pending += [k for k in klass.__mro__ if is_aggregate_class(k)] + field_aggregates(klass)
+        pending += [v for fn in python_methods(klass) for v in _names_read(fn) if is_aggregate_class(v)]
+    return found
+
+
+def _names_read(fn: types.FunctionType) -> list[Any]:
+    """The values of the global and closure names a Python function (and the functions and
+    comprehensions it defines) reads."""
+    values = []
+    for cell in fn.__closure__ or ():
+        try:
+            values.append(cell.cell_contents)
+        except ValueError:  # an empty cell: the name is not bound yet
+            continue
+    codes = [fn.__code__]
+    while codes:
+        code = codes.pop()
+        values += [fn.__globals__[n] for n in code.co_names if n in fn.__globals__]
+        codes += [c for c in code.co_consts if isinstance(c, types.CodeType)]
+    return values
 
 
 def _unchanged(current: Any, snapshot: constexpr) -> bool:
@@ -142,10 +181,11 @@ def _hash(fn: JITCallable, seen: dict[int, str], used: dict[tuple[str, int], Use
     for name, (value, holder) in sorted(_referenced(fn).items()):
         if isinstance(value, JITCallable):
             digest.update(f"\njit {name} {_hash(value, seen, used)}".encode())
-        elif is_aggregate_class(value):  # its Python source (fields, __init__) and its @jit methods
-            digest.update(f"\naggregate {name} {_class_source(value)}".encode())
-            for method in jit_methods(value):
-                digest.update(f"\njit {name}.{method.__name__} {_hash(method, seen, used)}".encode())
+        elif is_aggregate_class(value):  # the classes it brings in (fields, __init__) and their @jit methods
+            for klass in aggregate_classes(value):
+                digest.update(f"\naggregate {name} {klass.__module__}.{klass.__qualname__}\n{_class_text(klass)}".encode())
+            for method in device_functions(value):
+                digest.update(f"\njit {name}.{method.__qualname__} {_hash(method, seen, used)}".encode())
         elif isinstance(value, constexpr):
             digest.update(f"\nconstexpr {name} {value.value!r}".encode())
             if holder is not None and "." not in name:
@@ -228,11 +268,25 @@ def _local_names(tree: ast.AST) -> set[str]:
     return bound - declared
 
 
-def _class_source(cls: type) -> str:
+def _class_text(cls: type) -> str:
+    """An aggregate class as a kernel compiles it in: its source (else the code of its Python
+    functions), and its own fields' annotations and defaults as values (a default read from a
+    global changes the key even where the source does not)."""
     try:
-        return inspect.getsource(cls)
-    except (OSError, TypeError):  # no source file: its qualified name stands for it
-        return f"{cls.__module__}.{cls.__qualname__}"
+        code = inspect.getsource(cls)
+    except (OSError, TypeError):  # no source file: its functions' code objects stand for it
+        code = "\n".join(f"{fn.__qualname__} {_code_text(fn.__code__)}" for fn in python_methods(cls))
+    own = cls.__dict__.get("__annotations__", {})
+    fields = [f"field {f.name}: {_stable_text(f.annotation)}" + (f" = {_stable_text(f.default)}" if f.has_default else "")
+              for f in cls._tm_fields if f.name in own]
+    return "\n".join([code, *fields])
+
+
+def _code_text(code: types.CodeType) -> str:
+    """A code object's bytecode, constants and names, and those of the code objects it holds
+    (not their reprs, which hold addresses)."""
+    consts = ", ".join(_code_text(c) if isinstance(c, types.CodeType) else repr(c) for c in code.co_consts)
+    return f"{code.co_code.hex()} ({consts}) {code.co_names!r}"
 
 
 def _stable_text(value: object) -> str:
@@ -245,8 +299,7 @@ def _stable_text(value: object) -> str:
         try:
             source = inspect.getsource(value)
         except (OSError, TypeError):  # no source file: the code object stands for it
-            code = value.__code__
-            source = f"{code.co_code.hex()} {code.co_consts!r} {code.co_names!r}"
+            source = _code_text(value.__code__)
         return f"function {module}.{qualname}\n{source}"
     if callable(value) and isinstance(qualname, str):
         return f"{type(value).__name__} {module}.{qualname}"

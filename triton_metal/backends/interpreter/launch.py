@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import sys
 import traceback
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -84,7 +85,7 @@ def launch(kernel: JITCallable, grid: tuple[int, int, int], args: dict[str, obje
     mlx: dict[int, _MlxBinding] = {}
     bound = {name: _bind(name, value, memory, mlx, name in constexprs) for name, value in args.items()}
     builder = NumpyBuilder(memory, (gx, gy, gz))
-    sem = Semantic(builder, concrete=builder.concrete, call_jit=call_function)
+    sem = Semantic(builder, concrete=builder.concrete, call_jit=_checked_call)
     body = interpretable(kernel.fn)
     try:
         with np.errstate(all="ignore"), active_semantic(sem):
@@ -246,6 +247,17 @@ def _write_back(mlx: dict[int, _MlxBinding], memory: Memory) -> None:
         binding.original[...] = result
 
 
+def _checked_call(fn: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
+    """A `@jit` call the interpreter runs, its callee checked first as the compiler checks what
+    it inlines (`static_check.check_called`: once per function; an aggregate's method is first
+    checked here)."""
+    from triton_metal.frontend.static_check import check_called
+
+    if isinstance(fn, JITCallable):
+        check_called(fn)
+    return call_function(fn, args, kwargs)
+
+
 # -- errors -------------------------------------------------------------------------------------
 
 
@@ -270,9 +282,13 @@ def _kernel_frame(exc: BaseException) -> traceback.FrameSummary | None:
 
 def _passes_through(frame: traceback.FrameSummary) -> bool:
     """Frames between a kernel line and the user code it calls: the @jit call, the semantic's
-    `call_jit`, and the rewritten body's runtime (a logical operation calls its operands)."""
+    `call_jit`, the launch's `_checked_call`, and the rewritten body's runtime (a logical
+    operation calls its operands)."""
     base = os.path.basename(frame.filename)
-    return base in ("jit_marker.py", "rewrite.py") or (base == "base.py" and frame.name == "call_jit")
+    return base in ("jit_marker.py", "rewrite.py") or (base, frame.name) in _PASSED_THROUGH
+
+
+_PASSED_THROUGH = {("base.py", "call_jit"), ("launch.py", "_checked_call")}
 
 
 def _located(exc: Exception, kernel: JITCallable, pid: tuple[int, int, int]) -> Exception:
