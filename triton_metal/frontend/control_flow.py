@@ -22,7 +22,7 @@ from ..language import core as tlc
 from ..language.aggregate import aggregate_replace, is_aggregate, runtime_fields, same_constexprs
 from ..language.block_pointer import block_pointer
 from ..language.descriptor import tensor_descriptor
-from ..language.types import int1, int32, int64
+from ..language.types import int1
 from .refusals import refusal
 from .signature import descriptor_part_names
 from .returns import LIVE, RET, ReturnSlotNeeded, has_return, has_value_return, walrus_names

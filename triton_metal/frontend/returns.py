@@ -30,7 +30,6 @@ from ..language import core as tlc
 from ..language.aggregate import aggregate_replace, is_aggregate, runtime_fields
 from ..language.block_pointer import block_pointer
 from ..language.descriptor import tensor_descriptor
-from ..language.types import int64
 from .refusals import refusal
 from .values import is_tensor, unwrap
 
