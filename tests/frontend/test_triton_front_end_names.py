@@ -550,3 +550,69 @@ def test_run_filecheck_checks_text_as_filecheck_does():
     run_filecheck("sample", "a = 1\nb = a + 2\n", "CHECK: a = 1\nCHECK-NEXT: b = a + [[N:[0-9]+]]\n")
     with pytest.raises(ValueError, match="FileCheck of sample failed"):
         run_filecheck("sample", "a = 1\nc = 3\nb = 2\n", "CHECK: a = 1\nCHECK-NEXT: b = 2\n")
+
+
+@triton.jit
+def walrus_in_and(out_ptr, n):
+    i = 0
+    j = 0
+    while i < n and (j := j + 2) < 7:  # both operands are tensors: both run on every test
+        i += 1
+    tl.store(out_ptr, i * 10 + j)
+
+
+@triton.jit
+def walrus_in_and_of_scalars(x_ptr, out_ptr):
+    x = tl.load(x_ptr)
+    z = 0.0
+    ok = (x > 0) and ((z := x * 2) > 1)
+    tl.store(out_ptr, z + ok.to(tl.float32) * 100)
+
+
+@pytest.mark.parametrize("n", [2, 9])
+def test_assignment_expressions_in_and_bind_in_the_kernel(backend, n):
+    """A `:=` in an operand of `and` assigns the kernel's variable in the interpreter too (its
+    operands are not lambdas there), as compiled."""
+    i, j = 0, 0
+    while True:  # tensor `and`: every operand evaluated
+        a = i < n
+        j += 2
+        if not (a and j < 7):
+            break
+        i += 1
+    out = np.zeros(1, np.int32)
+    walrus_in_and[(1,)](out, n)
+    assert out[0] == i * 10 + j
+    x, got = np.array([3.0], np.float32), np.zeros(1, np.float32)
+    walrus_in_and_of_scalars[(1,)](x, got)
+    assert got[0] == 106.0
+
+
+@triton.jit
+def declared_constexpr_in_a_while_condition(out_ptr, n):
+    c: tl.constexpr
+    c = 2
+    i = 0
+    while (c := 2) + i < n:
+        i += 1
+    tl.store(out_ptr, c * 2000000000)  # a compile-time product: no 32-bit wrap
+    tl.store(out_ptr + 1, i)
+
+
+@triton.jit
+def walrus_in_a_run_time_conditional_expression(x_ptr, out_ptr, c):
+    y = (b := tl.load(x_ptr)) if c > 0 else 1.0  # noqa: F841
+    tl.store(out_ptr, y)
+
+
+def test_a_declared_constexpr_stays_compile_time_through_a_while_condition(backend):
+    out = np.zeros(2, np.int64)
+    declared_constexpr_in_a_while_condition[(1,)](out, 5)
+    assert out.tolist() == [4_000_000_000, 3]
+
+
+def test_an_assignment_expression_in_a_run_time_conditional_expression_is_refused(backend):
+    x, out = np.ones(1, np.float32), np.zeros(1, np.float32)
+    with pytest.raises(CompilationError, match=r"assignment expression \(:=\) in a branch of a conditional"):
+        walrus_in_a_run_time_conditional_expression[(1,)](x, out, 0)
+    assert out[0] == 0

@@ -19,7 +19,9 @@ from typing import TYPE_CHECKING, Any
 from ..errors import CompilationError
 from ..ir import Block
 from ..language import core as tlc
-from ..language.aggregate import aggregate_replace, is_aggregate, runtime_fields, same_constexprs
+from ..language.aggregate import (
+    aggregate_replace, is_aggregate, runtime_fields, same_compile_time_value, same_constexprs,
+)
 from ..language.block_pointer import block_pointer
 from ..language.descriptor import tensor_descriptor
 from ..language.types import int1
@@ -286,6 +288,13 @@ class ControlFlowMixin:
         if not is_tensor(cond):
             return self.visit(node.body if unwrap(cond) else node.orelse)
         cond = self.scalar_condition(cond)
+        if walrus_names(node.body) or walrus_names(node.orelse):
+            # the branches are regions of their own: a name assigned there has no value outside
+            raise CompilationError(
+                "an assignment expression (:=) in a branch of a conditional expression with a run-time "
+                "condition is not supported",
+                hint="assign before the expression, or use an if statement",
+            )
         values: list[Any] = []
         blocks = (Block(), Block())
         for block, expr in zip(blocks, (node.body, node.orelse)):
@@ -316,7 +325,10 @@ class ControlFlowMixin:
         """The variables a loop carries: assigned in its test (`in_test`) or in `body` and holding
         a carriable value now."""
         assigned = list(dict.fromkeys([*(in_test or []), *assigned_names(body)]))
-        names = [n for n in assigned if n != exclude and n in self.scope and self._carriable(self.scope[n])]
+        # a name declared `tl.constexpr` stays a compile-time value: it is never carried as a
+        # tensor (`_finish_loop` refuses the loop if it changes the value)
+        names = [n for n in assigned if n != exclude and n not in self.declared_constexpr and n in self.scope
+                 and self._carriable(self.scope[n])]
         if has_return(body):
             names += [n for n in (LIVE, RET) if n in self.scope]
         templates = [self.scope[n] for n in names]
@@ -371,7 +383,8 @@ class ControlFlowMixin:
         condition defines (`while (x := f(i)) > 0`), which the body and the code after the loop
         read."""
         handles = self._carried_handles(carried, "after the loop condition")
-        new = [n for n in walrus_names(test) if n not in carried.names and n in self.scope]
+        new = [n for n in walrus_names(test)
+               if n not in carried.names and n not in self.declared_constexpr and n in self.scope]
         for name in new:
             if name in before:  # not carried: a compile-time value before the loop
                 raise CompilationError(
@@ -390,7 +403,8 @@ class ControlFlowMixin:
         carried: _Carried, results: list[Any], target: str | None,
     ) -> None:
         for name, value in before.items():
-            if name not in carried.names and name in after and after[name] is not value:
+            if name not in carried.names and name in after and after[name] is not value and not (
+                    name in self.declared_constexpr and same_compile_time_value(after[name], value)):
                 raise CompilationError(
                     f"the compile-time value '{name}' cannot be reassigned inside a run-time loop",
                     hint="assign it before the loop, or use tl.static_range to unroll the loop",

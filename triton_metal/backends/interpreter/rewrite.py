@@ -146,23 +146,20 @@ class _Runtime:
 
     @staticmethod
     def bool_op(is_and: bool, thunks: Sequence[Callable[[], Any]]) -> Any:
-        tensors: list[tensor] = []
-        last: Any = None
+        fold = BoolFold(is_and)
         for thunk in thunks:
-            value = thunk()
-            if isinstance(value, tensor):
-                warn_logical_on_block(value)
-                tensors.append(value)
-                continue
-            if bool(_unwrap(value)) != is_and:
-                return value  # Python's short circuit on a compile-time operand
-            last = value
-        if not tensors:
-            return last
-        result = tensors[0]
-        for t in tensors[1:]:
-            result = result.logical_and(t) if is_and else result.logical_or(t)
-        return result
+            fold.add(thunk())
+            if not fold.go_on():
+                break
+        return fold.result()
+
+    @staticmethod
+    def bool_fold(is_and: bool) -> BoolFold:
+        return BoolFold(is_and)
+
+    @staticmethod
+    def bool_result(fold: BoolFold, *_operands: Any) -> Any:
+        return fold.result()
 
     @staticmethod
     def not_(value: Any) -> Any:
@@ -207,6 +204,40 @@ class _Runtime:
 
 
 # -- the rewrite -------------------------------------------------------------------------------
+
+
+class BoolFold:
+    """`and`/`or` over operands given one by one: block operands combine elementwise (all of
+    them evaluated, as in Triton), a compile-time operand short-circuits as in Python."""
+
+    def __init__(self, is_and: bool) -> None:
+        self.is_and = is_and
+        self.tensors: list[tensor] = []
+        self.last: Any = None
+        self.decided: Any = None
+        self.done = False
+
+    def add(self, value: Any) -> None:
+        if isinstance(value, tensor):
+            warn_logical_on_block(value)
+            self.tensors.append(value)
+        elif bool(_unwrap(value)) != self.is_and:
+            self.decided, self.done = value, True  # Python's short circuit on a compile-time operand
+        else:
+            self.last = value
+
+    def go_on(self) -> bool:
+        return not self.done
+
+    def result(self) -> Any:
+        if self.done:
+            return self.decided
+        if not self.tensors:
+            return self.last
+        result = self.tensors[0]
+        for t in self.tensors[1:]:
+            result = result.logical_and(t) if self.is_and else result.logical_or(t)
+        return result
 
 
 def _rt(name: str) -> ast.expr:
@@ -261,6 +292,8 @@ class _Rewriter(ast.NodeTransformer):
     def __init__(self, declared: frozenset[str] = frozenset(), track_returns: bool = False) -> None:
         self.declared = declared
         self.track_returns = track_returns
+        self.folds = 0
+        """`and`/`or` expressions rewritten without lambdas so far (their fold's name)."""
 
     def _note(self, node: ast.If | ast.While | ast.For) -> None:
         """Mark the call run-time when `node`, holding a `return`, is a run-time construct."""
@@ -341,8 +374,23 @@ class _Rewriter(ast.NodeTransformer):
     def visit_BoolOp(self, node: ast.BoolOp) -> ast.AST:
         self.generic_visit(node)
         is_and = ast.copy_location(ast.Constant(isinstance(node.op, ast.And)), node)
-        thunks = ast.copy_location(ast.List(elts=[_thunk(v) for v in node.values], ctx=ast.Load()), node)
-        return _call("bool_op", [is_and, thunks], node)
+        if not any(isinstance(n, ast.NamedExpr) for v in node.values for n in ast.walk(v)):
+            thunks = ast.copy_location(ast.List(elts=[_thunk(v) for v in node.values], ctx=ast.Load()), node)
+            return _call("bool_op", [is_and, thunks], node)
+        # A `:=` in an operand binds in the function's scope, which a lambda's would hide: the
+        # operands are arguments of one call instead, each evaluated while the fold goes on.
+        self.folds += 1
+        name = f"_tm_bool_{self.folds}"
+        fold = ast.NamedExpr(target=ast.Name(id=name, ctx=ast.Store()), value=_call("bool_fold", [is_and], node))
+        args: list[ast.expr] = [fold]
+        for v in node.values:
+            add = ast.Call(func=ast.Attribute(value=ast.Name(id=name, ctx=ast.Load()), attr="add", ctx=ast.Load()),
+                           args=[v], keywords=[])
+            go_on = ast.Call(func=ast.Attribute(value=ast.Name(id=name, ctx=ast.Load()), attr="go_on", ctx=ast.Load()),
+                             args=[], keywords=[])
+            args.append(ast.IfExp(test=go_on, body=add, orelse=ast.Constant(None)))
+        return ast.fix_missing_locations(ast.copy_location(
+            ast.Call(func=_rt("bool_result"), args=args, keywords=[]), node))
 
     def visit_UnaryOp(self, node: ast.UnaryOp) -> ast.AST:
         self.generic_visit(node)
