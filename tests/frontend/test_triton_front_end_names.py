@@ -462,6 +462,21 @@ def test_negative_zeros_in_a_constexpr_tuple_compile_their_own_variants(backend)
 
 
 @triton.jit
+def add_to_a_byte(x_ptr, out_ptr, T: tl.constexpr):
+    tl.store(out_ptr, (tl.load(x_ptr) + T[0]).to(tl.float32))
+
+
+def test_constexpr_tuples_of_equal_values_of_other_types_compile_their_own_variants(backend):
+    """`(1,)`, `(1.0,)` and `(True,)` are equal tuples in Python; an int8 plus the first wraps
+    in int8, plus the second is a float sum."""
+    x = np.array([127], np.int8)
+    for t, want in [((1,), -128.0), ((1.0,), 128.0), ((True,), -128.0), ((1,), -128.0)]:
+        out = np.zeros(1, np.float32)
+        add_to_a_byte[(1,)](x, out, t)
+        assert out[0] == want, t
+
+
+@triton.jit
 def bad_operand_kernel(x_ptr):
     value = tl.load(x_ptr)
     tl.store(x_ptr, value + "a")  # error

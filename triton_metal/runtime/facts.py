@@ -78,8 +78,9 @@ class ConstexprArg:
     value: Any
     kind: str
     negative_zero: bool | tuple[Any, ...] = False
-    """Where the value holds -0.0, which equals and hashes as 0.0 but compiles to another kernel
-    (`1.0 / x`): True for -0.0 itself; for a tuple holding one, this mark for each element."""
+    """What equality misses in the value: True for -0.0, which equals and hashes as 0.0 but
+    compiles to another kernel (`1.0 / x`); for a tuple, each element's type and this mark, at
+    any depth (`(1,)`, `(1.0,)` and `(True,)` are equal tuples, as `1 == 1.0 == True`)."""
 
 
 @dataclass(frozen=True, slots=True)

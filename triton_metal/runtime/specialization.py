@@ -371,12 +371,13 @@ def _constexpr_arg_slow(value: object, name: str) -> ConstexprArg:
             f"argument '{name}' is a tl.constexpr parameter but its value of type "
             f"{type(value).__name__} is not hashable"
         ) from None
-    return ConstexprArg(value, type(value).__name__, negative_zero=_negative_zeros(value))
+    return ConstexprArg(value, type(value).__name__, negative_zero=_unequal_parts(value))
 
 
-def _negative_zeros(value: object) -> bool | tuple[Any, ...]:
-    """`ConstexprArg.negative_zero` for `value`: where it holds -0.0 (as a float, a NumPy float
-    or a `tl.constexpr` of one, in tuples at any depth), so that it keys apart from 0.0."""
+def _unequal_parts(value: object) -> bool | tuple[Any, ...]:
+    """`ConstexprArg.negative_zero` for `value`: whether it is -0.0 (a float, a NumPy float or a
+    `tl.constexpr` of one), and for a tuple each element's type and mark at any depth, so that
+    values Python calls equal but that compile differently key apart."""
     from ..language import constexpr
 
     if isinstance(value, constexpr):
@@ -384,9 +385,14 @@ def _negative_zeros(value: object) -> bool | tuple[Any, ...]:
     if isinstance(value, (float, np.floating)):
         return bool(value == 0.0 and math.copysign(1.0, float(value)) < 0.0)
     if isinstance(value, tuple):
-        marks = tuple(_negative_zeros(v) for v in value)
-        return marks if any(marks) else False
+        return tuple((type(_unwrapped(v)).__name__, _unequal_parts(v)) for v in value)
     return False
+
+
+def _unwrapped(value: object) -> object:
+    from ..language import constexpr
+
+    return value.value if isinstance(value, constexpr) else value
 
 
 SpecializeFn = Callable[[object], ArgSpec]
