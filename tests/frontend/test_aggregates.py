@@ -565,6 +565,29 @@ def test_python_methods_init_and_getitem_get_python_values_on_both_backends(back
     np.testing.assert_array_equal(out.reshape(3, 16), np.stack([x * 100, x + 7, x * 3]))
 
 
+@triton.aggregate
+class Scaler:
+    x: tl.tensor
+
+    def __call__(self, factor):  # no `_semantic`: Triton passes none to a called aggregate
+        return self.x * (3 if factor is None else factor)
+
+
+@triton.jit
+def called_aggregate_kernel(x_ptr, out_ptr, F: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    s = Scaler(tl.load(x_ptr + offs))
+    tl.store(out_ptr + offs, s(None))
+    tl.store(out_ptr + BLOCK + offs, s(F))
+
+
+def test_a_called_aggregate_gets_python_values_on_both_backends(backend):
+    x = np.arange(-8, 8, dtype=np.int32)
+    out = np.zeros(32, np.int32)
+    called_aggregate_kernel[(1,)](x, out, F=5, BLOCK=16)
+    np.testing.assert_array_equal(out.reshape(2, 16), np.stack([x * 3, x * 5]))
+
+
 # -- an aggregate's @jit method is checked where a call runs it, on both backends ---------------
 
 

@@ -267,12 +267,12 @@ def field_aggregates(cls: type) -> list[type]:
 
 
 def _called_as_helper(name: str, member: Any) -> Any:
-    """A Python method (`__init__` and `__getitem__` too; a static method's function) that
+    """A Python method (`__init__`, `__getitem__` and `__call__` too; a static method's function) that
     unwraps its arguments' constexprs before it runs, as the front end calls a plain Python
     helper: it sees `None` or `3`, not `constexpr(None)`, whether the kernel is compiled (where
     literals are constexprs) or interpreted (where they are Python values). Other dunders, `@jit`
     and `constexpr_function` methods are left as they are."""
-    if name.startswith("__") and name not in ("__init__", "__getitem__"):
+    if name.startswith("__") and name not in ("__init__", "__getitem__", "__call__"):
         return member
     if isinstance(member, staticmethod):
         return staticmethod(_called_as_helper(name, member.__func__))
