@@ -348,3 +348,27 @@ def test_values_returned_from_run_time_constructs_are_tensors_on_both_backends(n
     out = np.zeros(1, np.int32)
     run_both(promoted_returns, (1,), x_ptr=x, out_ptr=out, n=n, C=-2)
     assert out[0] == expected
+
+
+@triton.jit
+def count_up_after_an_early_return(n):
+    if n < 2:
+        return -1
+    i = 1
+    while i < n:  # returns nothing itself: the value returned before it needs no slot here
+        i += 1
+    for _ in range(3):
+        i += 2
+    return i
+
+
+@triton.jit
+def early_then_loops_kernel(out_ptr, n):
+    tl.store(out_ptr, count_up_after_an_early_return(n))
+
+
+@pytest.mark.parametrize("n", [0, 5])
+def test_a_loop_after_an_early_return_of_a_value(n: int) -> None:
+    out = np.zeros(1, np.int32)
+    run_both(early_then_loops_kernel, (1,), out_ptr=out, n=n)
+    assert out[0] == (-1 if n < 2 else n + 6)

@@ -433,8 +433,10 @@ class ControlFlowMixin:
             self.scope[RET] = self.placeholder(need.value, scope)
             visit(node)
 
-    def _end_loop_body(self: CodeGenerator, carried: _Carried) -> None:
-        if RET in self.scope and RET not in carried.names:
+    def _end_loop_body(self: CodeGenerator, carried: _Carried, before: dict[str, Any]) -> None:
+        # the body returned a value the loop does not carry (a value returned before the loop,
+        # left as it was, needs no slot)
+        if RET in self.scope and RET not in carried.names and self.scope[RET] is not before.get(RET):
             raise ReturnSlotNeeded(self.scope[RET])
         self.returned = False  # the body may run no times: what follows the loop is reachable
         self._yield_carried(carried)
@@ -505,7 +507,7 @@ class ControlFlowMixin:
                 index = self.semantic.cast(index, index_ty)  # an unsigned index: the same bits
             self.define(target, index)
             self.visit_statements(node.body)
-            self._end_loop_body(carried)
+            self._end_loop_body(carried, before)
         self._finish_loop(node, before, self.scope, carried, list(for_op.results), target)
 
     def _visit_while(self: CodeGenerator, node: ast.While) -> None:
@@ -532,7 +534,7 @@ class ControlFlowMixin:
             if LIVE in carried.names:
                 self.scope[LIVE] = self.live_true  # the condition let only live programs in
             self.visit_statements(node.body)
-            self._end_loop_body(carried)
+            self._end_loop_body(carried, before)
         self._finish_loop(node, before, self.scope, forwarded, list(while_op.results), None)
 
 
