@@ -364,6 +364,23 @@ def nested_kernel(x_ptr):
     tl.store(x_ptr, o.get())
 
 
+def compute(v):  # a plain Python helper an aggregate's __init__ calls
+    return v * {helper_factor}
+
+
+@triton.aggregate
+class Computed:
+    v: tl.tensor
+
+    def __init__(self, v):
+        self.v = compute(v)
+
+
+@triton.jit
+def helper_kernel(x_ptr):
+    tl.store(x_ptr, Computed(tl.load(x_ptr)).v)
+
+
 def make_kernel():
     @triton.aggregate
     class Local:  # made by a function: the class is `make_kernel.<locals>.Local`
@@ -384,7 +401,7 @@ import numpy as np
 import stale_aggregates as m
 
 results = []
-for kernel in (m.inherited_kernel, m.nested_kernel, m.make_kernel()):
+for kernel in (m.inherited_kernel, m.nested_kernel, m.make_kernel(), m.helper_kernel):
     x = np.ones(1, np.int32)
     kernel[(1,)](x)
     results.append(int(x[0]))
@@ -410,13 +427,13 @@ def _run_stale(folder, cache, **values) -> list[int]:
 
 def test_editing_an_aggregate_the_kernel_reaches_recompiles_it_in_a_fresh_process(backend, tmp_path):
     """A base class's default, a Python method of an aggregate another one's field and __init__
-    bring in, and the default of a class made inside a function each change what a fresh
-    process runs (the disk cache keys on them all)."""
+    bring in, the default of a class made inside a function and a Python helper an __init__
+    calls each change what a fresh process runs (the disk cache keys on them all)."""
     cache = tmp_path / "cache"
-    first = dict(base_default=2, inner_factor=3, local_default=4)
-    assert _run_stale(tmp_path, cache, **first) == [1 + 1 + 2, 3, 4]
-    second = dict(base_default=5, inner_factor=6, local_default=7)
-    assert _run_stale(tmp_path, cache, **second) == [1 + 1 + 5, 6, 7]
+    first = dict(base_default=2, inner_factor=3, local_default=4, helper_factor=8)
+    assert _run_stale(tmp_path, cache, **first) == [1 + 1 + 2, 3, 4, 8]
+    second = dict(base_default=5, inner_factor=6, local_default=7, helper_factor=9)
+    assert _run_stale(tmp_path, cache, **second) == [1 + 1 + 5, 6, 7, 9]
 
 
 @triton.aggregate

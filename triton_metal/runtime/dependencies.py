@@ -130,9 +130,17 @@ def aggregate_classes(cls: type) -> list[type]:
     return found
 
 
+def _method_reads(cls: type) -> list[Any]:
+    """What the Python methods of an aggregate class read besides modules, aggregates and `@jit`
+    functions (keyed apart): the helpers they call and the closure and global values they
+    use, as a kernel's own helpers and values are keyed (the helpers' callees are not followed)."""
+    return [v for fn in python_methods(cls) for v in _names_read(fn)
+            if not isinstance(v, (types.ModuleType, JITCallable)) and not is_aggregate_class(v)]
+
+
 def _names_read(fn: types.FunctionType) -> list[Any]:
     """The values of the global and closure names a Python function (and the functions and
-    comprehensions it defines) reads."""
+    comprehensions it defines) reads, and of the attributes it names of the modules it reads."""
     values = []
     for cell in fn.__closure__ or ():
         try:
@@ -140,10 +148,15 @@ def _names_read(fn: types.FunctionType) -> list[Any]:
         except ValueError:  # an empty cell: the name is not bound yet
             continue
     codes = [fn.__code__]
+    names: set[str] = set()
     while codes:
         code = codes.pop()
         values += [fn.__globals__[n] for n in code.co_names if n in fn.__globals__]
+        names.update(code.co_names)
         codes += [c for c in code.co_consts if isinstance(c, types.CodeType)]
+    # `module.Name`: the attributes the code names of the modules it reads (a superset)
+    modules = [v for v in values if isinstance(v, types.ModuleType)]
+    values += [vars(m)[n] for m in modules for n in sorted(names) if n in vars(m)]
     return values
 
 
@@ -184,6 +197,8 @@ def _hash(fn: JITCallable, seen: dict[int, str], used: dict[tuple[str, int], Use
         elif is_aggregate_class(value):  # the classes it brings in (fields, __init__) and their @jit methods
             for klass in aggregate_classes(value):
                 digest.update(f"\naggregate {name} {klass.__module__}.{klass.__qualname__}\n{_class_text(klass)}".encode())
+                for read in _method_reads(klass):
+                    digest.update(f"\nread {_stable_text(read)}".encode())
             for method in device_functions(value):
                 digest.update(f"\njit {name}.{method.__qualname__} {_hash(method, seen, used)}".encode())
         elif isinstance(value, constexpr):
