@@ -8,7 +8,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-from ..errors import CompilationError
+from ..errors import CompilationError, internal_error
 from ..ir import Module, print_module
 from ..language import core as tlc
 from ..language import types as tlt
@@ -20,6 +20,7 @@ from .calls import check_parameters, is_const_annotation, is_constexpr_annotatio
 from .code_generator import CodeGenerator, FunctionSource
 from .ir_builder import IRBuilder, ir_type
 from .refusals import refusal
+from .returns import ReturnSlotNeeded
 from .signature import KernelSignature, Param, ParamConstexpr, ParamDescriptor, ParamTuple, ParamType, leaves
 
 
@@ -35,6 +36,8 @@ def compile_to_ir(kernel: JITCallable, signature: KernelSignature) -> Module:
         if _debug_level() >= 1:
             raise
         raise e.with_traceback(None)  # noqa: B904 - the same error, its internal frames dropped
+    except ReturnSlotNeeded as e:  # the loops that need one make it: none should reach here
+        raise internal_error(f"kernel '{kernel.__name__}': a returned value found no return slot") from e
 
 
 def _generate(kernel: JITCallable, signature: KernelSignature) -> Module:
