@@ -4,6 +4,7 @@ against NumPy; refused where Triton refuses them, in Triton's words, on both bac
 
 from __future__ import annotations
 
+import collections
 from typing import NamedTuple
 
 import numpy as np
@@ -603,6 +604,31 @@ def test_a_called_aggregate_gets_python_values_on_both_backends(backend):
     out = np.zeros(32, np.int32)
     called_aggregate_kernel[(1,)](x, out, F=5, BLOCK=16)
     np.testing.assert_array_equal(out.reshape(2, 16), np.stack([x * 3, x * 5]))
+
+
+Span = collections.namedtuple("Span", ["lo", "hi"])
+
+
+@triton.aggregate
+class FromSpan:
+    x: tl.tensor
+
+    def __init__(self, span):  # a named tuple arrives as one: its fields are read by name
+        self.x = span.hi - span.lo
+
+
+@triton.jit
+def named_tuple_kernel(out_ptr):
+    s = Span(tl.full([], 2, tl.int32), tl.full([], 9, tl.int32))
+    tl.store(out_ptr, FromSpan(s).x)
+    if isinstance(Span(1, 2), Span):  # a Python builtin on a named tuple, as in Python
+        tl.store(out_ptr + 1, 7)
+
+
+def test_named_tuples_reach_python_methods_and_builtins_as_named_tuples(backend):
+    out = np.zeros(2, np.int32)
+    named_tuple_kernel[(1,)](out)
+    assert out.tolist() == [7, 7]
 
 
 # -- an aggregate's @jit method is checked where a call runs it, on both backends ---------------

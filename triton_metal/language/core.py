@@ -127,7 +127,10 @@ def to_python(v: Any) -> Any:
     Python helper or a Python method of an aggregate is called with on every backend."""
     v = _unwrap(v)
     if isinstance(v, tuple):
-        return tuple(to_python(x) for x in v)
+        items = [to_python(x) for x in v]
+        # a named tuple stays one (its fields are read by name); `tl.tuple` and plain tuples
+        # become plain tuples
+        return type(v)(*items) if hasattr(type(v), "_fields") else tuple(items)
     if isinstance(v, list):
         return [to_python(x) for x in v]
     return v
