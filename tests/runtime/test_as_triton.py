@@ -3,6 +3,7 @@ the environment switch and the script runner."""
 
 from __future__ import annotations
 
+import os
 import sys
 
 import pytest
@@ -178,3 +179,35 @@ def test_torch_inductor_imports_under_the_swap():
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["True", "True"]
+
+
+def test_torch_compile_runs_under_the_swap(tmp_path):
+    """PyTorch reads Triton's registry of backends (`triton.backends.backends`) to decide whether
+    it may generate Triton code: here it is empty, so `torch.compile` compiles as without Triton,
+    and a function that launches a kernel still computes what torch computes."""
+    pytest.importorskip("torch")
+    import subprocess
+
+    probe = (
+        "import triton_metal; triton_metal.install_as_triton()\n"
+        "import torch, triton, triton.language as tl\n"
+        "from torch.utils._triton import has_triton\n"
+        "@triton.jit\n"
+        "def add(x, y, z, n, BLOCK: tl.constexpr):\n"
+        "    o = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n"
+        "    tl.store(z + o, tl.load(x + o, mask=o < n) + tl.load(y + o, mask=o < n), mask=o < n)\n"
+        "def model(a, b):\n"
+        "    c = torch.empty_like(a)\n"
+        "    add[(triton.cdiv(a.numel(), 16),)](a * 2, b, c, a.numel(), BLOCK=16)\n"
+        "    return c + 1\n"
+        "a, b = torch.randn(20), torch.randn(20)\n"
+        "got = torch.compile(model, backend='eager')(a, b)\n"
+        "print(has_triton(), torch.equal(got, a * 2 + b + 1))\n"
+    )
+    script = tmp_path / "compiled_model.py"  # a file: the kernel's source must be readable
+    script.write_text(probe)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRITON_METAL_")}
+    env["TRITON_METAL_CACHE_DIR"] = str(tmp_path / "cache")
+    out = subprocess.run([sys.executable, "-W", "ignore", str(script)], env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.split() == ["False", "True"]
