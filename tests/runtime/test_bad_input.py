@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from runtime_kernels import axpy_kernel
 
+import triton_metal as triton
 from triton_metal.errors import CompilationError, LaunchError
 
 N = 40
@@ -94,12 +95,11 @@ def test_bad_arguments(arrays, change, error, message):
 @pytest.mark.parametrize(
     ("grid", "message"),
     [
-        ((0,), "entry 0 is 0, but every grid dimension must be positive"),
-        ((-2,), "entry 0 is -2"),
+        ((-2,), "entry 0 is -2, but a grid dimension cannot be negative"),
         ((1.5,), r"entry 0 \(1.5\) is not an int"),
         ((1, 1, 1, 1), "a grid has 1 to 3 dimensions"),
         ((2**31,), "over the limit of 2147483647 programs per dimension"),
-        (lambda meta: (0,), "the grid function returned \\(0,\\)"),
+        (lambda meta: (-1,), "the grid function returned \\(-1,\\)"),
         (lambda meta: "x", "the grid function returned 'x'"),
     ],
 )
@@ -108,6 +108,16 @@ def test_bad_grids(arrays, grid, message):
     before = (x.copy(), y.copy(), out.copy())
     with pytest.raises(LaunchError, match=message):
         launch(x, y, out, grid=grid)
+    assert_untouched(x, y, out, before)
+
+
+@pytest.mark.parametrize("grid", [(0,), (2, 0), lambda meta: (triton.cdiv(0, meta["BLOCK"]),)])
+def test_a_grid_without_programs_runs_nothing(arrays, grid):
+    """As Triton's launcher: a zero dimension (an empty batch) compiles the kernel and runs no
+    program, so every array is left as it was."""
+    x, y, out = arrays
+    before = (x.copy(), y.copy(), out.copy())
+    launch(x, y, out, grid=grid)
     assert_untouched(x, y, out, before)
 
 
@@ -138,6 +148,7 @@ def test_bad_input_is_refused_in_interpret_mode_too(arrays, monkeypatch):
     before = (x.copy(), y.copy(), out.copy())
     with pytest.raises(LaunchError, match="float64"):
         launch(x.astype(np.float64), y, out)
-    with pytest.raises(LaunchError, match="positive"):
-        launch(x, y, out, grid=(0,))
+    with pytest.raises(LaunchError, match="cannot be negative"):
+        launch(x, y, out, grid=(-1,))
+    launch(x, y, out, grid=(0,))  # no programs: nothing runs, as compiled
     assert_untouched(x, y, out, before)

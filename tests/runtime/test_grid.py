@@ -19,6 +19,8 @@ from triton_metal.runtime.grid import MAX_PROGRAMS_PER_DIM, check_num_warps, nor
         (7, (7, 1, 1)),
         ((np.int64(5), np.int32(2)), (5, 2, 1)),
         ((MAX_PROGRAMS_PER_DIM,), (MAX_PROGRAMS_PER_DIM, 1, 1)),
+        ((0,), (0, 1, 1)),  # no programs: a launch runs nothing, as in Triton
+        ((3, 0), (3, 0, 1)),
     ],
 )
 def test_good_grids_are_padded_to_three(grid, expected):
@@ -31,15 +33,14 @@ def test_good_grids_are_padded_to_three(grid, expected):
     [
         ((), "a grid has 1 to 3 dimensions"),
         ((1, 1, 1, 1), "with 4 entries; a grid has 1 to 3 dimensions"),
-        ((0,), "entry 0 is 0, but every grid dimension must be positive"),
-        ((4, -1), "entry 1 is -1, but every grid dimension must be positive"),
+        ((4, -1), "entry 1 is -1, but a grid dimension cannot be negative"),
         ((2.0,), r"entry 0 \(2.0\) is not an int"),
         ((True,), r"entry 0 \(True\) is not an int"),
         (("4",), r"entry 0 \('4'\) is not an int"),
         ((MAX_PROGRAMS_PER_DIM + 1,), "over the limit of 2147483647 programs per dimension"),
         ((1, 2**32), "entry 1 is 4294967296, over the limit"),
-        ("abc", "a grid is a tuple of 1 to 3 positive ints"),
-        (None, "a grid is a tuple of 1 to 3 positive ints"),
+        ("abc", "a grid is a tuple of 1 to 3 non-negative ints"),
+        (None, "a grid is a tuple of 1 to 3 non-negative ints"),
     ],
 )
 def test_bad_grids_are_refused(grid, message):

@@ -1,8 +1,10 @@
 """Launch grids and launch options: checked and normalised before anything runs.
 
-A grid is what `kernel[grid]` receives: a tuple (or list) of 1 to 3 positive ints, or a callable
-`grid(META)` returning one, where META maps every parameter name to its bound value (constexprs
-included), as in Triton. The result is padded to three dimensions.
+A grid is what `kernel[grid]` receives: a tuple (or list) of 1 to 3 non-negative ints, or a
+callable `grid(META)` returning one, where META maps every parameter name to its bound value
+(constexprs included), as in Triton. The result is padded to three dimensions. A grid with a
+zero dimension has no programs: the launch compiles the kernel and runs nothing, as Triton's
+launcher does (`kernel[(triton.cdiv(0, BLOCK),)]` over an empty batch).
 
 Limits: `tl.program_id` is a 32-bit signed value, so each dimension holds at most 2**31 - 1
 programs; the Metal backend spreads programs over the y and z thread dimensions when the x
@@ -32,7 +34,7 @@ GridSpec = tuple[int, ...] | list[int] | Callable[[dict[str, Any]], Any]
 
 
 def resolve_grid(grid: object, meta: Callable[[], dict[str, Any]], kernel: str) -> Grid3:
-    """The grid as three positive ints; `meta()` builds META only when `grid` is callable."""
+    """The grid as three non-negative ints; `meta()` builds META only when `grid` is callable."""
     if callable(grid):
         value = grid(meta())
         where = "the grid function returned"
@@ -47,23 +49,23 @@ def normalize_grid(value: object, kernel: str, where: str = "grid is") -> Grid3:
         n = len(value)
         if n == 1:
             (x,) = value
-            if type(x) is int and 0 < x <= MAX_PROGRAMS_PER_DIM:
+            if type(x) is int and 0 <= x <= MAX_PROGRAMS_PER_DIM:
                 return (x, 1, 1)
         elif n == 2:
             x, y = value
             if (
                 type(x) is int and type(y) is int
-                and 0 < x <= MAX_PROGRAMS_PER_DIM
-                and 0 < y <= MAX_PROGRAMS_PER_DIM
+                and 0 <= x <= MAX_PROGRAMS_PER_DIM
+                and 0 <= y <= MAX_PROGRAMS_PER_DIM
             ):
                 return (x, y, 1)
         elif n == 3:
             x, y, z = value
             if (
                 type(x) is int and type(y) is int and type(z) is int
-                and 0 < x <= MAX_PROGRAMS_PER_DIM
-                and 0 < y <= MAX_PROGRAMS_PER_DIM
-                and 0 < z <= MAX_PROGRAMS_PER_DIM
+                and 0 <= x <= MAX_PROGRAMS_PER_DIM
+                and 0 <= y <= MAX_PROGRAMS_PER_DIM
+                and 0 <= z <= MAX_PROGRAMS_PER_DIM
             ):
                 return value  # type: ignore[return-value]
     return _normalize_grid_slow(value, kernel, where)
@@ -74,7 +76,7 @@ def _normalize_grid_slow(value: object, kernel: str, where: str) -> Grid3:
         value = (value,)  # Triton accepts a bare int as a 1-D grid
     if not isinstance(value, (tuple, list)):
         raise LaunchError(
-            f"{kernel}[grid]: {where} {value!r}; a grid is a tuple of 1 to 3 positive ints "
+            f"{kernel}[grid]: {where} {value!r}; a grid is a tuple of 1 to 3 non-negative ints "
             "or a function of META returning one"
         )
     if not 1 <= len(value) <= 3:
@@ -89,10 +91,10 @@ def _normalize_grid_slow(value: object, kernel: str, where: str) -> Grid3:
                 f"{kernel}[grid]: {where} {tuple(value)!r}; entry {axis} ({entry!r}) is not an int"
             )
         n = int(entry)
-        if n <= 0:
+        if n < 0:
             raise LaunchError(
-                f"{kernel}[grid]: {where} {tuple(value)!r}; entry {axis} is {n}, but every grid "
-                "dimension must be positive (skip the launch when there is no work)"
+                f"{kernel}[grid]: {where} {tuple(value)!r}; entry {axis} is {n}, but a grid "
+                "dimension cannot be negative"
             )
         if n > MAX_PROGRAMS_PER_DIM:
             raise LaunchError(

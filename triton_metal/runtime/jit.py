@@ -308,6 +308,8 @@ class JITFunction(KernelInterface, JITCallable):
             if warmup:  # the variant the legality check compiles (disk cached)
                 return self._check_compiles(facts, warps, debug_flag, backend, values, grid3[0], True)
             self._check_compiles(facts, warps, debug_flag, backend, values, grid3[0])
+            if 0 in grid3:  # no programs: nothing runs, as in Triton
+                return None
             if level >= 1:
                 log(f"launch {name} grid={grid3} num_warps={warps}: interpreted (TRITON_METAL_INTERPRET=1)")
             launch_on_interpreter(self, grid3, to_launch_args(self.arg_names, values, facts))
@@ -337,7 +339,7 @@ class JITFunction(KernelInterface, JITCallable):
             cache.by_facts[fast_key] = compiled
         if self._used_globals:
             check_globals(self._used_globals)
-        if warmup:
+        if warmup or 0 in grid3:  # a grid without programs runs nothing, as in Triton
             return compiled
         if level >= 1:
             log(f"launch {name} grid={grid3} num_warps={warps} backend={backend} "
