@@ -347,3 +347,25 @@ def test_prefill_backward_default_tile_on_each_target(monkeypatch, target):
     for kernel in (attention._attn_bwd_dq, attention._attn_bwd_dkdv):
         cf = kernel.best_config
         assert (cf.kwargs["BLOCK_M"], cf.kwargs["BLOCK_N"], cf.num_warps) == (64, 32, 4)
+
+
+@pytest.mark.parametrize("shape_q, shape_kv", [
+    ((1, 2, 0, 64), (1, 2, 5, 64)),  # no queries
+    ((0, 2, 3, 64), (0, 2, 5, 64)),  # no batch
+    ((1, 2, 1, 64), (1, 2, 0, 64)),  # decode over no keys
+    ((1, 4, 3, 64), (1, 2, 0, 64)),  # prefill over no keys, grouped heads
+])
+def test_empty_attention_matches_mlx(shape_q, shape_kv):
+    """No program has work: the shapes and values MLX gives (zeros over no keys), not a launch
+    error or unwritten memory."""
+    q, k, v = mx.ones(shape_q), mx.ones(shape_kv), mx.ones(shape_kv)
+    got = ops.scaled_dot_product_attention(q, k, v, scale=0.125)
+    want = mx.fast.scaled_dot_product_attention(q, k, v, scale=0.125)
+    assert got.shape == want.shape
+    np.testing.assert_array_equal(np.array(got), np.array(want))
+
+
+def test_zero_kv_heads_for_some_q_heads_are_refused():
+    with pytest.raises(ValueError, match="its 0 heads do not divide q's 2 heads"):
+        ops.scaled_dot_product_attention(mx.ones((1, 2, 1, 64)), mx.ones((1, 0, 1, 64)),
+                                         mx.ones((1, 0, 1, 64)), scale=0.125)
