@@ -279,3 +279,18 @@ def test_tiled_default_tile_on_each_target(monkeypatch, target, path, dtype):
         assert (report["fragments_per_simdgroup"], report["products_per_load"]) == (16, 2)
     else:
         assert report["form"] == "carried"
+
+
+@pytest.mark.parametrize("bits, group_size, K", [(4, 64, 96), (8, 64, 96), (2, 32, 48)])
+def test_a_row_of_a_partial_group_is_refused_as_mlx_refuses_it(bits, group_size, K):
+    """Scales come one per whole group: a packed row whose K leaves a partial group (a slice of
+    a quantized matrix) has no scale for its tail, which a launch would drop or read past."""
+    w = mx.random.normal((3, 2 * K), key=mx.random.key(0))
+    wq, s, b = mx.quantize(w, group_size=group_size, bits=bits)
+    words = K * bits // 32
+    wq, s, b = wq[:, :words], s[:, :K // group_size], b[:, :K // group_size]
+    x = mx.ones((1, K))
+    with pytest.raises(ValueError, match=f"not a whole number of groups of {group_size}"):
+        ops.quantized_matmul(x, wq, s, b, group_size=group_size, bits=bits)
+    with pytest.raises(ValueError):
+        mx.quantized_matmul(x, wq, s, b, group_size=group_size, bits=bits)

@@ -492,6 +492,9 @@ def quantized_matmul(x: Any, w: Any, scales: Any, biases: Any = None, transpose:
     elems = words * 32 // bits
     if (words * 32) % bits:
         raise c.fail(name, "w", f"{words} words per row do not hold a whole number of {bits}-bit codes")
+    if elems % group_size:  # as mx.quantized_matmul: a row is whole groups (a partial one has no scale)
+        raise c.fail(name, "w", f"its rows hold {elems} {bits}-bit elements, not a whole number of groups "
+                     f"of {group_size}")
     groups = elems // group_size
     scale_dtypes = ("uint8",) if mode == "mxfp4" else c.FLOAT_DTYPES
     c.check_array(name, "scales", scales, dtypes=scale_dtypes, min_ndim=2)
