@@ -144,3 +144,28 @@ def test_backward_kernel_configs_against_float64(monkeypatch, interpret, consecu
                                                HAS_B=True, PARTS=parts, COLS=cols, num_warps=4)
     for got, want in zip((dx, dw, db), _norm_grads_f64(x, w, g, 1e-5, False)):
         np.testing.assert_allclose(np.array(got), want, atol=1e-4 * max(1.0, np.abs(want).max()), rtol=1e-4)
+
+
+@pytest.mark.parametrize("n", [1000, 8193])  # held in registers, and streamed twice
+def test_layer_norm_of_rows_far_from_zero_against_float64(n):
+    """Rows of 1e4 + N(0, 1): their variance must not cancel away (E[x*x] - mean*mean in float32
+    kept no digit of it on the streamed path), forward and backward."""
+    x = 1e4 + randn((2, n))
+    dy = randn((2, n), seed=3)
+    x64 = np.asarray(x, np.float64)
+    xhat = (x64 - x64.mean(-1, keepdims=True)) / np.sqrt(x64.var(-1, keepdims=True) + 1e-5)
+    np.testing.assert_allclose(np.array(ops.layer_norm(x, None, None, 1e-5)), xhat, atol=2e-2)
+    dx = mx.grad(lambda x: (ops.layer_norm(x, None, None, 1e-5) * dy).sum())(x)
+    dy64 = np.asarray(dy, np.float64)
+    rstd = 1.0 / np.sqrt(x64.var(-1, keepdims=True) + 1e-5)
+    want = rstd * (dy64 - dy64.mean(-1, keepdims=True) - xhat * (dy64 * xhat).mean(-1, keepdims=True))
+    np.testing.assert_allclose(np.array(dx), want, atol=2e-2)
+
+
+@pytest.mark.parametrize("n", [1, 5, 8193])
+def test_layer_norm_of_constant_rows_is_the_bias(n):
+    """x - mean is exactly 0 in a constant row (the mean is correctly rounded), so the output is
+    the bias, however large 1 / sqrt(eps) is."""
+    x = mx.array(np.tile(np.array([1.5, 3.7, -2.2], np.float32)[:, None], (1, n)))
+    b = mx.full((n,), 0.25)
+    np.testing.assert_array_equal(np.array(ops.layer_norm(x, None, b, 1e-5)), np.full((3, n), 0.25, np.float32))

@@ -39,14 +39,26 @@ from . import _common as c
 from ._rows import ROW_TUNING, WARPS, default_warps, row_block, row_configs
 
 @triton.jit
+def _row_shift(row_ptr, n_cols, RMS, BLOCK: tl.constexpr):
+    """A value near a streamed row's mean, its first block's (0 for RMSNorm), taken from x before
+    the sums of x and x*x: E[x*x] - mean*mean in float32 cancels to nothing when the mean is
+    large against the spread (a row of 1e4 + N(0, 1) kept no digit of its variance)."""
+    offs = tl.arange(0, BLOCK)
+    first = tl.load(row_ptr + offs, mask=offs < n_cols, other=0.0).to(tl.float32)
+    return tl.where(RMS != 0, 0.0, tl.sum(first, 0) / tl.minimum(n_cols, BLOCK))
+
+
+@triton.jit
 def _row_moments(s1, s2, n_cols, eps, RMS):
-    """A row's mean (0 for RMSNorm) and 1/std from its running sums of x and x*x."""
+    """A row's mean (0 for RMSNorm) and 1/std from its running sums of x and x*x (of x less a
+    shift: the mean returned is then the shifted row's)."""
+    n = n_cols + 0.0  # a float, also where n_cols is a specialized int
     if RMS:
         mean = 0.0
-        var = tl.sum(s2, 0) / n_cols
+        var = tl.div_rn(tl.sum(s2, 0), n)
     else:
-        mean = tl.sum(s1, 0) / n_cols
-        var = tl.maximum(tl.sum(s2, 0) / n_cols - mean * mean, 0.0)
+        mean = tl.div_rn(tl.sum(s1, 0), n)
+        var = tl.maximum(tl.div_rn(tl.sum(s2, 0), n) - mean * mean, 0.0)
     return mean, tl.rsqrt(var + eps)
 
 
@@ -65,9 +77,11 @@ def _norm_fwd(x_ptr, w_ptr, b_ptr, y_ptr, stats_ptr, n_cols, eps, RMS, HAS_W: tl
             mean = 0.0
             xc = x
         else:
-            mean = tl.sum(x, 0) / n_cols
+            # correctly rounded: a mean one ulp off is the whole of x - mean in a constant row,
+            # which rstd then multiplies by up to 1 / sqrt(eps)
+            mean = tl.div_rn(tl.sum(x, 0), n_cols + 0.0)
             xc = tl.where(mask, x - mean, 0.0)
-        rstd = tl.rsqrt(tl.sum(xc * xc, 0) / n_cols + eps)
+        rstd = tl.rsqrt(tl.div_rn(tl.sum(xc * xc, 0), n_cols + 0.0) + eps)
         y = xc * rstd
         if HAS_W:
             y = y * tl.load(w_ptr + offs, mask=mask, other=0.0).to(tl.float32)
@@ -77,11 +91,15 @@ def _norm_fwd(x_ptr, w_ptr, b_ptr, y_ptr, stats_ptr, n_cols, eps, RMS, HAS_W: tl
     else:
         s1 = tl.zeros([BLOCK], tl.float32)
         s2 = tl.zeros([BLOCK], tl.float32)
+        shift = _row_shift(x_row, n_cols, RMS, BLOCK)
         for off in range(0, n_cols, BLOCK):
-            x = tl.load(x_row + off + offs, mask=off + offs < n_cols, other=0.0).to(tl.float32)
-            s1 += x
-            s2 += x * x
+            mask = off + offs < n_cols
+            x = tl.load(x_row + off + offs, mask=mask, other=0.0).to(tl.float32)
+            xs = tl.where(mask, x - shift, 0.0)
+            s1 += xs
+            s2 += xs * xs
         mean, rstd = _row_moments(s1, s2, n_cols, eps, RMS)
+        mean += shift
         for off in range(0, n_cols, BLOCK):
             mask = off + offs < n_cols
             x = tl.load(x_row + off + offs, mask=mask, other=0.0).to(tl.float32)
@@ -208,20 +226,23 @@ def _norm_bwd_long(x_ptr, w_ptr, dy_ptr, dx_ptr, stats_ptr, n_cols, eps, RMS,
     s2 = tl.zeros([BLOCK], tl.float32)
     sg = tl.zeros([BLOCK], tl.float32)
     sgx = tl.zeros([BLOCK], tl.float32)
+    shift = _row_shift(x_ptr + base, n_cols, RMS, BLOCK)
     for off in range(0, n_cols, BLOCK):
         mask = off + offs < n_cols
         x = tl.load(x_ptr + base + off + offs, mask=mask, other=0.0).to(tl.float32)
         g = tl.load(dy_ptr + base + off + offs, mask=mask, other=0.0).to(tl.float32)
         if HAS_W:
             g = g * tl.load(w_ptr + off + offs, mask=mask, other=0.0).to(tl.float32)
-        s1 += x
-        s2 += x * x
+        xs = tl.where(mask, x - shift, 0.0)
+        s1 += xs
+        s2 += xs * xs
         sg += g
-        sgx += g * x
+        sgx += g * xs
     mean, rstd = _row_moments(s1, s2, n_cols, eps, RMS)
     mean_g = tl.sum(sg, 0) / n_cols
-    # mean(dxhat * xhat) = rstd * (mean(dxhat * x) - mean * mean(dxhat))
+    # mean(dxhat * xhat) = rstd * (mean(dxhat * xs) - mean(xs) * mean(dxhat)), xs = x - shift
     inner = rstd * (tl.sum(sgx, 0) / n_cols - mean * mean_g)
+    mean += shift
     for off in range(0, n_cols, BLOCK):
         mask = off + offs < n_cols
         x = tl.load(x_ptr + base + off + offs, mask=mask, other=0.0).to(tl.float32)
