@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import mlx.core as mx
 import mlx.nn as nn
+import numpy as np
 import pytest
 
 from triton_metal import ops
@@ -49,3 +50,27 @@ def test_non_contiguous_and_scalar():
 def test_bad_input(call, match):
     with pytest.raises(ops.OpArgumentError, match=match):
         call()
+
+
+def _sigmoid64(z: np.ndarray) -> np.ndarray:
+    return 0.5 * (1.0 + np.tanh(0.5 * z))
+
+
+def _gelu_approx_grad64(x: np.ndarray) -> np.ndarray:
+    c = np.sqrt(2.0 / np.pi)
+    z = 2.0 * c * (x + 0.044715 * x**3)
+    s, sn = _sigmoid64(z), _sigmoid64(-z)
+    return s + x * s * sn * 2.0 * c * (1.0 + 3.0 * 0.044715 * x * x)
+
+
+def _silu_grad64(x: np.ndarray) -> np.ndarray:
+    return _sigmoid64(x) * (1.0 + x * _sigmoid64(-x))
+
+
+@pytest.mark.parametrize("op, ref", [(ops.gelu_approx, _gelu_approx_grad64), (ops.silu, _silu_grad64)])
+def test_gradients_of_large_inputs_against_float64(op, ref):
+    """Far right the gradient tends to 1: 1 - sigmoid(z) must be exp(-z), not the ulp left where
+    sigmoid rounds to just under 1, which x * x * x (x for silu) grew into 12760 at 1e4."""
+    x = np.array([3.0, 10.0, 30.0, 100.0, 1e3, 1e4, 1e6])
+    grad = mx.grad(lambda x: op(x).sum())(mx.array(x, mx.float32))
+    np.testing.assert_allclose(np.array(grad), ref(x), rtol=2e-6)

@@ -53,11 +53,14 @@ def _act_grad(x, ACT):
     if ACT == 0:
         d = 0.5 * (1.0 + tl.erf(x * SQRT1_2)) + x * INV_SQRT_2PI * tl.exp(-0.5 * x * x)
     elif ACT == 1:
-        s = tl.sigmoid(2.0 * TANH_C * (x + 0.044715 * x * x * x))
-        d = s + x * s * (1.0 - s) * 2.0 * TANH_C * (1.0 + 3.0 * 0.044715 * x * x)
+        z = 2.0 * TANH_C * (x + 0.044715 * x * x * x)
+        # 1 - s as sigmoid(-z): where s rounds to just under 1, 1 - s is an ulp instead of
+        # exp(-z), and x * x * x times it made the gradient grow without bound (12760 at 1e4)
+        s = tl.sigmoid(z)
+        d = s + x * s * tl.sigmoid(-z) * 2.0 * TANH_C * (1.0 + 3.0 * 0.044715 * x * x)
     else:
         s = tl.sigmoid(x)
-        d = s * (1.0 + x * (1.0 - s))
+        d = s * (1.0 + x * tl.sigmoid(-x))
     return d
 
 
