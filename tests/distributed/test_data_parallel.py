@@ -69,7 +69,11 @@ def _records(out: str) -> list[dict]:
     two ranks' lines can arrive joined without their newline: scan, do not split on lines."""
     decoder, records, at = json.JSONDecoder(), [], out.find("{")
     while at != -1:
-        record, end = decoder.raw_decode(out, at)
+        try:
+            record, end = decoder.raw_decode(out, at)
+        except json.JSONDecodeError:  # a brace in other text: look further on
+            at = out.find("{", at + 1)
+            continue
         records.append(record)
         at = out.find("{", end)
     return records
