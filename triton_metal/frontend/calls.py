@@ -34,7 +34,7 @@ from ..language.semantic.base import check_noinline_arguments
 from ..language.shape_ops import dtype_call
 from ..language.types import dtype
 from .refusals import refusal
-from .values import is_tensor, to_python, unwrap
+from .values import is_tensor, unwrap
 
 if TYPE_CHECKING:
     from .code_generator import CodeGenerator
@@ -194,7 +194,7 @@ class CallsMixin:
                 extra["_generator"] = self
             return fn(*args, **kwargs, **extra)
         if any(fn is f for f in _PYTHON_ALLOWED):
-            return _wrap(fn(*to_python(args), **to_python(kwargs)))
+            return _wrap(fn(*tlc.to_python(args), **tlc.to_python(kwargs)))
         if is_namedtuple_class(fn):
             return fn(*args, **kwargs)
         if isinstance(fn, dtype):  # `tl.float32(x)`
@@ -209,7 +209,7 @@ class CallsMixin:
         if owner is not None and not isinstance(owner, ModuleType) and (
             isinstance(owner, (dtype, tlc.constexpr)) or _from_language(type(owner))
         ):
-            return _wrap(fn(*to_python(args), **to_python(kwargs)))  # e.g. `x.dtype.is_int()`
+            return _wrap(fn(*tlc.to_python(args), **tlc.to_python(kwargs)))  # e.g. `x.dtype.is_int()`
         raise refusal("python_call", name=name)
 
     def _builtin_extras(self: CodeGenerator, method: Any) -> dict[str, Any]:
@@ -224,7 +224,7 @@ class CallsMixin:
         calls build IR through this kernel's semantic (made current for the call)."""
         try:
             with active_semantic(self.semantic):
-                return _wrap(fn(*to_python(args), **to_python(kwargs)))
+                return _wrap(fn(*tlc.to_python(args), **tlc.to_python(kwargs)))
         except CompilationError:
             raise
         except Exception as e:  # noqa: BLE001 - the helper's own error, reported at the call
@@ -247,7 +247,7 @@ class CallsMixin:
         if kwargs or len(args) < 2:
             raise CompilationError(f"{'min' if is_min else 'max'}() in a kernel takes two or more positional arguments")
         if not any(is_tensor(a) for a in args):
-            values = to_python(args)
+            values = tlc.to_python(args)
             check_constexpr_min_max(is_min, values)
             return _wrap((min if is_min else max)(*values))
         from ..language import elementwise

@@ -32,7 +32,7 @@ from .control_flow import ControlFlowMixin
 from .ir_builder import IRBuilder
 from .refusals import refusal, refusal_for_node, store_refusal
 from .returns import ReturnsMixin, ReturnSlotNeeded, guard
-from .values import is_tensor, to_python, unwrap
+from .values import is_tensor, unwrap
 
 
 _FRONT_END_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -237,7 +237,7 @@ class CodeGenerator(ReturnsMixin, ControlFlowMixin, CallsMixin, ast.NodeVisitor)
         if isinstance(target, (ast.Tuple, ast.List)):
             if any(isinstance(t, ast.Starred) for t in target.elts):
                 raise refusal("star_args")  # before counting: `a, *rest = ...` is refused as itself
-            items = to_python(value)
+            items = tlc.to_python(value)
             if is_tensor(items) or not isinstance(items, (tuple, list)):
                 raise CompilationError(f"cannot unpack a {type(items).__name__} into {len(target.elts)} names")
             if len(items) > len(target.elts):  # Python's words
@@ -258,8 +258,7 @@ class CodeGenerator(ReturnsMixin, ControlFlowMixin, CallsMixin, ast.NodeVisitor)
         if isinstance(raw, (bool, int, float)) and not is_tensor(raw):
             return self.semantic.to_tensor(raw)
         if isinstance(raw, tuple):  # a named tuple keeps its class
-            items = [self.sanitize(v) for v in raw]
-            return type(raw)(*items) if hasattr(raw, "_fields") else tuple(items)
+            return tlc.tuple_like(raw, [self.sanitize(v) for v in raw])
         return value
 
     def define(self, name: str, value: Any) -> None:
@@ -311,12 +310,12 @@ class CodeGenerator(ReturnsMixin, ControlFlowMixin, CallsMixin, ast.NodeVisitor)
         base = self.visit(node.value)
         index = self.visit(node.slice)
         if is_tensor(base):
-            return base.__getitem__(to_python(index), _semantic=self.semantic)
+            return base.__getitem__(tlc.to_python(index), _semantic=self.semantic)
         if is_aggregate(base):  # its `__getitem__`: a Python method or a @jit one
             return self.call(getattr(base, "__getitem__"), [index], {}, "__getitem__")
         if is_tensor(index):
             raise CompilationError("a tuple or compile-time value cannot be indexed by a run-time tensor")
-        result = to_python(base)[to_python(index)]
+        result = tlc.to_python(base)[tlc.to_python(index)]
         return result if is_tensor(result) or isinstance(result, tuple) else tlc.constexpr(result)
 
     def visit_Slice(self, node: ast.Slice) -> Any:
@@ -392,7 +391,7 @@ class CodeGenerator(ReturnsMixin, ControlFlowMixin, CallsMixin, ast.NodeVisitor)
             # `mask is not None` on a tensor is a compile-time fact (a tensor is never None).
             if isinstance(op, (ast.In, ast.NotIn)) and (is_tensor(lhs) or is_tensor(rhs)):
                 raise refusal("unsupported_operator", name=type(op).__name__ + " on tensors")
-            a, b = to_python(lhs), to_python(rhs)
+            a, b = tlc.to_python(lhs), tlc.to_python(rhs)
             return tlc.constexpr({
                 ast.Is: lambda: a is b, ast.IsNot: lambda: a is not b,
                 ast.In: lambda: a in b, ast.NotIn: lambda: a not in b,

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from ..language import core as tlc
-from ..language.core import to_python  # noqa: F401 - the front end imports it from here
 
 
 def is_tensor(v: Any) -> bool:

@@ -35,7 +35,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .core import TRITON_BUILTIN, constexpr, to_python
+from .core import TRITON_BUILTIN, constexpr, to_python, tuple_like
 from .jit_marker import ConstexprFunction, JITCallable, bind_by_name
 
 _FROZEN = "_tm_frozen"
@@ -230,8 +230,7 @@ def _checked(cls: type, field: AggregateField, value: Any) -> Any:
     if annotation is constexpr:
         value = _as_constexpr(value)
     elif annotation is tuple and isinstance(value, tuple):
-        items = [_as_constexpr(v) for v in value]
-        value = type(value)(*items) if hasattr(value, "_fields") else tuple(items)
+        value = tuple_like(value, [_as_constexpr(v) for v in value])
     if isinstance(annotation, type) and annotation is not typing.Any and not isinstance(value, annotation):
         raise TypeError(f"Expected {annotation} for attribute '{field.name}', got {type(value)}")
     return value

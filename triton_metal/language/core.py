@@ -122,15 +122,18 @@ def _unwrap(x: Any) -> Any:
 _unwrap_if_constexpr = _unwrap
 
 
+def tuple_like(like: tuple[Any, ...], items: Any) -> tuple[Any, ...]:
+    """`items` as a tuple of `like`'s kind: a named tuple keeps its class (its fields are read by
+    name), any other tuple (`tl.tuple` included) becomes a plain one."""
+    return type(like)(*items) if hasattr(like, "_fields") else tuple(items)
+
+
 def to_python(v: Any) -> Any:
     """Unwrap constexprs, recursively through tuples and lists (tensors stay): the values a
     Python helper or a Python method of an aggregate is called with on every backend."""
     v = _unwrap(v)
     if isinstance(v, tuple):
-        items = [to_python(x) for x in v]
-        # a named tuple stays one (its fields are read by name); `tl.tuple` and plain tuples
-        # become plain tuples
-        return type(v)(*items) if hasattr(type(v), "_fields") else tuple(items)
+        return tuple_like(v, [to_python(x) for x in v])
     if isinstance(v, list):
         return [to_python(x) for x in v]
     return v

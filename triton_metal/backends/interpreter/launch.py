@@ -29,6 +29,7 @@ from triton_metal.errors import (
     out_of_bounds_message,
 )
 from triton_metal.language import JITCallable, Semantic, active_semantic, constexpr, tensor
+from triton_metal.language.core import tuple_like
 from triton_metal.language.descriptor import tensor_descriptor
 from triton_metal.language.types import (
     FP64_REFUSAL,
@@ -136,8 +137,7 @@ def _bind(name: str, value: Any, memory: Memory, mlx: dict[int, _MlxBinding], is
     if _is_host_descriptor(value):
         return _bind_descriptor(name, value, memory, mlx)
     if isinstance(value, tuple):  # a tuple argument: each element bound as an argument of its own
-        items = [_bind(f"{name}[{i}]", v, memory, mlx, False) for i, v in enumerate(value)]
-        return type(value)(*items) if hasattr(value, "_fields") else tuple(items)
+        return tuple_like(value, [_bind(f"{name}[{i}]", v, memory, mlx, False) for i, v in enumerate(value)])
     wrapped_dtype = getattr(value, "dtype", None)
     base = getattr(value, "base", None)
     if isinstance(wrapped_dtype, dtype) and base is not None:  # reinterpret(array, tl dtype)

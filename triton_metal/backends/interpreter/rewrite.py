@@ -44,7 +44,7 @@ from typing import Any
 from triton_metal.language import constexpr, current_semantic, tensor
 from triton_metal.language import range as tl_range
 from triton_metal.language.aggregate import is_aggregate
-from triton_metal.language.core import type_of, warn_logical_on_block
+from triton_metal.language.core import tuple_like, type_of, warn_logical_on_block
 from triton_metal.frontend.returns import has_return, nested_return
 
 _RT = "__triton_metal_rt__"
@@ -68,8 +68,7 @@ class _Runtime:
             sem = current_semantic()
             return sem.to_tensor(raw) if sem is not None else raw
         if isinstance(raw, tuple):  # a named tuple keeps its class, as in the front end
-            items = [_Runtime.assigned(v) for v in raw]
-            return type(raw)(*items) if hasattr(raw, "_fields") else tuple(items)
+            return tuple_like(raw, [_Runtime.assigned(v) for v in raw])
         return value
 
     @staticmethod
