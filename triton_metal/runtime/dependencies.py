@@ -108,34 +108,41 @@ def device_functions(value: Any) -> list[JITCallable]:
     `@jit` methods of an aggregate class and of the aggregates it brings in (`aggregate_classes`)."""
     if isinstance(value, JITCallable):
         return [value]
-    found: list[JITCallable] = []
-    for klass in aggregate_classes(value) if is_aggregate_class(value) else ():
-        found += [m for m in jit_methods(klass) if m not in found]
-    return found
+    return _jit_methods_of(_classes_read(value)) if is_aggregate_class(value) else []
 
 
 def aggregate_classes(cls: type) -> list[type]:
     """`cls` and every aggregate class building or using a `cls` may run the code or read the
     defaults of: the aggregates it inherits from and, transitively, those their fields are
     annotated with and those their Python methods (`__init__` among them) name."""
-    found: list[type] = []
+    return list(_classes_read(cls))
+
+
+def _classes_read(cls: type) -> dict[type, list[Any]]:
+    """`aggregate_classes(cls)`, each mapped to what its Python methods read (`_names_read`)."""
+    found: dict[type, list[Any]] = {}
     pending = [cls]
     while pending:
         klass = pending.pop(0)
         if klass in found:
             continue
-        found.append(klass)
+        found[klass] = reads = [v for fn in python_methods(klass) for v in _names_read(fn)]
         pending += [k for k in klass.__mro__ if is_aggregate_class(k)] + field_aggregates(klass)
-        pending += [v for fn in python_methods(klass) for v in _names_read(fn) if is_aggregate_class(v)]
+        pending += [v for v in reads if is_aggregate_class(v)]
     return found
 
 
-def _method_reads(cls: type) -> list[Any]:
-    """What the Python methods of an aggregate class read besides modules, aggregates and `@jit`
-    functions (keyed apart): the helpers they call and the closure and global values they
-    use, as a kernel's own helpers and values are keyed (the helpers' callees are not followed)."""
-    return [v for fn in python_methods(cls) for v in _names_read(fn)
-            if not isinstance(v, (types.ModuleType, JITCallable)) and not is_aggregate_class(v)]
+def _jit_methods_of(classes: dict[type, list[Any]]) -> list[JITCallable]:
+    found: list[JITCallable] = []
+    for klass in classes:
+        found += [m for m in jit_methods(klass) if m not in found]
+    return found
+
+
+def _keyed_apart(value: Any) -> bool:
+    """Read by an aggregate's Python method and keyed on its own: modules (their attributes the
+    code names are read), `@jit` functions and aggregate classes (hashed as such)."""
+    return isinstance(value, (types.ModuleType, JITCallable)) or is_aggregate_class(value)
 
 
 def _names_read(fn: types.FunctionType) -> list[Any]:
@@ -195,11 +202,15 @@ def _hash(fn: JITCallable, seen: dict[int, str], used: dict[tuple[str, int], Use
         if isinstance(value, JITCallable):
             digest.update(f"\njit {name} {_hash(value, seen, used)}".encode())
         elif is_aggregate_class(value):  # the classes it brings in (fields, __init__) and their @jit methods
-            for klass in aggregate_classes(value):
+            classes = _classes_read(value)
+            for klass, reads in classes.items():
                 digest.update(f"\naggregate {name} {klass.__module__}.{klass.__qualname__}\n{_class_text(klass)}".encode())
-                for read in _method_reads(klass):
-                    digest.update(f"\nread {_stable_text(read)}".encode())
-            for method in device_functions(value):
+                # what its Python methods read, as a kernel's own helpers and values are keyed
+                # (the helpers' callees are not followed)
+                for read in reads:
+                    if not _keyed_apart(read):
+                        digest.update(f"\nread {_stable_text(read)}".encode())
+            for method in _jit_methods_of(classes):
                 digest.update(f"\njit {name}.{method.__qualname__} {_hash(method, seen, used)}".encode())
         elif isinstance(value, constexpr):
             digest.update(f"\nconstexpr {name} {value.value!r}".encode())
