@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import dataclasses
 
-from triton_metal.ir import Op
 from triton_metal.ir.ops import arith
 from triton_metal.ir.types import PointerType, ScalarType, element_type
 
@@ -96,7 +95,7 @@ def _check_aligned(ctx: LoweringContext, op: arith.PtrBitcastOp, buf: Buffer, ol
     both the addresses and the array's own start multiples of the new size."""
     info = ctx.axis_info
     proven = info.get(op.operand).element_divisibility if info is not None else 1
-    base = _start_divisibility(ctx, op, buf)
+    base = 16 if buf.aligned16 else 1  # where the array itself starts (the launch's fact)
     if proven % new_bytes == 0 and base % new_bytes == 0:
         return
     hint = (f"cast the array's own pointer (aligned to 16 bytes) and index in {new} elements, "
@@ -115,20 +114,6 @@ def _check_aligned(ctx: LoweringContext, op: arith.PtrBitcastOp, buf: Buffer, ol
         f"{new} access is undefined on Apple GPUs)",
         hint=hint,
     )
-
-
-def _start_divisibility(ctx: LoweringContext, op: Op, buf: Buffer) -> int:
-    """Bytes the address of the array `buf` starts at is a multiple of (its parameter's axis
-    info: 16 where the launch found the array aligned), or 1 when unknown."""
-    node: Op | None = op
-    while node is not None and node.name != "tt.func":
-        node = node.parent.parent_op if node.parent is not None else None
-    if node is None or ctx.axis_info is None:
-        return 1
-    for arg in node.regions[0].block.args:
-        if arg.name_hint == buf.param:
-            return int(ctx.axis_info.get(arg).element_divisibility)
-    return 1
 
 
 def _tl_name(ty: ScalarType) -> str:

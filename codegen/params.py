@@ -108,12 +108,12 @@ def analyse_params(func: Op, kernel: str) -> dict[BlockArgument, ParamUse]:
             u.loaded = True
             # a load of another size decodes whole elements of its own type: only the bytewise
             # encoding decodes alike whatever the size ("sub" carries across the array's words)
-            u.reinterpreted |= _element_bytes(op.ptr) != _element_bytes(root[op.ptr])
+            u.reinterpreted |= _other_size(op.ptr, root)
         elif isinstance(op, mem.StoreOp) and op.ptr in root:
-            uses[root[op.ptr]].stored = True
-            uses[root[op.ptr]].stores.append(op)
-            if _element_bytes(op.ptr) != _element_bytes(root[op.ptr]):
-                uses[root[op.ptr]].reinterpreted = True
+            u = uses[root[op.ptr]]
+            u.stored = True
+            u.stores.append(op)
+            u.reinterpreted |= _other_size(op.ptr, root)
         elif isinstance(op, (mem.AtomicRMWOp, mem.AtomicCASOp)) and op.ptr in root:
             u = uses[root[op.ptr]]
             u.atomic = True
@@ -146,6 +146,11 @@ def _pointee(ptr: Value) -> object:
     el = element_type(ptr.type)
     assert isinstance(el, PointerType)
     return el.pointee
+
+
+def _other_size(ptr: Value, root: dict[Value, BlockArgument]) -> bool:
+    """`ptr` sees its array's bytes as elements of another size (`ptr.to(tl.pointer_type(T))`)."""
+    return _element_bytes(ptr) != _element_bytes(root[ptr])
 
 
 def _element_bytes(ptr: Value) -> int:
