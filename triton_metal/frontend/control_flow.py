@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from ..errors import CompilationError
+from ..errors import CompilationError, Loc
 from ..ir import Block
 from ..language import core as tlc
 from ..language.aggregate import (
@@ -36,13 +36,16 @@ if TYPE_CHECKING:
 _MISSING = object()
 
 
-def _mismatch(name: str, then_type: Any, else_type: Any) -> CompilationError:
+def _mismatch(name: str, then_type: Any, else_type: Any, definition: Loc, if_line: int) -> CompilationError:
     """A variable (or the function's result, `RET`) typed differently by the two branches of a
-    run-time `if`, in Triton's words."""
+    run-time `if`, in Triton's words. The result's is located at the function's `definition`, as
+    Triton locates it, its hint naming the `if`; a variable's at the `if` (by the caller)."""
     if name == RET:
         return CompilationError(
             f"Return type mismatch: {then_type} is returned on one path and {else_type} on another",
-            hint="return values of one type on every path, e.g. with .to(...)",
+            definition,
+            hint=f"return values of one type on every path, e.g. with .to(...) (the branches of the "
+                 f"'if' at line {if_line} differ)",
         )
     return CompilationError(
         f"Mismatched type for {name}: '{name}' is {then_type} after the then branch but "
@@ -233,16 +236,7 @@ class ControlFlowMixin:
                 e_leaves = self._leaves(e)
             for tv, ev in zip(t_leaves, e_leaves):
                 if tv.type != ev.type:
-                    error = _mismatch(name, tv.type, ev.type)
-                    if name == RET:
-                        # located at the function's definition, as Triton locates it; the hint
-                        # names the `if` whose branches differ
-                        where = self.source.loc(node)
-                        error = CompilationError(
-                            error.reason, self.source.loc(self.source.func_def),
-                            f"{error.hint} (the branches of the 'if' at line {where.line} differ)",
-                            self.kernel_name)
-                    raise error
+                    raise _mismatch(name, tv.type, ev.type, self.source.loc(self.source.func_def), self._line(node))
             merged.append((name, t))
             then_values += t_leaves
             else_values += e_leaves
