@@ -36,8 +36,9 @@ KERNEL_FLAGS = (
     "-fsingle-precision-constant",
     "-Wno-attributes",
     "-ffp-contract=off",
-    # Arithmetic on a signalling NaN returns a quiet one (IEEE 754 6.2): without this flag the
-    # compiler may fold `x - (m ? y : 0.0f)` into `m ? x - y : x` and pass the NaN through.
+    # Arithmetic on a signalling NaN returns a quiet one (IEEE 754 6.2): without this flag g++
+    # may fold `x - (m ? y : 0.0f)` into `m ? x - y : x` and pass the NaN through. (clang has no
+    # such mode: it warns, ignores the flag and compiles as before.)
     "-fsignaling-nans",
     "-fPIC",
     # Kernels are called from the generated loop in the same file: hidden symbols let the
