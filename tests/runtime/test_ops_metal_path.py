@@ -1,5 +1,5 @@
-"""The ops whose kernels changed most recently (norm backward, prefill and decode attention, the
-quantized GEMV and tiled matmul among them), on the Metal path: the recording `metal_kernel`
+"""The ops whose kernels changed most recently (the norms, the activations' backward, prefill and
+decode attention, the quantized GEMV and tiled matmul among them), on the Metal path: the recording `metal_kernel`
 stand-in runs the exact MSL on the emulator into sentinel-filled outputs, so an element a kernel
 fails to write shows up, and the results are compared with MLX's own ops."""
 
@@ -148,4 +148,32 @@ def test_quantized_matmul_tiled(metal_stand_in):
     dense = np.array(mx.dequantize(wq, scales, biases, group_size=64, bits=4).astype(mx.float32))
     want = np.array(x.astype(mx.float32)).astype(np.float64) @ dense.astype(np.float64).T
     assert np.abs(np.array(got.astype(mx.float32)) - want).max() <= 3e-3 * np.abs(want).max()
+    assert metal_stand_in.fast.launches
+
+
+@pytest.mark.parametrize("n", [1000, 8193])  # held in registers, and streamed twice
+def test_layer_norm_far_from_zero(metal_stand_in, n):
+    # rows of 1e4 + N(0, 1): the forward's correctly rounded statistics and the streamed path's
+    # shifted sums, and the long rows' backward, against float64
+    rng = np.random.default_rng(8)
+    x64 = 1e4 + rng.standard_normal((2, n))
+    dy64 = rng.standard_normal((2, n))
+    x, dy = mx.array(x64.astype(np.float32)), mx.array(dy64.astype(np.float32))
+    x64 = np.asarray(x, np.float64)  # the float32 inputs, exactly
+    xhat = (x64 - x64.mean(-1, keepdims=True)) / np.sqrt(x64.var(-1, keepdims=True) + 1e-5)
+    np.testing.assert_allclose(np.array(ops.layer_norm(x, None, None, 1e-5)), xhat, atol=2e-2)
+    dx = mx.grad(lambda x: (ops.layer_norm(x, None, None, 1e-5) * dy).sum())(x)
+    rstd = 1.0 / np.sqrt(x64.var(-1, keepdims=True) + 1e-5)
+    want = rstd * (dy64 - dy64.mean(-1, keepdims=True) - xhat * (dy64 * xhat).mean(-1, keepdims=True))
+    np.testing.assert_allclose(np.array(dx), want, atol=2e-2)
+    assert metal_stand_in.fast.launches
+
+
+@pytest.mark.parametrize("op", [ops.gelu_approx, ops.silu])
+def test_activation_gradients(metal_stand_in, op):
+    # the backward's sigmoid(-z) over inputs from -20 to 1e4, against MLX's own activations
+    x = mx.array(np.concatenate([np.linspace(-20, 20, 301), [100.0, 1e3, 1e4]]).astype(np.float32))
+    ref = {ops.gelu_approx: lambda t: mx.sigmoid(1.5957691216057308 * (t + 0.044715 * t ** 3)) * t,
+           ops.silu: lambda t: t * mx.sigmoid(t)}[op]
+    _close(mx.grad(lambda t: op(t).sum())(x), mx.grad(lambda t: ref(t).sum())(x), 1e-4)
     assert metal_stand_in.fast.launches
