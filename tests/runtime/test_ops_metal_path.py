@@ -1,7 +1,8 @@
 """The ops whose kernels changed most recently (the norms, the activations' backward, prefill and
-decode attention, the quantized GEMV and tiled matmul among them), on the Metal path: the recording `metal_kernel`
-stand-in runs the exact MSL on the emulator into sentinel-filled outputs, so an element a kernel
-fails to write shows up, and the results are compared with MLX's own ops."""
+decode attention, the quantized GEMV and tiled matmul among them), on the Metal path: the
+recording `metal_kernel` stand-in runs the exact MSL on the emulator into sentinel-filled
+outputs, so an element a kernel fails to write shows up, and the results are compared with MLX's
+own ops (or float64)."""
 
 from __future__ import annotations
 
