@@ -127,8 +127,8 @@ def table(results: str, labels: list[str]) -> str:
                 ok = "" if got.get("ok", False) else " WRONG"
                 cells.append(f"{lab} {got['kernel_us']:.1f} ({got['pct_copy']:.1f}%, {got.get('registers')}r, "
                              f"err {_error(got):.1e}{ok}){ratio}")
-            refs = {r["label"]: r["us"] for run in by_label.values() for r in run.get(base["index"], {}).get("refs", [])}
-            ref_text = "; ".join(f"{k} {v:.1f}" for k, v in refs.items())
+            refs = {r["label"]: r.get("us") for run in by_label.values() for r in run.get(base["index"], {}).get("refs", [])}
+            ref_text = "; ".join(f"{k} {v:.1f}" if v is not None else f"{k} failed" for k, v in refs.items())
             lines.append(f"[{base['index']}] {base['kernel']} {_config(base)}: " + " | ".join(cells)
                          + (f" || {ref_text}" if ref_text else ""))
         for kernel in dict.fromkeys(x["kernel"] for x in runs[labels[0]]["launches"]):

@@ -141,6 +141,86 @@ def _geglu_f16() -> None:
     _mx().eval(ops.geglu(_normal((4096, 4096), "float16"), _normal((4096, 4096), "float16")))
 
 
+_ACT = {  # op -> (float64 forward, torch's fused backward of the same activation)
+    "gelu": ("F.gelu({x})", "torch.ops.aten.gelu_backward({g}, {x})"),
+    "gelu_approx": ("F.gelu({x}, approximate='tanh')", "torch.ops.aten.gelu_backward({g}, {x}, approximate='tanh')"),
+    "silu": ("F.silu({x})", "torch.ops.aten.silu_backward({g}, {x})"),
+}
+_GATES = {"geglu": "gelu", "swiglu": "silu"}
+_TORCH = {"float16": "f16", "bfloat16": "bf16"}
+
+
+def _activation_case(op: str, dtype: str, backward: bool) -> None:
+    """`ops.<op>` on 4096 x 4096, forward, or its gradient (`_act_bwd`: dx, and dup when gated)
+    through `mx.grad` of the sum, so `dy` is ones; checked against float64 and timed beside
+    torch's own kernels (its fused backward where torch has one)."""
+    act = _GATES.get(op, op)
+    fwd, bwd = _ACT[act]
+    gated = op in _GATES
+    x64 = "x_ptr.double()"
+    if backward:
+        g = "(dy_ptr.double() * up_ptr.double())" if gated else "dy_ptr.double()"
+        checks = (f"dx_ptr={bwd.format(g=g, x=x64)}",)
+        if gated:
+            checks += (f"dup_ptr=dy_ptr.double() * {fwd.format(x=x64)}",)
+        g16 = "dy_ptr * up_ptr" if gated else "dy_ptr"
+        refs = (f"torch.{act}_backward={bwd.format(g=g16, x='x_ptr')}",)
+    else:
+        checks = (f"y_ptr={fwd.format(x=x64)}" + (" * up_ptr.double()" if gated else ""),)
+        refs = (f"torch=({fwd.format(x='x_ptr')}" + (" * up_ptr)" if gated else ")"),)
+    name = f"{op}{'_bwd' if backward else ''}_{_TORCH[dtype]}_4096x4096"
+
+    @case(name, checks=checks, time_refs=refs)
+    def run() -> None:
+        from triton_metal import ops
+        mx = _mx()
+        x = _normal((4096, 4096), dtype)
+        up = _normal((4096, 4096), dtype)
+        fn = (lambda a, u: getattr(ops, op)(a, u)) if gated else (lambda a, u: getattr(ops, op)(a))
+        if backward:
+            mx.eval(mx.grad(lambda a, u: fn(a, u).astype(mx.float32).sum(), argnums=(0, 1))(x, up))
+        else:
+            mx.eval(fn(x, up))
+
+
+for _op in ("gelu_approx", "silu", "swiglu", "gelu", "geglu"):
+    for _dt in ("float16", "bfloat16"):
+        if not (_op in ("gelu", "geglu") and _dt == "float16"):  # registered above
+            _activation_case(_op, _dt, backward=False)
+        _activation_case(_op, _dt, backward=True)
+
+
+# -- norms' forward --------------------------------------------------------------------------------
+
+_LAYER_CHECK = ("y_ptr=F.layer_norm(x_ptr.double(), (x_ptr.shape[-1],), w_ptr.double(), b_ptr.double(), eps)",)
+
+
+def _norm_forward_case(kind: str, dtype: str, rows: int, cols: int) -> None:
+    """`ops.rms_norm` / `ops.layer_norm` forward; rows over 8192 elements are streamed (two
+    passes over x), the others held in registers."""
+    if kind == "rms":
+        checks = (_RMS_CHECK,)
+        refs = ("F.rms_norm=F.rms_norm(x_ptr, (x_ptr.shape[-1],), w_ptr, eps)",)
+        fns: tuple[str, ...] = ("triton_rms_norm",)
+    else:
+        checks = _LAYER_CHECK
+        refs = ("F.layer_norm=F.layer_norm(x_ptr, (x_ptr.shape[-1],), w_ptr, b_ptr, eps)",)
+        fns = ("triton_layer_norm",)
+
+    @case(f"{kind}_norm_{_TORCH[dtype]}_{rows}x{cols}", checks=checks, time_refs=refs, ref_fns=fns)
+    def run() -> None:
+        from triton_metal import ops
+        x, w, b = _normal((rows, cols), dtype), _normal((cols,), dtype), _normal((cols,), dtype)
+        _mx().eval(ops.rms_norm(x, w, 1e-5) if kind == "rms" else ops.layer_norm(x, w, b, 1e-5))
+
+
+_norm_forward_case("rms", "float16", 4096, 4096)
+for _dt in ("float16", "bfloat16"):
+    _norm_forward_case("layer", _dt, 4096, 4096)
+_norm_forward_case("layer", "float16", 512, 16384)
+_norm_forward_case("rms", "float16", 512, 16384)
+
+
 # -- losses ----------------------------------------------------------------------------------------
 
 @case("cross_entropy_bf16_4096x32000",

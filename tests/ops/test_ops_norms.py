@@ -169,3 +169,31 @@ def test_layer_norm_of_constant_rows_is_the_bias(n):
     x = mx.array(np.tile(np.array([1.5, 3.7, -2.2], np.float32)[:, None], (1, n)))
     b = mx.full((n,), 0.25)
     np.testing.assert_array_equal(np.array(ops.layer_norm(x, None, b, 1e-5)), np.full((3, n), 0.25, np.float32))
+
+
+@pytest.mark.parametrize("interpret", ["", "1"], ids=["emulator", "interpreter"])
+@pytest.mark.parametrize("n", [3, 7, 100, 4095, 8191])
+def test_layer_norm_mean_is_the_row_sum_over_n_correctly_rounded(monkeypatch, interpret, n):
+    """A row held in registers saves sum / n rounded once, from the float32 nearest 1 / n and two
+    fmas. Rows of small integers sum exactly in any order, so the mean is known exactly.
+    (A streamed row's mean is its shifted mean plus the shift: two roundings.)"""
+    from fractions import Fraction
+
+    monkeypatch.setenv("TRITON_METAL_INTERPRET", interpret)
+    from triton_metal.ops import norms
+
+    rows = np.random.default_rng(n).integers(-50, 50, (16, n)).astype(np.float32)
+    rows[0] = 1.0  # sums to n: the mean is exactly 1
+    stats = np.array(norms._layer_norm_op(mx.array(rows), None, None, 1e-5)[1])
+    want = np.array([np.float32(Fraction(int(s), n)) if Fraction(int(s), n).denominator == 1
+                     else _nearest_float32(Fraction(int(s), n)) for s in rows.sum(-1, dtype=np.int64)],
+                    np.float32)
+    np.testing.assert_array_equal(stats[:, 0].view(np.uint32), want.view(np.uint32))
+
+
+def _nearest_float32(q):
+    from fractions import Fraction
+
+    near = np.float32(float(q))
+    around = (np.nextafter(near, np.float32(-np.inf)), near, np.nextafter(near, np.float32(np.inf)))
+    return min(around, key=lambda v: abs(Fraction(float(v)) - q))

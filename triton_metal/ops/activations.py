@@ -1,13 +1,14 @@
 """`gelu`, `gelu_approx`, `silu` (as `mlx.nn`'s) and the gated `swiglu`, `geglu`, forward and backward.
 
 Elementwise kernels over the flattened arrays, computed in float32 and stored in the input
-dtype. `ACT` (a run-time argument: one compiled variant serves every function, the branch is
-uniform across the grid) picks the function: 0 gelu (erf form), 1 gelu_approx (tanh form, written as
-`x * sigmoid(2 z)` since `0.5 (1 + tanh z) = sigmoid(2 z)`), 2 silu. Gated forms multiply by
+dtype. `ACT` picks the function: 0 gelu (erf form), 1 gelu_approx (tanh form, written as
+`x * sigmoid(2 z)` since `0.5 (1 + tanh z) = sigmoid(2 z)`), 2 silu. It is a compile-time
+argument, so each function has its own variant and a thread holds the registers its function
+needs, not the most any of the three needs. Gated forms multiply by
 `up`: `swiglu(gate, up) = silu(gate) * up`, `geglu(gate, up) = gelu(gate) * up`.
 
-Tuning: `BLOCK` (elements per program) and `num_warps`, keyed on the element count; a config
-with more threads than elements in its block is pruned.
+Tuning: `BLOCK` (elements per program) and `num_warps`, keyed on the element count and the
+function; a config with more threads than elements in its block is pruned.
 """
 
 from __future__ import annotations
@@ -26,19 +27,18 @@ TANH_C = tl.constexpr(0.7978845608028654)  # sqrt(2 / pi)
 
 
 def _prune(configs: list[Any], named_args: dict[str, Any], **kwargs: Any) -> list[Any]:
-    n = int(named_args.get("n", 1 << 20))
-    fitting = [cf for cf in configs if 32 * cf.num_warps <= cf.kwargs["BLOCK"]]
-    # small arrays: the smallest block first, so the grid still has several programs
-    fitting.sort(key=lambda cf: (cf.kwargs["BLOCK"] > max(1024, n // 8), -cf.kwargs["BLOCK"]))
-    return c.first_or_all(fitting)
+    return c.first_or_all([cf for cf in configs if 32 * cf.num_warps <= cf.kwargs["BLOCK"]])
 
 
-_CONFIGS = [triton.Config({"BLOCK": b}, num_warps=w) for b in (4096, 2048, 1024) for w in (4, 8)]
+# (BLOCK, num_warps), the default first: 1024 elements on 4 warps (8 a thread) was the fastest
+# of these for every activation, forward and backward, f16 and bf16, through the GPU proxy
+# (docs/ops.md, "Activations"); larger blocks hold more elements a thread in registers
+_CONFIGS = [triton.Config({"BLOCK": b}, num_warps=w) for b in (1024, 2048, 4096) for w in (4, 8)]
 _TUNING = {"early_config_prune": _prune}
 
 
 @triton.jit
-def _act(x, ACT):
+def _act(x, ACT: tl.constexpr):
     if ACT == 0:
         y = 0.5 * x * (1.0 + tl.erf(x * SQRT1_2))
     elif ACT == 1:
@@ -49,24 +49,34 @@ def _act(x, ACT):
 
 
 @triton.jit
-def _act_grad(x, ACT):
+def _sigmoid_slope(z):
+    # sigmoid(z) and its slope sigmoid(z) * sigmoid(-z), from one exponential and one division:
+    # with t = exp(-|z|) and r = 1 / (1 + t), sigmoid(z) is r or t * r by the sign of z, and
+    # the slope t * r * r either way. The slope is not taken from 1 - sigmoid(z): where
+    # sigmoid(z) rounds to just under 1 that leaves an ulp instead of exp(-z), which the
+    # gradients below multiply by up to x^3 (12760 for gelu_approx at 1e4)
+    t = tl.exp(-tl.abs(z))
+    r = 1.0 / (1.0 + t)
+    tr = t * r
+    return tl.where(z >= 0.0, r, tr), tr * r
+
+
+@triton.jit
+def _act_grad(x, ACT: tl.constexpr):
     if ACT == 0:
         d = 0.5 * (1.0 + tl.erf(x * SQRT1_2)) + x * INV_SQRT_2PI * tl.exp(-0.5 * x * x)
     elif ACT == 1:
-        z = 2.0 * TANH_C * (x + 0.044715 * x * x * x)
-        # 1 - s as sigmoid(-z): where s rounds to just under 1, 1 - s is an ulp instead of
-        # exp(-z), and x * x * x times it made the gradient grow without bound (12760 at 1e4)
-        s = tl.sigmoid(z)
-        d = s + x * s * tl.sigmoid(-z) * 2.0 * TANH_C * (1.0 + 3.0 * 0.044715 * x * x)
+        s, slope = _sigmoid_slope(2.0 * TANH_C * (x + 0.044715 * x * x * x))
+        d = s + x * slope * 2.0 * TANH_C * (1.0 + 3.0 * 0.044715 * x * x)
     else:
-        s = tl.sigmoid(x)
-        d = s * (1.0 + x * tl.sigmoid(-x))
+        s, slope = _sigmoid_slope(x)
+        d = s + x * slope
     return d
 
 
-@triton.autotune(configs=_CONFIGS, key=["n"], prune_configs_by=_TUNING)
+@triton.autotune(configs=_CONFIGS, key=["n", "ACT", "GATED"], prune_configs_by=_TUNING)
 @triton.jit
-def _act_fwd(x_ptr, up_ptr, y_ptr, n, ACT, GATED: tl.constexpr, BLOCK: tl.constexpr):
+def _act_fwd(x_ptr, up_ptr, y_ptr, n, ACT: tl.constexpr, GATED: tl.constexpr, BLOCK: tl.constexpr):
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
     x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
@@ -76,9 +86,9 @@ def _act_fwd(x_ptr, up_ptr, y_ptr, n, ACT, GATED: tl.constexpr, BLOCK: tl.conste
     tl.store(y_ptr + offs, y, mask=mask)
 
 
-@triton.autotune(configs=_CONFIGS, key=["n"], prune_configs_by=_TUNING)
+@triton.autotune(configs=_CONFIGS, key=["n", "ACT", "GATED"], prune_configs_by=_TUNING)
 @triton.jit
-def _act_bwd(x_ptr, up_ptr, dy_ptr, dx_ptr, dup_ptr, n, ACT, GATED: tl.constexpr,
+def _act_bwd(x_ptr, up_ptr, dy_ptr, dx_ptr, dup_ptr, n, ACT: tl.constexpr, GATED: tl.constexpr,
              BLOCK: tl.constexpr):
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n

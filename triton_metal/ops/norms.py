@@ -30,7 +30,11 @@ dtype.
 
 from __future__ import annotations
 
+from fractions import Fraction
+from functools import lru_cache
 from typing import Any
+
+import numpy as np
 
 import triton_metal as triton
 import triton_metal.language as tl
@@ -46,6 +50,31 @@ def _row_shift(row_ptr, n_cols, RMS, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     first = tl.load(row_ptr + offs, mask=offs < n_cols, other=0.0).to(tl.float32)
     return tl.where(RMS != 0, 0.0, tl.sum(first, 0) / tl.minimum(n_cols, BLOCK))
+
+
+INF = tl.constexpr(float("inf"))
+
+
+@lru_cache(maxsize=256)
+def _reciprocal(n: int) -> float:
+    """The float32 nearest 1/n (the double 1/n rounded again to float32 can miss it; 1/n is never
+    halfway between two float32 values, so the nearest is unique)."""
+    near = np.float32(1.0 / n)
+    return float(min((np.nextafter(near, np.float32(0)), near, np.nextafter(near, np.float32(1))),
+                     key=lambda v: abs(Fraction(float(v)) - Fraction(1, n))))
+
+
+@triton.jit
+def _mean_rn(total, n_cols, inv_n):
+    """total / n_cols correctly rounded, without a division: with inv_n the float32 nearest
+    1/n_cols (`_reciprocal`), q = total * inv_n is within an ulp of the quotient, the residual
+    total - q * n_cols is exact in one fma, and q + residual * inv_n in one more is the quotient
+    correctly rounded (Markstein's theorem, for a quotient that neither overflows nor is
+    subnormal). An infinite or NaN total gives q, as a division would. Through the GPU proxy a
+    correctly rounded division took a thread 5 more registers and the row 8% longer."""
+    q = total * inv_n
+    mean = tl.fma(tl.fma(-q, n_cols + 0.0, total), inv_n, q)
+    return tl.where(tl.abs(q) < INF, mean, q)
 
 
 @triton.jit
@@ -64,7 +93,7 @@ def _row_moments(s1, s2, n_cols, eps, RMS):
 
 @triton.autotune(configs=row_configs(), key=["n_cols", "ONE_PASS"], prune_configs_by=ROW_TUNING)
 @triton.jit
-def _norm_fwd(x_ptr, w_ptr, b_ptr, y_ptr, stats_ptr, n_cols, eps, RMS, HAS_W: tl.constexpr,
+def _norm_fwd(x_ptr, w_ptr, b_ptr, y_ptr, stats_ptr, n_cols, inv_n, eps, RMS, HAS_W: tl.constexpr,
               HAS_B: tl.constexpr, BLOCK: tl.constexpr, ONE_PASS: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
     x_row = x_ptr + row * n_cols
@@ -79,9 +108,9 @@ def _norm_fwd(x_ptr, w_ptr, b_ptr, y_ptr, stats_ptr, n_cols, eps, RMS, HAS_W: tl
         else:
             # correctly rounded: a mean one ulp off is the whole of x - mean in a constant row,
             # which rstd then multiplies by up to 1 / sqrt(eps)
-            mean = tl.div_rn(tl.sum(x, 0), n_cols + 0.0)
+            mean = _mean_rn(tl.sum(x, 0), n_cols, inv_n)
             xc = tl.where(mask, x - mean, 0.0)
-        rstd = tl.rsqrt(tl.div_rn(tl.sum(xc * xc, 0), n_cols + 0.0) + eps)
+        rstd = tl.rsqrt(tl.sum(xc * xc, 0) / n_cols + eps)
         y = xc * rstd
         if HAS_W:
             y = y * tl.load(w_ptr + offs, mask=mask, other=0.0).to(tl.float32)
@@ -329,7 +358,7 @@ def _forward(x: Any, w: Any, b: Any, eps: float, rms: bool) -> tuple[Any, Any]:
     if x.size:
         block, one_pass = row_block(n)
         _norm_fwd[(rows,)](
-            x, x if w is None else w, x if b is None else b, y, stats, n, eps,
+            x, x if w is None else w, x if b is None else b, y, stats, n, _reciprocal(n), eps,
             int(rms), HAS_W=w is not None, HAS_B=b is not None, BLOCK=block, ONE_PASS=one_pass)
     return y, stats
 

@@ -246,8 +246,10 @@ class NumpyBuilder:
         return _h(fn(f), ty)
 
     def create_fma(self, a: TensorHandle, b: TensorHandle, c: TensorHandle) -> TensorHandle:
-        r = a.data.astype(np.float64) * b.data.astype(np.float64) + c.data.astype(np.float64)
-        return _h(r, a.dtype)
+        x, y, z = (h.data.astype(np.float64) for h in (a, b, c))
+        if a.data.dtype == np.float32:
+            return TensorHandle(_fma32(x, y, z), a.dtype)
+        return _h(x * y + z, a.dtype)
 
     def create_cmp(self, pred: CmpPredicate, lhs: TensorHandle, rhs: TensorHandle) -> TensorHandle:
         a, b = lhs.data, rhs.data
@@ -555,3 +557,25 @@ def _signed_zero_order(r: np.ndarray, a: np.ndarray, b: np.ndarray, is_min: bool
     ab, bb = a.view(bits), b.view(bits)
     merged = (ab | bb) if is_min else (ab & bb)
     return np.where(a == b, merged.view(a.dtype), r)
+
+
+def _fma32(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """x * y + z rounded once to float32, as Metal's fma, from float32 values held as float64.
+
+    The product is exact in float64, the sum is not: rounded to float64 and then to float32, it
+    can land exactly halfway between two float32 values that the exact sum is not halfway
+    between, and ties-to-even then picks the wrong one. The sum's exact error (Knuth's two-sum)
+    says which side the exact sum lies on; such a tie is moved one float64 step towards it."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        p = x * y
+        s = p + z
+        back = s - p
+        err = (p - (s - back)) + (z - back)
+        r = s.astype(np.float32)
+        r64 = r.astype(np.float64)
+        across = np.nextafter(r, np.where(s > r64, np.float32(np.inf), np.float32(-np.inf)))
+        tie = (s != r64) & (s == (r64 + across.astype(np.float64)) / 2) & (err != 0)
+        if np.any(tie):
+            toward = np.where(err > 0, np.inf, -np.inf)
+            r = np.where(tie, np.nextafter(s, toward).astype(np.float32), r)
+    return np.asarray(r, dtype=np.float32)
