@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
           f"sizes: {'GPU' if large else 'CPU-scale'}; medians of {args.iters} runs")
     if not large:
         print("note: ours on the CPU emulator, MLX on its CPU backend; not an Apple GPU figure")
-    print(f"| op | triton_metal ms | rate | MLX built-in | MLX ms | rate | ours / MLX |")
+    print("| op | triton_metal ms | rate | MLX built-in | MLX ms | rate | ours / MLX |")
     print("|---|---|---|---|---|---|---|")
     for case in op_bench_cases(mx, large):
         if args.only and case.name.split()[0] not in args.only:
