@@ -81,9 +81,9 @@ _RMS_CHECK = ("y_ptr=x_ptr.double() * torch.rsqrt(x_ptr.double().pow(2).mean(-1,
               " * w_ptr.double()")
 
 
-def _softmax_op(dtype: str) -> None:
+def _softmax_op(dtype: str, shape: tuple[int, int] = (4096, 4096)) -> None:
     from triton_metal import ops
-    _mx().eval(ops.softmax(_normal((4096, 4096), dtype), axis=-1))
+    _mx().eval(ops.softmax(_normal(shape, dtype), axis=-1))
 
 
 @case("softmax_bf16_4096x4096", checks=(_SOFTMAX_OP,),
@@ -95,6 +95,11 @@ def _softmax_bf16() -> None:
 @case("softmax_f16_4096x4096", checks=(_SOFTMAX_OP,), ref_fns=("triton_softmax",))
 def _softmax_f16() -> None:
     _softmax_op("float16")
+
+
+@case("softmax_f16_512x16384", checks=(_SOFTMAX_OP,), ref_fns=("triton_softmax",))
+def _softmax_f16_streamed() -> None:
+    _softmax_op("float16", (512, 16384))
 
 
 @case("rms_norm_bf16_4096x4096", checks=(_RMS_CHECK,),
@@ -219,6 +224,7 @@ for _dt in ("float16", "bfloat16"):
     _norm_forward_case("layer", _dt, 4096, 4096)
 _norm_forward_case("layer", "float16", 512, 16384)
 _norm_forward_case("rms", "float16", 512, 16384)
+_norm_forward_case("rms", "float16", 2048, 16384)
 
 
 # -- losses ----------------------------------------------------------------------------------------

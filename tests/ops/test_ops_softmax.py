@@ -10,7 +10,7 @@ from .helpers import assert_close, check_grads, randn, transposed
 
 # rows not a multiple of anything, a row under one warp, a row just over a power of two, and a
 # row longer than the one-pass limit (streamed in blocks)
-SHAPES = [(3, 7), (5, 100), (2, 1000), (2, 8193)]
+SHAPES = [(3, 7), (5, 100), (2, 1000), (2, 16384), (2, 16385)]
 
 
 # every dtype on one shape, every shape in float32: each (dtype, block) pair is a compile

@@ -23,13 +23,15 @@ def test_row_configs(tuning):
         c.num_warps for c in _rows.prune_row_configs(_rows.row_configs(), {}, BLOCK=block, ONE_PASS=one_pass))
     assert warps(16, True) == [1]                  # 32 threads cover 16 elements; never more
     assert warps(8192, True) == [4, 8, 16]         # at most 64 elements per thread in registers
-    assert warps(2048, False) == [1, 2, 4, 8, 16]  # streamed rows: any width fits
+    assert warps(16384, True) == [8, 16]           # the longest row held in registers
+    assert warps(2048, False) == [1, 2, 4, 8, 16]  # streamed rows: any width fits, 16 warps first
+    assert _rows.prune_row_configs(_rows.row_configs(), {}, BLOCK=2048, ONE_PASS=False)[0].num_warps == 16
 
 
 def test_activation_configs(tuning):
     kept = activations._prune(activations._CONFIGS, {"n": 100})
     assert kept and all(32 * c.num_warps <= c.kwargs["BLOCK"] for c in kept)
-    assert kept[0].kwargs["BLOCK"] == 1024  # small arrays start with the smallest block
+    assert kept[0].kwargs["BLOCK"] == 1024  # the default: the smallest block, also for small arrays
 
 
 def test_attention_tiles_fit_threadgroup_memory(tuning):
