@@ -54,14 +54,14 @@ class Case:
     the same inputs; Liger-Kernel's where `LIGER_KERNEL_DIR` or the Python path has it)."""
 
 
-def _norm_backward(kind: str, dtype: str) -> Callable[[Any], None]:
+def _norm_backward(kind: str, dtype: str, shape: tuple[int, int] = (4096, 4096)) -> Callable[[Any], None]:
     def run(mx: Any) -> None:
         from triton_metal import ops
 
         dt = getattr(mx, dtype)
-        x = mx.random.normal((4096, 4096)).astype(dt)
-        w = mx.random.normal((4096,)).astype(dt)
-        b = mx.random.normal((4096,)).astype(dt)
+        x = mx.random.normal(shape).astype(dt)
+        w = mx.random.normal(shape[-1:]).astype(dt)
+        b = mx.random.normal(shape[-1:]).astype(dt)
         if kind == "rms":
             grads = mx.grad(lambda a, ww: ops.rms_norm(a, ww, 1e-5).sum(), argnums=(0, 1))(x, w)
         else:
@@ -108,10 +108,10 @@ def _layer_norm_example(mx: Any) -> None:
     mx.eval(*layer_norm.layer_norm_backward(dy, x, w, mean, rstd))
 
 
-def _norm_case(name: str, kind: str, dtype: str) -> Case:
+def _norm_case(name: str, kind: str, dtype: str, shape: tuple[int, int] = (4096, 4096)) -> Case:
     """A norm's backward case; its refs functions are the norm's (`RMS` is a constexpr of
     `_norm_bwd`, so a launch does not say which norm it is)."""
-    return Case(name, _norm_backward(kind, dtype), (f"check_{kind}_norm_backward", "check_sum_partials"),
+    return Case(name, _norm_backward(kind, dtype, shape), (f"check_{kind}_norm_backward", "check_sum_partials"),
                 inputs=(f"inputs_{kind}_norm_backward",),
                 time_fns=(f"triton_{kind}_norm_backward", f"liger_{kind}_norm_backward"))
 
@@ -125,6 +125,10 @@ CASES = (
     _norm_case("rms_norm_bwd_bf16", "rms", "bfloat16"),
     _norm_case("layer_norm_bwd_f16", "layer", "float16"),
     _norm_case("layer_norm_bwd_bf16", "layer", "bfloat16"),
+    _norm_case("rms_norm_bwd_f16_8192x2048", "rms", "float16", (8192, 2048)),
+    _norm_case("rms_norm_bwd_f16_2048x8192", "rms", "float16", (2048, 8192)),
+    _norm_case("rms_norm_bwd_bf16_1024x16384", "rms", "bfloat16", (1024, 16384)),
+    _norm_case("layer_norm_bwd_f16_2048x8192", "layer", "float16", (2048, 8192)),
     Case("rope_f16", _rope("float16", False), ("check_rope",), _ROPE_TIME),
     Case("rope_bf16", _rope("bfloat16", False), ("check_rope",), _ROPE_TIME),
     Case("rope_bwd_f16", _rope("float16", True), ("check_rope",), _ROPE_TIME),

@@ -131,3 +131,11 @@ def test_norm_backward_configs(tuning):
     small = norms._prune_bwd(norms._BWD_CONFIGS, {}, BLOCK=128)
     assert (small[0].kwargs["AHEAD"], small[0].num_warps) == (0, 1)
     assert all(32 * c.num_warps <= 128 for c in small)
+    # an RMS norm reads ahead on a warp per 256 elements, a layer norm from rows of 8192; where
+    # reading ahead does not fit (rows of 16384), a run of consecutive rows on 16 warps
+    def first(block: int, rms: int) -> tuple[int, int, int]:
+        return norms._bwd_shape(norms._prune_bwd(norms._BWD_CONFIGS, {"RMS": rms}, BLOCK=block)[0])
+
+    assert [first(b, 1) for b in (1024, 2048, 4096, 8192, 16384)] == [
+        (0, 1, 4), (0, 1, 8), (0, 1, 16), (0, 1, 16), (1, 0, 16)]
+    assert [first(b, 0) for b in (2048, 4096, 8192, 16384)] == [(1, 0, 4), (1, 0, 16), (1, 1, 16), (1, 0, 16)]

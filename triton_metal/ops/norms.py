@@ -148,6 +148,21 @@ def _add_pairs(a, b, c, d):
     return a + c, b + d
 
 
+def _bwd_default(block: int, rms: bool, ahead: bool = True) -> tuple[int, int, int]:
+    """The backward's default (CONSECUTIVE, AHEAD, num_warps), from the GPU proxy (docs/ops.md,
+    "Norms' backward defaults"): an RMS norm reads the next row ahead, its rows strided over the
+    programs, on a warp per 256 elements (8 a thread; 1.13-1.24x faster than without reading
+    ahead at 8192 x 2048, 4096 x 4096 and 2048 x 8192). A layer norm, which holds twice the
+    accumulators, reads ahead only from rows of 8192 (1.14x there, slower at 4096); else a run
+    of consecutive rows a program on 16 warps from rows of 4096 (the fastest or within 1% at
+    4096 x 4096), the row ops' width below: the form where reading ahead does not fit (`ahead`)."""
+    if ahead and rms:
+        return 0, 1, max(1, min(16, block // 256))
+    if ahead and block >= 8192:
+        return 1, 1, 16
+    return 1, 0, 16 if block >= 4096 else default_warps(block)
+
+
 def _prune_bwd(configs: list[Any], named_args: dict[str, Any], **kwargs: Any) -> list[Any]:
     # a thread holds BLOCK / threads elements of each of x and dy (twice that reading ahead):
     # at most 32 (else registers spill), and no more threads than a row's elements
@@ -158,13 +173,16 @@ def _prune_bwd(configs: list[Any], named_args: dict[str, Any], **kwargs: Any) ->
         return threads <= max(32, block) and (1 + cf.kwargs["AHEAD"]) * block // threads <= 32
 
     fitting = [cf for cf in configs if fits(cf)] or [min(configs, key=lambda cf: cf.num_warps)]
-    # the default: a run of consecutive rows a program, no reading ahead (it needs registers that
-    # cost a program a core where it does not fit), 16 warps for rows of 4096 elements and more
-    # (the fastest or within 1% of it in all four norm cases measured through the GPU proxy at
-    # 4096 x 4096, docs/ops.md, "Seventh round"), else the row ops' default
-    default = (1, 0, 16 if block >= 4096 else default_warps(block))
-    fitting.sort(key=lambda cf: (cf.kwargs["CONSECUTIVE"], cf.kwargs["AHEAD"], cf.num_warps) != default)
+    rms = bool(int(named_args.get("RMS", kwargs.get("RMS", 0))))
+    default = _bwd_default(block, rms)
+    if default not in map(_bwd_shape, fitting):
+        default = _bwd_default(block, rms, ahead=False)
+    fitting.sort(key=lambda cf: _bwd_shape(cf) != default)
     return c.first_or_all(fitting)
+
+
+def _bwd_shape(cf: Any) -> tuple[int, int, int]:
+    return cf.kwargs["CONSECUTIVE"], cf.kwargs["AHEAD"], cf.num_warps
 
 
 _BWD_CONFIGS = [triton.Config({"CONSECUTIVE": r, "AHEAD": a}, num_warps=w)
