@@ -17,7 +17,7 @@ from ._common import first_or_all, next_pow2
 
 MAX_ONE_PASS = 16384
 """The longest row held in registers (32 elements a thread on 16 warps). Through the GPU proxy,
-rows of 16384 held in registers ran 1.0-1.12x faster than streamed twice (docs/ops.md, "Ninth
+rows of 16384 held in registers ran 0.99-1.12x as fast as streamed twice (docs/ops.md, "Ninth
 round")."""
 LOOP_BLOCK = 2048
 WARPS = (1, 2, 4, 8, 16)
@@ -32,8 +32,8 @@ def row_block(n: int) -> tuple[int, bool]:
 
 def default_warps(block: int, one_pass: bool = True) -> int:
     """A row held in registers: a warp per 512 elements. A streamed row: 16 warps, the fastest
-    through the GPU proxy for 512 rows of 16384 (rms_norm 1.3x and layer_norm 1.04x faster
-    than on 4; docs/ops.md, "Norms' forward")."""
+    through the GPU proxy for rows of 16384 streamed (softmax 1.06-1.11x, rms_norm 1.24-1.29x and
+    layer_norm 1.04x faster than on 4; docs/ops.md, "Ninth round")."""
     return max(1, min(16, block // 512)) if one_pass else 16
 
 

@@ -32,7 +32,7 @@ def _prune(configs: list[Any], named_args: dict[str, Any], **kwargs: Any) -> lis
 
 # (BLOCK, num_warps), the default first: 1024 elements on 4 warps (8 a thread) was the fastest
 # of these for every activation, forward and backward, f16 and bf16, through the GPU proxy
-# (docs/ops.md, "Activations"); larger blocks hold more elements a thread in registers
+# (docs/ops.md, "Ninth round"); larger blocks hold more elements a thread in registers
 _CONFIGS = [triton.Config({"BLOCK": b}, num_warps=w) for b in (1024, 2048, 4096) for w in (4, 8)]
 _TUNING = {"early_config_prune": _prune}
 

@@ -150,8 +150,8 @@ def _add_pairs(a, b, c, d):
 
 def _bwd_default(block: int, rms: bool, ahead: bool = True) -> tuple[int, int, int]:
     """The backward's default (CONSECUTIVE, AHEAD, num_warps), from the GPU proxy (docs/ops.md,
-    "Norms' backward defaults"): an RMS norm reads the next row ahead, its rows strided over the
-    programs, on a warp per 256 elements (8 a thread; 1.13-1.24x faster than without reading
+    "Ninth round"): an RMS norm reads the next row ahead, its rows strided over the
+    programs, on a warp per 256 elements (8 a thread; 1.17-1.24x faster than without reading
     ahead at 8192 x 2048, 4096 x 4096 and 2048 x 8192). A layer norm, which holds twice the
     accumulators, reads ahead only from rows of 8192 (1.14x there, slower at 4096); else a run
     of consecutive rows a program on 16 warps from rows of 4096 (the fastest or within 1% at
