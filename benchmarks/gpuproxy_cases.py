@@ -102,6 +102,17 @@ def _softmax_f16_streamed() -> None:
     _softmax_op("float16", (512, 16384))
 
 
+@case("softmax_bwd_f16_512x16384",
+      checks=(_SOFTMAX_OP, "dx_ptr=y_ptr.double() * (dy_ptr.double() - (dy_ptr.double() * y_ptr.double()).sum(-1, keepdim=True))"),
+      ref_fns=("triton_softmax",))
+def _softmax_bwd_streamed() -> None:
+    # the gradient of a weighted sum, so dy is not uniform (with ones the gradient is zero)
+    from triton_metal import ops
+    mx = _mx()
+    x, g = _normal((512, 16384), "float16"), _normal((512, 16384), "float16")
+    mx.eval(mx.grad(lambda a: (ops.softmax(a, axis=-1) * g).astype(mx.float32).sum())(x))
+
+
 @case("rms_norm_bf16_4096x4096", checks=(_RMS_CHECK,),
       time_refs=("F.rms_norm=F.rms_norm(x_ptr, (x_ptr.shape[-1],), w_ptr, eps)",), ref_fns=("triton_rms_norm",))
 def _rms_norm_bf16() -> None:

@@ -197,3 +197,20 @@ def _nearest_float32(q):
     near = np.float32(float(q))
     around = (np.nextafter(near, np.float32(-np.inf)), near, np.nextafter(near, np.float32(np.inf)))
     return min(around, key=lambda v: abs(Fraction(float(v)) - q))
+
+
+@pytest.mark.parametrize("interpret", ["", "1"], ids=["emulator", "interpreter"])
+@pytest.mark.parametrize("rms", [False, True])
+def test_streamed_backward_sums_weight_gradients_over_runs_of_rows(monkeypatch, interpret, rms):
+    """Rows longer than the registers hold: the weight and bias gradients come from runs of
+    rows a column block (40 rows: runs of 8 over 9 column blocks of 2048), then their sum."""
+    monkeypatch.setenv("TRITON_METAL_INTERPRET", interpret)
+    x, w, b = randn((40, 16400), scale=2.0), randn((16400,), seed=1), randn((16400,), seed=2)
+    g = randn((40, 16400), seed=5)
+    if rms:
+        grads = mx.grad(lambda a, ww: (ops.rms_norm(a, ww, 1e-5) * g).sum(), argnums=(0, 1))(x, w)
+    else:
+        grads = mx.grad(lambda a, ww, bb: (ops.layer_norm(a, ww, bb, 1e-5) * g).sum(),
+                        argnums=(0, 1, 2))(x, w, b)
+    for got, want in zip(grads, _norm_grads_f64(x, w, g, 1e-5, rms)):
+        np.testing.assert_allclose(np.array(got), want, atol=1e-4 * max(1.0, np.abs(want).max()), rtol=1e-4)

@@ -309,13 +309,17 @@ def _norm_bwd_long(x_ptr, w_ptr, dy_ptr, dx_ptr, stats_ptr, n_cols, eps, RMS,
 @triton.jit
 def _norm_dw_long(x_ptr, dy_ptr, stats_ptr, dw_ptr, db_ptr, n_rows, n_cols, HAS_W: tl.constexpr,
                   HAS_B: tl.constexpr, BLOCK: tl.constexpr):
-    # weight and bias gradients of long rows: one program per column block, down every row,
-    # stored in the parameters' dtype
+    # weight and bias gradients of long rows: program (column block, run of rows) sums its run
+    # down its columns into float32 partials, one row of partials a run, which `_sum_partials`
+    # adds up. (A program a column block down every row gave a GPU 8 programs for rows of
+    # 16384: 1 ms for 1024 rows through the GPU proxy, docs/ops.md, "Ninth round")
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n_cols
+    per = tl.cdiv(n_rows, tl.num_programs(1))
+    first = tl.program_id(1) * per
     dw = tl.zeros([BLOCK], tl.float32)
     db = tl.zeros([BLOCK], tl.float32)
-    for row in range(0, n_rows):
+    for row in range(first, tl.minimum(first + per, n_rows)):
         base = tl.cast(row, tl.int64) * n_cols  # a loop variable: an int when interpreted
         mean = tl.load(stats_ptr + row * 2)
         rstd = tl.load(stats_ptr + row * 2 + 1)
@@ -323,10 +327,11 @@ def _norm_dw_long(x_ptr, dy_ptr, stats_ptr, dw_ptr, db_ptr, n_rows, n_cols, HAS_
         dy = tl.load(dy_ptr + base + offs, mask=mask, other=0.0).to(tl.float32)
         dw += dy * (x - mean) * rstd
         db += dy
+    part = tl.program_id(1).to(tl.int64) * n_cols + offs
     if HAS_W:
-        tl.store(dw_ptr + offs, dw.to(dw_ptr.dtype.element_ty), mask=mask)
+        tl.store(dw_ptr + part, dw, mask=mask)
     if HAS_B:
-        tl.store(db_ptr + offs, db.to(db_ptr.dtype.element_ty), mask=mask)
+        tl.store(db_ptr + part, db, mask=mask)
 
 
 # tiles of 128 or 256 partials take a persistent grid's partials in one or two steps, every load
@@ -395,24 +400,29 @@ def _backward(x: Any, w: Any, b: Any, dy: Any, stats: Any, eps: float,
     dw_out = c.zeros((n,), w.dtype) if has_w else None
     db_out = c.zeros((n,), b.dtype) if has_b else None
     if one_pass:
-        dw = c.zeros((programs, n), m.float32)
-        db = c.zeros((programs, n), m.float32)
+        parts = programs
+        dw = c.zeros((parts, n), m.float32)
+        db = c.zeros((parts, n), m.float32)
         if x.size:
             _norm_bwd[(programs,)](x, wp, dy, stats, dx, dw, db, rows, n, int(rms),
                                    HAS_W=has_w, HAS_B=has_b, BLOCK=block, ONE_PASS=True)
-        if (has_w or has_b) and n:
-            _sum_partials[lambda meta: (triton.cdiv(n, meta["COLS"]),)](
-                dw, db, dx if dw_out is None else dw_out, dx if db_out is None else db_out,
-                programs if x.size else 0, n, HAS_W=has_w, HAS_B=has_b)
     else:
         # recomputed with the sums the gradient needs, in the same pass over the row
         long_stats = c.zeros((rows, 2), m.float32)
         _norm_bwd_long[(rows,)](x, wp, dy, dx, long_stats, n, eps, int(rms), HAS_W=has_w,
                                 BLOCK=block, ONE_PASS=False)
-        if has_w or has_b:
-            _norm_dw_long[(triton.cdiv(n, block),)](
-                x, dy, long_stats, dx if dw_out is None else dw_out, dx if db_out is None else db_out,
-                rows, n, HAS_W=has_w, HAS_B=has_b, BLOCK=block, num_warps=4)
+        # runs of rows a column block, so that the grid has about a persistent grid's programs
+        col_blocks = triton.cdiv(n, block)
+        parts = max(1, min(rows, triton.cdiv(programs, col_blocks)))
+        dw = c.zeros((parts, n), m.float32)
+        db = c.zeros((parts, n), m.float32)
+        if (has_w or has_b) and x.size:
+            _norm_dw_long[(col_blocks, parts)](x, dy, long_stats, dw, db, rows, n, HAS_W=has_w,
+                                               HAS_B=has_b, BLOCK=block, num_warps=4)
+    if (has_w or has_b) and n:
+        _sum_partials[lambda meta: (triton.cdiv(n, meta["COLS"]),)](
+            dw, db, dx if dw_out is None else dw_out, dx if db_out is None else db_out,
+            parts if x.size else 0, n, HAS_W=has_w, HAS_B=has_b)
     return dx, dw_out, db_out
 
 
