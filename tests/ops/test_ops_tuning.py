@@ -139,3 +139,5 @@ def test_norm_backward_configs(tuning):
     assert [first(b, 1) for b in (1024, 2048, 4096, 8192, 16384)] == [
         (0, 1, 4), (0, 1, 8), (0, 1, 16), (0, 1, 16), (1, 0, 16)]
     assert [first(b, 0) for b in (2048, 4096, 8192, 16384)] == [(1, 0, 4), (1, 0, 16), (1, 1, 16), (1, 0, 16)]
+    # the streamed rows' dx: 8 warps first
+    assert norms._prune_bwd_long(_rows.row_configs(), {}, BLOCK=2048)[0].num_warps == 8

@@ -261,7 +261,15 @@ def _norm_bwd(x_ptr, w_ptr, dy_ptr, stats_ptr, dx_ptr, dw_ptr, db_ptr, n_rows, n
         tl.store(db_ptr + pid * n_cols + offs, db_acc, mask=mask)
 
 
-@triton.autotune(configs=row_configs(), key=["n_cols"], prune_configs_by=ROW_TUNING)
+def _prune_bwd_long(configs: list[Any], named_args: dict[str, Any], **kwargs: Any) -> list[Any]:
+    # 8 warps first: the fastest for the streamed backward's dx through the GPU proxy, 1.0-1.07x
+    # faster than 16 (the streamed rows' default elsewhere) at 1024 rows of 16384 and 32768 in
+    # both norms (docs/ops.md, "Ninth round"); a streamed block of 2048 fits every width
+    return c.first_or_all(sorted(configs, key=lambda cf: abs(cf.num_warps - 8)))
+
+
+@triton.autotune(configs=row_configs(), key=["n_cols"],
+                 prune_configs_by={"early_config_prune": _prune_bwd_long})
 @triton.jit
 def _norm_bwd_long(x_ptr, w_ptr, dy_ptr, dx_ptr, stats_ptr, n_cols, eps, RMS,
                    HAS_W: tl.constexpr, BLOCK: tl.constexpr, ONE_PASS: tl.constexpr):
