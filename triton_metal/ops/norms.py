@@ -5,13 +5,14 @@ Forward: one program per row, statistics in float32, the row held in registers w
 each row's float32 (mean, rstd) (8 bytes a row) for the backward.
 
 Backward: a persistent grid (a few programs per GPU core, `_common.persistent_programs`) walks
-the rows, by default each program one run of consecutive rows (a config strides them over the
-programs instead); each program reads its rows' saved (mean, rstd) rather than recomputing them
-(two block reductions fewer per row, one after the other: the statistics' reductions were half
-of a row's reduction chain; the layer norm's two sums of the gradient share one), writes `dx`, and
-accumulates the weight and bias gradients of its rows in registers, written once as a float32
-partial per program. A config (`AHEAD`) reads each program's next row while it reduces and
-stores the current one, where the registers for it leave the program's occupancy alone. A second
+the rows, each program one run of consecutive rows or its rows strided over the programs (an
+RMS norm's default, reading ahead; `_bwd_default`); each program reads its rows' saved (mean,
+rstd) rather than recomputing them (two block reductions fewer per row, one after the other:
+the statistics' reductions were half of a row's reduction chain; the layer norm's two sums of
+the gradient share one), writes `dx`, and accumulates the weight and bias gradients of its rows
+in registers, written once as a float32 partial per program. `AHEAD` reads each program's next
+row while it reduces and stores the current one, where the registers for it leave the
+program's occupancy alone. A second
 kernel (`_sum_partials`, tuned over its tile; by default one program per 16 columns) sums the
 partials in float32 and stores both gradients in the parameters' dtype: one launch where an MLX
 `sum` and `astype` per gradient took four. (Summing them inside the first kernel, by the last
@@ -19,9 +20,9 @@ program to finish, needs an arrival counter that starts at zero, and a launch of
 cannot keep one between calls: its outputs are fresh buffers, and MLX's `init_value` that would
 zero the counter fills `dx` as well. Through the GPU proxy a fill of a 4096 x 4096 half array
 took 13.7 us where the partials' sum takes 7.5 us: docs/ops.md, "Fifth round".) Rows too long
-for registers take two kernels: `dx` and each row's (mean, rstd) one program per row, then the
-weight and bias gradients one program per column block down every row, stored in the parameters'
-dtype.
+for registers take three kernels: `dx` and each row's (mean, rstd) one program per row, then the
+weight and bias gradients a program per column block and run of rows, into float32 partials that
+`_sum_partials` adds up.
 
     xhat = (x - mean) * rstd          (rms_norm: mean = 0)
     dxhat = dy * w
