@@ -175,7 +175,7 @@ def test_layer_norm_far_from_zero(metal_stand_in, n):
 
 @pytest.mark.parametrize("op", [ops.gelu_approx, ops.silu])
 def test_activation_gradients(metal_stand_in, op):
-    # the backward's sigmoid(-z) over inputs from -20 to 1e4, against MLX's own activations
+    # the backward's sigmoid slope over inputs from -20 to 1e4, against MLX's own activations
     x = mx.array(np.concatenate([np.linspace(-20, 20, 301), [100.0, 1e3, 1e4]]).astype(np.float32))
     ref = {ops.gelu_approx: lambda t: mx.sigmoid(1.5957691216057308 * (t + 0.044715 * t ** 3)) * t,
            ops.silu: lambda t: t * mx.sigmoid(t)}[op]
