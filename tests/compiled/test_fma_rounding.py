@@ -45,3 +45,25 @@ def test_fma_rounds_once_on_both_backends() -> None:
     np.testing.assert_array_equal(out.view(np.uint32), want.view(np.uint32))
     naive = (x.astype(np.float64) * y + z).astype(np.float32)
     assert (naive[:4] != want[:4]).all(), "the tricky cases no longer tie in float64"
+
+
+@triton.jit
+def fma_widened_kernel(x_ptr, y_ptr, z_ptr, out_ptr, BLOCK: tl.constexpr):
+    o = tl.arange(0, BLOCK)
+    f = tl.fma(tl.load(x_ptr + o), tl.load(y_ptr + o), tl.load(z_ptr + o))
+    tl.store(out_ptr + o, f.to(tl.float32))
+
+
+def test_bfloat16_fma_rounds_to_bfloat16_on_both_backends() -> None:
+    # the interpreter holds bfloat16 values in float32 arrays; its fma must still round to
+    # bfloat16, which the widened result shows
+    import mlx.core as mx
+
+    rng = np.random.default_rng(3)
+    x, y, z = (mx.array(rng.standard_normal(64).astype(np.float32)).astype(mx.bfloat16) for _ in range(3))
+    out = np.zeros(64, np.float32)
+    run_both(fma_widened_kernel, (1,), x_ptr=x, y_ptr=y, z_ptr=z, out_ptr=out, BLOCK=64, rtol=0.0, atol=0.0)
+    exact = [Fraction(float(a)) * Fraction(float(b)) + Fraction(float(c))
+             for a, b, c in zip(*(np.array(v.astype(mx.float32)) for v in (x, y, z)))]
+    want = np.array(mx.array(np.array([float(e) for e in exact], np.float64)).astype(mx.bfloat16).astype(mx.float32))
+    np.testing.assert_array_equal(out, want)

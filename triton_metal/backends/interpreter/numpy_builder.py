@@ -247,7 +247,7 @@ class NumpyBuilder:
 
     def create_fma(self, a: TensorHandle, b: TensorHandle, c: TensorHandle) -> TensorHandle:
         x, y, z = (h.data.astype(np.float64) for h in (a, b, c))
-        if a.data.dtype == np.float32:
+        if a.dtype.name == "fp32":  # bfloat16 is held in float32 too, and rounds below
             return TensorHandle(_fma32(x, y, z), a.dtype)
         return _h(x * y + z, a.dtype)
 
