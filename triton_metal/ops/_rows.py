@@ -30,18 +30,19 @@ def row_block(n: int) -> tuple[int, bool]:
     return LOOP_BLOCK, False
 
 
-def default_warps(block: int, one_pass: bool = True) -> int:
-    """A row held in registers: a warp per 512 elements. A streamed row: 16 warps, the fastest
-    through the GPU proxy for rows of 16384 streamed (softmax 1.06-1.11x, rms_norm 1.24-1.29x and
-    layer_norm 1.04x faster than on 4; docs/ops.md, "Ninth round")."""
-    return max(1, min(16, block // 512)) if one_pass else 16
+def default_warps(block: int, one_pass: bool = True, streamed_warps: int = 16) -> int:
+    """A row held in registers: a warp per 512 elements. A streamed row: `streamed_warps`, 16 by
+    default, the fastest through the GPU proxy for rows of 16384 streamed (softmax 1.06-1.11x,
+    rms_norm 1.24-1.29x and layer_norm 1.04x faster than on 4; docs/ops.md, "Ninth round")."""
+    return max(1, min(16, block // 512)) if one_pass else streamed_warps
 
 
 def row_configs() -> list[Any]:
     return [triton.Config({}, num_warps=w) for w in WARPS]
 
 
-def prune_row_configs(configs: list[Any], named_args: dict[str, Any], **kwargs: Any) -> list[Any]:
+def prune_row_configs(configs: list[Any], named_args: dict[str, Any], *, streamed_warps: int = 16,
+                      **kwargs: Any) -> list[Any]:
     block = int(kwargs.get("BLOCK", named_args.get("BLOCK", 1024)))
     one_pass = bool(kwargs.get("ONE_PASS", named_args.get("ONE_PASS", True)))
 
@@ -52,7 +53,7 @@ def prune_row_configs(configs: list[Any], named_args: dict[str, Any], **kwargs: 
         return not one_pass or block // threads <= 64
 
     fitting = [c for c in configs if fits(c)] or [min(configs, key=lambda c: c.num_warps)]
-    default = default_warps(block, one_pass)
+    default = default_warps(block, one_pass, streamed_warps)
     fitting.sort(key=lambda c: abs(c.num_warps - default))
     return first_or_all(fitting)
 

@@ -4,8 +4,8 @@ Elementwise kernels over the flattened arrays, computed in float32 and stored in
 dtype. `ACT` picks the function: 0 gelu (erf form), 1 gelu_approx (tanh form, written as
 `x * sigmoid(2 z)` since `0.5 (1 + tanh z) = sigmoid(2 z)`), 2 silu. It is a compile-time
 argument, so each function has its own variant and a thread holds the registers its function
-needs, not the most any of the three needs. Gated forms multiply by
-`up`: `swiglu(gate, up) = silu(gate) * up`, `geglu(gate, up) = gelu(gate) * up`.
+needs, not the most any of the three needs. Gated forms multiply by `up`:
+`swiglu(gate, up) = silu(gate) * up`, `geglu(gate, up) = gelu(gate) * up`.
 
 Tuning: `BLOCK` (elements per program) and `num_warps`, keyed on the element count and the
 function; a config with more threads than elements in its block is pruned.

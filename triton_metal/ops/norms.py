@@ -12,9 +12,8 @@ the statistics' reductions were half of a row's reduction chain; the layer norm'
 the gradient share one), writes `dx`, and accumulates the weight and bias gradients of its rows
 in registers, written once as a float32 partial per program. `AHEAD` reads each program's next
 row while it reduces and stores the current one, where the registers for it leave the
-program's occupancy alone. A second
-kernel (`_sum_partials`, tuned over its tile; by default one program per 16 columns) sums the
-partials in float32 and stores both gradients in the parameters' dtype: one launch where an MLX
+program's occupancy alone. A second kernel (`_sum_partials`, tuned over its tile; by default
+one program per 16 columns) sums the partials in float32 and stores both gradients in the parameters' dtype: one launch where an MLX
 `sum` and `astype` per gradient took four. (Summing them inside the first kernel, by the last
 program to finish, needs an arrival counter that starts at zero, and a launch of MLX arrays
 cannot keep one between calls: its outputs are fresh buffers, and MLX's `init_value` that would
@@ -32,7 +31,7 @@ weight and bias gradients a program per column block and run of rows, into float
 from __future__ import annotations
 
 from fractions import Fraction
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any
 
 import numpy as np
@@ -41,7 +40,7 @@ import triton_metal as triton
 import triton_metal.language as tl
 
 from . import _common as c
-from ._rows import ROW_TUNING, WARPS, default_warps, row_block, row_configs
+from ._rows import ROW_TUNING, WARPS, default_warps, prune_row_configs, row_block, row_configs
 
 @triton.jit
 def _row_shift(row_ptr, n_cols, RMS, BLOCK: tl.constexpr):
@@ -262,11 +261,10 @@ def _norm_bwd(x_ptr, w_ptr, dy_ptr, stats_ptr, dx_ptr, dw_ptr, db_ptr, n_rows, n
         tl.store(db_ptr + pid * n_cols + offs, db_acc, mask=mask)
 
 
-def _prune_bwd_long(configs: list[Any], named_args: dict[str, Any], **kwargs: Any) -> list[Any]:
-    # 8 warps first: the fastest for the streamed backward's dx through the GPU proxy, 1.0-1.07x
-    # faster than 16 (the streamed rows' default elsewhere) at 1024 rows of 16384 and 32768 in
-    # both norms (docs/ops.md, "Ninth round"); a streamed block of 2048 fits every width
-    return c.first_or_all(sorted(configs, key=lambda cf: abs(cf.num_warps - 8)))
+# the streamed backward's dx (rows always streamed) on 8 warps: 1.0-1.07x faster through the GPU
+# proxy than on 16 (the streamed rows' default elsewhere) at 1024 rows of 16384 and 32768 in both
+# norms (docs/ops.md, "Ninth round")
+_prune_bwd_long = partial(prune_row_configs, streamed_warps=8, ONE_PASS=False)
 
 
 @triton.autotune(configs=row_configs(), key=["n_cols"],
@@ -395,6 +393,12 @@ def _forward(x: Any, w: Any, b: Any, eps: float, rms: bool) -> tuple[Any, Any]:
     return y, stats
 
 
+def _partials(parts: int, n: int) -> tuple[Any, Any]:
+    """The weight's and the bias's float32 partial gradients, `parts` rows of `n`."""
+    f32 = c.mx().float32
+    return c.zeros((parts, n), f32), c.zeros((parts, n), f32)
+
+
 def _backward(x: Any, w: Any, b: Any, dy: Any, stats: Any, eps: float,
               rms: bool) -> tuple[Any, Any, Any]:
     m = c.mx()
@@ -410,8 +414,7 @@ def _backward(x: Any, w: Any, b: Any, dy: Any, stats: Any, eps: float,
     db_out = c.zeros((n,), b.dtype) if has_b else None
     if one_pass:
         parts = programs
-        dw = c.zeros((parts, n), m.float32)
-        db = c.zeros((parts, n), m.float32)
+        dw, db = _partials(parts, n)
         if x.size:
             _norm_bwd[(programs,)](x, wp, dy, stats, dx, dw, db, rows, n, int(rms),
                                    HAS_W=has_w, HAS_B=has_b, BLOCK=block, ONE_PASS=True)
@@ -423,8 +426,7 @@ def _backward(x: Any, w: Any, b: Any, dy: Any, stats: Any, eps: float,
         # runs of rows a column block, so that the grid has about a persistent grid's programs
         col_blocks = triton.cdiv(n, block)
         parts = max(1, min(rows, triton.cdiv(programs, col_blocks)))
-        dw = c.zeros((parts, n), m.float32)
-        db = c.zeros((parts, n), m.float32)
+        dw, db = _partials(parts, n)
         if (has_w or has_b) and x.size:
             _norm_dw_long[(col_blocks, parts)](x, dy, long_stats, dw, db, rows, n, HAS_W=has_w,
                                                HAS_B=has_b, BLOCK=block, num_warps=4)
