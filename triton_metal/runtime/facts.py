@@ -77,7 +77,7 @@ class ConstexprArg:
 
     value: Any
     kind: str
-    negative_zero: bool | tuple[Any, ...] = False
+    distinct: bool | tuple[Any, ...] = False
     """What equality misses in the value: True for -0.0, which equals and hashes as 0.0 but
     compiles to another kernel (`1.0 / x`); for a tuple, each element's type and this mark, at
     any depth (`(1,)`, `(1.0,)` and `(True,)` are equal tuples, as `1 == 1.0 == True`)."""

@@ -330,7 +330,7 @@ def _is_jit_callable(value: object) -> bool:
 
 _CONSTEXPR_FACTS: dict[tuple[type, object], ConstexprArg] = {}
 _PLAIN_CONSTEXPR_TYPES = (int, float, bool, str)
-_NEGATIVE_ZERO = ConstexprArg(-0.0, "float", negative_zero=True)
+_NEGATIVE_ZERO = ConstexprArg(-0.0, "float", distinct=True)
 
 
 def constexpr_arg(value: object, name: str) -> ConstexprArg:
@@ -371,28 +371,22 @@ def _constexpr_arg_slow(value: object, name: str) -> ConstexprArg:
             f"argument '{name}' is a tl.constexpr parameter but its value of type "
             f"{type(value).__name__} is not hashable"
         ) from None
-    return ConstexprArg(value, type(value).__name__, negative_zero=_unequal_parts(value))
+    distinct = _unequal_parts(value) if isinstance(value, (float, tuple)) else False
+    return ConstexprArg(value, type(value).__name__, distinct=distinct)
 
 
 def _unequal_parts(value: object) -> bool | tuple[Any, ...]:
-    """`ConstexprArg.negative_zero` for `value`: whether it is -0.0 (a float, a NumPy float or a
+    """`ConstexprArg.distinct` for `value`: whether it is -0.0 (a float, a NumPy float or a
     `tl.constexpr` of one), and for a tuple each element's type and mark at any depth, so that
     values Python calls equal but that compile differently key apart."""
-    from ..language import constexpr
+    from ..language.core import _unwrap
 
-    if isinstance(value, constexpr):
-        value = value.value
+    value = _unwrap(value)
     if isinstance(value, (float, np.floating)):
         return bool(value == 0.0 and math.copysign(1.0, float(value)) < 0.0)
     if isinstance(value, tuple):
-        return tuple((type(_unwrapped(v)).__name__, _unequal_parts(v)) for v in value)
+        return tuple((type(_unwrap(v)).__name__, _unequal_parts(v)) for v in value)
     return False
-
-
-def _unwrapped(value: object) -> object:
-    from ..language import constexpr
-
-    return value.value if isinstance(value, constexpr) else value
 
 
 SpecializeFn = Callable[[object], ArgSpec]
