@@ -606,6 +606,29 @@ def test_a_called_aggregate_gets_python_values_on_both_backends(backend):
     np.testing.assert_array_equal(out.reshape(2, 16), np.stack([x * 3, x * 5]))
 
 
+@triton.aggregate
+class JitScaler:
+    factor: tl.tensor
+
+    @triton.jit
+    def __call__(self, x):
+        return x * self.factor
+
+
+@triton.jit
+def called_jit_aggregate_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    s = JitScaler(tl.load(x_ptr))
+    tl.store(out_ptr + offs, s(tl.load(x_ptr + offs)))
+
+
+def test_a_called_aggregate_runs_its_jit_call_method_on_both_backends(backend):
+    x = np.arange(2, 18, dtype=np.float32)
+    out = np.zeros(16, np.float32)
+    called_jit_aggregate_kernel[(1,)](x, out, BLOCK=16)
+    np.testing.assert_array_equal(out, x * 2)
+
+
 Span = collections.namedtuple("Span", ["lo", "hi"])
 
 

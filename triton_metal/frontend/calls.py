@@ -186,8 +186,8 @@ class CallsMixin:
             return self._device_print(args)
         if fn is MIN or fn is MAX:
             return self._min_max(fn is MIN, args, kwargs)
-        if is_aggregate(fn):  # an aggregate called: its `__call__`, given `_semantic` only if it takes it
-            return _wrap(fn(*args, **kwargs, **self._builtin_extras(fn.__call__)))
+        if is_aggregate(fn):  # an aggregate called: its `__call__`, a @jit or a Python method
+            return self.call(fn.__call__, args, kwargs, name)
         if tlc.is_builtin(fn):
             extra: dict[str, Any] = {"_semantic": self.semantic}
             if _takes_parameter(fn, "_generator"):
