@@ -95,19 +95,19 @@ def _check_aligned(ctx: LoweringContext, op: arith.PtrBitcastOp, buf: Buffer, ol
     both the addresses and the array's own start multiples of the new size."""
     info = ctx.axis_info
     proven = info.get(op.operand).element_divisibility if info is not None else 1
-    base = 16 if buf.aligned16 else 1  # where the array itself starts (the launch's fact)
-    if proven % new_bytes == 0 and base % new_bytes == 0:
+    # the array's own start is the launch's fact: 16-byte aligned or not (new_bytes is at most 8)
+    if proven % new_bytes == 0 and buf.aligned16:
         return
-    hint = (f"cast the array's own pointer (aligned to 16 bytes) and index in {new} elements, "
-            f"e.g. p.to(tl.pointer_type(tl.{_tl_name(new)})) + offs, or keep offsets multiples of "
-            f"{new_bytes // element_bytes(old)} elements (tl.multiple_of)")
-    if proven % new_bytes == 0:
+    if proven % new_bytes:
+        what = "every address"
+        hint = (f"cast the array's own pointer (aligned to 16 bytes) and index in {new} elements, "
+                f"e.g. p.to(tl.pointer_type(tl.{_tl_name(new)})) + offs, or keep offsets multiples of "
+                f"{new_bytes // element_bytes(old)} elements (tl.multiple_of)")
+    else:
         # the addresses are aligned but the array's start may not be (a view of a NumPy array),
         # so an offset of 2 bytes would read as 0 elements of the wider type
-        proven, what = base, f"the start of '{buf.param}'"
+        proven, what = 1, f"the start of '{buf.param}'"
         hint = f"pass '{buf.param}' an array that starts on a 16-byte boundary (a view at an offset may not)"
-    else:
-        what = "every address"
     raise ctx.error(
         f"reinterpreting a pointer to {old} as a pointer to {new} needs {what} to be a multiple of "
         f"{new_bytes} bytes; the compiler can prove only a multiple of {proven} here (an unaligned "

@@ -567,7 +567,7 @@ def scaled_dot_product_attention(q: Any, k: Any, v: Any, *, scale: float, mask: 
                      "batch or head dimension")
     if tuple(v.shape) != tuple(k.shape):
         raise c.fail(name, "v", f"shape {tuple(v.shape)} differs from k's {tuple(k.shape)}")
-    if (k.shape[1] == 0 and Hq) or (k.shape[1] and Hq % k.shape[1]):
+    if Hq and (not k.shape[1] or Hq % k.shape[1]):
         raise c.fail(name, "k", f"its {k.shape[1]} heads do not divide q's {Hq} heads")
     scale = c.check_float(name, "scale", scale)
     Lkv = k.shape[2]
@@ -589,5 +589,5 @@ def scaled_dot_product_attention(q: Any, k: Any, v: Any, *, scale: float, mask: 
     if 0 in (B, Hq, Lq, Lkv):
         # no program has work: an empty result, or, over no keys, zeros (the product of empty
         # weights with no values), as MLX's and torch's attention give
-        return m.zeros((B, Hq, Lq, D), dtype=q.dtype)
+        return c.zeros(q.shape, q.dtype)
     return _sdpa_op(q, k, v, mask, causal, scale)[0]
