@@ -29,7 +29,7 @@ from ..errors import CompilationError
 from ..language import core as tlc
 from ..language.aggregate import BoundMethod, is_aggregate
 from ..language.context import active_semantic
-from ..language.jit_marker import ConstexprFunction, JITCallable, bind_by_name
+from ..language.jit_marker import ConstexprFunction, JITCallable, bind_by_name, closure_cells
 from ..language.semantic.base import check_noinline_arguments
 from ..language.shape_ops import dtype_call
 from ..language.types import dtype
@@ -374,14 +374,7 @@ def check_constexpr_min_max(is_min: bool, values: list[Any]) -> None:
 def visible_globals(fn: JITCallable) -> Mapping[str, Any]:
     """The names a function body sees besides its locals: the variables it closes over (they
     shadow globals, as in Python), then its module's globals. Both obey the same rule."""
-    code = fn.fn.__code__
-    cells = fn.fn.__closure__ or ()
-    closure: dict[str, Any] = {}
-    for name, cell in zip(code.co_freevars, cells):
-        try:
-            closure[name] = cell.cell_contents
-        except ValueError:  # an empty cell: the variable is assigned after the function is made
-            continue
+    closure = {name: value for name, (value, _) in closure_cells(fn.fn).items()}
     return ChainMap(closure, fn.__globals__) if closure else fn.__globals__
 
 

@@ -83,6 +83,21 @@ def _source_of(fn: Callable[..., Any]) -> tuple[str, int]:
     return body, first + offset
 
 
+def closure_cells(fn: Any) -> dict[str, tuple[Any, Any]]:
+    """The variables a Python function closes over that are bound: name -> (value, its cell). An
+    empty cell (a variable assigned after the function was made) is left out."""
+    code, cells = getattr(fn, "__code__", None), getattr(fn, "__closure__", None)
+    found: dict[str, tuple[Any, Any]] = {}
+    if code is None or not cells:
+        return found
+    for name, cell in zip(code.co_freevars, cells):
+        try:
+            found[name] = (cell.cell_contents, cell)
+        except ValueError:
+            continue
+    return found
+
+
 def bind_by_name(
     what: str, names: Sequence[str], args: Sequence[Any], kwargs: dict[str, Any], error: Callable[[str], Exception]
 ) -> dict[str, Any]:

@@ -49,6 +49,7 @@ from typing import Any
 
 from ..language import JITCallable, constexpr
 from ..language.aggregate import field_aggregates, is_aggregate_class, jit_methods, python_methods
+from ..language.jit_marker import closure_cells
 
 
 @dataclass(frozen=True)
@@ -148,12 +149,7 @@ def _keyed_apart(value: Any) -> bool:
 def _names_read(fn: types.FunctionType) -> list[Any]:
     """The values of the global and closure names a Python function (and the functions and
     comprehensions it defines) reads, and of the attributes it names of the modules it reads."""
-    values = []
-    for cell in fn.__closure__ or ():
-        try:
-            values.append(cell.cell_contents)
-        except ValueError:  # an empty cell: the name is not bound yet
-            continue
+    values = [value for value, _ in closure_cells(fn).values()]
     codes = [fn.__code__]
     names: set[str] = set()
     while codes:
@@ -231,15 +227,7 @@ def _referenced(fn: JITCallable) -> dict[str, tuple[Any, Any]]:
         return {}
     tree = ast.parse(textwrap.dedent(fn.src))
     globals_dict = fn.__globals__
-    scope: dict[str, tuple[Any, Any]] = {}
-    code = getattr(fn.fn, "__code__", None)
-    closure = getattr(fn.fn, "__closure__", None)
-    if code is not None and closure:
-        for name, cell in zip(code.co_freevars, closure):
-            try:
-                scope[name] = (cell.cell_contents, cell)
-            except ValueError:  # an empty cell: the name is not bound yet
-                continue
+    scope = closure_cells(fn.fn)
     local = _local_names(tree)
     found: dict[str, tuple[Any, Any]] = {}
     for node in ast.walk(tree):
