@@ -27,7 +27,7 @@ from ..language.descriptor import tensor_descriptor
 from ..language.types import int1
 from .refusals import refusal
 from .signature import descriptor_part_names
-from .returns import LIVE, RET, ReturnSlotNeeded, has_return, has_value_return, walrus_names
+from .returns import LIVE, RET, ReturnSlotNeeded, has_return, has_value_return, in_source_order, walrus_names
 from .values import is_tensor, unwrap
 
 if TYPE_CHECKING:
@@ -56,15 +56,15 @@ def _mismatch(name: str, then_type: Any, else_type: Any, definition: Loc, if_lin
 
 def assigned_names(stmts: list[ast.stmt]) -> list[str]:
     """Names stored anywhere in `stmts`, in source order, each once."""
-    found: list[tuple[int, int, str]] = []
-    for stmt in stmts:
-        for node in ast.walk(stmt):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                found.append((node.lineno, node.col_offset, node.id))
-    seen: dict[str, None] = {}
-    for _, _, name in sorted(found):
-        seen.setdefault(name, None)
-    return list(seen)
+    return in_source_order((node.lineno, node.col_offset, node.id) for stmt in stmts for node in ast.walk(stmt)
+                           if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store))
+
+
+def _reassigned_in_loop(name: str) -> CompilationError:
+    return CompilationError(
+        f"the compile-time value '{name}' cannot be reassigned inside a run-time loop",
+        hint="assign it before the loop, or use tl.static_range to unroll the loop",
+    )
 
 
 BLOCK_VIEWS = (tensor_descriptor, block_pointer)
@@ -381,10 +381,7 @@ class ControlFlowMixin:
                if n not in carried.names and n not in self.declared_constexpr and n in self.scope]
         for name in new:
             if name in before:  # not carried: a compile-time value before the loop
-                raise CompilationError(
-                    f"the compile-time value '{name}' cannot be reassigned inside a run-time loop",
-                    hint="assign it before the loop, or use tl.static_range to unroll the loop",
-                )
+                raise _reassigned_in_loop(name)
             self.check_condition_value(name, self.scope[name])
         templates = [self.scope[n] for n in new]
         leaves = [self._leaves(t) for t in templates]
@@ -399,10 +396,7 @@ class ControlFlowMixin:
         for name, value in before.items():
             if name not in carried.names and name in after and after[name] is not value and not (
                     name in self.declared_constexpr and same_compile_time_value(after[name], value)):
-                raise CompilationError(
-                    f"the compile-time value '{name}' cannot be reassigned inside a run-time loop",
-                    hint="assign it before the loop, or use tl.static_range to unroll the loop",
-                )
+                raise _reassigned_in_loop(name)
         self.scope = dict(before)
         self._bind_carried(carried, results)
         for name in after:

@@ -20,6 +20,7 @@ without a nested `return`, neither variable exists.
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from ..errors import CompilationError
@@ -74,11 +75,16 @@ def guard(rest: list[ast.stmt]) -> ast.If:
     return node
 
 
+def in_source_order(found: Iterable[tuple[int, int, str]]) -> list[str]:
+    """The names of (line, column, name) triples, in source order, each once."""
+    return list(dict.fromkeys(name for _, _, name in sorted(found)))
+
+
 def walrus_names(test: ast.expr) -> list[str]:
     """The names a condition's `:=`s assign, in source order, each once (a comprehension's own
     variables are its own; its `:=`s assign in the enclosing scope, as in Python)."""
-    found = sorted((n.lineno, n.col_offset, n.target.id) for n in ast.walk(test) if isinstance(n, ast.NamedExpr))
-    return list(dict.fromkeys(name for _, _, name in found))
+    return in_source_order((n.lineno, n.col_offset, n.target.id) for n in ast.walk(test)
+                           if isinstance(n, ast.NamedExpr))
 
 
 class ReturnsMixin:
