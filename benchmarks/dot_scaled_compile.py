@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -104,14 +102,11 @@ def child(tile: str, out_path: str) -> None:
 
 
 def _run(checkout: Path, tile: str, target: str, out_path: str) -> dict[str, Any]:
-    env = dict(os.environ, PYTHONPATH=str(checkout), TRITON_METAL_TARGET=target, PYTHONDONTWRITEBYTECODE="1")
+    from benchmarks._checkouts import run_child  # the parent only
+
     with tempfile.TemporaryDirectory() as cache:  # compiled afresh
-        env["TRITON_METAL_CACHE_DIR"] = cache
-        proc = subprocess.run([sys.executable, __file__, "--child", tile, out_path], env=env, capture_output=True,
-                              text=True, cwd=checkout)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{checkout}: {tile} failed:\n{proc.stderr[-2000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+        return run_child(__file__, checkout, [tile, out_path], TRITON_METAL_TARGET=target,
+                         TRITON_METAL_CACHE_DIR=cache)
 
 
 def _same(x: np.ndarray, y: np.ndarray) -> bool:
@@ -129,8 +124,9 @@ def main() -> int:
     if args.child:
         child(*args.child)
         return 0
-    here = Path(__file__).resolve().parent.parent
-    checkouts = [("this", here)] + ([("baseline", args.baseline.resolve())] if args.baseline else [])
+    from benchmarks._checkouts import checkouts as both  # the parent only
+
+    checkouts = both(args.baseline)
     print(f"tl.dot_scaled GEMM, e8m0 scales, 4 warps, K = 2 x BLOCK_K, target {args.target}, emulator")
     with tempfile.TemporaryDirectory() as outs:
         for tile in args.tiles.split(","):

@@ -22,7 +22,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -75,16 +74,6 @@ def child(repeat: int) -> None:
     }))
 
 
-def _run(checkout: Path, repeat: int, cache: str) -> dict[str, list[float]]:
-    env = dict(os.environ, PYTHONPATH=str(checkout), TRITON_METAL_CACHE_DIR=cache,
-               TRITON_METAL_BACKEND="emulator", PYTHONDONTWRITEBYTECODE="1")
-    proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", str(repeat)], env=env,
-                          capture_output=True, text=True, cwd=checkout)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{checkout} failed:\n{proc.stderr[-3000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baseline", type=Path, help="a checkout of an earlier commit")
@@ -95,13 +84,15 @@ def main() -> int:
     if args.child:
         child(args.child)
         return 0
-    here = Path(__file__).resolve().parent.parent
-    checkouts = [("this", here)] + ([("baseline", args.baseline.resolve())] if args.baseline else [])
+    from benchmarks._checkouts import checkouts as both, run_child  # the parent only
+
+    checkouts = both(args.baseline)
     times: dict[str, dict[str, list[float]]] = {label: {} for label, _ in checkouts}
     with tempfile.TemporaryDirectory() as caches:
         for _ in range(args.rounds):
             for label, checkout in checkouts:
-                found = _run(checkout, args.repeat, str(Path(caches, label)))
+                found = run_child(__file__, checkout, [str(args.repeat)], TRITON_METAL_BACKEND="emulator",
+                                  TRITON_METAL_CACHE_DIR=str(Path(caches, label)))
                 for row, values in found.items():
                     times[label].setdefault(row, []).extend(values)
     rows = {"same_ptr": ("test_load_store_same_ptr's kernel, 65,536 programs x 32 warps", 1.0, "s"),
