@@ -19,11 +19,12 @@ def _close(got, want, tol):
                                rtol=tol, atol=tol)
 
 
-@pytest.mark.parametrize("n_cols", [300, 4096])
+@pytest.mark.parametrize("n_cols", [300, 4096, 16384, 16385])
 @pytest.mark.parametrize("dtype", [mx.float16, mx.bfloat16])
 def test_softmax(metal_stand_in, dtype, n_cols):
     # rows of 4096 take a program of 4 warps or more, whose runs of 8 16-bit elements move as one
-    # 16-byte access (docs/codegen.md); rows of 300 a smaller program, with 8-byte vectors
+    # 16-byte access (docs/codegen.md); rows of 300 a smaller program, with 8-byte vectors; rows
+    # of 16384, the longest held in registers, 16 warps, and one more element streams the row
     x = mx.array(np.random.default_rng(0).standard_normal((6, n_cols)).astype(np.float32)).astype(dtype)
     _close(ops.softmax(x, axis=-1), mx.softmax(x.astype(mx.float32), axis=-1), 1e-2)
     assert metal_stand_in.fast.launches
