@@ -98,7 +98,7 @@ def _split_partials(launch: dict[str, Any], names: dict[str, Any], out: dict[str
     n = rows // (B * Hkv * gp)
     # keys a split: the config's SPLIT where it names one (older kernels), else the launcher's
     # power of two giving n splits
-    named = re.search(r"SPLIT: (\d+)", launch.get("config") or "")
+    named = re.search(r"\bSPLIT: (\d+)", launch.get("config") or "")
     split = int(named.group(1)) if named else 1 << (math.ceil(L / n) - 1).bit_length()
     qg = torch.zeros((B, Hkv, gp, D), dtype=torch.float64, device=q.device)
     qg[:, :, :group] = q.reshape(B, Hkv, group, D)

@@ -157,18 +157,24 @@ def test_decode_whole_splits_masked(decode_forms):
     assert decode_forms == [True]
 
 
-@pytest.mark.parametrize("slots, rows, warps", [(2, 4, 1), (4, 1, 2), (4, 4, 2), (8, 2, 4), (8, 8, 4)])
-def test_decode_configs(monkeypatch, slots, rows, warps):
+@pytest.mark.parametrize("slots, rows, warps, hsplit, ahead, Hq", [
+    (2, 4, 1, 1, True, 4), (4, 1, 2, 1, True, 4), (4, 4, 2, 1, True, 4), (8, 2, 4, 1, True, 4),
+    (8, 8, 4, 1, True, 4), (4, 4, 2, 2, True, 4), (2, 8, 1, 2, False, 4), (8, 2, 4, 2, False, 6),
+    (4, 4, 2, 2, True, 6),
+])
+def test_decode_configs(monkeypatch, slots, rows, warps, hsplit, ahead, Hq):
     # decode configs of every shape of step (key rows a slot, slots, SIMD groups, one step a
-    # split: 8 x 8 keys) on float32 heads of 64 (two slots a SIMD group), 300 keys: splits of
-    # 64 ending inside a step, the last one short, and an additive mask
+    # split: 8 x 8 keys), the group's query heads on one program or two (a group of 3, padded
+    # to 4, leaves the second program one padded head), values read a step ahead or in their
+    # own step, on float32 heads of 64 (two slots a SIMD group), 300 keys: splits of 64 ending
+    # inside a step, the last one short, and an additive mask
     import triton_metal as triton
     from triton_metal.ops import attention
 
-    cf = triton.Config({"SLOTS": slots, "ROWS": rows}, num_warps=warps)
+    cf = triton.Config({"SLOTS": slots, "ROWS": rows, "HSPLIT": hsplit, "V_AHEAD": ahead}, num_warps=warps)
     monkeypatch.setattr(attention._attn_decode, "configs", [cf])
     monkeypatch.setattr(attention._attn_decode, "cache", {})  # no choice remembered from another test
-    q, k, v = _qkv(1, 4, 2, 1, 300, 64)
+    q, k, v = _qkv(1, Hq, 2, 1, 300, 64)
     mask = randn((1, 300), seed=6)
     ours = ops.scaled_dot_product_attention(q, k, v, scale=0.125, mask=mask)
     assert_close(ours, sdpa(q, k, v, scale=0.125, mask=mask), "float32", scale=5)

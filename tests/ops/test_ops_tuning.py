@@ -93,6 +93,20 @@ def test_decode_attention_configs(tuning, itemsize, block_d, slot_lanes):
     assert attention._slot_lanes(block_d, itemsize) == slot_lanes
 
 
+@pytest.mark.parametrize("group_p, whole, hsplit", [(4, True, 2), (2, True, 2), (4, False, 1), (8, False, 1),
+                                                    (1, True, 1)])
+def test_decode_attention_default_splits_the_group_where_splits_are_whole(tuning, group_p, whole, hsplit):
+    # the default config (first) serves a group from two programs only where every split is
+    # whole steps; a group of one never has a second program
+    q = type("Q", (), {"itemsize": 2})()
+    kept = attention._prune_decode(attention._DECODE, {"q_ptr": q}, GROUP_P=group_p, BLOCK_D=128, SPLIT=64,
+                                   WHOLE=whole)
+    assert kept[0].kwargs["HSPLIT"] == hsplit
+    assert (kept[0].kwargs["SLOTS"], kept[0].kwargs["ROWS"], kept[0].num_warps) == (4, 4, 2)
+    assert kept[0].kwargs["V_AHEAD"] == (hsplit == 1)  # two programs: each step reads its own values
+    assert all(c.kwargs["HSPLIT"] <= group_p for c in kept)
+
+
 def test_decode_attention_split():
     # 64 keys a program up to 8192 keys, then at most 128 splits a kv head (powers of two)
     assert [attention._split(n) for n in (1, 64, 300, 8192, 8193, 32768)] == [64, 64, 64, 64, 128, 256]

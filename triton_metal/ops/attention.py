@@ -13,7 +13,8 @@ head dimension serves every mask):
   query head), streaming key/value blocks of `BLOCK_N` through `tl.dot`; causal programs stop at
   their last visible key block.
 * decode (`Lq == 1`): flash-decoding. Pass 1, one program per (split of `SPLIT` keys, batch x
-  kv head), reads its keys and values once for all the query heads of the group, with
+  kv head), or two neighbouring ones sharing the group's query heads (`HSPLIT`), reads its keys
+  and values once for its query heads, with
   elementwise products and row sums (a 1-row `tl.dot` would waste 15 of 16 rows) and an online
   softmax per key slot (each slot's `ROWS` keys of a step in its thread), and writes each
   head's normalised partial output and log-sum-exp (where `Lkv` is a multiple of `SPLIT` and the
@@ -152,9 +153,14 @@ def _prune_decode(configs: list[Any], named_args: dict[str, Any], **kwargs: Any)
     lanes = _slot_lanes(block_d, int(getattr(named_args.get("q_ptr"), "itemsize", 2)))
     fitting = [cf for cf in configs
                if split % (cf.kwargs["SLOTS"] * cf.kwargs["ROWS"]) == 0
-               and gp * cf.kwargs["SLOTS"] * block_d <= 64 * 32 * cf.num_warps]
+               and cf.kwargs["HSPLIT"] <= gp
+               and gp // cf.kwargs["HSPLIT"] * cf.kwargs["SLOTS"] * block_d <= 64 * 32 * cf.num_warps]
     matching = [cf for cf in fitting if cf.kwargs["SLOTS"] == lanes * cf.num_warps]
-    return c.first_or_all(matching or fitting or [triton.Config({"SLOTS": 1, "ROWS": 1}, num_warps=1)])
+    # the default (first): the group over two programs where every split is whole steps, else
+    # one program for the whole group (docs/ops.md, "Decode speed", tenth round)
+    halve = bool(kwargs.get("WHOLE")) and gp >= 2
+    ordered = sorted(matching or fitting, key=lambda cf: (cf.kwargs["HSPLIT"] == 2) != halve)
+    return c.first_or_all(ordered or [triton.Config(dict(_ONE_SLOT), num_warps=1)])
 
 
 def _split(n_keys: int) -> int:
@@ -172,16 +178,25 @@ def _whole_steps(n_keys: int, split: int, group_p: int) -> bool:
     return n_keys % split == 0 and group_p <= 4
 
 
-# (SLOTS, ROWS, num_warps): key slots, key rows a slot takes a step (a step reads SLOTS x ROWS
-# keys), SIMD groups; the launcher picks the keys a program reads (`_split`). Pruning keeps
-# those whose slots match the inputs' key rows: two slots a SIMD group for float16 heads of
-# 128 (or float32 heads of 64), one for float32 heads of 128, four for float16 heads of 64. The
-# first, the default there: the fastest measured through the GPU proxy for float16 heads of
-# 128 at 64 keys a program (docs/ops.md, "Decode speed")
-_DECODE = [triton.Config({"SLOTS": n, "ROWS": r}, num_warps=w)
-           for n, r, w in ((4, 4, 2), (2, 4, 1), (2, 2, 1), (4, 1, 2), (4, 2, 2), (8, 2, 4), (8, 1, 4),
-                           (1, 4, 1), (1, 2, 1), (2, 1, 2), (2, 2, 2), (4, 1, 4), (4, 2, 4), (4, 2, 1),
-                           (8, 1, 2), (2, 8, 1), (8, 8, 4))]
+# (SLOTS, ROWS, num_warps, HSPLIT, V_AHEAD): key slots, key rows a slot takes a step (a step
+# reads SLOTS x ROWS keys), SIMD groups, programs sharing a group's query heads (each reads the
+# split's keys and values: the second read of neighbouring programs finds them in the cache,
+# and each program holds half the heads' registers), and whether a step reads the next step's
+# values with its keys (else its own values after its scores); the launcher picks the keys a
+# program reads (`_split`). Pruning keeps those whose slots match the inputs' key rows: two
+# slots a SIMD group for float16 heads of 128 (or float32 heads of 64), one for float32 heads of
+# 128, four for float16 heads of 64, and orders the default first. The defaults (4 x 4 on 2
+# SIMD groups, the group on one program or two): the fastest measured through the GPU proxy for
+# float16 heads of 128 at 64 keys a program (docs/ops.md, "Decode speed")
+_DECODE = [triton.Config({"SLOTS": n, "ROWS": r, "HSPLIT": hs, "V_AHEAD": ahead}, num_warps=w)
+           for n, r, w, hs, ahead in (
+               (4, 4, 2, 1, True), (4, 4, 2, 2, False), (4, 4, 2, 2, True), (2, 4, 1, 1, True),
+               (2, 4, 1, 2, True), (2, 8, 1, 2, True), (2, 8, 1, 2, False), (8, 2, 4, 2, True),
+               (8, 2, 4, 2, False), (2, 2, 1, 1, True), (4, 1, 2, 1, True), (4, 2, 2, 1, True),
+               (8, 2, 4, 1, True), (8, 1, 4, 1, True), (1, 4, 1, 1, True), (1, 2, 1, 1, True),
+               (2, 1, 2, 1, True), (2, 2, 2, 1, True), (4, 1, 4, 1, True), (4, 2, 4, 1, True),
+               (4, 2, 1, 1, True), (8, 1, 2, 1, True), (2, 8, 1, 1, True), (8, 8, 4, 1, True))]
+_ONE_SLOT = {"SLOTS": 1, "ROWS": 1, "HSPLIT": 1, "V_AHEAD": True}
 # the combine's (head dims a program, warps): one SIMD group, so its reductions over the
 # splits need no threadgroup memory or barrier
 _COMBINE = (32, 1)
@@ -218,13 +233,14 @@ def _kv_tile(ptr, at, ok, dmask, EVEN_D: tl.constexpr, WHOLE: tl.constexpr):
 def _attn_decode(q_ptr, k_ptr, v_ptr, mask_ptr, po_ptr, plse_ptr, Hq, group, Lkv, D, scale,
                  n_splits, smb, smh, smk, MASK, BLOCK_D: tl.constexpr, GROUP_P: tl.constexpr,
                  EVEN_D: tl.constexpr, SPLIT: tl.constexpr, WHOLE: tl.constexpr,
-                 SLOTS: tl.constexpr, ROWS: tl.constexpr):
-    # flash-decoding, pass 1: program (split, batch x kv head) reads keys and values
-    # [split * SPLIT, (split + 1) * SPLIT) once for every query head of the group (GROUP_P:
-    # the group size rounded up to a power of two), and writes each head's partial output
-    # (normalised) and log-sum-exp; `_attn_decode_combine` merges the splits. The grid has
-    # `n_splits` = cdiv(Lkv, SPLIT) programs per kv head, each with at least one key, so every
-    # slot is written, unmasked.
+                 SLOTS: tl.constexpr, ROWS: tl.constexpr, HSPLIT: tl.constexpr,
+                 V_AHEAD: tl.constexpr):
+    # flash-decoding, pass 1: program (split x HSPLIT, batch x kv head) reads keys and values
+    # [split * SPLIT, (split + 1) * SPLIT) once for its share of the query heads of the group
+    # (GROUP_P, the group size rounded up to a power of two, over HSPLIT neighbouring
+    # programs), and writes each head's partial output (normalised) and log-sum-exp;
+    # `_attn_decode_combine` merges the splits. The grid has `n_splits` = cdiv(Lkv, SPLIT)
+    # splits per kv head, each with at least one key, so every slot is written, unmasked.
     # Tiles of 4 axes: (query head of the group, key row of a slot, slot, head dim). A step
     # reads ROWS x SLOTS keys; each slot keeps its own online softmax (maximum, sum, output)
     # over its keys, ROWS of them a step, so a step's sums over keys stay in the slot's thread
@@ -234,11 +250,12 @@ def _attn_decode(q_ptr, k_ptr, v_ptr, mask_ptr, po_ptr, plse_ptr, Hq, group, Lkv
     # number of full steps: no key past the split, so the key and value loads take no row mask
     # and the scores no -inf, and the last step's read-ahead re-reads its own block (in the
     # array, unused) rather than the next split's
-    split = tl.program_id(0)
+    split = tl.program_id(0) // HSPLIT
+    HEADS: tl.constexpr = GROUP_P // HSPLIT
     bkv = tl.program_id(1)
     Hkv = Hq // group
     b = bkv // Hkv
-    g = tl.arange(0, GROUP_P)[:, None, None, None]
+    g = (tl.program_id(0) % HSPLIT) * HEADS + tl.arange(0, HEADS)[:, None, None, None]
     h = (bkv % Hkv) * group + g  # the query heads of this kv head (padded ones masked)
     head_ok = g < group
     BLOCK_N: tl.constexpr = ROWS * SLOTS
@@ -254,16 +271,16 @@ def _attn_decode(q_ptr, k_ptr, v_ptr, mask_ptr, po_ptr, plse_ptr, Hq, group, Lkv
     kv_base = bkv.to(tl.int64) * Lkv * D
     # the first key block is read before q, so the tiles take the key tile's layout (lanes
     # along the head dim in vectors, then along the slots, warps along the slots, a slot's
-    # rows in its thread's registers, the group's heads in every thread's registers), and
-    # each step reads the next block's keys and values ahead of its math, so no step waits on
-    # a load issued in it
+    # rows in its thread's registers, the program's heads in every thread's registers), and
+    # each step reads the next block's keys (and with V_AHEAD its values) ahead of its math
     at0 = kv_base + (lo + offs_n) * D + offs_d
     k = _kv_tile(k_ptr, at0, (lo + offs_n) < hi, dmask, EVEN_D, WHOLE)
-    v = _kv_tile(v_ptr, at0, (lo + offs_n) < hi, dmask, EVEN_D, WHOLE)
+    if V_AHEAD:
+        v = _kv_tile(v_ptr, at0, (lo + offs_n) < hi, dmask, EVEN_D, WHOLE)
     q = _masked_tile(q_ptr, (b * Hq + h).to(tl.int64) * D + offs_d, head_ok, dmask, EVEN_D).to(tl.float32)
-    m_i = tl.full([GROUP_P, 1, SLOTS, 1], NEG_INF, tl.float32)
-    l_i = tl.zeros([GROUP_P, 1, SLOTS, 1], tl.float32)
-    acc = tl.zeros([GROUP_P, 1, SLOTS, BLOCK_D], tl.float32)
+    m_i = tl.full([HEADS, 1, SLOTS, 1], NEG_INF, tl.float32)
+    l_i = tl.zeros([HEADS, 1, SLOTS, 1], tl.float32)
+    acc = tl.zeros([HEADS, 1, SLOTS, BLOCK_D], tl.float32)
     for start_n in range(lo, hi, BLOCK_N):
         cols = start_n + offs_n
         ok = cols < hi
@@ -276,8 +293,11 @@ def _attn_decode(q_ptr, k_ptr, v_ptr, mask_ptr, po_ptr, plse_ptr, Hq, group, Lkv
             at_next = kv_base + (cols + BLOCK_N) * D + offs_d
         ok_next = (cols + BLOCK_N) < hi
         k_next = _kv_tile(k_ptr, at_next, ok_next, dmask, EVEN_D, WHOLE)
-        v_next = _kv_tile(v_ptr, at_next, ok_next, dmask, EVEN_D, WHOLE)
+        if V_AHEAD:
+            v_next = _kv_tile(v_ptr, at_next, ok_next, dmask, EVEN_D, WHOLE)
         s = tl.sum(q * k.to(tl.float32), 3, keep_dims=True) * scale
+        if not V_AHEAD:
+            v = _kv_tile(v_ptr, kv_base + cols * D + offs_d, ok, dmask, EVEN_D, WHOLE)
         if MASK == 2:  # a uniform branch: no mask, no predicated loads
             s += tl.load(mask_ptr + b.to(tl.int64) * smb + h * smh + cols * smk,
                          mask=ok & head_ok, other=0.0).to(tl.float32)
@@ -292,7 +312,8 @@ def _attn_decode(q_ptr, k_ptr, v_ptr, mask_ptr, po_ptr, plse_ptr, Hq, group, Lkv
         acc = acc * alpha + tl.sum(p * v.to(tl.float32), 1, keep_dims=True)
         m_i = m_new
         k = k_next
-        v = v_next
+        if V_AHEAD:
+            v = v_next
     m = tl.max(m_i, 2, keep_dims=True)
     w = tl.where(m_i > NEG_INF, tl.exp(m_i - m), 0.0)
     total = tl.sum(l_i * w, 2, keep_dims=True)
@@ -469,10 +490,10 @@ def _decode(q: Any, k: Any, v: Any, mask4: Any, o: Any, lse: Any, group: int, sc
     gp = next_pow2(group)
     po = c.zeros((B * Hkv * n_splits * gp, block_d), m.float32)
     plse = c.zeros((B * Hkv * n_splits * gp,), m.float32)
-    _attn_decode[(n_splits, B * Hkv)](q, k, v, mask4, po, plse, Hq, group, Lkv, D, scale, n_splits,
-                                      *mask_strides, kind, BLOCK_D=block_d, GROUP_P=gp,
-                                      EVEN_D=D == block_d, SPLIT=split,
-                                      WHOLE=_whole_steps(Lkv, split, gp))
+    grid = lambda meta: (n_splits * meta["HSPLIT"], B * Hkv)  # noqa: E731
+    _attn_decode[grid](q, k, v, mask4, po, plse, Hq, group, Lkv, D, scale, n_splits, *mask_strides, kind,
+                       BLOCK_D=block_d, GROUP_P=gp, EVEN_D=D == block_d, SPLIT=split,
+                       WHOLE=_whole_steps(Lkv, split, gp))
     chunk_d, warps = _COMBINE
     chunk = min(chunk_d, block_d)
     _attn_decode_combine[(B * Hq, block_d // chunk)](po, plse, o, lse, group, n_splits, D, GROUP_P=gp,
