@@ -57,6 +57,38 @@ def test_python_helpers_compute_like_the_interpreter(mode, monkeypatch):
     np.testing.assert_allclose(y, expected, rtol=1e-6, atol=1e-6)
 
 
+def kinds(x, n, m=None, *, scale):  # noqa: ANN001, ANN201
+    # what the helper is given, told apart in the value it returns
+    code = (1 if type(n) is int else 2) + (10 if type(m) is int else 20)
+    code += 100 if type(scale) is float else 200
+    return x + code
+
+
+def tagged(n):  # noqa: ANN001, ANN201
+    return n + 1
+
+
+@triton.jit
+def kinds_kernel(y_ptr, N: tl.constexpr, S: tl.constexpr):
+    K: tl.constexpr = tagged(N)  # a Python scalar result: a compile-time value
+    tl.store(y_ptr + tl.arange(0, K), kinds(tl.zeros([K], tl.float32), N, m=N, scale=S))
+
+
+@pytest.mark.parametrize("mode", ["compiled", "interpret"])
+def test_a_helper_gets_compile_time_values_as_python_values_positional_and_keyword(mode, monkeypatch):
+    # every backend passes a helper the same values: the kernel's compile-time parameters as
+    # Python values whether given by position or by keyword (111: int, int, float)
+    monkeypatch.delenv("TRITON_METAL_BACKEND", raising=False)
+    if mode == "interpret":
+        monkeypatch.setenv("TRITON_METAL_INTERPRET", "1")
+    else:
+        monkeypatch.setenv("TRITON_METAL_BACKEND", "emulator")
+        monkeypatch.delenv("TRITON_METAL_INTERPRET", raising=False)
+    y = np.zeros(4, np.float32)
+    kinds_kernel[(1,)](y, N=3, S=0.5)
+    np.testing.assert_array_equal(y, np.array([111, 111, 111, 111], np.float32))
+
+
 def test_a_failing_helper_is_reported_at_the_call(monkeypatch):
     monkeypatch.setenv("TRITON_METAL_BACKEND", "emulator")
     monkeypatch.delenv("TRITON_METAL_INTERPRET", raising=False)

@@ -18,7 +18,7 @@ import builtins
 import inspect
 import math
 from collections import ChainMap
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from functools import lru_cache
@@ -90,6 +90,14 @@ def _wrap(result: Any) -> Any:
     if isinstance(result, (bool, int, float, str)) or result is None:
         return tlc.constexpr(result)
     return result
+
+
+def call_python_helper(fn: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
+    """How every backend calls a plain Python helper from a kernel: compile-time arguments,
+    positional and keyword alike, as their Python values (tensors as they are), and a Python
+    scalar result as a `tl.constexpr`."""
+    plain = {k: tlc.to_python(v) for k, v in kwargs.items()}
+    return _wrap(fn(*tlc.to_python(list(args)), **plain))
 
 
 def is_const_annotation(node: ast.expr | None) -> bool:
@@ -224,7 +232,7 @@ class CallsMixin:
         calls build IR through this kernel's semantic (made current for the call)."""
         try:
             with active_semantic(self.semantic):
-                return _wrap(fn(*tlc.to_python(args), **tlc.to_python(kwargs)))
+                return call_python_helper(fn, args, kwargs)
         except CompilationError:
             raise
         except Exception as e:  # noqa: BLE001 - the helper's own error, reported at the call

@@ -23,8 +23,11 @@ differ, so that a program means in the interpreter what it means compiled:
   a run-time `if` (a tensor condition), `while` or `tl.range` loop that holds a `return`, its
   values return as tensors, as the front end's return slot makes them (`frontend/returns.py`):
   `if x < 0: return 1` gives an int32 scalar for a run-time `x` and `1` for a constexpr one.
+* `f(...)`: a plain Python helper gets its compile-time arguments, positional and keyword, as
+  Python values and gives a Python scalar result as a `tl.constexpr` (`call_python_helper`),
+  as the front end calls it.
 
-Arguments follow the front end too: a helper receives every non-tensor argument as a
+Arguments follow the front end too: a `@jit` helper receives every non-tensor argument as a
 `tl.constexpr` (so `DTYPE.value` works), and so does a kernel's compile-time parameter.
 
     interpretable(fn) -> the rewritten function (cached; `fn` itself when its source is unknown)
@@ -45,6 +48,7 @@ from triton_metal.language import constexpr, current_semantic, tensor
 from triton_metal.language import range as tl_range
 from triton_metal.language.aggregate import is_aggregate
 from triton_metal.language.core import tuple_like, type_of, warn_logical_on_block
+from triton_metal.frontend.calls import call_python_helper, is_python_function
 from triton_metal.frontend.returns import has_return, nested_return
 
 _RT = "__triton_metal_rt__"
@@ -181,6 +185,15 @@ class _Runtime:
     @staticmethod
     def hasattr(obj: Any, name: Any) -> bool:
         return hasattr(_unwrap(obj), _unwrap(name))
+
+    @staticmethod
+    def call(fn: Any, *args: Any, **kwargs: Any) -> Any:
+        """Every call in a body: a plain Python helper (not one of Python's builtins, whose
+        names the front end maps to its own) gets its arguments and gives its result as the
+        front end's call does (`call_python_helper`); anything else is called as it is."""
+        if is_python_function(fn) and getattr(fn, "__module__", None) != "builtins":
+            return call_python_helper(fn, args, kwargs)
+        return fn(*args, **kwargs)
 
     @staticmethod
     def loop_iterable(make: Any) -> Any:
@@ -405,8 +418,8 @@ class _Rewriter(ast.NodeTransformer):
     def visit_For(self, node: ast.For) -> ast.AST:
         self.generic_visit(node)
         it = node.iter
-        if isinstance(it, ast.Call):
-            it.func = _call("loop_iterable", [it.func], it.func)
+        if isinstance(it, ast.Call):  # `rt.call(make, ...)`, as `visit_Call` left it
+            it.args[0] = _call("loop_iterable", [it.args[0]], it.args[0])
         self._note(node)
         return node
 
@@ -426,6 +439,9 @@ class _Rewriter(ast.NodeTransformer):
         self.generic_visit(node)
         if isinstance(node.func, ast.Name) and node.func.id in ("isinstance", "getattr", "hasattr"):
             node.func = ast.copy_location(_rt(node.func.id), node.func)
+        else:  # `f(a, k=b)` -> `rt.call(f, a, k=b)`
+            node.args = [node.func, *node.args]
+            node.func = ast.copy_location(_rt("call"), node.func)
         return node
 
 
