@@ -43,13 +43,18 @@ def bad_kernel(x_ptr, n):
     tl.store(x_ptr, bad_helper(x))
 
 
-@pytest.mark.parametrize("mode", ["compiled", "interpret"])
-def test_python_helpers_compute_like_the_interpreter(mode, monkeypatch):
+@pytest.fixture(params=["compiled", "interpret"])
+def backend(request, monkeypatch):
     monkeypatch.delenv("TRITON_METAL_BACKEND", raising=False)
-    if mode == "interpret":
+    if request.param == "interpret":
         monkeypatch.setenv("TRITON_METAL_INTERPRET", "1")
     else:
         monkeypatch.setenv("TRITON_METAL_BACKEND", "emulator")
+        monkeypatch.delenv("TRITON_METAL_INTERPRET", raising=False)
+    return request.param
+
+
+def test_python_helpers_compute_like_the_interpreter(backend):
     x = np.linspace(-3, 3, 50).astype(np.float32)
     y = np.zeros(50, np.float32)
     helper_kernel[(1,)](x, y, 50, BLOCK=64)
@@ -74,16 +79,9 @@ def kinds_kernel(y_ptr, N: tl.constexpr, S: tl.constexpr):
     tl.store(y_ptr + tl.arange(0, K), kinds(tl.zeros([K], tl.float32), N, m=N, scale=S))
 
 
-@pytest.mark.parametrize("mode", ["compiled", "interpret"])
-def test_a_helper_gets_compile_time_values_as_python_values_positional_and_keyword(mode, monkeypatch):
+def test_a_helper_gets_compile_time_values_as_python_values_positional_and_keyword(backend):
     # every backend passes a helper the same values: the kernel's compile-time parameters as
     # Python values whether given by position or by keyword (111: int, int, float)
-    monkeypatch.delenv("TRITON_METAL_BACKEND", raising=False)
-    if mode == "interpret":
-        monkeypatch.setenv("TRITON_METAL_INTERPRET", "1")
-    else:
-        monkeypatch.setenv("TRITON_METAL_BACKEND", "emulator")
-        monkeypatch.delenv("TRITON_METAL_INTERPRET", raising=False)
     y = np.zeros(4, np.float32)
     kinds_kernel[(1,)](y, N=3, S=0.5)
     np.testing.assert_array_equal(y, np.array([111, 111, 111, 111], np.float32))
