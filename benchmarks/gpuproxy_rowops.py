@@ -139,7 +139,8 @@ CASES = (
     Case("cross_entropy_bf16", _cross_entropy("class"), ("check_cross_entropy",),
          ("F.cross_entropy=F.cross_entropy(x_ptr, t_ptr.long(), reduction='none')",), _XENT_INPUTS),
     Case("cross_entropy_smoothed_bf16", _cross_entropy("smoothed"), ("check_cross_entropy",),
-         inputs=_XENT_INPUTS),
+         ("F.cross_entropy=F.cross_entropy(x_ptr, t_ptr.long(), reduction='none', label_smoothing=0.1)",),
+         _XENT_INPUTS),
     Case("entropy_bf16", _cross_entropy("entropy"), ("check_cross_entropy",), inputs=_XENT_INPUTS),
     Case("layer_norm_example", _layer_norm_example, ("check_layer_norm_example",)),
 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from triton_metal.ops import _rows, activations, attention, quantized
+from triton_metal.ops import _rows, activations, attention, losses, quantized
 
 
 @pytest.fixture
@@ -155,3 +155,12 @@ def test_norm_backward_configs(tuning):
     assert [first(b, 0) for b in (2048, 4096, 8192, 16384)] == [(1, 0, 4), (1, 0, 16), (1, 1, 16), (1, 0, 16)]
     # the streamed rows' dx: 8 warps first
     assert norms._prune_bwd_long(_rows.row_configs(), {}, BLOCK=2048)[0].num_warps == 8
+
+
+@pytest.mark.parametrize("one_pass, forward, backward", [(False, 8, 16), (True, 8, 8)])
+def test_loss_defaults_stream_forward_rows_on_8_warps(tuning, one_pass, forward, backward):
+    # streamed rows (32000 logits in blocks of 4096): the forward on 8 warps, the backward on the
+    # streamed rows' 16; a row held in registers keeps a warp per 512 elements either way
+    fwd = losses._FWD_TUNING["early_config_prune"](_rows.row_configs(), {}, BLOCK=4096, ONE_PASS=one_pass)
+    bwd = _rows.ROW_TUNING["early_config_prune"](_rows.row_configs(), {}, BLOCK=4096, ONE_PASS=one_pass)
+    assert (fwd[0].num_warps, bwd[0].num_warps) == (forward, backward)
