@@ -187,13 +187,15 @@ class _Runtime:
         return hasattr(_unwrap(obj), _unwrap(name))
 
     @staticmethod
-    def call(fn: Any, *args: Any, **kwargs: Any) -> Any:
-        """Every call in a body: a plain Python helper (not one of Python's builtins, whose
-        names the front end maps to its own) gets its arguments and gives its result as the
-        front end's call does (`call_python_helper`); anything else is called as it is."""
+    def callee(fn: Any) -> Any:
+        """What a body's call `fn(...)` calls: for a plain Python helper (not one of Python's
+        builtins, whose names the front end maps to its own), a function that passes its
+        arguments and gives its result as the front end's call does (`call_python_helper`);
+        anything else as it is (no frame of its own, so nested `@jit` calls go as deep as they
+        went)."""
         if is_python_function(fn) and getattr(fn, "__module__", None) != "builtins":
-            return call_python_helper(fn, args, kwargs)
-        return fn(*args, **kwargs)
+            return lambda *args, **kwargs: call_python_helper(fn, args, kwargs)
+        return fn
 
     @staticmethod
     def loop_iterable(make: Any) -> Any:
@@ -418,8 +420,8 @@ class _Rewriter(ast.NodeTransformer):
     def visit_For(self, node: ast.For) -> ast.AST:
         self.generic_visit(node)
         it = node.iter
-        if isinstance(it, ast.Call):  # `rt.call(make, ...)`, as `visit_Call` left it
-            it.args[0] = _call("loop_iterable", [it.args[0]], it.args[0])
+        if isinstance(it, ast.Call):
+            it.func = _call("loop_iterable", [it.func], it.func)
         self._note(node)
         return node
 
@@ -439,9 +441,8 @@ class _Rewriter(ast.NodeTransformer):
         self.generic_visit(node)
         if isinstance(node.func, ast.Name) and node.func.id in ("isinstance", "getattr", "hasattr"):
             node.func = ast.copy_location(_rt(node.func.id), node.func)
-        else:  # `f(a, k=b)` -> `rt.call(f, a, k=b)`
-            node.args = [node.func, *node.args]
-            node.func = ast.copy_location(_rt("call"), node.func)
+        else:  # `f(a, k=b)` -> `rt.callee(f)(a, k=b)`
+            node.func = _call("callee", [node.func], node.func)
         return node
 
 
