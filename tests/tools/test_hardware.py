@@ -183,3 +183,7 @@ def test_persistent_grids_are_sized_from_the_chip(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(backend, "active_backend_name", lambda: backend.METAL)
     assert _common.persistent_programs(10_000) == 10 * _common.PROGRAMS_PER_CORE
     assert _common.persistent_programs(7) == 7  # never more programs than rows
+    # 16 rows a program at least, while that leaves a program a core
+    monkeypatch.setattr(chip, "_cached_gpu_core_count", lambda: 132)
+    assert [_common.persistent_programs(r) for r in (8192, 4096, 1024, 100)] == [512, 256, 132, 100]
+    assert _common.persistent_programs(100_000) == 132 * _common.PROGRAMS_PER_CORE

@@ -86,21 +86,29 @@ def zeros(shape: tuple[int, ...], dtype: Any) -> Any:
 
 
 PROGRAMS_PER_CORE = 4
-"""Threadgroups a persistent grid gives each GPU core (several fit a core at once)."""
+"""Threadgroups a persistent grid gives each GPU core at most (several fit a core at once)."""
 PROGRAMS_UNKNOWN_CHIP = 256
-"""A persistent grid's size where the core count is unknown (the emulator)."""
+"""A persistent grid's most programs where the core count is unknown (the emulator): as a GPU of
+64 cores."""
+ROWS_PER_PROGRAM = 16
+"""Rows a persistent program takes at least, where there are enough rows to keep one program a
+core: each program writes a float32 partial row of the weight (and bias) gradient, so P programs
+over M rows add P / M of a 16-bit input's bytes to the pass, and the partials' sum reads them
+again. Through the GPU proxy (132 cores) the norms' backward was fastest at 16 rows a program for
+8192 x 2048 and 4096 x 4096, and at the core count (8 rows) for 1024 x 16384 (docs/ops.md,
+"Tenth round")."""
 
 
 def persistent_programs(rows: int) -> int:
     """Programs of a persistent grid over `rows` rows: a few per GPU core, as Triton kernels size
     theirs from the SM count (`get_hardware_capabilities().gpu_cores`, read on a Mac from the
-    IORegistry), never more than the rows."""
+    IORegistry), but no fewer than `ROWS_PER_PROGRAM` rows a program while that leaves a program
+    a core, and never more programs than rows."""
     from ..backends.metal.chip import gpu_core_count
     from ..runtime.backend import METAL, active_backend_name
 
-    cores = gpu_core_count() if active_backend_name() == METAL else None
-    limit = cores * PROGRAMS_PER_CORE if cores else PROGRAMS_UNKNOWN_CHIP
-    return max(1, min(rows, limit))
+    cores = (gpu_core_count() if active_backend_name() == METAL else None) or PROGRAMS_UNKNOWN_CHIP // PROGRAMS_PER_CORE
+    return max(1, min(rows, cores * PROGRAMS_PER_CORE, max(rows // ROWS_PER_PROGRAM, cores)))
 
 
 def next_pow2(n: int) -> int:

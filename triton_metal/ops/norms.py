@@ -4,7 +4,8 @@ Forward: one program per row, statistics in float32, the row held in registers w
 (`_rows.row_block`), else streamed twice (statistics, then the normalised row). It also writes
 each row's float32 (mean, rstd) (8 bytes a row) for the backward.
 
-Backward: a persistent grid (a few programs per GPU core, `_common.persistent_programs`) walks
+Backward: a persistent grid (a few programs per GPU core and at least 16 rows a program where
+that leaves one a core, `_common.persistent_programs`) walks
 the rows, each program one run of consecutive rows or its rows strided over the programs (an
 RMS norm's default, reading ahead; `_bwd_default`); each program reads its rows' saved (mean,
 rstd) rather than recomputing them (two block reductions fewer per row, one after the other:
