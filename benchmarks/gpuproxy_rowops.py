@@ -17,7 +17,9 @@ the input they belong to, from the refs file's `--inputs` functions.
 
 `--gpuproxy DIR`: the proxy's folder (default: the first `shared/gpuproxy` above the project).
 `--cores N`: size persistent grids (the norms' backward) as for a GPU of N cores (default: the
-unknown-chip fallback).
+unknown-chip fallback, 256 programs at most). The op sizes them from the GPU it runs on, so give
+the replaying GPU's count (132 for an H100 SXM or H200) to time the grid that GPU would get
+(docs/ops.md, "Tenth round: the norms' persistent grid").
 """
 
 from __future__ import annotations
