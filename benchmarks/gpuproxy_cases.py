@@ -212,8 +212,8 @@ _LAYER_CHECK = ("y_ptr=F.layer_norm(x_ptr.double(), (x_ptr.shape[-1],), w_ptr.do
 
 
 def _norm_forward_case(kind: str, dtype: str, rows: int, cols: int) -> None:
-    """`ops.rms_norm` / `ops.layer_norm` forward; rows over 8192 elements are streamed (two
-    passes over x), the others held in registers."""
+    """`ops.rms_norm` / `ops.layer_norm` forward; rows over 16384 elements are streamed (two
+    passes over x), the others held in registers (`_rows.MAX_ONE_PASS`)."""
     if kind == "rms":
         checks = (_RMS_CHECK,)
         refs = ("F.rms_norm=F.rms_norm(x_ptr, (x_ptr.shape[-1],), w_ptr, eps)",)

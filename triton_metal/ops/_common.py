@@ -107,7 +107,8 @@ def persistent_programs(rows: int) -> int:
     from ..backends.metal.chip import gpu_core_count
     from ..runtime.backend import METAL, active_backend_name
 
-    cores = (gpu_core_count() if active_backend_name() == METAL else None) or PROGRAMS_UNKNOWN_CHIP // PROGRAMS_PER_CORE
+    known = gpu_core_count() if active_backend_name() == METAL else None
+    cores = known or PROGRAMS_UNKNOWN_CHIP // PROGRAMS_PER_CORE
     return max(1, min(rows, cores * PROGRAMS_PER_CORE, max(rows // ROWS_PER_PROGRAM, cores)))
 
 

@@ -160,7 +160,8 @@ def _prune_decode(configs: list[Any], named_args: dict[str, Any], **kwargs: Any)
     # one program for the whole group (docs/ops.md, "Decode speed", tenth round)
     halve = bool(kwargs.get("WHOLE")) and gp >= 2
     ordered = sorted(matching or fitting, key=lambda cf: (cf.kwargs["HSPLIT"] == 2) != halve)
-    return c.first_or_all(ordered or [triton.Config(dict(_ONE_SLOT), num_warps=1)])
+    one_slot = {"SLOTS": 1, "ROWS": 1, "HSPLIT": 1, "V_AHEAD": True}
+    return c.first_or_all(ordered or [triton.Config(one_slot, num_warps=1)])
 
 
 def _split(n_keys: int) -> int:
@@ -196,7 +197,6 @@ _DECODE = [triton.Config({"SLOTS": n, "ROWS": r, "HSPLIT": hs, "V_AHEAD": ahead}
                (8, 2, 4, 1, True), (8, 1, 4, 1, True), (1, 4, 1, 1, True), (1, 2, 1, 1, True),
                (2, 1, 2, 1, True), (2, 2, 2, 1, True), (4, 1, 4, 1, True), (4, 2, 4, 1, True),
                (4, 2, 1, 1, True), (8, 1, 2, 1, True), (2, 8, 1, 1, True), (8, 8, 4, 1, True))]
-_ONE_SLOT = {"SLOTS": 1, "ROWS": 1, "HSPLIT": 1, "V_AHEAD": True}
 # the combine's (head dims a program, warps): one SIMD group, so its reductions over the
 # splits need no threadgroup memory or barrier
 _COMBINE = (32, 1)
