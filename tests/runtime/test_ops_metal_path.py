@@ -43,6 +43,19 @@ def test_entropy_and_cross_entropy(metal_stand_in):
     _close(ops.cross_entropy(logits, targets), want, 2e-2)
 
 
+def test_streamed_cross_entropy_with_label_smoothing(metal_stand_in):
+    # rows of 5000 logits, longer than a block of 4096: streamed, a masked tail block, label
+    # smoothing's sum of the logits, into sentinel-filled outputs
+    rng = np.random.default_rng(2)
+    logits = mx.array(rng.standard_normal((3, 5000)).astype(np.float32)).astype(mx.bfloat16)
+    targets = mx.array(rng.integers(0, 5000, 3).astype(np.int32))
+    lf = logits.astype(mx.float32)
+    logp = lf - mx.logsumexp(lf, axis=-1, keepdims=True)
+    nll = -mx.take_along_axis(logp, targets[:, None], axis=-1)[:, 0]
+    _close(ops.cross_entropy(logits, targets, label_smoothing=0.1), 0.9 * nll - 0.1 * logp.mean(axis=-1), 2e-2)
+    assert any(call["name"].startswith("_xent_fwd") for call in metal_stand_in.fast.launches)
+
+
 def test_rope(metal_stand_in):
     x = mx.array(np.random.default_rng(2).standard_normal((1, 4, 16, 64)).astype(np.float16))
     got = ops.rope(x, 64, traditional=False, base=10000.0, scale=1.0, offset=3)
