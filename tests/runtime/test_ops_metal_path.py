@@ -99,15 +99,16 @@ def test_decode_attention(metal_stand_in, n_keys):
     assert all(call.get("init_value") is None for call in launches)
 
 
-@pytest.mark.parametrize("n", [256, 16400])
+@pytest.mark.parametrize("rows, n", [(40, 256), (300, 256), (40, 16400)])
 @pytest.mark.parametrize("kind", ["rms", "layer"])
-def test_norm_backward(metal_stand_in, kind, n):
-    # 40 rows of 256 over the persistent grid (programs loop over rows), or 40 streamed rows of
+def test_norm_backward(metal_stand_in, kind, rows, n):
+    # rows of 256 over the persistent grid (a program a row at 40; at 300, 64 programs of 4 or 5
+    # rows: at least 16 rows a program where that leaves one a core), or 40 streamed rows of
     # 16400 (the weight's and bias's partials from runs of rows a column block), then the
     # partials' sum on its tuned tile; the gradients of x, the weight and the bias against
     # MLX's own norms
     rng = np.random.default_rng(5)
-    x, dy = (mx.array(rng.standard_normal((40, n)).astype(np.float32)) for _ in range(2))
+    x, dy = (mx.array(rng.standard_normal((rows, n)).astype(np.float32)) for _ in range(2))
     w, b = (mx.array(rng.standard_normal(n).astype(np.float32)) for _ in range(2))
     if kind == "rms":
         def ours(x, w, b):
