@@ -440,3 +440,47 @@ def liger_rms_norm_backward(launch: dict[str, Any], t: dict[str, Any]) -> dict[s
 def liger_layer_norm_backward(launch: dict[str, Any], t: dict[str, Any]) -> dict[str, Callable[[], Any]] | None:
     """`_liger_norm_backward` of a layer norm."""
     return _liger_norm_backward(launch, t, False)
+
+
+def _example_module(name: str) -> Any:
+    """`examples/<name>.py` with its imports swapped back to Triton (the port in reverse: the
+    kernels as the project runs them, compiled by Triton for this GPU)."""
+    import types
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "examples" / f"{name}.py"
+    source = path.read_text().replace("import triton_metal.language as tl", "import triton.language as tl")
+    source = source.replace("import triton_metal as triton", "import triton")
+    # the host helpers are the project's (MLX, NumPy); the kernels need none of them
+    source = source.replace("from ._common import empty, report, strides, to_numpy",
+                            "empty = report = strides = to_numpy = None")
+    module = types.ModuleType(f"triton_example_{name}")
+    module.__file__ = str(path)
+    exec(compile(source, str(path), "exec"), module.__dict__)
+    return module
+
+
+def triton_layer_norm_example(launch: dict[str, Any], t: dict[str, Any]) -> dict[str, Callable[[], Any]] | None:
+    """examples/layer_norm.py's `dx` kernel (locks) compiled by Triton, on the launch's inputs;
+    the locks are zeroed before each run, as the example's host code allocates them."""
+    if launch["kernel"] != "_layer_norm_bwd_dx_fused":
+        return None
+    kernel = _example_module("layer_norm")._layer_norm_bwd_dx_fused
+    # the outputs (dx, the partial buffers, the locks) are the launch's, made here
+    out = {o["param"]: torch.empty(o["shape"], dtype=getattr(torch, o["dtype"]),
+                                   device=t["X"].device) for o in launch["outputs"]}
+    dx, dw, db, lock = out["DX"], out["DW"], out["DB"], out["Lock"]
+    rows = t["X"].numel() // int(t["N"])
+    group, block = _launch_group(launch), triton.next_power_of_2(int(t["N"]))
+    warps = min(max(block // 256, 1), 8)
+
+    def run() -> None:
+        lock.zero_()
+        kernel[(rows,)](dx, t["DY"], dw, db, t["X"], t["W"], t["Mean"], t["Rstd"], lock, int(t["stride"]),
+                        int(t["N"]), GROUP_SIZE_M=group, BLOCK_SIZE_N=block, num_warps=warps)
+    return {"triton (the example's kernel)": run, "torch lock zeroing alone": lock.zero_}
+
+
+def _launch_group(launch: dict[str, Any]) -> int:
+    """`GROUP_SIZE_M` of a captured `_layer_norm_bwd_dx_fused` launch: its partial buffers' rows."""
+    return next(o["shape"][0] for o in launch["outputs"] if o["param"] == "DW")

@@ -196,3 +196,26 @@ def test_used_atomic_results_in_replicated_layouts(num_warps: int, block: int):
     np.testing.assert_array_equal(outs["best_ptr"], np.where(live, np.maximum(first, 1.25), 0.0).astype(np.float32))
     # masked-off elements return 0
     np.testing.assert_array_equal(outs["prev_ptr"], np.where(live, first, 0.0).astype(np.float32))
+
+
+@triton.jit
+def row_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr, FILLS: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    if FILLS:
+        mask = offs < BLOCK  # true everywhere: the compiler folds it
+    else:
+        mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
+    tl.store(out_ptr + offs, tl.where(mask, x * 2, 1.0), mask=mask)
+
+
+def test_a_mask_true_everywhere_leaves_no_mask_in_the_msl():
+    """`tl.arange(0, B) < B` folds to true, and the load, the select and the store that it
+    masked lose their masks (the rows of the row ops that fill their block)."""
+    fills = compile_1d(row_kernel, "*fp32", "*fp32", "i32", C(128), C(True))
+    masked = compile_1d(row_kernel, "*fp32", "*fp32", "i32", C(128), C(False))
+    assert " ? " in masked.source and " ? " not in fills.source
+    x = RNG.standard_normal(128).astype(np.float32)
+    for k, n in ((fills, 128), (masked, 100)):
+        out = run(k, (1,), x_ptr=x, out_ptr=np.zeros(128, np.float32), n=n)["out_ptr"]
+        np.testing.assert_array_equal(out[:n], x[:n] * 2)

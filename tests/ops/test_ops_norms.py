@@ -11,7 +11,8 @@ from .helpers import assert_close, check_grads, randn, transposed
 SHAPES = [(3, 7), (2, 5, 100), (2, 16384), (2, 16385)]
 
 
-CASES = [(s, "float32") for s in SHAPES] + [((2, 5, 100), "float16"), ((2, 5, 100), "bfloat16")]
+CASES = [(s, "float32") for s in SHAPES] + [((2, 5, 100), "float16"), ((2, 5, 100), "bfloat16"),
+                                           ((4, 256), "bfloat16")]
 
 
 @pytest.mark.parametrize("shape, dtype", CASES)
@@ -141,7 +142,7 @@ def test_backward_kernel_configs_against_float64(monkeypatch, interpret, consecu
     dx = mx.zeros(x.shape, mx.float32)
     dw_part, db_part = mx.zeros((programs, 100), mx.float32), mx.zeros((programs, 100), mx.float32)
     norms._norm_bwd.fn[(programs,)](x, w, g, stats, dx, dw_part, db_part, 300, 100, 0, HAS_W=True,
-                                    HAS_B=True, BLOCK=128, ONE_PASS=True, AHEAD=ahead,
+                                    HAS_B=True, BLOCK=128, ONE_PASS=True, EVEN=False, AHEAD=ahead,
                                     CONSECUTIVE=consecutive, num_warps=2)
     dw, db = mx.zeros((100,), mx.float32), mx.zeros((100,), mx.float32)
     parts, cols = tile

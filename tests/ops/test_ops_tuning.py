@@ -157,6 +157,18 @@ def test_norm_backward_configs(tuning):
     assert norms._prune_bwd_long(_rows.row_configs(), {}, BLOCK=2048)[0].num_warps == 8
 
 
+@pytest.mark.parametrize("parts, tile", [(1, (32, 128)), (100, (64, 64)), (132, (128, 32)), (256, (256, 16)),
+                                         (300, (256, 16)), (528, (512, 8)), (4096, (512, 8))])
+def test_partial_sums_default_takes_the_partials_without_a_masked_step(tuning, parts, tile):
+    # a tile of 4096 on 8 warps, its rows the largest power of two (32 to 512) that the
+    # partials fill: every step but the last whole
+    from triton_metal.ops import norms
+
+    kept = norms._prune_sum(norms._SUM_CONFIGS, {"n_parts": parts})
+    assert ((kept[0].kwargs["PARTS"], kept[0].kwargs["COLS"]), kept[0].num_warps) == (tile, 8)
+    assert len(kept) == len(norms._SUM_CONFIGS)  # tuning times every tile
+
+
 @pytest.mark.parametrize("one_pass, forward, backward", [(False, 8, 16), (True, 8, 8)])
 def test_loss_defaults_stream_forward_rows_on_8_warps(tuning, one_pass, forward, backward):
     # streamed rows (32000 logits in blocks of 4096): the forward on 8 warps, the backward on the

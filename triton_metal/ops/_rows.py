@@ -1,7 +1,7 @@
 """Launch shape shared by the row-wise ops (softmax, norms, losses): one program per row.
 
 A row of up to `MAX_ONE_PASS` elements is held in registers in one block (`BLOCK` the next power
-of two, masked); a longer row is streamed in blocks of `LOOP_BLOCK`. `num_warps` is tuned per
+of two, masked unless the row fills it); a longer row is streamed in blocks of `LOOP_BLOCK`. `num_warps` is tuned per
 row length (`@autotune` keyed on the row length and the one-pass flag); configs whose threads
 outnumber the block's elements, or that leave a thread more than 64 elements of a one-pass
 row, are pruned before timing.
@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import triton_metal as triton
+import triton_metal.language as tl
 
 from ._common import first_or_all, next_pow2
 
@@ -28,6 +29,25 @@ def row_block(n: int) -> tuple[int, bool]:
     if n <= MAX_ONE_PASS:
         return max(16, next_pow2(n)), True
     return LOOP_BLOCK, False
+
+
+def fills_block(n: int) -> bool:
+    """Whether a row of `n` elements held in registers fills its block exactly (`EVEN` of the
+    row kernels: their masks then fold away, `row_mask`)."""
+    block, one_pass = row_block(n)
+    return one_pass and n == block
+
+
+@triton.jit
+def row_mask(offs, n_cols, BLOCK: tl.constexpr, EVEN: tl.constexpr):
+    # `offs < n_cols`; where the row fills the block (EVEN) the same comparison against BLOCK,
+    # which the compiler folds to true, so the row's loads, stores and selects carry no mask
+    # and hold no registers for one (docs/ops.md, "Eleventh round")
+    if EVEN:
+        mask = offs < BLOCK
+    else:
+        mask = offs < n_cols
+    return mask
 
 
 def default_warps(block: int, one_pass: bool = True, streamed_warps: int = 16) -> int:

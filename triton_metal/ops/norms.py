@@ -41,7 +41,8 @@ import triton_metal as triton
 import triton_metal.language as tl
 
 from . import _common as c
-from ._rows import ROW_TUNING, WARPS, default_warps, prune_row_configs, row_block, row_configs
+from ._rows import (ROW_TUNING, WARPS, default_warps, fills_block, prune_row_configs, row_block, row_configs,
+                    row_mask)
 
 @triton.jit
 def _row_shift(row_ptr, n_cols, RMS, BLOCK: tl.constexpr):
@@ -95,13 +96,13 @@ def _row_moments(s1, s2, n_cols, eps, RMS):
 @triton.autotune(configs=row_configs(), key=["n_cols", "ONE_PASS"], prune_configs_by=ROW_TUNING)
 @triton.jit
 def _norm_fwd(x_ptr, w_ptr, b_ptr, y_ptr, stats_ptr, n_cols, inv_n, eps, RMS, HAS_W: tl.constexpr,
-              HAS_B: tl.constexpr, BLOCK: tl.constexpr, ONE_PASS: tl.constexpr):
+              HAS_B: tl.constexpr, BLOCK: tl.constexpr, ONE_PASS: tl.constexpr, EVEN: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
     x_row = x_ptr + row * n_cols
     y_row = y_ptr + row * n_cols
     offs = tl.arange(0, BLOCK)
     if ONE_PASS:
-        mask = offs < n_cols
+        mask = row_mask(offs, n_cols, BLOCK, EVEN)
         x = tl.load(x_row + offs, mask=mask, other=0.0).to(tl.float32)
         if RMS:
             mean = 0.0
@@ -199,7 +200,8 @@ _BWD_CONFIGS = [triton.Config({"CONSECUTIVE": r, "AHEAD": a}, num_warps=w)
 @triton.jit
 def _norm_bwd(x_ptr, w_ptr, dy_ptr, stats_ptr, dx_ptr, dw_ptr, db_ptr, n_rows, n_cols,
               RMS: tl.constexpr, HAS_W: tl.constexpr, HAS_B: tl.constexpr, BLOCK: tl.constexpr,
-              ONE_PASS: tl.constexpr, AHEAD: tl.constexpr, CONSECUTIVE: tl.constexpr):
+              ONE_PASS: tl.constexpr, EVEN: tl.constexpr, AHEAD: tl.constexpr,
+              CONSECUTIVE: tl.constexpr):
     pid = tl.program_id(0)
     if CONSECUTIVE:
         # one run of consecutive rows a program (ceil(rows / programs) of them), as Triton's
@@ -214,9 +216,11 @@ def _norm_bwd(x_ptr, w_ptr, dy_ptr, stats_ptr, dx_ptr, dw_ptr, db_ptr, n_rows, n
         end = n_rows
         step = tl.num_programs(0)
     offs = tl.arange(0, BLOCK)
-    mask = offs < n_cols
+    mask = row_mask(offs, n_cols, BLOCK, EVEN)
     if HAS_W:
-        w = tl.load(w_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+        # kept in its own dtype across the rows, widened where used: 16-bit weights take half
+        # the registers of float32 ones, which rows of 16384 held in registers need
+        w = tl.load(w_ptr + offs, mask=mask, other=0.0)
     dw_acc = tl.zeros([BLOCK], tl.float32)
     db_acc = tl.zeros([BLOCK], tl.float32)
     if AHEAD:
@@ -242,7 +246,7 @@ def _norm_bwd(x_ptr, w_ptr, dy_ptr, stats_ptr, dx_ptr, dw_ptr, db_ptr, n_rows, n
         rstd = tl.load(stats_ptr + row * 2 + 1)
         xhat = tl.where(mask, (x - mean) * rstd, 0.0)
         if HAS_W:
-            dxhat = dy * w
+            dxhat = dy * w.to(tl.float32)
             dw_acc += dy * xhat
         else:
             dxhat = dy
@@ -342,17 +346,22 @@ def _norm_dw_long(x_ptr, dy_ptr, stats_ptr, dw_ptr, db_ptr, n_rows, n_cols, HAS_
         tl.store(db_ptr + part, db, mask=mask)
 
 
-# tiles of 128 or 256 partials take a persistent grid's partials in one or two steps, every load
-# of a column block issued at once
+# tiles of 4096 partials by columns take a persistent grid's partials in one or a few steps,
+# every load of a column block issued at once
 _SUM_CONFIGS = [triton.Config({"PARTS": p, "COLS": k}, num_warps=w) for p, k, w in (
-    (256, 16, 8), (256, 8, 4), (128, 16, 4), (32, 16, 4), (64, 32, 8), (64, 16, 4), (32, 32, 4),
-    (64, 8, 2), (32, 64, 8))]
+    (256, 16, 8), (512, 8, 8), (128, 32, 8), (64, 64, 8), (256, 8, 4), (128, 16, 4), (32, 16, 4),
+    (64, 32, 8), (64, 16, 4), (32, 32, 4), (64, 8, 2), (32, 64, 8), (32, 128, 8))]
 
 
 def _prune_sum(configs: list[Any], named_args: dict[str, Any], **kwargs: Any) -> list[Any]:
-    # the default first: 256 partials by 16 columns on 8 warps (the fastest measured through
-    # the GPU proxy for 256 partials of 4096 columns, docs/ops.md, "Sixth round")
-    return c.first_or_all(configs)
+    # the default first: a tile of 4096 on 8 warps whose rows are the largest power of two of
+    # partials that they do not outnumber (32 to 512), so no step but the last is masked: the
+    # fastest measured through the GPU proxy for 132, 256 and 512 partials (docs/ops.md,
+    # "Eleventh round")
+    parts = max(32, min(512, 1 << (max(1, int(named_args.get("n_parts", 256))).bit_length() - 1)))
+    ordered = sorted(configs, key=lambda cf: (cf.kwargs["PARTS"], cf.kwargs["COLS"], cf.num_warps)
+                     != (parts, 4096 // parts, 8))
+    return c.first_or_all(ordered)
 
 
 @triton.autotune(configs=_SUM_CONFIGS, key=["n_parts", "n_cols"],
@@ -390,7 +399,8 @@ def _forward(x: Any, w: Any, b: Any, eps: float, rms: bool) -> tuple[Any, Any]:
         block, one_pass = row_block(n)
         _norm_fwd[(rows,)](
             x, x if w is None else w, x if b is None else b, y, stats, n, _reciprocal(n), eps,
-            int(rms), HAS_W=w is not None, HAS_B=b is not None, BLOCK=block, ONE_PASS=one_pass)
+            int(rms), HAS_W=w is not None, HAS_B=b is not None, BLOCK=block, ONE_PASS=one_pass,
+            EVEN=fills_block(n))
     return y, stats
 
 
@@ -418,7 +428,8 @@ def _backward(x: Any, w: Any, b: Any, dy: Any, stats: Any, eps: float,
         dw, db = _partials(parts, n)
         if x.size:
             _norm_bwd[(programs,)](x, wp, dy, stats, dx, dw, db, rows, n, int(rms),
-                                   HAS_W=has_w, HAS_B=has_b, BLOCK=block, ONE_PASS=True)
+                                   HAS_W=has_w, HAS_B=has_b, BLOCK=block, ONE_PASS=True,
+                                   EVEN=fills_block(n))
     else:
         # recomputed with the sums the gradient needs, in the same pass over the row
         long_stats = c.zeros((rows, 2), m.float32)

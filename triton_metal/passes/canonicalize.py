@@ -8,6 +8,9 @@ Rewrites (applied greedily until none applies):
   equal operands, `cmpi x, x` (true for eq/le/ge, false otherwise); floats: `x * 1.0`,
   `x + (-0.0)`, `x - 0.0` (exact in IEEE arithmetic; `x + 0.0` is not, for x = -0.0);
 * `select` on a constant condition, or of two equal values; `addptr p, 0 -> p`;
+* an ordered integer comparison that its operands' intervals (ranges, constants, sums of them
+  that cannot wrap, shape ops of them) decide for every element becomes a constant, and a load
+  or store whose mask is then true everywhere loses it;
 * splat, broadcast, expand_dims, reshape and trans of a constant become a constant;
   broadcast of a splat becomes a splat; expand_dims of a splat becomes a splat; a broadcast or
   reshape to the operand's own type disappears;
@@ -31,6 +34,7 @@ from typing import ClassVar
 from ..ir import BlockArgument, Module, Op, Value
 from ..ir.ops import arith as A
 from ..ir.ops import scf, tt
+from ..ir.ops import tt_memory as M
 from ..ir.ops.tt_debug import AssumeOp
 from ..ir.types import ScalarType, element_type
 from .fold_constants import evaluate, signed, unsigned
@@ -168,6 +172,89 @@ def _cmp_same(rw: Rewriter, op: A.CmpIOp) -> bool:
         return False
     truth = op.predicate.value in ("eq", "sle", "sge", "ule", "uge")
     rw.replace_op(op, [_constant_like(rw, op, truth, op.result.type)])
+    return True
+
+
+# the integer interval every element of a value lies in, where the IR says it exactly: a
+# range's [start, end - 1], a constant, an add of two such (no wrap), and shape ops of them
+_INTERVAL_DEPTH = 8
+
+
+def _interval(v: Value, depth: int = _INTERVAL_DEPTH) -> tuple[int, int] | None:
+    el = element_type(v.type)
+    if not (isinstance(el, ScalarType) and el.is_int()) or el.is_bool() or depth == 0:
+        return None
+    c = constant_value(v)
+    if c is not None and not isinstance(c, float):
+        x = signed(c, el.bitwidth) if el.is_signed() else unsigned(c, el.bitwidth)
+        return x, x
+    owner = getattr(v, "op", None)
+    if isinstance(owner, tt.MakeRangeOp):
+        return owner.start, owner.end - 1
+    if isinstance(owner, (tt.SplatOp, tt.BroadcastOp, tt.ExpandDimsOp, tt.ReshapeOp, tt.TransOp)):
+        return _interval(owner.operands[0], depth - 1)
+    if isinstance(owner, A.AddIOp):
+        a, b = _interval(owner.lhs, depth - 1), _interval(owner.rhs, depth - 1)
+        if a is None or b is None:
+            return None
+        lo, hi = a[0] + b[0], a[1] + b[1]
+        bits = el.bitwidth - (1 if el.is_signed() else 0)
+        floor = -(1 << bits) if el.is_signed() else 0
+        return (lo, hi) if floor <= lo and hi < (1 << bits) else None  # no wrap on the device
+    return None
+
+
+_ORDERS = {"slt": (True, lambda a, b: a < b), "sle": (True, lambda a, b: a <= b),
+           "sgt": (True, lambda a, b: a > b), "sge": (True, lambda a, b: a >= b),
+           "ult": (False, lambda a, b: a < b), "ule": (False, lambda a, b: a <= b),
+           "ugt": (False, lambda a, b: a > b), "uge": (False, lambda a, b: a >= b)}
+
+
+@pattern(A.CmpIOp)
+def _cmp_intervals(rw: Rewriter, op: A.CmpIOp) -> bool:
+    """An ordered comparison that every pair of elements answers alike, from their intervals
+    (`tl.arange(0, B) < B` is true everywhere: the masks of a block that fits its data)."""
+    order = _ORDERS.get(op.predicate.value)
+    a, b = _interval(op.lhs), _interval(op.rhs)
+    if order is None or a is None or b is None:
+        return False
+    is_signed, holds = order
+    el = element_type(op.lhs.type)
+    assert isinstance(el, ScalarType)  # `_interval` answers for integers only
+    if not is_signed and min(a[0], b[0]) < 0:
+        return False  # the unsigned view of a negative value is not in its interval
+    if is_signed and not el.is_signed() and max(a[1], b[1]) >= 1 << (el.bitwidth - 1):
+        return False  # nor is the signed view of a large unsigned one
+    # the extremes decide: a < b everywhere when a's largest is below b's smallest, nowhere
+    # when a's smallest is not below b's largest (and likewise for the other orders)
+    less = op.predicate.value[1:] in ("lt", "le")
+    (x_all, y_all), (x_any, y_any) = ((a[1], b[0]), (a[0], b[1])) if less else ((a[0], b[1]), (a[1], b[0]))
+    if holds(x_all, y_all):
+        truth = True
+    elif not holds(x_any, y_any):
+        truth = False
+    else:
+        return False
+    rw.replace_op(op, [_constant_like(rw, op, truth, op.result.type)])
+    return True
+
+
+@pattern(M.LoadOp, M.StoreOp)
+def _mask_all_true(rw: Rewriter, op: Op) -> bool:
+    """A mask true everywhere masks nothing: the access without it (and a load's `other`,
+    which no element then takes)."""
+    if op.mask is None or constant_value(op.mask) not in (True, 1):
+        return False
+    dropped = [op.mask] + ([op.other] if isinstance(op, M.LoadOp) and op.other is not None else [])
+    op.mask = None
+    if isinstance(op, M.LoadOp):
+        op.other = None
+    for v in dropped:
+        users = rw.uses.get(v, [])
+        for i, u in enumerate(users):
+            if u is op:
+                del users[i]
+                break
     return True
 
 
