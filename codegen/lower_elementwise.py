@@ -20,6 +20,7 @@ from triton_metal.ir.ops import arith
 from triton_metal.ir.types import ScalarType, element_type
 
 from .context import LoweringContext, ctype_of
+from .distribution import Distribution
 from .msl_types import fp8_format_name, msl_type, uint_of_width
 from .program import Apply, Call, Convert, Expr, Lit, MathCall, Reinterpret
 from .registry import lowers
@@ -41,12 +42,39 @@ def elementwise(
                 f"internal layout mismatch: operand in {v.dist.shape} layout differs from the result's "
                 "(the layout passes must insert a convert_layout)"
             )
-    regs = []
-    for r in range(n):
+    lead = shared_registers(dist, ctx.axis_info.get(result).constancy) if dist is not None and ctx.axis_info else None
+    if lead is None:
+        lead = list(range(n))
+    # a register that holds the same element value as an earlier one (the result is constant
+    # over aligned runs the thread holds: a mask over vectors of a row) reads that one's, so a
+    # thread computes and keeps one per run
+    leaders = sorted(set(lead))
+    exprs = []
+    for r in leaders:
         args = [v.regs[r] if v.dist is not None else v.regs[0] for v in operands]
-        regs.append(fn(*args))
+        exprs.append(fn(*args))
     ctype = ctype_of(result.type)
-    ctx.bind(result, RegValue(result.type, ctx.materialize(regs, ctype), dist))
+    kept = dict(zip(leaders, ctx.materialize(exprs, ctype)))
+    ctx.bind(result, RegValue(result.type, tuple(kept[lead[r]] for r in range(n)), dist))
+
+
+def shared_registers(dist: Distribution, constancy: Sequence[int]) -> list[int] | None:
+    """For each register of `dist`, the first register holding the same element value, for a
+    value constant over aligned runs of `constancy[d]` elements along each dim d (axis info);
+    None when no two registers share one. A run counts as the largest power of two dividing
+    the constancy that also divides every lane's and warp's offset along d, so that registers
+    whose coordinates agree in the bits above the run lie in one run in every thread."""
+    runs = []
+    for d in range(dist.rank):
+        c = constancy[d] & -constancy[d] if constancy[d] > 0 else 1
+        while c > 1 and any(b[d] % c for b in (*dist.lane_bases, *dist.warp_bases)):
+            c //= 2
+        runs.append(c)
+    if all(c == 1 for c in runs):
+        return None
+    first: dict[tuple[int, ...], int] = {}
+    lead = [first.setdefault(tuple(x // c for x, c in zip(coord, runs)), r) for r, coord in enumerate(dist.reg_coords)]
+    return lead if len(first) < len(lead) else None
 
 
 def as_float(e: Expr, ty: ScalarType) -> Expr:

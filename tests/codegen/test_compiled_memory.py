@@ -3,6 +3,8 @@ ops, against NumPy on the emulator; parameter bindings and coverage facts."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from harness import C, compile_1d, run
@@ -219,3 +221,16 @@ def test_a_mask_true_everywhere_leaves_no_mask_in_the_msl():
     for k, n in ((fills, 128), (masked, 100)):
         out = run(k, (1,), x_ptr=x, out_ptr=np.zeros(128, np.float32), n=n)["out_ptr"]
         np.testing.assert_array_equal(out[:n], x[:n] * 2)
+
+
+@pytest.mark.parametrize("spt, n_spec, bools", [(4, "i32/16", 2), (4, "i32", 8), (1, "i32/16", 8)])
+def test_a_mask_keeps_one_register_a_run_it_is_constant_over(spt: int, n_spec: str, bools: int):
+    """`offs < n` with n a multiple of 16 is constant over each thread's aligned runs of 4
+    elements: a thread of 8 elements computes and keeps 2 booleans, and every element reads its
+    run's. Without the divisibility, or with no runs in the thread, one a element."""
+    k = compile_1d(row_kernel, "*fp32/16", "*fp32/16", n_spec, C(1024), C(False), num_warps=4, spt=spt)
+    assert re.findall(r"\bbool km_\d+\[(\d+)\];", k.source) == [str(bools)]
+    x = RNG.standard_normal(1024).astype(np.float32)
+    n = 1008 if n_spec.endswith("16") else 1001
+    out = run(k, (1,), x_ptr=x, out_ptr=np.zeros(1024, np.float32), n=n)["out_ptr"]
+    np.testing.assert_array_equal(out[:n], x[:n] * 2)
