@@ -326,25 +326,33 @@ def _attn_decode(q_ptr, k_ptr, v_ptr, mask_ptr, po_ptr, plse_ptr, Hq, group, Lkv
 @triton.jit
 def _attn_decode_combine(po_ptr, plse_ptr, o_ptr, lse_ptr, group, n_splits, D,
                          GROUP_P: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_D: tl.constexpr,
-                         CHUNK_D: tl.constexpr):
+                         CHUNK_D: tl.constexpr, WHOLE_S: tl.constexpr, EVEN_D: tl.constexpr):
     # flash-decoding, pass 2: program (batch x query head, chunk of CHUNK_D head dims) merges
     # its splits' partial outputs by their log-sum-exps. Pass 1 writes every split (an empty
     # one as zeros with log-sum-exp -inf), so the partial outputs are read unmasked, in the
     # same wave as the log-sum-exps rather than after them; a head whose every key is hidden
-    # gets NaN, as one pass would
+    # gets NaN, as one pass would. Where the splits fill the tile (WHOLE_S) their bound is the
+    # tile's own, which the compiler folds, and where the head dims fill the block (EVEN_D) the
+    # store takes no mask
     bh = tl.program_id(0)
     offs_s = tl.arange(0, BLOCK_S)
     offs_d = tl.program_id(1) * CHUNK_D + tl.arange(0, CHUNK_D)
     bkv = bh // group  # batch x kv head (query heads of a batch are consecutive)
     row = (bkv.to(tl.int64) * n_splits + offs_s) * GROUP_P + bh % group
-    ok = offs_s < n_splits
+    if WHOLE_S:
+        ok = offs_s < BLOCK_S
+    else:
+        ok = offs_s < n_splits
     po = tl.load(po_ptr + row[:, None] * BLOCK_D + offs_d[None, :], mask=ok[:, None], other=0.0)
     lse = tl.load(plse_ptr + row, mask=ok, other=NEG_INF)
     m = tl.max(lse, 0)
     w = tl.where(lse > NEG_INF, tl.exp(lse - tl.where(m > NEG_INF, m, 0.0)), 0.0)
     total = tl.sum(w, 0)
     out = tl.sum(po * w[:, None], 0) / total
-    tl.store(o_ptr + bh.to(tl.int64) * D + offs_d, out, mask=offs_d < D)
+    if EVEN_D:
+        tl.store(o_ptr + bh.to(tl.int64) * D + offs_d, out)
+    else:
+        tl.store(o_ptr + bh.to(tl.int64) * D + offs_d, out, mask=offs_d < D)
     if tl.program_id(1) == 0:
         tl.store(lse_ptr + bh, m + tl.log(total))
 
@@ -498,7 +506,8 @@ def _decode(q: Any, k: Any, v: Any, mask4: Any, o: Any, lse: Any, group: int, sc
     chunk = min(chunk_d, block_d)
     _attn_decode_combine[(B * Hq, block_d // chunk)](po, plse, o, lse, group, n_splits, D, GROUP_P=gp,
                                                      BLOCK_S=next_pow2(n_splits), BLOCK_D=block_d,
-                                                     CHUNK_D=chunk, num_warps=warps)
+                                                     CHUNK_D=chunk, WHOLE_S=n_splits == next_pow2(n_splits),
+                                                     EVEN_D=D == block_d, num_warps=warps)
 
 
 def _forward(q: Any, k: Any, v: Any, mask: Any, scale: float) -> tuple[Any, Any]:
