@@ -42,7 +42,9 @@ def elementwise(
                 f"internal layout mismatch: operand in {v.dist.shape} layout differs from the result's "
                 "(the layout passes must insert a convert_layout)"
             )
-    lead = shared_registers(dist, ctx.axis_info.get(result).constancy) if dist is not None and ctx.axis_info else None
+    lead = None
+    if dist is not None and ctx.axis_info is not None:
+        lead = shared_registers(dist, ctx.axis_info.get(result).constancy)
     if lead is None:
         lead = list(range(n))
     # a register that holds the same element value as an earlier one (the result is constant
@@ -73,7 +75,8 @@ def shared_registers(dist: Distribution, constancy: Sequence[int]) -> list[int] 
     if all(c == 1 for c in runs):
         return None
     first: dict[tuple[int, ...], int] = {}
-    lead = [first.setdefault(tuple(x // c for x, c in zip(coord, runs)), r) for r, coord in enumerate(dist.reg_coords)]
+    lead = [first.setdefault(tuple(x // c for x, c in zip(coord, runs)), r)
+            for r, coord in enumerate(dist.reg_coords)]
     return lead if len(first) < len(lead) else None
 
 

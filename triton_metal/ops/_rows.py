@@ -1,10 +1,10 @@
 """Launch shape shared by the row-wise ops (softmax, norms, losses): one program per row.
 
 A row of up to `MAX_ONE_PASS` elements is held in registers in one block (`BLOCK` the next power
-of two, masked unless the row fills it); a longer row is streamed in blocks of `LOOP_BLOCK`. `num_warps` is tuned per
-row length (`@autotune` keyed on the row length and the one-pass flag); configs whose threads
-outnumber the block's elements, or that leave a thread more than 64 elements of a one-pass
-row, are pruned before timing.
+of two, masked unless the row fills it); a longer row is streamed in blocks of `LOOP_BLOCK`.
+`num_warps` is tuned per row length (`@autotune` keyed on the row length and the one-pass flag);
+configs whose threads outnumber the block's elements, or that leave a thread more than 64
+elements of a one-pass row, are pruned before timing.
 """
 
 from __future__ import annotations
