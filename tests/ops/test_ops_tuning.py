@@ -176,3 +176,12 @@ def test_loss_defaults_stream_forward_rows_on_8_warps(tuning, one_pass, forward,
     fwd = losses._FWD_TUNING["early_config_prune"](_rows.row_configs(), {}, BLOCK=4096, ONE_PASS=one_pass)
     bwd = _rows.ROW_TUNING["early_config_prune"](_rows.row_configs(), {}, BLOCK=4096, ONE_PASS=one_pass)
     assert (fwd[0].num_warps, bwd[0].num_warps) == (forward, backward)
+
+
+def test_norm_forward_is_tuned_per_norm():
+    # RMS and layer norm share `_norm_fwd` (RMS is a run-time argument) but not its tuned config
+    from triton_metal.ops import norms
+
+    named = {"n_cols": 16384, "ONE_PASS": True, "HAS_W": True, "HAS_B": False}
+    keys = {norms._norm_fwd.tuning_key({**named, "RMS": rms}) for rms in (0, 1)}
+    assert len(keys) == 2
