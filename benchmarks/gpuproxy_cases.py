@@ -233,8 +233,9 @@ def _norm_forward_case(kind: str, dtype: str, rows: int, cols: int) -> None:
 _norm_forward_case("rms", "float16", 4096, 4096)
 for _dt in ("float16", "bfloat16"):
     _norm_forward_case("layer", _dt, 4096, 4096)
-_norm_forward_case("layer", "float16", 512, 16384)
-_norm_forward_case("rms", "float16", 512, 16384)
+for _dt in ("float16", "bfloat16"):
+    _norm_forward_case("layer", _dt, 512, 16384)
+    _norm_forward_case("rms", _dt, 512, 16384)
 _norm_forward_case("rms", "float16", 2048, 16384)
 
 

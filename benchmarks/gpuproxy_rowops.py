@@ -132,6 +132,8 @@ CASES = (
     _norm_case("rms_norm_bwd_bf16_1024x16384", "rms", "bfloat16", (1024, 16384)),
     _norm_case("layer_norm_bwd_f16_2048x8192", "layer", "float16", (2048, 8192)),
     _norm_case("layer_norm_bwd_f16_1024x16384", "layer", "float16", (1024, 16384)),
+    _norm_case("rms_norm_bwd_f16_1024x16384", "rms", "float16", (1024, 16384)),
+    _norm_case("layer_norm_bwd_bf16_1024x16384", "layer", "bfloat16", (1024, 16384)),
     _norm_case("rms_norm_bwd_bf16_1024x32768", "rms", "bfloat16", (1024, 32768)),
     _norm_case("layer_norm_bwd_f16_1024x32768", "layer", "float16", (1024, 32768)),
     Case("rope_f16", _rope("float16", False), ("check_rope",), _ROPE_TIME),
