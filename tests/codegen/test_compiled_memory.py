@@ -234,3 +234,27 @@ def test_a_mask_keeps_one_register_a_run_it_is_constant_over(spt: int, n_spec: s
     n = 1008 if n_spec.endswith("16") else 1001
     out = run(k, (1,), x_ptr=x, out_ptr=np.zeros(1024, np.float32), n=n)["out_ptr"]
     np.testing.assert_array_equal(out[:n], x[:n] * 2)
+
+
+@triton.jit
+def tile_kernel(x_ptr, out_ptr, m, n, BM: tl.constexpr, BN: tl.constexpr):
+    rows = tl.program_id(0) * BM + tl.arange(0, BM)
+    cols = tl.arange(0, BN)
+    keep = (rows[:, None] < m) & (cols[None, :] < n)
+    at = rows[:, None] * BN + cols[None, :]
+    x = tl.load(x_ptr + at, mask=keep, other=-1.0)
+    tl.store(out_ptr + at, tl.where(keep, x * 3, x), mask=(rows[:, None] < m))
+
+
+@pytest.mark.parametrize("m, n", [(48, 64), (48, 32), (37, 64), (64, 13)])
+@pytest.mark.parametrize("num_warps", [1, 4])
+def test_two_d_masks_shared_over_runs_against_numpy(m: int, n: int, num_warps: int):
+    """2-D masks constant over runs along both dims (m and n multiples of 16 are specialized),
+    or along one, or neither, through the whole compiler and a launch: the elements a run
+    shares its mask register with get the same answer as NumPy's."""
+    x = RNG.standard_normal((64, 64)).astype(np.float32)
+    out = np.full((64, 64), 7.0, np.float32)
+    tile_kernel[(2,)](x, out, m, n, BM=32, BN=64, num_warps=num_warps)
+    want = np.full((64, 64), 7.0, np.float32)
+    want[:m] = np.where(np.arange(64)[None, :] < n, x[:m] * 3, -1.0)
+    np.testing.assert_array_equal(out, want)
