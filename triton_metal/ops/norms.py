@@ -13,9 +13,12 @@ the statistics' reductions were half of a row's reduction chain; the layer norm'
 the gradient share one), writes `dx`, and accumulates the weight and bias gradients of its rows
 in registers, written once as a float32 partial per program. `AHEAD` reads each program's next
 row while it reduces and stores the current one, where the registers for it leave the
-program's occupancy alone. A second kernel (`_sum_partials`, tuned over its tile; by default
-one program per 16 columns) sums the partials in float32 and stores both gradients in the parameters' dtype: one launch where an MLX
-`sum` and `astype` per gradient took four. (Summing them inside the first kernel, by the last
+program's occupancy alone. A row that fills its block (n a power of two) takes no masks
+(`_rows.row_mask`), and the weight stays in its own dtype across the rows. A second kernel
+(`_sum_partials`, tuned over its tile; by default a tile of 4096 whose rows are the largest power
+of two of partials that the partials fill, `_prune_sum`) sums the partials in float32 and stores
+both gradients in the parameters' dtype: one launch where an MLX `sum` and `astype` per gradient
+took four. (Summing them inside the first kernel, by the last
 program to finish, needs an arrival counter that starts at zero, and a launch of MLX arrays
 cannot keep one between calls: its outputs are fresh buffers, and MLX's `init_value` that would
 zero the counter fills `dx` as well. Through the GPU proxy a fill of a 4096 x 4096 half array
