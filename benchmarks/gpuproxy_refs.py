@@ -1,5 +1,6 @@
 """Triton references timed beside the GPU-proxy cases (benchmarks/gpuproxy_cases.py, and the
-norms' backward of benchmarks/gpuproxy_rowops.py): each function takes a captured launch and its
+norms' backward and the layer-norm example of benchmarks/gpuproxy_rowops.py; the example's own
+kernel, compiled by Triton): each function takes a captured launch and its
 CUDA tensors by parameter name and returns a callable launching the same operation written in
 Triton, or None for launches it does not cover (replay.py --time-ref-fn). Imported on the GPU
 machine only (it needs CUDA Triton).

@@ -146,7 +146,8 @@ CASES = (
          ("F.cross_entropy=F.cross_entropy(x_ptr, t_ptr.long(), reduction='none', label_smoothing=0.1)",),
          _XENT_INPUTS),
     Case("entropy_bf16", _cross_entropy("entropy"), ("check_cross_entropy",), inputs=_XENT_INPUTS),
-    Case("layer_norm_example", _layer_norm_example, ("check_layer_norm_example",)),
+    Case("layer_norm_example", _layer_norm_example, ("check_layer_norm_example",),
+         time_fns=("triton_layer_norm_example",)),
 )
 
 
