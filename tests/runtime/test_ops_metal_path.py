@@ -32,12 +32,17 @@ def test_softmax(metal_stand_in, dtype, n_cols):
         assert any("uint4" in c["source"] for c in metal_stand_in.fast.factory_calls)
 
 
-def test_entropy_and_cross_entropy(metal_stand_in):
-    rng = np.random.default_rng(1)
-    logits = mx.array(rng.standard_normal((5, 1000)).astype(np.float32)).astype(mx.bfloat16)
-    targets = mx.array(rng.integers(0, 1000, 5).astype(np.int32))
+def _logits(seed: int, rows: int, classes: int) -> tuple[mx.array, mx.array, mx.array]:
+    """bfloat16 logits, int32 targets, and the logits' log-softmax in float32 (the reference)."""
+    rng = np.random.default_rng(seed)
+    logits = mx.array(rng.standard_normal((rows, classes)).astype(np.float32)).astype(mx.bfloat16)
+    targets = mx.array(rng.integers(0, classes, rows).astype(np.int32))
     lf = logits.astype(mx.float32)
-    logp = lf - mx.logsumexp(lf, axis=-1, keepdims=True)
+    return logits, targets, lf - mx.logsumexp(lf, axis=-1, keepdims=True)
+
+
+def test_entropy_and_cross_entropy(metal_stand_in):
+    logits, targets, logp = _logits(1, 5, 1000)
     _close(ops.entropy(logits), -(mx.exp(logp) * logp).sum(axis=-1), 2e-2)
     want = -mx.take_along_axis(logp, targets[:, None], axis=-1)[:, 0]
     _close(ops.cross_entropy(logits, targets), want, 2e-2)
@@ -46,11 +51,7 @@ def test_entropy_and_cross_entropy(metal_stand_in):
 def test_streamed_cross_entropy_with_label_smoothing(metal_stand_in):
     # rows of 5000 logits, longer than a block of 4096: streamed, a masked tail block, label
     # smoothing's sum of the logits, into sentinel-filled outputs
-    rng = np.random.default_rng(2)
-    logits = mx.array(rng.standard_normal((3, 5000)).astype(np.float32)).astype(mx.bfloat16)
-    targets = mx.array(rng.integers(0, 5000, 3).astype(np.int32))
-    lf = logits.astype(mx.float32)
-    logp = lf - mx.logsumexp(lf, axis=-1, keepdims=True)
+    logits, targets, logp = _logits(2, 3, 5000)
     nll = -mx.take_along_axis(logp, targets[:, None], axis=-1)[:, 0]
     _close(ops.cross_entropy(logits, targets, label_smoothing=0.1), 0.9 * nll - 0.1 * logp.mean(axis=-1), 2e-2)
     assert any(call["name"].startswith("_xent_fwd") for call in metal_stand_in.fast.launches)

@@ -42,7 +42,8 @@ def fills_block(n: int) -> bool:
 def row_mask(offs, n_cols, BLOCK: tl.constexpr, EVEN: tl.constexpr):
     # `offs < n_cols`; where the row fills the block (EVEN) the same comparison against BLOCK,
     # which the compiler folds to true, so the row's loads, stores and selects carry no mask
-    # and hold no registers for one (docs/ops.md, "Eleventh round")
+    # and hold no registers for one (docs/ops.md, "Eleventh round"). Any block of a range
+    # that its bound may fill takes it (decode attention's splits too)
     if EVEN:
         mask = offs < BLOCK
     else:

@@ -37,6 +37,7 @@ import triton_metal.language as tl
 
 from . import _common as c
 from ._common import next_pow2
+from ._rows import row_mask
 
 HEAD_DIMS = (64, 80, 96, 128)
 NEG_INF = tl.constexpr(float("-inf"))
@@ -339,10 +340,7 @@ def _attn_decode_combine(po_ptr, plse_ptr, o_ptr, lse_ptr, group, n_splits, D,
     offs_d = tl.program_id(1) * CHUNK_D + tl.arange(0, CHUNK_D)
     bkv = bh // group  # batch x kv head (query heads of a batch are consecutive)
     row = (bkv.to(tl.int64) * n_splits + offs_s) * GROUP_P + bh % group
-    if WHOLE_S:
-        ok = offs_s < BLOCK_S
-    else:
-        ok = offs_s < n_splits
+    ok = row_mask(offs_s, n_splits, BLOCK_S, WHOLE_S)
     po = tl.load(po_ptr + row[:, None] * BLOCK_D + offs_d[None, :], mask=ok[:, None], other=0.0)
     lse = tl.load(plse_ptr + row, mask=ok, other=NEG_INF)
     m = tl.max(lse, 0)

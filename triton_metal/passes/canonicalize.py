@@ -250,11 +250,7 @@ def _mask_all_true(rw: Rewriter, op: Op) -> bool:
     if isinstance(op, M.LoadOp):
         op.other = None
     for v in dropped:
-        users = rw.uses.get(v, [])
-        for i, u in enumerate(users):
-            if u is op:
-                del users[i]
-                break
+        rw.uses[v].remove(op)
     return True
 
 
