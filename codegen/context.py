@@ -57,6 +57,8 @@ class LoweringContext:
         self.cas_types: set[str] = set()
         self.relative_types: set[tuple[str, int]] = set()
         """(MSL type, bits) of outputs kept relative to their array's contents."""
+        self.relative_keys: set[tuple[str, int]] = set()
+        """(MSL type, bits) of outputs held with the "key" encoding."""
         self.relative_atomics: set[tuple[str, str, str]] = set()
         """(MSL type, operation, encoding) of compare-and-swap loops on such outputs."""
         self.vector_inputs: set[str] = set()

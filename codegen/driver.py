@@ -37,7 +37,8 @@ from .context import LoweringContext
 from .coverage import store_coverage
 from .dot_path import Lowered, choose_dot_paths
 from .dot_report import dot_reports
-from .kernel import UNTOUCHED_BITS, MSLKernel, ParamBinding, marks_untouched, old_input_name, relative_encoding
+from .kernel import (KEY_BITS, UNTOUCHED_BITS, MSLKernel, ParamBinding, escape_output_name, keeps_key,
+                     marks_untouched, old_input_name, relative_encoding)
 from .lower_control import ASSERT_OUTPUT
 from .lower_tensor_dot import bypassed_conversions
 from .lower_tensor_dot_loop import carried_in
@@ -104,7 +105,8 @@ def compile_module(module: Module, options: CodegenOptions, axis_info: object | 
     name = options.kernel_name or func.sym_name  # type: ignore[attr-defined]
     uses = analyse_params(func, name)
     buffers, bindings = make_buffers(uses)
-    relative = _relative_outputs(uses, buffers, options.relative_outputs, options.marked_outputs)
+    relative = _relative_outputs(uses, buffers, options.relative_outputs, options.marked_outputs,
+                                 options.keyed_outputs)
     bindings = [_with_old_input(b, relative) for b in bindings]
 
     def lower(kept: frozenset[Op]) -> Lowered:
@@ -140,6 +142,8 @@ def compile_module(module: Module, options: CodegenOptions, axis_info: object | 
     masks = {b.output_name: _written_name(b.output_name) for b in buffers.values()
              if b.output_name in options.written_masks}
     output_names.extend(masks.values())
+    escapes = {out: escape_output_name(out) for out, (_, encoding) in relative.items() if encoding == "key"}
+    output_names.extend(escapes.values())
     if options.spread_programs:
         input_names.append(GRID_INPUT)
     input_names.extend(old for old, _ in relative.values() if old in olds)  # last: the launch appends them
@@ -151,7 +155,7 @@ def compile_module(module: Module, options: CodegenOptions, axis_info: object | 
     coverage, program = store_coverage(func, buffers, uses, options.index_bits)
     atomic_info = {
         u.arg.name_hint or "": {"kinds": sorted(u.atomic_kinds), "result_used": u.atomic_result_used,
-                                "loaded": u.loaded, "stored": u.stored}
+                                "loaded": u.loaded, "stored": u.stored, "polled": u.polled}
         for u in uses.values() if u.atomic or u.live
     }
     # parameters with a load that may read what the kernel stored before it (params.py)
@@ -182,6 +186,7 @@ def compile_module(module: Module, options: CodegenOptions, axis_info: object | 
             "written_masks": masks,
             "unwritten_masks": bool(masks) and options.unwritten_masks,
             "relative_outputs": relative,
+            "escape_outputs": escapes,
             "assert_output": ASSERT_OUTPUT if ctx.asserts else None,
             "asserts": tuple(ctx.asserts),
             "device_prints": tuple(ctx.prints),
@@ -211,7 +216,9 @@ def _lower_function(func: Op, options: CodegenOptions, name: str, axis_info: obj
             aligned = int(attrs.get("tt.divisibility", 1)) % 16 == 0
             written = _written_name(b.output_name) if b.output_name in options.written_masks else None
             old, encoding = relative.get(b.output_name or "", (None, ""))
-            buf = Buffer(b.param, b.pointee, b.input_name, b.output_name, aligned, written, old, encoding, b.shared)
+            escape = escape_output_name(b.output_name) if encoding == "key" else None  # type: ignore[arg-type]
+            buf = Buffer(b.param, b.pointee, b.input_name, b.output_name, aligned, written, old, encoding,
+                         escape, b.shared)
             ctype = "long" if options.index_bits == 64 else "int"
             ctx.bind(arg, PtrValue(arg.type, buf, (Lit("0"),), ctype, None))
         else:
@@ -224,7 +231,7 @@ def _lower_function(func: Op, options: CodegenOptions, name: str, axis_info: obj
 
 
 def _relative_outputs(uses: dict[Any, Any], buffers: dict[Any, Buffer], outputs: tuple[str, ...],
-                      marked: tuple[str, ...]) -> dict[str, tuple[str, str]]:
+                      marked: tuple[str, ...], keyed: tuple[str, ...]) -> dict[str, tuple[str, str]]:
     """output -> (old input, encoding) for the outputs kept relative to their array's contents,
     in the order the options list them."""
     by_output = {b.output_name: (arg, b) for arg, b in buffers.items() if b.output_name}
@@ -238,6 +245,11 @@ def _relative_outputs(uses: dict[Any, Any], buffers: dict[Any, Buffer], outputs:
             if not marks_untouched(mlx_type(b.pointee), use.atomic_kinds, use.loaded, use.stored):
                 raise internal_error(f"'{b.param}' cannot be held with the untouched mark")
             encoding: str | None = "mark"
+        elif output in keyed:
+            use = uses[arg]
+            if use.reinterpreted or not keeps_key(mlx_type(b.pointee), use.atomic_kinds, use.polled):
+                raise internal_error(f"'{b.param}' cannot be held with the key")
+            encoding = "key"
         elif uses[arg].reinterpreted:  # written through other types: bytewise (params.ParamUse)
             encoding = "xor"
         else:
@@ -292,7 +304,9 @@ def _helpers(ctx: LoweringContext, target: Target) -> list[str]:
             texts.append(render("helpers/float_ops.metal", types=sorted(ctx.float_helper_types)))
         elif name == "relative_contents":
             texts.append(render("helpers/relative_contents.metal", types=[
-                {"c": c, "u": uint_of_width(bits)} for c, bits in sorted(ctx.relative_types)]))
+                {"c": c, "u": uint_of_width(bits)} for c, bits in sorted(ctx.relative_types)], keys=[
+                {"c": c, "u": uint_of_width(bits), "key": f"0x{KEY_BITS[bits]:X}"}
+                for c, bits in sorted(ctx.relative_keys)]))
         elif name == "relative_atomics":
             ops = sorted(ctx.relative_atomics)
             half = ("half", "bfloat")  # 16-bit elements: loops on the word holding them

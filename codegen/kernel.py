@@ -22,7 +22,9 @@ Contract:
   output to `(old input, encoding)`: the output starts at zero, the launch passes the array's
   contents as the extra input (`<param>_old`, after every other input, in this order) and the
   kernel keeps each element relative to them (`relative_encoding`, or "mark" for the outputs
-  of `CodegenOptions.marked_outputs`); the launch decodes the result with one op.
+  of `CodegenOptions.marked_outputs`, "key" for those of `CodegenOptions.keyed_outputs`, each
+  with one more uint32 output of escape bits named in `metadata["escape_outputs"]`, after the
+  written masks); the launch decodes the result with one op (a few for a key).
 """
 
 from __future__ import annotations
@@ -51,13 +53,43 @@ def relative_encoding(dtype: str, kinds: Iterable[str]) -> str | None:
     encoded operands; "sub" also carries atomic adds as they are, so it is chosen for 32-bit
     integers whose atomics are adds (a ticket counter). Every other read-modify-write runs as a
     compare-and-swap loop on the held difference (templates/helpers/relative_atomics.metal).
-    None where no atomic of the type exists (64-bit atomics; bools are stored only)."""
+    None where no atomic of the type exists (64-bit atomics; bools are stored only). An output
+    only loaded and stored may be held with the key instead (`keeps_key`)."""
     kinds = set(kinds)
     if kinds and dtype not in _RELATIVE_TYPES:
         return None
     if "add" in kinds and kinds <= _NATIVE_ON_SUB and dtype in ("int32_t", "uint32_t"):
         return "sub"
     return "xor"
+
+
+def keeps_key(dtype: str, kinds: Iterable[str], polled: bool) -> bool:
+    """Whether an output kept relative can be held with the "key" encoding: an array of 16- or
+    32-bit elements that the kernel only loads and stores (no atomic, no poll, which compares
+    the held bits themselves). Each element then holds `v ^ K` (`KEY_BITS`), so a store writes
+    and a load reads without the old value; 0 stands for "the old value", unless the element's
+    bit in the escape output (`escape_output_name`) says a store wrote K itself. Loads read the
+    old value and the escape bit only where they find 0 (templates/helpers/
+    relative_contents.metal; docs/runtime.md, "Exact in-place memory")."""
+    return dtype in _KEY_TYPES and not set(kinds) and not polled
+
+
+KEY_BITS = {32: 0x7FD5A5A5, 16: 0x7FD5}
+"""The key K of a "key" output, by element width: a quiet NaN of the float type of that width
+(float32's is `UNTOUCHED_BITS`; 0x7FD5 is one in half and in bfloat), so that a value with
+its bits is rare, though any value is kept exactly."""
+_KEY_TYPES = ("float", "int32_t", "uint32_t", "float16_t", "bfloat16_t", "int16_t", "uint16_t")
+
+
+def escape_output_name(output: str) -> str:
+    """`x_out` -> `x_esc`: the uint32 output of a "key" output whose bit `i % 32` of word
+    `i / 32` says a store wrote the key's bits themselves at element i."""
+    return output.removesuffix("_out") + "_esc"
+
+
+def escape_words(size: int) -> int:
+    """The words of an escape output for an array of `size` elements (one at least)."""
+    return max(1, (size + 31) // 32)
 
 
 UNTOUCHED_BITS = 0x7FD5A5A5

@@ -29,10 +29,16 @@ exchanges and compare-and-swaps are encoded against it, and what loads and atomi
 decoded (templates/helpers/relative_contents.metal); atomic adds of a "sub" output need
 neither, since a wrapping difference carries them; every other read-modify-write is a
 compare-and-swap loop on the held difference (templates/helpers/relative_atomics.metal). Its
-loads read the output, which stands for the array as updated so far.
+loads read the output, which stands for the array as updated so far. An output held with the
+key ("key", only loaded and stored) needs no old value to store or to read what was stored: a
+load reads all its elements, decodes them with the key, and only in a thread that found a 0
+reads those elements' escape bits and old values; a store writes, then sets the escape bits of
+the elements it gave the key's own bits, under one test a thread.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from triton_metal.errors import internal_error
 from triton_metal.ir.ops import tt_memory as mem
@@ -221,19 +227,52 @@ def _scalar_load(ctx: LoweringContext, op: mem.LoadOp, p: PtrValue, mask: RegVal
                  other: RegValue | None, src: Expr, decode: bool, ety: ScalarType, zero: Expr,
                  dist: Distribution | None) -> None:
     n = dist.num_regs if dist is not None else 1
-    regs: list[Expr] = []
     # an array other programs write: every load reads its output, atomically (no input exists)
     shared = p.buffer.shared
-    for r in range(n):
-        off = p.offsets[r] if p.dist is not None else p.offsets[0]
-        held = _shared_read(ctx, src, off, ety) if shared else Index(src, off)
+    offsets = [p.offsets[r] if p.dist is not None else p.offsets[0] for r in range(n)]
+    helds = [_shared_read(ctx, src, off, ety) if shared else Index(src, off) for off in offsets]
+    masks = [_reg_at(mask, r) for r in range(n)]
+    fills = [_reg_at(other, r) or zero for r in range(n)]
+    if decode and p.buffer.relative == "key":
+        # every element read (where its mask holds) before any is decoded
+        helds = list(ctx.materialize([h if m is None else Apply("select", (m, h, zero)) for h, m in zip(helds, masks)],
+                                     msl_type(ety), force=True))
+        ctx.bind(op.result, RegValue(op.result.type, _unkey(ctx, p, offsets, helds, masks, fills, ety), dist))
+        return
+    regs: list[Expr] = []
+    for off, held, m, fill in zip(offsets, helds, masks, fills):
         read: Expr = _decode(ctx, p, off, held, ety) if decode else held
-        m = _reg_at(mask, r)
-        if m is not None:
-            o = _reg_at(other, r)
-            read = Apply("select", (m, read, o if o is not None else zero))
-        regs.append(read)
+        regs.append(read if m is None else Apply("select", (m, read, fill)))
     ctx.bind(op.result, RegValue(op.result.type, ctx.materialize(regs, ctype_of(op.result.type), force=True), dist))
+
+
+def _unkey(ctx: LoweringContext, p: PtrValue, offsets: Sequence[Expr], helds: Sequence[Expr],
+           masks: Sequence[Expr | None], fills: Sequence[Expr], ety: ScalarType) -> tuple[Expr, ...]:
+    """The values of a "key" output's elements from what it holds (`helds`, read already):
+    each one's bits xor the key, then, only in a thread that found a 0 where its mask holds, the
+    old value or the key itself for those elements (`km_rel_unkey`). One test a thread rather
+    than a branch an element, which would stand between the element's read and its use."""
+    _key_helpers(ctx, ety)
+    ctype = msl_type(ety)
+    fast = [Call("km_rel_key", (h,)) for h in helds]
+    regs = ctx.materialize([f if m is None else Apply("select", (m, f, o)) for f, m, o in zip(fast, masks, fills)],
+                           ctype, force=True)
+    unwritten = [_and(m, Call("km_rel_unwritten", (h,))) for h, m in zip(helds, masks)]
+    fixes = tuple(Assign(reg, Apply("select", (u, _decode(ctx, p, off, h, ety), reg)))  # type: ignore[arg-type]
+                  for reg, u, off, h in zip(regs, unwritten, offsets, helds))
+    ctx.emit(If(_any(ctx, unwritten), fixes))  # type: ignore[arg-type]
+    return regs
+
+
+def _any(ctx: LoweringContext, conds: Sequence[Expr | None]) -> Var:
+    """A bool that holds when one of `conds` does (declared once, for one branch)."""
+    terms: list[Expr] = [c for c in conds if c is not None]
+    while len(terms) > 1:  # pairwise, so that the nesting grows as the log of the count
+        pairs = [Apply("lor", (a, b)) for a, b in zip(terms[::2], terms[1::2])]
+        terms = pairs + terms[len(pairs) * 2:]
+    name = ctx.fresh()
+    ctx.emit(Declare(name, "bool", None, terms[0], const=True))
+    return Var(name)
 
 
 def _vector_load(ctx: LoweringContext, op: mem.LoadOp, p: PtrValue, mask: RegValue | None,
@@ -256,6 +295,10 @@ def _vector_load(ctx: LoweringContext, op: mem.LoadOp, p: PtrValue, mask: RegVal
     ctype = msl_type(ety)
     wtype, _, _ = _access_types(ety, vec)
     regs: list[Expr] = []
+    keyed = p.buffer.relative == "key"
+    helds: list[Expr] = []
+    masks: list[Expr | None] = []
+    fills: list[Expr] = []
     for r in range(0, dist.num_regs, vec):
         read: Expr = Index(PtrCast(space, wtype, Apply("add", (base, p.offsets[r]))), Lit("0"))
         m = _reg_at(mask, r)
@@ -265,11 +308,19 @@ def _vector_load(ctx: LoweringContext, op: mem.LoadOp, p: PtrValue, mask: RegVal
         name = ctx.fresh()
         ctx.emit(Declare(name, wtype, None, read))
         lanes = _unpack(ctx, ety, vec, name)
+        if relative and keyed:
+            helds.extend(lanes)
+            masks.extend([m] * vec)
+            fills.extend(fill)
+            continue
         if relative:
             lanes = [_decode(ctx, p, p.offsets[r + i], lane, ety) for i, lane in enumerate(lanes)]
             if m is not None:
                 lanes = [Apply("select", (m, lane, f)) for lane, f in zip(lanes, fill)]
         regs.extend(lanes)
+    if relative and keyed:
+        ctx.bind(op.result, RegValue(op.result.type, _unkey(ctx, p, p.offsets, helds, masks, fills, ety), dist))
+        return
     ctx.bind(op.result, RegValue(op.result.type, ctx.materialize(regs, ctype, force=True), dist))
 
 
@@ -279,6 +330,7 @@ def _vector_store(ctx: LoweringContext, op: mem.StoreOp, p: PtrValue, val: RegVa
     wtype, _, _ = _access_types(ety, vec)
     base = buffer_ref(ctx, p.buffer, p.buffer.output_name)
     firsts = p.dist.first_registers()
+    escapes: list[tuple[Expr | None, tuple[Expr, ...], tuple[Expr, ...]]] = []
     for r in range(0, p.dist.num_regs, vec):
         if not firsts[r]:
             continue
@@ -286,9 +338,12 @@ def _vector_store(ctx: LoweringContext, op: mem.StoreOp, p: PtrValue, val: RegVa
         # each element encoded against its old value where the output is kept relative
         value = _pack(ety, vec, [_encode(ctx, p, p.offsets[r + i], _reg_at(val, r + i), ety)  # type: ignore[arg-type]
                                  for i in range(vec)])
-        stmts = (Assign(target, value), *_mark_written(ctx, p, tuple(p.offsets[r + i] for i in range(vec))))
+        offsets = tuple(p.offsets[r + i] for i in range(vec))
+        stmts = (Assign(target, value), *_mark_written(ctx, p, offsets))
         cond = _and(own, _reg_at(mask, r))
         _emit_guarded(ctx, cond, stmts)
+        escapes.append((cond, offsets, tuple(_reg_at(val, r + i) for i in range(vec))))  # type: ignore[misc]
+    _emit_escapes(ctx, escapes, p, ety)
 
 
 def _pack(ety: ScalarType, vec: int, elements: list[Expr]) -> Expr:
@@ -337,6 +392,7 @@ def lower_store(ctx: LoweringContext, op: mem.StoreOp) -> None:
         _vector_store(ctx, op, p, val, mask, vec, ety, own_var)
         return
     firsts = dist.first_registers() if dist is not None else (True,)
+    escapes: list[tuple[Expr | None, tuple[Expr, ...], tuple[Expr, ...]]] = []
     for r, first in enumerate(firsts):
         if not first:
             continue
@@ -349,6 +405,27 @@ def lower_store(ctx: LoweringContext, op: mem.StoreOp) -> None:
         stmts = (write, *_mark_written(ctx, p, (off,)))
         cond = _and(own_var, _reg_at(mask, r))
         _emit_guarded(ctx, cond, stmts)
+        escapes.append((cond, (off,), (v,)))
+    _emit_escapes(ctx, escapes, p, ety)
+
+
+def _emit_escapes(ctx: LoweringContext, escapes: list[tuple[Expr | None, tuple[Expr, ...], tuple[Expr, ...]]],
+                  p: PtrValue, ety: ScalarType) -> None:
+    """A "key" output's escape bits for the elements a store wrote the key's own bits to, after
+    its writes and under one test a thread (`escapes`: (condition, offsets, values) of each
+    guarded write), so that the writes issue back to back."""
+    if p.buffer.escape_name is None:
+        return
+    _key_helpers(ctx, ety)
+    ctype = msl_type(ety)
+    hits: list[Expr | None] = []
+    marks: list[If | ExprStmt] = []
+    for cond, offsets, values in escapes:
+        for stmt, v in zip(_mark_escaped(ctx, p, offsets, values, ety), values):
+            hits.append(_and(cond, Call("km_rel_is_key", (Convert(ctype, v),))))
+            marks.append(stmt if cond is None else If(cond, (stmt,)))
+    if marks:
+        ctx.emit(If(_any(ctx, hits), tuple(marks)))  # type: ignore[arg-type]
 
 
 def _emit_guarded(ctx: LoweringContext, cond: Expr | None, stmts: tuple[Assign | ExprStmt, ...]) -> None:
@@ -412,6 +489,9 @@ def _encode(ctx: LoweringContext, p: PtrValue, off: Expr, value: Expr, ety: Scal
     """What to write for `value` at `off` (unchanged unless the output is kept relative)."""
     if not p.buffer.relative:
         return value
+    if p.buffer.relative == "key":
+        _key_helpers(ctx, ety)
+        return Call("km_rel_key", (Convert(msl_type(ety), value),))
     return _relative_call(ctx, p, off, Convert(msl_type(ety), value), ety, _ENCODE)
 
 
@@ -419,7 +499,29 @@ def _decode(ctx: LoweringContext, p: PtrValue, off: Expr, held: Expr, ety: Scala
     """The element's value from what the output holds at `off` (the inverse of `_encode`)."""
     if not p.buffer.relative:
         return held
+    buf = p.buffer
+    if buf.relative == "key":
+        # the old value and the escape bit are read only where the output holds 0
+        assert buf.old_name is not None and buf.escape_name is not None
+        _key_helpers(ctx, ety)
+        return Call("km_rel_unkey", (held, buffer_ref(ctx, buf, buf.old_name), Var(buf.escape_name), off))
     return _relative_call(ctx, p, off, held, ety, _DECODE)
+
+
+def _mark_escaped(ctx: LoweringContext, p: PtrValue, offsets: tuple[Expr, ...], values: tuple[Expr, ...],
+                  ety: ScalarType) -> tuple[ExprStmt, ...]:
+    """Beside a store to a "key" output, the escape bit of each element stored the key's own
+    bits (which the output then holds as 0, as it does for an element not yet written)."""
+    esc = p.buffer.escape_name
+    if esc is None:
+        return ()
+    return tuple(ExprStmt(Call("km_rel_escape", (Convert(msl_type(ety), v), Var(esc), off)))
+                 for off, v in zip(offsets, values))
+
+
+def _key_helpers(ctx: LoweringContext, ety: ScalarType) -> None:
+    ctx.helpers.add("relative_contents")
+    ctx.relative_keys.add((msl_type(ety), ety.bitwidth))
 
 
 def _relative_call(ctx: LoweringContext, p: PtrValue, off: Expr, value: Expr, ety: ScalarType,

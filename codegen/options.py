@@ -48,6 +48,10 @@ class CodegenOptions:
     marked_outputs: tuple[str, ...] = ()
     """Those of `relative_outputs` held with the "mark" encoding (`kernel.marks_untouched`):
     each element is its own value, or the untouched mark until its first atomic add."""
+    keyed_outputs: tuple[str, ...] = ()
+    """Those of `relative_outputs` held with the "key" encoding (`kernel.keeps_key`): each
+    element is its value xor a fixed key, beside a uint32 output of escape bits
+    (`kernel.escape_output_name`)."""
     dot_path: str = "cost"
     """On targets with tensor ops: "cost", a single tensor-op dot (no K loop carries its
     accumulator) takes tensor ops only where its K step's barriers and threadgroup bytes are no

@@ -51,6 +51,8 @@ class ParamUse:
     stored: bool = False
     atomic: bool = False
     atomic_kinds: set[str] = field(default_factory=set)
+    polled: bool = False
+    """An `atomic_poll` reads it (comparing the bits it holds)."""
     atomic_result_used: bool = False
     live: bool = False
     """Loaded and stored in a kernel whose programs synchronize through atomics (a lock): its
@@ -129,6 +131,7 @@ def analyse_params(func: Op, kernel: str) -> dict[BlockArgument, ParamUse]:
             u = uses[root[op.ptr]]
             u.atomic = True
             u.atomic_result_used = True
+            u.polled = True
     for u in uses.values():
         if u.reads_stored:  # every load of it is ordered: on the MLX path each reads the output
             u.reads_stored |= {op for op in func.walk() if isinstance(op, mem.LoadOp) and op.ptr in root

@@ -36,8 +36,11 @@ class Buffer:
     """The input holding the array's contents, for an output kept relative to them
     (`CodegenOptions.relative_outputs`)."""
     relative: str = ""
-    """"xor" or "sub" for such an output (`kernel.relative_encoding`), "mark" for one held with
-    the untouched mark (`kernel.marks_untouched`), else ""."""
+    """"key", "xor" or "sub" for such an output (`kernel.relative_encoding`), "mark" for one held
+    with the untouched mark (`kernel.marks_untouched`), else ""."""
+    escape_name: str | None = None
+    """The uint32 output of a "key" output whose bits mark the elements a store set to the key
+    itself (`kernel.escape_output_name`)."""
     shared: bool = False
     """Other programs of the launch may write what its loads read (an atomically updated or
     live parameter, `params.ParamUse.live`): its loads and stores are relaxed atomic accesses,

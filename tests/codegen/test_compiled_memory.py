@@ -159,7 +159,7 @@ def test_loads_of_atomic_arrays_read_the_updated_memory():
     kinds = {p.name: (p.kind, p.msl_inputs, p.msl_outputs) for p in k.params}
     assert kinds["flag_ptr"] == ("pointer_atomic", (), ("flag_ptr_out",))
     assert k.metadata["atomics"]["lock_ptr"] == {"kinds": ["cas", "xchg"], "result_used": True, "loaded": True,
-                                                "stored": True}
+                                                "stored": True, "polled": False}
     grid = 16
     outs = run(k, (grid,), flag_ptr=np.zeros(grid, np.int32), out_ptr=np.zeros(grid, np.int32),
                lock_ptr=np.zeros(2, np.int32), total_ptr=np.zeros(1, np.int32), init_value=0)

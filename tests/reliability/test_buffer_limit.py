@@ -228,3 +228,28 @@ def test_the_old_contents_of_a_counter_count_on_the_mlx_path(tmp_path: Path, fak
         with on_backend(name):
             kernel[(1,)](*numpy_arrays, numpy_count, 8, 3)
         assert numpy_count.tolist() == [5, 9] and (numpy_arrays[0] == 0 + 3 + 4).all()
+
+
+def test_keys_give_way_to_the_bitwise_difference_near_the_limit(tmp_path: Path, fake_metal: FakeMx) -> None:
+    """Arrays the kernel reads after storing them are kept relative on the MLX path, their old
+    contents in their own inputs. Held with the key, each also takes an output of escape bits:
+    for 12 arrays (24 buffers) that would make 36, so the launch holds them as bitwise
+    differences instead, and runs; 6 arrays (12 buffers) take the key (18)."""
+    for arrays, keyed in ((12, 0), (6, 6)):
+        name = f"twice_{arrays}"
+        params = ", ".join(f"p{i}" for i in range(arrays))
+        body = "    offs = tl.arange(0, 8)\n    for _ in range(2):\n"
+        body += "".join(f"        tl.store(p{i} + offs, tl.load(p{i} + offs) + 1)\n" for i in range(arrays))
+        path = tmp_path / f"{name}.py"
+        path.write_text("import triton_metal as triton\nimport triton_metal.language as tl\n\n\n"
+                        f"@triton.jit\ndef {name}({params}):\n{body}")
+        spec = importlib.util.spec_from_file_location(name, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        with on_backend("metal"):
+            xs = [mx.full((8,), float(i)) for i in range(arrays)]
+            getattr(module, name)[(1,)](*xs)
+            assert all(np.array(x).tolist() == [i + 2.0] * 8 for i, x in enumerate(xs))
+        outputs = fake_metal.fast.factory_calls[-1]["output_names"]
+        assert len(outputs) == arrays + keyed and sum(o.endswith("_esc") for o in outputs) == keyed

@@ -27,8 +27,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from triton_metal.codegen.kernel import KEY_BITS
+
 ATOMIC_TYPES = ("float32", "float16", "int32", "uint32")
-PLAIN_TYPES = ("int8", "int64", "float32")
+PLAIN_TYPES = ("int8", "int64", "float32", "uint16", "int32")
 """Types of kernels with loads and stores only."""
 _ORDERING_ATOMICS = ("max", "min", "xchg", "cas")
 _SUMMING_ATOMICS = ("add", "xchg", "cas")
@@ -205,9 +207,12 @@ def kernel_shape(seed: int) -> KernelShape:
 
 _SPECIAL_BITS = {
     "float32": (0x00000000, 0x80000000, 0x7FC01234, 0x7F800123, 0xFFC00001, 0xFFA00001, 0x7F800000, 0xFF800000,
-                0x00000001, 0x807FFFFF, 0x3F800000, 0xBF800000),
-    "float16": (0x0000, 0x8000, 0x7E12, 0x7C01, 0xFE01, 0xFD23, 0x7C00, 0xFC00, 0x0001, 0x83FF, 0x3C00, 0xBC00),
+                0x00000001, 0x807FFFFF, 0x3F800000, 0xBF800000, KEY_BITS[32]),
+    "float16": (0x0000, 0x8000, 0x7E12, 0x7C01, 0xFE01, 0xFD23, 0x7C00, 0xFC00, 0x0001, 0x83FF, 0x3C00, 0xBC00,
+                KEY_BITS[16]),
 }
+"""Special bit patterns mixed into float contents, among them the key of a "key" output
+(codegen.kernel.KEY_BITS), which such an output holds as 0."""
 
 
 def contents(rng: np.random.Generator, dtype: str, size: int) -> np.ndarray:
@@ -225,4 +230,9 @@ def contents(rng: np.random.Generator, dtype: str, size: int) -> np.ndarray:
     info = np.iinfo(dt)
     wide = rng.integers(info.min, info.max, size, dtype=dt, endpoint=True)
     small = rng.integers(max(info.min, -3), 4, size).astype(dt)
-    return np.where(rng.random(size) < 0.5, small, wide).astype(dt)
+    pick = rng.random(size)
+    mixed = np.where(pick < 0.5, small, wide).astype(dt)
+    if dt.itemsize * 8 in KEY_BITS:  # the key's bits, as the type reads them
+        key = np.array(KEY_BITS[dt.itemsize * 8], f"u{dt.itemsize}").view(dt)
+        mixed = np.where(pick > 0.9, key, mixed)
+    return mixed

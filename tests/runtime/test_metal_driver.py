@@ -359,7 +359,7 @@ def test_elements_a_locked_kernel_leaves_keep_their_exact_bits(fake: FakeMx):
 
 
 def test_relative_encodings_are_chosen_where_they_are_exact():
-    from triton_metal.codegen.kernel import relative_encoding
+    from triton_metal.codegen.kernel import keeps_key, relative_encoding
 
     assert relative_encoding("float", ()) == "xor"  # loaded and stored under a lock
     assert relative_encoding("float16_t", ()) == "xor"
@@ -373,6 +373,11 @@ def test_relative_encodings_are_chosen_where_they_are_exact():
     assert relative_encoding("float16_t", ("xchg",)) == "xor"
     assert relative_encoding("int64_t", ()) == "xor"  # only loaded and stored
     assert relative_encoding("uint64_t", ("max",)) is None  # no 64-bit compare-and-swap
+    # loaded and stored only, 16 or 32 bits a element: the key may hold it instead
+    assert keeps_key("float", (), False) and keeps_key("float16_t", (), False) and keeps_key("uint16_t", (), False)
+    assert not keeps_key("int8_t", (), False) and not keeps_key("int64_t", (), False)
+    assert not keeps_key("float", ("xchg",), False)  # an atomic: the bitwise difference
+    assert not keeps_key("int32_t", (), True)  # a poll compares the bits held
 
 
 def test_layer_norm_backward_in_half_precision_keeps_its_partial_buffers_relative(fake: FakeMx):

@@ -161,7 +161,7 @@ def _compile_msl(kernel: Any, key: SpecializationKey) -> CompileResult:
 
 def codegen_options(key: SpecializationKey, written_masks: tuple[str, ...] = (),
                     relative_outputs: tuple[str, ...] = (), unwritten_masks: bool = False,
-                    marked_outputs: tuple[str, ...] = ()) -> Any:
+                    marked_outputs: tuple[str, ...] = (), keyed_outputs: tuple[str, ...] = ()) -> Any:
     """The code generator's options for a specialization."""
     from ..codegen import CodegenOptions, parse_target
 
@@ -176,16 +176,18 @@ def codegen_options(key: SpecializationKey, written_masks: tuple[str, ...] = (),
         relative_outputs=relative_outputs,
         unwritten_masks=unwritten_masks,
         marked_outputs=marked_outputs,
+        keyed_outputs=keyed_outputs,
     )
 
 
 def compile_twin(compiled: Any, masked: tuple[str, ...], relative: tuple[str, ...] = (),
-                 unwritten: bool = False, marked: tuple[str, ...] = ()) -> Any:
+                 unwritten: bool = False, marked: tuple[str, ...] = (), keyed: tuple[str, ...] = ()) -> Any:
     """The `MSLKernel` of a compiled variant whose stores to the outputs `masked` also set
     written masks (`CodegenOptions.written_masks`) and which keeps the outputs `relative`
     relative to their arrays' contents (`CodegenOptions.relative_outputs`); `unwritten`: the
     masks start true and stores clear them (`CodegenOptions.unwritten_masks`); `marked`: those
-    of `relative` held with the untouched mark (`CodegenOptions.marked_outputs`). Generated again
+    of `relative` held with the untouched mark (`CodegenOptions.marked_outputs`); `keyed`: those
+    held with the key (`CodegenOptions.keyed_outputs`). Generated again
     from its laid-out IR (kept, or read back from the disk cache's IR text; a variant compiled with direct fragment loads and stores
     keeps them, since its layouts are already in the IR)."""
     from ..codegen import compile_module
@@ -194,8 +196,9 @@ def compile_twin(compiled: Any, masked: tuple[str, ...], relative: tuple[str, ..
 
     def work() -> Any:
         module = compiled.module if compiled.module is not None else parse_module(compiled.ir_text)
-        return compile_module(module, codegen_options(compiled.key, masked, relative, unwritten,
-                                                      tuple(m for m in marked if m in relative)), analyze_axis_info(module))
+        options = codegen_options(compiled.key, masked, relative, unwritten, tuple(m for m in marked if m in relative),
+                                  tuple(k for k in keyed if k in relative))
+        return compile_module(module, options, analyze_axis_info(module))
 
     return _deep_retry(work, compiled.key.kernel)
 

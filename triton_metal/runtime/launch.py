@@ -172,16 +172,16 @@ def definition(kernel: Any) -> str:
 
 
 def _twin(kernel: Any, compiled: CompiledKernel) -> Any:
-    """(masked, relative, unwritten, marked) -> the variant's twin with written masks and
+    """(masked, relative, unwritten, marked, keyed) -> the variant's twin with written masks and
     outputs kept relative to their arrays (compiled on the Metal path's first need). Its masks
     and old contents add buffers, so it passes the buffer limit on its own: a kernel whose
     launches need no twin never meets its count."""
 
     def variant(masked: tuple[str, ...], relative: tuple[str, ...], unwritten: bool,
-                marked: tuple[str, ...] = ()) -> Any:
+                marked: tuple[str, ...] = (), keyed: tuple[str, ...] = ()) -> Any:
         from .compiler import compile_twin
 
-        twin = compile_twin(compiled, masked, relative, unwritten, marked)
+        twin = compile_twin(compiled, masked, relative, unwritten, marked, keyed)
         params = {o: p.name for p in compiled.msl.params for o in p.msl_outputs}
         check_buffer_limit(twin, kernel.__name__, definition(kernel),
                            tuple(params.get(o, o) for o in (*masked, *relative)), compiled.msl)

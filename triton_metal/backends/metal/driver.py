@@ -45,7 +45,12 @@ gathers its inputs, calls the kernel and rebinds:
     relative outputs (`codegen.kernel.relative_encoding`) starts the output at 0, takes the
     array as an input (its own, or one more) and keeps each element as its bitwise or
     wrapping difference from it; one op (`bitwise_xor` or `add` on the bits) decodes the
-    result. A float32 array updated by atomic adds alone (their results may be used) is
+    result. An array of 16- or 32-bit elements only loaded and stored is held with the key
+    instead (`codegen.kernel.keeps_key`: each element xor a fixed key, 0 for "the old value",
+    one more uint32 output of escape bits for the elements stored with the key's own bits),
+    so the kernel reads old contents only where it finds 0, and a `where` decodes; keys give
+    way to the bitwise difference where their outputs could take the twin past the buffer
+    limit. A float32 array updated by atomic adds alone (their results may be used) is
     "marked" instead (`codegen.kernel.marks_untouched`) when nothing else in the launch needs
     another start: the output starts at a NaN mark for "untouched", the first add to an
     element swaps in the old value plus its operand, every later one is the hardware's atomic
@@ -95,11 +100,12 @@ from triton_metal.runtime.picker import picker
 from triton_metal.runtime.log import debug_level
 from triton_metal.runtime.mlx_op import inside_op, note_kernel
 
-from triton_metal.codegen.kernel import UNTOUCHED_BITS, marks_untouched, relative_encoding
+from triton_metal.codegen.kernel import (KEY_BITS, UNTOUCHED_BITS, escape_words, keeps_key, marks_untouched,
+                                         relative_encoding)
 
 from .launch_coverage import LaunchCoverage, coverage_scalars  # noqa: F401 - driver.coverage_scalars
 from .metal_errors import _LAUNCHED, map_metal_error, metal_errors  # noqa: F401 - the package's names
-from .plan import LaunchPlan, OutputSlot, launch_dims
+from .plan import MAX_BUFFERS, LaunchPlan, OutputSlot, buffer_count, launch_dims
 from .recipe import (
     RECIPE_LIMIT,
     LaunchInputs,
@@ -123,7 +129,7 @@ _COMBINABLE = ("add", "max", "min", "and", "or", "xor")
 _SHAPE = attrgetter("shape")
 _NO_START = (None, None)
 """The start of an output that starts empty."""
-_ENCODINGS = ("xor", "sub", "mark")
+_ENCODINGS = ("key", "xor", "sub", "mark")
 """How an output kept relative to its array holds it (`codegen.kernel`)."""
 UNTOUCHED = struct.unpack("<f", UNTOUCHED_BITS.to_bytes(4, "little"))[0]
 """The `init_value` of a marked output: a float whose float32 bits are `UNTOUCHED_BITS` (a quiet
@@ -190,11 +196,14 @@ class MetalLauncher:
         self._reads_stored = frozenset(msl.metadata.get("reads_stored", ()) or ())
         self._reinterpreted = frozenset(msl.metadata.get("reinterpreted", ()) or ())
         self.asserts = has_asserts(msl)
-        self._starts = _agreeing_starts([self._fixed_start(slot) for slot in plan.outputs], plan.outputs)
+        self._starts = self._fitting_keys(_agreeing_starts([self._fixed_start(slot) for slot in plan.outputs],
+                                                           plan.outputs))
         """Per output, (encoding or atomic kind, init_value) when it is kept relative to its
         array or combined with it, else `_NO_START`: fixed per variant."""
         self._marked = tuple(slot.name for slot, (kind, _) in zip(plan.outputs, self._starts) if kind == "mark")
         """Outputs held with the untouched mark (a subset of every launch's relative ones)."""
+        self._keyed = tuple(slot.name for slot, (kind, _) in zip(plan.outputs, self._starts) if kind == "key")
+        """Outputs held with the key (a subset of every launch's relative ones)."""
         self._written = tuple(k for k, slot in enumerate(plan.outputs) if slot.arg >= 0)
         index = {name: i for i, name in enumerate(self.arg_names)}
         self._read_after_write = tuple(
@@ -255,7 +264,7 @@ class MetalLauncher:
             if self.twin is None:
                 raise self._refuse("an output is not proven to be written in full, or must start "
                                    "as its array, and this launcher cannot compile the twin variant")
-            msl = self.twin(masked, relative, unwritten, self._marked)
+            msl = self.twin(masked, relative, unwritten, self._marked, self._keyed)
             args = dict(self.factory_arguments(), name=msl.name, input_names=list(msl.input_names),
                         output_names=list(msl.output_names), source=msl.source, header=msl.header)
             got = (msl, self._build(args))
@@ -392,6 +401,11 @@ class MetalLauncher:
             for o in masked:  # shaped as its output, for the select
                 shapes.append(by_name[o])
                 dtypes.append(self.mx.bool_)
+        escaped = tuple(out.slot.name for out in outputs if out.kind == "key")
+        for out in outputs:  # after the masks, in the order of the outputs (codegen.driver)
+            if out.kind == "key":
+                shapes.append((escape_words(out.size),))
+                dtypes.append(self.mx.uint32)
         if self.asserts:  # the status output, last (device_asserts.py)
             shapes.append((4,))
             dtypes.append(self.mx.uint32)
@@ -401,6 +415,7 @@ class MetalLauncher:
             shapes, dtypes, launch_grid, threadgroup, first, tuple(outputs), masked, unwritten,
             grid_input=self.mx.array(list(grid), dtype=self.mx.int32) if plan.spread else None,
             relative=tuple(o.slot.name for o in outputs if o.action == "relative"),
+            escaped=escaped,
             reads_old=tuple(k for k, o in enumerate(outputs) if o.action in _READS_OLD),
             adjusted=tuple(k for k, o in enumerate(outputs) if o.action not in ("plain", "unused") or o.padded),
             rebound=tuple((k, out.final_shape) for k, (t, out) in enumerate(zip(targets, outputs))
@@ -456,11 +471,13 @@ class MetalLauncher:
         if slot.param in self._reinterpreted:
             return "xor", 0.0
         if slot.kind == "pointer_inout" and slot.param in self._reads_stored:
-            return relative_encoding(slot.dtype, ()), 0.0  # type: ignore[return-value]
+            return ("key" if keeps_key(slot.dtype, (), False) else relative_encoding(slot.dtype, ())), 0.0  # type: ignore[return-value]
         if slot.kind != "pointer_atomic":
             return None
         info = self.atomics.get(slot.param, {})
         kinds = list(info.get("kinds", ()))
+        if keeps_key(slot.dtype, kinds, bool(info.get("polled"))):
+            return "key", 0.0
         if (not info.get("loaded") and not info.get("result_used") and not info.get("stored")
                 and len(kinds) == 1 and kinds[0] in _COMBINABLE and slot.dtype not in _FLOATS):
             identity = atomic_identity(kinds[0], slot.dtype)
@@ -475,6 +492,23 @@ class MetalLauncher:
                 f"'{slot.param}' is updated by atomics ({', '.join(kinds)}) that must start from the "
                 f"array's contents, and no {slot.dtype} atomic can run relative to them")
         return encoding, 0.0
+
+    def _fitting_keys(self, starts: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
+        """The starts with every key given up for the bitwise difference when the escape outputs
+        could take the twin past Metal's buffer limit (counting the old contents of every
+        relative output and a written mask for every other written one): the key saves reads,
+        and must never cost a launch that would run without it."""
+        keyed = [k for k, (kind, _) in enumerate(starts) if kind == "key"]
+        if not keyed:
+            return starts
+        slots = self.plan.outputs
+        array_inputs = {s.arg for s in self.plan.inputs if s.role == "array"}
+        olds = sum(1 for (kind, _), slot in zip(starts, slots) if kind in _ENCODINGS and slot.arg not in array_inputs)
+        masks = sum(1 for (kind, _), slot in zip(starts, slots) if kind is None and slot.arg >= 0)
+        if buffer_count(self.msl).total + olds + masks + len(keyed) <= MAX_BUFFERS:
+            return starts
+        return [(relative_encoding(slot.dtype, ()), 0.0) if k in keyed else start
+                for k, (start, slot) in enumerate(zip(starts, slots))]
 
     def _refuse(self, why: str) -> LaunchError:
         return LaunchError(
@@ -586,6 +620,8 @@ class MetalLauncher:
         mx = self.mx
         olds: list[Any] = prepared.olds  # type: ignore[assignment]
         masks = dict(zip(recipe.masked, results[len(outputs):])) if recipe.masked else {}
+        first_escape = len(outputs) + len(recipe.masked)
+        escapes = dict(zip(recipe.escaped, results[first_escape:first_escape + len(recipe.escaped)]))
         for k in recipe.adjusted:
             out = outputs[k]
             result = final[k]
@@ -599,7 +635,7 @@ class MetalLauncher:
             elif out.action == "combine":
                 result = _combine(mx, out.kind, olds[k], result)
             elif out.action == "relative":
-                result = _decode_relative(mx, out.kind, olds[k], result)
+                result = _decode_relative(mx, out.kind, olds[k], result, escapes.get(out.slot.name))
             final[k] = result
         return final
 
@@ -628,7 +664,7 @@ def _agreeing_starts(starts: list[tuple[str, float] | None], slots: Sequence[Out
     """The starts of a launch's outputs, made to agree on one `init_value` (metal_kernel has
     one for every output): when an output kept relative starts at 0, an atomic combined from
     another identity (`atomic_max` of int32 at -2**31) is kept relative too."""
-    relative = any(s is not None and s[0] in ("xor", "sub") for s in starts)
+    relative = any(s is not None and s[0] in ("key", "xor", "sub") for s in starts)
     identities = {s[1] for s in starts if s is not None}  # UNTOUCHED is one object: one entry
     out: list[tuple[Any, Any]] = []
     for start, slot in zip(starts, slots):
@@ -648,14 +684,21 @@ def _identity(*arrays: Any) -> list[Any]:
 _BITS = {1: "uint8", 2: "uint16", 4: "uint32", 8: "uint64"}
 
 
-def _decode_relative(mx: Any, encoding: str, old: Any, held: Any) -> Any:
+def _decode_relative(mx: Any, encoding: str, old: Any, held: Any, escape: Any = None) -> Any:
     """The array's new contents from an output kept relative to `old` (its bitwise or
-    wrapping difference, computed on the elements' bits as unsigned integers; or, "mark", the
-    element itself where it no longer holds the untouched mark)."""
+    wrapping difference, computed on the elements' bits as unsigned integers; "mark": the
+    element itself where it no longer holds the untouched mark; "key": the element's bits
+    xor the key, or the old value where the output holds 0 and the element's escape bit in
+    `escape` is clear)."""
     bits = getattr(mx, _BITS[old.itemsize])
     a, b = held.view(bits), old.view(bits)
     if encoding == "mark":
         return mx.where(a == UNTOUCHED_BITS, old, held)
+    if encoding == "key":
+        flags = mx.right_shift(escape.reshape(-1, 1), mx.arange(32, dtype=mx.uint32)) & 1
+        untouched = (a == 0) & (flags.reshape(-1)[: old.size].reshape(old.shape) == 0)
+        key = mx.array(KEY_BITS[8 * old.itemsize], dtype=bits)
+        return mx.where(untouched, b, mx.bitwise_xor(a, key)).view(old.dtype)
     return (mx.bitwise_xor(a, b) if encoding == "xor" else a + b).view(old.dtype)
 
 

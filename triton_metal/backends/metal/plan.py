@@ -138,6 +138,8 @@ class BufferCount:
     """Arrays the kernel stores to or updates atomically (one output each)."""
     masks: int
     """Written masks of the twin variant (one bool output per merged output)."""
+    escapes: int
+    """Escape bits of the twin's outputs held with the key (one uint32 output each)."""
     status: int
     """The device-assert status output of a debug build (0 or 1)."""
     placeholder: int
@@ -145,8 +147,8 @@ class BufferCount:
 
     @property
     def total(self) -> int:
-        return (self.read + self.scalars + self.grid + self.contents + self.written + self.masks + self.status
-                + self.placeholder)
+        return (self.read + self.scalars + self.grid + self.contents + self.written + self.masks + self.escapes
+                + self.status + self.placeholder)
 
 
     def describe(self) -> str:
@@ -157,6 +159,7 @@ class BufferCount:
             (self.grid, "grid input of a spread launch", ""),
             (self.contents, "array's old contents", "arrays' old contents"),
             (self.masks, "written mask", "written masks"),
+            (self.escapes, "output of escape bits", "outputs of escape bits"),
             (self.status, "device-assert status", ""),
             (self.placeholder, "placeholder output", ""),
         ]
@@ -169,13 +172,15 @@ def buffer_count(msl: object) -> BufferCount:
     grid = 1 if metadata.get("grid_input") else 0
     status = 1 if metadata.get("assert_output") else 0
     masks = len(metadata.get("written_masks") or ())
+    escapes = len(metadata.get("escape_outputs") or ())
     # an output kept relative whose parameter is also read finds its old contents in its input
     contents = sum(1 for old, _ in (metadata.get("relative_outputs") or {}).values() if old.endswith("_old"))
     scalars = sum(len(p.msl_inputs) for p in msl.params if p.kind == "scalar")  # type: ignore[attr-defined]
     read = len(msl.input_names) - scalars - grid - contents  # type: ignore[attr-defined]
     outputs = len(msl.output_names)  # type: ignore[attr-defined]
     fed = sum(len(p.msl_outputs) for p in msl.params)  # type: ignore[attr-defined]
-    return BufferCount(read, scalars, grid, contents, fed, masks, status, outputs - fed - masks - status)
+    return BufferCount(read, scalars, grid, contents, fed, masks, escapes, status,
+                       outputs - fed - masks - escapes - status)
 
 
 def check_buffer_limit(msl: object, kernel: str, where: str = "", twin_of: Sequence[str] = (),

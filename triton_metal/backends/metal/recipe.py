@@ -85,6 +85,9 @@ class LaunchRecipe:
     relative: tuple[str, ...] = ()
     """Outputs kept relative to their array's contents: the twin with those outputs runs, and
     the arrays follow the inputs in this order."""
+    escaped: tuple[str, ...] = ()
+    """Those of `relative` held with the "key" encoding: each has a uint32 escape output
+    (`codegen.kernel.escape_output_name`), after the mask outputs, in this order."""
     grid_input: Any = None
     """The logical grid as an int32 array, for a variant compiled with program spreading."""
     reads_old: tuple[int, ...] = ()
