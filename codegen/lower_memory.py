@@ -234,9 +234,6 @@ def _scalar_load(ctx: LoweringContext, op: mem.LoadOp, p: PtrValue, mask: RegVal
     masks = [_reg_at(mask, r) for r in range(n)]
     fills = [_reg_at(other, r) or zero for r in range(n)]
     if decode and p.buffer.relative == "key":
-        # every element read (where its mask holds) before any is decoded
-        helds = list(ctx.materialize([h if m is None else Apply("select", (m, h, zero)) for h, m in zip(helds, masks)],
-                                     msl_type(ety), force=True))
         ctx.bind(op.result, RegValue(op.result.type, _unkey(ctx, p, offsets, helds, masks, fills, ety), dist))
         return
     regs: list[Expr] = []
@@ -248,18 +245,18 @@ def _scalar_load(ctx: LoweringContext, op: mem.LoadOp, p: PtrValue, mask: RegVal
 
 def _unkey(ctx: LoweringContext, p: PtrValue, offsets: Sequence[Expr], helds: Sequence[Expr],
            masks: Sequence[Expr | None], fills: Sequence[Expr], ety: ScalarType) -> tuple[Expr, ...]:
-    """The values of a "key" output's elements from what it holds (`helds`, read already):
-    each one's bits xor the key, then, only in a thread that found a 0 where its mask holds, the
-    old value or the key itself for those elements (`km_rel_unkey`). One test a thread rather
-    than a branch an element, which would stand between the element's read and its use."""
+    """The values of a "key" output's elements from what it holds (`helds`, read where the
+    masks hold): each one's bits xor the key, then, only in a thread that found the key there
+    (a held 0), the old value or the key itself for those elements (`km_rel_unkey`). One test a
+    thread rather than a branch an element, which would stand between each element's read and
+    its use; the test reads the decoded values, so the held ones need no registers of their own."""
     _key_helpers(ctx, ety)
     ctype = msl_type(ety)
-    fast = [Call("km_rel_key", (h,)) for h in helds]
-    regs = ctx.materialize([f if m is None else Apply("select", (m, f, o)) for f, m, o in zip(fast, masks, fills)],
-                           ctype, force=True)
-    unwritten = [_and(m, Call("km_rel_unwritten", (h,))) for h, m in zip(helds, masks)]
-    fixes = tuple(Assign(reg, Apply("select", (u, _decode(ctx, p, off, h, ety), reg)))  # type: ignore[arg-type]
-                  for reg, u, off, h in zip(regs, unwritten, offsets, helds))
+    regs = ctx.materialize([Call("km_rel_key", (h,)) if m is None else Apply("select", (m, Call("km_rel_key", (h,)), o))
+                            for h, m, o in zip(helds, masks, fills)], ctype, force=True)
+    unwritten = [_and(m, Call("km_rel_is_key", (reg,))) for reg, m in zip(regs, masks)]
+    fixes = tuple(Assign(reg, Apply("select", (u, _decode(ctx, p, off, Call("km_rel_key", (reg,)), ety), reg)))  # type: ignore[arg-type]
+                  for reg, u, off in zip(regs, unwritten, offsets))
     ctx.emit(If(_any(ctx, unwritten), fixes))  # type: ignore[arg-type]
     return regs
 

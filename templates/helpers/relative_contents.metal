@@ -24,9 +24,6 @@ inline {{ t.c }} km_rel_add({{ t.c }} a, {{ t.c }} o) {
 inline {{ t.c }} km_rel_key({{ t.c }} v) {
   return as_type<{{ t.c }}>({{ t.u }}(as_type<{{ t.u }}>(v) ^ {{ t.u }}({{ t.key }})));
 }
-inline bool km_rel_unwritten({{ t.c }} held) {
-  return as_type<{{ t.u }}>(held) == {{ t.u }}(0);
-}
 inline bool km_rel_is_key({{ t.c }} v) {
   return as_type<{{ t.u }}>(v) == {{ t.u }}({{ t.key }});
 }

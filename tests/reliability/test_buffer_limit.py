@@ -231,15 +231,16 @@ def test_the_old_contents_of_a_counter_count_on_the_mlx_path(tmp_path: Path, fak
 
 
 def test_keys_give_way_to_the_bitwise_difference_near_the_limit(tmp_path: Path, fake_metal: FakeMx) -> None:
-    """Arrays the kernel reads after storing them are kept relative on the MLX path, their old
-    contents in their own inputs. Held with the key, each also takes an output of escape bits:
-    for 12 arrays (24 buffers) that would make 36, so the launch holds them as bitwise
-    differences instead, and runs; 6 arrays (12 buffers) take the key (18)."""
+    """Arrays loaded and stored by programs that take tickets from a counter are kept relative on
+    the MLX path, each with its old contents as one more input. Held with the key, each also
+    takes an output of escape bits: for 12 arrays (with the counter, 13 buffers and 13 old
+    contents) that would make 38, so the launch holds them as bitwise differences instead, and
+    runs; 6 arrays take the key (7 + 7 + 6 = 20)."""
     for arrays, keyed in ((12, 0), (6, 6)):
-        name = f"twice_{arrays}"
-        params = ", ".join(f"p{i}" for i in range(arrays))
-        body = "    offs = tl.arange(0, 8)\n    for _ in range(2):\n"
-        body += "".join(f"        tl.store(p{i} + offs, tl.load(p{i} + offs) + 1)\n" for i in range(arrays))
+        name = f"ticketed_{arrays}"
+        params = ", ".join([*(f"p{i}" for i in range(arrays)), "count"])
+        body = "    offs = tl.arange(0, 8)\n    ticket = tl.atomic_add(count, 1)\n"
+        body += "".join(f"    tl.store(p{i} + offs, tl.load(p{i} + offs) + ticket + 1)\n" for i in range(arrays))
         path = tmp_path / f"{name}.py"
         path.write_text("import triton_metal as triton\nimport triton_metal.language as tl\n\n\n"
                         f"@triton.jit\ndef {name}({params}):\n{body}")
@@ -249,7 +250,9 @@ def test_keys_give_way_to_the_bitwise_difference_near_the_limit(tmp_path: Path, 
         spec.loader.exec_module(module)
         with on_backend("metal"):
             xs = [mx.full((8,), float(i)) for i in range(arrays)]
-            getattr(module, name)[(1,)](*xs)
-            assert all(np.array(x).tolist() == [i + 2.0] * 8 for i, x in enumerate(xs))
+            count = mx.array([5], mx.int32)
+            getattr(module, name)[(1,)](*xs, count)
+            assert all(np.array(x).tolist() == [i + 6.0] * 8 for i, x in enumerate(xs))
+            assert np.array(count).tolist() == [6]
         outputs = fake_metal.fast.factory_calls[-1]["output_names"]
-        assert len(outputs) == arrays + keyed and sum(o.endswith("_esc") for o in outputs) == keyed
+        assert len(outputs) == arrays + 1 + keyed and sum(o.endswith("_esc") for o in outputs) == keyed

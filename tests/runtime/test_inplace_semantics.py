@@ -403,13 +403,15 @@ def test_the_mark_gives_way_to_another_relative_output(fake: FakeMx, monkeypatch
 
 
 @triton.jit
-def store_some_then_read(x_ptr, src_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    # x is stored where o % 3 != 0 and then read everywhere: the load may read what the kernel
-    # stored, so x is kept relative to its contents ("key": loads and stores only)
+def store_some_then_read(x_ptr, src_ptr, out_ptr, ticket_ptr, n, BLOCK: tl.constexpr):
+    # x is stored where o % 3 != 0 and then read everywhere, in a kernel whose programs take
+    # tickets (an atomic whose value is used): x is exchanged between programs and kept
+    # relative to its contents with the key (loads and stores only)
     o = tl.arange(0, BLOCK)
     m = (o < n) & (o % 3 != 0)
+    ticket = tl.atomic_add(ticket_ptr, 1)
     tl.store(x_ptr + o, tl.load(src_ptr + o, mask=m), mask=m)
-    tl.store(out_ptr + o, tl.load(x_ptr + o, mask=o < n), mask=o < n)
+    tl.store(out_ptr + o, tl.load(x_ptr + o, mask=o < n), mask=(o < n) & (ticket >= 0))
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.int32, np.float16, np.uint16])
@@ -425,7 +427,7 @@ def test_a_keyed_array_keeps_every_value_the_key_included(fake: FakeMx, monkeypa
     old = np.where(rng.random(n) < 0.5, pattern[rng.integers(0, 5, n)], rng.integers(0, 2**15, n)).astype(bits)
     src = np.where(rng.random(n) < 0.5, pattern[rng.integers(0, 5, n)], rng.integers(0, 2**15, n)).astype(bits)
     old[:6], src[:6] = key, key  # stored and untouched elements that hold the key
-    arrays = [old.view(dtype), src.view(dtype), np.zeros(n, dtype)]
+    arrays = [old.view(dtype), src.view(dtype), np.zeros(n, dtype), np.zeros(1, np.int32)]
     got = _on_metal(store_some_then_read, (1,), arrays, n, BLOCK=64)
     stored = np.arange(n) % 3 != 0
     want = np.where(stored, src, old)  # in place, bit for bit
@@ -435,7 +437,8 @@ def test_a_keyed_array_keeps_every_value_the_key_included(fake: FakeMx, monkeypa
     np.testing.assert_array_equal(got[0].view(bits), interpreted[0].view(bits))
     (twin,) = [c["source"] for c in fake.fast.factory_calls if "x_ptr_esc" in c["output_names"]]
     assert "km_rel_unkey(" in twin and "km_rel_escape(" in twin
-    assert "x_ptr_in[" not in twin  # the old contents are read only in km_rel_unkey, where x holds 0
+    assert "x_ptr_old[" not in twin  # the old contents are read only in km_rel_unkey, where x holds 0
     (launch,) = fake.fast.launches
     assert launch["init_value"] == 0.0
     assert launch["output_dtypes"][-1] == mx.uint32 and launch["output_shapes"][-1] == (2,)  # 45 escape bits
+    assert int(got[3][0]) == 1

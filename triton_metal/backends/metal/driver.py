@@ -45,8 +45,8 @@ gathers its inputs, calls the kernel and rebinds:
     relative outputs (`codegen.kernel.relative_encoding`) starts the output at 0, takes the
     array as an input (its own, or one more) and keeps each element as its bitwise or
     wrapping difference from it; one op (`bitwise_xor` or `add` on the bits) decodes the
-    result. An array of 16- or 32-bit elements only loaded and stored is held with the key
-    instead (`codegen.kernel.keeps_key`: each element xor a fixed key, 0 for "the old value",
+    result. An array of 16- or 32-bit elements only loaded and stored, by programs that wait
+    for each other through atomics, is held with the key instead (`codegen.kernel.keeps_key`: each element xor a fixed key, 0 for "the old value",
     one more uint32 output of escape bits for the elements stored with the key's own bits),
     so the kernel reads old contents only where it finds 0, and a `where` decodes; keys give
     way to the bitwise difference where their outputs could take the twin past the buffer
@@ -471,12 +471,15 @@ class MetalLauncher:
         if slot.param in self._reinterpreted:
             return "xor", 0.0
         if slot.kind == "pointer_inout" and slot.param in self._reads_stored:
-            return ("key" if keeps_key(slot.dtype, (), False) else relative_encoding(slot.dtype, ())), 0.0  # type: ignore[return-value]
+            return relative_encoding(slot.dtype, ()), 0.0  # type: ignore[return-value]
         if slot.kind != "pointer_atomic":
             return None
         info = self.atomics.get(slot.param, {})
         kinds = list(info.get("kinds", ()))
         if keeps_key(slot.dtype, kinds, bool(info.get("polled"))):
+            # loaded and stored by programs that wait for each other: the key keeps the old
+            # contents out of their critical sections; an array only read after the program's
+            # own stores keeps the bitwise difference, whose decode is one op over the array
             return "key", 0.0
         if (not info.get("loaded") and not info.get("result_used") and not info.get("stored")
                 and len(kinds) == 1 and kinds[0] in _COMBINABLE and slot.dtype not in _FLOATS):
