@@ -23,7 +23,7 @@ Contract:
   contents as the extra input (`<param>_old`, after every other input, in this order) and the
   kernel keeps each element relative to them (`relative_encoding`, or "mark" for the outputs
   of `CodegenOptions.marked_outputs`, "key" for those of `CodegenOptions.keyed_outputs`, each
-  with one more uint32 output of escape bits named in `metadata["escape_outputs"]`, after the
+  with one more uint8 output of escape bytes named in `metadata["escape_outputs"]`, after the
   written masks); the launch decodes the result with one op (a few for a key).
 """
 
@@ -68,8 +68,8 @@ def keeps_key(dtype: str, kinds: Iterable[str], polled: bool) -> bool:
     32-bit elements that the kernel only loads and stores (no atomic, no poll, which compares
     the held bits themselves). Each element then holds `v ^ K` (`KEY_BITS`), so a store writes
     and a load reads without the old value; 0 stands for "the old value", unless the element's
-    bit in the escape output (`escape_output_name`) says a store wrote K itself. Loads read the
-    old value and the escape bit only where they find 0 (templates/helpers/
+    byte in the escape output (`escape_output_name`) says a store wrote K itself. Loads read the
+    old value and the escape byte only where they find 0 (templates/helpers/
     relative_contents.metal; docs/runtime.md, "Exact in-place memory")."""
     return dtype in _KEY_TYPES and not set(kinds) and not polled
 
@@ -82,14 +82,15 @@ _KEY_TYPES = ("float", "int32_t", "uint32_t", "float16_t", "bfloat16_t", "int16_
 
 
 def escape_output_name(output: str) -> str:
-    """`x_out` -> `x_esc`: the uint32 output of a "key" output whose bit `i % 32` of word
-    `i / 32` says a store wrote the key's bits themselves at element i."""
+    """`x_out` -> `x_esc`: the uint8 output of a "key" output whose byte i is set where a store
+    wrote the key's bits themselves at element i."""
     return output.removesuffix("_out") + "_esc"
 
 
-def escape_words(size: int) -> int:
-    """The words of an escape output for an array of `size` elements (one at least)."""
-    return max(1, (size + 31) // 32)
+def escape_bytes(size: int) -> int:
+    """The bytes of an escape output for an array of `size` elements: whole 32-bit words, which
+    the kernel's atomics update (one at least)."""
+    return max(4, (size + 3) // 4 * 4)
 
 
 UNTOUCHED_BITS = 0x7FD5A5A5

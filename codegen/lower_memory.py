@@ -32,7 +32,7 @@ compare-and-swap loop on the held difference (templates/helpers/relative_atomics
 loads read the output, which stands for the array as updated so far. An output held with the
 key ("key", only loaded and stored) needs no old value to store or to read what was stored: a
 load reads all its elements, decodes them with the key, and only in a thread that found a 0
-reads those elements' escape bits and old values; a store writes, then sets the escape bits of
+reads those elements' escape bytes and old values; a store writes, then sets the escape bytes of
 the elements it gave the key's own bits, under one test a thread.
 """
 
@@ -408,7 +408,7 @@ def lower_store(ctx: LoweringContext, op: mem.StoreOp) -> None:
 
 def _emit_escapes(ctx: LoweringContext, escapes: list[tuple[Expr | None, tuple[Expr, ...], tuple[Expr, ...]]],
                   p: PtrValue, ety: ScalarType) -> None:
-    """A "key" output's escape bits for the elements a store wrote the key's own bits to, after
+    """A "key" output's escape bytes for the elements a store wrote the key's own bits to, after
     its writes and under one test a thread (`escapes`: (condition, offsets, values) of each
     guarded write), so that the writes issue back to back."""
     if p.buffer.escape_name is None:
@@ -498,7 +498,7 @@ def _decode(ctx: LoweringContext, p: PtrValue, off: Expr, held: Expr, ety: Scala
         return held
     buf = p.buffer
     if buf.relative == "key":
-        # the old value and the escape bit are read only where the output holds 0
+        # the old value and the escape byte are read only where the output holds 0
         assert buf.old_name is not None and buf.escape_name is not None
         _key_helpers(ctx, ety)
         return Call("km_rel_unkey", (held, buffer_ref(ctx, buf, buf.old_name), Var(buf.escape_name), off))
@@ -507,7 +507,7 @@ def _decode(ctx: LoweringContext, p: PtrValue, off: Expr, held: Expr, ety: Scala
 
 def _mark_escaped(ctx: LoweringContext, p: PtrValue, offsets: tuple[Expr, ...], values: tuple[Expr, ...],
                   ety: ScalarType) -> tuple[ExprStmt, ...]:
-    """Beside a store to a "key" output, the escape bit of each element stored the key's own
+    """Beside a store to a "key" output, the escape byte of each element stored the key's own
     bits (which the output then holds as 0, as it does for an element not yet written)."""
     esc = p.buffer.escape_name
     if esc is None:

@@ -50,7 +50,7 @@ class CodegenOptions:
     each element is its own value, or the untouched mark until its first atomic add."""
     keyed_outputs: tuple[str, ...] = ()
     """Those of `relative_outputs` held with the "key" encoding (`kernel.keeps_key`): each
-    element is its value xor a fixed key, beside a uint32 output of escape bits
+    element is its value xor a fixed key, beside a uint8 output of escape bytes
     (`kernel.escape_output_name`)."""
     dot_path: str = "cost"
     """On targets with tensor ops: "cost", a single tensor-op dot (no K loop carries its

@@ -39,7 +39,7 @@ class Buffer:
     """"key", "xor" or "sub" for such an output (`kernel.relative_encoding`), "mark" for one held
     with the untouched mark (`kernel.marks_untouched`), else ""."""
     escape_name: str | None = None
-    """The uint32 output of a "key" output whose bits mark the elements a store set to the key
+    """The uint8 output of a "key" output whose bytes mark the elements a store set to the key
     itself (`kernel.escape_output_name`)."""
     shared: bool = False
     """Other programs of the launch may write what its loads read (an atomically updated or

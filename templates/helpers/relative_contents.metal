@@ -15,11 +15,12 @@ inline {{ t.c }} km_rel_add({{ t.c }} a, {{ t.c }} o) {
   return as_type<{{ t.c }}>({{ t.u }}(as_type<{{ t.u }}>(a) + as_type<{{ t.u }}>(o)));
 }
 {% endfor %}
-{# "key" outputs (kernel.relative_encoding): an element holds `v ^ K`, so 0 stands for the old
-   value, or for K itself where the element's bit in the escape output `esc` is set. A load
-   reads the old value and the escape word only where it finds 0; a store of K sets the bit.
-   The escape words are read and set atomically: programs that exchange the array see them as
-   they see the array. Per type: `keys` = [{c: "float", u: "uint", key: "0x7FD5A5A5"}]. #}
+{# "key" outputs (kernel.keeps_key): an element holds `v ^ K`, so 0 stands for the old
+   value, or for K itself where the element's byte in the escape output `esc` is set. A load
+   reads the old value and the escape byte only where it finds 0; a store of K sets the byte.
+   The bytes are read and set through the 32-bit word holding them, atomically: programs that
+   exchange the array see them as they see the array (the output holds whole words).
+   Per type: `keys` = [{c: "float", u: "uint", key: "0x7FD5A5A5"}]. #}
 {% for t in keys %}
 inline {{ t.c }} km_rel_key({{ t.c }} v) {
   return as_type<{{ t.c }}>({{ t.u }}(as_type<{{ t.u }}>(v) ^ {{ t.u }}({{ t.key }})));
@@ -28,17 +29,17 @@ inline bool km_rel_is_key({{ t.c }} v) {
   return as_type<{{ t.u }}>(v) == {{ t.u }}({{ t.key }});
 }
 template <typename P, typename I>
-inline {{ t.c }} km_rel_unkey({{ t.c }} held, P old, device uint* esc, I off) {
+inline {{ t.c }} km_rel_unkey({{ t.c }} held, P old, device uchar* esc, I off) {
   if (as_type<{{ t.u }}>(held) != {{ t.u }}(0)) {
     return km_rel_key(held);
   }
-  const uint word = atomic_load_explicit((device atomic_uint*)&esc[off >> 5], memory_order_relaxed);
-  return ((word >> uint(off & 31)) & 1u) != 0u ? as_type<{{ t.c }}>({{ t.u }}({{ t.key }})) : {{ t.c }}(old[off]);
+  const uint word = atomic_load_explicit((device atomic_uint*)(esc + (off & ~I(3))), memory_order_relaxed);
+  return ((word >> (8u * uint(off & 3))) & 0xFFu) != 0u ? as_type<{{ t.c }}>({{ t.u }}({{ t.key }})) : {{ t.c }}(old[off]);
 }
 template <typename I>
-inline void km_rel_escape({{ t.c }} v, device uint* esc, I off) {
-  if (as_type<{{ t.u }}>(v) == {{ t.u }}({{ t.key }})) {
-    atomic_fetch_or_explicit((device atomic_uint*)&esc[off >> 5], 1u << uint(off & 31), memory_order_relaxed);
+inline void km_rel_escape({{ t.c }} v, device uchar* esc, I off) {
+  if (km_rel_is_key(v)) {
+    atomic_fetch_or_explicit((device atomic_uint*)(esc + (off & ~I(3))), 1u << (8u * uint(off & 3)), memory_order_relaxed);
   }
 }
 {% endfor %}

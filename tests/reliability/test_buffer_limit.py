@@ -233,7 +233,7 @@ def test_the_old_contents_of_a_counter_count_on_the_mlx_path(tmp_path: Path, fak
 def test_keys_give_way_to_the_bitwise_difference_near_the_limit(tmp_path: Path, fake_metal: FakeMx) -> None:
     """Arrays loaded and stored by programs that take tickets from a counter are kept relative on
     the MLX path, each with its old contents as one more input. Held with the key, each also
-    takes an output of escape bits: for 12 arrays (with the counter, 13 buffers and 13 old
+    takes an output of escape bytes: for 12 arrays (with the counter, 13 buffers and 13 old
     contents) that would make 38, so the launch holds them as bitwise differences instead, and
     runs; 6 arrays take the key (7 + 7 + 6 = 20)."""
     for arrays, keyed in ((12, 0), (6, 6)):

@@ -46,11 +46,11 @@ gathers its inputs, calls the kernel and rebinds:
     array as an input (its own, or one more) and keeps each element as its bitwise or
     wrapping difference from it; one op (`bitwise_xor` or `add` on the bits) decodes the
     result. An array of 16- or 32-bit elements only loaded and stored, by programs that wait
-    for each other through atomics, is held with the key instead (`codegen.kernel.keeps_key`: each element xor a fixed key, 0 for "the old value",
-    one more uint32 output of escape bits for the elements stored with the key's own bits),
-    so the kernel reads old contents only where it finds 0, and a `where` decodes; keys give
-    way to the bitwise difference where their outputs could take the twin past the buffer
-    limit. A float32 array updated by atomic adds alone (their results may be used) is
+    for each other through atomics, is held with the key instead (`codegen.kernel.keeps_key`:
+    each element xor a fixed key, 0 for "the old value", one more uint8 output of escape bytes
+    for the elements stored with the key's own bits), so the kernel reads old contents only
+    where it finds 0, and a `where` decodes; keys give way to the bitwise difference where
+    their outputs could take the twin past the buffer limit. A float32 array updated by atomic adds alone (their results may be used) is
     "marked" instead (`codegen.kernel.marks_untouched`) when nothing else in the launch needs
     another start: the output starts at a NaN mark for "untouched", the first add to an
     element swaps in the old value plus its operand, every later one is the hardware's atomic
@@ -100,7 +100,7 @@ from triton_metal.runtime.picker import picker
 from triton_metal.runtime.log import debug_level
 from triton_metal.runtime.mlx_op import inside_op, note_kernel
 
-from triton_metal.codegen.kernel import (KEY_BITS, UNTOUCHED_BITS, escape_words, keeps_key, marks_untouched,
+from triton_metal.codegen.kernel import (KEY_BITS, UNTOUCHED_BITS, escape_bytes, keeps_key, marks_untouched,
                                          relative_encoding)
 
 from .launch_coverage import LaunchCoverage, coverage_scalars  # noqa: F401 - driver.coverage_scalars
@@ -404,8 +404,8 @@ class MetalLauncher:
         escaped = tuple(out.slot.name for out in outputs if out.kind == "key")
         for out in outputs:  # after the masks, in the order of the outputs (codegen.driver)
             if out.kind == "key":
-                shapes.append((escape_words(out.size),))
-                dtypes.append(self.mx.uint32)
+                shapes.append((escape_bytes(out.size),))
+                dtypes.append(self.mx.uint8)
         if self.asserts:  # the status output, last (device_asserts.py)
             shapes.append((4,))
             dtypes.append(self.mx.uint32)
@@ -691,15 +691,14 @@ def _decode_relative(mx: Any, encoding: str, old: Any, held: Any, escape: Any = 
     """The array's new contents from an output kept relative to `old` (its bitwise or
     wrapping difference, computed on the elements' bits as unsigned integers; "mark": the
     element itself where it no longer holds the untouched mark; "key": the element's bits
-    xor the key, or the old value where the output holds 0 and the element's escape bit in
+    xor the key, or the old value where the output holds 0 and the element's escape byte in
     `escape` is clear)."""
     bits = getattr(mx, _BITS[old.itemsize])
     a, b = held.view(bits), old.view(bits)
     if encoding == "mark":
         return mx.where(a == UNTOUCHED_BITS, old, held)
     if encoding == "key":
-        flags = mx.right_shift(escape.reshape(-1, 1), mx.arange(32, dtype=mx.uint32)) & 1
-        untouched = (a == 0) & (flags.reshape(-1)[: old.size].reshape(old.shape) == 0)
+        untouched = (a == 0) & (escape[: old.size].reshape(old.shape) == 0)
         key = mx.array(KEY_BITS[8 * old.itemsize], dtype=bits)
         return mx.where(untouched, b, mx.bitwise_xor(a, key)).view(old.dtype)
     return (mx.bitwise_xor(a, b) if encoding == "xor" else a + b).view(old.dtype)

@@ -139,7 +139,7 @@ class BufferCount:
     masks: int
     """Written masks of the twin variant (one bool output per merged output)."""
     escapes: int
-    """Escape bits of the twin's outputs held with the key (one uint32 output each)."""
+    """Escape bytes of the twin's outputs held with the key (one uint8 output each)."""
     status: int
     """The device-assert status output of a debug build (0 or 1)."""
     placeholder: int
@@ -159,7 +159,7 @@ class BufferCount:
             (self.grid, "grid input of a spread launch", ""),
             (self.contents, "array's old contents", "arrays' old contents"),
             (self.masks, "written mask", "written masks"),
-            (self.escapes, "output of escape bits", "outputs of escape bits"),
+            (self.escapes, "output of escape bytes", "outputs of escape bytes"),
             (self.status, "device-assert status", ""),
             (self.placeholder, "placeholder output", ""),
         ]
