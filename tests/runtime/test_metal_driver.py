@@ -373,7 +373,7 @@ def test_relative_encodings_are_chosen_where_they_are_exact():
     assert relative_encoding("float16_t", ("xchg",)) == "xor"
     assert relative_encoding("int64_t", ()) == "xor"  # only loaded and stored
     assert relative_encoding("uint64_t", ("max",)) is None  # no 64-bit compare-and-swap
-    # loaded and stored only, 16 or 32 bits a element: the key may hold it instead
+    # loaded and stored only, 16 or 32 bits an element: the key may hold it instead
     assert keeps_key("float", (), False) and keeps_key("float16_t", (), False) and keeps_key("uint16_t", (), False)
     assert not keeps_key("int8_t", (), False) and not keeps_key("int64_t", (), False)
     assert not keeps_key("float", ("xchg",), False)  # an atomic: the bitwise difference
