@@ -246,8 +246,10 @@ def _relative_outputs(uses: dict[Any, Any], buffers: dict[Any, Buffer], outputs:
                 raise internal_error(f"'{b.param}' cannot be held with the untouched mark")
             encoding: str | None = "mark"
         elif output in keyed:
+            # the runtime keys arrays that programs exchange (`Buffer.shared`: scalar accesses)
             use = uses[arg]
-            if use.reinterpreted or not keeps_key(mlx_type(b.pointee), use.atomic_kinds, use.polled):
+            if (use.reinterpreted or not b.shared
+                    or not keeps_key(mlx_type(b.pointee), use.atomic_kinds, use.polled)):
                 raise internal_error(f"'{b.param}' cannot be held with the key")
             encoding = "key"
         elif uses[arg].reinterpreted:  # written through other types: bytewise (params.ParamUse)

@@ -70,7 +70,9 @@ def keeps_key(dtype: str, kinds: Iterable[str], polled: bool) -> bool:
     and a load reads without the old value; 0 stands for "the old value", unless the element's
     byte in the escape output (`escape_output_name`) says a store wrote K itself. Loads read the
     old value and the escape byte only where they find 0 (templates/helpers/
-    relative_contents.metal; docs/runtime.md, "Exact in-place memory")."""
+    relative_contents.metal; docs/runtime.md, "Exact in-place memory"). The runtime holds an
+    array with the key where programs that wait for each other exchange it, so its accesses
+    are scalar atomic ones (`Buffer.shared`)."""
     return dtype in _KEY_TYPES and not set(kinds) and not polled
 
 

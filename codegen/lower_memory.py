@@ -292,10 +292,8 @@ def _vector_load(ctx: LoweringContext, op: mem.LoadOp, p: PtrValue, mask: RegVal
     ctype = msl_type(ety)
     wtype, _, _ = _access_types(ety, vec)
     regs: list[Expr] = []
-    keyed = p.buffer.relative == "key"
-    helds: list[Expr] = []
-    masks: list[Expr | None] = []
-    fills: list[Expr] = []
+    if p.buffer.relative == "key":  # held with the key only where programs exchange it: no vectors
+        raise internal_error(f"'{p.buffer.param}' is held with the key and read as vectors")
     for r in range(0, dist.num_regs, vec):
         read: Expr = Index(PtrCast(space, wtype, Apply("add", (base, p.offsets[r]))), Lit("0"))
         m = _reg_at(mask, r)
@@ -305,19 +303,11 @@ def _vector_load(ctx: LoweringContext, op: mem.LoadOp, p: PtrValue, mask: RegVal
         name = ctx.fresh()
         ctx.emit(Declare(name, wtype, None, read))
         lanes = _unpack(ctx, ety, vec, name)
-        if relative and keyed:
-            helds.extend(lanes)
-            masks.extend([m] * vec)
-            fills.extend(fill)
-            continue
         if relative:
             lanes = [_decode(ctx, p, p.offsets[r + i], lane, ety) for i, lane in enumerate(lanes)]
             if m is not None:
                 lanes = [Apply("select", (m, lane, f)) for lane, f in zip(lanes, fill)]
         regs.extend(lanes)
-    if relative and keyed:
-        ctx.bind(op.result, RegValue(op.result.type, _unkey(ctx, p, p.offsets, helds, masks, fills, ety), dist))
-        return
     ctx.bind(op.result, RegValue(op.result.type, ctx.materialize(regs, ctype, force=True), dist))
 
 
@@ -326,8 +316,9 @@ def _vector_store(ctx: LoweringContext, op: mem.StoreOp, p: PtrValue, val: RegVa
     assert p.dist is not None and p.buffer.output_name is not None
     wtype, _, _ = _access_types(ety, vec)
     base = buffer_ref(ctx, p.buffer, p.buffer.output_name)
+    if p.buffer.relative == "key":  # held with the key only where programs exchange it: no vectors
+        raise internal_error(f"'{p.buffer.param}' is held with the key and written as vectors")
     firsts = p.dist.first_registers()
-    escapes: list[tuple[Expr | None, tuple[Expr, ...], tuple[Expr, ...]]] = []
     for r in range(0, p.dist.num_regs, vec):
         if not firsts[r]:
             continue
@@ -335,12 +326,9 @@ def _vector_store(ctx: LoweringContext, op: mem.StoreOp, p: PtrValue, val: RegVa
         # each element encoded against its old value where the output is kept relative
         value = _pack(ety, vec, [_encode(ctx, p, p.offsets[r + i], _reg_at(val, r + i), ety)  # type: ignore[arg-type]
                                  for i in range(vec)])
-        offsets = tuple(p.offsets[r + i] for i in range(vec))
-        stmts = (Assign(target, value), *_mark_written(ctx, p, offsets))
+        stmts = (Assign(target, value), *_mark_written(ctx, p, tuple(p.offsets[r + i] for i in range(vec))))
         cond = _and(own, _reg_at(mask, r))
         _emit_guarded(ctx, cond, stmts)
-        escapes.append((cond, offsets, tuple(_reg_at(val, r + i) for i in range(vec))))  # type: ignore[misc]
-    _emit_escapes(ctx, escapes, p, ety)
 
 
 def _pack(ety: ScalarType, vec: int, elements: list[Expr]) -> Expr:
