@@ -377,7 +377,7 @@ def lower_store(ctx: LoweringContext, op: mem.StoreOp) -> None:
         _vector_store(ctx, op, p, val, mask, vec, ety, own_var)
         return
     firsts = dist.first_registers() if dist is not None else (True,)
-    escapes: list[tuple[Expr | None, tuple[Expr, ...], tuple[Expr, ...]]] = []
+    escapes: list[tuple[Expr | None, Expr, Expr]] = []
     for r, first in enumerate(firsts):
         if not first:
             continue
@@ -390,27 +390,27 @@ def lower_store(ctx: LoweringContext, op: mem.StoreOp) -> None:
         stmts = (write, *_mark_written(ctx, p, (off,)))
         cond = _and(own_var, _reg_at(mask, r))
         _emit_guarded(ctx, cond, stmts)
-        escapes.append((cond, (off,), (v,)))
+        escapes.append((cond, off, v))
     _emit_escapes(ctx, escapes, p, ety)
 
 
-def _emit_escapes(ctx: LoweringContext, escapes: list[tuple[Expr | None, tuple[Expr, ...], tuple[Expr, ...]]],
-                  p: PtrValue, ety: ScalarType) -> None:
-    """A "key" output's escape bytes for the elements a store wrote the key's own bits to, after
-    its writes and under one test a thread (`escapes`: (condition, offsets, values) of each
-    guarded write), so that the writes issue back to back."""
-    if p.buffer.escape_name is None:
+def _emit_escapes(ctx: LoweringContext, escapes: list[tuple[Expr | None, Expr, Expr]], p: PtrValue,
+                  ety: ScalarType) -> None:
+    """A "key" output's escape bytes for the elements a store wrote the key's own bits to
+    (`escapes`: the condition, offset and value of each write), after the store's writes and
+    under one test a thread, so that the writes issue back to back. The output then holds 0
+    there, as it does for an element not yet written."""
+    esc = p.buffer.escape_name
+    if esc is None or not escapes:
         return
     _key_helpers(ctx, ety)
     ctype = msl_type(ety)
-    hits: list[Expr | None] = []
+    hits = [_and(cond, Call("km_rel_is_key", (Convert(ctype, v),))) for cond, _, v in escapes]
     marks: list[If | ExprStmt] = []
-    for cond, offsets, values in escapes:
-        for stmt, v in zip(_mark_escaped(ctx, p, offsets, values, ety), values):
-            hits.append(_and(cond, Call("km_rel_is_key", (Convert(ctype, v),))))
-            marks.append(stmt if cond is None else If(cond, (stmt,)))
-    if marks:
-        ctx.emit(If(_any(ctx, hits), tuple(marks)))  # type: ignore[arg-type]
+    for cond, off, v in escapes:
+        mark = ExprStmt(Call("km_rel_escape", (Convert(ctype, v), Var(esc), off)))
+        marks.append(mark if cond is None else If(cond, (mark,)))
+    ctx.emit(If(_any(ctx, hits), tuple(marks)))  # type: ignore[arg-type]
 
 
 def _emit_guarded(ctx: LoweringContext, cond: Expr | None, stmts: tuple[Assign | ExprStmt, ...]) -> None:
@@ -491,17 +491,6 @@ def _decode(ctx: LoweringContext, p: PtrValue, off: Expr, held: Expr, ety: Scala
         _key_helpers(ctx, ety)
         return Call("km_rel_unkey", (held, buffer_ref(ctx, buf, buf.old_name), Var(buf.escape_name), off))
     return _relative_call(ctx, p, off, held, ety, _DECODE)
-
-
-def _mark_escaped(ctx: LoweringContext, p: PtrValue, offsets: tuple[Expr, ...], values: tuple[Expr, ...],
-                  ety: ScalarType) -> tuple[ExprStmt, ...]:
-    """Beside a store to a "key" output, the escape byte of each element stored the key's own
-    bits (which the output then holds as 0, as it does for an element not yet written)."""
-    esc = p.buffer.escape_name
-    if esc is None:
-        return ()
-    return tuple(ExprStmt(Call("km_rel_escape", (Convert(msl_type(ety), v), Var(esc), off)))
-                 for off, v in zip(offsets, values))
 
 
 def _key_helpers(ctx: LoweringContext, ety: ScalarType) -> None:
