@@ -216,9 +216,7 @@ def _lower_function(func: Op, options: CodegenOptions, name: str, axis_info: obj
             aligned = int(attrs.get("tt.divisibility", 1)) % 16 == 0
             written = _written_name(b.output_name) if b.output_name in options.written_masks else None
             old, encoding = relative.get(b.output_name or "", (None, ""))
-            escape = escape_output_name(b.output_name) if encoding == "key" else None  # type: ignore[arg-type]
-            buf = Buffer(b.param, b.pointee, b.input_name, b.output_name, aligned, written, old, encoding,
-                         escape, b.shared)
+            buf = Buffer(b.param, b.pointee, b.input_name, b.output_name, aligned, written, old, encoding, b.shared)
             ctype = "long" if options.index_bits == 64 else "int"
             ctx.bind(arg, PtrValue(arg.type, buf, (Lit("0"),), ctype, None))
         else:

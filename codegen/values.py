@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from triton_metal.ir.types import ScalarType, Type
 
 from .distribution import Distribution
+from .kernel import escape_output_name
 from .program import Expr
 
 
@@ -38,9 +39,6 @@ class Buffer:
     relative: str = ""
     """"key", "xor" or "sub" for such an output (`kernel.relative_encoding`), "mark" for one held
     with the untouched mark (`kernel.marks_untouched`), else ""."""
-    escape_name: str | None = None
-    """The uint8 output of a "key" output whose bytes mark the elements a store set to the key
-    itself (`kernel.escape_output_name`)."""
     shared: bool = False
     """Other programs of the launch may write what its loads read (an atomically updated or
     live parameter, `params.ParamUse.live`): its loads and stores are relaxed atomic accesses,
@@ -49,6 +47,14 @@ class Buffer:
     view: ScalarType | None = None
     """The element type a reinterpreted pointer sees the buffer as (`ptr.to(tl.pointer_type(T))`,
     `lower_pointer_view`); its offsets count elements of that type. None: the parameter's own."""
+
+    @property
+    def escape_name(self) -> str | None:
+        """The uint8 output of a "key" output whose bytes mark the elements a store set to the
+        key itself (`kernel.escape_output_name`); None for any other buffer."""
+        if self.relative != "key" or self.output_name is None:
+            return None
+        return escape_output_name(self.output_name)
 
 
 @dataclass(frozen=True)

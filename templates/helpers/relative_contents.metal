@@ -21,6 +21,13 @@ inline {{ t.c }} km_rel_add({{ t.c }} a, {{ t.c }} o) {
    The bytes are read and set through the 32-bit word holding them, atomically: programs that
    exchange the array see them as they see the array (the output holds whole words).
    Per type: `keys` = [{c: "float", u: "uint", key: "0x7FD5A5A5"}]. #}
+{% if keys %}
+// the 32-bit word holding escape byte `off` (the output holds whole words)
+template <typename I>
+inline device atomic_uint* km_rel_escape_word(device uchar* esc, I off) {
+  return (device atomic_uint*)(esc + (off & ~I(3)));
+}
+{% endif %}
 {% for t in keys %}
 inline {{ t.c }} km_rel_key({{ t.c }} v) {
   return as_type<{{ t.c }}>({{ t.u }}(as_type<{{ t.u }}>(v) ^ {{ t.u }}({{ t.key }})));
@@ -33,13 +40,13 @@ inline {{ t.c }} km_rel_unkey({{ t.c }} held, P old, device uchar* esc, I off) {
   if (as_type<{{ t.u }}>(held) != {{ t.u }}(0)) {
     return km_rel_key(held);
   }
-  const uint word = atomic_load_explicit((device atomic_uint*)(esc + (off & ~I(3))), memory_order_relaxed);
+  const uint word = atomic_load_explicit(km_rel_escape_word(esc, off), memory_order_relaxed);
   return ((word >> (8u * uint(off & 3))) & 0xFFu) != 0u ? as_type<{{ t.c }}>({{ t.u }}({{ t.key }})) : {{ t.c }}(old[off]);
 }
 template <typename I>
 inline void km_rel_escape({{ t.c }} v, device uchar* esc, I off) {
   if (km_rel_is_key(v)) {
-    atomic_fetch_or_explicit((device atomic_uint*)(esc + (off & ~I(3))), 1u << (8u * uint(off & 3)), memory_order_relaxed);
+    atomic_fetch_or_explicit(km_rel_escape_word(esc, off), 1u << (8u * uint(off & 3)), memory_order_relaxed);
   }
 }
 {% endfor %}

@@ -502,10 +502,11 @@ def _decode(q: Any, k: Any, v: Any, mask4: Any, o: Any, lse: Any, group: int, sc
                        WHOLE=_whole_steps(Lkv, split, gp))
     chunk_d, warps = _COMBINE
     chunk = min(chunk_d, block_d)
+    block_s = next_pow2(n_splits)
     _attn_decode_combine[(B * Hq, block_d // chunk)](po, plse, o, lse, group, n_splits, D, GROUP_P=gp,
-                                                     BLOCK_S=next_pow2(n_splits), BLOCK_D=block_d,
-                                                     CHUNK_D=chunk, WHOLE_S=n_splits == next_pow2(n_splits),
-                                                     EVEN_D=D == block_d, num_warps=warps)
+                                                     BLOCK_S=block_s, BLOCK_D=block_d, CHUNK_D=chunk,
+                                                     WHOLE_S=n_splits == block_s, EVEN_D=D == block_d,
+                                                     num_warps=warps)
 
 
 def _forward(q: Any, k: Any, v: Any, mask: Any, scale: float) -> tuple[Any, Any]:

@@ -623,8 +623,10 @@ class MetalLauncher:
         mx = self.mx
         olds: list[Any] = prepared.olds  # type: ignore[assignment]
         masks = dict(zip(recipe.masked, results[len(outputs):])) if recipe.masked else {}
-        first_escape = len(outputs) + len(recipe.masked)
-        escapes = dict(zip(recipe.escaped, results[first_escape:first_escape + len(recipe.escaped)]))
+        escapes: dict[str, Any] = {}
+        if recipe.escaped:  # after the masks, in the recipe's order
+            first = len(outputs) + len(recipe.masked)
+            escapes = dict(zip(recipe.escaped, results[first:first + len(recipe.escaped)]))
         for k in recipe.adjusted:
             out = outputs[k]
             result = final[k]
@@ -699,8 +701,8 @@ def _decode_relative(mx: Any, encoding: str, old: Any, held: Any, escape: Any = 
         return mx.where(a == UNTOUCHED_BITS, old, held)
     if encoding == "key":
         untouched = (a == 0) & (escape[: old.size].reshape(old.shape) == 0)
-        key = mx.array(KEY_BITS[8 * old.itemsize], dtype=bits)
-        return mx.where(untouched, b, mx.bitwise_xor(a, key)).view(old.dtype)
+        # a Python int takes the bits' own unsigned type
+        return mx.where(untouched, b, mx.bitwise_xor(a, KEY_BITS[8 * old.itemsize])).view(old.dtype)
     return (mx.bitwise_xor(a, b) if encoding == "xor" else a + b).view(old.dtype)
 
 
