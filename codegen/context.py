@@ -91,7 +91,9 @@ class LoweringContext:
         """Ops whose work another op's lowering did: each result is the value given (the add of
         `acc += tl.dot(a, b)` folded into a carried tensor-op accumulation)."""
         self.tensor_accumulators: dict[Op, Any] = {}
-        """Dots accumulating into a cooperative tensor a loop carries (`values.CoopValue`)."""
+        """Dots accumulating into a cooperative tensor a loop carries: the tensor
+        (`values.CoopValue`) and the rescale applied to it before each run, if any
+        (`lower_tensor_dot.Rescale`)."""
         self.simdgroup_dots: frozenset[Op] = frozenset()
         """Dots the cost rule keeps on simdgroup matrices although tensor ops apply
         (`dot_path.choose_dot_paths`)."""

@@ -10,12 +10,20 @@ report reads off the lowered program, the barriers and the threadgroup bytes of 
   they apply: its K step stages A and B once, where the simdgroup path converts them to their
   fragment layouts, and its accumulator is staged only before and after the loop (the same
   figures on both paths for every tile of docs/dot.md's table).
+* A carried accumulator the loop rescales before each dot (attention's `acc * alpha[:, None] +
+  tl.dot(p, v)`: its elements are scaled in the cooperative tensor) keeps tensor ops where its K
+  step waits no more often than on simdgroup matrices. It stages more bytes: the factors, and an
+  operand that simdgroup matrices take from registers (attention's p); that is the price of
+  keeping the accumulator in the matrix unit, as MLX's attention does on the M5. Where the staging
+  costs a barrier more, it keeps simdgroup matrices.
 * A single tensor-op dot (lower_tensor_dot.py: any other dot) stages A, B and its accumulator C
   every time it runs and waits three times: it keeps tensor ops only where its K step's barriers
-  and bytes are both no more than with that dot on simdgroup matrices. The kernel is lowered with
-  every such dot on tensor ops, then with all of them on simdgroup matrices; the figures of each
-  dot's K step decide it (dots sharing a K step share the figures, so they go together), and
-  when the dots' choices differ the kernel is lowered once more with them.
+  and bytes are both no more than with that dot on simdgroup matrices.
+
+The kernel is lowered with every dot of these two forms on tensor ops, then with all of them on
+simdgroup matrices; the figures of each dot's K step decide it (dots sharing a K step share the
+figures, so they go together), and when the dots' choices differ the kernel is lowered once more
+with them.
 
 Each dot's report says why it took its path (`path_reason`). `CodegenOptions.dot_path =
 "tensor_ops"` skips the comparison (every dot tensor ops apply to takes them): the tests of the
@@ -71,30 +79,58 @@ class StepCost:
 def choose_dot_paths(lower: Callable[[frozenset[Op]], Lowered],
                      options: CodegenOptions) -> tuple[Lowered, dict[Op, str]]:
     """The kernel lowered with each dot on its path by the rule (module doc), and each dot's
-    reason. `lower(kept)` lowers the kernel with the dots `kept` on simdgroup matrices."""
-    first = lower(frozenset())
+    reason. `lower(kept)` lowers the kernel with the dots `kept` on simdgroup matrices. The
+    single dots are weighed first, then the rescaled accumulators beside the singles' choices
+    (a K step's figures hold all its dots, so each form is weighed with the other settled)."""
+    current = lower(frozenset())
     if not options.target.has_tensor_ops:
-        return first, {}
-    on_tensor = first.reports()
-    singles = [op for op, r in on_tensor.items() if r.path == "tensor_ops" and r.form == "single"]
-    if not singles or options.dot_path == "tensor_ops":
-        return first, _reasons(first, {op: "a single dot, tensor ops taken without the cost rule" for op in singles})
-    second = _lowered_within_limits(lower, frozenset(singles))
-    if second is None:  # not seen in any kernel: simdgroup matrices stage less
-        why = "a single dot: tensor ops, the kernel does not fit in threadgroup memory on simdgroup matrices"
-        return first, _reasons(first, {op: why for op in singles})
-    on_simdgroup = second.reports()
-    costs = {op: (StepCost.of(on_tensor[op]), StepCost.of(on_simdgroup[op])) for op in singles if op in on_simdgroup}
-    kept = frozenset(op for op, (tensor, simdgroup) in costs.items() if not tensor.no_worse_than(simdgroup))
-    chosen = first if not kept else second if kept == frozenset(singles) else lower(kept)
-    why = {}
-    for op, (tensor, simdgroup) in costs.items():
-        step = "a K step" if on_tensor[op].in_loop else "in the kernel (no loop)"
-        if op in kept:
-            why[op] = f"a single dot: simdgroup matrices, {simdgroup} {step}, where tensor ops take {tensor}"
-        else:
-            why[op] = f"a single dot: tensor ops, {tensor} {step}, no worse than simdgroup matrices' {simdgroup}"
-    return chosen, _reasons(chosen, why)
+        return current, {}
+    weighed = {op: r.form for op, r in current.reports().items() if r.path == "tensor_ops" and r.form in _WEIGHED}
+    if not weighed or options.dot_path == "tensor_ops":
+        return current, _reasons(current, {op: f"{_WEIGHED[form]}, tensor ops taken without the cost rule"
+                                           for op, form in weighed.items()})
+    kept: frozenset[Op] = frozenset()
+    why: dict[Op, str] = {}
+    for form in _WEIGHED:
+        on_tensor = current.reports()
+        ops = frozenset(op for op, f in weighed.items() if f == form and op in on_tensor
+                        and on_tensor[op].path == "tensor_ops")
+        if not ops:
+            continue
+        other = _lowered_within_limits(lower, kept | ops)
+        if other is None:  # not seen in any kernel: simdgroup matrices stage less
+            why.update({op: f"{_WEIGHED[form]}: tensor ops, the kernel does not fit in threadgroup memory on "
+                            "simdgroup matrices" for op in ops})
+            continue
+        on_simdgroup = other.reports()
+        costs = {op: (StepCost.of(on_tensor[op]), StepCost.of(on_simdgroup[op])) for op in ops if op in on_simdgroup}
+        newly = frozenset(op for op, (tensor, simdgroup) in costs.items() if not _pays(form, tensor, simdgroup))
+        for op, (tensor, simdgroup) in costs.items():
+            step = "a K step" if on_tensor[op].in_loop else "in the kernel (no loop)"
+            if op in newly:
+                why[op] = f"{_WEIGHED[form]}: simdgroup matrices, {simdgroup} {step}, where tensor ops take {tensor}"
+            else:
+                than = "no more barriers than" if form == "rescaled" else "no worse than"
+                why[op] = f"{_WEIGHED[form]}: tensor ops, {tensor} {step}, {than} simdgroup matrices' {simdgroup}"
+        if newly:
+            kept |= newly
+            current = other if newly == ops else lower(kept)
+    return current, _reasons(current, why)
+
+
+_WEIGHED = {"single": "a single dot", "rescaled": "a carried accumulator rescaled each step"}
+"""The tensor-op forms the rule weighs, as their reasons name them."""
+
+
+def _pays(form: str, tensor: StepCost, simdgroup: StepCost) -> bool:
+    """Whether tensor ops are taken: a single dot where its K step costs no more barriers and
+    bytes than on simdgroup matrices; a rescaled carried accumulator where it costs no more
+    barriers. The latter's accumulator never leaves the matrix unit inside the loop; what it
+    stages besides (an operand the simdgroup path reads from registers, the factors) is the
+    price of feeding it, as for the carried GEMM."""
+    if form == "rescaled":
+        return tensor.barriers <= simdgroup.barriers
+    return tensor.no_worse_than(simdgroup)
 
 
 def _lowered_within_limits(lower: Callable[[frozenset[Op]], Lowered], kept: frozenset[Op]) -> Lowered | None:
@@ -115,6 +151,7 @@ def _reasons(lowered: Lowered, single: dict[Op, str]) -> dict[Op, str]:
             found[op] = single[op]
         elif report.form == "carried":
             found[op] = "the K loop carries its accumulator: tensor ops"
+
         elif isinstance(op, DotOp):
             found[op] = tensor_dot_refusal(lowered.ctx, op)
         else:

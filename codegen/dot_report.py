@@ -3,7 +3,8 @@
 For every dot lowered on simdgroup matrices the lowering records where its code went
 (`record_dot`: the scope holding its statements, the arrays of its accumulator and operand
 fragments); a dot lowered on Metal 4 tensor ops records its scope and its form (`record_tensor_dot`:
-"carried", the K loop's accumulator a cooperative tensor, or "single"), and has no fragment
+"carried", the K loop's accumulator a cooperative tensor, "rescaled", such an accumulator scaled
+before each run, or "single"), and has no fragment
 figures (the op's data layout is Metal's). `dot_reports` then reads the per-thread program the
 printer will print:
 * fragments per SIMD group: the accumulator fragments the dot's scope declares;
@@ -55,7 +56,8 @@ class DotSite:
     path: str = "simdgroup"
     """"simdgroup" (fragments) or "tensor_ops" (`matmul2d`, lower_tensor_dot.py)."""
     form: str = ""
-    """Tensor ops: "carried" (the accumulator a loop-carried cooperative tensor) or "single"."""
+    """Tensor ops: "carried" (the accumulator a loop-carried cooperative tensor), "rescaled" (one
+    the loop scales before each run) or "single"."""
     fragments: str = ""
     """Simdgroup matrices: `<operand> x <operand> -> <accumulator>` fragment element types (MSL)."""
     k_chunk: int = 0
@@ -88,7 +90,7 @@ class DotReport:
     path: str = "simdgroup"
     """"simdgroup" or "tensor_ops" (then the fragment figures are 0 and `warps` is the op's scope)."""
     form: str = ""
-    """Tensor ops: "carried" or "single" (`DotSite.form`)."""
+    """Tensor ops: "carried", "rescaled" or "single" (`DotSite.form`)."""
     fragments: str = ""
     """Simdgroup matrices: the fragment element types (`DotSite.fragments`)."""
     k_chunk: int = 0
@@ -109,7 +111,7 @@ class DotReport:
             step += f" (of all {self.dots_per_k_step} dots)"
         if self.path == "tensor_ops":
             what = (f"tensor ops (matmul2d on {self.warps[0] * self.warps[1]} SIMD groups, "
-                    f"{'accumulator carried by the loop' if self.form == 'carried' else 'one dot'})")
+                    f"{_FORMS[self.form]})")
         else:
             what = (f"{self.warps[0]}x{self.warps[1]} SIMD groups of {self.warp_tile[0]}x{self.warp_tile[1]}: "
                     f"{self.fragments_per_simdgroup} fragments per SIMD group, {self.fragment_products} products "
@@ -134,6 +136,10 @@ def record_dot(sites: list[DotSite], op: Op, scope: Scope, accumulator: str, ope
     where, own_shape, own_dtypes = _where_and_shape(op)
     sites.append(DotSite(where, shape or own_shape, dtypes or own_dtypes, (warps[0], warps[1]), scope, accumulator,
                          tuple(operands), fragments=fragments, k_chunk=k_chunk, op=op))
+
+
+_FORMS = {"carried": "accumulator carried by the loop", "rescaled": "accumulator carried and rescaled by the loop",
+          "single": "one dot"}
 
 
 def record_tensor_dot(sites: list[DotSite], op: Op, scope: Scope, simdgroups: int, form: str) -> None:

@@ -108,9 +108,11 @@ def lower_for(ctx: LoweringContext, op: scf.ForOp) -> None:
     for i, arg in enumerate(block.args[1:]):
         ctx.bind(arg, coop.get(i) or carried[i])
     for i, c in dots.items():
-        ctx.tensor_accumulators[c.dot] = coop[i]
+        ctx.tensor_accumulators[c.dot] = coop[i], c.rescale
         if c.add is not None:
             ctx.folded[c.add] = c.dot.result
+        if c.rescale is not None:  # applied to the cooperative accumulator where the dot runs
+            ctx.folded[c.rescale.op] = block.args[1 + i]
     assert ctx.lower_ops is not None
     ctx.lower_ops(ctx, block.ops)
     yielded = _yielded(ctx, block)

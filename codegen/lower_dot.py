@@ -72,9 +72,10 @@ _ACCUMULATORS = {"f32": ("f32",), "f16": ("f32", "f16"), "bf16": ("f32",), "i8":
 @lowers(DotOp)
 def lower_dot(ctx: LoweringContext, op: DotOp) -> None:
     a_ty, b_ty, c_ty = _checked_types(ctx, op)
-    accumulator = ctx.tensor_accumulators.get(op)
-    if accumulator is not None:  # a cooperative tensor the K loop carries: lower_tensor_dot_loop.py
-        lower_tensor_dot_loop.run_carried(ctx, op, ctx.reg(op.a), ctx.reg(op.b), accumulator)
+    carried = ctx.tensor_accumulators.get(op)
+    if carried is not None:  # a cooperative tensor the K loop carries: lower_tensor_dot_loop.py
+        accumulator, rescale = carried
+        lower_tensor_dot_loop.run_carried(ctx, op, ctx.reg(op.a), ctx.reg(op.b), accumulator, rescale)
         return
     a, b, c = ctx.reg(op.a), ctx.reg(op.b), ctx.reg(op.c)
     dist = ctx.dist_of(op.result.type)

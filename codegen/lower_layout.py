@@ -23,6 +23,7 @@ from .context import LoweringContext, ctype_of
 from .distribution import Distribution
 from .lower_memory import owner_condition
 from .lower_tensor import local_mapping, src_regs, with_regs
+from .lower_tensor_dot_loop import stages_behind
 from .msl_types import ctype_bytes
 from .program import Apply, Assign, Barrier, Convert, Declare, Expr, If, Index, Lit, Staged, Var
 from .registry import lowers
@@ -184,7 +185,7 @@ def _register() -> None:
         @lowers(conv)
         def lower_convert_layout(ctx: LoweringContext, op: Op) -> None:
             if op in ctx.bypassed:  # a tensor-op dot stages the source itself
-                if getattr(op, "barrier_if_bypassed", None):
+                if getattr(op, "barrier_if_bypassed", None) and not stages_behind(ctx, op):
                     ctx.emit(Barrier())  # the one a later write was ordered by
                 ctx.bind(op.results[0], ctx.lookup(op.operands[0]))
                 return

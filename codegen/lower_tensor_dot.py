@@ -39,7 +39,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from triton_metal.ir import Op, Value
-from triton_metal.ir.core import Block, OpResult
+from triton_metal.ir.core import Block, BlockArgument, OpResult
 from triton_metal.ir.ops.tt_compute import DotOp
 from triton_metal.ir.types import ScalarType, TensorType
 from triton_metal.passes.insert_barriers import operand_conversion
@@ -122,17 +122,96 @@ def only_user(block: Block | None, value: Value) -> Op | None:
     return block.only_user(value) if block is not None else None
 
 
-def own_bytes(op: DotOp, carried: bool = False) -> int:
+def own_bytes(op: DotOp, carried: bool = False, double: bool = False) -> int:
     """Bytes of the code generator's scratch the dot stages in: C, and A and B unless they go into
     their conversions' double buffers. A carried accumulator is staged in C only before its loop
     (written, a barrier, loaded into the cooperative tensor, a barrier) and after it (stored, a
     barrier, read, a barrier), A and B only inside the loop, each iteration's run followed by a
     barrier: C takes the bytes of A and B, so the dot needs the larger of the two (the 64 x 64 x 32
-    fp32 tile: 16 KiB, where A, B and C side by side take 32 KiB)."""
+    fp32 tile: 16 KiB, where A, B and C side by side take 32 KiB). The factors of a rescaled
+    accumulator (`rescale_of`) are staged after A and B, or, where A and B go into double
+    buffers, in two buffers of their own in C's bytes, which the loop leaves free. `double`: A, B
+    and the factors twice over (`doubles_staging`)."""
     a_bytes, b_bytes, c_bytes = region_bytes(op)
+    factor = factor_bytes(op) if carried else 0
     if operand_buffers(op) is not None:
+        assert 2 * factor <= c_bytes  # a row or column of C's elements, twice
         return c_bytes
-    return max(a_bytes + b_bytes, c_bytes) if carried else a_bytes + b_bytes + c_bytes
+    staged = (a_bytes + b_bytes + factor) * (2 if double else 1)
+    return max(staged, c_bytes) if carried else a_bytes + b_bytes + c_bytes
+
+
+@dataclass(frozen=True)
+class Rescale:
+    """`acc * f` ahead of a dot in a loop body, `acc` one of the loop's carried values: attention's
+    `acc * alpha[:, None] + tl.dot(p, v)`. The factor is one a row (`axis` 0: `factor` is the
+    M x 1 tile broadcast), one a column (1: the 1 x N tile) or one for the whole tile (None: a
+    splat, a constant, or a 1 x 1 tile broadcast)."""
+
+    op: Op
+    acc: Value
+    factor: Value
+    axis: int | None
+
+
+def rescale_of(dot: DotOp) -> Rescale | None:
+    """The `acc * f` that `dot` accumulates onto: its accumulator (`dot(a, b, acc * f)`), or the
+    other operand of the add its result goes to (`acc * f + dot(a, b, 0)`), where `acc` is a
+    carried value of the loop around the dot, `f` a factor of the forms `Rescale` names, and `f`
+    is available where the dot runs (it is applied there)."""
+    block = dot.parent
+    if block is None:
+        return None
+    mul = dot.c.op if isinstance(dot.c, OpResult) else None
+    if mul is None or mul.name != "arith.mulf":
+        add = only_user(block, dot.result)
+        others = [v for v in add.operands if v is not dot.result] if add is not None and add.name == "arith.addf" else []
+        if len(others) != 1 or not isinstance(others[0], OpResult) or others[0].op.name != "arith.mulf":
+            return None
+        mul = others[0].op
+    if mul.parent is not block:
+        return None
+    for acc, other in (mul.operands, mul.operands[::-1]):
+        factor = _factor(other, dot)
+        if isinstance(acc, BlockArgument) and acc.block is block and acc.index > 0 and factor is not None:
+            if _available(factor[0], dot, block):
+                return Rescale(mul, acc, *factor)
+    return None
+
+
+def _factor(value: Value, dot: DotOp) -> tuple[Value, int | None] | None:
+    """`(f, axis)` for a factor of the forms `Rescale` names, else None."""
+    op = value.op if isinstance(value, OpResult) else None
+    if op is not None and op.name in ("tt.splat", "arith.constant"):
+        return value, None
+    if op is None or op.name != "tt.broadcast":
+        return None
+    src = op.operands[0]
+    m, n = dot.result.type.shape  # type: ignore[union-attr]
+    shape = tuple(src.type.shape)  # type: ignore[union-attr]
+    if shape == (1, 1):
+        return value, None
+    axis = {(m, 1): 0, (1, n): 1}.get(shape)
+    return (src, axis) if axis is not None else None
+
+
+def _available(value: Value, dot: DotOp, block: Block) -> bool:
+    """Whether `value` is defined before `dot` runs (outside its block, or earlier in it)."""
+    op = value.op if isinstance(value, OpResult) else None
+    if op is None or op.parent is not block:
+        return True
+    return block.ops.index(op) < block.ops.index(dot)
+
+
+def factor_bytes(op: DotOp) -> int:
+    """Threadgroup bytes of the factors a rescaled carried accumulator stages: a row's or a
+    column's worth of C's elements (none for one factor for the tile)."""
+    rescale = rescale_of(op)
+    if rescale is None or rescale.axis is None:
+        return 0
+    c_ty = op.c.type
+    assert isinstance(c_ty, TensorType) and isinstance(c_ty.element, ScalarType)
+    return lower_dot.round16(c_ty.shape[rescale.axis] * element_bytes(c_ty.element))
 
 
 def bypassed_conversions(ctx: LoweringContext, func: Op, carried: frozenset[Op] = frozenset()) -> set[Op]:
@@ -156,39 +235,86 @@ def bypassed_conversions(ctx: LoweringContext, func: Op, carried: frozenset[Op] 
 
 @dataclass(frozen=True)
 class OperandViews:
-    """Where a tensor-op dot stages A and B, and the parity that flips after each dot when they
-    alternate between double buffers (None: one place, free again after the dot's barrier)."""
+    """Where a tensor-op dot stages A and B (and a rescaled carried accumulator its factors), and
+    the parity that flips after each dot when they alternate between two buffers (None: one
+    place, free again after the dot's barrier)."""
 
     a: Expr
     b: Expr
     parity: Var | None
+    factors: Expr | None = None
+    """Where the factors of a rescaled carried accumulator go (None: none staged)."""
 
 
 def operand_views(ctx: LoweringContext, op: DotOp, tile: TensorTile, carried: bool = False) -> OperandViews:
     """A and B in their conversions' double buffers (`operand_buffers`; a parity counter,
-    declared here, picks this execution's), else at the start of the dot's scratch."""
+    declared here, picks this execution's), else at the start of the dot's scratch: twice over,
+    alternating, for a carried dot where both fit (`doubles_staging`). A rescaled carried
+    accumulator's factors follow A and B, or lie in C's bytes beside double buffers (`own_bytes`)."""
     buffers = operand_buffers(op)
+    base = ctx.op_scratch(op, staging_bytes(ctx, op, carried))
+    a_bytes, b_bytes, _ = region_bytes(op)
+    factors = factor_bytes(op) if carried else 0
     if buffers is None:
-        a_bytes = region_bytes(op)[0]
-        base = ctx.op_scratch(op, own_bytes(op, carried))
-        return OperandViews(ctx.scratch_view(tile.in_t, base), ctx.scratch_view(tile.in_t, base + a_bytes), None)
-    parity = Var(ctx.fresh())
-    ctx.prologue.add(Declare(parity.name, "int", None, Lit("0")))
+        parity = _parity(ctx) if carried and doubles_staging(ctx, op) else None
+        stride = a_bytes + b_bytes + factors  # bytes from one buffer to the other
+
+        def at(offset: int, ctype: str, value: Value) -> Expr:
+            view = ctx.scratch_view(ctype, base + offset)
+            return view if parity is None else _shifted(view, parity, stride // _element_bytes(value))
+
+        f_view = at(a_bytes + b_bytes, tile.acc_t, op.c) if factors else None
+        return OperandViews(at(0, tile.in_t, op.a), at(a_bytes, tile.in_t, op.b), parity, f_view)
+    parity = _parity(ctx)
     element = _element_bytes(op.a)
     views = []
     for conv in buffers:
         offset, alt, size = (int(getattr(conv, f)) for f in ("smem_offset", "smem_alt_offset", "smem_bytes"))
         ctx.scratch_end = max(ctx.scratch_end, offset + size, alt + size)
-        shift = Apply("mul", (parity, Lit(str((alt - offset) // element))))
-        views.append(Apply("add", (ctx.scratch_view(tile.in_t, offset), shift)))
-    return OperandViews(views[0], views[1], parity)
+        views.append(_shifted(ctx.scratch_view(tile.in_t, offset), parity, (alt - offset) // element))
+    f_view = _shifted(ctx.scratch_view(tile.acc_t, base), parity, factors // _element_bytes(op.c)) if factors else None
+    return OperandViews(views[0], views[1], parity, f_view)
+
+
+def _parity(ctx: LoweringContext) -> Var:
+    """A counter, 0 or 1, declared at the kernel's start: which of two buffers this execution uses."""
+    parity = Var(ctx.fresh())
+    ctx.prologue.add(Declare(parity.name, "int", None, Lit("0")))
+    return parity
+
+
+def _shifted(view: Expr, parity: Var, elements: int) -> Expr:
+    return Apply("add", (view, Apply("mul", (parity, Lit(str(elements))))))
+
+
+def doubles_staging(ctx: LoweringContext, op: DotOp) -> bool:
+    """Whether a carried dot staging A and B in the code generator's scratch (no double buffers
+    from the layout passes, no allocation of its own) keeps two sets of them, alternating from
+    one iteration to the next, so that no barrier follows its run: where both fit in threadgroup
+    memory beside the layout passes' bytes. As with `stage-dot-operands`' buffers, the next
+    iteration writes the other set, and the one after writes this one only after its own staging
+    barrier, which every thread reaches after this iteration's run."""
+    if operand_buffers(op) is not None or getattr(op, "smem_offset", None) is not None:
+        return False
+    return ctx.scratch_base + own_bytes(op, carried=True, double=True) <= lower_dot.THREADGROUP_MEMORY
+
+
+def staging_over_c(ctx: LoweringContext, op: DotOp) -> bool:
+    """Whether a carried dot's alternating buffers lie in the bytes its C takes after the loop:
+    no barrier follows the last run, so the store of C waits for one first."""
+    return doubles_staging(ctx, op) or (operand_buffers(op) is not None and factor_bytes(op) > 0)
+
+
+def staging_bytes(ctx: LoweringContext, op: DotOp, carried: bool = False) -> int:
+    """The scratch bytes the dot takes here (`own_bytes`, doubled where `doubles_staging`)."""
+    return own_bytes(op, carried, double=carried and doubles_staging(ctx, op))
 
 
 def accumulator_view(ctx: LoweringContext, op: DotOp, tile: TensorTile, carried: bool = False) -> Expr:
     """Where a tensor-op dot stages C: in the dot's scratch, after A and B when they are there
     (a carried accumulator: at its start, over A and B, `own_bytes`)."""
     a_bytes, b_bytes, _ = region_bytes(op)
-    base = ctx.op_scratch(op, own_bytes(op, carried))
+    base = ctx.op_scratch(op, staging_bytes(ctx, op, carried))
     apart = not carried and operand_buffers(op) is None
     return ctx.scratch_view(tile.acc_t, base + a_bytes + b_bytes if apart else base)
 
@@ -196,7 +322,7 @@ def accumulator_view(ctx: LoweringContext, op: DotOp, tile: TensorTile, carried:
 def type_views(ctx: LoweringContext, op: DotOp, tile: TensorTile, carried: bool = False) -> tuple[Expr, Expr]:
     """Pointers of A's and B's types into the dot's scratch (the cooperative accumulator's type
     depends on the operand types; nothing is read through them)."""
-    base = ctx.op_scratch(op, own_bytes(op, carried))
+    base = ctx.op_scratch(op, staging_bytes(ctx, op, carried))
     return ctx.scratch_view(tile.in_t, base), ctx.scratch_view(tile.in_t, base)
 
 

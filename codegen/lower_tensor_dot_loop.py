@@ -42,18 +42,23 @@ from triton_metal.ir.ops.tt_compute import DotOp
 from .context import LoweringContext
 from .dot_report import record_tensor_dot
 from .lower_tensor_dot import (
+    Rescale,
     accumulator_view,
+    factor_bytes,
     flip,
     only_user,
+    operand_buffers,
     operand_views,
     read_tile,
     region_bytes,
+    rescale_of,
+    staging_over_c,
     tensor_dot_applies,
     tile_of,
     type_views,
     write_tile,
 )
-from .program import Barrier, Call, Declare, ExprStmt, Scope, Staged, Var
+from .program import Barrier, Call, Declare, Expr, ExprStmt, Scope, Staged, Var
 from .values import CoopValue, RegValue
 
 _ADDS = ("arith.addf", "arith.addi")
@@ -68,6 +73,8 @@ class CarriedDot:
     dot: DotOp
     add: Op | None
     """`acc + dot(a, b, 0)`: the add folded into the dot's accumulation (None: `dot(a, b, acc)`)."""
+    rescale: Rescale | None = None
+    """`acc * f` ahead of the dot, applied to the cooperative accumulator before each run."""
 
 
 def carried_dots(ctx: LoweringContext, loop: scf.ForOp) -> list[CarriedDot]:
@@ -81,16 +88,24 @@ def carried_dots(ctx: LoweringContext, loop: scf.ForOp) -> list[CarriedDot]:
         user = only_user(block, arg)
         if user is None or user.parent is not block:
             continue
+        # attention's `acc * f` first, used by the dot or the add alone
+        value = user.results[0] if user.name == "arith.mulf" else arg
+        head = only_user(block, value) if value is not arg else user
+        if head is None or head.parent is not block:
+            continue
         # `dot(a, b, acc)`, acc its accumulator only (one use), or `acc + dot(a, b, 0)`
-        dot, add = (user, None) if isinstance(user, DotOp) and user.c is arg else (_added_dot(user, arg, block), user)
+        dot, add = (head, None) if isinstance(head, DotOp) and head.c is value else (_added_dot(head, value, block), head)
         if dot is None:
+            continue
+        rescale = rescale_of(dot) if value is not arg else None
+        if value is not arg and (rescale is None or rescale.op is not user):
             continue
         last = add if add is not None else dot
         if dot.result.type != arg.type or only_user(block, last.results[0]) is not term:
             continue
         if term.operands.index(last.results[0]) != i or not tensor_dot_applies(ctx, dot, carried=True):
             continue
-        found.append(CarriedDot(i, dot, add))
+        found.append(CarriedDot(i, dot, add, rescale))
     return found
 
 
@@ -122,6 +137,24 @@ def _is_zero(value: Value) -> bool:
     return op.name == "arith.constant" and op.value == 0  # type: ignore[attr-defined]
 
 
+def stages_behind(ctx: LoweringContext, conv: Op) -> bool:
+    """Whether a bypassed conversion's kept barrier (`barrier_if_bypassed`, insert-barriers) can
+    be left to the carried dot it feeds. That barrier orders reads pending before the conversion
+    against a later write to the layout passes' buffers. Where its one user is a carried
+    tensor-op dot of the same block, staging in the code generator's own scratch (which no layout
+    buffer overlaps), and no op between them writes a layout buffer, the dot's staging barrier
+    comes before any such write and orders the same reads (attention's value block: one barrier
+    a key block fewer)."""
+    block = conv.parent
+    dot = only_user(block, conv.results[0])
+    if not isinstance(dot, DotOp) or dot.parent is not block or dot not in ctx.tensor_accumulators:
+        return False
+    if operand_buffers(dot) is not None or getattr(dot, "smem_offset", None) is not None:
+        return False
+    between = block.ops[block.ops.index(conv) + 1:block.ops.index(dot)]  # type: ignore[union-attr]
+    return not any(getattr(o, "smem_offset", None) is not None for op in between for o in op.walk())
+
+
 def begin_carried(ctx: LoweringContext, carried: CarriedDot, init: RegValue) -> CoopValue:
     """Before the loop: the cooperative accumulator, loaded from the initial registers."""
     dot = carried.dot
@@ -140,15 +173,20 @@ def begin_carried(ctx: LoweringContext, carried: CarriedDot, init: RegValue) -> 
     return CoopValue(dot.result.type, name, dist)
 
 
-def run_carried(ctx: LoweringContext, op: DotOp, a: RegValue, b: RegValue, acc: CoopValue) -> None:
-    """In the loop: A and B staged, one barrier, the run into the cooperative accumulator."""
+def run_carried(ctx: LoweringContext, op: DotOp, a: RegValue, b: RegValue, acc: CoopValue,
+                rescale: Rescale | None = None) -> None:
+    """In the loop: A and B staged (and a rescale's factors), one barrier, the rescale, the run
+    into the cooperative accumulator."""
     tile = tile_of(ctx, op)
     ctx.push()
     operands = operand_views(ctx, op, tile, carried=True)
-    ctx.emit(Staged(sum(region_bytes(op)[:2])))
+    ctx.emit(Staged(sum(region_bytes(op)[:2]) + factor_bytes(op)))
     write_tile(ctx, a, operands.a, tile.k)
     write_tile(ctx, b, operands.b, tile.n)
+    _stage_factors(ctx, rescale, operands.factors)
     ctx.emit(Barrier())
+    if rescale is not None:
+        _scale(ctx, rescale, acc, operands.factors)
     ctx.emit(ExprStmt(Call(f"km_tensor_run<{tile.shape_args}>", (operands.a, operands.b, Var(acc.name)))))
     if operands.parity is not None:
         flip(ctx, operands.parity)  # no barrier: the next iteration writes the other buffers
@@ -156,8 +194,24 @@ def run_carried(ctx: LoweringContext, op: DotOp, a: RegValue, b: RegValue, acc: 
         ctx.scratch_done(op)
     scope = Scope(ctx.pop())
     ctx.emit(scope)
-    record_tensor_dot(ctx.dot_sites, op, scope, tile.warps, "carried")
+    record_tensor_dot(ctx.dot_sites, op, scope, tile.warps, "carried" if rescale is None else "rescaled")
     ctx.bind(op.result, acc)
+
+
+def _stage_factors(ctx: LoweringContext, rescale: Rescale | None, view: Expr | None) -> None:
+    """A rescale's factors, one a row or a column, written into threadgroup memory at `view`."""
+    if rescale is not None and view is not None:
+        factors = ctx.reg(rescale.factor)
+        write_tile(ctx, factors, view, factors.type.shape[1])  # type: ignore[union-attr]
+
+
+def _scale(ctx: LoweringContext, rescale: Rescale, acc: CoopValue, factors: Expr | None) -> None:
+    """`acc *= f` on the cooperative accumulator's elements (templates/helpers/tensor_dot.metal)."""
+    if factors is None:
+        call = Call("km_tensor_scale", (Var(acc.name), ctx.reg(rescale.factor).regs[0]))
+    else:
+        call = Call(f"km_tensor_scale_{('rows', 'cols')[rescale.axis]}", (Var(acc.name), factors))  # type: ignore[index]
+    ctx.emit(ExprStmt(call))
 
 
 def end_carried(ctx: LoweringContext, loop: scf.ForOp, carried: CarriedDot, acc: CoopValue) -> RegValue:
@@ -167,6 +221,8 @@ def end_carried(ctx: LoweringContext, loop: scf.ForOp, carried: CarriedDot, acc:
     dot = carried.dot
     tile = tile_of(ctx, dot)
     c_view = accumulator_view(ctx, dot, tile, carried=True)
+    if staging_over_c(ctx, dot):
+        ctx.emit(Barrier())  # every thread is done with the last iteration's staging, where C goes
     ctx.emit(ExprStmt(Call(f"km_tensor_store<{tile.m}, {tile.n}>", (Var(acc.name), c_view))))
     ctx.emit(Barrier())
     result = loop.results[carried.index]

@@ -5,7 +5,8 @@
 // km_tensor_acc, is loaded from and stored to C, and accumulates A @ B over K in chunks of
 // KStep in km_tensor_run. A dot inside a K loop whose accumulator only it uses keeps the
 // cooperative tensor across the loop's iterations (loaded before the loop, stored after it);
-// any other dot is km_tensor_dot: load, run, store.
+// any other dot is km_tensor_dot: load, run, store. A carried accumulator the loop rescales
+// (acc * f, then the dot) is scaled in place element by element (km_tensor_scale_*).
 // Dimension 0 of a tensor is the contiguous one: a row-major R x C matrix has extents (C, R).
 #include <metal_tensor>
 #include <MetalPerformancePrimitives/MetalPerformancePrimitives.h>
@@ -51,6 +52,37 @@ inline void km_tensor_run(threadgroup TA* a, threadgroup TB* b, thread Acc& acc)
     auto ak = ta.slice(k, 0);  // columns k.. of A
     auto bk = tb.slice(0, k);  // rows k.. of B
     op.run(ak, bk, acc);
+  }
+}
+
+// acc *= f before a run, for the elements this thread holds (a K loop that rescales its carried
+// accumulator, as attention does): one factor a row (f[m]) or a column (f[n]) staged in
+// threadgroup memory, or one for the tile. Where an element sits is Metal's choice; its
+// coordinate is (column, row), dimension 0 being the contiguous one.
+template <typename Acc, typename TF>
+inline void km_tensor_scale_rows(thread Acc& acc, threadgroup TF* f) {
+  for (ushort i = 0; i < acc.get_capacity(); ++i) {
+    if (acc.is_valid_element(i)) {
+      auto at = acc.get_multidimensional_index(i);
+      acc[i] *= f[at[1]];
+    }
+  }
+}
+
+template <typename Acc, typename TF>
+inline void km_tensor_scale_cols(thread Acc& acc, threadgroup TF* f) {
+  for (ushort i = 0; i < acc.get_capacity(); ++i) {
+    if (acc.is_valid_element(i)) {
+      auto at = acc.get_multidimensional_index(i);
+      acc[i] *= f[at[0]];
+    }
+  }
+}
+
+template <typename Acc, typename TF>
+inline void km_tensor_scale(thread Acc& acc, TF f) {
+  for (ushort i = 0; i < acc.get_capacity(); ++i) {
+    if (acc.is_valid_element(i)) acc[i] *= f;
   }
 }
 

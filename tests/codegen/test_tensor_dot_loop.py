@@ -184,3 +184,112 @@ def test_two_accumulators_carried_by_one_loop(target):
     ref = a.astype(np.float64) @ b.astype(np.float64)
     np.testing.assert_array_equal(out["c_ptr"], ref)
     np.testing.assert_array_equal(out["d_ptr"], 2 * ref)
+
+
+ROWS, COLUMNS, WHOLE_TILE, FACTOR_AFTER_DOT = 0, 1, 2, 3
+"""`acc = acc * f[:, None] + tl.dot(a, b)` (attention's rescaled output), `acc = tl.dot(a, b,
+acc * g[None, :])`, `acc = acc * 0.5 + tl.dot(a, b)`: the loop carries a cooperative tensor and
+scales its elements before each run; `acc = tl.dot(a, b) + acc * (2 * f)[:, None]`, whose factor
+is computed after the dot: it does not."""
+
+
+@triton.jit
+def rescaled_loop_kernel(a_ptr, b_ptr, c0_ptr, f_ptr, g_ptr, c_ptr, M, N, K, STEPS, MODE: tl.constexpr,
+                         BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
+    offs_n = tl.program_id(1) * BN + tl.arange(0, BN)
+    offs_k = tl.arange(0, BK)
+    c_mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+    acc = tl.load(c0_ptr + offs_m[:, None] * N + offs_n[None, :], mask=c_mask, other=0)
+    for step in range(0, STEPS):
+        kk = step * BK + offs_k
+        a = tl.load(a_ptr + offs_m[:, None] * K + kk[None, :], mask=(offs_m[:, None] < M) & (kk[None, :] < K),
+                    other=0)
+        b = tl.load(b_ptr + kk[:, None] * N + offs_n[None, :], mask=(kk[:, None] < K) & (offs_n[None, :] < N),
+                    other=0)
+        f = tl.load(f_ptr + step * M + offs_m, mask=offs_m < M, other=1)
+        if MODE == 0:
+            acc = acc * f[:, None] + tl.dot(a, b)
+        elif MODE == 1:
+            g = tl.load(g_ptr + step * N + offs_n, mask=offs_n < N, other=1)
+            acc = tl.dot(a, b, acc * g[None, :])
+        elif MODE == 2:
+            acc = acc * 0.5 + tl.dot(a, b)
+        else:
+            acc = tl.dot(a, b) + acc * (2 * f)[:, None]
+    tl.store(c_ptr + offs_m[:, None] * N + offs_n[None, :], acc, mask=c_mask)
+
+
+def rescaled_reference(a, b, c0, f, g, steps: int, bk: int, mode: int) -> np.ndarray:
+    """`rescaled_loop_kernel`'s loop in float64 (f: a factor a row and step, g: a column and step)."""
+    acc = c0.astype(np.float64)
+    for step in range(steps):
+        part = a[:, step * bk:(step + 1) * bk].astype(np.float64) @ b[step * bk:(step + 1) * bk].astype(np.float64)
+        scale = {ROWS: f[step][:, None], COLUMNS: g[step][None, :], WHOLE_TILE: 0.5,
+                 FACTOR_AFTER_DOT: 2 * f[step][:, None]}[mode]
+        acc = acc * scale + part
+    return acc
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("mode", [ROWS, COLUMNS, WHOLE_TILE, FACTOR_AFTER_DOT])
+@pytest.mark.parametrize("bm, bn, num_warps", [(32, 32, 4), (64, 32, 2)])
+def test_rescaled_accumulator_stays_a_cooperative_tensor(mode, target, bm, bn, num_warps):
+    # the tensor-op form taken without the cost rule (path_options), against float64: the
+    # factors (powers of two, on quarters) keep every sum exact, so the order the paths add in
+    # does not show
+    bk = 32
+    specs = ("*fp16/16", "*fp16/16", "*fp32/16", "*fp32/16", "*fp32/16", "*fp32/16", "i32", "i32", "i32", "i32",
+             C(mode), C(bm), C(bn), C(bk))
+    kernel = compile_source(rescaled_loop_kernel, *specs, num_warps=num_warps, **path_options(target))
+    takes_path(kernel, target)
+    [report] = kernel.metadata["dot_reports"]
+    if target == TENSOR_OPS and mode != FACTOR_AFTER_DOT:
+        assert tensor_forms(kernel) == (0, 1)
+        assert (report["path"], report["form"]) == ("tensor_ops", "rescaled")
+        helper = {ROWS: "km_tensor_scale_rows(", COLUMNS: "km_tensor_scale_cols(", WHOLE_TILE: "km_tensor_scale("}
+        assert helper[mode] in kernel.source
+    elif target == TENSOR_OPS:
+        # a factor computed after the dot cannot be applied where the dot runs: the accumulator
+        # goes through registers, a single dot
+        assert tensor_forms(kernel) == (1, 0) and "km_tensor_scale" not in kernel.source
+    M, N, K = 100, 70, 75  # partial tiles in M and N, a K tail in the last step
+    a, b = quarters((M, K)).astype(np.float16), quarters((K, N)).astype(np.float16)
+    c0 = quarters((M, N))
+    rng = np.random.default_rng(mode)
+    f = rng.choice([0.5, 1.0, 2.0, -1.0], (3, M)).astype(np.float32)
+    g = rng.choice([0.5, 1.0, 2.0, -1.0], (3, N)).astype(np.float32)
+    for steps in (triton.cdiv(K, bk), 1, 0):
+        out = run(kernel, (triton.cdiv(M, bm), triton.cdiv(N, bn)), a_ptr=a, b_ptr=b, c0_ptr=c0, f_ptr=f, g_ptr=g,
+                  c_ptr=np.zeros((M, N), np.float32), M=M, N=N, K=K, STEPS=steps)["c_ptr"]
+        np.testing.assert_array_equal(out, rescaled_reference(a, b, c0, f, g, steps, bk, mode),
+                                      err_msg=f"{steps} steps")
+
+
+@pytest.mark.parametrize("mode", [ROWS, COLUMNS, WHOLE_TILE])
+def test_rescaled_accumulator_takes_tensor_ops_where_it_waits_no_more(mode):
+    # the cost rule on a rescaled carried accumulator (docs/dot.md, "Which path, by cost"): A and
+    # B alternate between stage-dot-operands' buffers and the factors between two buffers of C's
+    # bytes, so the dot itself waits once a K step, as on simdgroup matrices. A factor loaded
+    # from memory is converted to the accumulator's rows or columns first, and that conversion's
+    # barrier is one the simdgroup path shares with its operands' staging: there tensor ops take a
+    # barrier more and keep simdgroup matrices; one factor for the tile takes tensor ops
+    specs = ("*fp16/16", "*fp16/16", "*fp32/16", "*fp32/16", "*fp32/16", "*fp32/16", "i32", "i32", "i32", "i32",
+             C(mode), C(64), C(32), C(32))
+    forced = compile_source(rescaled_loop_kernel, *specs, num_warps=4, **path_options(TENSOR_OPS))
+    ruled = compile_source(rescaled_loop_kernel, *specs, num_warps=4, target=parse_target(TENSOR_OPS))
+    simdgroup = compile_source(rescaled_loop_kernel, *specs, num_warps=4, target=parse_target(SIMDGROUP))
+    [tensor_report], [ruled_report], [simdgroup_report] = (
+        k.metadata["dot_reports"] for k in (forced, ruled, simdgroup))
+    factors = {ROWS: 64 * 4, COLUMNS: 32 * 4, WHOLE_TILE: 0}[mode]
+    assert tensor_report["threadgroup_bytes_per_k_step"] == simdgroup_report["threadgroup_bytes_per_k_step"] + factors
+    barriers = tensor_report["barriers_per_k_step"], simdgroup_report["barriers_per_k_step"]
+    assert barriers == ((1, 1) if mode == WHOLE_TILE else (3, 2))
+    reason = ruled_report["path_reason"]
+    assert reason.startswith("a carried accumulator rescaled each step: ")
+    if mode == WHOLE_TILE:
+        assert (ruled_report["path"], ruled_report["form"]) == ("tensor_ops", "rescaled")
+        assert "no more barriers than simdgroup matrices' 1 barrier" in reason
+    else:
+        assert ruled_report["path"] == "simdgroup" and "km_tensor" not in ruled.source
+        assert f"simdgroup matrices, 2 barriers, {simdgroup_report['threadgroup_bytes_per_k_step']} bytes" in reason

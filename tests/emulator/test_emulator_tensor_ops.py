@@ -95,6 +95,44 @@ def test_int8_multiply_into_a_tensor_slice_with_transposed_right_operand():
     np.testing.assert_array_equal(np.array(out), expected)
 
 
+# Element access (what a rescaled accumulator uses, docs/dot.md): each thread visits the valid
+# elements it holds, finds their (column, row) and writes row * 100 + column + its scaled sum
+# of A @ B; the store then puts every element where its index says it is.
+ELEMENTS = """
+    uint t = thread_position_in_threadgroup.x;
+    threadgroup half sa[32 * 32];
+    threadgroup half sb[32 * 64];
+    for (uint i = t; i < 32 * 32; i += 64) sa[i] = a[i];
+    for (uint i = t; i < 32 * 64; i += 64) sb[i] = b[i];
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    constexpr auto desc = mpp::tensor_ops::matmul2d_descriptor(32, 64, 32);
+    mpp::tensor_ops::matmul2d<desc, execution_simdgroups<2>> op;
+    tensor<threadgroup half, dextents<int, 2>, tensor_inline> ta(sa, dextents<int, 2>(32, 32));
+    tensor<threadgroup half, dextents<int, 2>, tensor_inline> tb(sb, dextents<int, 2>(64, 32));
+    tensor<device float, dextents<int, 2>, tensor_inline> tc(out, dextents<int, 2>(64, 32));
+    auto acc = op.get_destination_cooperative_tensor<decltype(ta), decltype(tb), float>();
+    op.run(ta, tb, acc);
+    for (ushort i = 0; i < acc.get_capacity(); ++i) {
+        if (acc.is_valid_element(i)) {
+            auto at = acc.get_multidimensional_index(i);
+            acc[i] = 0.5f * acc[i] + float(at[1] * 100 + at[0]);
+        }
+    }
+    acc.store(tc);
+"""
+
+
+def test_elements_know_their_place_in_the_tile():
+    a = RNG.standard_normal((32, 32)).astype(np.float16)
+    b = RNG.standard_normal((32, 64)).astype(np.float16)
+    kernel = metal_kernel("mpp_elements", ["a", "b"], ["out"], ELEMENTS, header=HEADER)
+    (out,) = kernel(inputs=[mx.array(a), mx.array(b)], output_shapes=[(32, 64)], output_dtypes=[mx.float32],
+                    grid=(64, 1, 1), threadgroup=(64, 1, 1), init_value=-1)
+    rows, cols = np.mgrid[0:32, 0:64]
+    ref = 0.5 * (a.astype(np.float64) @ b.astype(np.float64)) + rows * 100 + cols
+    np.testing.assert_allclose(np.array(out), ref, rtol=1e-5, atol=1e-3)
+
+
 def test_wrong_simdgroup_count_faults():
     kernel = metal_kernel("mpp_scope", ["a", "bt"], ["out"], INT8_TRANSPOSED, header=HEADER)
     with pytest.raises(KernelFault, match="execution scope"):  # at the launch, or at mx.eval when lazy
@@ -114,6 +152,11 @@ def test_wrong_simdgroup_count_faults():
      "op.run(ta, ta, tc);", "not in Apple's table"),
     # the single-thread scope is declared by Metal but not modelled
     ("mpp::tensor_ops::matmul2d<desc, execution_thread> op1;", "execution_thread"),
+    # the 26.1 header comment's `get_mask(i)`: a macOS 26.5 report says the class lacks it, and
+    # code compiled on Macs uses `is_valid_element(i)`
+    ("tensor<device half, dextents<int, 2>, tensor_inline> ta((device half*)x, dextents<int, 2>(16, 16));"
+     "auto ct = op.get_destination_cooperative_tensor<decltype(ta), decltype(ta), float>();"
+     "out[0] = ct.get_mask(0);", "get_mask"),
     # a cooperative tensor as the left operand (a macOS 26.2 addition) is not modelled
     ("tensor<device half, dextents<int, 2>, tensor_inline> ta((device half*)x, dextents<int, 2>(16, 16));"
      "auto ct = op.get_destination_cooperative_tensor<decltype(ta), decltype(ta), float>();"

@@ -282,12 +282,14 @@ def test_prefill_default_tile_on_each_target(monkeypatch, target):
     assert [r["products_per_load"] for r in reports] == pytest.approx([4 / 3, 16 / 9], abs=1e-3)
 
 
-def test_prefill_head_dim_64_keeps_simdgroup_matrices_on_tensor_op_targets(monkeypatch):
-    # at head dim 64 on apple10:4.0, q k^T (64 x 32 x 64) is a whole tensor-op tile whose staging
-    # fits, but no K loop carries its accumulator: as a single tensor-op dot it would stage q, k
-    # and its accumulator every key block (5 barriers, 24 KiB), so the cost rule keeps it on
-    # simdgroup matrices (2 barriers, 8 KiB; docs/dot.md, "Which path, by cost"). 100 queries
-    # over 130 keys, causal, grouped heads, against float64
+def test_prefill_head_dim_64_keeps_its_output_in_the_matrix_unit_on_tensor_op_targets(monkeypatch):
+    # at head dim 64 on apple10:4.0 the output accumulator, rescaled every key block
+    # (`acc * alpha[:, None] + tl.dot(p, v)`), stays the tensor op's cooperative tensor across
+    # the key loop and its elements are scaled in place (docs/dot.md, "Metal 4 tensor ops"): two
+    # barriers a key block, as on simdgroup matrices, and p and the row factors staged besides.
+    # q k^T, a single dot, would stage q, k and its accumulator every key block, so the cost rule
+    # keeps it on simdgroup matrices. 100 queries over 130 keys, causal or not, grouped heads,
+    # against float64
     from triton_metal.ops import attention
     from triton_metal.runtime.heuristics import base_jit_function
 
@@ -304,13 +306,14 @@ def test_prefill_head_dim_64_keeps_simdgroup_matrices_on_tensor_op_targets(monke
     compiled = base_jit_function(attention._attn_fwd).warmup(
         q, k, v, q, out, lse, 2, 2, 100, 130, 64, 0.125, 0, 0, 0, 0, 0, BLOCK_D=64, grid=(1,), **cf.all_kwargs())
     qk, pv = compiled.msl.metadata["dot_reports"]
-    assert "matmul2d" not in compiled.msl.source + compiled.msl.header
-    assert [r["path"] for r in (qk, pv)] == ["simdgroup", "simdgroup"]
-    assert (qk["barriers_per_k_step"], qk["threadgroup_bytes_per_k_step"]) == (2, 8192)
-    # the reason names both paths' figures; p v's staging does not fit beside the layout passes'
-    assert qk["path_reason"].startswith("a single dot: simdgroup matrices, 2 barriers, 8192 bytes a K step, "
+    assert "km_tensor_scale_rows(" in compiled.msl.source and "km_tensor_dot<" not in compiled.msl.source
+    assert [(r["path"], r["form"]) for r in (qk, pv)] == [("simdgroup", ""), ("tensor_ops", "rescaled")]
+    # k's conversion and the staging of p, v and the factors: 4 KiB each and 64 floats
+    assert (pv["barriers_per_k_step"], pv["threadgroup_bytes_per_k_step"]) == (2, 3 * 4096 + 64 * 4)
+    assert pv["path_reason"] == ("a carried accumulator rescaled each step: tensor ops, 2 barriers, 12544 bytes "
+                                 "a K step, no more barriers than simdgroup matrices' 2 barriers, 8192 bytes")
+    assert qk["path_reason"].startswith("a single dot: simdgroup matrices, 2 barriers, 12544 bytes a K step, "
                                         "where tensor ops take ")
-    assert pv["path_reason"].startswith("its staging (") and pv["path_reason"].endswith("exceed 32768")
 
 
 def _attention_grads_float64(q, k, v, scale, causal, d_out):

@@ -15,7 +15,7 @@
 // groups dispatched, else a launch fault: Apple calls the mismatch undefined); every thread of
 // the threadgroup must reach `run` at the same line (a barrier: the op may synchronise
 // internally). Not modelled, hence compile errors: cooperative-tensor inputs, reductions,
-// `execution_thread`, tensor handles, int4 formats.
+// `execution_thread`, tensor handles, int4 formats, iterators.
 //
 // Semantics: C[m, n] (+)= sum over k < K of A[m, k] * B[k, n] for the m x n tile at the
 // operands' origins. A's logical (m, k) is tensor element (k, m) (dimension 0 is contiguous),
@@ -84,7 +84,8 @@ template <int N> struct scope_threads<metal::execution_simdgroups<N>> {
 
 // The destination's distribution over the scope's threads: element e of the row-major rows x
 // cols tile is slot e / threads of thread e % threads. Implementation-defined in Metal; code
-// must reach elements through load/store or get_mask, never assume this.
+// must reach elements through load/store or is_valid_element and get_multidimensional_index,
+// never assume this.
 template <int Rows, int Cols, int Threads>
 struct destination_layout {
     static constexpr int rows = Rows, cols = Cols, threads = Threads;
