@@ -151,7 +151,6 @@ def _reasons(lowered: Lowered, single: dict[Op, str]) -> dict[Op, str]:
             found[op] = single[op]
         elif report.form == "carried":
             found[op] = "the K loop carries its accumulator: tensor ops"
-
         elif isinstance(op, DotOp):
             found[op] = tensor_dot_refusal(lowered.ctx, op)
         else:
