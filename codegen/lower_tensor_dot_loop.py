@@ -19,9 +19,15 @@ it.
   alternating between the two from one iteration to the next, and no barrier follows the run:
   the next iteration writes the other buffers, and the one after writes these only after its
   barrier, which every thread reaches after its run of this iteration (one barrier per K step).
-  Otherwise the operands go into the code generator's own scratch and a barrier follows the run.
+  Otherwise the operands go into the code generator's own scratch: two sets of them alternating
+  in the same way where both fit (`doubles_staging`), else one, and a barrier follows the run.
+* A loop that rescales the accumulator first (`acc * f + dot(a, b)`, `dot(a, b, acc * f)`:
+  attention's output; `lower_tensor_dot.rescale_of`) keeps it too: the multiply is folded away,
+  the factors (one a row or a column) are staged with A and B, and after the barrier each thread
+  scales the cooperative tensor's elements it holds before the run (`km_tensor_scale_*`).
 * After the loop (`end_carried`): `km_tensor_store` writes the cooperative tensor row-major into
-  scratch, a barrier, every thread reads its registers of the loop's result, a barrier. The
+  scratch (first a barrier, where the last iteration's alternating staging lies in those bytes),
+  a barrier, every thread reads its registers of the loop's result, a barrier. The
   registers take the accumulator's layout, or that of the result's one user when it is a layout
   conversion (the store's, typically), which then costs nothing.
 
