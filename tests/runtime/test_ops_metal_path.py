@@ -132,9 +132,10 @@ def test_norm_backward(metal_stand_in, kind, rows, n):
 
 @pytest.mark.parametrize("target, d", [(None, 128), ("apple10:4.0", 64)])
 def test_prefill_attention(metal_stand_in, monkeypatch, target, d):
-    # fp16 heads of 128, 64 queries over 2 kv heads: the default 64 x 32 tile on 4 SIMD groups,
-    # causal, against float64; at head dim 64 on an MSL 4.0 target both dots keep simdgroup
-    # matrices by the dot-path cost rule (docs/dot.md, "Which path, by cost")
+    # fp16 heads of 128, 64 queries over 2 kv heads, causal, against float64, on the tile that
+    # Metal's tuning picks (here by the stand-in's timings); at head dim 64 on an MSL 4.0 target
+    # that is 16 x 16 on 2 SIMD groups, no whole tensor-op tile, so both dots keep simdgroup
+    # matrices (the default tile's tensor-op output: the next test)
     if target is not None:
         monkeypatch.setenv("TRITON_METAL_TARGET", target)
     rng = np.random.default_rng(6)
@@ -155,6 +156,33 @@ def test_prefill_attention(metal_stand_in, monkeypatch, target, d):
         [call] = [c for c in metal_stand_in.fast.factory_calls if c["name"] == ran]
         assert f"compiled for {target}" in call["header"]
         assert "simdgroup_multiply_accumulate" in call["source"] and "matmul2d" not in call["source"]
+
+
+def test_prefill_attention_output_on_tensor_ops(metal_stand_in, monkeypatch):
+    # head dim 64 on apple10:4.0, 100 queries over 130 keys (a partial second query tile, a
+    # partial last key block), causal, on the forward's default (64 x 32, 4 SIMD groups; the
+    # tuning that Metal runs is off so that the default is what runs): the output accumulator
+    # stays the tensor op's cooperative tensor, rescaled in place every key block (docs/dot.md,
+    # "Metal 4 tensor ops"), and every element of the sentinel-filled outputs is written,
+    # against float64
+    from triton_metal.ops import _common, attention
+
+    monkeypatch.setenv("TRITON_METAL_TARGET", "apple10:4.0")
+    monkeypatch.setattr(_common, "tuning_enabled", lambda: False)
+    monkeypatch.setattr(attention._attn_fwd, "cache", {})
+    rng = np.random.default_rng(8)
+    q = rng.standard_normal((1, 2, 100, 64)).astype(np.float16)
+    k, v = (rng.standard_normal((1, 1, 130, 64)).astype(np.float16) for _ in range(2))
+    got = ops.scaled_dot_product_attention(mx.array(q), mx.array(k), mx.array(v), scale=0.125, mask="causal")
+    kr, vr = (np.repeat(a.astype(np.float64), 2, axis=1) for a in (k, v))
+    s = q.astype(np.float64) @ kr.transpose(0, 1, 3, 2) * 0.125
+    s = np.where(np.tril(np.ones((100, 130), bool), k=30), s, -np.inf)  # the last query sees every key
+    p = np.exp(s - s.max(-1, keepdims=True))
+    want = (p / p.sum(-1, keepdims=True)) @ vr
+    assert np.abs(np.array(got.astype(mx.float32)) - want).max() <= 3e-3 * np.abs(want).max()
+    ran = {launch["name"] for launch in metal_stand_in.fast.launches if "attn" in launch["name"]}
+    [call] = [c for c in metal_stand_in.fast.factory_calls if c["name"] in ran]
+    assert "km_tensor_scale_rows(" in call["source"] and "matmul2d<" in call["header"]
 
 
 def test_quantized_matmul_tiled(metal_stand_in):
