@@ -149,7 +149,6 @@ class Rescale:
     splat, a constant, or a 1 x 1 tile broadcast)."""
 
     op: Op
-    acc: Value
     factor: Value
     axis: int | None
 
@@ -175,7 +174,7 @@ def rescale_of(dot: DotOp) -> Rescale | None:
         factor = _factor(other, dot)
         if isinstance(acc, BlockArgument) and acc.block is block and acc.index > 0 and factor is not None:
             if _available(factor[0], dot, block):
-                return Rescale(mul, acc, *factor)
+                return Rescale(mul, *factor)
     return None
 
 

@@ -22,6 +22,15 @@ CARRIED, PLUS_EQUALS, SCALED, ACC_TWICE = 0, 1, 2, 3
 
 
 @triton.jit
+def k_step_tiles(a_ptr, b_ptr, offs_m, offs_n, kk, M, N, K):
+    """A K step's tiles of row-major A (rows `offs_m`, columns `kk`) and B (rows `kk`, columns
+    `offs_n`), zero past M, N and K."""
+    a = tl.load(a_ptr + offs_m[:, None] * K + kk[None, :], mask=(offs_m[:, None] < M) & (kk[None, :] < K), other=0)
+    b = tl.load(b_ptr + kk[:, None] * N + offs_n[None, :], mask=(kk[:, None] < K) & (offs_n[None, :] < N), other=0)
+    return a, b
+
+
+@triton.jit
 def k_loop_kernel(a_ptr, b_ptr, c0_ptr, c_ptr, M, N, K, STEPS, MODE: tl.constexpr, BM: tl.constexpr,
                   BN: tl.constexpr, BK: tl.constexpr):
     offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
@@ -31,10 +40,7 @@ def k_loop_kernel(a_ptr, b_ptr, c0_ptr, c_ptr, M, N, K, STEPS, MODE: tl.constexp
     acc = tl.load(c0_ptr + offs_m[:, None] * N + offs_n[None, :], mask=c_mask, other=0)
     for step in range(0, STEPS):
         kk = step * BK + offs_k
-        a = tl.load(a_ptr + offs_m[:, None] * K + kk[None, :], mask=(offs_m[:, None] < M) & (kk[None, :] < K),
-                    other=0)
-        b = tl.load(b_ptr + kk[:, None] * N + offs_n[None, :], mask=(kk[:, None] < K) & (offs_n[None, :] < N),
-                    other=0)
+        a, b = k_step_tiles(a_ptr, b_ptr, offs_m, offs_n, kk, M, N, K)
         if MODE == 0:
             acc = tl.dot(a, b, acc)
         elif MODE == 1:
@@ -203,10 +209,7 @@ def rescaled_loop_kernel(a_ptr, b_ptr, c0_ptr, f_ptr, g_ptr, c_ptr, M, N, K, STE
     acc = tl.load(c0_ptr + offs_m[:, None] * N + offs_n[None, :], mask=c_mask, other=0)
     for step in range(0, STEPS):
         kk = step * BK + offs_k
-        a = tl.load(a_ptr + offs_m[:, None] * K + kk[None, :], mask=(offs_m[:, None] < M) & (kk[None, :] < K),
-                    other=0)
-        b = tl.load(b_ptr + kk[:, None] * N + offs_n[None, :], mask=(kk[:, None] < K) & (offs_n[None, :] < N),
-                    other=0)
+        a, b = k_step_tiles(a_ptr, b_ptr, offs_m, offs_n, kk, M, N, K)
         f = tl.load(f_ptr + step * M + offs_m, mask=offs_m < M, other=1)
         if MODE == 0:
             acc = acc * f[:, None] + tl.dot(a, b)
