@@ -95,16 +95,17 @@ def carried_dots(ctx: LoweringContext, loop: scf.ForOp) -> list[CarriedDot]:
         if user is None or user.parent is not block:
             continue
         # attention's `acc * f` first, used by the dot or the add alone
-        value = user.results[0] if user.name == "arith.mulf" else arg
-        head = only_user(block, value) if value is not arg else user
+        scaled = user.name == "arith.mulf"
+        value = user.results[0] if scaled else arg
+        head = only_user(block, value) if scaled else user
         if head is None or head.parent is not block:
             continue
         # `dot(a, b, acc)`, acc its accumulator only (one use), or `acc + dot(a, b, 0)`
         dot, add = (head, None) if isinstance(head, DotOp) and head.c is value else (_added_dot(head, value, block), head)
         if dot is None:
             continue
-        rescale = rescale_of(dot) if value is not arg else None
-        if value is not arg and (rescale is None or rescale.op is not user):
+        rescale = rescale_of(dot) if scaled else None
+        if scaled and (rescale is None or rescale.op is not user):
             continue
         last = add if add is not None else dot
         if dot.result.type != arg.type or only_user(block, last.results[0]) is not term:
