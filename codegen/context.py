@@ -76,6 +76,10 @@ class LoweringContext:
         """Bytes of scratch the lowering itself uses, placed at `scratch_base`."""
         self.scratch_end = 0
         """The end of the scratch the body actually uses (the declaration's size)."""
+        self.own_scratch_busy: tuple[int, Op] | None = None
+        """Where a carried tensor-op dot left its operands (or factors) in the lowering's own
+        region with no barrier after its run (`busy_own_scratch`): the statement depth and the
+        dot; None when every use of the region has ended with a barrier."""
         self._managed_ok: dict[Op, bool] = {}
         self.axis_info: Any = None
         """Axis facts per value (`.get(value)` with contiguity, divisibility, constancy), given
@@ -225,7 +229,12 @@ class LoweringContext:
         return PtrCast("threadgroup", ctype, Var("km_smem"), byte_offset)
 
     def own_scratch(self, nbytes: int) -> int:
-        """Scratch for a lowering that brackets its use with barriers (so uses may share it)."""
+        """Scratch for a lowering that brackets its use with barriers (so uses may share it).
+        Where a carried tensor-op dot left the region busy, a barrier comes first."""
+        if self.own_scratch_busy is not None:
+            self.emit(Barrier())
+            if len(self._bodies) == self.own_scratch_busy[0]:
+                self.own_scratch_busy = None  # (a barrier in a branch or a nested loop may not run)
         self.own_scratch_bytes = max(self.own_scratch_bytes, (nbytes + 15) // 16 * 16)
         self.scratch_end = max(self.scratch_end, self.scratch_base + self.own_scratch_bytes)
         return self.scratch_base
@@ -241,6 +250,15 @@ class LoweringContext:
             return int(offset)
         self._managed_ok[op] = False
         return self.own_scratch(nbytes)
+
+    def busy_own_scratch(self, dot: Op | None) -> None:
+        """Mark the lowering's own region as still read by other SIMD groups (`dot`) or free
+        (None). A carried tensor-op dot that alternates its staging between two sets there leaves
+        no barrier after its run: its next staging writes the other set, and the one after
+        writes this set only after its own staging barrier. Any other use of the region, later
+        in the iteration or before the dot in the next one, waits for a barrier first
+        (`own_scratch`)."""
+        self.own_scratch_busy = None if dot is None else (len(self._bodies), dot)
 
     def scratch_done(self, op: Op) -> None:
         """End an op's use of scratch: a barrier, unless the layout passes manage the op's scratch

@@ -28,7 +28,7 @@ from .msl_types import msl_type
 from .lower_layout import flat_index
 from .lower_memory import owner_condition
 from .lower_pointer_view import buffer_ref
-from .lower_tensor_dot_loop import begin_carried, carried_dots, end_carried
+from .lower_tensor_dot_loop import begin_carried, busy_across_iterations, carried_dots, end_carried
 from .program import (
     Apply, Assign, Barrier, Break, Call, Comment, Convert, Declare, Expr, ExprStmt, ForRange, Guarded, If, Lit, Loop,
     Stmt, Var,
@@ -107,6 +107,7 @@ def lower_for(ctx: LoweringContext, op: scf.ForOp) -> None:
     ctx.bind(block.args[0], RegValue(block.args[0].type, (Var(iv),), None))
     for i, arg in enumerate(block.args[1:]):
         ctx.bind(arg, coop.get(i) or carried[i])
+    ctx.busy_own_scratch(busy_across_iterations(ctx, block, dots.values()))
     for i, c in dots.items():
         ctx.tensor_accumulators[c.dot] = coop[i], c.rescale
         if c.add is not None:
@@ -119,6 +120,10 @@ def lower_for(ctx: LoweringContext, op: scf.ForOp) -> None:
     _assign_all(ctx, [carried[i] for i in plain], [yielded[i] for i in plain])
     body = ctx.pop()
     ctx.emit(ForRange(iv, msl_type(ivty), lo.regs[0], hi.regs[0], step.regs[0], body, _sign(op.step)))
+    if ctx.own_scratch_busy is not None:
+        # every thread is done with the last iteration's staging, where the accumulators go
+        ctx.emit(Barrier())
+        ctx.busy_own_scratch(None)
     for i, c in dots.items():
         carried[i] = end_carried(ctx, op, c, coop[i])
     for i, res in enumerate(op.results):

@@ -38,10 +38,11 @@ of being summed apart and added (for floats, one rounding fewer).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from triton_metal.ir import Op, Value
-from triton_metal.ir.core import OpResult
+from triton_metal.ir.core import Block, OpResult
 from triton_metal.ir.ops import scf
 from triton_metal.ir.ops.tt_compute import DotOp
 
@@ -144,6 +145,14 @@ def _is_zero(value: Value) -> bool:
     return op.name == "arith.constant" and op.value == 0  # type: ignore[attr-defined]
 
 
+def busy_across_iterations(ctx: LoweringContext, block: Block, carried: Iterable[CarriedDot]) -> Op | None:
+    """The carried dot that leaves the lowering's own region busy from one iteration into the
+    next (`LoweringContext.busy_own_scratch`): the last of the body's dots whose alternating
+    staging lies there."""
+    busy = [c.dot for c in carried if staging_over_c(ctx, c.dot)]
+    return max(busy, key=block.ops.index, default=None)
+
+
 def stages_behind(ctx: LoweringContext, conv: Op) -> bool:
     """Whether a bypassed conversion's kept barrier (`barrier_if_bypassed`, insert-barriers) can
     be left to the carried dot it feeds. That barrier orders reads pending before the conversion
@@ -185,6 +194,9 @@ def run_carried(ctx: LoweringContext, op: DotOp, a: RegValue, b: RegValue, acc: 
     """In the loop: A and B staged (and a rescale's factors), one barrier, the rescale, the run
     into the cooperative accumulator."""
     tile = tile_of(ctx, op)
+    busy = ctx.own_scratch_busy
+    if busy is not None and busy[1] is op:
+        ctx.busy_own_scratch(None)  # its previous run read the set it does not write now
     ctx.push()
     operands = operand_views(ctx, op, tile, carried=True)
     ctx.emit(Staged(sum(region_bytes(op)[:2]) + factor_bytes(op)))
@@ -201,6 +213,10 @@ def run_carried(ctx: LoweringContext, op: DotOp, a: RegValue, b: RegValue, acc: 
         ctx.scratch_done(op)
     scope = Scope(ctx.pop())
     ctx.emit(scope)
+    if operands.parity is not None and staging_over_c(ctx, op):
+        ctx.busy_own_scratch(op)
+    elif operands.parity is None:
+        ctx.busy_own_scratch(None)
     record_tensor_dot(ctx.dot_sites, op, scope, tile.warps, "carried" if rescale is None else "rescaled")
     ctx.bind(op.result, acc)
 
@@ -228,8 +244,6 @@ def end_carried(ctx: LoweringContext, loop: scf.ForOp, carried: CarriedDot, acc:
     dot = carried.dot
     tile = tile_of(ctx, dot)
     c_view = accumulator_view(ctx, dot, tile, carried=True)
-    if staging_over_c(ctx, dot):
-        ctx.emit(Barrier())  # every thread is done with the last iteration's staging, where C goes
     ctx.emit(ExprStmt(Call(f"km_tensor_store<{tile.m}, {tile.n}>", (Var(acc.name), c_view))))
     ctx.emit(Barrier())
     result = loop.results[carried.index]

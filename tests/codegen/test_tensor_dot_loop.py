@@ -111,6 +111,61 @@ def test_int8_k_loop_carries_an_int32_cooperative_tensor():
 
 
 
+@triton.jit
+def ticket_loop_kernel(a_ptr, b_ptr, c0_ptr, c_ptr, count_ptr, tickets_ptr, M, N, K, STEPS, BEFORE: tl.constexpr,
+                       BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    # a carried dot and, in the same loop, a ticket whose value every thread needs: thread 0
+    # takes it and hands it on through the lowering's own scratch region
+    offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
+    offs_n = tl.program_id(1) * BN + tl.arange(0, BN)
+    offs_k = tl.arange(0, BK)
+    c_mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+    acc = tl.load(c0_ptr + offs_m[:, None] * N + offs_n[None, :], mask=c_mask, other=0)
+    tickets = tl.zeros([BN], tl.int32)
+    for step in range(0, STEPS):
+        if BEFORE:
+            tickets += tl.atomic_add(count_ptr, 1)
+        a, b = k_step_tiles(a_ptr, b_ptr, offs_m, offs_n, step * BK + offs_k, M, N, K)
+        acc += tl.dot(a, b)
+        if not BEFORE:
+            tickets += tl.atomic_add(count_ptr, 1)
+    tl.store(c_ptr + offs_m[:, None] * N + offs_n[None, :], acc, mask=c_mask)
+    tl.store(tickets_ptr + offs_n, tickets)
+
+
+@pytest.mark.parametrize("before", [False, True])
+def test_scratch_the_loop_shares_with_alternating_staging_waits_for_the_run(before):
+    # a 16 x 64 x 64 tile stages A and B in two alternating sets of the lowering's own scratch,
+    # so no barrier follows the run (docs/dot.md). The ticket's hand-over uses the same region
+    # (at its start, A's first set): it must wait for a barrier, whether it comes after the dot
+    # in the iteration or before it in the next, or a SIMD group still running the op could
+    # read the ticket for A's first elements
+    bm, bn, bk = 16, 64, 64
+    specs = ("*fp16/16", "*fp16/16", "*fp32/16", "*fp32/16", "*i32", "*i32/16", "i32", "i32", "i32", "i32",
+             C(int(before)), C(bm), C(bn), C(bk))
+    kernel = compile_source(ticket_loop_kernel, *specs, num_warps=4, target=parse_target(TENSOR_OPS))
+    assert tensor_forms(kernel) == (0, 1)
+    src = kernel.source
+    loop = src[src.index("for (int"):src.index("km_tensor_store")]
+    run_at = loop.index("km_tensor_run")
+    parity = loop.index(" = (1 - ", run_at)  # the sets alternate: nothing else ends the run
+    hand_over = loop.index("((threadgroup int*)")
+    assert "threadgroup_barrier" not in loop[run_at:parity]
+    if before:
+        # the next iteration's hand-over comes first in the body
+        assert hand_over < run_at and "threadgroup_barrier" in loop[:hand_over]
+    else:
+        assert "threadgroup_barrier" in loop[parity:hand_over]
+    M, N, K = 30, 64, 200
+    a, b = quarters((M, K)).astype(np.float16), quarters((K, N)).astype(np.float16)
+    c0 = quarters((M, N))
+    steps = triton.cdiv(K, bk)
+    out = run(kernel, (2, 1), a_ptr=a, b_ptr=b, c0_ptr=c0, c_ptr=np.zeros((M, N), np.float32),
+              count_ptr=np.zeros(1, np.int32), tickets_ptr=np.zeros(N, np.int32), M=M, N=N, K=K, STEPS=steps)
+    np.testing.assert_array_equal(out["c_ptr"], reference(a, b, c0, steps, bk, PLUS_EQUALS))
+    assert out["count_ptr"][0] == 2 * steps  # a ticket a step in each of the 2 programs
+
+
 @pytest.mark.parametrize("num_warps", [4, 8])
 def test_64x64_tile_stages_operands_once_in_the_loops_double_buffers(num_warps):
     # A and B go straight from their loads into the buffers stage-dot-operands gave their

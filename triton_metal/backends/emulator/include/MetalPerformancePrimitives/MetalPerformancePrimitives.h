@@ -14,7 +14,9 @@
 // error); the scope is `execution_simdgroups<N>` and must be the whole threadgroup (N SIMD
 // groups dispatched, else a launch fault: Apple calls the mismatch undefined); every thread of
 // the threadgroup must reach `run` at the same line (a barrier: the op may synchronise
-// internally). Not modelled, hence compile errors: cooperative-tensor inputs, reductions,
+// internally), but nothing holds a thread at its end: Apple documents no synchronisation
+// there, so code that writes the operands' threadgroup memory after `run` without a barrier
+// races with SIMD groups still in the op. Not modelled, hence compile errors: cooperative-tensor inputs, reductions,
 // `execution_thread`, tensor handles, int4 formats, iterators.
 //
 // Semantics: C[m, n] (+)= sum over k < K of A[m, k] * B[k, n] for the m x n tile at the
@@ -182,8 +184,9 @@ public:
                 if (p) *p = element(left, right, e / Descriptor.n, e % Descriptor.n, *p);
             }
         }
-        // results are complete for every thread before any leaves (the op's own synchronisation)
-        ::tm_rt_barrier(0, "matmul2d::run", tm_file, tm_line);
+        // no rendezvous on the way out: Apple documents none, so a thread leaves once its own
+        // elements are done while others may still read the operands (writing their bytes
+        // before a barrier is a race, and reads here see it)
     }
 
 private:
