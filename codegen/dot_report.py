@@ -142,9 +142,13 @@ _FORMS = {"carried": "accumulator carried by the loop", "rescaled": "accumulator
           "single": "one dot"}
 
 
-def record_tensor_dot(sites: list[DotSite], op: Op, scope: Scope, simdgroups: int, form: str) -> None:
-    """Note a dot lowered on tensor ops: `scope` holds its statements in the loop (or the kernel)."""
-    sites.append(DotSite(*_where_and_shape(op), (simdgroups, 1), scope, "", (), "tensor_ops", form, op=op))
+def record_tensor_dot(sites: list[DotSite], op: Op, scope: Scope, simdgroups: int, form: str,
+                      shape: tuple[int, int, int] | None = None, dtypes: str = "") -> None:
+    """Note a dot lowered on tensor ops: `scope` holds its statements in the loop (or the kernel);
+    `shape` and `dtypes` as for `record_dot`."""
+    where, own_shape, own_dtypes = _where_and_shape(op)
+    sites.append(DotSite(where, shape or own_shape, dtypes or own_dtypes, (simdgroups, 1), scope, "", (),
+                         "tensor_ops", form, op=op))
 
 
 def _where_and_shape(op: Op) -> tuple[str, tuple[int, int, int], str]:

@@ -44,12 +44,14 @@ from dataclasses import dataclass
 from triton_metal.ir import Op, Value
 from triton_metal.ir.core import Block, OpResult
 from triton_metal.ir.ops import scf
-from triton_metal.ir.ops.tt_compute import DotOp
+from triton_metal.ir.ops.tt_compute import DotOp, DotScaledOp
 
+from . import lower_tensor_dot_scaled
 from .context import LoweringContext
 from .dot_report import record_tensor_dot
 from .lower_tensor_dot import (
     Rescale,
+    TensorTile,
     accumulator_view,
     factor_bytes,
     flip,
@@ -77,7 +79,7 @@ class CarriedDot:
 
     index: int
     """Position of the accumulator among the loop's iter_args."""
-    dot: DotOp
+    dot: DotOp | DotScaledOp
     add: Op | None
     """`acc + dot(a, b, 0)`: the add folded into the dot's accumulation (None: `dot(a, b, acc)`)."""
     rescale: Rescale | None = None
@@ -102,8 +104,9 @@ def carried_dots(ctx: LoweringContext, loop: scf.ForOp) -> list[CarriedDot]:
         if head is None or head.parent is not block:
             continue
         # `dot(a, b, acc)`, acc its accumulator only (one use), or `acc + dot(a, b, 0)`
-        dot, add = (head, None) if isinstance(head, DotOp) and head.c is value else (_added_dot(head, value, block), head)
-        if dot is None:
+        direct = isinstance(head, (DotOp, DotScaledOp)) and head.c is value
+        dot, add = (head, None) if direct else (_added_dot(head, value, block), head)
+        if dot is None or (scaled and not isinstance(dot, DotOp)):
             continue
         rescale = rescale_of(dot) if scaled else None
         if scaled and (rescale is None or rescale.op is not user):
@@ -111,7 +114,7 @@ def carried_dots(ctx: LoweringContext, loop: scf.ForOp) -> list[CarriedDot]:
         last = add if add is not None else dot
         if dot.result.type != arg.type or only_user(block, last.results[0]) is not term:
             continue
-        if term.operands.index(last.results[0]) != i or not tensor_dot_applies(ctx, dot, carried=True):
+        if term.operands.index(last.results[0]) != i or not _applies(ctx, dot):
             continue
         found.append(CarriedDot(i, dot, add, rescale))
     return found
@@ -122,12 +125,19 @@ def carried_in(ctx: LoweringContext, func: Op) -> frozenset[Op]:
     return frozenset(c.dot for loop in func.walk() if isinstance(loop, scf.ForOp) for c in carried_dots(ctx, loop))
 
 
-def _added_dot(op: Op, acc: Value, block: object) -> DotOp | None:
+def _applies(ctx: LoweringContext, dot: DotOp | DotScaledOp) -> bool:
+    """Whether the carried `dot` lowers to tensor ops (`tl.dot_scaled`: lower_tensor_dot_scaled.py)."""
+    if isinstance(dot, DotScaledOp):
+        return not lower_tensor_dot_scaled.scaled_tensor_refusal(ctx, dot)
+    return tensor_dot_applies(ctx, dot, carried=True)
+
+
+def _added_dot(op: Op, acc: Value, block: object) -> DotOp | DotScaledOp | None:
     """The dot of `acc + dot(a, b, 0)` in `block`, when `op` is that add and the dot has no other use."""
     if op.name not in _ADDS:
         return None
     other = [v for v in op.operands if v is not acc]
-    if len(other) != 1 or not isinstance(other[0], OpResult) or not isinstance(other[0].op, DotOp):
+    if len(other) != 1 or not isinstance(other[0], OpResult) or not isinstance(other[0].op, (DotOp, DotScaledOp)):
         return None
     dot = other[0].op
     if dot.parent is not block or not _is_zero(dot.c) or only_user(block, dot.result) is not op:
@@ -149,7 +159,7 @@ def busy_across_iterations(ctx: LoweringContext, block: Block, carried: Iterable
     """The carried dot that leaves the lowering's own region busy from one iteration into the
     next (`LoweringContext.busy_own_scratch`): the last of the body's dots whose alternating
     staging lies there."""
-    busy = [c.dot for c in carried if staging_over_c(ctx, c.dot)]
+    busy = [c.dot for c in carried if _leaves_busy(ctx, c.dot)]
     return max(busy, key=block.ops.index, default=None)
 
 
@@ -174,13 +184,13 @@ def stages_behind(ctx: LoweringContext, conv: Op) -> bool:
 def begin_carried(ctx: LoweringContext, carried: CarriedDot, init: RegValue) -> CoopValue:
     """Before the loop: the cooperative accumulator, loaded from the initial registers."""
     dot = carried.dot
-    tile = tile_of(ctx, dot)
+    tile = _tile(ctx, dot)
     ctx.helpers.add("tensor_dot")
-    c_view = accumulator_view(ctx, dot, tile, carried=True)
+    c_view = _c_view(ctx, dot, tile)
     write_tile(ctx, init, c_view, tile.n)
     ctx.emit(Barrier())
     name = ctx.fresh()
-    call = Call(f"km_tensor_acc<{tile.shape_args}, {tile.acc_t}>", type_views(ctx, dot, tile, carried=True))
+    call = Call(f"km_tensor_acc<{tile.shape_args}, {tile.acc_t}>", _type_views(ctx, dot, tile))
     ctx.emit(Declare(name, "auto", None, call))
     ctx.emit(ExprStmt(Call(f"km_tensor_load<{tile.m}, {tile.n}>", (Var(name), c_view))))
     ctx.scratch_done(dot)
@@ -242,8 +252,8 @@ def end_carried(ctx: LoweringContext, loop: scf.ForOp, carried: CarriedDot, acc:
     the loop result's one user when that is a layout conversion (which then costs nothing: its
     result is these registers), else the accumulator's own."""
     dot = carried.dot
-    tile = tile_of(ctx, dot)
-    c_view = accumulator_view(ctx, dot, tile, carried=True)
+    tile = _tile(ctx, dot)
+    c_view = _c_view(ctx, dot, tile)
     ctx.emit(ExprStmt(Call(f"km_tensor_store<{tile.m}, {tile.n}>", (Var(acc.name), c_view))))
     ctx.emit(Barrier())
     result = loop.results[carried.index]
@@ -260,3 +270,31 @@ def end_carried(ctx: LoweringContext, loop: scf.ForOp, carried: CarriedDot, acc:
     read_tile(ctx, c_view, tile.n, dist, out)
     ctx.scratch_done(dot)
     return RegValue(ty, out, dist)
+
+
+# -- `tl.dot` and `tl.dot_scaled` alike ------------------------------------------------------------
+
+
+def _tile(ctx: LoweringContext, dot: DotOp | DotScaledOp) -> TensorTile:
+    return lower_tensor_dot_scaled.scaled_tile(ctx, dot) if isinstance(dot, DotScaledOp) else tile_of(ctx, dot)
+
+
+def _leaves_busy(ctx: LoweringContext, dot: DotOp | DotScaledOp) -> bool:
+    """Whether no barrier follows the carried dot's run while its staging lies in the code
+    generator's scratch (`LoweringContext.busy_own_scratch`)."""
+    return isinstance(dot, DotScaledOp) or staging_over_c(ctx, dot)
+
+
+def _c_view(ctx: LoweringContext, dot: DotOp | DotScaledOp, tile: TensorTile) -> Expr:
+    """Where the carried accumulator is staged before and after the loop: the start of the dot's
+    scratch."""
+    if isinstance(dot, DotScaledOp):
+        return ctx.scratch_view(tile.acc_t, ctx.op_scratch(dot, lower_tensor_dot_scaled.own_bytes(dot)))
+    return accumulator_view(ctx, dot, tile, carried=True)
+
+
+def _type_views(ctx: LoweringContext, dot: DotOp | DotScaledOp, tile: TensorTile) -> tuple[Expr, Expr]:
+    if isinstance(dot, DotScaledOp):
+        view = ctx.scratch_view(tile.in_t, ctx.op_scratch(dot, lower_tensor_dot_scaled.own_bytes(dot)))
+        return view, view
+    return type_views(ctx, dot, tile, carried=True)

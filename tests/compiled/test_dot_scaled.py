@@ -337,11 +337,12 @@ def test_float8e4nv_scales_need_e2m1(each_backend: str):
 # -- the compiled form: operands staged as loaded, dequantized into the fragments ----------------
 
 
-def test_tiles_stage_the_loaded_bytes_and_scales():
-    # a 32 x 32 tile with K steps of 64 (e2m1 x e4m3, e8m0 scales): one tt.dot_scaled whose K step
-    # writes the bytes as loaded (A: 32 rows of 32 bytes of e2m1 pairs; B: 64 x 32 e4m3 bytes) and
-    # the scale bytes (2 per row of A and per column of B), behind one barrier, and reads them
-    # behind a second; the fragments hold bfloat16 values
+def test_tiles_stage_the_loaded_bytes_and_scales(monkeypatch):
+    # a 32 x 32 tile with K steps of 64 (e2m1 x e4m3, e8m0 scales) on simdgroup matrices: one
+    # tt.dot_scaled whose K step writes the bytes as loaded (A: 32 rows of 32 bytes of e2m1 pairs;
+    # B: 64 x 32 e4m3 bytes) and the scale bytes (2 per row of A and per column of B), behind one
+    # barrier, and reads them behind a second; the fragments hold bfloat16 values
+    monkeypatch.setenv("TRITON_METAL_TARGET", "apple9:3.2")
     m = n = 32
     k_step = 64
     rng = np.random.default_rng(6)
@@ -358,6 +359,64 @@ def test_tiles_stage_the_loaded_bytes_and_scales():
     assert report["threadgroup_bytes_per_k_step"] == m * k_step // 2 + k_step * n + (m + n) * k_step // 32
     # every K step of 8 reads one A fragment per row block and one B fragment per column block
     assert report["fragment_products"] == (k_step // 8) * report["fragments_per_simdgroup"]
+
+
+@pytest.mark.parametrize("fa, fb, pack_b_along_k", [("e2m1", "e4m3", True), ("e5m2", "bf16", True),
+                                                    ("fp16", "e2m1", True), ("e4m3", "e2m1", False)])
+def test_a_k_loop_carries_its_accumulator_on_tensor_ops(monkeypatch, fa: str, fb: str, pack_b_along_k: bool):
+    # on apple10:4.0 the K loop's accumulator stays the tensor op's cooperative tensor
+    # (docs/dot.md): each K step stages the bytes as loaded (a barrier), dequantizes them into
+    # bfloat16 tiles (float32 with an fp16 operand; a barrier) and runs the op, so it waits twice
+    # as the fragments do, and holds the tiles besides. Against float64, with the scales, a NaN
+    # scale and fast math's infinite one
+    monkeypatch.setenv("TRITON_METAL_TARGET", "apple10:4.0")
+    got, ref, bound = _run(fa, fb, pack_b_along_k=pack_b_along_k, seed=7)
+    assert np.all(np.abs(got - ref) <= bound), np.max(np.abs(got - ref) - bound)
+    got, ref, _ = _run(fa, fb, pack_b_along_k=pack_b_along_k, scale_fix=(3, 2), seed=8)
+    assert np.isnan(got[3]).all() and not np.isnan(np.delete(got, 3, axis=0)).any()
+    m = n = 32
+    k_step = 64
+    rng = np.random.default_rng(9)
+    a = _operand(fa, m, 128, rng)[0]
+    b = _operand(fb, 128, n, rng)[0] if not pack_b_along_k else np.ascontiguousarray(_operand(fb, n, 128, rng)[0].T)
+    scales = np.full((m, 4), 127, np.uint8)
+    compiled = scaled_matmul.warmup(_typed(a, fa), scales, _typed(b, fb), scales, np.zeros((m, n), np.float32), 128,
+                                    M=m, N=n, BLOCK_K=k_step, FA=fa, FB=fb, SCALED=True, FAST=False,
+                                    PACK_B_ALONG_K=pack_b_along_k, OUT=tl.float32, grid=(1,))
+    [report] = compiled.msl.metadata["dot_reports"]
+    assert (report["path"], report["form"]) == ("tensor_ops", "carried")
+    assert report["dtypes"] == f"{fa} x {fb} -> f32" and report["shape"] == (m, n, k_step)
+    assert report["path_reason"] == "the K loop carries its accumulator: tensor ops"
+    assert report["barriers_per_k_step"] == 2
+    # as loaded: the operands' K step, and 2 scale bytes a row of A and a column of B
+    raw = sum(x.itemsize * x.size * k_step // 128 for x in (a, b)) + 2 * 32 * k_step // 32
+    compute = 4 if "fp16" in (fa, fb) else 2
+    assert report["threadgroup_bytes_per_k_step"] == raw + 2 * 32 * k_step * compute
+    src = compiled.msl.source
+    assert src.count("km_tensor_run<32, 32, 64, 32, 4>") == 1 and "simdgroup_multiply_accumulate" not in src
+    # the fragments stay on apple9:3.2 and for a dot that no loop carries
+    monkeypatch.setenv("TRITON_METAL_TARGET", "apple9:3.2")
+    got, ref, bound = _run(fa, fb, pack_b_along_k=pack_b_along_k, seed=7)
+    assert np.all(np.abs(got - ref) <= bound)
+
+
+def test_a_scaled_dot_no_loop_carries_keeps_its_fragments(monkeypatch):
+    monkeypatch.setenv("TRITON_METAL_TARGET", "apple10:4.0")
+    rng = np.random.default_rng(10)
+    m = n = k = 32
+    a, av = _operand("e4m3", m, k, rng)
+    bt, btv = _operand("e5m2", n, k, rng)
+    sa, sb = (rng.integers(120, 134, (r, 1)).astype(np.uint8) for r in (m, n))
+    c = np.zeros((m, n), np.float32)
+    compiled = one_scaled_dot.warmup(_typed(a, "e4m3"), sa, np.ascontiguousarray(bt.T), sb, c, M=m, N=n, K=k,
+                                     grid=(1,))
+    [report] = compiled.msl.metadata["dot_reports"]
+    assert report["path"] == "simdgroup"
+    assert report["path_reason"] == ("tl.dot_scaled on simdgroup matrices: tensor ops take only a K loop's carried "
+                                     "accumulator")
+    one_scaled_dot[(1,)](_typed(a, "e4m3"), sa, np.ascontiguousarray(bt.T), sb, c, M=m, N=n, K=k)
+    ref = (av * _scale_values(sa)[:, :k]) @ (btv * _scale_values(sb)[:, :k]).T
+    np.testing.assert_allclose(c, ref, rtol=1e-6, atol=1e-6 * np.abs(ref).max())
 
 
 @triton.jit
