@@ -20,6 +20,10 @@ Values: each element is the one the dequantization in `language/semantic/scaled_
 (the format's value in float32 times its scale's, rounded once to the compute type: bfloat16, or
 float32 when an operand is fp16), and each accumulator fragment takes its products in increasing
 K, as the decomposed dot's fragments do, so the results are those of the decomposition.
+
+On MSL 4.0 targets a K loop's carried accumulator takes tensor ops instead
+(`run_carried_on_tensor_ops`, lower_tensor_dot_scaled.py): the same staging and the same
+dequantized values, written into bfloat16 (float32) tiles that `matmul2d` reads.
 """
 
 from __future__ import annotations
@@ -149,12 +153,12 @@ def lower_dot_scaled(ctx: LoweringContext, op: DotScaledOp) -> None:
         raise internal_error(f"tl.dot_scaled result layout {op.result.type} does not hold an evenly spaced grid of "
                              "whole 8x8 fragments (the layout passes must give dot results a block layout)")
     rows, cols = grid
-    sides = operand_sides(ctx, op)
-    k = k_extent(sides[0])
+    sides = _operand_sides(ctx, op)
+    k = _k_extent(sides[0])
     compute = compute_type(op)
     chunk = _chunk(ctx, sides, k)
     ctx.helpers.add("dot_fragments")
-    add_helpers(ctx, sides)
+    _add_helpers(ctx, sides)
 
     out = ctx.declare_array("float", dist.num_regs)
     ctx.push()
@@ -171,7 +175,7 @@ def lower_dot_scaled(ctx: LoweringContext, op: DotScaledOp) -> None:
         ctx.emit(Assign(Index(Var(acc), Lit(str(i))), Call("km_frag<float>", tuple(c.regs[r] for r in slot.regs))))
     frags = _Frags(Var(acc), Var(a_name), Var(b_name), compute, len(rows), len(cols))
     for start in range(0, k, chunk):
-        staged = stage_chunk(ctx, sides, start, chunk)
+        staged = _stage_chunk(ctx, sides, start, chunk)
         ctx.emit(_k_loop(ctx, staged, frags, chunk, _origin(warp_rows, rows), _origin(warp_cols, cols),
                          lane_row, lane_col))
         ctx.emit(Barrier())  # every SIMD group has read the chunk before it is written again
@@ -200,11 +204,11 @@ def run_carried_on_tensor_ops(ctx: LoweringContext, op: DotScaledOp, acc: CoopVa
         ctx.busy_own_scratch(None)  # its previous run read the tiles, written again after a barrier
     ctx.push()
     base = ctx.op_scratch(op, own_bytes(op))
-    sides = operand_sides(ctx, op)
-    add_helpers(ctx, sides)
+    sides = _operand_sides(ctx, op)
+    _add_helpers(ctx, sides)
     raw = raw_bytes(op)
-    assert chunk_bytes(sides, tile.k) == raw
-    staged = stage_chunk(ctx, sides, 0, tile.k)
+    assert _chunk_bytes(sides, tile.k) == raw
+    staged = _stage_chunk(ctx, sides, 0, tile.k)
     a_bytes, b_bytes = tile_bytes(op)
     a_view = ctx.scratch_view(tile.in_t, base + raw)
     b_view = ctx.scratch_view(tile.in_t, base + raw + a_bytes)
@@ -228,7 +232,7 @@ def _dequantize_tile(ctx: LoweringContext, st: _Staged, view: Expr, rows: int, c
     e = ctx.fresh()
     row = Apply("idiv_raw", (Var(e), Lit(f"{cols}u")))
     col = Apply("irem_raw", (Var(e), Lit(f"{cols}u")))
-    value = dequantized(st, row, col, compute)
+    value = _element(st, row, col, compute)
     return ForRange(e, "uint", TID, Lit(f"{rows * cols}u"), Lit(f"{ctx.num_warps * 32}u"),
                     (Assign(Index(view, Var(e)), value),), step_sign=1)
 
@@ -236,13 +240,13 @@ def _dequantize_tile(ctx: LoweringContext, st: _Staged, view: Expr, rows: int, c
 # -- the operands ----------------------------------------------------------------------------------
 
 
-def operand_sides(ctx: LoweringContext, op: DotScaledOp) -> tuple[_Side, _Side]:
+def _operand_sides(ctx: LoweringContext, op: DotScaledOp) -> tuple[_Side, _Side]:
     """A (K along its columns) and B (K along its rows) as staged."""
     return (_side(ctx, op.a_format, 1, ctx.reg(op.a), 1 if op.a_k_pack else 0, op.a_scale, op.fast_math),
             _side(ctx, op.b_format, 0, ctx.reg(op.b), 0 if op.b_k_pack else 1, op.b_scale, op.fast_math))
 
 
-def add_helpers(ctx: LoweringContext, sides: tuple[_Side, _Side]) -> None:
+def _add_helpers(ctx: LoweringContext, sides: tuple[_Side, _Side]) -> None:
     """The decoders the dequantization calls."""
     ctx.helpers.add("scaled_dot")
     if any(s.fmt in _FP8 or (s.scale is not None and _scale_kind(s) == "e4m3") for s in sides):
@@ -257,10 +261,10 @@ def _side(ctx: LoweringContext, fmt: str, k_axis: int, raw: RegValue, pair_axis:
     sv = ctx.reg(scale)
     st = sv.type
     assert isinstance(st, TensorType)
-    return _Side(fmt, k_axis, raw, pair_axis, sv, k_extent(unscaled) // st.shape[1], fast)
+    return _Side(fmt, k_axis, raw, pair_axis, sv, _k_extent(unscaled) // st.shape[1], fast)
 
 
-def k_extent(side: _Side) -> int:
+def _k_extent(side: _Side) -> int:
     ty = side.raw.type
     assert isinstance(ty, TensorType)
     raw = ty.shape[side.k_axis]
@@ -280,28 +284,28 @@ def _chunk(ctx: LoweringContext, sides: tuple[_Side, _Side], k: int) -> int:
     room = THREADGROUP_MEMORY - ctx.scratch_base
     smallest = max([FRAG, *(s.group for s in sides if s.scale is not None)])
     chunk = k
-    while chunk > smallest and chunk_bytes(sides, chunk) > room:
+    while chunk > smallest and _chunk_bytes(sides, chunk) > room:
         chunk //= 2
-    if chunk_bytes(sides, chunk) > room:
+    if _chunk_bytes(sides, chunk) > room:
         # as the kernel's whole threadgroup memory is refused: the runtime compiles the kernel
         # again with its dot results stored from fragments (no conversion scratch), then refuses
-        raise OutOfResources(ctx.scratch_base + chunk_bytes(sides, chunk), THREADGROUP_MEMORY,
+        raise OutOfResources(ctx.scratch_base + _chunk_bytes(sides, chunk), THREADGROUP_MEMORY,
                              f"threadgroup memory of kernel '{ctx.kernel_name}' with tl.dot_scaled staging a K chunk "
                              f"of {chunk} (bytes)")
     return chunk
 
 
-def chunk_bytes(sides: tuple[_Side, _Side], chunk: int) -> int:
+def _chunk_bytes(sides: tuple[_Side, _Side], chunk: int) -> int:
     return sum(round16(n) for s in sides for n in s.written(chunk))
 
 
 # -- staging ---------------------------------------------------------------------------------------
 
 
-def stage_chunk(ctx: LoweringContext, sides: tuple[_Side, _Side], start: int, chunk: int) -> tuple[_Staged, _Staged]:
+def _stage_chunk(ctx: LoweringContext, sides: tuple[_Side, _Side], start: int, chunk: int) -> tuple[_Staged, _Staged]:
     """Write K chunk [start, start + chunk) of both operands and their scales into threadgroup
     scratch, then a barrier."""
-    base = ctx.own_scratch(chunk_bytes(sides, chunk))
+    base = ctx.own_scratch(_chunk_bytes(sides, chunk))
     staged = []
     for side in sides:
         data_bytes, scale_bytes = side.written(chunk)
@@ -393,11 +397,11 @@ def _k_loop(ctx: LoweringContext, staged: tuple[_Staged, _Staged], f: _Frags, ch
     col0 = Apply("add", (Var(kk), lane_col))
     col1 = Apply("add", (col0, Lit("1u")))
     a_row = Apply("add", (rows.at(Var(i)), lane_row))
-    a_frag = Call(f"km_frag<{f.compute}>", tuple(dequantized(staged[0], a_row, c, f.compute) for c in (col0, col1)))
+    a_frag = Call(f"km_frag<{f.compute}>", tuple(_element(staged[0], a_row, c, f.compute) for c in (col0, col1)))
     b_row = Apply("add", (Var(kk), lane_row))
     b_col = Apply("add", (cols.at(Var(i)), lane_col))
     b_frag = Call(f"km_frag<{f.compute}>", tuple(
-        dequantized(staged[1], b_row, c, f.compute) for c in (b_col, Apply("add", (b_col, Lit("1u"))))))
+        _element(staged[1], b_row, c, f.compute) for c in (b_col, Apply("add", (b_col, Lit("1u"))))))
     acc = Index(f.acc, Apply("add", (Apply("mul", (Var(i), Lit(f"{f.cols}u"))), Var(j))))
     product = ExprStmt(Call("simdgroup_multiply_accumulate", (acc, Index(f.a, Var(i)), Index(f.b, Var(j)), acc)))
     body = (
@@ -412,7 +416,7 @@ def _loop(var: str, count: int, body: tuple[Stmt, ...]) -> ForRange:
     return ForRange(var, "uint", Lit("0u"), Lit(f"{count}u"), Lit("1u"), body, step_sign=1)
 
 
-def dequantized(st: _Staged, row: Expr, col: Expr, compute: str) -> Expr:
+def _element(st: _Staged, row: Expr, col: Expr, compute: str) -> Expr:
     """Element (row, col) of a staged chunk (A: row of M, col along K; B: row along K, col of
     N), dequantized: its format's value in float, times its scale, in the compute type."""
     side = st.side
