@@ -31,13 +31,19 @@ def k_step_tiles(a_ptr, b_ptr, offs_m, offs_n, kk, M, N, K):
 
 
 @triton.jit
-def k_loop_kernel(a_ptr, b_ptr, c0_ptr, c_ptr, M, N, K, STEPS, MODE: tl.constexpr, BM: tl.constexpr,
-                  BN: tl.constexpr, BK: tl.constexpr):
+def program_tile(c0_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    """The program's rows and columns of C, its mask, and its initial accumulator, loaded."""
     offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
     offs_n = tl.program_id(1) * BN + tl.arange(0, BN)
-    offs_k = tl.arange(0, BK)
     c_mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
-    acc = tl.load(c0_ptr + offs_m[:, None] * N + offs_n[None, :], mask=c_mask, other=0)
+    return offs_m, offs_n, c_mask, tl.load(c0_ptr + offs_m[:, None] * N + offs_n[None, :], mask=c_mask, other=0)
+
+
+@triton.jit
+def k_loop_kernel(a_ptr, b_ptr, c0_ptr, c_ptr, M, N, K, STEPS, MODE: tl.constexpr, BM: tl.constexpr,
+                  BN: tl.constexpr, BK: tl.constexpr):
+    offs_m, offs_n, c_mask, acc = program_tile(c0_ptr, M, N, BM, BN)
+    offs_k = tl.arange(0, BK)
     for step in range(0, STEPS):
         kk = step * BK + offs_k
         a, b = k_step_tiles(a_ptr, b_ptr, offs_m, offs_n, kk, M, N, K)
@@ -116,11 +122,8 @@ def ticket_loop_kernel(a_ptr, b_ptr, c0_ptr, c_ptr, count_ptr, tickets_ptr, M, N
                        BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
     # a carried dot and, in the same loop, a ticket whose value every thread needs: thread 0
     # takes it and hands it on through the lowering's own scratch region
-    offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
-    offs_n = tl.program_id(1) * BN + tl.arange(0, BN)
+    offs_m, offs_n, c_mask, acc = program_tile(c0_ptr, M, N, BM, BN)
     offs_k = tl.arange(0, BK)
-    c_mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
-    acc = tl.load(c0_ptr + offs_m[:, None] * N + offs_n[None, :], mask=c_mask, other=0)
     tickets = tl.zeros([BN], tl.int32)
     for step in range(0, STEPS):
         if BEFORE:
@@ -257,11 +260,8 @@ is computed after the dot: it does not."""
 @triton.jit
 def rescaled_loop_kernel(a_ptr, b_ptr, c0_ptr, f_ptr, g_ptr, c_ptr, M, N, K, STEPS, MODE: tl.constexpr,
                          BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-    offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
-    offs_n = tl.program_id(1) * BN + tl.arange(0, BN)
+    offs_m, offs_n, c_mask, acc = program_tile(c0_ptr, M, N, BM, BN)
     offs_k = tl.arange(0, BK)
-    c_mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
-    acc = tl.load(c0_ptr + offs_m[:, None] * N + offs_n[None, :], mask=c_mask, other=0)
     for step in range(0, STEPS):
         kk = step * BK + offs_k
         a, b = k_step_tiles(a_ptr, b_ptr, offs_m, offs_n, kk, M, N, K)
