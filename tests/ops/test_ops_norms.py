@@ -54,6 +54,16 @@ def test_weight_gradients_summed_from_many_partials():
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_layer_norm_backward_on_rows_of_4096(dtype):
+    # float16 rows of 4096 read the next row ahead on 8 warps by default, bfloat16 ones do not
+    # (norms._bwd_default); 40 rows over the persistent programs, each program several rows
+    x = randn((40, 4096), dtype, scale=2.0)
+    w, b = randn((4096,), dtype, seed=1), randn((4096,), dtype, seed=2)
+    check_grads(lambda a, ww, bb: ops.layer_norm(a, ww, bb, 1e-5),
+                lambda a, ww, bb: mx.fast.layer_norm(a, ww, bb, 1e-5), (x, w, b), dtype, (0, 1, 2), scale=10)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_backward_half(dtype):
     x, w = randn((3, 100), dtype), randn((100,), dtype, seed=1)
     check_grads(lambda a, ww: ops.rms_norm(a, ww, 1e-5),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import mlx.core as mx
 import pytest
 
 from triton_metal.ops import _rows, activations, attention, losses, quantized
@@ -153,6 +154,13 @@ def test_norm_backward_configs(tuning):
     assert [first(b, 1) for b in (1024, 2048, 4096, 8192, 16384)] == [
         (0, 1, 4), (0, 1, 8), (0, 1, 16), (0, 1, 16), (1, 0, 16)]
     assert [first(b, 0) for b in (2048, 4096, 8192, 16384)] == [(1, 0, 4), (1, 0, 16), (1, 1, 16), (1, 0, 16)]
+    # a float16 layer norm reads ahead at 4096 too, on 8 warps, its rows strided; bfloat16 does not
+    def layer_4096(dtype: object) -> tuple[int, int, int]:
+        dy = mx.zeros((1,), dtype)
+        return norms._bwd_shape(norms._prune_bwd(norms._BWD_CONFIGS, {"RMS": 0, "dy_ptr": dy}, BLOCK=4096)[0])
+
+    assert (layer_4096(mx.float16), layer_4096(mx.bfloat16), layer_4096(mx.float32)) == (
+        (0, 1, 8), (1, 0, 16), (1, 0, 16))
     # the streamed rows' dx: 8 warps first
     assert norms._prune_bwd_long(_rows.row_configs(), {}, BLOCK=2048)[0].num_warps == 8
 

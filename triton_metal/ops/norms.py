@@ -156,18 +156,22 @@ def _add_pairs(a, b, c, d):
     return a + c, b + d
 
 
-def _bwd_default(block: int, rms: bool, ahead: bool = True) -> tuple[int, int, int]:
+def _bwd_default(block: int, rms: bool, ahead: bool = True, dtype: str = "") -> tuple[int, int, int]:
     """The backward's default (CONSECUTIVE, AHEAD, num_warps), from the GPU proxy (docs/ops.md,
-    "Ninth round"): an RMS norm reads the next row ahead, its rows strided over the
-    programs, on a warp per 256 elements (8 a thread; 1.17-1.24x faster than without reading
-    ahead at 8192 x 2048, 4096 x 4096 and 2048 x 8192). A layer norm, which holds twice the
-    accumulators, reads ahead only from rows of 8192 (1.14x there, slower at 4096); else a run
-    of consecutive rows a program on 16 warps from rows of 4096 (the fastest or within 1% at
-    4096 x 4096), the row ops' width below: the form where reading ahead does not fit (`ahead`)."""
+    "Ninth round", "The layer-norm backward's default at 4096"): an RMS norm reads the next row
+    ahead, its rows strided over the programs, on a warp per 256 elements (8 a thread;
+    1.17-1.24x faster than without reading ahead at 8192 x 2048, 4096 x 4096 and 2048 x 8192).
+    A layer norm, which holds twice the accumulators, reads ahead from rows of 8192 (1.14x
+    there), and at 4096 in float16 on 8 warps, its rows strided (1.2x; bfloat16, whose reads
+    ahead were 1.07x slower there, and other dtypes do not); else a run of consecutive rows a
+    program on 16 warps from rows of 4096 (the fastest or within 1% at 4096 x 4096), the row ops'
+    width below: the form where reading ahead does not fit (`ahead`). `dtype`: of `dy`."""
     if ahead and rms:
         return 0, 1, max(1, min(16, block // 256))
     if ahead and block >= 8192:
         return 1, 1, 16
+    if ahead and block == 4096 and dtype == "float16":
+        return 0, 1, 8
     return 1, 0, 16 if block >= 4096 else default_warps(block)
 
 
@@ -182,7 +186,8 @@ def _prune_bwd(configs: list[Any], named_args: dict[str, Any], **kwargs: Any) ->
 
     fitting = [cf for cf in configs if fits(cf)] or [min(configs, key=lambda cf: cf.num_warps)]
     rms = bool(int(named_args.get("RMS", kwargs.get("RMS", 0))))
-    default = _bwd_default(block, rms)
+    dy = named_args.get("dy_ptr")
+    default = _bwd_default(block, rms, dtype=c.dtype_name(dy) if dy is not None else "")
     if default not in map(_bwd_shape, fitting):
         default = _bwd_default(block, rms, ahead=False)
     fitting.sort(key=lambda cf: _bwd_shape(cf) != default)
