@@ -107,7 +107,11 @@ def lower_for(ctx: LoweringContext, op: scf.ForOp) -> None:
     ctx.bind(block.args[0], RegValue(block.args[0].type, (Var(iv),), None))
     for i, arg in enumerate(block.args[1:]):
         ctx.bind(arg, coop.get(i) or carried[i])
-    ctx.busy_own_scratch(busy_across_iterations(ctx, block, dots.values()))
+    # a carried dot that leaves the code generator's scratch busy at the end of an iteration
+    # leaves it busy at the start of the next (else the state stays what it was)
+    busy = busy_across_iterations(ctx, block, dots.values())
+    if busy is not None:
+        ctx.busy_own_scratch(busy)
     for i, c in dots.items():
         ctx.tensor_accumulators[c.dot] = coop[i], c.rescale
         if c.add is not None:
@@ -120,7 +124,7 @@ def lower_for(ctx: LoweringContext, op: scf.ForOp) -> None:
     _assign_all(ctx, [carried[i] for i in plain], [yielded[i] for i in plain])
     body = ctx.pop()
     ctx.emit(ForRange(iv, msl_type(ivty), lo.regs[0], hi.regs[0], step.regs[0], body, _sign(op.step)))
-    if ctx.own_scratch_busy is not None:
+    if busy is not None and ctx.own_scratch_busy is not None:
         # every thread is done with the last iteration's staging, where the accumulators go
         ctx.emit(Barrier())
         ctx.busy_own_scratch(None)

@@ -1,8 +1,8 @@
 """Tensor-op dots whose accumulator a K loop carries as a cooperative tensor (MSL 4.0 targets).
 
-A GEMM's K loop, `acc = tl.dot(a, b, acc)` or `acc += tl.dot(a, b)` in an `scf.for`, takes this
-form (`carried_dots`) when the dot lowers to tensor ops (`tensor_dot_applies`) and the data flow
-allows it: the loop's carried accumulator is used by that dot alone (or by the add alone, whose
+A GEMM's K loop, `acc = tl.dot(a, b, acc)` or `acc += tl.dot(a, b)` in an `scf.for` (or the same
+with `tl.dot_scaled`: lower_tensor_dot_scaled.py), takes this form (`carried_dots`) when the dot
+lowers to tensor ops (`tensor_dot_applies`) and the data flow allows it: the loop's carried accumulator is used by that dot alone (or by the add alone, whose
 other operand is the dot with a zero accumulator), and the dot's result (the add's) only goes
 back to the loop. Nothing else in the loop reads the accumulator, so it need not be in
 registers between iterations: it stays the op's destination cooperative tensor
@@ -25,8 +25,11 @@ it.
   attention's output; `lower_tensor_dot.rescale_of`) keeps it too: the multiply is folded away,
   the factors (one a row or a column) are staged with A and B, and after the barrier each thread
   scales the cooperative tensor's elements it holds before the run (`km_tensor_scale_*`).
+* Where the staging alternates in the code generator's own scratch, no barrier follows the run,
+  so other SIMD groups may still read it: any other use of that scratch in the loop waits for a
+  barrier first (`LoweringContext.busy_own_scratch`), and so does the store after the loop.
 * After the loop (`end_carried`): `km_tensor_store` writes the cooperative tensor row-major into
-  scratch (first a barrier, where the last iteration's alternating staging lies in those bytes),
+  scratch (after that barrier where the last iteration's alternating staging lies in those bytes),
   a barrier, every thread reads its registers of the loop's result, a barrier. The
   registers take the accumulator's layout, or that of the result's one user when it is a layout
   conversion (the store's, typically), which then costs nothing.
