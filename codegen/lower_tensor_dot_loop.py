@@ -2,12 +2,12 @@
 
 A GEMM's K loop, `acc = tl.dot(a, b, acc)` or `acc += tl.dot(a, b)` in an `scf.for` (or the same
 with `tl.dot_scaled`: lower_tensor_dot_scaled.py), takes this form (`carried_dots`) when the dot
-lowers to tensor ops (`tensor_dot_applies`) and the data flow allows it: the loop's carried accumulator is used by that dot alone (or by the add alone, whose
-other operand is the dot with a zero accumulator), and the dot's result (the add's) only goes
-back to the loop. Nothing else in the loop reads the accumulator, so it need not be in
-registers between iterations: it stays the op's destination cooperative tensor
-(`mpp::tensor_ops::matmul2d`, Apple's MPPTensorOpsMatMul2d.h), as shipping tensor-op GEMMs keep
-it.
+lowers to tensor ops (`tensor_dot_applies`) and the data flow allows it: the loop's carried
+accumulator is used by that dot alone (or by the add alone, whose other operand is the dot with
+a zero accumulator), and the dot's result (the add's) only goes back to the loop. Nothing else
+in the loop reads the accumulator, so it need not be in registers between iterations: it stays
+the op's destination cooperative tensor (`mpp::tensor_ops::matmul2d`, Apple's
+MPPTensorOpsMatMul2d.h), as shipping tensor-op GEMMs keep it.
 
 * Before the loop (`begin_carried`): every thread writes its registers of the initial
   accumulator row-major into threadgroup scratch, a barrier, `km_tensor_acc` makes the
