@@ -6,7 +6,7 @@ as a `tl.dot` GEMM does (`lower_tensor_dot_loop.py`: the same `carried_dots`, `b
 and `end_carried`; the iteration is `lower_dot_scaled.run_carried_on_tensor_ops`). Each
 iteration:
 * every thread writes its registers of both operands and their scales into threadgroup memory
-  as they were loaded (`lower_dot_scaled.stage_chunk`, the whole of K), and a barrier;
+  as they were loaded (the staging of `lower_dot_scaled.py`, the whole of K), and a barrier;
 * the threads dequantize A (M x K) and B (K x N) from those bytes into bfloat16 tiles (float32
   when an operand is fp16), element by element in a loop over the tile, each element the value
   `lower_dot_scaled` builds into fragments, and a barrier;
