@@ -26,6 +26,12 @@ added to the int32 accumulator with wrapping (two's complement) addition, as Tri
 accumulator wraps (`km_int_partial`; signed overflow is undefined in MSL). docs/dot.md argues the
 bound.
 
+A float16 accumulator (fp16 operands, `out_dtype=float16` or a float16 `acc`) takes the same
+form with one chunk: the dot's products accumulate from zero in float fragments over its whole
+K, the sum is rounded to half once and added to the accumulator in half (`km_half_partial`), as
+Triton's interpreter computes it and about as often as NVIDIA's float16 MMA rounds (after every
+16-wide K step), where half fragments would round after every 8 products.
+
 Refused at compile time with the kernel line: 3-D (batched) dots, M, N or K not a multiple of 8,
 operand dtypes that differ or that have no path (fp64, fp8, integers other than int8), and
 staging that needs more than 32 KiB of threadgroup memory.
@@ -175,7 +181,7 @@ def _lower_fragment_dot(ctx: LoweringContext, op: DotOp, plan: DotPlan, a: RegVa
     scope = Scope(ctx.pop())
     ctx.emit(scope)
     record_dot(ctx.dot_sites, op, scope, acc_name, [_array_name(f) for f in (a_frags, b_frags)],
-               f"{in_t} x {in_t} -> {acc_t}", kinds.k_chunk)
+               f"{in_t} x {in_t} -> {acc_t}", kinds.k_chunk if kinds.converts else 0)
     ctx.bind(op.result, RegValue(op.result.type, out, dist))
 
 
@@ -184,8 +190,9 @@ def _accumulate_chunk(ctx: LoweringContext, plan: DotPlan, kinds: "_FragmentKind
                       before: tuple[Expr, ...], out: tuple[Expr, ...]) -> None:
     """The fragment products of the K steps `steps` into the accumulator fragments, and their
     registers into `out`. A float dot's fragments start from the accumulator registers `before`
-    (one chunk: all of K); an int8 chunk's from zero, and its exact float partial is added to
-    `before` in wrapping int32 arithmetic."""
+    (one chunk: all of K); an int8 chunk's, or a float16 accumulator's one chunk, from zero, and
+    the float partial is added to `before` by `kinds.join` (wrapping int32 arithmetic; half
+    arithmetic after one rounding to half)."""
     acc = [Index(Var(acc_name), Lit(str(i))) for i in range(len(plan.acc))]
     zero = Call(f"km_frag<{kinds.accumulator}>", (Lit("0.0f"), Lit("0.0f")))
     for frag, slot in zip(acc, plan.acc):
@@ -198,7 +205,7 @@ def _accumulate_chunk(ctx: LoweringContext, plan: DotPlan, kinds: "_FragmentKind
     for frag, slot in zip(acc, plan.acc):
         for e, r in enumerate(slot.regs):
             elem = Call("km_frag_elem", (frag, Lit(str(e))))
-            ctx.emit(Assign(out[r], Call("km_int_partial", (before[r], elem)) if kinds.k_chunk else elem))
+            ctx.emit(Assign(out[r], Call(kinds.join, (before[r], elem)) if kinds.join else elem))
 
 
 INT8_K_CHUNK = 1024
@@ -217,14 +224,23 @@ class _FragmentKinds:
     converts: bool
     """Whether operand registers convert to `operand` (int8 to float)."""
     k_chunk: int
-    """int8: the K each zeroed float partial sums before it joins the int32 accumulator; 0 for
-    float dots, whose fragments are the accumulator itself."""
+    """int8: the K each zeroed float partial sums before it joins the int32 accumulator; for a
+    float16 accumulator, all of K (`_WHOLE_K`); 0 for float dots whose fragments are the
+    accumulator itself."""
+    join: str = ""
+    """The helper adding a chunk's float partial to the accumulator's registers."""
 
     @staticmethod
     def of(operand: ScalarType, accumulator: ScalarType) -> "_FragmentKinds":
         if operand.name == "i8":
-            return _FragmentKinds("float", "float", True, INT8_K_CHUNK)
+            return _FragmentKinds("float", "float", True, INT8_K_CHUNK, "km_int_partial")
+        if accumulator.name == "f16":
+            return _FragmentKinds(msl_type(operand), "float", False, _WHOLE_K, "km_half_partial")
         return _FragmentKinds(msl_type(operand), msl_type(accumulator), False, 0)
+
+
+_WHOLE_K = 1 << 30
+"""A chunk no dot's K reaches: one partial for the whole dot."""
 
 
 def _array_name(frags: dict[tuple[int, int], Expr]) -> str:

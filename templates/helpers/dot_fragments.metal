@@ -1,4 +1,4 @@
-{# simdgroup_matrix fragments to and from the two registers a lane holds, and the int8 dot's partial sums (tl.dot). No data in. #}
+{# simdgroup_matrix fragments to and from the two registers a lane holds, and the partial sums of int8 dots and float16 accumulators (tl.dot). No data in. #}
 // tl.dot: an 8x8 simdgroup matrix is the (row, col), (row, col + 1) pair of every lane
 // (thread_elements()), so fragments are built from and read back into plain registers.
 template <typename T>
@@ -16,4 +16,9 @@ inline T km_frag_elem(thread simdgroup_matrix<T, 8, 8>& m, int i) {
 // overflow is undefined in MSL, unsigned addition is modular).
 inline int km_int_partial(int acc, float partial) {
   return as_type<int>(as_type<uint>(acc) + as_type<uint>(int(partial)));
+}
+// A float16 accumulator: the dot's float partial is rounded once to half and added in half (the
+// rounding of Triton's interpreter; half arithmetic rounds the exact sum once).
+inline half km_half_partial(half acc, float partial) {
+  return acc + half(partial);
 }

@@ -247,8 +247,9 @@ def test_dot_with_acc_argument(bm, bn, bk, num_warps, target):
 @pytest.mark.parametrize("target", TARGETS)
 def test_dot_with_fp16_acc_argument(target):
     # `tl.dot(a, b, acc=c)` with a float16 `c` and no out_dtype accumulates in float16 (Triton's
-    # rule): half x half -> half fragments, or a half destination of matmul2d. Quarters keep every
-    # partial sum exact in half, so any order of additions gives NumPy's answer.
+    # rule): a float partial of half fragments, rounded to half once and added in half, or a half
+    # destination of matmul2d. Quarters keep every partial sum exact in half, so any order of
+    # additions gives NumPy's answer.
     a, b = quarters((32, 32)).astype(np.float16), quarters((32, 32)).astype(np.float16)
     c = RNG.integers(-8, 9, (32, 32)).astype(np.float16)
     out = np.zeros((32, 32), np.float16)

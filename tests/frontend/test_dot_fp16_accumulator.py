@@ -46,9 +46,34 @@ def test_rounded_sums(backend: str) -> None:
     a = rng.standard_normal((BM, 64)).astype(np.float16)
     b = rng.standard_normal((64, BN)).astype(np.float16)
     ref = a.astype(np.float64) @ b.astype(np.float64)
-    # float16 partial sums (at most one rounding per 8 products, each within half an ulp of
-    # float16, 2**-11 relative) of sums near 8 in size
+    # float16 sums (a rounding per tl.dot of 16 products and one per addition to the
+    # accumulator, each within half an ulp of float16, 2**-11 relative) of sums near 8 in size
     np.testing.assert_allclose(run(a, b).astype(np.float64), ref, rtol=4e-3, atol=8 * 8 * 2.0**-11)
+
+
+@triton.jit
+def fp16_acc_dot(a_ptr, b_ptr, c_ptr, out_ptr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    rm, rn, rk = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)
+    a = tl.load(a_ptr + rm[:, None] * BK + rk[None, :])
+    b = tl.load(b_ptr + rk[:, None] * BN + rn[None, :])
+    c = tl.load(c_ptr + rm[:, None] * BN + rn[None, :])
+    tl.store(out_ptr + rm[:, None] * BN + rn[None, :], tl.dot(a, b, c))
+
+
+def test_one_rounding_per_dot(backend: str) -> None:
+    # one tl.dot's products are summed in float and rounded to half once, then added to the
+    # float16 accumulator in half, as Triton's interpreter computes it. The accumulator's values
+    # near 300 (half ulp 0.25) make any rounding of partial sums there show: products are
+    # multiples of 1/64 whose sums float holds exactly, so the model below is exact
+    rng = np.random.default_rng(9)
+    a = (rng.integers(-16, 17, (BM, 32)) / 8).astype(np.float16)
+    b = (rng.integers(-16, 17, (32, BN)) / 8).astype(np.float16)
+    c = (300 + rng.integers(-64, 65, (BM, BN)) / 4).astype(np.float16)
+    out = np.zeros((BM, BN), np.float16)
+    fp16_acc_dot[(1,)](a, b, c, out, BM=BM, BN=BN, BK=32)
+    partial = (a.astype(np.float64) @ b.astype(np.float64)).astype(np.float16)
+    want = (c.astype(np.float64) + partial.astype(np.float64)).astype(np.float16)
+    np.testing.assert_array_equal(out, want)
 
 
 @triton.jit
