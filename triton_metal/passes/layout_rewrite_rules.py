@@ -189,7 +189,7 @@ def rewrite_op(a: _Assigner, op: Op) -> None:
                 lay = a.layout_of(body.args[i + 1])
                 a.set_layout(res, lay)
                 a.set_layout(body.args[i + 1], lay)
-                a.ensure(op, op.iter_args[i], lay)  # type: ignore[attr-defined]
+        op.iter_args = _carried_in_layouts(a, op, op.iter_args, body.args[1:])  # type: ignore[attr-defined]
         return
     if name == "scf.if":
         for res in op.results:
@@ -198,11 +198,10 @@ def rewrite_op(a: _Assigner, op: Op) -> None:
         return
     if name == "scf.while":
         before, after = op.regions[0].block, op.regions[1].block
-        for i, arg in enumerate(before.args):
+        for arg in before.args:
             if _tensor(arg):
-                lay = a.layout_of(arg)
-                a.set_layout(arg, lay)
-                a.ensure(op, op.operands[i], lay)
+                a.set_layout(arg, a.layout_of(arg))
+        op.inits = _carried_in_layouts(a, op, op.inits, before.args)  # type: ignore[attr-defined]
         for i, res in enumerate(op.results):
             if _tensor(res):
                 lay = a.layout_of(res)
@@ -232,8 +231,9 @@ def rewrite_op(a: _Assigner, op: Op) -> None:
 
 
 def _carried_in_layouts(a: _Assigner, op: Op, values: Sequence[Value], targets: Sequence[Value]) -> tuple[Value, ...]:
-    """The values a terminator passes on, each in the layout of the result or argument it
-    becomes. Position by position: one value may feed several results of different layouts
-    (the zeros an early return leaves in every variable it skips)."""
+    """The values a terminator (or a loop's initial values) passes on, each in the layout of the
+    result or argument it becomes. Position by position: one value may feed several of different
+    layouts (the zeros an early return leaves in every variable it skips; one `tl.arange` two
+    loop-carried offsets start from)."""
     return tuple(a.in_layout(v, t.type.layout, op) if _tensor(t) and _tensor(v) else v  # type: ignore[union-attr]
                  for v, t in zip(values, targets))
