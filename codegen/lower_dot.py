@@ -181,7 +181,7 @@ def _lower_fragment_dot(ctx: LoweringContext, op: DotOp, plan: DotPlan, a: RegVa
     scope = Scope(ctx.pop())
     ctx.emit(scope)
     record_dot(ctx.dot_sites, op, scope, acc_name, [_array_name(f) for f in (a_frags, b_frags)],
-               f"{in_t} x {in_t} -> {acc_t}", kinds.k_chunk if kinds.converts else 0)
+               f"{in_t} x {in_t} -> {acc_t}", kinds.k_chunk)
     ctx.bind(op.result, RegValue(op.result.type, out, dist))
 
 
@@ -196,7 +196,7 @@ def _accumulate_chunk(ctx: LoweringContext, plan: DotPlan, kinds: "_FragmentKind
     acc = [Index(Var(acc_name), Lit(str(i))) for i in range(len(plan.acc))]
     zero = Call(f"km_frag<{kinds.accumulator}>", (Lit("0.0f"), Lit("0.0f")))
     for frag, slot in zip(acc, plan.acc):
-        ctx.emit(Assign(frag, zero if kinds.k_chunk else Call(
+        ctx.emit(Assign(frag, zero if kinds.join else Call(
             f"km_frag<{kinds.accumulator}>", (before[slot.regs[0]], before[slot.regs[1]]))))
     for kk in steps:
         for frag, slot in zip(acc, plan.acc):
@@ -224,23 +224,20 @@ class _FragmentKinds:
     converts: bool
     """Whether operand registers convert to `operand` (int8 to float)."""
     k_chunk: int
-    """int8: the K each zeroed float partial sums before it joins the int32 accumulator; for a
-    float16 accumulator, all of K (`_WHOLE_K`); 0 for float dots whose fragments are the
-    accumulator itself."""
+    """int8: the K each zeroed float partial sums before it joins the int32 accumulator; 0: all
+    of K in one chunk."""
     join: str = ""
-    """The helper adding a chunk's float partial to the accumulator's registers."""
+    """The helper adding a chunk's float partial, summed from zero, to the accumulator's
+    registers (int8, float16 accumulators); "": the fragments are the accumulator itself."""
 
     @staticmethod
     def of(operand: ScalarType, accumulator: ScalarType) -> "_FragmentKinds":
         if operand.name == "i8":
             return _FragmentKinds("float", "float", True, INT8_K_CHUNK, "km_int_partial")
         if accumulator.name == "f16":
-            return _FragmentKinds(msl_type(operand), "float", False, _WHOLE_K, "km_half_partial")
+            return _FragmentKinds(msl_type(operand), "float", False, 0, "km_half_partial")
         return _FragmentKinds(msl_type(operand), msl_type(accumulator), False, 0)
 
-
-_WHOLE_K = 1 << 30
-"""A chunk no dot's K reaches: one partial for the whole dot."""
 
 
 def _array_name(frags: dict[tuple[int, int], Expr]) -> str:
