@@ -260,6 +260,13 @@ class LoweringContext:
         (`own_scratch`)."""
         self.own_scratch_busy = None if dot is None else (len(self._bodies), dot)
 
+    def stages_again(self, dot: Op) -> None:
+        """A carried dot stages its next iteration: its own mark goes, as that staging writes the
+        set its previous run did not read; another dot's stays, so the staging waits for a
+        barrier (`own_scratch`)."""
+        if self.own_scratch_busy is not None and self.own_scratch_busy[1] is dot:
+            self.own_scratch_busy = None
+
     def scratch_done(self, op: Op) -> None:
         """End an op's use of scratch: a barrier, unless the layout passes manage the op's scratch
         (they put a `ttg.barrier` where it is reused). Uses of the lowering's own region all end

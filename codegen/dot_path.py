@@ -43,7 +43,6 @@ from .context import LoweringContext
 from .dot_report import DotReport, reports_by_op
 from .lower_dot import THREADGROUP_MEMORY
 from .lower_tensor_dot import tensor_dot_refusal
-from .lower_tensor_dot_scaled import scaled_tensor_refusal
 from .options import CodegenOptions
 from .program import Stmt
 
@@ -155,6 +154,6 @@ def _reasons(lowered: Lowered, single: dict[Op, str]) -> dict[Op, str]:
         elif isinstance(op, DotOp):
             found[op] = tensor_dot_refusal(lowered.ctx, op)
         else:
-            why = scaled_tensor_refusal(lowered.ctx, op) or "tensor ops take only a K loop's carried accumulator"  # type: ignore[arg-type]
+            why = tensor_dot_refusal(lowered.ctx, op) or "tensor ops take only a K loop's carried accumulator"  # type: ignore[arg-type]
             found[op] = f"tl.dot_scaled on simdgroup matrices: {why}"
     return found

@@ -199,9 +199,7 @@ def run_carried_on_tensor_ops(ctx: LoweringContext, op: DotScaledOp, acc: CoopVa
     loaded, a barrier, dequantized into A and B tiles, a barrier, the run into the cooperative
     accumulator."""
     tile = scaled_tile(ctx, op)
-    busy = ctx.own_scratch_busy
-    if busy is not None and busy[1] is op:
-        ctx.busy_own_scratch(None)  # its previous run read the tiles, written again after a barrier
+    ctx.stages_again(op)  # its raw bytes are free; its tiles are written after its first barrier
     ctx.push()
     base = ctx.op_scratch(op, own_bytes(op))
     sides = _operand_sides(ctx, op)

@@ -40,11 +40,11 @@ from dataclasses import dataclass
 
 from triton_metal.ir import Op, Value
 from triton_metal.ir.core import Block, BlockArgument, OpResult
-from triton_metal.ir.ops.tt_compute import DotOp
+from triton_metal.ir.ops.tt_compute import DotOp, DotScaledOp
 from triton_metal.ir.types import ScalarType, TensorType
 from triton_metal.passes.insert_barriers import operand_conversion
 
-from . import lower_dot
+from . import lower_dot, lower_tensor_dot_scaled
 from .context import LoweringContext
 from .distribution import Distribution
 from .dot_report import record_tensor_dot
@@ -78,24 +78,30 @@ def tensor_dot_applies(ctx: LoweringContext, op: DotOp, carried: bool = False) -
     return not tensor_dot_refusal(ctx, op, carried) and op not in ctx.simdgroup_dots
 
 
-def tensor_dot_refusal(ctx: LoweringContext, op: DotOp, carried: bool = False) -> str:
+def tensor_dot_refusal(ctx: LoweringContext, op: DotOp | DotScaledOp, carried: bool = False) -> str:
     """Why `op` cannot lower to tensor ops on the target ("" when it can): the reason its dot
-    report gives for simdgroup matrices."""
+    report gives for simdgroup matrices. A `tl.dot_scaled` is asked as a K loop's carried
+    accumulator (lower_tensor_dot_scaled.py): its shape in elements, its operands' types checked
+    by its own op."""
     if not ctx.options.target.has_tensor_ops:
         return f"no tensor ops below MSL 4.0 ({ctx.options.target})"
     if ctx.num_warps > MAX_SIMDGROUPS:
         return f"{ctx.num_warps} warps: tensor ops run on at most {MAX_SIMDGROUPS} SIMD groups"
-    a_ty, b_ty, c_ty = op.a.type, op.b.type, op.c.type
-    assert isinstance(a_ty, TensorType) and isinstance(b_ty, TensorType) and isinstance(c_ty, TensorType)
-    types = tuple(t.element.name for t in (a_ty, b_ty, c_ty))  # type: ignore[union-attr]
-    if a_ty.rank != 2:
-        return "not a 2-D dot"
-    if types not in TENSOR_OP_TYPES:
-        return f"no tensor op for {' x '.join(types[:2])} -> {types[2]}"
-    (m, k), n = a_ty.shape, b_ty.shape[1]
+    if isinstance(op, DotScaledOp):
+        m, n, k = lower_tensor_dot_scaled.shape_of(op)
+        staged = lower_tensor_dot_scaled.own_bytes(op)
+    else:
+        a_ty, b_ty, c_ty = op.a.type, op.b.type, op.c.type
+        assert isinstance(a_ty, TensorType) and isinstance(b_ty, TensorType) and isinstance(c_ty, TensorType)
+        types = tuple(t.element.name for t in (a_ty, b_ty, c_ty))  # type: ignore[union-attr]
+        if a_ty.rank != 2:
+            return "not a 2-D dot"
+        if types not in TENSOR_OP_TYPES:
+            return f"no tensor op for {' x '.join(types[:2])} -> {types[2]}"
+        (m, k), n = a_ty.shape, b_ty.shape[1]
+        staged = own_bytes(op, carried)
     if m % M_MULTIPLE or n % N_MULTIPLE or k % K_STEP:
         return f"not whole tensor-op tiles (M a multiple of {M_MULTIPLE}, N of {N_MULTIPLE}, K of {K_STEP})"
-    staged = own_bytes(op, carried)
     if ctx.scratch_base + staged > lower_dot.THREADGROUP_MEMORY:
         return (f"its staging ({staged} bytes) and the layout passes' {ctx.scratch_base} bytes exceed "
                 f"{lower_dot.THREADGROUP_MEMORY}")
@@ -298,27 +304,34 @@ def doubles_staging(ctx: LoweringContext, op: DotOp) -> bool:
     return ctx.scratch_base + own_bytes(op, carried=True, double=True) <= lower_dot.THREADGROUP_MEMORY
 
 
-def staging_over_c(ctx: LoweringContext, op: DotOp) -> bool:
+def staging_over_c(ctx: LoweringContext, op: DotOp | DotScaledOp) -> bool:
     """Whether a carried dot's alternating buffers lie in the bytes its C takes after the loop:
-    no barrier follows the last run, so the store of C waits for one first."""
+    no barrier follows the last run, so the store of C waits for one first (`tl.dot_scaled`'s
+    dequantized tiles always do)."""
+    if isinstance(op, DotScaledOp):
+        return True
     return doubles_staging(ctx, op) or (operand_buffers(op) is not None and factor_bytes(op) > 0)
 
 
-def staging_bytes(ctx: LoweringContext, op: DotOp, carried: bool = False) -> int:
+def staging_bytes(ctx: LoweringContext, op: DotOp | DotScaledOp, carried: bool = False) -> int:
     """The scratch bytes the dot takes here (`own_bytes`, doubled where `doubles_staging`)."""
+    if isinstance(op, DotScaledOp):
+        return lower_tensor_dot_scaled.own_bytes(op)
     return own_bytes(op, carried, double=carried and doubles_staging(ctx, op))
 
 
-def accumulator_view(ctx: LoweringContext, op: DotOp, tile: TensorTile, carried: bool = False) -> Expr:
+def accumulator_view(ctx: LoweringContext, op: DotOp | DotScaledOp, tile: TensorTile, carried: bool = False) -> Expr:
     """Where a tensor-op dot stages C: in the dot's scratch, after A and B when they are there
     (a carried accumulator: at its start, over A and B, `own_bytes`)."""
-    a_bytes, b_bytes, _ = region_bytes(op)
     base = ctx.op_scratch(op, staging_bytes(ctx, op, carried))
-    apart = not carried and operand_buffers(op) is None
-    return ctx.scratch_view(tile.acc_t, base + a_bytes + b_bytes if apart else base)
+    if carried or operand_buffers(op) is not None:  # type: ignore[arg-type]
+        return ctx.scratch_view(tile.acc_t, base)
+    a_bytes, b_bytes, _ = region_bytes(op)  # type: ignore[arg-type]
+    return ctx.scratch_view(tile.acc_t, base + a_bytes + b_bytes)
 
 
-def type_views(ctx: LoweringContext, op: DotOp, tile: TensorTile, carried: bool = False) -> tuple[Expr, Expr]:
+def type_views(ctx: LoweringContext, op: DotOp | DotScaledOp, tile: TensorTile,
+               carried: bool = False) -> tuple[Expr, Expr]:
     """Pointers of A's and B's types into the dot's scratch (the cooperative accumulator's type
     depends on the operand types; nothing is read through them)."""
     base = ctx.op_scratch(op, staging_bytes(ctx, op, carried))
@@ -362,7 +375,9 @@ class TensorTile:
         return f"{self.m}, {self.n}, {self.k}, {K_STEP}, {self.warps}"
 
 
-def tile_of(ctx: LoweringContext, op: DotOp) -> TensorTile:
+def tile_of(ctx: LoweringContext, op: DotOp | DotScaledOp) -> TensorTile:
+    if isinstance(op, DotScaledOp):
+        return lower_tensor_dot_scaled.scaled_tile(ctx, op)
     a_ty, b_ty, c_ty = op.a.type, op.b.type, op.c.type
     assert isinstance(a_ty, TensorType) and isinstance(b_ty, TensorType) and isinstance(c_ty, TensorType)
     assert isinstance(a_ty.element, ScalarType) and isinstance(c_ty.element, ScalarType)

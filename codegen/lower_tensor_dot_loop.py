@@ -49,12 +49,10 @@ from triton_metal.ir.core import Block, OpResult
 from triton_metal.ir.ops import scf
 from triton_metal.ir.ops.tt_compute import DotOp, DotScaledOp
 
-from . import lower_tensor_dot_scaled
 from .context import LoweringContext
 from .dot_report import record_tensor_dot
 from .lower_tensor_dot import (
     Rescale,
-    TensorTile,
     accumulator_view,
     factor_bytes,
     flip,
@@ -117,7 +115,7 @@ def carried_dots(ctx: LoweringContext, loop: scf.ForOp) -> list[CarriedDot]:
         last = add if add is not None else dot
         if dot.result.type != arg.type or only_user(block, last.results[0]) is not term:
             continue
-        if term.operands.index(last.results[0]) != i or not _applies(ctx, dot):
+        if term.operands.index(last.results[0]) != i or not tensor_dot_applies(ctx, dot, carried=True):
             continue
         found.append(CarriedDot(i, dot, add, rescale))
     return found
@@ -126,13 +124,6 @@ def carried_dots(ctx: LoweringContext, loop: scf.ForOp) -> list[CarriedDot]:
 def carried_in(ctx: LoweringContext, func: Op) -> frozenset[Op]:
     """The dots of `func` whose K loops carry their accumulators (`carried_dots`)."""
     return frozenset(c.dot for loop in func.walk() if isinstance(loop, scf.ForOp) for c in carried_dots(ctx, loop))
-
-
-def _applies(ctx: LoweringContext, dot: DotOp | DotScaledOp) -> bool:
-    """Whether the carried `dot` lowers to tensor ops (`tl.dot_scaled`: lower_tensor_dot_scaled.py)."""
-    if isinstance(dot, DotScaledOp):
-        return not lower_tensor_dot_scaled.scaled_tensor_refusal(ctx, dot)
-    return tensor_dot_applies(ctx, dot, carried=True)
 
 
 def _added_dot(op: Op, acc: Value, block: object) -> DotOp | DotScaledOp | None:
@@ -162,7 +153,7 @@ def busy_across_iterations(ctx: LoweringContext, block: Block, carried: Iterable
     """The carried dot that leaves the lowering's own region busy from one iteration into the
     next (`LoweringContext.busy_own_scratch`): the last of the body's dots whose alternating
     staging lies there."""
-    busy = [c.dot for c in carried if _leaves_busy(ctx, c.dot)]
+    busy = [c.dot for c in carried if staging_over_c(ctx, c.dot)]
     return max(busy, key=block.ops.index, default=None)
 
 
@@ -187,13 +178,13 @@ def stages_behind(ctx: LoweringContext, conv: Op) -> bool:
 def begin_carried(ctx: LoweringContext, carried: CarriedDot, init: RegValue) -> CoopValue:
     """Before the loop: the cooperative accumulator, loaded from the initial registers."""
     dot = carried.dot
-    tile = _tile(ctx, dot)
+    tile = tile_of(ctx, dot)
     ctx.helpers.add("tensor_dot")
-    c_view = _c_view(ctx, dot, tile)
+    c_view = accumulator_view(ctx, dot, tile, carried=True)
     write_tile(ctx, init, c_view, tile.n)
     ctx.emit(Barrier())
     name = ctx.fresh()
-    call = Call(f"km_tensor_acc<{tile.shape_args}, {tile.acc_t}>", _type_views(ctx, dot, tile))
+    call = Call(f"km_tensor_acc<{tile.shape_args}, {tile.acc_t}>", type_views(ctx, dot, tile, carried=True))
     ctx.emit(Declare(name, "auto", None, call))
     ctx.emit(ExprStmt(Call(f"km_tensor_load<{tile.m}, {tile.n}>", (Var(name), c_view))))
     ctx.scratch_done(dot)
@@ -207,9 +198,7 @@ def run_carried(ctx: LoweringContext, op: DotOp, a: RegValue, b: RegValue, acc: 
     """In the loop: A and B staged (and a rescale's factors), one barrier, the rescale, the run
     into the cooperative accumulator."""
     tile = tile_of(ctx, op)
-    busy = ctx.own_scratch_busy
-    if busy is not None and busy[1] is op:
-        ctx.busy_own_scratch(None)  # its previous run read the set it does not write now
+    ctx.stages_again(op)
     ctx.push()
     operands = operand_views(ctx, op, tile, carried=True)
     ctx.emit(Staged(sum(region_bytes(op)[:2]) + factor_bytes(op)))
@@ -255,8 +244,8 @@ def end_carried(ctx: LoweringContext, loop: scf.ForOp, carried: CarriedDot, acc:
     the loop result's one user when that is a layout conversion (which then costs nothing: its
     result is these registers), else the accumulator's own."""
     dot = carried.dot
-    tile = _tile(ctx, dot)
-    c_view = _c_view(ctx, dot, tile)
+    tile = tile_of(ctx, dot)
+    c_view = accumulator_view(ctx, dot, tile, carried=True)
     ctx.emit(ExprStmt(Call(f"km_tensor_store<{tile.m}, {tile.n}>", (Var(acc.name), c_view))))
     ctx.emit(Barrier())
     result = loop.results[carried.index]
@@ -274,30 +263,3 @@ def end_carried(ctx: LoweringContext, loop: scf.ForOp, carried: CarriedDot, acc:
     ctx.scratch_done(dot)
     return RegValue(ty, out, dist)
 
-
-# -- `tl.dot` and `tl.dot_scaled` alike ------------------------------------------------------------
-
-
-def _tile(ctx: LoweringContext, dot: DotOp | DotScaledOp) -> TensorTile:
-    return lower_tensor_dot_scaled.scaled_tile(ctx, dot) if isinstance(dot, DotScaledOp) else tile_of(ctx, dot)
-
-
-def _leaves_busy(ctx: LoweringContext, dot: DotOp | DotScaledOp) -> bool:
-    """Whether no barrier follows the carried dot's run while its staging lies in the code
-    generator's scratch (`LoweringContext.busy_own_scratch`)."""
-    return isinstance(dot, DotScaledOp) or staging_over_c(ctx, dot)
-
-
-def _c_view(ctx: LoweringContext, dot: DotOp | DotScaledOp, tile: TensorTile) -> Expr:
-    """Where the carried accumulator is staged before and after the loop: the start of the dot's
-    scratch."""
-    if isinstance(dot, DotScaledOp):
-        return ctx.scratch_view(tile.acc_t, ctx.op_scratch(dot, lower_tensor_dot_scaled.own_bytes(dot)))
-    return accumulator_view(ctx, dot, tile, carried=True)
-
-
-def _type_views(ctx: LoweringContext, dot: DotOp | DotScaledOp, tile: TensorTile) -> tuple[Expr, Expr]:
-    if isinstance(dot, DotScaledOp):
-        view = ctx.scratch_view(tile.in_t, ctx.op_scratch(dot, lower_tensor_dot_scaled.own_bytes(dot)))
-        return view, view
-    return type_views(ctx, dot, tile, carried=True)

@@ -28,27 +28,10 @@ from math import prod
 from triton_metal.ir.ops.tt_compute import DotScaledOp
 from triton_metal.ir.types import ScalarType, TensorType
 
-from . import lower_dot
+from . import lower_dot, lower_tensor_dot
 from .context import LoweringContext
-from .lower_tensor_dot import K_STEP, M_MULTIPLE, MAX_SIMDGROUPS, N_MULTIPLE, TensorTile
 
 _COMPUTE_BYTES = {"bfloat": 2, "float": 4}
-
-
-def scaled_tensor_refusal(ctx: LoweringContext, op: DotScaledOp) -> str:
-    """Why the carried `op` cannot lower to tensor ops on the target ("" when it can)."""
-    if not ctx.options.target.has_tensor_ops:
-        return f"no tensor ops below MSL 4.0 ({ctx.options.target})"
-    if ctx.num_warps > MAX_SIMDGROUPS:
-        return f"{ctx.num_warps} warps: tensor ops run on at most {MAX_SIMDGROUPS} SIMD groups"
-    m, n, k = shape_of(op)
-    if m % M_MULTIPLE or n % N_MULTIPLE or k % K_STEP:
-        return f"not whole tensor-op tiles (M a multiple of {M_MULTIPLE}, N of {N_MULTIPLE}, K of {K_STEP})"
-    staged = own_bytes(op)
-    if ctx.scratch_base + staged > lower_dot.THREADGROUP_MEMORY:
-        return (f"its staging ({staged} bytes) and the layout passes' {ctx.scratch_base} bytes exceed "
-                f"{lower_dot.THREADGROUP_MEMORY}")
-    return ""
 
 
 def compute_type(op: DotScaledOp) -> str:
@@ -97,6 +80,6 @@ def own_bytes(op: DotScaledOp) -> int:
     return max(raw_bytes(op) + sum(tile_bytes(op)), lower_dot.round16(m * n * 4))
 
 
-def scaled_tile(ctx: LoweringContext, op: DotScaledOp) -> TensorTile:
+def scaled_tile(ctx: LoweringContext, op: DotScaledOp) -> lower_tensor_dot.TensorTile:
     m, n, k = shape_of(op)
-    return TensorTile(m, n, k, compute_type(op), "float", ctx.num_warps)
+    return lower_tensor_dot.TensorTile(m, n, k, compute_type(op), "float", ctx.num_warps)
