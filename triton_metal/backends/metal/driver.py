@@ -50,11 +50,12 @@ gathers its inputs, calls the kernel and rebinds:
     each element xor a fixed key, 0 for "the old value", one more uint8 output of escape bytes
     for the elements stored with the key's own bits), so the kernel reads old contents only
     where it finds 0, and a `where` decodes; keys give way to the bitwise difference where
-    their outputs could take the twin past the buffer limit. A float32 array updated by atomic adds alone (their results may be used) is
-    "marked" instead (`codegen.kernel.marks_untouched`) when nothing else in the launch needs
-    another start: the output starts at a NaN mark for "untouched", the first add to an
-    element swaps in the old value plus its operand, every later one is the hardware's atomic
-    add, and one `where` puts the old value back where the mark stayed.
+    their outputs could take the twin past the buffer limit. A float32 array updated by atomic
+    adds alone (their results may be used) is "marked" instead (`codegen.kernel.marks_untouched`)
+    when nothing else in the launch needs another start: the output starts at a NaN mark for
+    "untouched", the first add to an element swaps in the old value plus its operand, every later
+    one is the hardware's atomic add, and one `where` puts the old value back where the mark
+    stayed.
   One kernel run per launch, always. `init_value` is one value for all outputs: beside a
   relative output (0), a combined one of another identity is kept relative too; written masks
   start at it as well, so at a combined output's other identity (`atomic_max` of int32 at
