@@ -225,3 +225,93 @@ def test_activation_gradients(metal_stand_in, op):
            ops.silu: lambda t: t * mx.sigmoid(t)}[op]
     _close(mx.grad(lambda t: op(t).sum())(x), mx.grad(lambda t: ref(t).sum())(x), 1e-4)
     assert metal_stand_in.fast.launches
+
+
+@pytest.mark.parametrize("dtype, default", [(mx.float16, (0, 1, 8)), (mx.bfloat16, (1, 0, 16))])
+def test_layer_norm_backward_default_on_rows_of_4096(metal_stand_in, monkeypatch, dtype, default):
+    # float16 rows of 4096 read the next row ahead on 8 SIMD groups by default, their rows
+    # strided; bfloat16 ones take runs of rows on 16 (norms._bwd_default). The tuning that Metal
+    # runs is off so that the default is what runs, into sentinel-filled outputs; the gradients
+    # against MLX's own layer norm
+    from triton_metal.ops import _common, norms
+
+    monkeypatch.setattr(_common, "tuning_enabled", lambda: False)
+    monkeypatch.setattr(norms._norm_bwd, "cache", {})
+    rng = np.random.default_rng(6)
+    x, dy = (mx.array(rng.standard_normal((40, 4096)).astype(np.float32)).astype(dtype) for _ in range(2))
+    w, b = (mx.array(rng.standard_normal(4096).astype(np.float32)).astype(dtype) for _ in range(2))
+
+    def grads(norm):
+        return mx.grad(lambda *a: (norm(*a, 1e-5).astype(mx.float32) * dy.astype(mx.float32)).sum(),
+                       argnums=(0, 1, 2))(x, w, b)
+
+    for g, e in zip(grads(ops.layer_norm), grads(mx.fast.layer_norm)):
+        np.testing.assert_allclose(np.array(g.astype(mx.float32)), np.array(e.astype(mx.float32)),
+                                   rtol=3e-2, atol=3e-2 * float(mx.abs(e.astype(mx.float32)).max()))
+    assert norms._bwd_shape(norms._norm_bwd.best_config) == default
+    assert any(launch["name"].startswith("_norm_bwd") for launch in metal_stand_in.fast.launches)
+
+
+def test_scaled_dot_k_loop_on_tensor_ops(metal_stand_in, monkeypatch):
+    # tl.dot_scaled's K loop on apple10:4.0: the accumulator stays the tensor op's cooperative
+    # tensor, its operands dequantized into bfloat16 tiles each K step (docs/fp8.md); e2m1 x
+    # e4m3 (uint8 codes) with e8m0 scales, into a sentinel-filled output, against float64
+    import triton_metal as triton
+    import triton_metal.language as tl
+    from triton_metal.fp8 import FORMATS, decode
+
+    @triton.jit
+    def scaled_gemm(a_ptr, sa_ptr, b_ptr, sb_ptr, c_ptr, K, M: tl.constexpr, N: tl.constexpr, BK: tl.constexpr):
+        rm, rn = tl.arange(0, M), tl.arange(0, N)
+        acc = tl.zeros((M, N), tl.float32)
+        for k0 in range(0, K, BK):
+            ka, kb, ks = k0 // 2 + tl.arange(0, BK // 2), k0 + tl.arange(0, BK), k0 // 32 + tl.arange(0, BK // 32)
+            a = tl.load(a_ptr + rm[:, None] * (K // 2) + ka[None, :])
+            b = tl.load(b_ptr + kb[:, None] * N + rn[None, :])
+            sa = tl.load(sa_ptr + rm[:, None] * (K // 32) + ks[None, :])
+            sb = tl.load(sb_ptr + rn[:, None] * (K // 32) + ks[None, :])
+            acc = tl.dot_scaled(a, sa, "e2m1", b, sb, "e4m3", acc)
+        tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc)
+
+    monkeypatch.setenv("TRITON_METAL_TARGET", "apple10:4.0")
+    m = n = 32
+    k = 128
+    rng = np.random.default_rng(11)
+    e2m1 = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0])
+    codes = rng.integers(0, 16, (m, k))
+    a_vals = np.where(codes >= 8, -1.0, 1.0) * e2m1[codes % 8]
+    a = (codes[:, 0::2] | (codes[:, 1::2] << 4)).astype(np.uint8)
+    b_codes = rng.integers(0, 0x70, (k, n)).astype(np.uint8)  # finite, below 2^7
+    b_vals = decode(b_codes, FORMATS["fp8e4nv"]).astype(np.float64)
+    sa, sb = (rng.integers(120, 134, (r, k // 32)).astype(np.uint8) for r in (m, n))
+    want = (a_vals * np.repeat(np.exp2(sa - 127.0), 32, axis=1)) @ (b_vals * np.repeat(np.exp2(sb - 127.0), 32, axis=1).T)
+    c = mx.zeros((m, n), mx.float32)
+    scaled_gemm[(1,)](mx.array(a), mx.array(sa), mx.array(b_codes), mx.array(sb), c,
+                      k, M=m, N=n, BK=64)
+    got = np.array(c)
+    assert np.abs(got - want).max() <= 1e-5 * np.abs(want).max()
+    [call] = [cl for cl in metal_stand_in.fast.factory_calls if cl["name"].startswith("scaled_gemm")]
+    assert "km_tensor_run<" in call["source"] and "simdgroup_multiply_accumulate" not in call["source"]
+
+
+def test_float16_accumulator_rounds_once_a_dot(metal_stand_in):
+    # a float16 accumulator on simdgroup matrices: the dot's products summed in float, rounded
+    # to half once, then added in half (docs/dot.md, "Numerics"), into a sentinel-filled output;
+    # products are multiples of 1/64 whose sums float holds exactly, so the model is exact
+    import triton_metal as triton
+    import triton_metal.language as tl
+
+    @triton.jit
+    def fp16_acc(a_ptr, b_ptr, c_ptr, out_ptr, S: tl.constexpr):
+        r = tl.arange(0, S)
+        offs = r[:, None] * S + r[None, :]
+        tl.store(out_ptr + offs, tl.dot(tl.load(a_ptr + offs), tl.load(b_ptr + offs), tl.load(c_ptr + offs)))
+
+    rng = np.random.default_rng(12)
+    a, b = ((rng.integers(-16, 17, (32, 32)) / 8).astype(np.float16) for _ in range(2))
+    c = (300 + rng.integers(-64, 65, (32, 32)) / 4).astype(np.float16)
+    out = mx.zeros((32, 32), mx.float16)
+    fp16_acc[(1,)](mx.array(a), mx.array(b), mx.array(c), out, S=32)
+    partial = (a.astype(np.float64) @ b.astype(np.float64)).astype(np.float16)
+    np.testing.assert_array_equal(np.array(out), (c.astype(np.float64) + partial).astype(np.float16))
+    assert any(launch["name"].startswith("fp16_acc") for launch in metal_stand_in.fast.launches)
