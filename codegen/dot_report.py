@@ -62,6 +62,8 @@ class DotSite:
     """Simdgroup matrices: `<operand> x <operand> -> <accumulator>` fragment element types (MSL)."""
     k_chunk: int = 0
     """int8 operands: the K each float partial sums before it joins the int32 accumulator."""
+    block: tuple[int, int] | None = None
+    """Tensor ops on input cooperative tensors: the M x N block of each SIMD group's own op."""
     op: Op | None = field(default=None, compare=False)
     """The dot op itself."""
 
@@ -100,6 +102,10 @@ class DotReport:
     per dot (one per accumulator register and K chunk): the scalar work besides the fragments."""
     path_reason: str = ""
     """On targets with tensor ops: why the dot took its path (`dot_path.choose_dot_paths`)."""
+    input_tensors: bool = False
+    """Tensor ops: each SIMD group runs its own op on input cooperative tensors the code fills
+    (`warps` the SIMD groups along M and N, `warp_tile` each one's block), not one op over
+    tensors in threadgroup memory."""
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -109,7 +115,10 @@ class DotReport:
         step = "per K step" if self.in_loop else "per kernel (no loop)"
         if self.dots_per_k_step > 1:
             step += f" (of all {self.dots_per_k_step} dots)"
-        if self.path == "tensor_ops":
+        if self.path == "tensor_ops" and self.input_tensors:
+            what = (f"tensor ops (a matmul2d per SIMD group on {self.warps[0]}x{self.warps[1]} blocks of "
+                    f"{self.warp_tile[0]}x{self.warp_tile[1]}, input cooperative tensors, {_FORMS[self.form]})")
+        elif self.path == "tensor_ops":
             what = (f"tensor ops (matmul2d on {self.warps[0] * self.warps[1]} SIMD groups, "
                     f"{_FORMS[self.form]})")
         else:
@@ -143,12 +152,16 @@ _FORMS = {"carried": "accumulator carried by the loop", "rescaled": "accumulator
 
 
 def record_tensor_dot(sites: list[DotSite], op: Op, scope: Scope, simdgroups: int, form: str,
-                      shape: tuple[int, int, int] | None = None, dtypes: str = "") -> None:
+                      shape: tuple[int, int, int] | None = None, dtypes: str = "",
+                      block: tuple[int, int] | None = None) -> None:
     """Note a dot lowered on tensor ops: `scope` holds its statements in the loop (or the kernel);
-    `shape` and `dtypes` as for `record_dot`."""
+    `shape` and `dtypes` as for `record_dot`; `block`: each SIMD group's own op on input
+    cooperative tensors, of this M x N block."""
     where, own_shape, own_dtypes = _where_and_shape(op)
-    sites.append(DotSite(where, shape or own_shape, dtypes or own_dtypes, (simdgroups, 1), scope, "", (),
-                         "tensor_ops", form, op=op))
+    m, n, _ = shape or own_shape
+    warps = (m // block[0], n // block[1]) if block is not None else (simdgroups, 1)
+    sites.append(DotSite(where, shape or own_shape, dtypes or own_dtypes, warps, scope, "", (),
+                         "tensor_ops", form, block=block, op=op))
 
 
 def _where_and_shape(op: Op) -> tuple[str, tuple[int, int, int], str]:
@@ -180,15 +193,18 @@ def reports_by_op(program: Sequence[Stmt], sites: Sequence[DotSite]) -> list[tup
         frags = next((s.count or 1 for s in site.scope.body
                       if isinstance(s, Declare) and s.name == site.accumulator), 0)
         dots = sum(1 for other in sites if _contains(step, other.scope))
+        if site.path == "tensor_ops":
+            block = site.block or (m, n)
+        else:
+            block = (max(8, m // site.warps[0]), max(8, n // site.warps[1]))
         reports.append((site.op, DotReport(
-            site.where, site.shape, site.dtypes, site.warps,
-            (m, n) if site.path == "tensor_ops" else (max(8, m // site.warps[0]), max(8, n // site.warps[1])),
-            frags, loads, products,
+            site.where, site.shape, site.dtypes, site.warps, block, frags, loads, products,
             round(products / loads, 3) if loads else 0.0, loop is not None, dots,
             _count(step, lambda s: 1 if isinstance(s, Barrier) else 0),
             _count(step, lambda s: s.nbytes if isinstance(s, Staged) else 0), site.path, site.form,
             site.fragments, site.k_chunk,
-            sum(1 for s in _walk(site.scope.body) if _call_name(s, assigned=True) == "km_int_partial"))))
+            sum(1 for s in _walk(site.scope.body) if _call_name(s, assigned=True) == "km_int_partial"),
+            input_tensors=site.block is not None)))
     return reports
 
 

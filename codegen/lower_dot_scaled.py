@@ -28,6 +28,7 @@ dequantized values, written into bfloat16 (float32) tiles that `matmul2d` reads.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from triton_metal.errors import OutOfResources, internal_error
@@ -40,7 +41,19 @@ from .context import LANE, TID, LoweringContext
 from .dot_report import record_dot, record_tensor_dot
 from .dot_tiling import FRAG, FRAGMENT_LANE_BASES, Slot, fragment_slots
 from .lower_dot import THREADGROUP_MEMORY, bit_offset, copy_replicas, round16, warp_offset
-from .lower_tensor_dot_scaled import compute_type, own_bytes, raw_bytes, scaled_tile, tile_bytes
+from .lower_tensor_dot import K_STEP
+from .lower_tensor_dot_scaled import (
+    block_origin,
+    compute_type,
+    input_tensor,
+    own_bytes,
+    raw_bytes,
+    run_call,
+    scaled_tile,
+    shape_of,
+    simdgroup_block,
+    tile_bytes,
+)
 from .program import (
     Apply,
     Assign,
@@ -196,12 +209,15 @@ def lower_dot_scaled(ctx: LoweringContext, op: DotScaledOp) -> None:
 
 def run_carried_on_tensor_ops(ctx: LoweringContext, op: DotScaledOp, acc: CoopValue) -> None:
     """A K loop's carried dot on tensor ops (lower_tensor_dot_scaled.py): the operands staged as
-    loaded, a barrier, dequantized into A and B tiles, a barrier, the run into the cooperative
-    accumulator."""
+    loaded, a barrier, then each SIMD group's input cooperative tensors filled and run, or the
+    dequantized tiles."""
+    if simdgroup_block(op, ctx.num_warps) is not None:
+        _run_on_inputs(ctx, op, acc)
+        return
     tile = scaled_tile(ctx, op)
     ctx.stages_again(op)  # its raw bytes are free; its tiles are written after its first barrier
     ctx.push()
-    base = ctx.op_scratch(op, own_bytes(op))
+    base = ctx.op_scratch(op, own_bytes(op, ctx.num_warps))
     sides = _operand_sides(ctx, op)
     _add_helpers(ctx, sides)
     raw = raw_bytes(op)
@@ -221,6 +237,49 @@ def run_carried_on_tensor_ops(ctx: LoweringContext, op: DotScaledOp, acc: CoopVa
     record_tensor_dot(ctx.dot_sites, op, scope, tile.warps, "carried", shape=(tile.m, tile.n, tile.k),
                       dtypes=f"{op.a_format} x {op.b_format} -> f32")
     ctx.bind(op.result, acc)
+
+
+def _run_on_inputs(ctx: LoweringContext, op: DotScaledOp, acc: CoopValue) -> None:
+    """The operands staged as loaded, a barrier; for each part of 32 along K, this SIMD group's
+    left and right input cooperative tensors filled with their elements dequantized, and the
+    run into its accumulator; a barrier before the staged bytes are written again."""
+    m, n, k = shape_of(op)
+    compute = compute_type(op)
+    ctx.push()
+    ctx.op_scratch(op, own_bytes(op, ctx.num_warps))
+    sides = _operand_sides(ctx, op)
+    _add_helpers(ctx, sides)
+    staged = _stage_chunk(ctx, sides, 0, k)
+    m0, n0 = block_origin(op, ctx.num_warps)
+    part, a, b = ctx.fresh(), ctx.fresh(), ctx.fresh()
+    body = (
+        Declare(a, "auto", None, input_tensor(ctx, op, 0)),
+        _fill(ctx, a, staged[0], lambda row, col: (Apply("add", (m0, row)), Apply("add", (Var(part), col))), compute),
+        Declare(b, "auto", None, input_tensor(ctx, op, 1)),
+        _fill(ctx, b, staged[1], lambda row, col: (Apply("add", (Var(part), row)), Apply("add", (n0, col))), compute),
+        ExprStmt(run_call(ctx, op, a, b, acc.name)),
+    )
+    ctx.emit(ForRange(part, "uint", Lit("0u"), Lit(f"{k}u"), Lit(f"{K_STEP}u"), body, step_sign=1))
+    ctx.scratch_done(op)  # every thread has filled its inputs from the staged bytes
+    scope = Scope(ctx.pop())
+    ctx.emit(scope)
+    ctx.busy_own_scratch(None)
+    record_tensor_dot(ctx.dot_sites, op, scope, ctx.num_warps, "carried", shape=(m, n, k),
+                      dtypes=f"{op.a_format} x {op.b_format} -> f32", block=simdgroup_block(op, ctx.num_warps))
+    ctx.bind(op.result, acc)
+
+
+def _fill(ctx: LoweringContext, tensor: str, st: _Staged, place: Callable[[Expr, Expr], tuple[Expr, Expr]],
+          compute: str) -> ForRange:
+    """Every element this thread holds of an input cooperative tensor, set to the staged element
+    at `place(row, column)` of its coordinate in the op's operand (left: m, k; right: k, n),
+    dequantized. Where an element sits is Metal's choice; its coordinate says which it is."""
+    i = ctx.fresh()
+    ct, at = Var(tensor), Var(i)
+    row, col = place(Call("km_coop_row", (ct, at)), Call("km_coop_col", (ct, at)))
+    fill = Assign(Index(ct, at), _element(st, row, col, compute))
+    return ForRange(i, "ushort", Lit("0"), Call("km_coop_count", (ct,)), Lit("1"),
+                    (If(Call("km_coop_valid", (ct, at)), (fill,)),), step_sign=1)
 
 
 def _dequantize_tile(ctx: LoweringContext, st: _Staged, view: Expr, rows: int, cols: int, compute: str) -> ForRange:

@@ -89,7 +89,7 @@ def tensor_dot_refusal(ctx: LoweringContext, op: DotOp | DotScaledOp, carried: b
         return f"{ctx.num_warps} warps: tensor ops run on at most {MAX_SIMDGROUPS} SIMD groups"
     if isinstance(op, DotScaledOp):
         m, n, k = lower_tensor_dot_scaled.shape_of(op)
-        staged = lower_tensor_dot_scaled.own_bytes(op)
+        staged = lower_tensor_dot_scaled.own_bytes(op, ctx.num_warps)
     else:
         a_ty, b_ty, c_ty = op.a.type, op.b.type, op.c.type
         assert isinstance(a_ty, TensorType) and isinstance(b_ty, TensorType) and isinstance(c_ty, TensorType)
@@ -307,16 +307,16 @@ def doubles_staging(ctx: LoweringContext, op: DotOp) -> bool:
 def staging_over_c(ctx: LoweringContext, op: DotOp | DotScaledOp) -> bool:
     """Whether a carried dot's alternating buffers lie in the bytes its C takes after the loop:
     no barrier follows the last run, so the store of C waits for one first (`tl.dot_scaled`'s
-    dequantized tiles always do)."""
+    dequantized tiles always do; its input cooperative tensors end each K step with a barrier)."""
     if isinstance(op, DotScaledOp):
-        return True
+        return lower_tensor_dot_scaled.simdgroup_block(op, ctx.num_warps) is None
     return doubles_staging(ctx, op) or (operand_buffers(op) is not None and factor_bytes(op) > 0)
 
 
 def staging_bytes(ctx: LoweringContext, op: DotOp | DotScaledOp, carried: bool = False) -> int:
     """The scratch bytes the dot takes here (`own_bytes`, doubled where `doubles_staging`)."""
     if isinstance(op, DotScaledOp):
-        return lower_tensor_dot_scaled.own_bytes(op)
+        return lower_tensor_dot_scaled.own_bytes(op, ctx.num_warps)
     return own_bytes(op, carried, double=carried and doubles_staging(ctx, op))
 
 

@@ -49,6 +49,7 @@ from triton_metal.ir.core import Block, OpResult
 from triton_metal.ir.ops import scf
 from triton_metal.ir.ops.tt_compute import DotOp, DotScaledOp
 
+from . import lower_tensor_dot_scaled
 from .context import LoweringContext
 from .dot_report import record_tensor_dot
 from .lower_tensor_dot import (
@@ -184,9 +185,13 @@ def begin_carried(ctx: LoweringContext, carried: CarriedDot, init: RegValue) -> 
     write_tile(ctx, init, c_view, tile.n)
     ctx.emit(Barrier())
     name = ctx.fresh()
-    call = Call(f"km_tensor_acc<{tile.shape_args}, {tile.acc_t}>", type_views(ctx, dot, tile, carried=True))
-    ctx.emit(Declare(name, "auto", None, call))
-    ctx.emit(ExprStmt(Call(f"km_tensor_load<{tile.m}, {tile.n}>", (Var(name), c_view))))
+    if _on_inputs(ctx, dot):  # each SIMD group's block (lower_tensor_dot_scaled.py)
+        ctx.emit(Declare(name, "auto", None, lower_tensor_dot_scaled.make_accumulator(ctx, dot)))  # type: ignore[arg-type]
+        ctx.emit(ExprStmt(lower_tensor_dot_scaled.move_accumulator(ctx, dot, name, c_view, store=False)))  # type: ignore[arg-type]
+    else:
+        call = Call(f"km_tensor_acc<{tile.shape_args}, {tile.acc_t}>", type_views(ctx, dot, tile, carried=True))
+        ctx.emit(Declare(name, "auto", None, call))
+        ctx.emit(ExprStmt(Call(f"km_tensor_load<{tile.m}, {tile.n}>", (Var(name), c_view))))
     ctx.scratch_done(dot)
     dist = ctx.dist_of(dot.result.type)
     assert dist is not None
@@ -223,6 +228,11 @@ def run_carried(ctx: LoweringContext, op: DotOp, a: RegValue, b: RegValue, acc: 
     ctx.bind(op.result, acc)
 
 
+def _on_inputs(ctx: LoweringContext, dot: DotOp | DotScaledOp) -> bool:
+    """Whether a carried `tl.dot_scaled` runs on each SIMD group's input cooperative tensors."""
+    return isinstance(dot, DotScaledOp) and lower_tensor_dot_scaled.simdgroup_block(dot, ctx.num_warps) is not None
+
+
 def _stage_factors(ctx: LoweringContext, rescale: Rescale | None, view: Expr | None) -> None:
     """A rescale's factors, one a row or a column, written into threadgroup memory at `view`."""
     if rescale is not None and view is not None:
@@ -246,7 +256,10 @@ def end_carried(ctx: LoweringContext, loop: scf.ForOp, carried: CarriedDot, acc:
     dot = carried.dot
     tile = tile_of(ctx, dot)
     c_view = accumulator_view(ctx, dot, tile, carried=True)
-    ctx.emit(ExprStmt(Call(f"km_tensor_store<{tile.m}, {tile.n}>", (Var(acc.name), c_view))))
+    if _on_inputs(ctx, dot):
+        ctx.emit(ExprStmt(lower_tensor_dot_scaled.move_accumulator(ctx, dot, acc.name, c_view, store=True)))  # type: ignore[arg-type]
+    else:
+        ctx.emit(ExprStmt(Call(f"km_tensor_store<{tile.m}, {tile.n}>", (Var(acc.name), c_view))))
     ctx.emit(Barrier())
     result = loop.results[carried.index]
     conv = only_user(loop.parent, result)

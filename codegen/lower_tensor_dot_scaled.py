@@ -1,21 +1,32 @@
 """`tt.dot_scaled` on Metal 4 tensor ops: a K loop's carried accumulator (MSL 4.0 targets).
 
 A loop `acc = tl.dot_scaled(a, sa, fa, b, sb, fb, acc)`, or `acc += tl.dot_scaled(...)`, whose
-accumulator only the dot uses keeps it as the tensor op's cooperative tensor across the loop,
-as a `tl.dot` GEMM does (`lower_tensor_dot_loop.py`: the same `carried_dots`, `begin_carried`
-and `end_carried`; the iteration is `lower_dot_scaled.run_carried_on_tensor_ops`). Each
-iteration:
-* every thread writes its registers of both operands and their scales into threadgroup memory
-  as they were loaded (the staging of `lower_dot_scaled.py`, the whole of K), and a barrier;
-* the threads dequantize A (M x K) and B (K x N) from those bytes into bfloat16 tiles (float32
-  when an operand is fp16), element by element in a loop over the tile, each element the value
-  `lower_dot_scaled` builds into fragments, and a barrier;
-* `km_tensor_run` accumulates A @ B into the cooperative tensor.
-Two barriers a K step, as a chunk of the simdgroup form takes. No barrier follows the run: the
-next iteration writes the operands' bytes, which no thread reads after the second barrier, and
-the tiles only after its own first barrier, which every thread reaches after this run; any
-other use of the code generator's scratch in the loop waits for a barrier first
-(`LoweringContext.busy_own_scratch`).
+accumulator only the dot uses keeps it in tensor-op cooperative tensors across the loop, as a
+`tl.dot` GEMM does (`lower_tensor_dot_loop.py`: the same `carried_dots`, `begin_carried` and
+`end_carried`; the iteration is `lower_dot_scaled.run_carried_on_tensor_ops`). Each iteration,
+every thread first writes its registers of both operands and their scales into threadgroup
+memory as they were loaded (the staging of `lower_dot_scaled.py`, the whole of K), and a
+barrier. Then one of two forms:
+
+* **Input cooperative tensors** (`simdgroup_block`), where the M x N tile is exactly one block of
+  16 or 32 rows by 16 or 32 columns a SIMD group: each SIMD group runs its own `matmul2d` on
+  `execution_simdgroup` (what Apple's implementation requires of input cooperative tensors, with
+  m, n and k each 16 or 32), K in parts of 32. For each part every thread fills the elements its
+  left and right input cooperative tensors hold, found by their coordinates, straight from the
+  staged bytes: each element dequantized on the way in (the value `lower_dot_scaled` builds into
+  fragments), no bfloat16 tile in threadgroup memory; then the run into the SIMD group's
+  destination cooperative tensor, which the loop carries. A barrier after the last part: the
+  staged bytes are read until then. Two barriers a K step, and threadgroup memory for the raw
+  bytes alone, so 64 x 64 x 128 MX tiles fit (needs macOS 26.2, where input cooperative tensors
+  appeared).
+* **Dequantized tiles** otherwise: the threads dequantize A (M x K) and B (K x N) from the
+  staged bytes into bfloat16 tiles (float32 when an operand is fp16), element by element, a
+  barrier, and `km_tensor_run` accumulates A @ B into the cooperative tensor of one op over the
+  whole tile (`execution_simdgroups<N>`). Two barriers a K step. No barrier follows the run: the
+  next iteration writes the operands' bytes, which no thread reads after the second barrier, and
+  the tiles only after its own first barrier, which every thread reaches after this run; any
+  other use of the code generator's scratch in the loop waits for a barrier first
+  (`LoweringContext.busy_own_scratch`).
 
 Every other `tl.dot_scaled` (a single dot, tiles that are not whole tensor-op tiles, staging
 that does not fit) keeps the fragments of `lower_dot_scaled.py`.
@@ -29,9 +40,14 @@ from triton_metal.ir.ops.tt_compute import DotScaledOp
 from triton_metal.ir.types import ScalarType, TensorType
 
 from . import lower_dot, lower_tensor_dot
-from .context import LoweringContext
+from .context import WARP, LoweringContext
+from .program import Apply, Call, Expr, Lit, Var
 
 _COMPUTE_BYTES = {"bfloat": 2, "float": 4}
+
+BLOCKS = ((32, 32), (32, 16), (16, 32), (16, 16))
+"""A SIMD group's block (rows, columns) on input cooperative tensors, largest first: Apple's
+implementation takes m, n and k each 16 or 32, at least one of them 32 (k is)."""
 
 
 def compute_type(op: DotScaledOp) -> str:
@@ -73,13 +89,69 @@ def tile_bytes(op: DotScaledOp) -> tuple[int, int]:
     return lower_dot.round16(m * k * unit), lower_dot.round16(k * n * unit)
 
 
-def own_bytes(op: DotScaledOp) -> int:
-    """The code generator's scratch the carried dot takes: the operands as loaded, then the
-    dequantized tiles; C (staged before and after the loop) over them."""
+def simdgroup_block(op: DotScaledOp, warps: int) -> tuple[int, int] | None:
+    """The block of the M x N tile that each SIMD group computes on input cooperative tensors,
+    where the tile is exactly `warps` such blocks (module doc); None: the dequantized tiles."""
     m, n, _ = shape_of(op)
-    return max(raw_bytes(op) + sum(tile_bytes(op)), lower_dot.round16(m * n * 4))
+    for bm, bn in BLOCKS:
+        if m % bm == 0 and n % bn == 0 and (m // bm) * (n // bn) == warps:
+            return bm, bn
+    return None
+
+
+def own_bytes(op: DotScaledOp, warps: int) -> int:
+    """The code generator's scratch the carried dot takes: the operands as loaded, and the
+    dequantized tiles unless the inputs are cooperative tensors; C (staged before and after the
+    loop) over them."""
+    m, n, _ = shape_of(op)
+    tiles = 0 if simdgroup_block(op, warps) else sum(tile_bytes(op))
+    return max(raw_bytes(op) + tiles, lower_dot.round16(m * n * 4))
 
 
 def scaled_tile(ctx: LoweringContext, op: DotScaledOp) -> lower_tensor_dot.TensorTile:
     m, n, k = shape_of(op)
     return lower_tensor_dot.TensorTile(m, n, k, compute_type(op), "float", ctx.num_warps)
+
+
+# -- the form on input cooperative tensors: each SIMD group's block --------------------------------
+
+
+def block_origin(op: DotScaledOp, warps: int) -> tuple[Expr, Expr]:
+    """The first row and column of this SIMD group's block (SIMD groups row-major over the tile)."""
+    block = simdgroup_block(op, warps)
+    assert block is not None
+    bm, bn = block
+    across = shape_of(op)[1] // bn
+    row = Apply("mul", (Apply("idiv_raw", (WARP, Lit(f"{across}u"))), Lit(f"{bm}u")))
+    col = Apply("mul", (Apply("irem_raw", (WARP, Lit(f"{across}u"))), Lit(f"{bn}u")))
+    return row, col
+
+
+def _block_args(ctx: LoweringContext, op: DotScaledOp) -> str:
+    block = simdgroup_block(op, ctx.num_warps)
+    assert block is not None
+    return f"{block[0]}, {block[1]}, {compute_type(op)}, float"
+
+
+def make_accumulator(ctx: LoweringContext, op: DotScaledOp) -> Call:
+    """This SIMD group's destination cooperative tensor (templates/helpers/tensor_dot.metal)."""
+    return Call(f"km_sg_acc<{_block_args(ctx, op)}>", ())
+
+
+def move_accumulator(ctx: LoweringContext, op: DotScaledOp, acc: str, c_view: Expr, store: bool) -> Call:
+    """This SIMD group's block of the row-major M x N tile at `c_view` loaded into the
+    accumulator, or stored from it."""
+    m, n, _ = shape_of(op)
+    row, col = block_origin(op, ctx.num_warps)
+    return Call(f"km_sg_{'store' if store else 'load'}<{m}, {n}>", (Var(acc), c_view, row, col))
+
+
+def input_tensor(ctx: LoweringContext, op: DotScaledOp, side: int) -> Call:
+    """A fresh left (`side` 0) or right (1) input cooperative tensor of this SIMD group's op."""
+    return Call(f"km_sg_{('left', 'right')[side]}<{_block_args(ctx, op)}>", ())
+
+
+def run_call(ctx: LoweringContext, op: DotScaledOp, a: str, b: str, acc: str) -> Call:
+    block = simdgroup_block(op, ctx.num_warps)
+    assert block is not None
+    return Call(f"km_sg_run<{block[0]}, {block[1]}>", (Var(a), Var(b), Var(acc)))

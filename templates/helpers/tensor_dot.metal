@@ -7,6 +7,9 @@
 // cooperative tensor across the loop's iterations (loaded before the loop, stored after it);
 // any other dot is km_tensor_dot: load, run, store. A carried accumulator the loop rescales
 // (acc * f, then the dot) is scaled in place element by element (km_tensor_scale_*).
+// A tl.dot_scaled K loop whose tile is one block a SIMD group runs km_sg_*: each SIMD group its
+// own op (execution_simdgroup) on input cooperative tensors that the generated code fills
+// element by element (macOS 26.2), its block's accumulator carried across the loop.
 // Dimension 0 of a tensor is the contiguous one: a row-major R x C matrix has extents (C, R).
 #include <metal_tensor>
 #include <MetalPerformancePrimitives/MetalPerformancePrimitives.h>
@@ -94,3 +97,68 @@ inline void km_tensor_dot(threadgroup TA* a, threadgroup TB* b, threadgroup TC* 
   km_tensor_run<M, N, K, KStep, SimdGroups>(a, b, acc);
   km_tensor_store<M, N>(acc, c);
 }
+
+// One SIMD group's op on its BM x BN block, K in parts of 32, on input cooperative tensors.
+template <int BM, int BN>
+struct km_sg_op {
+  static constexpr auto desc = mpp::tensor_ops::matmul2d_descriptor(
+      BM, BN, 32, false, false, false, mpp::tensor_ops::matmul2d_descriptor::mode::multiply_accumulate);
+  using type = mpp::tensor_ops::matmul2d<desc, execution_simdgroup>;
+};
+
+// Fresh input cooperative tensors of element type T (left: BM x 32; right: 32 x BN).
+template <int BM, int BN, typename T, typename TC>
+inline auto km_sg_left() {
+  typename km_sg_op<BM, BN>::type op;
+  return op.template get_left_input_cooperative_tensor<T, T, TC>();
+}
+
+template <int BM, int BN, typename T, typename TC>
+inline auto km_sg_right() {
+  typename km_sg_op<BM, BN>::type op;
+  return op.template get_right_input_cooperative_tensor<T, T, TC>();
+}
+
+// The block's destination cooperative tensor, made for those inputs.
+template <int BM, int BN, typename T, typename TC>
+inline auto km_sg_acc() {
+  using Op = typename km_sg_op<BM, BN>::type;
+  Op op;
+  return op.template get_destination_cooperative_tensor<typename Op::template cooperative_tensor_left_input_t<T, T, TC>,
+                                                        typename Op::template cooperative_tensor_right_input_t<T, T, TC>,
+                                                        TC>();
+}
+
+// The block at row m0, column n0 of the row-major M x N tile c, into or out of acc.
+template <int M, int N, typename Acc, typename TC>
+inline void km_sg_load(thread Acc& acc, threadgroup TC* c, uint m0, uint n0) {
+  tensor<threadgroup TC, dextents<int, 2>, tensor_inline> tc(c, dextents<int, 2>(N, M));
+  acc.load(tc.slice(int(n0), int(m0)));
+}
+
+template <int M, int N, typename Acc, typename TC>
+inline void km_sg_store(thread Acc& acc, threadgroup TC* c, uint m0, uint n0) {
+  tensor<threadgroup TC, dextents<int, 2>, tensor_inline> tc(c, dextents<int, 2>(N, M));
+  acc.store(tc.slice(int(n0), int(m0)));
+}
+
+// acc += a @ b for one part of 32 along K.
+template <int BM, int BN, typename A, typename B, typename Acc>
+inline void km_sg_run(thread A& a, thread B& b, thread Acc& acc) {
+  typename km_sg_op<BM, BN>::type op;
+  op.run(a, b, acc);
+}
+
+// A cooperative tensor's elements: how many slots this thread has, whether slot i holds one, and
+// its row and column in the op's operand (coordinates are (column, row)).
+template <typename CT>
+inline ushort km_coop_count(thread CT& ct) { return ushort(ct.get_capacity()); }
+
+template <typename CT>
+inline bool km_coop_valid(thread CT& ct, ushort i) { return ct.is_valid_element(i); }
+
+template <typename CT>
+inline uint km_coop_row(thread CT& ct, ushort i) { return uint(ct.get_multidimensional_index(i)[1]); }
+
+template <typename CT>
+inline uint km_coop_col(thread CT& ct, ushort i) { return uint(ct.get_multidimensional_index(i)[0]); }

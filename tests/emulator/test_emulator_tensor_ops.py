@@ -134,10 +134,98 @@ def test_elements_know_their_place_in_the_tile():
 
 
 def test_wrong_simdgroup_count_faults():
-    kernel = metal_kernel("mpp_scope", ["a", "bt"], ["out"], INT8_TRANSPOSED, header=HEADER)
+    # execution_simdgroups<2> is the whole threadgroup: three SIMD groups are not its scope
+    source = INT8_TRANSPOSED.replace("execution_simdgroup>", "execution_simdgroups<2>>")
+    kernel = metal_kernel("mpp_scope", ["a", "bt"], ["out"], source, header=HEADER)
     with pytest.raises(KernelFault, match="execution scope"):  # at the launch, or at mx.eval when lazy
         mx.eval(kernel(inputs=[mx.zeros((48, 40), mx.int8), mx.zeros((64, 40), mx.int8)], output_shapes=[(48, 64)],
-                       output_dtypes=[mx.int32], grid=(64, 1, 1), threadgroup=(64, 1, 1)))
+                       output_dtypes=[mx.int32], grid=(96, 1, 1), threadgroup=(96, 1, 1)))
+
+
+# Input cooperative tensors (macOS 26.2): each of 4 SIMD groups runs its own 32 x 32 x 32 op
+# (execution_simdgroup) on its block of C (64 x 64, float) = A (64 x 64, bfloat) @ B (64 x 64,
+# bfloat), K in two parts; every thread fills the elements its left and right inputs hold, found
+# by their coordinates ((k, m) for the left, (n, k) for the right), from device memory, scaled by
+# 0.5 on the way in (what a dequantizing fill does), and the destination, made for those input
+# types, accumulates from zero.
+INPUTS = """
+    uint sg = simdgroup_index_in_threadgroup;
+    int m0 = int(sg / 2) * 32, n0 = int(sg % 2) * 32;
+    constexpr auto desc = mpp::tensor_ops::matmul2d_descriptor(
+        32, 32, 32, false, false, false, mpp::tensor_ops::matmul2d_descriptor::mode::multiply_accumulate);
+    mpp::tensor_ops::matmul2d<desc, execution_simdgroup> op;
+    using L = decltype(op)::cooperative_tensor_left_input_t<bfloat, bfloat, float>;
+    using R = decltype(op)::cooperative_tensor_right_input_t<bfloat, bfloat, float>;
+    auto acc = op.get_destination_cooperative_tensor<L, R, float>();
+    for (ushort i = 0; i < acc.get_capacity(); ++i)
+        if (acc.is_valid_element(i)) acc[i] = 0.0f;
+    for (int k0 = 0; k0 < 64; k0 += 32) {
+        auto ca = op.get_left_input_cooperative_tensor<bfloat, bfloat, float>();
+        for (ushort i = 0; i < ca.get_capacity(); ++i) {
+            if (!ca.is_valid_element(i)) continue;
+            auto at = ca.get_multidimensional_index(i);
+            ca[i] = bfloat(0.5f * float(a[(m0 + at[1]) * 64 + k0 + at[0]]));
+        }
+        auto cb = op.get_right_input_cooperative_tensor<bfloat, bfloat, float>();
+        for (ushort i = 0; i < cb.get_capacity(); ++i) {
+            if (!cb.is_valid_element(i)) continue;
+            auto at = cb.get_multidimensional_index(i);
+            cb[i] = b[(k0 + at[1]) * 64 + n0 + at[0]];
+        }
+        op.run(ca, cb, acc);
+    }
+    tensor<device float, dextents<int, 2>, tensor_inline> tc(out, dextents<int, 2>(64, 64));
+    acc.store(tc.slice(n0, m0));
+"""
+
+
+def _bf16(x: np.ndarray) -> np.ndarray:
+    """x rounded to bfloat16 (to nearest even), as float32."""
+    bits = x.astype(np.float32).view(np.uint32)
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000).view(np.float32)
+
+
+def test_input_cooperative_tensors_filled_by_coordinate_per_simdgroup():
+    a = _bf16(RNG.standard_normal((64, 64)))
+    b = _bf16(RNG.standard_normal((64, 64)))
+    kernel = metal_kernel("mpp_inputs", ["a", "b"], ["out"], INPUTS, header=HEADER)
+    (out,) = kernel(inputs=[mx.array(a).astype(mx.bfloat16), mx.array(b).astype(mx.bfloat16)],
+                    output_shapes=[(64, 64)], output_dtypes=[mx.float32], grid=(128, 1, 1), threadgroup=(128, 1, 1),
+                    init_value=-1)
+    ref = (0.5 * a.astype(np.float64)) @ b.astype(np.float64)  # 0.5 x a bfloat16 is exact
+    np.testing.assert_allclose(np.array(out), ref, rtol=1e-5, atol=1e-4)
+
+
+def test_an_input_element_never_written_holds_no_value():
+    # as a destination's: Metal declares no initial value, the model starts the slots as NaN
+    source = INPUTS.replace("ca[i] = bfloat(", "if (at[0] != 5) ca[i] = bfloat(")
+    kernel = metal_kernel("mpp_inputs_unset", ["a", "b"], ["out"], source, header=HEADER)
+    (out,) = kernel(inputs=[mx.ones((64, 64), mx.bfloat16), mx.ones((64, 64), mx.bfloat16)],
+                    output_shapes=[(64, 64)], output_dtypes=[mx.float32], grid=(128, 1, 1), threadgroup=(128, 1, 1))
+    assert np.isnan(np.array(out)).all()
+
+
+@pytest.mark.parametrize("edit,message", [
+    # Apple's implementation: "Input cooperative tensors require a single SIMD group"
+    (("execution_simdgroup>", "execution_simdgroups<4>>"), "single SIMD group"),
+    # "Inner dimension cannot be dynamic with input cooperative tensors"
+    (("32, 32, 32, false", "32, 32, static_cast<int>(dynamic_extent), false"), "Inner dimension cannot be dynamic"),
+    # a left input is not a right operand
+    (("op.run(ca, cb, acc)", "op.run(ca, ca, acc)"), "left input cooperative tensor is not a right operand"),
+    # the destination was made for bfloat inputs; inputs of half do not match it
+    (("get_left_input_cooperative_tensor<bfloat, bfloat, float>", "get_left_input_cooperative_tensor<half, bfloat, float>"),
+     "Input types must match|belongs to another op or other operand types"),
+    # with both inputs cooperative, m, n and k are 16 or 32
+    (("32, 32, 32, false", "64, 32, 32, false"), "each 16 or 32"),
+    # an input made from a destination (the 26.2 converting form) is not modelled
+    (("auto ca = op.get_left_input_cooperative_tensor<bfloat, bfloat, float>();",
+      "auto ca = op.get_left_input_cooperative_tensor<bfloat, bfloat, float>(acc);"), "get_left_input_cooperative_tensor"),
+])
+def test_what_apple_requires_of_input_cooperative_tensors_does_not_compile_otherwise(edit, message):
+    kernel = metal_kernel("mpp_inputs_strict", ["a", "b"], ["out"], INPUTS.replace(*edit), header=HEADER)
+    with pytest.raises(MSLCompileError, match=message):
+        kernel(inputs=[mx.ones((64, 64), mx.bfloat16), mx.ones((64, 64), mx.bfloat16)], output_shapes=[(64, 64)],
+               output_dtypes=[mx.float32], grid=(128, 1, 1), threadgroup=(128, 1, 1))
 
 
 @pytest.mark.parametrize("source,message", [
@@ -157,10 +245,10 @@ def test_wrong_simdgroup_count_faults():
     ("tensor<device half, dextents<int, 2>, tensor_inline> ta((device half*)x, dextents<int, 2>(16, 16));"
      "auto ct = op.get_destination_cooperative_tensor<decltype(ta), decltype(ta), float>();"
      "out[0] = ct.get_mask(0);", "get_mask"),
-    # a cooperative tensor as the left operand (a macOS 26.2 addition) is not modelled
+    # a destination cooperative tensor is no left operand (an input one is)
     ("tensor<device half, dextents<int, 2>, tensor_inline> ta((device half*)x, dextents<int, 2>(16, 16));"
      "auto ct = op.get_destination_cooperative_tensor<decltype(ta), decltype(ta), float>();"
-     "op.run(ct, ta, ct);", "tensor left and right operands only"),
+     "op.run(ct, ta, ct);", "left and right are tensors or this op's input cooperative tensors"),
 ])
 def test_what_the_model_does_not_declare_does_not_compile(source, message):
     body = ("constexpr auto desc = mpp::tensor_ops::matmul2d_descriptor(16, 32, 16);"

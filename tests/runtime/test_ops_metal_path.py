@@ -252,10 +252,12 @@ def test_layer_norm_backward_default_on_rows_of_4096(metal_stand_in, monkeypatch
     assert any(launch["name"].startswith("_norm_bwd") for launch in metal_stand_in.fast.launches)
 
 
-def test_scaled_dot_k_loop_on_tensor_ops(metal_stand_in, monkeypatch):
-    # tl.dot_scaled's K loop on apple10:4.0: the accumulator stays the tensor op's cooperative
-    # tensor, its operands dequantized into bfloat16 tiles each K step (docs/fp8.md); e2m1 x
-    # e4m3 (uint8 codes) with e8m0 scales, into a sentinel-filled output, against float64
+@pytest.mark.parametrize("warps, form", [(4, "km_sg_run<16, 16>("), (8, "km_tensor_run<")])
+def test_scaled_dot_k_loop_on_tensor_ops(metal_stand_in, monkeypatch, warps: int, form: str):
+    # tl.dot_scaled's K loop on apple10:4.0: the accumulator stays in tensor-op cooperative
+    # tensors, its operands dequantized each K step into each SIMD group's input cooperative
+    # tensors (4 SIMD groups: one 16 x 16 block each) or into bfloat16 tiles (8: docs/fp8.md);
+    # e2m1 x e4m3 (uint8 codes) with e8m0 scales, into a sentinel-filled output, against float64
     import triton_metal as triton
     import triton_metal.language as tl
     from triton_metal.fp8 import FORMATS, decode
@@ -287,11 +289,11 @@ def test_scaled_dot_k_loop_on_tensor_ops(metal_stand_in, monkeypatch):
     want = (a_vals * np.repeat(np.exp2(sa - 127.0), 32, axis=1)) @ (b_vals * np.repeat(np.exp2(sb - 127.0), 32, axis=1).T)
     c = mx.zeros((m, n), mx.float32)
     scaled_gemm[(1,)](mx.array(a), mx.array(sa), mx.array(b_codes), mx.array(sb), c,
-                      k, M=m, N=n, BK=64)
+                      k, M=m, N=n, BK=64, num_warps=warps)
     got = np.array(c)
     assert np.abs(got - want).max() <= 1e-5 * np.abs(want).max()
     [call] = [cl for cl in metal_stand_in.fast.factory_calls if cl["name"].startswith("scaled_gemm")]
-    assert "km_tensor_run<" in call["source"] and "simdgroup_multiply_accumulate" not in call["source"]
+    assert form in call["source"] and "simdgroup_multiply_accumulate" not in call["source"]
 
 
 def test_float16_accumulator_rounds_once_a_dot(metal_stand_in):

@@ -346,6 +346,17 @@ extern "C" void tm_rt_simd_wait(tm_sg_fn fn, int needs_full, const char* what, c
     schedule_next(w, f);
 }
 
+extern "C" void* tm_rt_op_exchange(unsigned operand, const char* file, int line) {
+    Worker* w = tm_tl_worker;
+    if (operand > 1) tm_failf(TM_FAULT, "tensor-op exchange: no operand %u (%s:%d)", operand, file, line);
+    if (!w->op_exchange) {
+        w->op_exchange = static_cast<unsigned char*>(malloc(2ul * TM_MAX_SIMDGROUPS * TM_OP_EXCHANGE_BYTES));
+        if (!w->op_exchange) tm_failf(TM_FAULT, "tensor-op exchange: out of memory (%s:%d)", file, line);
+    }
+    unsigned sg = tm_tl_fiber->index / TM_SIMD_WIDTH;
+    return w->op_exchange + (operand * TM_MAX_SIMDGROUPS + sg) * (unsigned long)TM_OP_EXCHANGE_BYTES;
+}
+
 extern "C" void* tm_rt_tg_alloc(unsigned id, unsigned long size, unsigned long align,
                                 const char* name, const char* file, int line) {
     Worker* w = tm_tl_worker;

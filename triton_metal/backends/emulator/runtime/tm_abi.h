@@ -110,6 +110,11 @@ void tm_rt_simd_wait(tm_sg_fn fn, int needs_full_simdgroup, const char* what, co
                      int line);
 void* tm_rt_tg_alloc(unsigned id, unsigned long size, unsigned long align, const char* name,
                      const char* file, int line);
+// The area where the tensor-op model gathers input operand `operand` (0 or 1) of the calling
+// thread's SIMD group: TM_OP_EXCHANGE_BYTES, the running threadgroup's, outside its threadgroup
+// memory (the real op keeps such data to itself).
+#define TM_OP_EXCHANGE_BYTES 16384u
+void* tm_rt_op_exchange(unsigned operand, const char* file, int line);
 // A `tl.device_print` element: appended to the launch's records (dropped when it has none).
 void tm_rt_print(unsigned site, unsigned seq, unsigned operand, long index, int pid_x, int pid_y,
                  int pid_z, unsigned long bits);

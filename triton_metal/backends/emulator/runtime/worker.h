@@ -76,6 +76,7 @@ struct Worker {
     unsigned long tg_used = 0;        // bytes counted against the 32 KiB limit
     unsigned long arena_off = 0;      // bytes handed out (with red zones under ASan)
     void* tg_ptr[TM_MAX_TG_VARS] = {};
+    unsigned char* op_exchange = nullptr;  // tensor ops' gathered inputs (tm_rt_op_exchange)
     TgVar vars[TM_MAX_TG_VARS];
     unsigned nvars = 0;
 
