@@ -154,6 +154,56 @@ def test_mxfp4_every_code_and_scale():
     assert np.all(np.abs(np.array(ours, np.float64) - x64 @ w.T) <= bound)
 
 
+@pytest.mark.parametrize("target, dtype", [("apple9:3.2", "float16"), ("apple9:3.2", "bfloat16"),
+                                           ("apple10:4.0", "float16"), ("apple10:4.0", "bfloat16")])
+def test_mxfp4_tiled_through_dot_scaled(monkeypatch, target, dtype):
+    # M > 8 with 16-bit activations: the packed bytes and scales go to tl.dot_scaled as the MX
+    # format (`_qmm_mx`): fragments on apple9:3.2, each SIMD group's tensor-op inputs on
+    # apple10:4.0. M = 70, N = 96 leave partial tiles, K = 160 a partial K step. Against float64
+    # on MLX's own dequantization: float32 sums, rounded once to the dtype
+    from triton_metal.ops import quantized
+    from triton_metal.runtime.heuristics import base_jit_function
+
+    monkeypatch.setenv("TRITON_METAL_TARGET", target)
+    monkeypatch.delenv("TRITON_METAL_TUNE_OPS", raising=False)
+    monkeypatch.setattr(quantized._qmm_mx, "cache", {})
+    M, N, K = 70, 96, 160
+    x = randn((M, K), dtype, seed=13)
+    wq, s = _quantized(N, K, True, group_size=32, mode="mxfp4")
+    y = ops.quantized_matmul(x, wq, s, mode="mxfp4")
+    w64 = np.array(mx.dequantize(wq, s, group_size=32, bits=4, mode="mxfp4").astype(mx.float32), np.float64)
+    ref = np.array(x.astype(mx.float32), np.float64) @ w64.T
+    ulp = 2.0 ** (-11 if dtype == "float16" else -8)
+    np.testing.assert_allclose(np.array(y.astype(mx.float32)), ref, rtol=ulp, atol=ulp * np.abs(ref).max())
+    cf = quantized._qmm_mx.best_config
+    compiled = base_jit_function(quantized._qmm_mx).warmup(x, wq, s, y, M, N, K, XF=quantized._MX_FORMATS[dtype],
+                                                           grid=(1,), **cf.all_kwargs())
+    (report,) = compiled.msl.metadata["dot_reports"]
+    assert report["dtypes"] == f"{quantized._MX_FORMATS[dtype]} x e2m1 -> f32"
+    if target == "apple10:4.0":
+        assert (report["path"], report["input_tensors"], report["warp_tile"]) == ("tensor_ops", True, (32, 32))
+    else:
+        assert report["path"] == "simdgroup" and report["fragments_per_simdgroup"] == 16
+    assert report["barriers_per_k_step"] == 2
+
+
+def test_mxfp4_tiled_float32_and_gradient_keep_the_dequantizing_kernel(monkeypatch):
+    # float32 activations have no MX operand format, and the gradient's groups run along its
+    # output: both take `_qmm`, whose tiles decode every element before the tl.dot
+    from triton_metal.ops import quantized
+
+    calls, run = [], quantized._qmm_mx.run
+    monkeypatch.setattr(quantized._qmm_mx, "run", lambda *a, **k: (calls.append(k["XF"]), run(*a, **k))[1])
+    x = randn((2, 12, 96))
+    wq, s = _quantized(64, 96, True, group_size=32, mode="mxfp4")
+    kw = dict(group_size=32, mode="mxfp4")
+    ours = lambda a: ops.quantized_matmul(a, wq, s, **kw)  # noqa: E731
+    ref = lambda a: mx.quantized_matmul(a, wq, s, **kw)  # noqa: E731
+    assert_close(ours(x), ref(x), "float32", scale=20)
+    check_grads(ours, ref, (x.astype(mx.float16),), "float16", scale=50)
+    assert calls == ["fp16"]  # the float16 forward alone
+
+
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_half_activations(dtype):
     x = randn((5, 128), dtype)

@@ -29,6 +29,13 @@ other `TRANS` (`dx = dy @ W` or `dy @ W^T`). Three kernels:
   dequantized tiles, products reduced over K every step (tuned over `BLOCK_N`, `BLOCK_K`).
 * `_qmm`, tiled (`M > 8`): a 2-D grid of `BLOCK_M x BLOCK_N` output tiles through `tl.dot`,
   tuned over the three blocks.
+* `_qmm_mx`, tiled (`M > 8`) for mxfp4 with float16 or bfloat16 activations and
+  `transpose=True`, whose layout is the MX format Triton's `tl.dot_scaled` takes: the packed
+  bytes and scale bytes loaded as they are and dequantized once an element inside the dot
+  (straight into the fragments, or on MSL 4.0 targets into each SIMD group's tensor-op inputs),
+  where `_qmm` loads a word, decodes and scales every element of the tile before its `tl.dot`.
+  float32 activations (no MX operand format) and the gradient (`x @ W`, whose groups run along
+  the output) keep `_qmm`.
 """
 
 from __future__ import annotations
@@ -402,6 +409,49 @@ def _qmm(x_ptr, w_ptr, s_ptr, b_ptr, y_ptr, M, N, K, wpr, gpr, bits, group_shift
              mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 
 
+_MX_CONFIGS = [
+    # the first is the default where nothing is tuned: 2 x 2 SIMD groups of 32 x 32 fragments,
+    # or on MSL 4.0 targets one 32 x 32 tensor-op block a SIMD group (docs/fp8.md)
+    triton.Config({"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 64}, num_warps=4),
+    triton.Config({"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 64}, num_warps=4),
+    triton.Config({"BLOCK_M": 32, "BLOCK_N": 64, "BLOCK_K": 64}, num_warps=2),
+    triton.Config({"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 128}, num_warps=4),
+]
+
+
+@triton.autotune(configs=_MX_CONFIGS, key=["N", "K", "XF"],
+                 prune_configs_by={"early_config_prune": lambda configs, named_args, **kw: c.first_or_all(configs)})
+@triton.jit
+def _qmm_mx(x_ptr, w_ptr, s_ptr, y_ptr, M, N, K, XF: tl.constexpr, BLOCK_M: tl.constexpr,
+            BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    # tiled (M > 8), mxfp4 with 16-bit activations, y = x @ W^T through tl.dot_scaled: each byte
+    # of a row of w holds two E2M1 codes along K (the low nibble first), one E8M0 scale a group
+    # of 32 along K, as the MX format and Triton's operand packing have them
+    pid_n = tl.program_id(0)
+    pid_m = tl.program_id(1)
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    w_bytes = w_ptr.to(tl.pointer_type(tl.uint8))
+    acc = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        kk = k0 + tl.arange(0, BLOCK_K)
+        x = tl.load(x_ptr + offs_m[:, None].to(tl.int64) * K + kk[None, :],
+                    mask=(offs_m[:, None] < M) & (kk[None, :] < K), other=0.0)
+        kb = k0 // 2 + tl.arange(0, BLOCK_K // 2)
+        w = tl.load(w_bytes + offs_n[None, :].to(tl.int64) * (K // 2) + kb[:, None],
+                    mask=(kb[:, None] < K // 2) & (offs_n[None, :] < N), other=0)
+        ks = k0 // 32 + tl.arange(0, BLOCK_K // 32)
+        s = tl.load(s_ptr + offs_n[:, None] * (K // 32) + ks[None, :],
+                    mask=(offs_n[:, None] < N) & (ks[None, :] < K // 32), other=127)
+        acc = tl.dot_scaled(x, None, XF, w, s, "e2m1", acc)
+    tl.store(y_ptr + offs_m[:, None].to(tl.int64) * N + offs_n[None, :], acc,
+             mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+
+
+_MX_FORMATS = {"float16": "fp16", "bfloat16": "bf16"}
+"""`tl.dot_scaled`'s operand format of each 16-bit activation dtype."""
+
+
 def _launch(x2: Any, w: Any, scales: Any, biases: Any, N: int, trans: bool, bits: int,
             group: int, mode: int) -> Any:
     """`x2 (M, K)` times the dequantized matrix; `wpr`/`gpr`: words and groups per packed row."""
@@ -419,8 +469,12 @@ def _launch(x2: Any, w: Any, scales: Any, biases: Any, N: int, trans: bool, bits
             MODE=mode, ROWS=DECODE_MAX_M)
     elif M and N:
         grid = lambda meta: (triton.cdiv(N, meta["BLOCK_N"]), triton.cdiv(M, meta["BLOCK_M"]))  # noqa: E731
-        _qmm[grid](x2, w, scales, b, y, M, N, K, wpr, gpr, bits, group.bit_length() - 1,
-                   TRANS=trans, MODE=mode)
+        xf = _MX_FORMATS.get(c.dtype_name(x2)) if mode == MXFP4 and trans else None
+        if xf is not None:
+            _qmm_mx[grid](x2, w, scales, y, M, N, K, XF=xf)
+        else:
+            _qmm[grid](x2, w, scales, b, y, M, N, K, wpr, gpr, bits, group.bit_length() - 1,
+                       TRANS=trans, MODE=mode)
     return y
 
 

@@ -73,6 +73,11 @@ def correctness_cases(ex: dict[str, Any]) -> list[Case]:
     # interpreter exactly
     ia = rng.choice(np.array([-128, -127, 127, 1], np.int8), (40, 200))
     ib = rng.choice(np.array([-128, -127, 127, 1], np.int8), (200, 36))
+    # an MX GEMM (mxfp4 weights, float16 activations) through tl.dot_scaled: on an M5 its K loop
+    # fills each SIMD group's tensor-op inputs by their elements' coordinates (docs/fp8.md)
+    mx_x = rng.standard_normal((64, 128)).astype(np.float16)
+    mx_w = rng.integers(0, 2**32, (64, 16), dtype=np.uint32)
+    mx_s = rng.integers(122, 132, (64, 4)).astype(np.uint8)
     return [
         Case("vector_add", lambda lib: (ex["vector_add"].add(lib(x1), lib(y1)),), 0.0),
         Case("softmax", lambda lib: (ex["softmax"].softmax(lib(sm)),), 1e-6),
@@ -84,7 +89,21 @@ def correctness_cases(ex: dict[str, Any]) -> list[Case]:
         Case("cumsum", lambda lib: (ex["cumsum"].cumsum(lib(cs)),), 0.0),
         Case("histogram", lambda lib: (ex["histogram"].histogram(lib(hx), 64),), 0.0),
         Case("flash_attention", lambda lib: ex["flash_attention"].attention(lib(q), lib(k), lib(v), True, 0.5), 1e-2),
+        Case("mxfp4 matmul", lambda lib: _mx_matmul(lib, mx_x, mx_w, mx_s), 1e-2, 1e-3),
     ]
+
+
+def _mx_matmul(lib: Callable[[np.ndarray], Any], x: np.ndarray, w: np.ndarray, s: np.ndarray) -> tuple[Any]:
+    """`x @ W^T` for the mxfp4 matrix of words `w` and scales `s` (`ops.quantized_matmul`'s
+    tiled MX kernel at its default tile)."""
+    from ..ops import quantized
+    from ..runtime.heuristics import base_jit_function
+
+    (m, k), n = x.shape, w.shape[0]
+    y = lib(np.zeros((m, n), np.float16))
+    cf = quantized._MX_CONFIGS[0]
+    base_jit_function(quantized._qmm_mx)[(1, 1)](lib(x), lib(w), lib(s), y, m, n, k, XF="fp16", **cf.all_kwargs())
+    return (y,)
 
 
 @dataclass(frozen=True)

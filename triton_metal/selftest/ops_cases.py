@@ -95,4 +95,6 @@ def op_bench_cases(mx: Any, large: bool) -> list[OpBenchCase]:
                     lambda: (tq.astype(mx.float32) * ts[:, None]) @ tern.T, "dequantized matmul", N * K // 4 + K, 0),
         OpBenchCase(f"ops.quantized_matmul 4-bit M={M}", lambda: ops.quantized_matmul(act, wq, sc, bi),
                     lambda: mx.quantized_matmul(act, wq, sc, bi), "mx.quantized_matmul", 0, 2 * M * N * K),
+        OpBenchCase(f"ops.quantized_matmul mxfp4 M={M}", lambda: ops.quantized_matmul(act, mq, ms, mode="mxfp4"),
+                    lambda: mx.quantized_matmul(act, mq, ms, mode="mxfp4"), "mx.quantized_matmul", 0, 2 * M * N * K),
     ]
