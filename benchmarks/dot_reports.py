@@ -5,7 +5,8 @@
 Compiles (no launch) the tutorial matmul (`examples/matmul.py`, fp16, 4096^3) at its default
 tile and at the tiles of `examples/matmul_autotuned.py`'s configs; the tiled quantized matmul
 (`ops.quantized_matmul` for M > 8, 4-bit affine weights, fp16 activations) at each of its tiled
-configs; and attention prefill (`ops.scaled_dot_product_attention`, fp16, head dim 128) at the
+configs, and its MX kernel (mxfp4 weights through `tl.dot_scaled`) beside the dequantizing
+kernel it replaced; and attention prefill (`ops.scaled_dot_product_attention`, fp16, head dim 128) at the
 tiles its pruning keeps, and at head dim 64 at two of them, and its backward kernels at two
 tiles; fp32 64 x 64 x 32 tiles of the tutorial and of the quantized matmul;
 and the int8 GEMM of `examples/matmul.py` (`int8_matmul`, int32
@@ -77,6 +78,28 @@ def quantized(bm: int, bn: int, bk: int, warps: int, dtype: Any = np.float16) ->
         dtype, np.uint32, dtype, dtype, dtype, 64, n, n, n * bits // 32, n // group, bits,
         group.bit_length() - 1, TRANS=True, MODE=q.AFFINE, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
         num_warps=warps, grid=(1,))
+    return reports(compiled)
+
+
+def quantized_mx(bm: int, bn: int, bk: int, warps: int) -> list[DotReport]:
+    """`ops.quantized_matmul`'s MX kernel (mxfp4 weights, fp16 activations, tl.dot_scaled)."""
+    from triton_metal.ops import quantized as q
+
+    n = SIZE
+    compiled = base_jit_function(q._qmm_mx).warmup(
+        np.float16, np.uint32, np.uint8, np.float16, 64, n, n, XF="fp16", BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
+        num_warps=warps, grid=(1,))
+    return reports(compiled)
+
+
+def quantized_mx_before(bm: int, bn: int, bk: int, warps: int) -> list[DotReport]:
+    """The dequantizing kernel on the same mxfp4 GEMM (what took it before `_qmm_mx`)."""
+    from triton_metal.ops import quantized as q
+
+    n = SIZE
+    compiled = base_jit_function(q._qmm).warmup(
+        np.float16, np.uint32, np.uint8, np.uint8, np.float16, 64, n, n, n // 8, n // 32, 4, 5, TRANS=True,
+        MODE=q.MXFP4, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, num_warps=warps, grid=(1,))
     return reports(compiled)
 
 
@@ -247,6 +270,13 @@ def _kernels() -> None:
         bm, bn, bk = cf.kwargs["BLOCK_M"], cf.kwargs["BLOCK_N"], cf.kwargs["BLOCK_K"]
         label = "default, " if cf is tiled[0] else ""
         _show(f"  {label}BLOCK {bm}x{bn}x{bk}, {cf.num_warps} warps", quantized(bm, bn, bk, cf.num_warps))
+    print(f"quantized_matmul tiled (M > 8), mxfp4, fp16, N = K = {SIZE}: tl.dot_scaled, and the dequantizing "
+          "kernel it replaced at the same tile")
+    for cf in q._MX_CONFIGS:
+        bm, bn, bk = cf.kwargs["BLOCK_M"], cf.kwargs["BLOCK_N"], cf.kwargs["BLOCK_K"]
+        label = "default, " if cf is q._MX_CONFIGS[0] else ""
+        _show(f"  {label}BLOCK {bm}x{bn}x{bk}, {cf.num_warps} warps", quantized_mx(bm, bn, bk, cf.num_warps))
+        _show("    before (tl.dot on the tile dequantized by every element)", quantized_mx_before(bm, bn, bk, cf.num_warps))
     print(f"int8 GEMM (int32 accumulator), {SIZE}^3")
     for cfg in INT8_TILES:
         found = int8_gemm(*cfg)
