@@ -29,11 +29,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from triton_metal.ir import Op
 from triton_metal.ir.types import TensorType
 
 from .program import Assign, Barrier, Call, Declare, ExprStmt, ForRange, If, Index, Lit, Loop, Scope, Staged, Stmt, Var
+
+if TYPE_CHECKING:
+    from .lower_tensor_dot_scaled import SimdgroupBlocks
 
 @dataclass(frozen=True)
 class DotSite:
@@ -62,8 +66,11 @@ class DotSite:
     """Simdgroup matrices: `<operand> x <operand> -> <accumulator>` fragment element types (MSL)."""
     k_chunk: int = 0
     """int8 operands: the K each float partial sums before it joins the int32 accumulator."""
+    input_tensors: tuple[int, int] | None = None
+    """Tensor ops on input cooperative tensors: the M x N block of each of a SIMD group's own ops
+    (`warps` the grid of SIMD groups, `block` the region each computes)."""
     block: tuple[int, int] | None = None
-    """Tensor ops on input cooperative tensors: the M x N block of each SIMD group's own op."""
+    """That region: the M x N each SIMD group computes."""
     op: Op | None = field(default=None, compare=False)
     """The dot op itself."""
 
@@ -102,10 +109,10 @@ class DotReport:
     per dot (one per accumulator register and K chunk): the scalar work besides the fragments."""
     path_reason: str = ""
     """On targets with tensor ops: why the dot took its path (`dot_path.choose_dot_paths`)."""
-    input_tensors: bool = False
-    """Tensor ops: each SIMD group runs its own op on input cooperative tensors the code fills
-    (`warps` the SIMD groups along M and N, `warp_tile` each one's block), not one op over
-    tensors in threadgroup memory."""
+    input_tensors: tuple[int, int] | None = None
+    """Tensor ops where each SIMD group runs its own ops on input cooperative tensors the code
+    fills: each op's M x N block (`warps` the SIMD groups along M and N, `warp_tile` the region
+    each computes, in such blocks); None: one op over tensors in threadgroup memory."""
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -116,8 +123,9 @@ class DotReport:
         if self.dots_per_k_step > 1:
             step += f" (of all {self.dots_per_k_step} dots)"
         if self.path == "tensor_ops" and self.input_tensors:
-            what = (f"tensor ops (a matmul2d per SIMD group on {self.warps[0]}x{self.warps[1]} blocks of "
-                    f"{self.warp_tile[0]}x{self.warp_tile[1]}, input cooperative tensors, {_FORMS[self.form]})")
+            bm, bn = self.input_tensors
+            what = (f"tensor ops ({self.warps[0]}x{self.warps[1]} SIMD groups of {self.warp_tile[0]}x{self.warp_tile[1]}, "
+                    f"a matmul2d per {bm}x{bn} block on input cooperative tensors, {_FORMS[self.form]})")
         elif self.path == "tensor_ops":
             what = (f"tensor ops (matmul2d on {self.warps[0] * self.warps[1]} SIMD groups, "
                     f"{_FORMS[self.form]})")
@@ -153,15 +161,15 @@ _FORMS = {"carried": "accumulator carried by the loop", "rescaled": "accumulator
 
 def record_tensor_dot(sites: list[DotSite], op: Op, scope: Scope, simdgroups: int, form: str,
                       shape: tuple[int, int, int] | None = None, dtypes: str = "",
-                      block: tuple[int, int] | None = None) -> None:
+                      blocks: SimdgroupBlocks | None = None) -> None:
     """Note a dot lowered on tensor ops: `scope` holds its statements in the loop (or the kernel);
-    `shape` and `dtypes` as for `record_dot`; `block`: each SIMD group's own op on input
-    cooperative tensors, of this M x N block."""
+    `shape` and `dtypes` as for `record_dot`; `blocks`: each SIMD group's own ops on input
+    cooperative tensors."""
     where, own_shape, own_dtypes = _where_and_shape(op)
-    m, n, _ = shape or own_shape
-    warps = (m // block[0], n // block[1]) if block is not None else (simdgroups, 1)
-    sites.append(DotSite(where, shape or own_shape, dtypes or own_dtypes, warps, scope, "", (),
-                         "tensor_ops", form, block=block, op=op))
+    warps = blocks.grid if blocks is not None else (simdgroups, 1)
+    sites.append(DotSite(where, shape or own_shape, dtypes or own_dtypes, warps, scope, "", (), "tensor_ops", form,
+                         input_tensors=blocks.block if blocks is not None else None,
+                         block=blocks.region if blocks is not None else None, op=op))
 
 
 def _where_and_shape(op: Op) -> tuple[str, tuple[int, int, int], str]:
@@ -204,7 +212,7 @@ def reports_by_op(program: Sequence[Stmt], sites: Sequence[DotSite]) -> list[tup
             _count(step, lambda s: s.nbytes if isinstance(s, Staged) else 0), site.path, site.form,
             site.fragments, site.k_chunk,
             sum(1 for s in _walk(site.scope.body) if _call_name(s, assigned=True) == "km_int_partial"),
-            input_tensors=site.block is not None)))
+            input_tensors=site.input_tensors)))
     return reports
 
 

@@ -43,7 +43,6 @@ from .dot_tiling import FRAG, FRAGMENT_LANE_BASES, Slot, fragment_slots
 from .lower_dot import THREADGROUP_MEMORY, bit_offset, copy_replicas, round16, warp_offset
 from .lower_tensor_dot import K_STEP
 from .lower_tensor_dot_scaled import (
-    block_origin,
     compute_type,
     input_tensor,
     own_bytes,
@@ -51,7 +50,7 @@ from .lower_tensor_dot_scaled import (
     run_call,
     scaled_tile,
     shape_of,
-    simdgroup_block,
+    simdgroup_blocks,
     tile_bytes,
 )
 from .program import (
@@ -211,7 +210,7 @@ def run_carried_on_tensor_ops(ctx: LoweringContext, op: DotScaledOp, acc: CoopVa
     """A K loop's carried dot on tensor ops (lower_tensor_dot_scaled.py): the operands staged as
     loaded, a barrier, then each SIMD group's input cooperative tensors filled and run, or the
     dequantized tiles."""
-    if simdgroup_block(op, ctx.num_warps) is not None:
+    if simdgroup_blocks(op, ctx.num_warps) is not None:
         _run_on_inputs(ctx, op, acc)
         return
     tile = scaled_tile(ctx, op)
@@ -241,31 +240,38 @@ def run_carried_on_tensor_ops(ctx: LoweringContext, op: DotScaledOp, acc: CoopVa
 
 def _run_on_inputs(ctx: LoweringContext, op: DotScaledOp, acc: CoopValue) -> None:
     """The operands staged as loaded, a barrier; for each part of 32 along K, this SIMD group's
-    left and right input cooperative tensors filled with their elements dequantized, and the
-    run into its accumulator; a barrier before the staged bytes are written again."""
+    left input cooperative tensors (one a block row) and right ones (one a block column) filled
+    with their elements dequantized, and a run a block into its accumulator; a barrier before the
+    staged bytes are written again."""
     m, n, k = shape_of(op)
+    blocks = simdgroup_blocks(op, ctx.num_warps)
+    assert blocks is not None
     compute = compute_type(op)
     ctx.push()
     ctx.op_scratch(op, own_bytes(op, ctx.num_warps))
     sides = _operand_sides(ctx, op)
     _add_helpers(ctx, sides)
     staged = _stage_chunk(ctx, sides, 0, k)
-    m0, n0 = block_origin(op, ctx.num_warps)
-    part, a, b = ctx.fresh(), ctx.fresh(), ctx.fresh()
-    body = (
-        Declare(a, "auto", None, input_tensor(ctx, op, 0)),
-        _fill(ctx, a, staged[0], lambda row, col: (Apply("add", (m0, row)), Apply("add", (Var(part), col))), compute),
-        Declare(b, "auto", None, input_tensor(ctx, op, 1)),
-        _fill(ctx, b, staged[1], lambda row, col: (Apply("add", (Var(part), row)), Apply("add", (n0, col))), compute),
-        ExprStmt(run_call(ctx, op, a, b, acc.name)),
-    )
-    ctx.emit(ForRange(part, "uint", Lit("0u"), Lit(f"{k}u"), Lit(f"{K_STEP}u"), body, step_sign=1))
+    part = ctx.fresh()
+    body: list[Stmt] = []
+    lefts, rights = [ctx.fresh() for _ in range(blocks.per[0])], [ctx.fresh() for _ in range(blocks.per[1])]
+    for r, a in enumerate(lefts):
+        row0 = blocks.origin(0, r)
+        body += [Declare(a, "auto", None, input_tensor(ctx, op, 0)),
+                 _fill(ctx, a, staged[0], lambda i, j: (Apply("add", (row0, i)), Apply("add", (Var(part), j))), compute)]
+    for c, b in enumerate(rights):
+        col0 = blocks.origin(1, c)
+        body += [Declare(b, "auto", None, input_tensor(ctx, op, 1)),
+                 _fill(ctx, b, staged[1], lambda i, j: (Apply("add", (Var(part), i)), Apply("add", (col0, j))), compute)]
+    body += [ExprStmt(run_call(ctx, op, a, b, blocks.accumulator(acc.name, r, c)))
+             for r, a in enumerate(lefts) for c, b in enumerate(rights)]
+    ctx.emit(ForRange(part, "uint", Lit("0u"), Lit(f"{k}u"), Lit(f"{K_STEP}u"), tuple(body), step_sign=1))
     ctx.scratch_done(op)  # every thread has filled its inputs from the staged bytes
     scope = Scope(ctx.pop())
     ctx.emit(scope)
     ctx.busy_own_scratch(None)
     record_tensor_dot(ctx.dot_sites, op, scope, ctx.num_warps, "carried", shape=(m, n, k),
-                      dtypes=f"{op.a_format} x {op.b_format} -> f32", block=simdgroup_block(op, ctx.num_warps))
+                      dtypes=f"{op.a_format} x {op.b_format} -> f32", blocks=blocks)
     ctx.bind(op.result, acc)
 
 

@@ -309,7 +309,7 @@ def staging_over_c(ctx: LoweringContext, op: DotOp | DotScaledOp) -> bool:
     no barrier follows the last run, so the store of C waits for one first (`tl.dot_scaled`'s
     dequantized tiles always do; its input cooperative tensors end each K step with a barrier)."""
     if isinstance(op, DotScaledOp):
-        return lower_tensor_dot_scaled.simdgroup_block(op, ctx.num_warps) is None
+        return lower_tensor_dot_scaled.simdgroup_blocks(op, ctx.num_warps) is None
     return doubles_staging(ctx, op) or (operand_buffers(op) is not None and factor_bytes(op) > 0)
 
 

@@ -185,9 +185,8 @@ def begin_carried(ctx: LoweringContext, carried: CarriedDot, init: RegValue) -> 
     write_tile(ctx, init, c_view, tile.n)
     ctx.emit(Barrier())
     name = ctx.fresh()
-    if _on_inputs(ctx, dot):  # each SIMD group's block (lower_tensor_dot_scaled.py)
-        ctx.emit(Declare(name, "auto", None, lower_tensor_dot_scaled.make_accumulator(ctx, dot)))  # type: ignore[arg-type]
-        ctx.emit(ExprStmt(lower_tensor_dot_scaled.move_accumulator(ctx, dot, name, c_view, store=False)))  # type: ignore[arg-type]
+    if _on_inputs(ctx, dot):  # each SIMD group's blocks (lower_tensor_dot_scaled.py)
+        lower_tensor_dot_scaled.declare_accumulators(ctx, dot, name, c_view)  # type: ignore[arg-type]
     else:
         call = Call(f"km_tensor_acc<{tile.shape_args}, {tile.acc_t}>", type_views(ctx, dot, tile, carried=True))
         ctx.emit(Declare(name, "auto", None, call))
@@ -230,7 +229,7 @@ def run_carried(ctx: LoweringContext, op: DotOp, a: RegValue, b: RegValue, acc: 
 
 def _on_inputs(ctx: LoweringContext, dot: DotOp | DotScaledOp) -> bool:
     """Whether a carried `tl.dot_scaled` runs on each SIMD group's input cooperative tensors."""
-    return isinstance(dot, DotScaledOp) and lower_tensor_dot_scaled.simdgroup_block(dot, ctx.num_warps) is not None
+    return isinstance(dot, DotScaledOp) and lower_tensor_dot_scaled.simdgroup_blocks(dot, ctx.num_warps) is not None
 
 
 def _stage_factors(ctx: LoweringContext, rescale: Rescale | None, view: Expr | None) -> None:
@@ -257,7 +256,7 @@ def end_carried(ctx: LoweringContext, loop: scf.ForOp, carried: CarriedDot, acc:
     tile = tile_of(ctx, dot)
     c_view = accumulator_view(ctx, dot, tile, carried=True)
     if _on_inputs(ctx, dot):
-        ctx.emit(ExprStmt(lower_tensor_dot_scaled.move_accumulator(ctx, dot, acc.name, c_view, store=True)))  # type: ignore[arg-type]
+        lower_tensor_dot_scaled.store_accumulators(ctx, dot, acc.name, c_view)  # type: ignore[arg-type]
     else:
         ctx.emit(ExprStmt(Call(f"km_tensor_store<{tile.m}, {tile.n}>", (Var(acc.name), c_view))))
     ctx.emit(Barrier())

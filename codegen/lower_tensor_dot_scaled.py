@@ -34,6 +34,7 @@ that does not fit) keeps the fragments of `lower_dot_scaled.py`.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from math import prod
 
 from triton_metal.ir.ops.tt_compute import DotScaledOp
@@ -41,13 +42,49 @@ from triton_metal.ir.types import ScalarType, TensorType
 
 from . import lower_dot, lower_tensor_dot
 from .context import WARP, LoweringContext
-from .program import Apply, Call, Expr, Lit, Var
+from .program import Apply, Call, Declare, Expr, ExprStmt, Lit, Var
 
 _COMPUTE_BYTES = {"bfloat": 2, "float": 4}
 
 BLOCKS = ((32, 32), (32, 16), (16, 32), (16, 16))
 """A SIMD group's block (rows, columns) on input cooperative tensors, largest first: Apple's
 implementation takes m, n and k each 16 or 32, at least one of them 32 (k is)."""
+MAX_BLOCKS = 4
+"""The most blocks a SIMD group holds, each with its own accumulator: four of 32 x 32 are 128
+float registers a thread."""
+
+
+@dataclass(frozen=True)
+class SimdgroupBlocks:
+    """The M x N tile on input cooperative tensors: a `grid` of SIMD groups (along M and N), each
+    holding `per` blocks (along M and N) of `block` (rows, columns), one op and one accumulator a
+    block."""
+
+    block: tuple[int, int]
+    grid: tuple[int, int]
+    per: tuple[int, int]
+
+    @property
+    def count(self) -> int:
+        """Blocks (accumulators) a SIMD group holds."""
+        return self.per[0] * self.per[1]
+
+    @property
+    def region(self) -> tuple[int, int]:
+        """The rows and columns a SIMD group computes."""
+        return self.per[0] * self.block[0], self.per[1] * self.block[1]
+
+    def origin(self, axis: int, j: int) -> Expr:
+        """The first row (`axis` 0) or column (1) of this SIMD group's j-th block along `axis`
+        (SIMD groups row-major over the grid)."""
+        across = Lit(f"{self.grid[1]}u")
+        place = Apply("idiv_raw" if axis == 0 else "irem_raw", (WARP, across))
+        first = Apply("mul", (place, Lit(f"{self.region[axis]}u")))
+        return Apply("add", (first, Lit(f"{j * self.block[axis]}u"))) if j else first
+
+    def accumulator(self, base: str, r: int, c: int) -> str:
+        """The name of the accumulator of block (r, c) of this SIMD group."""
+        return f"{base}_{r * self.per[1] + c}"
 
 
 def compute_type(op: DotScaledOp) -> str:
@@ -89,13 +126,23 @@ def tile_bytes(op: DotScaledOp) -> tuple[int, int]:
     return lower_dot.round16(m * k * unit), lower_dot.round16(k * n * unit)
 
 
-def simdgroup_block(op: DotScaledOp, warps: int) -> tuple[int, int] | None:
-    """The block of the M x N tile that each SIMD group computes on input cooperative tensors,
-    where the tile is exactly `warps` such blocks (module doc); None: the dequantized tiles."""
+def simdgroup_blocks(op: DotScaledOp, warps: int) -> SimdgroupBlocks | None:
+    """How the tile splits into blocks on input cooperative tensors (module doc): the largest
+    block of `BLOCKS` that gives every SIMD group the same whole number of blocks, at most
+    `MAX_BLOCKS`, over the grid of SIMD groups that reads the fewest inputs a part (the least
+    blocks along M plus along N); None: the dequantized tiles."""
     m, n, _ = shape_of(op)
     for bm, bn in BLOCKS:
-        if m % bm == 0 and n % bn == 0 and (m // bm) * (n // bn) == warps:
-            return bm, bn
+        found = []
+        for rows in (d for d in range(1, warps + 1) if warps % d == 0):
+            cols = warps // rows
+            if m % (rows * bm) or n % (cols * bn):
+                continue
+            per = (m // (rows * bm), n // (cols * bn))
+            if per[0] * per[1] <= MAX_BLOCKS:
+                found.append(SimdgroupBlocks((bm, bn), (rows, cols), per))
+        if found:
+            return min(found, key=lambda b: sum(b.per))
     return None
 
 
@@ -104,7 +151,7 @@ def own_bytes(op: DotScaledOp, warps: int) -> int:
     dequantized tiles unless the inputs are cooperative tensors; C (staged before and after the
     loop) over them."""
     m, n, _ = shape_of(op)
-    tiles = 0 if simdgroup_block(op, warps) else sum(tile_bytes(op))
+    tiles = 0 if simdgroup_blocks(op, warps) else sum(tile_bytes(op))
     return max(raw_bytes(op) + tiles, lower_dot.round16(m * n * 4))
 
 
@@ -113,45 +160,49 @@ def scaled_tile(ctx: LoweringContext, op: DotScaledOp) -> lower_tensor_dot.Tenso
     return lower_tensor_dot.TensorTile(m, n, k, compute_type(op), "float", ctx.num_warps)
 
 
-# -- the form on input cooperative tensors: each SIMD group's block --------------------------------
+# -- the form on input cooperative tensors: each SIMD group's blocks ------------------------------
 
 
-def block_origin(op: DotScaledOp, warps: int) -> tuple[Expr, Expr]:
-    """The first row and column of this SIMD group's block (SIMD groups row-major over the tile)."""
-    block = simdgroup_block(op, warps)
-    assert block is not None
-    bm, bn = block
-    across = shape_of(op)[1] // bn
-    row = Apply("mul", (Apply("idiv_raw", (WARP, Lit(f"{across}u"))), Lit(f"{bm}u")))
-    col = Apply("mul", (Apply("irem_raw", (WARP, Lit(f"{across}u"))), Lit(f"{bn}u")))
-    return row, col
+def _blocks(ctx: LoweringContext, op: DotScaledOp) -> SimdgroupBlocks:
+    blocks = simdgroup_blocks(op, ctx.num_warps)
+    assert blocks is not None
+    return blocks
 
 
 def _block_args(ctx: LoweringContext, op: DotScaledOp) -> str:
-    block = simdgroup_block(op, ctx.num_warps)
-    assert block is not None
-    return f"{block[0]}, {block[1]}, {compute_type(op)}, float"
+    bm, bn = _blocks(ctx, op).block
+    return f"{bm}, {bn}, {compute_type(op)}, float"
 
 
-def make_accumulator(ctx: LoweringContext, op: DotScaledOp) -> Call:
-    """This SIMD group's destination cooperative tensor (templates/helpers/tensor_dot.metal)."""
-    return Call(f"km_sg_acc<{_block_args(ctx, op)}>", ())
+def declare_accumulators(ctx: LoweringContext, op: DotScaledOp, base: str, c_view: Expr) -> None:
+    """This SIMD group's destination cooperative tensors (templates/helpers/tensor_dot.metal),
+    each loaded with its block of the row-major M x N tile at `c_view`."""
+    blocks = _blocks(ctx, op)
+    for r in range(blocks.per[0]):
+        for c in range(blocks.per[1]):
+            name = blocks.accumulator(base, r, c)
+            ctx.emit(Declare(name, "auto", None, Call(f"km_sg_acc<{_block_args(ctx, op)}>", ())))
+            ctx.emit(ExprStmt(_move(op, blocks, name, c_view, r, c, "load")))
 
 
-def move_accumulator(ctx: LoweringContext, op: DotScaledOp, acc: str, c_view: Expr, store: bool) -> Call:
-    """This SIMD group's block of the row-major M x N tile at `c_view` loaded into the
-    accumulator, or stored from it."""
+def store_accumulators(ctx: LoweringContext, op: DotScaledOp, base: str, c_view: Expr) -> None:
+    """Each of this SIMD group's accumulators stored into its block of the tile at `c_view`."""
+    blocks = _blocks(ctx, op)
+    for r in range(blocks.per[0]):
+        for c in range(blocks.per[1]):
+            ctx.emit(ExprStmt(_move(op, blocks, blocks.accumulator(base, r, c), c_view, r, c, "store")))
+
+
+def _move(op: DotScaledOp, blocks: SimdgroupBlocks, acc: str, c_view: Expr, r: int, c: int, how: str) -> Call:
     m, n, _ = shape_of(op)
-    row, col = block_origin(op, ctx.num_warps)
-    return Call(f"km_sg_{'store' if store else 'load'}<{m}, {n}>", (Var(acc), c_view, row, col))
+    return Call(f"km_sg_{how}<{m}, {n}>", (Var(acc), c_view, blocks.origin(0, r), blocks.origin(1, c)))
 
 
 def input_tensor(ctx: LoweringContext, op: DotScaledOp, side: int) -> Call:
-    """A fresh left (`side` 0) or right (1) input cooperative tensor of this SIMD group's op."""
+    """A fresh left (`side` 0) or right (1) input cooperative tensor of this SIMD group's ops."""
     return Call(f"km_sg_{('left', 'right')[side]}<{_block_args(ctx, op)}>", ())
 
 
 def run_call(ctx: LoweringContext, op: DotScaledOp, a: str, b: str, acc: str) -> Call:
-    block = simdgroup_block(op, ctx.num_warps)
-    assert block is not None
-    return Call(f"km_sg_run<{block[0]}, {block[1]}>", (Var(a), Var(b), Var(acc)))
+    bm, bn = _blocks(ctx, op).block
+    return Call(f"km_sg_run<{bm}, {bn}>", (Var(a), Var(b), Var(acc)))

@@ -235,7 +235,7 @@ def test_a_k_loop_carries_its_accumulator_on_input_cooperative_tensors(monkeypat
     assert report["barriers_per_k_step"] == 2
     assert report["threadgroup_bytes_per_k_step"] == raw
     assert src.count("km_sg_run<16, 16>(") == 1 and "km_tensor_run" not in src
-    assert (report["warps"], report["warp_tile"], report["input_tensors"]) == ((2, 2), (16, 16), True)
+    assert (report["warps"], report["warp_tile"], report["input_tensors"]) == ((2, 2), (16, 16), (16, 16))
     assert "simdgroup_multiply_accumulate" not in src
     # the fragments stay on apple9:3.2 and for a dot that no loop carries
     monkeypatch.setenv("TRITON_METAL_TARGET", "apple9:3.2")
@@ -256,19 +256,24 @@ def test_a_tile_of_other_blocks_dequantizes_into_tiles_for_one_op(monkeypatch, f
     assert report["barriers_per_k_step"] == 2
     assert report["threadgroup_bytes_per_k_step"] == raw + 2 * 32 * 64 * compute
     assert src.count("km_tensor_run<32, 32, 64, 32, 8>") == 1 and "km_sg_run" not in src
-    assert (report["warps"], report["warp_tile"], report["input_tensors"]) == ((8, 1), (32, 32), False)
+    assert (report["warps"], report["warp_tile"], report["input_tensors"]) == ((8, 1), (32, 32), None)
 
 
-def test_a_64_by_64_tile_with_k_steps_of_128_takes_tensor_ops(monkeypatch):
-    # the MX tile the dequantized tiles could not hold (two bfloat16 tiles of K = 128 beside the
-    # staged bytes): on input cooperative tensors one 32 x 32 block a SIMD group, K in 4 parts
+@pytest.mark.parametrize("warps, grid, runs", [(4, (2, 2), 1), (2, (1, 2), 2), (1, (1, 1), 4)])
+def test_mx_tiles_with_k_steps_of_128_take_tensor_ops(monkeypatch, warps: int, grid: tuple[int, int], runs: int):
+    # a 64 x 64 tile with K steps of 128, which the dequantized tiles could not hold (two
+    # bfloat16 tiles of K = 128 beside the staged bytes): on input cooperative tensors, 32 x 32
+    # blocks, K in 4 parts. On 2 SIMD groups (side by side along N) each holds 2 x 1 blocks (two
+    # accumulators, two left inputs and one right a part, two runs); on 1, 2 x 2 blocks
     monkeypatch.setenv("TRITON_METAL_TARGET", "apple10:4.0")
-    got, ref, bound = _run("e2m1", "e2m1", k=256, m=64, n=64, block_k=128, seed=12)
+    got, ref, bound = _run("e2m1", "e2m1", k=256, m=64, n=64, block_k=128, seed=12, warps=warps)
     assert np.all(np.abs(got - ref) <= bound), np.max(np.abs(got - ref) - bound)
-    report, src, raw = _carried_report("e2m1", "e2m1", True, 64, 4, block_k=128)
+    report, src, raw = _carried_report("e2m1", "e2m1", True, 64, warps, block_k=128)
     assert (report["path"], report["shape"]) == ("tensor_ops", (64, 64, 128))
     assert report["barriers_per_k_step"] == 2 and report["threadgroup_bytes_per_k_step"] == raw
-    assert "km_sg_run<32, 32>(" in src and (report["warps"], report["warp_tile"]) == ((2, 2), (32, 32))
+    assert src.count("km_sg_run<32, 32>(") == runs and src.count("= km_sg_acc<32, 32, bfloat, float>()") == runs
+    region = (64 // grid[0], 64 // grid[1])
+    assert (report["warps"], report["warp_tile"], report["input_tensors"]) == (grid, region, (32, 32))
 
 
 def _carried_report(fa: str, fb: str, pack_b_along_k: bool, size: int, warps: int,

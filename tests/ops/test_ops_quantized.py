@@ -181,7 +181,7 @@ def test_mxfp4_tiled_through_dot_scaled(monkeypatch, target, dtype):
     (report,) = compiled.msl.metadata["dot_reports"]
     assert report["dtypes"] == f"{quantized._MX_FORMATS[dtype]} x e2m1 -> f32"
     if target == "apple10:4.0":
-        assert (report["path"], report["input_tensors"], report["warp_tile"]) == ("tensor_ops", True, (32, 32))
+        assert (report["path"], report["input_tensors"], report["warp_tile"]) == ("tensor_ops", (32, 32), (32, 32))
     else:
         assert report["path"] == "simdgroup" and report["fragments_per_simdgroup"] == 16
     assert report["barriers_per_k_step"] == 2
