@@ -8,17 +8,19 @@ every thread first writes its registers of both operands and their scales into t
 memory as they were loaded (the staging of `lower_dot_scaled.py`, the whole of K), and a
 barrier. Then one of two forms:
 
-* **Input cooperative tensors** (`simdgroup_block`), where the M x N tile is exactly one block of
-  16 or 32 rows by 16 or 32 columns a SIMD group: each SIMD group runs its own `matmul2d` on
-  `execution_simdgroup` (what Apple's implementation requires of input cooperative tensors, with
-  m, n and k each 16 or 32), K in parts of 32. For each part every thread fills the elements its
-  left and right input cooperative tensors hold, found by their coordinates, straight from the
+* **Input cooperative tensors** (`simdgroup_blocks`), where the M x N tile splits into blocks of
+  16 or 32 rows by 16 or 32 columns, the same whole number of them (at most `MAX_BLOCKS`) for
+  every SIMD group: each SIMD group runs its own `matmul2d` a block on `execution_simdgroup`
+  (what Apple's implementation requires of input cooperative tensors, with m, n and k each 16
+  or 32), each block's destination cooperative tensor carried by the loop, K in parts of 32. For
+  each part every thread fills the elements it holds of one left input cooperative tensor per
+  block row and one right input per block column, found by their coordinates, straight from the
   staged bytes: each element dequantized on the way in (the value `lower_dot_scaled` builds into
-  fragments), no bfloat16 tile in threadgroup memory; then the run into the SIMD group's
-  destination cooperative tensor, which the loop carries. A barrier after the last part: the
-  staged bytes are read until then. Two barriers a K step, and threadgroup memory for the raw
-  bytes alone, so 64 x 64 x 128 MX tiles fit (needs macOS 26.2, where input cooperative tensors
-  appeared).
+  fragments), no bfloat16 tile in threadgroup memory; then a run a block. A barrier after the
+  last part: the staged bytes are read until then. Two barriers a K step, and threadgroup memory
+  for the raw bytes alone, so 64 x 64 x 128 MX tiles fit (needs macOS 26.2, where input
+  cooperative tensors appeared). C, staged whole before and after the loop, bounds the tile
+  (a 128 x 128 float32 accumulator is 64 KiB).
 * **Dequantized tiles** otherwise: the threads dequantize A (M x K) and B (K x N) from the
   staged bytes into bfloat16 tiles (float32 when an operand is fp16), element by element, a
   barrier, and `km_tensor_run` accumulates A @ B into the cooperative tensor of one op over the
