@@ -216,6 +216,150 @@ def batched_scaled(a_ptr, sa_ptr, b_ptr, sb_ptr, c_ptr, B: tl.constexpr, M: tl.c
     tl.store(c_ptr + rb * (M * N) + rm * N + tl.arange(0, N)[None, None, :], c)
 
 
+@pytest.mark.parametrize("fa, fb, pack_b_along_k", [("e2m1", "e4m3", True), ("e5m2", "e2m1", False)])
+def test_batched_3d_blocks(each_backend: str, fa: str, fb: str, pack_b_along_k: bool):
+    # every batch element against its own float64 product (two batch elements of 32 x 32 x 64:
+    # one 2-D dot per batch element when compiled)
+    nb, m, n, k = 2, 32, 32, 64
+    rng = np.random.default_rng(8)
+    parts = []
+    for _ in range(nb):
+        a, av = _operand(fa, m, k, rng)
+        if pack_b_along_k:
+            bt, btv = _operand(fb, n, k, rng)
+            b, bv = np.ascontiguousarray(bt.T), btv.T
+        else:
+            b, bv = _operand(fb, k, n, rng)
+        sa = rng.integers(118, 137, (m, k // 32)).astype(np.uint8)
+        sb = rng.integers(118, 137, (n, k // 32)).astype(np.uint8)
+        parts.append((a, b, sa, sb, av * _scale_values(sa), bv * _scale_values(sb).T))
+    a, b, sa, sb = (np.stack([p[i] for p in parts]) for i in range(4))
+    c = np.zeros((nb, m, n), np.float32)
+    batched_scaled[(1,)](_typed(a, fa), sa, _typed(b, fb), sb, c, B=nb, M=m, N=n, K=k, FA=fa, FB=fb,
+                         PACK_B_ALONG_K=pack_b_along_k)
+    for i, (*_, av, bv) in enumerate(parts):
+        bound = 4 * k * 2.0 ** -24 * (1.0 + np.abs(av) @ np.abs(bv))
+        assert np.all(np.abs(c[i] - (1.0 + av @ bv)) <= bound), i
+
+
+@triton.jit
+def mixed_rank_scaled(a_ptr, b_ptr, c_ptr):
+    a = tl.load(a_ptr + tl.arange(0, 2)[:, None, None] * 1024 + tl.arange(0, 32)[None, :, None] * 32
+                + tl.arange(0, 32)[None, None, :])
+    b = tl.load(b_ptr + tl.arange(0, 32)[:, None] * 32 + tl.arange(0, 32)[None, :])
+    c = tl.dot_scaled(a, None, "e4m3", b, None, "e4m3")  # error
+    tl.store(c_ptr + tl.arange(0, 32)[:, None] * 32 + tl.arange(0, 32)[None, :], tl.sum(c, 0))
+
+
+def test_mixed_ranks_are_refused(each_backend: str):
+    with pytest.raises(CompilationError, match=r"Both inputs must be either 2D or 3D") as info:
+        mixed_rank_scaled[(1,)](np.zeros(2048, np.uint8), np.zeros(1024, np.uint8), np.zeros((32, 32), np.float32))
+    assert "tl.dot_scaled(a, None" in str(info.value)
+
+
+@triton.jit
+def int8_scaled(a_ptr, b_ptr, sb_ptr, c_ptr, s, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    # lhs scales: one code for the whole block, made as Triton's test_matmul makes a constant
+    # scale (`tl.full` of the code cast to int8); rhs scales loaded as int8
+    rm, rn, rk, ks = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K), tl.arange(0, K // 32)
+    a = tl.load(a_ptr + rm[:, None] * K + rk[None, :])
+    b = tl.load(b_ptr + rk[:, None] * N + rn[None, :])
+    sa = tl.full((M, K // 32), s.to(tl.int8), dtype=tl.int8)
+    sb = tl.load(sb_ptr + rn[:, None] * (K // 32) + ks[None, :])
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], tl.dot_scaled(a, sa, "e5m2", b, sb, "e4m3"))
+
+
+@pytest.mark.parametrize("code", [128, 120])
+def test_int8_scales_hold_e8m0_bits(each_backend: str, code: int):
+    # int8 scales are the same 8 bits as uint8 ones (Triton's interpreter reads either): code 128
+    # arrives as -128 and still scales by 2; codes above 127 on the right too
+    m, n, k = 32, 32, 64
+    rng = np.random.default_rng(9 + code)
+    a, av = _operand("e5m2", m, k, rng)
+    bt, btv = _operand("e4m3", n, k, rng)
+    sb = rng.integers(120, 136, (n, k // 32)).astype(np.uint8)
+    c = np.zeros((m, n), np.float32)
+    int8_scaled[(1,)](a, np.ascontiguousarray(bt.T), sb.view(np.int8), c, code, M=m, N=n, K=k)
+    av, bv = av * 2.0 ** (code - 127), btv.T * _scale_values(sb).T
+    assert np.all(np.abs(c - av @ bv) <= 4 * k * 2.0 ** -24 * (np.abs(av) @ np.abs(bv)))
+
+
+@triton.jit
+def nvfp4_scaled(a_ptr, sa_ptr, b_ptr, sb_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr,
+                 GROUP: tl.constexpr):
+    # e2m1 A packed along K, B packed along N; float8e4nv scales, one per GROUP elements along K
+    rm, rn, ks = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K // GROUP)
+    a = tl.load(a_ptr + rm[:, None] * (K // 2) + tl.arange(0, K // 2)[None, :])
+    b = tl.load(b_ptr + tl.arange(0, K)[:, None] * (N // 2) + tl.arange(0, N // 2)[None, :])
+    sa = tl.load(sa_ptr + rm[:, None] * (K // GROUP) + ks[None, :])
+    sb = tl.load(sb_ptr + rn[:, None] * (K // GROUP) + ks[None, :])
+    c = tl.dot_scaled(a, sa, "e2m1", b, sb, "e2m1", rhs_k_pack=False)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], c)
+
+
+def _nvfp4_run(group: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    m, n, k = 32, 32, 64
+    rng = np.random.default_rng(seed)
+    a, av = _operand("e2m1", m, k, rng)
+    b, bv = _operand("e2m1", k, n, rng)  # packed along N
+    e4m3 = FP8_MODEL["e4m3"].values()
+    finite = np.flatnonzero(np.isfinite(e4m3)).astype(np.uint8)  # negative and subnormal scales too
+    sa, sb = rng.choice(finite, (m, k // group)), rng.choice(finite, (n, k // group))
+    c = np.zeros((m, n), np.float32)
+    nvfp4_scaled[(1,)](a, triton.reinterpret(sa, tl.float8e4nv), b, triton.reinterpret(sb, tl.float8e4nv), c,
+                       M=m, N=n, K=k, GROUP=group)
+    av, bv = av * np.repeat(e4m3[sa], group, axis=1), bv * np.repeat(e4m3[sb], group, axis=1).T
+    return c, av, bv
+
+
+@pytest.mark.parametrize("seed", [10, 11])
+def test_nvfp4_float8e4nv_scales_per_16(each_backend: str, seed: int):
+    # NVFP4 (Triton's test_block_scale_fp4 "nvfp4"): e2m1 values times e4m3 scales, one per 16
+    c, av, bv = _nvfp4_run(16, seed)
+    assert np.all(np.abs(c - av @ bv) <= 4 * 64 * 2.0 ** -24 * (np.abs(av) @ np.abs(bv)))
+
+
+def test_nvfp4_group_of_8_is_refused(each_backend: str):
+    message = r"lhs_scale of float8e4nv \(NVFP4\) must be of shape \[32, 4\] or \[32, 2\], got \[32, 8\]"
+    with pytest.raises(CompilationError, match=message) as info:
+        _nvfp4_run(8, 12)
+    assert "tl.dot_scaled(a, sa" in str(info.value)
+
+
+def test_float8e4nv_scales_need_e2m1(each_backend: str):
+    # float8e4nv scales are NVFP4's: with an e4m3 operand they are refused, not read as e8m0
+    with pytest.raises(CompilationError, match=r"lhs_scale of float8e4nv \(NVFP4\) needs an e2m1 lhs, not e4m3"):
+        bad_scaled[(1,)](np.zeros((32, 32), np.uint8), triton.reinterpret(np.zeros(32, np.uint8), tl.float8e4nv),
+                         np.zeros((32, 32), np.float32), FMT="e4m3", SCALE_ROWS=32, PACK=True)
+
+
+# -- the compiled form: operands staged as loaded, dequantized into the fragments ----------------
+
+
+def test_tiles_stage_the_loaded_bytes_and_scales(monkeypatch):
+    # a 32 x 32 tile with K steps of 64 (e2m1 x e4m3, e8m0 scales) on simdgroup matrices: one
+    # tt.dot_scaled whose K step writes the bytes as loaded (A: 32 rows of 32 bytes of e2m1 pairs;
+    # B: 64 x 32 e4m3 bytes) and the scale bytes (2 per row of A and per column of B), behind one
+    # barrier, and reads them behind a second; the fragments hold bfloat16 values
+    monkeypatch.setenv("TRITON_METAL_TARGET", "apple9:3.2")
+    m = n = 32
+    k_step = 64
+    rng = np.random.default_rng(6)
+    a, _ = _operand("e2m1", m, 128, rng)
+    b = np.ascontiguousarray(_operand("e4m3", n, 128, rng)[0].T)
+    scales = np.full((m, 4), 127, np.uint8)
+    compiled = scaled_matmul.warmup(a, scales, _typed(b, "e4m3"), scales, np.zeros((m, n), np.float32), 128,
+                                    M=m, N=n, BLOCK_K=k_step, FA="e2m1", FB="e4m3", SCALED=True, FAST=False,
+                                    PACK_B_ALONG_K=True, OUT=tl.float32, grid=(1,))
+    [report] = compiled.msl.metadata["dot_reports"]
+    assert report["dtypes"] == "e2m1 x e4m3 -> f32" and report["shape"] == (m, n, k_step)
+    assert report["fragments"] == "bfloat x bfloat -> float" and report["in_loop"]
+    assert report["barriers_per_k_step"] == 2
+    assert report["threadgroup_bytes_per_k_step"] == m * k_step // 2 + k_step * n + (m + n) * k_step // 32
+    # every K step of 8 reads one A fragment per row block and one B fragment per column block
+    assert report["fragment_products"] == (k_step // 8) * report["fragments_per_simdgroup"]
+
+
 @pytest.mark.parametrize("fa, fb, pack_b_along_k", [("e2m1", "e4m3", True), ("e5m2", "bf16", True),
                                                     ("fp16", "e2m1", True), ("e4m3", "e2m1", False)])
 def test_a_k_loop_carries_its_accumulator_on_input_cooperative_tensors(monkeypatch, fa: str, fb: str,
