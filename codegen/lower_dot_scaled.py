@@ -216,7 +216,7 @@ def run_carried_on_tensor_ops(ctx: LoweringContext, op: DotScaledOp, acc: CoopVa
     tile = scaled_tile(ctx, op)
     ctx.stages_again(op)  # its raw bytes are free; its tiles are written after its first barrier
     ctx.push()
-    base = ctx.op_scratch(op, own_bytes(op, ctx.num_warps))
+    base = ctx.op_scratch(op, own_bytes(ctx, op))
     sides = _operand_sides(ctx, op)
     _add_helpers(ctx, sides)
     raw = raw_bytes(op)
@@ -248,7 +248,7 @@ def _run_on_inputs(ctx: LoweringContext, op: DotScaledOp, acc: CoopValue) -> Non
     assert blocks is not None
     compute = compute_type(op)
     ctx.push()
-    ctx.op_scratch(op, own_bytes(op, ctx.num_warps))
+    ctx.op_scratch(op, own_bytes(ctx, op))
     sides = _operand_sides(ctx, op)
     _add_helpers(ctx, sides)
     staged = _stage_chunk(ctx, sides, 0, k)

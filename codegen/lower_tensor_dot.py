@@ -89,7 +89,7 @@ def tensor_dot_refusal(ctx: LoweringContext, op: DotOp | DotScaledOp, carried: b
         return f"{ctx.num_warps} warps: tensor ops run on at most {MAX_SIMDGROUPS} SIMD groups"
     if isinstance(op, DotScaledOp):
         m, n, k = lower_tensor_dot_scaled.shape_of(op)
-        staged = lower_tensor_dot_scaled.own_bytes(op, ctx.num_warps)
+        staged = lower_tensor_dot_scaled.own_bytes(ctx, op)
     else:
         a_ty, b_ty, c_ty = op.a.type, op.b.type, op.c.type
         assert isinstance(a_ty, TensorType) and isinstance(b_ty, TensorType) and isinstance(c_ty, TensorType)
@@ -316,7 +316,7 @@ def staging_over_c(ctx: LoweringContext, op: DotOp | DotScaledOp) -> bool:
 def staging_bytes(ctx: LoweringContext, op: DotOp | DotScaledOp, carried: bool = False) -> int:
     """The scratch bytes the dot takes here (`own_bytes`, doubled where `doubles_staging`)."""
     if isinstance(op, DotScaledOp):
-        return lower_tensor_dot_scaled.own_bytes(op, ctx.num_warps)
+        return lower_tensor_dot_scaled.own_bytes(ctx, op)
     return own_bytes(op, carried, double=carried and doubles_staging(ctx, op))
 
 

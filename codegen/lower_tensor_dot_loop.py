@@ -182,18 +182,18 @@ def begin_carried(ctx: LoweringContext, carried: CarriedDot, init: RegValue) -> 
     tile = tile_of(ctx, dot)
     ctx.helpers.add("tensor_dot")
     c_view = accumulator_view(ctx, dot, tile, carried=True)
-    write_tile(ctx, init, c_view, tile.n)
-    ctx.emit(Barrier())
     name = ctx.fresh()
-    if _on_inputs(ctx, dot):  # each SIMD group's blocks (lower_tensor_dot_scaled.py)
-        lower_tensor_dot_scaled.declare_accumulators(ctx, dot, name, c_view)  # type: ignore[arg-type]
-    else:
-        call = Call(f"km_tensor_acc<{tile.shape_args}, {tile.acc_t}>", type_views(ctx, dot, tile, carried=True))
-        ctx.emit(Declare(name, "auto", None, call))
-        ctx.emit(ExprStmt(Call(f"km_tensor_load<{tile.m}, {tile.n}>", (Var(name), c_view))))
-    ctx.scratch_done(dot)
     dist = ctx.dist_of(dot.result.type)
     assert dist is not None
+    if _on_inputs(ctx, dot):  # each SIMD group's blocks (lower_tensor_dot_scaled.py)
+        lower_tensor_dot_scaled.begin_accumulators(ctx, dot, name, init, c_view)  # type: ignore[arg-type]
+        return CoopValue(dot.result.type, name, dist)
+    write_tile(ctx, init, c_view, tile.n)
+    ctx.emit(Barrier())
+    call = Call(f"km_tensor_acc<{tile.shape_args}, {tile.acc_t}>", type_views(ctx, dot, tile, carried=True))
+    ctx.emit(Declare(name, "auto", None, call))
+    ctx.emit(ExprStmt(Call(f"km_tensor_load<{tile.m}, {tile.n}>", (Var(name), c_view))))
+    ctx.scratch_done(dot)
     return CoopValue(dot.result.type, name, dist)
 
 
@@ -255,11 +255,6 @@ def end_carried(ctx: LoweringContext, loop: scf.ForOp, carried: CarriedDot, acc:
     dot = carried.dot
     tile = tile_of(ctx, dot)
     c_view = accumulator_view(ctx, dot, tile, carried=True)
-    if _on_inputs(ctx, dot):
-        lower_tensor_dot_scaled.store_accumulators(ctx, dot, acc.name, c_view)  # type: ignore[arg-type]
-    else:
-        ctx.emit(ExprStmt(Call(f"km_tensor_store<{tile.m}, {tile.n}>", (Var(acc.name), c_view))))
-    ctx.emit(Barrier())
     result = loop.results[carried.index]
     conv = only_user(loop.parent, result)
     ty, dist = acc.type, acc.dist
@@ -271,6 +266,11 @@ def end_carried(ctx: LoweringContext, loop: scf.ForOp, carried: CarriedDot, acc:
         assert dist is not None
         ctx.folded[conv] = result
     out = ctx.declare_array(tile.acc_t, dist.num_regs)
+    if _on_inputs(ctx, dot):
+        lower_tensor_dot_scaled.end_accumulators(ctx, dot, acc.name, c_view, dist, out)  # type: ignore[arg-type]
+        return RegValue(ty, out, dist)
+    ctx.emit(ExprStmt(Call(f"km_tensor_store<{tile.m}, {tile.n}>", (Var(acc.name), c_view))))
+    ctx.emit(Barrier())
     read_tile(ctx, c_view, tile.n, dist, out)
     ctx.scratch_done(dot)
     return RegValue(ty, out, dist)

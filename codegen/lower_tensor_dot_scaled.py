@@ -44,7 +44,9 @@ from triton_metal.ir.types import ScalarType, TensorType
 
 from . import lower_dot, lower_tensor_dot
 from .context import WARP, LoweringContext
-from .program import Apply, Call, Declare, Expr, ExprStmt, Lit, Var
+from .distribution import Distribution
+from .program import Apply, Assign, Barrier, Call, Declare, Expr, ExprStmt, If, Index, Lit, Stmt, Var
+from .values import RegValue
 
 _COMPUTE_BYTES = {"bfloat": 2, "float": 4}
 
@@ -87,6 +89,35 @@ class SimdgroupBlocks:
     def accumulator(self, base: str, r: int, c: int) -> str:
         """The name of the accumulator of block (r, c) of this SIMD group."""
         return f"{base}_{r * self.per[1] + c}"
+
+    def compact_origin(self, axis: int) -> Expr:
+        """This SIMD group's place in the tile of one block a SIMD group (its row or column)."""
+        place = Apply("idiv_raw" if axis == 0 else "irem_raw", (WARP, Lit(f"{self.grid[1]}u")))
+        return Apply("mul", (place, Lit(f"{self.block[axis]}u")))
+
+    def compact(self, coord: Expr, axis: int) -> Expr:
+        """A row (column) of the tile at the same place in the tile of one block a SIMD group:
+        the block index along `axis` dropped from its bits."""
+        outer = Apply("idiv_raw", (coord, Lit(f"{self.region[axis]}u")))
+        inner = Apply("irem_raw", (coord, Lit(f"{self.block[axis]}u")))
+        return Apply("add", (Apply("mul", (outer, Lit(f"{self.block[axis]}u"))), inner))
+
+    def is_block(self, coord: Expr, axis: int, j: int) -> Expr:
+        """Whether a row (column) lies in a SIMD group's j-th block along `axis`."""
+        index = Apply("irem_raw", (Apply("idiv_raw", (coord, Lit(f"{self.block[axis]}u"))), Lit(f"{self.per[axis]}u")))
+        return Apply("eq", (index, Lit(f"{j}u")))
+
+    def place(self, dist: Distribution, reg: int) -> tuple[int, int] | None:
+        """The block (r, c) register `reg` of every thread lies in, when the thread's part of its
+        coordinates (lane and SIMD group bits) leaves the block index's bits alone; else None."""
+        found = []
+        for axis in (0, 1):
+            low, count = self.block[axis], self.per[axis]
+            bits = (count - 1) * low  # the block index's bits (count and low are powers of two)
+            if any(b[axis] & bits for b in (*dist.lane_bases, *dist.warp_bases)):
+                return None
+            found.append(dist.reg_coords[reg][axis] // low % count)
+        return found[0], found[1]
 
 
 def compute_type(op: DotScaledOp) -> str:
@@ -148,13 +179,18 @@ def simdgroup_blocks(op: DotScaledOp, warps: int) -> SimdgroupBlocks | None:
     return None
 
 
-def own_bytes(op: DotScaledOp, warps: int) -> int:
+def own_bytes(ctx: LoweringContext, op: DotScaledOp) -> int:
     """The code generator's scratch the carried dot takes: the operands as loaded, and the
     dequantized tiles unless the inputs are cooperative tensors; C (staged before and after the
-    loop) over them."""
+    loop) over them, on input cooperative tensors a block of each SIMD group at a time where C
+    whole does not fit (`rounds`)."""
     m, n, _ = shape_of(op)
-    tiles = 0 if simdgroup_blocks(op, warps) else sum(tile_bytes(op))
-    return max(raw_bytes(op) + tiles, lower_dot.round16(m * n * 4))
+    blocks = simdgroup_blocks(op, ctx.num_warps)
+    if blocks is None:
+        return max(raw_bytes(op) + sum(tile_bytes(op)), lower_dot.round16(m * n * 4))
+    if _in_rounds(ctx, op):
+        return max(raw_bytes(op), lower_dot.round16(m * n * 4 // blocks.count))
+    return max(raw_bytes(op), lower_dot.round16(m * n * 4))
 
 
 def scaled_tile(ctx: LoweringContext, op: DotScaledOp) -> lower_tensor_dot.TensorTile:
@@ -176,28 +212,98 @@ def _block_args(ctx: LoweringContext, op: DotScaledOp) -> str:
     return f"{bm}, {bn}, {compute_type(op)}, float"
 
 
-def declare_accumulators(ctx: LoweringContext, op: DotScaledOp, base: str, c_view: Expr) -> None:
-    """This SIMD group's destination cooperative tensors (templates/helpers/tensor_dot.metal),
-    each loaded with its block of the row-major M x N tile at `c_view`."""
+def begin_accumulators(ctx: LoweringContext, op: DotScaledOp, base: str, init: RegValue, c_view: Expr) -> None:
+    """Before the loop: this SIMD group's destination cooperative tensors
+    (templates/helpers/tensor_dot.metal), one a block. A constant initial value (`tl.zeros`)
+    fills their elements; any other is staged through threadgroup memory, C whole or, where it
+    does not fit, the blocks of one round at a time (`rounds`)."""
     blocks = _blocks(ctx, op)
-    for r in range(blocks.per[0]):
-        for c in range(blocks.per[1]):
+    names = {(r, c): blocks.accumulator(base, r, c) for r in range(blocks.per[0]) for c in range(blocks.per[1])}
+    for name in names.values():
+        ctx.emit(Declare(name, "auto", None, Call(f"km_sg_acc<{_block_args(ctx, op)}>", ())))
+    if len(set(init.regs)) == 1 and isinstance(init.regs[0], Lit):
+        for name in names.values():
+            ctx.emit(ExprStmt(Call("km_coop_fill", (Var(name), init.regs[0]))))
+        return
+    for part in rounds(ctx, op):
+        _exchange(ctx, op, blocks, part, c_view, init, None)
+        ctx.emit(Barrier())
+        for r, c in part:
+            ctx.emit(ExprStmt(_move(ctx, op, blocks, names[r, c], c_view, r, c, "load", len(part) < blocks.count)))
+        ctx.emit(Barrier())
+
+
+def end_accumulators(ctx: LoweringContext, op: DotScaledOp, base: str, c_view: Expr, dist: Distribution,
+                     out: tuple[Expr, ...]) -> None:
+    """After the loop: each of this SIMD group's accumulators into the registers `out` (placed
+    by `dist`) through threadgroup memory, C whole or a round of blocks at a time. The loop left
+    the scratch free (its last K step ends with a barrier)."""
+    blocks = _blocks(ctx, op)
+    for part in rounds(ctx, op):
+        for r, c in part:
             name = blocks.accumulator(base, r, c)
-            ctx.emit(Declare(name, "auto", None, Call(f"km_sg_acc<{_block_args(ctx, op)}>", ())))
-            ctx.emit(ExprStmt(_move(op, blocks, name, c_view, r, c, "load")))
+            ctx.emit(ExprStmt(_move(ctx, op, blocks, name, c_view, r, c, "store", len(part) < blocks.count)))
+        ctx.emit(Barrier())
+        _exchange(ctx, op, blocks, part, c_view, None, (dist, out))
+        ctx.emit(Barrier())
+    lower_dot.copy_replicas(ctx, dist, out)
 
 
-def store_accumulators(ctx: LoweringContext, op: DotScaledOp, base: str, c_view: Expr) -> None:
-    """Each of this SIMD group's accumulators stored into its block of the tile at `c_view`."""
+def rounds(ctx: LoweringContext, op: DotScaledOp) -> list[list[tuple[int, int]]]:
+    """The blocks (r, c) of each SIMD group that go through threadgroup memory together: all of
+    them (C whole) where that fits beside the staged bytes, else one block of every SIMD group
+    at a time (a quarter of C for four blocks)."""
     blocks = _blocks(ctx, op)
-    for r in range(blocks.per[0]):
-        for c in range(blocks.per[1]):
-            ctx.emit(ExprStmt(_move(op, blocks, blocks.accumulator(base, r, c), c_view, r, c, "store")))
+    every = [(r, c) for r in range(blocks.per[0]) for c in range(blocks.per[1])]
+    return [every] if not _in_rounds(ctx, op) else [[b] for b in every]
 
 
-def _move(op: DotScaledOp, blocks: SimdgroupBlocks, acc: str, c_view: Expr, r: int, c: int, how: str) -> Call:
+def _in_rounds(ctx: LoweringContext, op: DotScaledOp) -> bool:
     m, n, _ = shape_of(op)
-    return Call(f"km_sg_{how}<{m}, {n}>", (Var(acc), c_view, blocks.origin(0, r), blocks.origin(1, c)))
+    blocks = simdgroup_blocks(op, ctx.num_warps)
+    whole = max(raw_bytes(op), lower_dot.round16(m * n * 4))
+    return blocks is not None and blocks.count > 1 and ctx.scratch_base + whole > lower_dot.THREADGROUP_MEMORY
+
+
+def _move(ctx: LoweringContext, op: DotScaledOp, blocks: SimdgroupBlocks, acc: str, c_view: Expr, r: int, c: int,
+          how: str, compact: bool) -> Call:
+    """Accumulator `acc` of block (r, c) loaded from or stored to its place in C at `c_view`:
+    the whole row-major M x N tile, or (`compact`) the tile of one block a SIMD group."""
+    m, n, _ = shape_of(op)
+    if not compact:
+        return Call(f"km_sg_{how}<{m}, {n}>", (Var(acc), c_view, blocks.origin(0, r), blocks.origin(1, c)))
+    rows, cols = (g * b for g, b in zip(blocks.grid, blocks.block))
+    return Call(f"km_sg_{how}<{rows}, {cols}>", (Var(acc), c_view, blocks.compact_origin(0), blocks.compact_origin(1)))
+
+
+def _exchange(ctx: LoweringContext, op: DotScaledOp, blocks: SimdgroupBlocks, part: list[tuple[int, int]],
+              c_view: Expr, init: RegValue | None, read: tuple[Distribution, tuple[Expr, ...]] | None) -> None:
+    """Every thread's registers of the blocks in `part` written into C at `c_view` (`init`), or
+    read from it (`read`: the registers and their distribution): the whole tile when `part` is
+    every block, else the tile of one block a SIMD group (`SimdgroupBlocks.compact_origin`).
+    A register's block is known when the thread's part of its coordinate leaves the block
+    index's bits alone (the usual case); else it is tested."""
+    m, n, _ = shape_of(op)
+    dist = init.dist if init is not None else read[0]  # type: ignore[index]
+    assert dist is not None
+    whole = len(part) == blocks.count
+    for reg, first in enumerate(dist.first_registers()):
+        if not first:
+            continue
+        row, col = ctx.coord(dist, reg, 0), ctx.coord(dist, reg, 1)
+        place = None if whole else blocks.place(dist, reg)
+        if place is not None and place not in part:
+            continue
+        if whole:
+            idx = lower_dot._row_major(row, col, n)
+        else:
+            idx = lower_dot._row_major(blocks.compact(row, 0), blocks.compact(col, 1), blocks.grid[1] * blocks.block[1])
+        stmt: Stmt = (Assign(Index(c_view, idx), init.regs[reg]) if init is not None
+                      else Assign(read[1][reg], Index(c_view, idx)))  # type: ignore[index]
+        if not whole and place is None:
+            [(r, c)] = part
+            stmt = If(Apply("land", (blocks.is_block(row, 0, r), blocks.is_block(col, 1, c))), (stmt,))
+        ctx.emit(stmt)
 
 
 def input_tensor(ctx: LoweringContext, op: DotScaledOp, side: int) -> Call:

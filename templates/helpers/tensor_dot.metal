@@ -149,6 +149,14 @@ inline void km_sg_run(thread A& a, thread B& b, thread Acc& acc) {
   op.run(a, b, acc);
 }
 
+// Every element of a cooperative tensor set to v (a constant initial accumulator).
+template <typename CT, typename T>
+inline void km_coop_fill(thread CT& ct, T v) {
+  for (ushort i = 0; i < ct.get_capacity(); ++i) {
+    if (ct.is_valid_element(i)) ct[i] = v;
+  }
+}
+
 // A cooperative tensor's elements: how many slots this thread has, whether slot i holds one, and
 // its row and column in the op's operand (coordinates are (column, row)).
 template <typename CT>

@@ -420,6 +420,61 @@ def test_mx_tiles_with_k_steps_of_128_take_tensor_ops(monkeypatch, warps: int, g
     assert (report["warps"], report["warp_tile"], report["input_tensors"]) == (grid, region, (32, 32))
 
 
+@triton.jit
+def scaled_gemm_onto_c(a_ptr, sa_ptr, b_ptr, sb_ptr, c_ptr, K, M: tl.constexpr, N: tl.constexpr, BK: tl.constexpr):
+    # C += A @ B, e2m1 x e4m3 with e8m0 scales, the accumulator starting from C's loaded values
+    rm, rn = tl.arange(0, M), tl.arange(0, N)
+    acc = tl.load(c_ptr + rm[:, None] * N + rn[None, :])
+    for k0 in range(0, K, BK):
+        ka, kb, ks = k0 // 2 + tl.arange(0, BK // 2), k0 + tl.arange(0, BK), k0 // 32 + tl.arange(0, BK // 32)
+        a = tl.load(a_ptr + rm[:, None] * (K // 2) + ka[None, :])
+        b = tl.load(b_ptr + kb[:, None] * N + rn[None, :])
+        sa = tl.load(sa_ptr + rm[:, None] * (K // 32) + ks[None, :])
+        sb = tl.load(sb_ptr + rn[:, None] * (K // 32) + ks[None, :])
+        acc = tl.dot_scaled(a, sa, "e2m1", b, sb, "e4m3", acc)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc)
+
+
+@pytest.mark.parametrize("warps, grid", [(4, (2, 2)), (8, (2, 4))])
+@pytest.mark.parametrize("tested", [False, True])
+def test_a_128_by_128_accumulator_goes_through_threadgroup_memory_a_block_at_a_time(monkeypatch, tmp_path,
+                                                                                   warps: int,
+                                                                                   grid: tuple[int, int],
+                                                                                   tested: bool):
+    # a 128 x 128 float32 accumulator (64 KiB) does not fit in threadgroup memory whole: before
+    # and after the loop it goes through a tile of one 32 x 32 block a SIMD group at a time (a
+    # round a block, its registers' places in it known from their coordinates' register bits).
+    # `tested`: every register's block tested at run time instead, as where a lane's or a SIMD
+    # group's coordinate bits reach the block index. C starts from loaded values, against float64
+    from triton_metal.codegen import lower_tensor_dot_scaled
+
+    monkeypatch.setenv("TRITON_METAL_TARGET", "apple10:4.0")
+    if tested:  # (compiled afresh: the caches do not know the patched code generator)
+        monkeypatch.setattr(lower_tensor_dot_scaled.SimdgroupBlocks, "place", lambda self, dist, reg: None)
+        monkeypatch.setenv("TRITON_METAL_CACHE_DIR", str(tmp_path))
+        monkeypatch.setattr(scaled_gemm_onto_c, "cache", type(scaled_gemm_onto_c.cache)())
+    m = n = k = 128
+    rng = np.random.default_rng(14)
+    a, av = _operand("e2m1", m, k, rng)
+    bt, btv = _operand("e4m3", n, k, rng)
+    sa, sb = (rng.integers(120, 134, (r, k // 32)).astype(np.uint8) for r in (m, n))
+    c = rng.standard_normal((m, n)).astype(np.float32)
+    av, bv = av * _scale_values(sa), (btv * _scale_values(sb)).T
+    want = c + av @ bv
+    args = (a, sa, np.ascontiguousarray(bt.T), sb, c, k)
+    compiled = scaled_gemm_onto_c.warmup(*args, M=m, N=n, BK=64, num_warps=warps, grid=(1,))
+    scaled_gemm_onto_c[(1,)](*args, M=m, N=n, BK=64, num_warps=warps)
+    bound = 4 * k * 2.0 ** -24 * (np.abs(c) + np.abs(av) @ np.abs(bv))
+    assert np.all(np.abs(c - want) <= bound), np.max(np.abs(c - want) - bound)
+    [report] = compiled.msl.metadata["dot_reports"]
+    assert (report["path"], report["warps"], report["input_tensors"]) == ("tensor_ops", grid, (32, 32))
+    src = compiled.msl.source
+    compact = f"<{32 * grid[0]}, {32 * grid[1]}>("
+    rounds = 128 * 128 // (32 * 32 * warps)
+    assert src.count("km_sg_load" + compact) == rounds and src.count("km_sg_store" + compact) == rounds
+    assert ("if (((" in src) == tested
+
+
 def _carried_report(fa: str, fb: str, pack_b_along_k: bool, size: int, warps: int,
                     block_k: int = 64) -> tuple[dict, str, int]:
     """The carried dot's report and the MSL of a size x size tile (K 256, steps of block_k) on

@@ -416,6 +416,9 @@ _MX_CONFIGS = [
     triton.Config({"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 64}, num_warps=4),
     triton.Config({"BLOCK_M": 32, "BLOCK_N": 64, "BLOCK_K": 64}, num_warps=2),
     triton.Config({"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 128}, num_warps=4),
+    # 2 x 2 blocks of 32 x 32 a SIMD group on tensor ops (the accumulator staged a block at a
+    # time before and after the K loop): the most reuse of each dequantized element
+    triton.Config({"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64}, num_warps=4),
 ]
 
 
