@@ -19,8 +19,10 @@ barrier. Then one of two forms:
   fragments), no bfloat16 tile in threadgroup memory; then a run a block. A barrier after the
   last part: the staged bytes are read until then. Two barriers a K step, and threadgroup memory
   for the raw bytes alone, so 64 x 64 x 128 MX tiles fit (needs macOS 26.2, where input
-  cooperative tensors appeared). C, staged whole before and after the loop, bounds the tile
-  (a 128 x 128 float32 accumulator is 64 KiB).
+  cooperative tensors appeared). Before the loop a constant initial accumulator fills the
+  cooperative tensors; any other, and the result after the loop, goes through threadgroup
+  memory, C whole or, where that does not fit (a 128 x 128 float32 tile is 64 KiB), a block of
+  every SIMD group at a time (`rounds`).
 * **Dequantized tiles** otherwise: the threads dequantize A (M x K) and B (K x N) from the
   staged bytes into bfloat16 tiles (float32 when an operand is fp16), element by element, a
   barrier, and `km_tensor_run` accumulates A @ B into the cooperative tensor of one op over the

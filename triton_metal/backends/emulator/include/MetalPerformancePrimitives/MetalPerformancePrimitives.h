@@ -232,17 +232,17 @@ public:
     template <typename LeftElementType, typename RightElementType, typename ElementType, typename CoordType = int>
     cooperative_tensor_left_input_t<LeftElementType, RightElementType, ElementType, CoordType>
     get_left_input_cooperative_tensor(const char* tm_file = __builtin_FILE(), int tm_line = __builtin_LINE()) const {
-        static_assert(inputs_ok<LeftElementType, RightElementType, ElementType, CoordType>());
-        unsigned t = tm_detail::scope_thread<Scope>("get_left_input_cooperative_tensor", tm_file, tm_line);
-        return cooperative_tensor_left_input_t<LeftElementType, RightElementType, ElementType, CoordType>(t);
+        return input<cooperative_tensor_left_input_t<LeftElementType, RightElementType, ElementType, CoordType>,
+                     LeftElementType, RightElementType, ElementType, CoordType>(
+            "get_left_input_cooperative_tensor", tm_file, tm_line);
     }
 
     template <typename LeftElementType, typename RightElementType, typename ElementType, typename CoordType = int>
     cooperative_tensor_right_input_t<LeftElementType, RightElementType, ElementType, CoordType>
     get_right_input_cooperative_tensor(const char* tm_file = __builtin_FILE(), int tm_line = __builtin_LINE()) const {
-        static_assert(inputs_ok<LeftElementType, RightElementType, ElementType, CoordType>());
-        unsigned t = tm_detail::scope_thread<Scope>("get_right_input_cooperative_tensor", tm_file, tm_line);
-        return cooperative_tensor_right_input_t<LeftElementType, RightElementType, ElementType, CoordType>(t);
+        return input<cooperative_tensor_right_input_t<LeftElementType, RightElementType, ElementType, CoordType>,
+                     LeftElementType, RightElementType, ElementType, CoordType>(
+            "get_right_input_cooperative_tensor", tm_file, tm_line);
     }
 
     template <typename LeftOperandType, typename RightOperandType, typename ElementType, typename CoordType = int>
@@ -317,6 +317,13 @@ public:
 
 private:
     template <class D> using C_of = metal::remove_cv_t<typename D::element_type>;
+
+    // A fresh input cooperative tensor T for the calling thread, after Apple's requirements.
+    template <class T, class L, class R, class C, class CoordType>
+    static T input(const char* what, const char* file, int line) {
+        static_assert(inputs_ok<L, R, C, CoordType>());
+        return T(tm_detail::scope_thread<Scope>(what, file, line));
+    }
 
     // Whether T can be operand `Slot` (0 left, 1 right): a tensor, or an input cooperative
     // tensor of this op's shape for that slot.
