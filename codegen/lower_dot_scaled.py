@@ -43,7 +43,9 @@ from .dot_tiling import FRAG, FRAGMENT_LANE_BASES, Slot, fragment_slots
 from .lower_dot import THREADGROUP_MEMORY, bit_offset, copy_replicas, round16, warp_offset
 from .lower_tensor_dot import K_STEP
 from .lower_tensor_dot_scaled import (
+    SimdgroupBlocks,
     compute_type,
+    input_chunk,
     input_tensor,
     own_bytes,
     raw_bytes,
@@ -239,19 +241,38 @@ def run_carried_on_tensor_ops(ctx: LoweringContext, op: DotScaledOp, acc: CoopVa
 
 
 def _run_on_inputs(ctx: LoweringContext, op: DotScaledOp, acc: CoopValue) -> None:
-    """The operands staged as loaded, a barrier; for each part of 32 along K, this SIMD group's
-    left input cooperative tensors (one a block row) and right ones (one a block column) filled
-    with their elements dequantized, and a run a block into its accumulator; a barrier before the
-    staged bytes are written again."""
+    """For each K chunk that fits (`input_chunk`: the whole step, usually): the operands staged
+    as loaded, a barrier; for each part of 32 along it, this SIMD group's left input cooperative
+    tensors (one a block row) and right ones (one a block column) filled with their elements
+    dequantized, and a run a block into its accumulator; a barrier before the staged bytes are
+    written again."""
     m, n, k = shape_of(op)
     blocks = simdgroup_blocks(op, ctx.num_warps)
     assert blocks is not None
-    compute = compute_type(op)
+    chunk = input_chunk(ctx, op)
     ctx.push()
     ctx.op_scratch(op, own_bytes(ctx, op))
     sides = _operand_sides(ctx, op)
     _add_helpers(ctx, sides)
-    staged = _stage_chunk(ctx, sides, 0, k)
+    for start in range(0, k, chunk):
+        staged = _stage_chunk(ctx, sides, start, chunk)
+        assert _chunk_bytes(sides, chunk) == raw_bytes(op, chunk)
+        ctx.emit(_parts(ctx, op, blocks, staged, chunk, acc))
+        if start + chunk < k:
+            ctx.emit(Barrier())  # every thread has filled its inputs from this chunk
+    ctx.scratch_done(op)  # ... and from the last
+    scope = Scope(ctx.pop())
+    ctx.emit(scope)
+    ctx.busy_own_scratch(None)
+    record_tensor_dot(ctx.dot_sites, op, scope, ctx.num_warps, "carried", shape=(m, n, k),
+                      dtypes=f"{op.a_format} x {op.b_format} -> f32", blocks=blocks)
+    ctx.bind(op.result, acc)
+
+
+def _parts(ctx: LoweringContext, op: DotScaledOp, blocks: SimdgroupBlocks, staged: tuple[_Staged, _Staged],
+           chunk: int, acc: CoopValue) -> ForRange:
+    """The loop over a staged chunk's parts of 32 along K: the inputs filled, a run a block."""
+    compute = compute_type(op)
     part = ctx.fresh()
     body: list[Stmt] = []
     lefts, rights = [ctx.fresh() for _ in range(blocks.per[0])], [ctx.fresh() for _ in range(blocks.per[1])]
@@ -265,14 +286,7 @@ def _run_on_inputs(ctx: LoweringContext, op: DotScaledOp, acc: CoopValue) -> Non
                  _fill(ctx, b, staged[1], lambda i, j: (Apply("add", (Var(part), i)), Apply("add", (col0, j))), compute)]
     body += [ExprStmt(run_call(ctx, op, a, b, blocks.accumulator(acc.name, r, c)))
              for r, a in enumerate(lefts) for c, b in enumerate(rights)]
-    ctx.emit(ForRange(part, "uint", Lit("0u"), Lit(f"{k}u"), Lit(f"{K_STEP}u"), tuple(body), step_sign=1))
-    ctx.scratch_done(op)  # every thread has filled its inputs from the staged bytes
-    scope = Scope(ctx.pop())
-    ctx.emit(scope)
-    ctx.busy_own_scratch(None)
-    record_tensor_dot(ctx.dot_sites, op, scope, ctx.num_warps, "carried", shape=(m, n, k),
-                      dtypes=f"{op.a_format} x {op.b_format} -> f32", blocks=blocks)
-    ctx.bind(op.result, acc)
+    return ForRange(part, "uint", Lit("0u"), Lit(f"{chunk}u"), Lit(f"{K_STEP}u"), tuple(body), step_sign=1)
 
 
 def _fill(ctx: LoweringContext, tensor: str, st: _Staged, place: Callable[[Expr, Expr], tuple[Expr, Expr]],

@@ -17,8 +17,8 @@ barrier. Then one of two forms:
   block row and one right input per block column, found by their coordinates, straight from the
   staged bytes: each element dequantized on the way in (the value `lower_dot_scaled` builds into
   fragments), no bfloat16 tile in threadgroup memory; then a run a block. A barrier after the
-  last part: the staged bytes are read until then. Two barriers a K step, and threadgroup memory
-  for the raw bytes alone, so 64 x 64 x 128 MX tiles fit (needs macOS 26.2, where input
+  last part: the staged bytes are read until then. Two barriers a K step (a K chunk, where the
+  step's bytes do not fit: `input_chunk`), and threadgroup memory for the raw bytes alone, so 64 x 64 x 128 MX tiles fit (needs macOS 26.2, where input
   cooperative tensors appeared). Before the loop a constant initial accumulator fills the
   cooperative tensors; any other, and the result after the loop, goes through threadgroup
   memory, C whole or, where that does not fit (a 128 x 128 float32 tile is 64 KiB), a block of
@@ -139,9 +139,11 @@ def shape_of(op: DotScaledOp) -> tuple[int, int, int]:
     return m, n, k
 
 
-def raw_bytes(op: DotScaledOp) -> int:
+def raw_bytes(op: DotScaledOp, chunk: int | None = None) -> int:
     """Threadgroup bytes of both operands and their scales as loaded (`lower_dot_scaled`'s
-    staging of the whole of K: each block rounded to 16)."""
+    staging of the whole of K, or of `chunk` elements of it: each block rounded to 16)."""
+    k = shape_of(op)[2]
+    part = k if chunk is None else chunk
     total = 0
     for value, scale in ((op.a, op.a_scale), (op.b, op.b_scale)):
         for v in (value, scale):
@@ -150,8 +152,20 @@ def raw_bytes(op: DotScaledOp) -> int:
             ty = v.type
             assert isinstance(ty, TensorType) and isinstance(ty.element, ScalarType)
             unit = 2 if ty.element.name in ("bf16", "f16", "u16") else 1
-            total += lower_dot.round16(prod(ty.shape) * unit)
+            total += lower_dot.round16(prod(ty.shape) * unit * part // k)
     return total
+
+
+def input_chunk(ctx: LoweringContext, op: DotScaledOp) -> int:
+    """The K staged at a time on input cooperative tensors: the whole K step where its bytes as
+    loaded fit beside the layout passes' bytes, else the largest part of it, halved down to 32,
+    that does (two barriers a part, as the fragments' K chunks)."""
+    k = shape_of(op)[2]
+    chunk = k
+    while (ctx.scratch_base + raw_bytes(op, chunk) > lower_dot.THREADGROUP_MEMORY and chunk % 2 == 0
+           and (chunk // 2) % lower_tensor_dot.K_STEP == 0):
+        chunk //= 2
+    return chunk
 
 
 def tile_bytes(op: DotScaledOp) -> tuple[int, int]:
@@ -190,9 +204,10 @@ def own_bytes(ctx: LoweringContext, op: DotScaledOp) -> int:
     blocks = simdgroup_blocks(op, ctx.num_warps)
     if blocks is None:
         return max(raw_bytes(op) + sum(tile_bytes(op)), lower_dot.round16(m * n * 4))
+    raw = raw_bytes(op, input_chunk(ctx, op))
     if _in_rounds(ctx, op):
-        return max(raw_bytes(op), lower_dot.round16(m * n * 4 // blocks.count))
-    return max(raw_bytes(op), lower_dot.round16(m * n * 4))
+        return max(raw, lower_dot.round16(m * n * 4 // blocks.count))
+    return max(raw, lower_dot.round16(m * n * 4))
 
 
 def scaled_tile(ctx: LoweringContext, op: DotScaledOp) -> lower_tensor_dot.TensorTile:
@@ -263,7 +278,7 @@ def rounds(ctx: LoweringContext, op: DotScaledOp) -> list[list[tuple[int, int]]]
 def _in_rounds(ctx: LoweringContext, op: DotScaledOp) -> bool:
     m, n, _ = shape_of(op)
     blocks = simdgroup_blocks(op, ctx.num_warps)
-    whole = max(raw_bytes(op), lower_dot.round16(m * n * 4))
+    whole = max(raw_bytes(op, input_chunk(ctx, op)), lower_dot.round16(m * n * 4))
     return blocks is not None and blocks.count > 1 and ctx.scratch_base + whole > lower_dot.THREADGROUP_MEMORY
 
 

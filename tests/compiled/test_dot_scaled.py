@@ -420,6 +420,19 @@ def test_mx_tiles_with_k_steps_of_128_take_tensor_ops(monkeypatch, warps: int, g
     assert (report["warps"], report["warp_tile"], report["input_tensors"]) == (grid, region, (32, 32))
 
 
+def test_a_k_step_too_large_to_stage_whole_goes_in_two_chunks(monkeypatch):
+    # e4m3 x e5m2 at 128 x 128 x 128 with both scales: a K step as loaded is 33,792 bytes, over
+    # threadgroup memory; on input cooperative tensors it is staged 64 of K at a time (two
+    # barriers a chunk), where before it kept the fragments
+    monkeypatch.setenv("TRITON_METAL_TARGET", "apple10:4.0")
+    got, ref, bound = _run("e4m3", "e5m2", k=256, m=128, n=128, block_k=128, seed=15)
+    assert np.all(np.abs(got - ref) <= bound), np.max(np.abs(got - ref) - bound)
+    report, src, raw = _carried_report("e4m3", "e5m2", True, 128, 4, block_k=128)
+    assert raw > 32768 and report["threadgroup_bytes_per_k_step"] == raw
+    assert (report["path"], report["barriers_per_k_step"], report["input_tensors"]) == ("tensor_ops", 4, (32, 32))
+    assert src.count("km_sg_run<32, 32>(") == 2 * 4  # four blocks a SIMD group, in each chunk's loop
+
+
 @triton.jit
 def scaled_gemm_onto_c(a_ptr, sa_ptr, b_ptr, sb_ptr, c_ptr, K, M: tl.constexpr, N: tl.constexpr, BK: tl.constexpr):
     # C += A @ B, e2m1 x e4m3 with e8m0 scales, the accumulator starting from C's loaded values
