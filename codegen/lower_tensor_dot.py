@@ -103,8 +103,12 @@ def tensor_dot_refusal(ctx: LoweringContext, op: DotOp | DotScaledOp, carried: b
     if m % M_MULTIPLE or n % N_MULTIPLE or k % K_STEP:
         return f"not whole tensor-op tiles (M a multiple of {M_MULTIPLE}, N of {N_MULTIPLE}, K of {K_STEP})"
     if ctx.scratch_base + staged > lower_dot.THREADGROUP_MEMORY:
-        return (f"its staging ({staged} bytes) and the layout passes' {ctx.scratch_base} bytes exceed "
-                f"{lower_dot.THREADGROUP_MEMORY}")
+        why = (f"its staging ({staged} bytes) and the layout passes' {ctx.scratch_base} bytes exceed "
+               f"{lower_dot.THREADGROUP_MEMORY}")
+        if isinstance(op, DotScaledOp) and lower_tensor_dot_scaled.simdgroup_blocks(op, ctx.num_warps) is None:
+            why = (f"no split into at most {lower_tensor_dot_scaled.MAX_BLOCKS} blocks of 16 or 32 a SIMD group "
+                   f"(input cooperative tensors), and for dequantized tiles {why}")
+        return why
     return ""
 
 

@@ -433,6 +433,24 @@ def test_a_k_step_too_large_to_stage_whole_goes_in_two_chunks(monkeypatch):
     assert src.count("km_sg_run<32, 32>(") == 2 * 4  # four blocks a SIMD group, in each chunk's loop
 
 
+def test_a_tile_of_more_than_four_blocks_a_simdgroup_says_why_it_keeps_fragments(monkeypatch):
+    # 128 x 256 on 4 SIMD groups would be eight 32 x 32 blocks each (eight accumulators): the
+    # report names that and the dequantized tiles' staging
+    monkeypatch.setenv("TRITON_METAL_TARGET", "apple10:4.0")
+    rng = np.random.default_rng(16)
+    a = _operand("e2m1", 128, 256, rng)[0]
+    b = np.ascontiguousarray(_operand("e5m2", 256, 256, rng)[0].T)
+    sa, sb = np.full((128, 8), 127, np.uint8), np.full((256, 8), 127, np.uint8)
+    compiled = scaled_matmul.warmup(a, sa, b, sb, np.zeros((128, 256), np.float32), 256, M=128, N=256, BLOCK_K=128,
+                                    FA="e2m1", FB="e5m2", SCALED=True, FAST=False, PACK_B_ALONG_K=True,
+                                    OUT=tl.float32, grid=(1,), num_warps=4)
+    [report] = compiled.msl.metadata["dot_reports"]
+    assert report["path"] == "simdgroup"
+    assert report["path_reason"].startswith("tl.dot_scaled on simdgroup matrices: no split into at most 4 blocks of "
+                                            "16 or 32 a SIMD group (input cooperative tensors), and for dequantized "
+                                            "tiles its staging (")
+
+
 @triton.jit
 def scaled_gemm_onto_c(a_ptr, sa_ptr, b_ptr, sb_ptr, c_ptr, K, M: tl.constexpr, N: tl.constexpr, BK: tl.constexpr):
     # C += A @ B, e2m1 x e4m3 with e8m0 scales, the accumulator starting from C's loaded values
