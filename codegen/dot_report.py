@@ -39,6 +39,7 @@ from .program import Assign, Barrier, Call, Declare, ExprStmt, ForRange, If, Ind
 if TYPE_CHECKING:
     from .lower_tensor_dot_scaled import SimdgroupBlocks
 
+
 @dataclass(frozen=True)
 class DotSite:
     """Where the lowering of one dot put its code (recorded by `record_dot`)."""

@@ -23,7 +23,8 @@ K, as the decomposed dot's fragments do, so the results are those of the decompo
 
 On MSL 4.0 targets a K loop's carried accumulator takes tensor ops instead
 (`run_carried_on_tensor_ops`, lower_tensor_dot_scaled.py): the same staging and the same
-dequantized values, written into bfloat16 (float32) tiles that `matmul2d` reads.
+dequantized values, written straight into each SIMD group's input cooperative tensors, or into
+bfloat16 (float32) tiles that one `matmul2d` reads.
 """
 
 from __future__ import annotations

@@ -18,8 +18,9 @@ barrier. Then one of two forms:
   staged bytes: each element dequantized on the way in (the value `lower_dot_scaled` builds into
   fragments), no bfloat16 tile in threadgroup memory; then a run a block. A barrier after the
   last part: the staged bytes are read until then. Two barriers a K step (a K chunk, where the
-  step's bytes do not fit: `input_chunk`), and threadgroup memory for the raw bytes alone, so 64 x 64 x 128 MX tiles fit (needs macOS 26.2, where input
-  cooperative tensors appeared). Before the loop a constant initial accumulator fills the
+  step's bytes do not fit: `input_chunk`), and threadgroup memory for the raw bytes alone, so
+  MX tiles up to 128 x 128 fit (needs macOS 26.2, where input cooperative tensors appeared).
+  Before the loop a constant initial accumulator fills the
   cooperative tensors; any other, and the result after the loop, goes through threadgroup
   memory, C whole or, where that does not fit (a 128 x 128 float32 tile is 64 KiB), a block of
   every SIMD group at a time (`rounds`).
@@ -300,7 +301,7 @@ def _exchange(ctx: LoweringContext, op: DotScaledOp, blocks: SimdgroupBlocks, pa
     every block, else the tile of one block a SIMD group (`SimdgroupBlocks.compact_origin`).
     A register's block is known when the thread's part of its coordinate leaves the block
     index's bits alone (the usual case); else it is tested."""
-    m, n, _ = shape_of(op)
+    n = shape_of(op)[1]
     dist = init.dist if init is not None else read[0]  # type: ignore[index]
     assert dist is not None
     whole = len(part) == blocks.count

@@ -7,9 +7,10 @@
 // cooperative tensor across the loop's iterations (loaded before the loop, stored after it);
 // any other dot is km_tensor_dot: load, run, store. A carried accumulator the loop rescales
 // (acc * f, then the dot) is scaled in place element by element (km_tensor_scale_*).
-// A tl.dot_scaled K loop whose tile is one block a SIMD group runs km_sg_*: each SIMD group its
-// own op (execution_simdgroup) on input cooperative tensors that the generated code fills
-// element by element (macOS 26.2), its block's accumulator carried across the loop.
+// A tl.dot_scaled K loop whose tile splits into blocks of 16 or 32, one to four a SIMD group,
+// runs km_sg_*: each SIMD group an op a block (execution_simdgroup) on input cooperative tensors
+// that the generated code fills element by element (macOS 26.2), each block's accumulator
+// carried across the loop.
 // Dimension 0 of a tensor is the contiguous one: a row-major R x C matrix has extents (C, R).
 #include <metal_tensor>
 #include <MetalPerformancePrimitives/MetalPerformancePrimitives.h>
