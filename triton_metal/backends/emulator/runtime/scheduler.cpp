@@ -353,6 +353,7 @@ extern "C" void* tm_rt_op_exchange(unsigned operand, const char* file, int line)
         w->op_exchange = static_cast<unsigned char*>(malloc(2ul * TM_MAX_SIMDGROUPS * TM_OP_EXCHANGE_BYTES));
         if (!w->op_exchange) tm_failf(TM_FAULT, "tensor-op exchange: out of memory (%s:%d)", file, line);
     }
+    if (!tm_tl_fiber) tm_rt_self("matmul2d::run", file, line);  // faults: no fibers
     unsigned sg = tm_tl_fiber->index / TM_SIMD_WIDTH;
     return w->op_exchange + (operand * TM_MAX_SIMDGROUPS + sg) * (unsigned long)TM_OP_EXCHANGE_BYTES;
 }
