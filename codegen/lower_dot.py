@@ -239,7 +239,6 @@ class _FragmentKinds:
         return _FragmentKinds(msl_type(operand), msl_type(accumulator), False, 0)
 
 
-
 def _array_name(frags: dict[tuple[int, int], Expr]) -> str:
     first = next(iter(frags.values()))
     assert isinstance(first, Index) and isinstance(first.base, Var)

@@ -48,6 +48,7 @@ from .lower_tensor_dot_scaled import (
     compute_type,
     input_chunk,
     input_tensor,
+    on_input_tensors,
     own_bytes,
     raw_bytes,
     run_call,
@@ -213,7 +214,7 @@ def run_carried_on_tensor_ops(ctx: LoweringContext, op: DotScaledOp, acc: CoopVa
     """A K loop's carried dot on tensor ops (lower_tensor_dot_scaled.py): the operands staged as
     loaded, a barrier, then each SIMD group's input cooperative tensors filled and run, or the
     dequantized tiles."""
-    if simdgroup_blocks(op, ctx.num_warps) is not None:
+    if on_input_tensors(ctx, op):
         _run_on_inputs(ctx, op, acc)
         return
     tile = scaled_tile(ctx, op)
@@ -255,9 +256,9 @@ def _run_on_inputs(ctx: LoweringContext, op: DotScaledOp, acc: CoopValue) -> Non
     ctx.op_scratch(op, own_bytes(ctx, op))
     sides = _operand_sides(ctx, op)
     _add_helpers(ctx, sides)
+    assert _chunk_bytes(sides, chunk) == raw_bytes(op, chunk)
     for start in range(0, k, chunk):
         staged = _stage_chunk(ctx, sides, start, chunk)
-        assert _chunk_bytes(sides, chunk) == raw_bytes(op, chunk)
         ctx.emit(_parts(ctx, op, blocks, staged, chunk, acc))
         if start + chunk < k:
             ctx.emit(Barrier())  # every thread has filled its inputs from this chunk

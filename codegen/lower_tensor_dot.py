@@ -105,7 +105,7 @@ def tensor_dot_refusal(ctx: LoweringContext, op: DotOp | DotScaledOp, carried: b
     if ctx.scratch_base + staged > lower_dot.THREADGROUP_MEMORY:
         why = (f"its staging ({staged} bytes) and the layout passes' {ctx.scratch_base} bytes exceed "
                f"{lower_dot.THREADGROUP_MEMORY}")
-        if isinstance(op, DotScaledOp) and lower_tensor_dot_scaled.simdgroup_blocks(op, ctx.num_warps) is None:
+        if isinstance(op, DotScaledOp) and not lower_tensor_dot_scaled.on_input_tensors(ctx, op):
             why = (f"no split into at most {lower_tensor_dot_scaled.MAX_BLOCKS} blocks of 16 or 32 a SIMD group "
                    f"(input cooperative tensors), and for dequantized tiles {why}")
         return why
@@ -313,7 +313,7 @@ def staging_over_c(ctx: LoweringContext, op: DotOp | DotScaledOp) -> bool:
     no barrier follows the last run, so the store of C waits for one first (`tl.dot_scaled`'s
     dequantized tiles always do; its input cooperative tensors end each K step with a barrier)."""
     if isinstance(op, DotScaledOp):
-        return lower_tensor_dot_scaled.simdgroup_blocks(op, ctx.num_warps) is None
+        return not lower_tensor_dot_scaled.on_input_tensors(ctx, op)
     return doubles_staging(ctx, op) or (operand_buffers(op) is not None and factor_bytes(op) > 0)
 
 

@@ -185,8 +185,8 @@ def begin_carried(ctx: LoweringContext, carried: CarriedDot, init: RegValue) -> 
     name = ctx.fresh()
     dist = ctx.dist_of(dot.result.type)
     assert dist is not None
-    if _on_inputs(ctx, dot):  # each SIMD group's blocks (lower_tensor_dot_scaled.py)
-        lower_tensor_dot_scaled.begin_accumulators(ctx, dot, name, init, c_view)  # type: ignore[arg-type]
+    if isinstance(dot, DotScaledOp) and lower_tensor_dot_scaled.on_input_tensors(ctx, dot):
+        lower_tensor_dot_scaled.begin_accumulators(ctx, dot, name, init, c_view)  # each SIMD group's blocks
         return CoopValue(dot.result.type, name, dist)
     write_tile(ctx, init, c_view, tile.n)
     ctx.emit(Barrier())
@@ -227,11 +227,6 @@ def run_carried(ctx: LoweringContext, op: DotOp, a: RegValue, b: RegValue, acc: 
     ctx.bind(op.result, acc)
 
 
-def _on_inputs(ctx: LoweringContext, dot: DotOp | DotScaledOp) -> bool:
-    """Whether a carried `tl.dot_scaled` runs on each SIMD group's input cooperative tensors."""
-    return isinstance(dot, DotScaledOp) and lower_tensor_dot_scaled.simdgroup_blocks(dot, ctx.num_warps) is not None
-
-
 def _stage_factors(ctx: LoweringContext, rescale: Rescale | None, view: Expr | None) -> None:
     """A rescale's factors, one a row or a column, written into threadgroup memory at `view`."""
     if rescale is not None and view is not None:
@@ -266,12 +261,13 @@ def end_carried(ctx: LoweringContext, loop: scf.ForOp, carried: CarriedDot, acc:
         assert dist is not None
         ctx.folded[conv] = result
     out = ctx.declare_array(tile.acc_t, dist.num_regs)
-    if _on_inputs(ctx, dot):
-        lower_tensor_dot_scaled.end_accumulators(ctx, dot, acc.name, c_view, dist, out)  # type: ignore[arg-type]
-        return RegValue(ty, out, dist)
+    value = RegValue(ty, out, dist)
+    if isinstance(dot, DotScaledOp) and lower_tensor_dot_scaled.on_input_tensors(ctx, dot):
+        lower_tensor_dot_scaled.end_accumulators(ctx, dot, acc.name, c_view, value)
+        return value
     ctx.emit(ExprStmt(Call(f"km_tensor_store<{tile.m}, {tile.n}>", (Var(acc.name), c_view))))
     ctx.emit(Barrier())
     read_tile(ctx, c_view, tile.n, dist, out)
     ctx.scratch_done(dot)
-    return RegValue(ty, out, dist)
+    return value
 

@@ -196,6 +196,11 @@ def simdgroup_blocks(op: DotScaledOp, warps: int) -> SimdgroupBlocks | None:
     return None
 
 
+def on_input_tensors(ctx: LoweringContext, op: DotScaledOp) -> bool:
+    """Whether the carried dot takes the form on input cooperative tensors (module doc)."""
+    return simdgroup_blocks(op, ctx.num_warps) is not None
+
+
 def own_bytes(ctx: LoweringContext, op: DotScaledOp) -> int:
     """The code generator's scratch the carried dot takes: the operands as loaded, and the
     dequantized tiles unless the inputs are cooperative tensors; C (staged before and after the
@@ -205,10 +210,8 @@ def own_bytes(ctx: LoweringContext, op: DotScaledOp) -> int:
     blocks = simdgroup_blocks(op, ctx.num_warps)
     if blocks is None:
         return max(raw_bytes(op) + sum(tile_bytes(op)), lower_dot.round16(m * n * 4))
-    raw = raw_bytes(op, input_chunk(ctx, op))
-    if _in_rounds(ctx, op):
-        return max(raw, lower_dot.round16(m * n * 4 // blocks.count))
-    return max(raw, lower_dot.round16(m * n * 4))
+    c_bytes = m * n * 4 // (blocks.count if _in_rounds(ctx, op) else 1)
+    return max(raw_bytes(op, input_chunk(ctx, op)), lower_dot.round16(c_bytes))
 
 
 def scaled_tile(ctx: LoweringContext, op: DotScaledOp) -> lower_tensor_dot.TensorTile:
@@ -244,27 +247,27 @@ def begin_accumulators(ctx: LoweringContext, op: DotScaledOp, base: str, init: R
             ctx.emit(ExprStmt(Call("km_coop_fill", (Var(name), init.regs[0]))))
         return
     for part in rounds(ctx, op):
-        _exchange(ctx, op, blocks, part, c_view, init, None)
+        _exchange(ctx, op, blocks, part, c_view, init, write=True)
         ctx.emit(Barrier())
         for r, c in part:
             ctx.emit(ExprStmt(_move(ctx, op, blocks, names[r, c], c_view, r, c, "load", len(part) < blocks.count)))
         ctx.emit(Barrier())
 
 
-def end_accumulators(ctx: LoweringContext, op: DotScaledOp, base: str, c_view: Expr, dist: Distribution,
-                     out: tuple[Expr, ...]) -> None:
-    """After the loop: each of this SIMD group's accumulators into the registers `out` (placed
-    by `dist`) through threadgroup memory, C whole or a round of blocks at a time. The loop left
-    the scratch free (its last K step ends with a barrier)."""
+def end_accumulators(ctx: LoweringContext, op: DotScaledOp, base: str, c_view: Expr, result: RegValue) -> None:
+    """After the loop: each of this SIMD group's accumulators into the registers of `result`
+    through threadgroup memory, C whole or a round of blocks at a time. The loop left the
+    scratch free (its last K step ends with a barrier)."""
     blocks = _blocks(ctx, op)
     for part in rounds(ctx, op):
         for r, c in part:
             name = blocks.accumulator(base, r, c)
             ctx.emit(ExprStmt(_move(ctx, op, blocks, name, c_view, r, c, "store", len(part) < blocks.count)))
         ctx.emit(Barrier())
-        _exchange(ctx, op, blocks, part, c_view, None, (dist, out))
+        _exchange(ctx, op, blocks, part, c_view, result, write=False)
         ctx.emit(Barrier())
-    lower_dot.copy_replicas(ctx, dist, out)
+    assert result.dist is not None
+    lower_dot.copy_replicas(ctx, result.dist, result.regs)
 
 
 def rounds(ctx: LoweringContext, op: DotScaledOp) -> list[list[tuple[int, int]]]:
@@ -295,14 +298,13 @@ def _move(ctx: LoweringContext, op: DotScaledOp, blocks: SimdgroupBlocks, acc: s
 
 
 def _exchange(ctx: LoweringContext, op: DotScaledOp, blocks: SimdgroupBlocks, part: list[tuple[int, int]],
-              c_view: Expr, init: RegValue | None, read: tuple[Distribution, tuple[Expr, ...]] | None) -> None:
-    """Every thread's registers of the blocks in `part` written into C at `c_view` (`init`), or
-    read from it (`read`: the registers and their distribution): the whole tile when `part` is
-    every block, else the tile of one block a SIMD group (`SimdgroupBlocks.compact_origin`).
-    A register's block is known when the thread's part of its coordinate leaves the block
-    index's bits alone (the usual case); else it is tested."""
-    n = shape_of(op)[1]
-    dist = init.dist if init is not None else read[0]  # type: ignore[index]
+              c_view: Expr, regs: RegValue, write: bool) -> None:
+    """Every thread's registers `regs` of the blocks in `part` written into C at `c_view`
+    (`write`) or read from it: the whole tile when `part` is every block, else the tile of one
+    block a SIMD group (`SimdgroupBlocks.compact_origin`). A register's block is known when the
+    thread's part of its coordinate leaves the block index's bits alone (the usual case); else
+    it is tested."""
+    dist = regs.dist
     assert dist is not None
     whole = len(part) == blocks.count
     for reg, first in enumerate(dist.first_registers()):
@@ -313,11 +315,11 @@ def _exchange(ctx: LoweringContext, op: DotScaledOp, blocks: SimdgroupBlocks, pa
         if place is not None and place not in part:
             continue
         if whole:
-            idx = lower_dot._row_major(row, col, n)
+            idx = lower_dot._row_major(row, col, shape_of(op)[1])
         else:
             idx = lower_dot._row_major(blocks.compact(row, 0), blocks.compact(col, 1), blocks.grid[1] * blocks.block[1])
-        stmt: Stmt = (Assign(Index(c_view, idx), init.regs[reg]) if init is not None
-                      else Assign(read[1][reg], Index(c_view, idx)))  # type: ignore[index]
+        element = Index(c_view, idx)
+        stmt: Stmt = Assign(element, regs.regs[reg]) if write else Assign(regs.regs[reg], element)
         if not whole and place is None:
             [(r, c)] = part
             stmt = If(Apply("land", (blocks.is_block(row, 0, r), blocks.is_block(col, 1, c))), (stmt,))
