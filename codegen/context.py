@@ -28,6 +28,11 @@ WARP = Var("km_warp")
 TID = Var("km_tid")
 
 
+def round16(n: int) -> int:
+    """`n` bytes rounded up to the 16-byte alignment every threadgroup region starts at."""
+    return (n + 15) // 16 * 16
+
+
 class LoweringContext:
     def __init__(self, options: CodegenOptions, kernel_name: str) -> None:
         self.options = options
@@ -111,6 +116,15 @@ class LoweringContext:
 
     def emit(self, stmt: Stmt) -> None:
         self._bodies[-1].add(stmt)
+
+    def copy_replicas(self, dist: Distribution, out: tuple[Expr, ...]) -> None:
+        """Registers of `out` that repeat an element another register of the thread holds
+        (`dist`) get its value."""
+        for r, first in enumerate(dist.first_registers()):
+            if not first:
+                src = dist.register_of(dist.reg_coords[r])
+                assert src is not None
+                self.emit(Assign(out[r], out[src]))
 
     def push(self) -> None:
         self._bodies.append(Body())
@@ -235,7 +249,7 @@ class LoweringContext:
             self.emit(Barrier())
             if len(self._bodies) == self.own_scratch_busy[0]:
                 self.own_scratch_busy = None  # (a barrier in a branch or a nested loop may not run)
-        self.own_scratch_bytes = max(self.own_scratch_bytes, (nbytes + 15) // 16 * 16)
+        self.own_scratch_bytes = max(self.own_scratch_bytes, round16(nbytes))
         self.scratch_end = max(self.scratch_end, self.scratch_base + self.own_scratch_bytes)
         return self.scratch_base
 
@@ -245,7 +259,7 @@ class LoweringContext:
         offset = getattr(op, "smem_offset", None)
         size = getattr(op, "smem_bytes", None)
         if offset is not None and size is not None and size >= nbytes:
-            self.scratch_end = max(self.scratch_end, int(offset) + (nbytes + 15) // 16 * 16)
+            self.scratch_end = max(self.scratch_end, int(offset) + round16(nbytes))
             self._managed_ok[op] = True
             return int(offset)
         self._managed_ok[op] = False

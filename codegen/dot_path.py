@@ -35,13 +35,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from triton_metal.chip import THREADGROUP_MEMORY_BYTES
 from triton_metal.errors import OutOfResources
 from triton_metal.ir import Op
 from triton_metal.ir.ops.tt_compute import DotOp
 
 from .context import LoweringContext
 from .dot_report import DotReport, reports_by_op
-from .lower_dot import THREADGROUP_MEMORY
 from .lower_tensor_dot import tensor_dot_refusal
 from .options import CodegenOptions
 from .program import Stmt
@@ -139,7 +139,7 @@ def _lowered_within_limits(lower: Callable[[frozenset[Op]], Lowered], kept: froz
         lowered = lower(kept)
     except OutOfResources:
         return None
-    return lowered if lowered.ctx.scratch_end <= THREADGROUP_MEMORY else None
+    return lowered if lowered.ctx.scratch_end <= THREADGROUP_MEMORY_BYTES else None
 
 
 def _reasons(lowered: Lowered, single: dict[Op, str]) -> dict[Op, str]:

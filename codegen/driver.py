@@ -15,6 +15,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from triton_metal.chip import THREADGROUP_MEMORY_BYTES
 from triton_metal.errors import CompilationError, OutOfResources, internal_error
 from triton_metal.ir import Module, Op
 from triton_metal.ir.ops import tt_memory as mem
@@ -118,8 +119,8 @@ def compile_module(module: Module, options: CodegenOptions, axis_info: object | 
     printer = MSLPrinter(options.math_mode)
     prologue = list(ctx.prologue.stmts)
     scratch = ctx.scratch_end
-    if scratch > 32768:
-        raise OutOfResources(scratch, 32768, f"threadgroup memory of kernel '{name}' (bytes)")
+    if scratch > THREADGROUP_MEMORY_BYTES:
+        raise OutOfResources(scratch, THREADGROUP_MEMORY_BYTES, f"threadgroup memory of kernel '{name}' (bytes)")
     body = render(
         "body.metal",
         threads=options.threads_per_program,

@@ -41,11 +41,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from triton_metal.chip import THREADGROUP_MEMORY_BYTES
 from triton_metal.errors import internal_error
 from triton_metal.ir.ops.tt_compute import DotOp
 from triton_metal.ir.types import ScalarType, TensorType
 
-from .context import WARP, LoweringContext
+from .context import WARP, LoweringContext, round16
 from .distribution import Distribution
 from .dot_report import record_dot
 from .dot_tiling import FRAG, DotPlan, Slot, plan_dot
@@ -67,10 +68,8 @@ from .program import (
     Var,
 )
 from .registry import lowers
+from .tiles import write_tile
 from .values import RegValue
-
-THREADGROUP_MEMORY = 32768
-"""Bytes of threadgroup memory on Apple GPUs."""
 
 _ACCUMULATORS = {"f32": ("f32",), "f16": ("f32", "f16"), "bf16": ("f32",), "i8": ("i32",)}
 
@@ -175,7 +174,7 @@ def _lower_fragment_dot(ctx: LoweringContext, op: DotOp, plan: DotPlan, a: RegVa
     for start in range(0, k, chunk):
         _accumulate_chunk(ctx, plan, kinds, acc_name, a_frags, b_frags, range(start, min(k, start + chunk), FRAG),
                           c.regs if start == 0 else out, out)
-    copy_replicas(ctx, dist, out)
+    ctx.copy_replicas(dist, out)
     if staged:
         ctx.scratch_done(op)  # the scratch may be reused once every SIMD group has loaded
     scope = Scope(ctx.pop())
@@ -293,15 +292,6 @@ def bit_offset(ctx: LoweringContext, index: Expr, bases: tuple[int, ...]) -> Exp
     return Var(name)
 
 
-def copy_replicas(ctx: LoweringContext, dist: Distribution, out: tuple[Expr, ...]) -> None:
-    """Registers that repeat an element another register of the thread holds get its value."""
-    for r, first in enumerate(dist.first_registers()):
-        if not first:
-            src = dist.register_of(dist.reg_coords[r])
-            assert src is not None
-            ctx.emit(Assign(out[r], out[src]))
-
-
 # -- staging through threadgroup memory ----------------------------------------------------------
 
 
@@ -324,39 +314,21 @@ def _stage_operands(ctx: LoweringContext, op: DotOp, a: RegValue | None, b: RegV
     b_view = ctx.scratch_view(ctype, base + a_bytes)
     ctx.emit(Staged(sum(t.shape[0] * t.shape[1] * size for t, v in ((a_ty, a), (b_ty, b)) if v is not None)))
     if a is not None:
-        _write(ctx, a, a_view, a_ty.shape[1], ctype if convert else None)
+        write_tile(ctx, a, a_view, a_ty.shape[1], ctype if convert else None)
     if b is not None:
-        _write(ctx, b, b_view, b_ty.shape[1], ctype if convert else None)
+        write_tile(ctx, b, b_view, b_ty.shape[1], ctype if convert else None)
     ctx.emit(Barrier())
     return a_view, b_view
 
 
-def _write(ctx: LoweringContext, v: RegValue, view: Expr, row_length: int, convert: str | None = None) -> None:
-    dist = v.dist
-    assert dist is not None
-    for r, first in enumerate(dist.first_registers()):
-        if not first:
-            continue
-        idx = _row_major(ctx.coord(dist, r, 0), ctx.coord(dist, r, 1), row_length)
-        ctx.emit(Assign(Index(view, idx), v.regs[r] if convert is None else Convert(convert, v.regs[r])))
-
-
-def _row_major(row: Expr, col: Expr, row_length: int) -> Expr:
-    return Apply("add", (Apply("mul", (row, Lit(str(row_length)))), col))
-
-
 def _check_scratch(ctx: LoweringContext, op: DotOp, nbytes: int) -> None:
-    if nbytes > THREADGROUP_MEMORY:
+    if nbytes > THREADGROUP_MEMORY_BYTES:
         a_ty, b_ty = op.a.type, op.b.type
         raise ctx.error(
             f"tl.dot of {a_ty} and {b_ty} stages {nbytes} bytes of operands in threadgroup memory; "
-            f"Apple GPUs have {THREADGROUP_MEMORY}",
+            f"Apple GPUs have {THREADGROUP_MEMORY_BYTES}",
             hint="use smaller BLOCK sizes (M, N or K)",
         )
-
-
-def round16(n: int) -> int:
-    return (n + 15) // 16 * 16
 
 
 def _element(v: RegValue) -> ScalarType:

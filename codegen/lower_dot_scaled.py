@@ -32,16 +32,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from triton_metal.chip import THREADGROUP_MEMORY_BYTES
 from triton_metal.errors import OutOfResources, internal_error
 from triton_metal.fp8 import FORMATS
 from triton_metal.ir.ops.tt_compute import DotScaledOp
 from triton_metal.ir import Value
 from triton_metal.ir.types import ScalarType, TensorType
 
-from .context import LANE, TID, LoweringContext
+from .context import LANE, TID, LoweringContext, round16
 from .dot_report import record_dot, record_tensor_dot
 from .dot_tiling import FRAG, FRAGMENT_LANE_BASES, Slot, fragment_slots
-from .lower_dot import THREADGROUP_MEMORY, bit_offset, copy_replicas, round16, warp_offset
+from .lower_dot import bit_offset, warp_offset
 from .lower_tensor_dot import K_STEP
 from .lower_tensor_dot_scaled import (
     SimdgroupBlocks,
@@ -198,7 +199,7 @@ def lower_dot_scaled(ctx: LoweringContext, op: DotScaledOp) -> None:
     for i, slot in enumerate(frag_slots):
         for e, r in enumerate(slot.regs):
             ctx.emit(Assign(out[r], Call("km_frag_elem", (Index(Var(acc), Lit(str(i))), Lit(str(e))))))
-    copy_replicas(ctx, dist, out)
+    ctx.copy_replicas(dist, out)
     scope = Scope(ctx.pop())
     ctx.emit(scope)
     m, n = dist.shape
@@ -360,7 +361,7 @@ def _scale_kind(side: _Side) -> str:
 def _chunk(ctx: LoweringContext, sides: tuple[_Side, _Side], k: int) -> int:
     """The most K (a power of two dividing K) whose staged bytes fit next to the scratch the
     layout passes allocated."""
-    room = THREADGROUP_MEMORY - ctx.scratch_base
+    room = THREADGROUP_MEMORY_BYTES - ctx.scratch_base
     smallest = max([FRAG, *(s.group for s in sides if s.scale is not None)])
     chunk = k
     while chunk > smallest and _chunk_bytes(sides, chunk) > room:
@@ -368,7 +369,7 @@ def _chunk(ctx: LoweringContext, sides: tuple[_Side, _Side], k: int) -> int:
     if _chunk_bytes(sides, chunk) > room:
         # as the kernel's whole threadgroup memory is refused: the runtime compiles the kernel
         # again with its dot results stored from fragments (no conversion scratch), then refuses
-        raise OutOfResources(ctx.scratch_base + _chunk_bytes(sides, chunk), THREADGROUP_MEMORY,
+        raise OutOfResources(ctx.scratch_base + _chunk_bytes(sides, chunk), THREADGROUP_MEMORY_BYTES,
                              f"threadgroup memory of kernel '{ctx.kernel_name}' with tl.dot_scaled staging a K chunk "
                              f"of {chunk} (bytes)")
     return chunk

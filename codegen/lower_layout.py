@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from triton_metal.chip import THREADGROUP_MEMORY_BYTES
 from triton_metal.errors import internal_error
 from triton_metal.ir import Op, Value
 from triton_metal.ir.types import ScalarType, element_type
@@ -29,7 +30,6 @@ from .program import Apply, Assign, Barrier, Convert, Declare, Expr, If, Index, 
 from .registry import lowers
 from .values import PtrValue
 
-THREADGROUP_MEMORY_LIMIT = 32768
 STAGE_BYTES = 16384
 """The piece a tensor past the threadgroup memory limit moves in (the allocation pass's)."""
 
@@ -85,7 +85,7 @@ def exchange(ctx: LoweringContext, op: Op, src: Distribution, regs: Sequence[Exp
     limit) the tensor moves in row-major pieces of `STAGE_BYTES`, each written by the owners of
     its elements and read by the registers that need them, between barriers."""
     size = numel * ctype_bytes(stored)
-    budget = granted if granted is not None else (size if size <= THREADGROUP_MEMORY_LIMIT else STAGE_BYTES)
+    budget = granted if granted is not None else (size if size <= THREADGROUP_MEMORY_BYTES else STAGE_BYTES)
     piece = numel if budget >= size else budget // ctype_bytes(stored)
     offset = ctx.op_scratch(op, piece * ctype_bytes(stored))
     view = ctx.scratch_view(stored, offset)

@@ -38,18 +38,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from triton_metal.chip import THREADGROUP_MEMORY_BYTES
 from triton_metal.ir import Op, Value
 from triton_metal.ir.core import Block, BlockArgument, OpResult
 from triton_metal.ir.ops.tt_compute import DotOp, DotScaledOp
 from triton_metal.ir.types import ScalarType, TensorType
 from triton_metal.passes.insert_barriers import operand_conversion
 
-from . import lower_dot, lower_tensor_dot_scaled
-from .context import LoweringContext
+from . import lower_tensor_dot_scaled
+from .context import LoweringContext, round16
 from .distribution import Distribution
 from .dot_report import record_tensor_dot
 from .msl_types import element_bytes, msl_type
-from .program import Apply, Assign, Barrier, Call, Declare, Expr, ExprStmt, Index, Lit, Scope, Staged, Var
+from .program import Apply, Assign, Barrier, Call, Declare, Expr, ExprStmt, Lit, Scope, Staged, Var
+from .tiles import read_tile, write_tile
 from .values import RegValue
 
 K_STEP = 32
@@ -102,9 +104,9 @@ def tensor_dot_refusal(ctx: LoweringContext, op: DotOp | DotScaledOp, carried: b
         staged = own_bytes(op, carried)
     if m % M_MULTIPLE or n % N_MULTIPLE or k % K_STEP:
         return f"not whole tensor-op tiles (M a multiple of {M_MULTIPLE}, N of {N_MULTIPLE}, K of {K_STEP})"
-    if ctx.scratch_base + staged > lower_dot.THREADGROUP_MEMORY:
+    if ctx.scratch_base + staged > THREADGROUP_MEMORY_BYTES:
         why = (f"its staging ({staged} bytes) and the layout passes' {ctx.scratch_base} bytes exceed "
-               f"{lower_dot.THREADGROUP_MEMORY}")
+               f"{THREADGROUP_MEMORY_BYTES}")
         if isinstance(op, DotScaledOp) and not lower_tensor_dot_scaled.on_input_tensors(ctx, op):
             why = (f"no split into at most {lower_tensor_dot_scaled.MAX_BLOCKS} blocks of 16 or 32 a SIMD group "
                    f"(input cooperative tensors), and for dequantized tiles {why}")
@@ -220,7 +222,7 @@ def factor_bytes(op: DotOp) -> int:
         return 0
     c_ty = op.c.type
     assert isinstance(c_ty, TensorType) and isinstance(c_ty.element, ScalarType)
-    return lower_dot.round16(c_ty.shape[rescale.axis] * element_bytes(c_ty.element))
+    return round16(c_ty.shape[rescale.axis] * element_bytes(c_ty.element))
 
 
 def bypassed_conversions(ctx: LoweringContext, func: Op, carried: frozenset[Op] = frozenset()) -> set[Op]:
@@ -305,7 +307,7 @@ def doubles_staging(ctx: LoweringContext, op: DotOp) -> bool:
     barrier, which every thread reaches after this iteration's run."""
     if operand_buffers(op) is not None or getattr(op, "smem_offset", None) is not None:
         return False
-    return ctx.scratch_base + own_bytes(op, carried=True, double=True) <= lower_dot.THREADGROUP_MEMORY
+    return ctx.scratch_base + own_bytes(op, carried=True, double=True) <= THREADGROUP_MEMORY_BYTES
 
 
 def staging_over_c(ctx: LoweringContext, op: DotOp | DotScaledOp) -> bool:
@@ -353,7 +355,7 @@ def region_bytes(op: DotOp) -> tuple[int, int, int]:
     sizes = []
     for t in (op.a.type, op.b.type, op.c.type):
         assert isinstance(t, TensorType) and isinstance(t.element, ScalarType)
-        sizes.append(lower_dot.round16(t.shape[0] * t.shape[1] * element_bytes(t.element)))
+        sizes.append(round16(t.shape[0] * t.shape[1] * element_bytes(t.element)))
     return sizes[0], sizes[1], sizes[2]
 
 
@@ -387,20 +389,6 @@ def tile_of(ctx: LoweringContext, op: DotOp | DotScaledOp) -> TensorTile:
     assert isinstance(a_ty.element, ScalarType) and isinstance(c_ty.element, ScalarType)
     (m, k), n = a_ty.shape, b_ty.shape[1]
     return TensorTile(m, n, k, _operand_type(a_ty.element), _operand_type(c_ty.element), ctx.num_warps)
-
-
-def write_tile(ctx: LoweringContext, value: RegValue, view: Expr, row_length: int) -> None:
-    """Every thread writes its registers of `value` row-major into `view` (any layout)."""
-    lower_dot._write(ctx, value, view, row_length)
-
-
-def read_tile(ctx: LoweringContext, view: Expr, row_length: int, dist: Distribution, out: tuple[Expr, ...]) -> None:
-    """Registers `out`, placed by `dist`, read from the row-major tile at `view`."""
-    for r, first in enumerate(dist.first_registers()):
-        if first:
-            row, col = ctx.coord(dist, r, 0), ctx.coord(dist, r, 1)
-            ctx.emit(Assign(out[r], Index(view, lower_dot._row_major(row, col, row_length))))
-    lower_dot.copy_replicas(ctx, dist, out)
 
 
 def lower_tensor_dot(ctx: LoweringContext, op: DotOp, a: RegValue, b: RegValue, c: RegValue,

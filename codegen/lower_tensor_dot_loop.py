@@ -60,16 +60,15 @@ from .lower_tensor_dot import (
     only_user,
     operand_buffers,
     operand_views,
-    read_tile,
     region_bytes,
     rescale_of,
     staging_over_c,
     tensor_dot_applies,
     tile_of,
     type_views,
-    write_tile,
 )
 from .program import Barrier, Call, Declare, Expr, ExprStmt, Scope, Staged, Var
+from .tiles import read_tile, write_tile
 from .values import CoopValue, RegValue
 
 _ADDS = ("arith.addf", "arith.addi")

@@ -42,13 +42,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import prod
 
+from triton_metal.chip import THREADGROUP_MEMORY_BYTES
 from triton_metal.ir.ops.tt_compute import DotScaledOp
 from triton_metal.ir.types import ScalarType, TensorType
 
-from . import lower_dot, lower_tensor_dot
-from .context import WARP, LoweringContext
+from . import lower_tensor_dot
+from .context import WARP, LoweringContext, round16
 from .distribution import Distribution
 from .program import Apply, Assign, Barrier, Call, Declare, Expr, ExprStmt, If, Index, Lit, Stmt, Var
+from .tiles import row_major
 from .values import RegValue
 
 _COMPUTE_BYTES = {"bfloat": 2, "float": 4}
@@ -153,7 +155,7 @@ def raw_bytes(op: DotScaledOp, chunk: int | None = None) -> int:
             ty = v.type
             assert isinstance(ty, TensorType) and isinstance(ty.element, ScalarType)
             unit = 2 if ty.element.name in ("bf16", "f16", "u16") else 1
-            total += lower_dot.round16(prod(ty.shape) * unit * part // k)
+            total += round16(prod(ty.shape) * unit * part // k)
     return total
 
 
@@ -163,7 +165,7 @@ def input_chunk(ctx: LoweringContext, op: DotScaledOp) -> int:
     that does (two barriers a part, as the fragments' K chunks)."""
     k = shape_of(op)[2]
     chunk = k
-    while (ctx.scratch_base + raw_bytes(op, chunk) > lower_dot.THREADGROUP_MEMORY and chunk % 2 == 0
+    while (ctx.scratch_base + raw_bytes(op, chunk) > THREADGROUP_MEMORY_BYTES and chunk % 2 == 0
            and (chunk // 2) % lower_tensor_dot.K_STEP == 0):
         chunk //= 2
     return chunk
@@ -173,7 +175,7 @@ def tile_bytes(op: DotScaledOp) -> tuple[int, int]:
     """Threadgroup bytes of the dequantized A and B tiles."""
     m, n, k = shape_of(op)
     unit = _COMPUTE_BYTES[compute_type(op)]
-    return lower_dot.round16(m * k * unit), lower_dot.round16(k * n * unit)
+    return round16(m * k * unit), round16(k * n * unit)
 
 
 def simdgroup_blocks(op: DotScaledOp, warps: int) -> SimdgroupBlocks | None:
@@ -209,9 +211,9 @@ def own_bytes(ctx: LoweringContext, op: DotScaledOp) -> int:
     m, n, _ = shape_of(op)
     blocks = simdgroup_blocks(op, ctx.num_warps)
     if blocks is None:
-        return max(raw_bytes(op) + sum(tile_bytes(op)), lower_dot.round16(m * n * 4))
+        return max(raw_bytes(op) + sum(tile_bytes(op)), round16(m * n * 4))
     c_bytes = m * n * 4 // (blocks.count if _in_rounds(ctx, op) else 1)
-    return max(raw_bytes(op, input_chunk(ctx, op)), lower_dot.round16(c_bytes))
+    return max(raw_bytes(op, input_chunk(ctx, op)), round16(c_bytes))
 
 
 def scaled_tile(ctx: LoweringContext, op: DotScaledOp) -> lower_tensor_dot.TensorTile:
@@ -267,7 +269,7 @@ def end_accumulators(ctx: LoweringContext, op: DotScaledOp, base: str, c_view: E
         _exchange(ctx, op, blocks, part, c_view, result, write=False)
         ctx.emit(Barrier())
     assert result.dist is not None
-    lower_dot.copy_replicas(ctx, result.dist, result.regs)
+    ctx.copy_replicas(result.dist, result.regs)
 
 
 def rounds(ctx: LoweringContext, op: DotScaledOp) -> list[list[tuple[int, int]]]:
@@ -282,8 +284,8 @@ def rounds(ctx: LoweringContext, op: DotScaledOp) -> list[list[tuple[int, int]]]
 def _in_rounds(ctx: LoweringContext, op: DotScaledOp) -> bool:
     m, n, _ = shape_of(op)
     blocks = simdgroup_blocks(op, ctx.num_warps)
-    whole = max(raw_bytes(op, input_chunk(ctx, op)), lower_dot.round16(m * n * 4))
-    return blocks is not None and blocks.count > 1 and ctx.scratch_base + whole > lower_dot.THREADGROUP_MEMORY
+    whole = max(raw_bytes(op, input_chunk(ctx, op)), round16(m * n * 4))
+    return blocks is not None and blocks.count > 1 and ctx.scratch_base + whole > THREADGROUP_MEMORY_BYTES
 
 
 def _move(ctx: LoweringContext, op: DotScaledOp, blocks: SimdgroupBlocks, acc: str, c_view: Expr, r: int, c: int,
@@ -315,9 +317,9 @@ def _exchange(ctx: LoweringContext, op: DotScaledOp, blocks: SimdgroupBlocks, pa
         if place is not None and place not in part:
             continue
         if whole:
-            idx = lower_dot._row_major(row, col, shape_of(op)[1])
+            idx = row_major(row, col, shape_of(op)[1])
         else:
-            idx = lower_dot._row_major(blocks.compact(row, 0), blocks.compact(col, 1), blocks.grid[1] * blocks.block[1])
+            idx = row_major(blocks.compact(row, 0), blocks.compact(col, 1), blocks.grid[1] * blocks.block[1])
         element = Index(c_view, idx)
         stmt: Stmt = Assign(element, regs.regs[reg]) if write else Assign(regs.regs[reg], element)
         if not whole and place is None:

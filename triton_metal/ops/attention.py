@@ -34,6 +34,7 @@ from typing import Any
 
 import triton_metal as triton
 import triton_metal.language as tl
+from triton_metal.chip import THREADGROUP_MEMORY_BYTES
 
 from . import _common as c
 from ._common import next_pow2
@@ -42,7 +43,6 @@ from ._rows import row_mask
 HEAD_DIMS = (64, 80, 96, 128)
 NEG_INF = tl.constexpr(float("-inf"))
 NO_MASK, CAUSAL, ADDITIVE = 0, 1, 2
-SMEM_BYTES = 32 * 1024
 
 
 @triton.jit
@@ -65,7 +65,7 @@ def _fits(block_m: int, block_n: int, block_d: int, itemsize: int) -> bool:
     # is in its fragments (docs/dot.md, "Attention prefill")
     q = block_m * block_d
     step = block_d * block_n + block_m * block_n + block_n * block_d
-    return max(q, step) * itemsize <= SMEM_BYTES
+    return max(q, step) * itemsize <= THREADGROUP_MEMORY_BYTES
 
 
 def _prune_tiles(configs: list[Any], named_args: dict[str, Any], **kwargs: Any) -> list[Any]:

@@ -44,6 +44,7 @@ from typing import Any
 
 import triton_metal as triton
 import triton_metal.language as tl
+from triton_metal.chip import THREADGROUP_MEMORY_BYTES
 
 from . import _common as c
 from ._common import next_pow2
@@ -95,7 +96,7 @@ def _prune(configs: list[Any], named_args: dict[str, Any], **kwargs: Any) -> lis
         if (bm == 16) != decode:
             continue
         # dot operands staged in threadgroup memory (fp32 worst case)
-        if (bm * bk + bk * bn + bm * bn) * 4 > 32 * 1024:
+        if (bm * bk + bk * bn + bm * bn) * 4 > THREADGROUP_MEMORY_BYTES:
             continue
         fitting.append(cf)
     return c.first_or_all(fitting or configs[:1])

@@ -27,7 +27,7 @@ op of a loop body stays apart from the first (the operands of a dot in a K loop:
 each per K step, none between iterations); when that takes more than 16 KiB
 (`SPARE_BARRIERS_LIMIT`: threadgroup memory costs occupancy), only the buffers of ops in loop
 bodies are kept live so (those spare a barrier every iteration), and when that too takes more,
-buffers live only inside their op. Over 32 KiB (`THREADGROUP_MEMORY_LIMIT`) the kernel is
+buffers live only inside their op. Over 32 KiB (`THREADGROUP_MEMORY_BYTES`) the kernel is
 refused with `OutOfResources` naming the bytes, the ops and a fix.
 """
 
@@ -37,18 +37,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
+from ..chip import THREADGROUP_MEMORY_BYTES
 from ..errors import OutOfResources
 from ..ir import Module, Op
 from ..ir.layouts import WARP_SIZE, is_thread_local, linear_layout
 from ..ir.types import PointerType, ScalarType, TensorType
 from .pass_base import ModulePass, PassContext, register_pass
 
-THREADGROUP_MEMORY_LIMIT = 32768
 SPARE_BARRIERS_LIMIT = 16384
-STAGE_BYTES = 16384
-"""A conversion whose tensor exceeds the threadgroup memory limit moves in pieces of this size."""
 """Up to this many bytes, buffers stay live until the next scratch op (fewer barriers); more
 threadgroup memory per program would cost occupancy, so beyond it buffers share."""
+STAGE_BYTES = 16384
+"""A conversion whose tensor exceeds the threadgroup memory limit moves in pieces of this size."""
 ALIGN = 16
 _LOOPS = ("scf.for", "scf.while")
 
@@ -77,7 +77,7 @@ def scratch_bytes(op: Op, num_warps: int, stage: bool = True) -> int:
             return 0
         full = _round(src.numel * element_bytes(src))
         # past the limit the lowering stages the tensor through a smaller buffer, piece by piece
-        return full if full <= THREADGROUP_MEMORY_LIMIT or not stage else STAGE_BYTES
+        return full if full <= THREADGROUP_MEMORY_BYTES or not stage else STAGE_BYTES
     if op.name == "tt.reduce":
         src = op.operands[0].type
         assert isinstance(src, TensorType)
@@ -97,7 +97,7 @@ def scratch_bytes(op: Op, num_warps: int, stage: bool = True) -> int:
         total = sum(_round(len(lines) * n) for n in per_line)
         # past the limit the lowering combines the lines a few at a time through STAGE_BYTES (or
         # the scratch of one line, where that is more)
-        if total <= THREADGROUP_MEMORY_LIMIT or not stage:
+        if total <= THREADGROUP_MEMORY_BYTES or not stage:
             return total
         return max(STAGE_BYTES, sum(_round(n) for n in per_line))
     return 0
@@ -169,17 +169,17 @@ class AllocateThreadgroupMemory(ModulePass):
         for func in module.funcs:
             end = _allocate_func(func, num_warps, stage)
             doubled = [op for op in func.walk() if getattr(op, "double_buffer", None)]
-            if end > THREADGROUP_MEMORY_LIMIT and doubled:
+            if end > THREADGROUP_MEMORY_BYTES and doubled:
                 # two buffers per staged operand do not fit: stage them one at a time
                 for op in doubled:
                     op.double_buffer = op.joined = None  # type: ignore[attr-defined]
                 end = _allocate_func(func, num_warps, stage)
-            if end > THREADGROUP_MEMORY_LIMIT:
+            if end > THREADGROUP_MEMORY_BYTES:
                 users = [op for op in func.walk() if getattr(op, "smem_bytes", None)]
                 needs = ", ".join(f"{op.name} at {op.loc} needs {_size(op)}" if op.loc
                                   else f"{op.name} needs {_size(op)}" for op in users)
                 raise OutOfResources(
-                    _round(end), THREADGROUP_MEMORY_LIMIT,
+                    _round(end), THREADGROUP_MEMORY_BYTES,
                     f"threadgroup memory in bytes of '{getattr(func, 'sym_name', '?')}' ({needs}; use smaller "
                     f"BLOCK sizes or fewer num_warps)")
             total = max(total, _round(end))

@@ -24,6 +24,8 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from ..chip import MAX_THREADS_PER_THREADGROUP, SIMD_WIDTH, THREADGROUP_MEMORY_BYTES
+
 
 @dataclass(frozen=True)
 class GPUTarget:
@@ -69,10 +71,10 @@ class _Utils:
         cores = os.cpu_count() or 8
         return {
             "multiprocessor_count": cores,
-            "max_shared_mem": 32768,
+            "max_shared_mem": THREADGROUP_MEMORY_BYTES,
             "max_num_regs": 65536,
-            "warpSize": 32,
-            "max_threads_per_block": 1024,
+            "warpSize": SIMD_WIDTH,
+            "max_threads_per_block": MAX_THREADS_PER_THREADGROUP,
         }
 
     def __getattr__(self, name: str) -> Any:

@@ -9,6 +9,7 @@ under ASan) raises `KernelFault`, which is also a `RuntimeError`, as MLX reports
 
 from __future__ import annotations
 
+from triton_metal.chip import THREADGROUP_MEMORY_BYTES
 from triton_metal.errors import CompilationError, OutOfBoundsError, OutOfResources, TritonError
 
 
@@ -33,7 +34,7 @@ class ThreadgroupMemoryError(OutOfResources, KernelFault):
 
     def __init__(self, message: str, required: int = 0) -> None:
         self.required = required
-        self.limit = 32768
+        self.limit = THREADGROUP_MEMORY_BYTES
         self.name = "threadgroup memory"
         self.message = message
         Exception.__init__(self, message)
