@@ -8,7 +8,7 @@ without it the runtime takes the Mac's own chip and OS, and elsewhere `DEFAULT_T
 
 Families are Metal's `MTLGPUFamilyApple<N>` for the Mac chips: apple7 = M1, apple8 = M2,
 apple9 = M3 and M4, apple10 = M5. MSL versions are those of the macOS releases the project runs
-on: 3.1 (macOS 14; the `bfloat` type), 3.2 (macOS 15), 4.0 (macOS 26; Metal 4 tensor ops). The
+on: 3.1 (macOS 14; the `bfloat` type), 3.2 (macOS 15), 4.0 (macOS 26.2; Metal 4 tensor ops). The
 M5 ships with macOS 26, so apple10 takes MSL 4.0 only.
 """
 
@@ -20,8 +20,12 @@ FAMILIES: tuple[int, ...] = (7, 8, 9, 10)
 """`MTLGPUFamilyApple<N>` of the Mac chips: M1, M2, M3/M4, M5."""
 MSL_VERSIONS: tuple[tuple[int, int], ...] = ((3, 1), (3, 2), (4, 0))
 """MSL of macOS 14, 15 and 26 (earlier macOS has no `bfloat`, which the code generator uses)."""
-MACOS_MSL: dict[int, tuple[int, int]] = {14: (3, 1), 15: (3, 2), 26: (4, 0)}
-"""The MSL version each macOS major release compiles (macOS 16-25 do not exist)."""
+MACOS_MSL: dict[tuple[int, int], tuple[int, int]] = {(14, 0): (3, 1), (15, 0): (3, 2), (26, 2): (4, 0)}
+"""The MSL version the code generator takes from each macOS release on (macOS 16-25 do not exist).
+macOS 26.0 and 26.1 compile MSL 4.0, but their MetalPerformancePrimitives lack what 26.2's
+declares and the tensor-op lowerings use (the input cooperative tensors of `tl.dot_scaled`'s K
+loops), and MLX runs none of its own tensor-op kernels before 26.2 (`is_nax_available`): there
+the code generator stays on MSL 3.2."""
 FAMILY_MIN_MSL: dict[int, tuple[int, int]] = {10: (4, 0)}
 """The first MSL a family's chips run (the M5 ships with macOS 26)."""
 GENERATION_FAMILY: dict[int, int] = {13: 7, 14: 8, 15: 9, 16: 9, 17: 10}
@@ -93,16 +97,19 @@ def parse_target(text: str) -> Target:
         raise ValueError(f"TRITON_METAL_TARGET={text!r}: {error}") from None
 
 
-def target_of_chip(generation: int | None, macos_major: int | None) -> Target:
-    """The target of a Mac: its GPU generation and macOS release. Generations past the known
-    ones count as the newest family, releases past the known ones as the newest MSL; unknown
-    values fall back to `DEFAULT_TARGET`'s."""
+def target_of_chip(generation: int | None, macos: tuple[int, int] | None) -> Target:
+    """The target of a Mac: its GPU generation and macOS release (major, minor). Generations past
+    the known ones count as the newest family, releases past the known ones as the newest MSL;
+    unknown values fall back to `DEFAULT_TARGET`'s. A chip on a release below its family's first
+    MSL (an M5 on macOS 26.1) takes the newest family that MSL has: the same code, as every
+    family of one MSL compiles alike but for the header line."""
     family = DEFAULT_TARGET.family
     if generation is not None:
         family = GENERATION_FAMILY.get(generation, FAMILIES[-1] if generation > max(GENERATION_FAMILY) else family)
     msl = DEFAULT_TARGET.msl
-    if macos_major is not None:
-        known = [v for os_major, v in MACOS_MSL.items() if os_major <= macos_major]
+    if macos is not None:
+        known = [v for release, v in MACOS_MSL.items() if release <= macos]
         msl = max(known) if known else MSL_VERSIONS[0]
-    msl = max(msl, FAMILY_MIN_MSL.get(family, msl))
+    if msl < FAMILY_MIN_MSL.get(family, msl):
+        family = max(f for f in FAMILIES if FAMILY_MIN_MSL.get(f, msl) <= msl)
     return Target(family, msl)

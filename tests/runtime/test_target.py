@@ -13,7 +13,7 @@ import triton_metal as triton
 import triton_metal.language as tl
 from triton_metal.codegen.target import DEFAULT_TARGET, Target, all_targets, parse_target, target_of_chip
 from triton_metal.errors import LaunchError
-from triton_metal.runtime.target import active_target, machine_target
+from triton_metal.runtime.target import active_target, machine_target, macos_release
 from triton_metal.tools.hardware import get_hardware_capabilities
 
 
@@ -49,11 +49,23 @@ def test_every_valid_target_parses_back():
 
 
 @pytest.mark.parametrize("generation, macos, expected", [
-    (13, 14, "apple7:3.1"), (14, 15, "apple8:3.2"), (15, 15, "apple9:3.2"), (16, 26, "apple9:4.0"),
-    (17, 26, "apple10:4.0"), (18, 27, "apple10:4.0"), (None, None, str(DEFAULT_TARGET)), (17, None, "apple10:4.0"),
+    (13, (14, 0), "apple7:3.1"), (14, (15, 5), "apple8:3.2"), (15, (15, 0), "apple9:3.2"),
+    (16, (26, 2), "apple9:4.0"), (17, (26, 2), "apple10:4.0"), (17, (26, 4), "apple10:4.0"),
+    (18, (27, 0), "apple10:4.0"), (None, None, str(DEFAULT_TARGET)),
+    # macOS 26.0 and 26.1 (or a release not found): MSL 3.2, and an M5 takes the newest family
+    # that has it
+    (17, None, "apple9:3.2"),
+    (16, (26, 1), "apple9:3.2"), (17, (26, 0), "apple9:3.2"), (17, (26, 1), "apple9:3.2"),
 ])
-def test_mac_default_from_chip_and_os(generation: int | None, macos: int | None, expected: str):
+def test_mac_default_from_chip_and_os(generation: int | None, macos: tuple[int, int] | None, expected: str):
     assert str(target_of_chip(generation, macos)) == expected
+
+
+@pytest.mark.parametrize("text, release", [
+    ("26.1", (26, 1)), ("15", (15, 0)), ("26.2.1", (26, 2)), ("14.7.4", (14, 7)), ("", None),
+])
+def test_macos_release_parses_mac_ver(text: str, release: tuple[int, int] | None):
+    assert macos_release(text) == release
 
 
 def test_environment_selects_the_target_and_refuses_bad_values(monkeypatch: pytest.MonkeyPatch):

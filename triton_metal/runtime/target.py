@@ -3,7 +3,8 @@
 `active_target() -> str` is read on every launch (tests and notebooks switch it), through the
 environment's bytes mapping (`environ.py`); each distinct value is parsed once. Without the
 variable: on a Mac with Metal, the chip's family (MLX's architecture string) and the macOS
-release's MSL version (`codegen.target.target_of_chip`), found once per process; elsewhere
+release's MSL version (`codegen.target.target_of_chip`; 26.0 and 26.1 take MSL 3.2), found
+once per process; elsewhere
 `DEFAULT_TARGET` (apple9:3.2). A bad value is a `LaunchError` listing the valid targets.
 """
 
@@ -48,11 +49,14 @@ def _resolve(raw: bytes | None) -> str:
         raise LaunchError(str(error)) from None
 
 
-def macos_major() -> int | None:
-    """The macOS major release (26 for 26.1), None off macOS."""
-    release = platform.mac_ver()[0]
-    head = release.split(".")[0]
-    return int(head) if head.isdigit() else None
+def macos_release(release: str | None = None) -> tuple[int, int] | None:
+    """The macOS release as (major, minor) ((26, 1) for "26.1", (15, 0) for "15"), None off macOS;
+    `release` is `platform.mac_ver()`'s text unless given."""
+    parts = (platform.mac_ver()[0] if release is None else release).split(".")
+    if not parts[0].isdigit():
+        return None
+    minor = parts[1] if len(parts) > 1 and parts[1].isdigit() else "0"
+    return int(parts[0]), int(minor)
 
 
 @functools.lru_cache(maxsize=1)
@@ -64,4 +68,4 @@ def machine_target() -> str:
         return str(DEFAULT_TARGET)
     from ..chip import chip_info
 
-    return str(target_of_chip(chip_info().generation, macos_major()))
+    return str(target_of_chip(chip_info().generation, macos_release()))
