@@ -7,6 +7,7 @@ from __future__ import annotations
 import textwrap
 import uuid
 from pathlib import Path
+from xml.etree import ElementTree
 
 import numpy as np
 import pytest
@@ -269,6 +270,21 @@ def test_runner_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
     # one test function, every parametrization of it
     status = runner.main([str(test_file), "--test", "test_copy", "-p", "no:xdist"])
     assert "collected 3, passed 3," in capsys.readouterr().out
+
+
+def test_runner_samples_are_disjoint(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    # --suite-every 2 from offsets 0 and 1: the five tests split 3 and 2, none run twice
+    test_file = tmp_path / "test_small.py"
+    test_file.write_text(textwrap.dedent(SMALL_TRITON_FILE))
+    ran = []
+    for offset, counts in (("0", "collected 3, passed 2, failed 0, errors 0, skipped 1"),
+                           ("1", "collected 2, passed 2, failed 0, errors 0, skipped 0")):
+        xml = tmp_path / f"sample{offset}.xml"
+        status = runner.main([str(test_file), "--suite-every", "2", "--suite-offset", offset,
+                              "--junitxml", str(xml), "-p", "no:xdist"])
+        assert status == 0 and counts in capsys.readouterr().out
+        ran.append({case.get("name") for case in ElementTree.parse(xml).iter("testcase")})
+    assert not ran[0] & ran[1] and len(ran[0] | ran[1]) == 5
 
 
 def test_runner_environment():

@@ -74,12 +74,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--suite-every", type=int, default=1, metavar="N",
         help="run every Nth collected test only (a sample spread over all parametrizations)",
     )
+    parser.addoption(
+        "--suite-offset", type=int, default=0, metavar="K",
+        help="with --suite-every N, start the sample at the Kth collected test (0 to N - 1): "
+             "the N offsets give N disjoint samples",
+    )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    every = config.getoption("--suite-every")
+    every, offset = config.getoption("--suite-every"), config.getoption("--suite-offset")
+    if not 0 <= offset < max(every, 1):
+        raise pytest.UsageError(f"--suite-offset {offset} is not in 0..{max(every, 1) - 1} (--suite-every {every})")
     if every > 1:
-        kept = items[::every]
+        kept = items[offset::every]
         chosen = set(kept)
         config.hook.pytest_deselected(items=[item for item in items if item not in chosen])
         items[:] = kept
