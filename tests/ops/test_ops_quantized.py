@@ -127,15 +127,75 @@ def test_gemv_runs_of_words(monkeypatch, run, M, K, block_g, wpt):
         assert_close(ours, ref, "float32", scale=20)
 
 
-@pytest.mark.parametrize("M, transpose", [(4, True), (17, False)])
-def test_mxfp4(M, transpose):
+@pytest.mark.parametrize("mode", ["mxfp4", "mxfp8", "nvfp4"])
+@pytest.mark.parametrize("M, transpose", [(1, True), (4, True), (3, False), (17, True), (17, False)])
+def test_float_modes(mode, M, transpose):
+    # every path (decode and tiled, both orientations) and the gradient, against MLX's own op
     x = randn((2, M, 96))
-    wq, s = _quantized(64, 96, transpose, group_size=32, mode="mxfp4")
-    kw = dict(transpose=transpose, group_size=32, mode="mxfp4")
+    wq, s = _quantized(64, 96, transpose, mode=mode)
+    kw = dict(transpose=transpose, mode=mode)
     ours = lambda a: ops.quantized_matmul(a, wq, s, **kw)  # noqa: E731
     ref = lambda a: mx.quantized_matmul(a, wq, s, **kw)  # noqa: E731
     assert_close(ours(x), ref(x), "float32", scale=20)
     check_grads(ours, ref, (x,), "float32", scale=50)
+
+
+@pytest.mark.parametrize("M, transpose", [(1, True), (5, False), (20, True)])
+def test_affine_one_bit(M, transpose):
+    x = randn((M, 128))
+    wq, s, b = _quantized(64, 128, transpose, group_size=32, bits=1)
+    kw = dict(transpose=transpose, group_size=32, bits=1)
+    ours = lambda a: ops.quantized_matmul(a, wq, s, b, **kw)  # noqa: E731
+    ref = lambda a: mx.quantized_matmul(a, wq, s, b, **kw)  # noqa: E731
+    assert_close(ours(x), ref(x), "float32", scale=20)
+    check_grads(ours, ref, (x,), "float32", scale=50)
+
+
+def _e4m3(codes):
+    """E4M3 (OCP FP8, `fn`: no infinities, 0x7F and 0xFF NaN) in float64, from the format's
+    definition."""
+    codes = np.asarray(codes, np.int64)
+    sign = np.where(codes & 0x80, -1.0, 1.0)
+    e, m = (codes >> 3) & 15, codes & 7
+    value = np.where(e == 0, m / 8 * 2.0 ** -6, (1 + m / 8) * np.exp2(e - 7.0))
+    return np.where((codes & 0x7F) == 0x7F, np.nan, sign * value)
+
+
+@pytest.mark.parametrize("M", [1, 12])
+def test_mxfp8_every_code_and_scale(M):
+    # all 256 E4M3 codes in every byte position (subnormals and both NaNs included) under E8M0
+    # scales from 2 ** -27 to 2 ** 100, against the format's values in float64; a row holding
+    # a NaN code gives NaN, as MLX's dequantization does
+    codes = (np.arange(16 * 256).reshape(16, 256) * 7 + np.arange(16)[:, None]) % 256
+    codes[:12] -= (codes[:12] & 0x7F) == 0x7F  # NaN codes in the last 4 rows only
+    words = (codes.reshape(16, 64, 4).astype(np.uint64) << (8 * np.arange(4, dtype=np.uint64))).sum(-1)
+    scales = np.array([100, 127, 140, 200, 227, 110, 127, 130] * 16, np.uint8).reshape(16, 8)
+    w = _e4m3(codes) * np.exp2(np.repeat(scales.astype(np.float64), 32, 1) - 127)
+    x = randn((M, 256), seed=9) * 2.0 ** -20
+    x64 = np.array(x, np.float64)
+    ours = np.array(ops.quantized_matmul(x, mx.array(words.astype(np.uint32)), mx.array(scales), mode="mxfp8"),
+                    np.float64)
+    finite = ~np.isnan(w).any(1)
+    assert finite.sum() > 0 and np.isnan(ours[:, ~finite]).all()
+    ref = x64 @ np.where(np.isnan(w), 0, w).T
+    bound = 1e-5 * (np.abs(x64) @ np.abs(np.where(np.isnan(w), 0, w)).T)
+    assert np.all(np.abs(ours - ref)[:, finite] <= bound[:, finite])
+
+
+@pytest.mark.parametrize("M", [1, 12])
+def test_nvfp4_every_code_and_scale(M):
+    # all 16 E2M1 codes in every nibble position under E4M3 scales of both signs, subnormal and
+    # normal, up to 448, against the formats' values in float64
+    e2m1 = np.array([0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.0, -0.5, -1, -1.5, -2, -3, -4, -6])
+    codes = (np.arange(8 * 128).reshape(8, 128) * 5 + np.arange(8)[:, None]) % 16
+    words = (codes.reshape(8, 16, 8).astype(np.uint64) << (4 * np.arange(8, dtype=np.uint64))).sum(-1)
+    scales = np.array([0x01, 0x07, 0x08, 0x38, 0x7E, 0xB8, 0xFE, 0x30] * 8, np.uint8).reshape(8, 8)
+    w = e2m1[codes] * np.repeat(_e4m3(scales), 16, 1)
+    x = randn((M, 128), seed=9)
+    x64 = np.array(x, np.float64)
+    ours = ops.quantized_matmul(x, mx.array(words.astype(np.uint32)), mx.array(scales), mode="nvfp4")
+    bound = 1e-5 * (np.abs(x64) @ np.abs(w).T)
+    assert np.all(np.abs(np.array(ours, np.float64) - x64 @ w.T) <= bound)
 
 
 def test_mxfp4_every_code_and_scale():
@@ -154,13 +214,15 @@ def test_mxfp4_every_code_and_scale():
     assert np.all(np.abs(np.array(ours, np.float64) - x64 @ w.T) <= bound)
 
 
+@pytest.mark.parametrize("mode", ["mxfp4", "mxfp8", "nvfp4"])
 @pytest.mark.parametrize("target, dtype", [("apple9:3.2", "float16"), ("apple9:3.2", "bfloat16"),
                                            ("apple10:4.0", "float16"), ("apple10:4.0", "bfloat16")])
-def test_mxfp4_tiled_through_dot_scaled(monkeypatch, target, dtype):
+def test_float_modes_tiled_through_dot_scaled(monkeypatch, target, dtype, mode):
     # M > 8 with 16-bit activations: the packed bytes and scales go to tl.dot_scaled as the MX
-    # format (`_qmm_mx`): fragments on apple9:3.2, each SIMD group's tensor-op inputs on
-    # apple10:4.0. M = 70, N = 96 leave partial tiles, K = 160 a partial K step. Against float64
-    # on MLX's own dequantization: float32 sums, rounded once to the dtype
+    # format (`_qmm_mx`; nvfp4's E4M3 scales a group of 16 as Triton's NVFP4 operand takes
+    # them): fragments on apple9:3.2, each SIMD group's tensor-op inputs on apple10:4.0. M = 70,
+    # N = 96 leave partial tiles, K = 160 a partial K step. Against float64 on MLX's own
+    # dequantization: float32 sums, rounded once to the dtype
     from triton_metal.ops import quantized
     from triton_metal.runtime.heuristics import base_jit_function
 
@@ -168,18 +230,20 @@ def test_mxfp4_tiled_through_dot_scaled(monkeypatch, target, dtype):
     monkeypatch.delenv("TRITON_METAL_TUNE_OPS", raising=False)
     monkeypatch.setattr(quantized._qmm_mx, "cache", {})
     M, N, K = 70, 96, 160
+    number, group, bits = quantized.FLOAT_MODES[mode]
     x = randn((M, K), dtype, seed=13)
-    wq, s = _quantized(N, K, True, group_size=32, mode="mxfp4")
-    y = ops.quantized_matmul(x, wq, s, mode="mxfp4")
-    w64 = np.array(mx.dequantize(wq, s, group_size=32, bits=4, mode="mxfp4").astype(mx.float32), np.float64)
+    wq, s = _quantized(N, K, True, mode=mode)
+    y = ops.quantized_matmul(x, wq, s, mode=mode)
+    w64 = np.array(mx.dequantize(wq, s, group_size=group, bits=bits, mode=mode).astype(mx.float32), np.float64)
     ref = np.array(x.astype(mx.float32), np.float64) @ w64.T
     ulp = 2.0 ** (-11 if dtype == "float16" else -8)
     np.testing.assert_allclose(np.array(y.astype(mx.float32)), ref, rtol=ulp, atol=ulp * np.abs(ref).max())
     cf = quantized._qmm_mx.best_config
     compiled = base_jit_function(quantized._qmm_mx).warmup(x, wq, s, y, M, N, K, XF=quantized._MX_FORMATS[dtype],
-                                                           grid=(1,), **cf.all_kwargs())
+                                                           MODE=number, grid=(1,), **cf.all_kwargs())
     (report,) = compiled.msl.metadata["dot_reports"]
-    assert report["dtypes"] == f"{quantized._MX_FORMATS[dtype]} x e2m1 -> f32"
+    operand = "e4m3" if mode == "mxfp8" else "e2m1"
+    assert report["dtypes"] == f"{quantized._MX_FORMATS[dtype]} x {operand} -> f32"
     if target == "apple10:4.0":
         assert (report["path"], report["input_tensors"], report["warp_tile"]) == ("tensor_ops", (32, 32), (32, 32))
     else:
@@ -253,7 +317,13 @@ def test_ternary_matmul():
     (lambda q: ops.quantized_matmul(mx.zeros((2, 128)), q[0], q[1], None), "argument 'biases'"),
     (lambda q: ops.quantized_matmul(mx.zeros((2, 128)), q[0].astype(mx.int32), q[1], q[2]), "argument 'w': dtype int32"),
     (lambda q: ops.quantized_matmul(mx.zeros((2, 128), mx.float16), *q), "argument 'scales': dtype float32 differs"),
-    (lambda q: ops.quantized_matmul(mx.zeros((2, 128)), *q, mode="nvfp4"), "argument 'mode'"),
+    (lambda q: ops.quantized_matmul(mx.zeros((2, 128)), *q, mode="mxfp6"), "argument 'mode'"),
+    (lambda q: ops.quantized_matmul(mx.zeros((2, 128)), q[0], q[1].astype(mx.uint8), mode="nvfp4", group_size=32),
+     "nvfp4 takes group_size 16 and bits 4, got 32 and 4"),
+    (lambda q: ops.quantized_matmul(mx.zeros((2, 128)), q[0], q[1].astype(mx.uint8), mode="mxfp8", bits=4),
+     "mxfp8 takes group_size 32 and bits 8, got 32 and 4"),
+    (lambda q: ops.quantized_matmul(mx.zeros((2, 128)), *q, mode="mxfp8"), "argument 'biases': mxfp8 has no biases"),
+    (lambda q: ops.quantized_matmul(mx.zeros((2, 128)), q[0], q[1], mode="nvfp4"), "argument 'scales': dtype float32"),
     (lambda q: ops.int8_matmul(mx.zeros((2, 128)), mx.zeros((4, 128), mx.int8), mx.zeros((3,))), "int8_matmul: argument 'scales'"),
     (lambda q: ops.ternary_matmul(mx.zeros((2, 8), mx.int8), mx.zeros((2,)), mx.zeros((4, 3), mx.uint8), mx.array(1.0)), "ternary_matmul: argument 'w_packed'"),
 ])

@@ -1,12 +1,15 @@
 """Quantized matmuls: `quantized_matmul` on `mx.quantize`'s layouts, `int8_matmul`, `ternary_matmul`.
 
 Layouts (read from MLX's packing and checked against `mx.dequantize` in the tests):
-* affine, `bits` in 2, 3, 4, 5, 6, 8: each row of `w` is a little-endian bit stream of
+* affine, `bits` in 1, 2, 3, 4, 5, 6, 8: each row of `w` is a little-endian bit stream of
   `bits`-bit codes in uint32 words (element `e` of a row at bits `[e * bits, (e + 1) * bits)`
   of the row, so 3, 5 and 6-bit codes may straddle two words); `scales` and `biases` hold one
   value per `group_size` elements of a row, in the input dtype: `w = scale * code + bias`.
 * mxfp4: 4-bit E2M1 codes (sign bit 3; magnitudes 0, 0.5, 1, 1.5, 2, 3, 4, 6) packed as above,
   one uint8 E8M0 scale (`2 ** (s - 127)`) per 32 elements, no biases.
+* mxfp8: 8-bit E4M3 codes (Triton's float8e4nv: bias 7, no infinities, 0x7F and 0xFF NaN),
+  four a word, one E8M0 scale per 32 elements.
+* nvfp4: E2M1 codes as mxfp4, one uint8 E4M3 scale per 16 elements.
 * int8 (`int8_matmul`): int8 weights `(N, K)`, one float scale per output channel.
 * ternary (`ternary_matmul`, BitNet b1.58): codes `value + 1` (0, 1, 2 for -1, 0, +1), four per
   byte from the low bits up, shape `(N, K / 4)` uint8, one float scale per tensor; activations
@@ -29,8 +32,9 @@ other `TRANS` (`dx = dy @ W` or `dy @ W^T`). Three kernels:
   dequantized tiles, products reduced over K every step (tuned over `BLOCK_N`, `BLOCK_K`).
 * `_qmm`, tiled (`M > 8`): a 2-D grid of `BLOCK_M x BLOCK_N` output tiles through `tl.dot`,
   tuned over the three blocks.
-* `_qmm_mx`, tiled (`M > 8`) for mxfp4 with float16 or bfloat16 activations and
-  `transpose=True`, whose layout is the MX format Triton's `tl.dot_scaled` takes: the packed
+* `_qmm_mx`, tiled (`M > 8`) for the float modes with float16 or bfloat16 activations and
+  `transpose=True`, whose layouts are the operand packings Triton's `tl.dot_scaled` takes
+  (E2M1 or E4M3 codes; E8M0 scales a group of 32, or nvfp4's E4M3 scales a group of 16): the packed
   bytes and scale bytes loaded as they are and dequantized once an element inside the dot
   (straight into the fragments, or on MSL 4.0 targets into each SIMD group's tensor-op inputs),
   where `_qmm` loads a word, decodes and scales every element of the tile before its `tl.dot`.
@@ -49,8 +53,10 @@ from triton_metal.chip import THREADGROUP_MEMORY_BYTES
 from . import _common as c
 from ._common import next_pow2
 
-AFFINE, MXFP4, INT8, TERNARY = 0, 1, 2, 3
-AFFINE_BITS = (2, 3, 4, 5, 6, 8)
+AFFINE, MXFP4, INT8, TERNARY, MXFP8, NVFP4 = 0, 1, 2, 3, 4, 5
+AFFINE_BITS = (1, 2, 3, 4, 5, 6, 8)
+FLOAT_MODES = {"mxfp4": (MXFP4, 32, 4), "mxfp8": (MXFP8, 32, 8), "nvfp4": (NVFP4, 16, 4)}
+"""`mx.quantize`'s float modes: the mode's number here, its group size and its bits."""
 GROUP_SIZES = (32, 64, 128)
 DECODE_MAX_M = 8
 
@@ -71,20 +77,28 @@ def _dequant(w_ptr, s_ptr, b_ptr, rows, elems, valid, wpr, gpr, bits, group_shif
         spill = valid & (shift + bits > 32)
         hi = tl.load(w_ptr + word + 1, mask=spill, other=0)
         code = (lo >> shift) | tl.where(spill, hi << ((32 - shift) & 31), 0)
-        code = code & ((1 << bits) - 1).to(tl.uint32)
+        code = code & ((tl.full((), 1, tl.uint32) << bits) - 1)  # (bits may arrive as a constant 1)
         g = rows * gpr + (elems >> group_shift)
         if MODE == 0:
             scale = tl.load(s_ptr + g, mask=valid, other=0.0).to(tl.float32)
             bias = tl.load(b_ptr + g, mask=valid, other=0.0).to(tl.float32)
             val = code.to(tl.float32) * scale + bias
         else:
-            # E2M1: exponent bits 1-2, mantissa bit 0, sign bit 3; E8M0 scale 2 ** (s - 127)
-            e = ((code >> 1) & 3).to(tl.float32)
-            m = (code & 1).to(tl.float32)
-            mag = tl.where(e == 0, 0.5 * m, (1.0 + 0.5 * m) * tl.exp2(e - 1.0))
-            mag = tl.where((code & 8) != 0, -mag, mag)
-            s = tl.load(s_ptr + g, mask=valid, other=127).to(tl.float32)
-            val = mag * tl.exp2(s - 127.0)
+            if MODE == 4:
+                # E4M3 (mxfp8): the byte as Triton's float8e4nv (its one NaN, 0x7F, kept)
+                mag = code.to(tl.uint8).to(tl.float8e4nv, bitcast=True).to(tl.float32)
+            else:
+                # E2M1 (mxfp4, nvfp4): exponent bits 1-2, mantissa bit 0, sign bit 3
+                e = ((code >> 1) & 3).to(tl.float32)
+                m = (code & 1).to(tl.float32)
+                mag = tl.where(e == 0, 0.5 * m, (1.0 + 0.5 * m) * tl.exp2(e - 1.0))
+                mag = tl.where((code & 8) != 0, -mag, mag)
+            s = tl.load(s_ptr + g, mask=valid, other=0)
+            if MODE == 5:
+                scale = s.to(tl.float8e4nv, bitcast=True).to(tl.float32)  # E4M3 (nvfp4)
+            else:
+                scale = tl.exp2(s.to(tl.float32) - 127.0)  # E8M0 (mx): 2 ** (s - 127)
+            val = mag * scale
     return val
 
 
@@ -423,14 +437,17 @@ _MX_CONFIGS = [
 ]
 
 
-@triton.autotune(configs=_MX_CONFIGS, key=["N", "K", "XF"],
+@triton.autotune(configs=_MX_CONFIGS, key=["N", "K", "XF", "MODE"],
                  prune_configs_by={"early_config_prune": lambda configs, named_args, **kw: c.first_or_all(configs)})
 @triton.jit
-def _qmm_mx(x_ptr, w_ptr, s_ptr, y_ptr, M, N, K, XF: tl.constexpr, BLOCK_M: tl.constexpr,
-            BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
-    # tiled (M > 8), mxfp4 with 16-bit activations, y = x @ W^T through tl.dot_scaled: each byte
-    # of a row of w holds two E2M1 codes along K (the low nibble first), one E8M0 scale a group
-    # of 32 along K, as the MX format and Triton's operand packing have them
+def _qmm_mx(x_ptr, w_ptr, s_ptr, y_ptr, M, N, K, XF: tl.constexpr, MODE: tl.constexpr,
+            BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    # tiled (M > 8), the float modes with 16-bit activations, y = x @ W^T through
+    # tl.dot_scaled, on the bytes as mx.quantize packs them, which are the MX operand packing:
+    # mxfp4 and nvfp4 two E2M1 codes a byte along K (the low nibble first), mxfp8 an E4M3 code
+    # a byte; one scale a group along K, E8M0 a group of 32 (mx), E4M3 a group of 16 (nvfp4)
+    PER_BYTE: tl.constexpr = 1 if MODE == 4 else 2
+    GROUP: tl.constexpr = 16 if MODE == 5 else 32
     pid_n = tl.program_id(0)
     pid_m = tl.program_id(1)
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -441,13 +458,19 @@ def _qmm_mx(x_ptr, w_ptr, s_ptr, y_ptr, M, N, K, XF: tl.constexpr, BLOCK_M: tl.c
         kk = k0 + tl.arange(0, BLOCK_K)
         x = tl.load(x_ptr + offs_m[:, None].to(tl.int64) * K + kk[None, :],
                     mask=(offs_m[:, None] < M) & (kk[None, :] < K), other=0.0)
-        kb = k0 // 2 + tl.arange(0, BLOCK_K // 2)
-        w = tl.load(w_bytes + offs_n[None, :].to(tl.int64) * (K // 2) + kb[:, None],
-                    mask=(kb[:, None] < K // 2) & (offs_n[None, :] < N), other=0)
-        ks = k0 // 32 + tl.arange(0, BLOCK_K // 32)
-        s = tl.load(s_ptr + offs_n[:, None] * (K // 32) + ks[None, :],
-                    mask=(offs_n[:, None] < N) & (ks[None, :] < K // 32), other=127)
-        acc = tl.dot_scaled(x, None, XF, w, s, "e2m1", acc)
+        kb = k0 // PER_BYTE + tl.arange(0, BLOCK_K // PER_BYTE)
+        w = tl.load(w_bytes + offs_n[None, :].to(tl.int64) * (K // PER_BYTE) + kb[:, None],
+                    mask=(kb[:, None] < K // PER_BYTE) & (offs_n[None, :] < N), other=0)
+        ks = k0 // GROUP + tl.arange(0, BLOCK_K // GROUP)
+        # past K: the scale of 1 (E8M0 127, E4M3 0x38) on zero codes
+        s = tl.load(s_ptr + offs_n[:, None] * (K // GROUP) + ks[None, :],
+                    mask=(offs_n[:, None] < N) & (ks[None, :] < K // GROUP), other=0x38 if MODE == 5 else 127)
+        if MODE == 4:
+            acc = tl.dot_scaled(x, None, XF, w.to(tl.float8e4nv, bitcast=True), s, "e4m3", acc)
+        elif MODE == 5:
+            acc = tl.dot_scaled(x, None, XF, w, s.to(tl.float8e4nv, bitcast=True), "e2m1", acc)
+        else:
+            acc = tl.dot_scaled(x, None, XF, w, s, "e2m1", acc)
     tl.store(y_ptr + offs_m[:, None].to(tl.int64) * N + offs_n[None, :], acc,
              mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 
@@ -473,9 +496,9 @@ def _launch(x2: Any, w: Any, scales: Any, biases: Any, N: int, trans: bool, bits
             MODE=mode, ROWS=DECODE_MAX_M)
     elif M and N:
         grid = lambda meta: (triton.cdiv(N, meta["BLOCK_N"]), triton.cdiv(M, meta["BLOCK_M"]))  # noqa: E731
-        xf = _MX_FORMATS.get(c.dtype_name(x2)) if mode == MXFP4 and trans else None
+        xf = _MX_FORMATS.get(c.dtype_name(x2)) if mode in (MXFP4, MXFP8, NVFP4) and trans else None
         if xf is not None:
-            _qmm_mx[grid](x2, w, scales, y, M, N, K, XF=xf)
+            _qmm_mx[grid](x2, w, scales, y, M, N, K, XF=xf, MODE=mode)
         else:
             _qmm[grid](x2, w, scales, b, y, M, N, K, wpr, gpr, bits, group.bit_length() - 1,
                        TRANS=trans, MODE=mode)
@@ -515,15 +538,17 @@ def quantized_matmul(x: Any, w: Any, scales: Any, biases: Any = None, transpose:
     """`x @ dequantize(w).T` (or `x @ dequantize(w)` when `transpose=False`), as
     `mx.quantized_matmul`, on exactly what `mx.quantize(w, group_size, bits, mode)` returns.
 
-    `mode="affine"`: `bits` in 2, 3, 4, 5, 6, 8 (default 4), `group_size` in 32, 64, 128
-    (default 64), `scales` and `biases` in `x`'s dtype. `mode="mxfp4"`: E2M1 codes, uint8 E8M0
-    `scales`, `group_size` 32, `bits` 4, no `biases`. `x`: float32/float16/bfloat16 `(..., K)`.
-    Differentiable in `x` (`scales` and `biases` are treated as constants)."""
+    `mode="affine"`: `bits` in 1, 2, 3, 4, 5, 6, 8 (default 4), `group_size` in 32, 64, 128
+    (default 64), `scales` and `biases` in `x`'s dtype. The float modes take uint8 `scales` and
+    no `biases`: `mode="mxfp4"`, E2M1 codes (`bits` 4) with E8M0 scales a `group_size` of 32;
+    `"mxfp8"`, E4M3 codes (`bits` 8) with E8M0 scales a group of 32; `"nvfp4"`, E2M1 codes with
+    E4M3 scales a group of 16. `x`: float32/float16/bfloat16 `(..., K)`. Differentiable in `x`
+    (`scales` and `biases` are treated as constants)."""
     name = "quantized_matmul"
     m = c.mx()
     c.check_array(name, "x", x)
-    if mode not in ("affine", "mxfp4"):
-        raise c.fail(name, "mode", f"expected 'affine' or 'mxfp4', got {mode!r}")
+    if mode != "affine" and mode not in FLOAT_MODES:
+        raise c.fail(name, "mode", f"expected 'affine', {', '.join(map(repr, FLOAT_MODES))}, got {mode!r}")
     if not isinstance(transpose, bool):
         raise c.fail(name, "transpose", f"expected a bool, got {type(transpose).__name__}")
     if mode == "affine":
@@ -536,13 +561,14 @@ def quantized_matmul(x: Any, w: Any, scales: Any, biases: Any = None, transpose:
         if biases is None:
             raise c.fail(name, "biases", "affine mode needs the biases mx.quantize returned")
     else:
-        group_size = 32 if group_size is None else group_size
-        bits = 4 if bits is None else bits
-        if group_size != 32 or bits != 4:
-            raise c.fail(name, "group_size" if group_size != 32 else "bits",
-                         f"mxfp4 takes group_size 32 and bits 4, got {group_size} and {bits}")
+        _, group, width = FLOAT_MODES[mode]
+        group_size = group if group_size is None else group_size
+        bits = width if bits is None else bits
+        if group_size != group or bits != width:
+            raise c.fail(name, "group_size" if group_size != group else "bits",
+                         f"{mode} takes group_size {group} and bits {width}, got {group_size} and {bits}")
         if biases is not None:
-            raise c.fail(name, "biases", "mxfp4 has no biases")
+            raise c.fail(name, "biases", f"{mode} has no biases")
     c.check_array(name, "w", w, dtypes=("uint32",), min_ndim=2)
     if w.ndim != 2:
         raise c.fail(name, "w", f"expected a 2-D packed matrix, got shape {tuple(w.shape)}")
@@ -554,7 +580,7 @@ def quantized_matmul(x: Any, w: Any, scales: Any, biases: Any = None, transpose:
         raise c.fail(name, "w", f"its rows hold {elems} {bits}-bit elements, not a whole number of groups "
                      f"of {group_size}")
     groups = elems // group_size
-    scale_dtypes = ("uint8",) if mode == "mxfp4" else c.FLOAT_DTYPES
+    scale_dtypes = ("uint8",) if mode in FLOAT_MODES else c.FLOAT_DTYPES
     c.check_array(name, "scales", scales, dtypes=scale_dtypes, min_ndim=2)
     if tuple(scales.shape) != (rows, groups):
         raise c.fail(name, "scales", f"expected shape {(rows, groups)} for w {tuple(w.shape)} with "
@@ -573,7 +599,7 @@ def quantized_matmul(x: Any, w: Any, scales: Any, biases: Any = None, transpose:
     scales = m.stop_gradient(scales)
     biases = None if biases is None else m.stop_gradient(biases)
     return _qmm_op(x, w, scales, biases, transpose, group_size, bits,
-                   AFFINE if mode == "affine" else MXFP4)
+                   AFFINE if mode == "affine" else FLOAT_MODES[mode][0])
 
 
 def int8_matmul(x: Any, w: Any, scales: Any) -> Any:
