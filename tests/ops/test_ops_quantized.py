@@ -81,11 +81,12 @@ def _affine(bits, group):
     return run
 
 
-def _mxfp4_run(M, K):
-    x = randn((M, K), seed=M)
-    wq, s = _quantized(40, K, True, group_size=32, mode="mxfp4")
-    kw = dict(group_size=32, mode="mxfp4")
-    return ops.quantized_matmul(x, wq, s, **kw), mx.quantized_matmul(x, wq, s, **kw)
+def _float_run(mode):
+    def run(M, K):
+        x = randn((M, K), seed=M)
+        wq, s = _quantized(40, K, True, mode=mode)
+        return ops.quantized_matmul(x, wq, s, mode=mode), mx.quantized_matmul(x, wq, s, mode=mode)
+    return run
 
 
 def _int8_run(M, K):
@@ -106,7 +107,11 @@ def _ternary_run(M, K):
     (_affine(4, 64), 3, 2048, 16, 4),   # 2 runs of 4 words a group, padded rows of x
     (_affine(8, 128), 1, 1024, 4, 4),   # 8 runs a group
     (_affine(2, 32), 2, 2048, 32, 2),   # a run is the whole group
-    (_mxfp4_run, 1, 1024, 16, 2),
+    (_float_run("mxfp4"), 1, 1024, 16, 2),
+    (_float_run("mxfp8"), 1, 1024, 16, 2),   # 4 runs of 2 words a group of 8 words
+    (_float_run("mxfp8"), 5, 1024, 16, 4),   # a run is half a group
+    (_float_run("nvfp4"), 1, 1024, 32, 2),   # a run is the whole group of 2 words
+    (_float_run("nvfp4"), 2, 1024, 16, 1),
     (_int8_run, 1, 1024, 32, 4),
     (_ternary_run, 2, 2048, 16, 2),
 ])

@@ -203,7 +203,8 @@ def _prune_gemv(configs: list[Any], named_args: dict[str, Any], **kwargs: Any) -
 
 # (BLOCK_N, BLOCK_G, WPT, num_warps) per mode: the fastest measured through the GPU proxy at
 # M = 1, K = N = 4096 (docs/ops.md, "Decode speed")
-_GEMV_DEFAULT = {AFFINE: (4, 64, 4, 2), MXFP4: (4, 64, 2, 4), INT8: (4, 64, 2, 4), TERNARY: (4, 64, 2, 4)}
+_GEMV_DEFAULT = {AFFINE: (4, 64, 4, 2), MXFP4: (4, 64, 2, 4), INT8: (4, 64, 2, 4), TERNARY: (4, 64, 2, 4),
+                 MXFP8: (4, 64, 2, 4), NVFP4: (4, 128, 2, 4)}
 _GEMV_CONFIGS = [triton.Config({"BLOCK_N": n, "BLOCK_G": g, "WPT": t}, num_warps=w)
                  for n, g, t, w in (
                      (8, 16, 1, 4), (8, 32, 1, 4), (16, 16, 1, 4), (16, 32, 1, 4), (4, 32, 1, 4), (4, 16, 1, 2),
@@ -251,7 +252,25 @@ def _mxfp4_halves(words, shift):
     # a half's bits 9-11 (exponent low bits, mantissa top bit), the sign (bit 3) to bit 15:
     # every code's half is its value times 2 ** -14 (code 1, 0.5, is the subnormal 2 ** -15)
     pair = words >> shift
-    h = _bits_to(pair, 0, 9, 0x0E000E00) | _bits_to(pair, 3, 15, 0x80008000)
+    return _halves(_bits_to(pair, 0, 9, 0x0E000E00) | _bits_to(pair, 3, 15, 0x80008000))
+
+
+@triton.jit
+def _e4m3_halves(words, shift):
+    # E4M3 codes into halves by moving bits, two codes a 32-bit operation: codes j and j + 2 of
+    # a word (`shift` = 8 j moves them to bits 0-7 and 16-23) become the low and high halves of
+    # one word. Exponent and mantissa (bits 0-6) go to a half's bits 7-13, the sign (bit 7) to
+    # bit 15: a code's half is its value times 2 ** -8, subnormals included (E4M3's bias is 7,
+    # a half's 15). The NaN code (bits 0-6 all set) also sets bit 14, the half's exponent then
+    # all ones: its 7 bits plus one carry into bit 7, which moves to bit 14
+    pair = words >> shift
+    nan = _bits_to((pair & 0x007F007F) + 0x00010001, 7, 14, 0x40004000)
+    return _halves(_bits_to(pair, 0, 7, 0x3F803F80) | _bits_to(pair, 7, 15, 0x80008000) | nan)
+
+
+@triton.jit
+def _halves(h):
+    # the two halves of each 32-bit word as floats, the low one first
     lo = h.to(tl.uint16).to(tl.float16, bitcast=True).to(tl.float32)
     hi = (h >> 16).to(tl.uint16).to(tl.float16, bitcast=True).to(tl.float32)
     return lo, hi
@@ -301,8 +320,10 @@ def _gemv(x_ptr, w_ptr, s_ptr, b_ptr, y_ptr, M, N, K, wpr, gpr, steps, ROWS: tl.
     offs_g = tl.arange(0, BLOCK_G)[None, None, :, None, None, None]
     offs_w = tl.arange(0, SHARES)[None, None, None, :, None, None]
     offs_t = tl.arange(0, WPT)[None, None, None, None, :, None]
-    # mxfp4 takes the codes of a word in pairs (j, j + EPW / 2): its code axis is half a word
-    CPW: tl.constexpr = EPW // 2 if MODE == 1 else EPW
+    # the float modes take the codes of a word in pairs (j, j + EPW / 2): their code axis is half
+    # a word
+    FLOAT: tl.constexpr = MODE == 1 or MODE == 4 or MODE == 5
+    CPW: tl.constexpr = EPW // 2 if FLOAT else EPW
     offs_j = tl.arange(0, CPW)[None, None, None, None, None, :]
     first = offs_g * WPG + offs_w * WPT  # the run's first word
     # pointers carried through the loop
@@ -321,18 +342,27 @@ def _gemv(x_ptr, w_ptr, s_ptr, b_ptr, y_ptr, M, N, K, wpr, gpr, steps, ROWS: tl.
     for _ in range(0, steps, BLOCK_G):
         x = _gemv_x(x_ptrs, xmask, ROWS_PADDED)
         words = tl.load(w_ptrs)
-        if MODE == 1:
+        if FLOAT:
             qx = tl.zeros([ROWS, BLOCK_N, BLOCK_G, SHARES, 1, 1], tl.float32)
             for t in tl.static_range(WPT):
                 if t > 0:
                     x = _gemv_x(x_ptrs + t * EPW, xmask, ROWS_PADDED)
-                # codes j and j + 4 of each word: the x of its upper codes too
+                # codes j and j + EPW / 2 of each word: the x of its upper codes too
                 x_hi = _gemv_x(x_ptrs + (t * EPW + CPW), xmask, ROWS_PADDED)
-                q, q_hi = _mxfp4_halves(_gemv_word(words, offs_t, t), (offs_j * 4).to(tl.uint32))
+                word = _gemv_word(words, offs_t, t)
+                if MODE == 4:
+                    q, q_hi = _e4m3_halves(word, (offs_j * 8).to(tl.uint32))
+                else:
+                    q, q_hi = _mxfp4_halves(word, (offs_j * 4).to(tl.uint32))
                 qx += tl.sum(q * x + q_hi * x_hi, 5, keep_dims=True)
-            # E8M0: 2 ** (s - 127), times the 2 ** 14 of the codes' halves (applied to qx
-            # first, so a scale near the top of the range does not overflow)
-            acc += (qx * 16384.0) * tl.exp2(tl.load(s_ptrs).to(tl.float32) - 127.0)
+            # the codes' halves carry 2 ** -14 (E2M1) or 2 ** -8 (E4M3), taken off qx first, so
+            # a scale near the top of its range does not overflow; the scale E8M0's 2 ** (s -
+            # 127), or nvfp4's E4M3
+            if MODE == 5:
+                scale = tl.load(s_ptrs).to(tl.float8e4nv, bitcast=True).to(tl.float32)
+            else:
+                scale = tl.exp2(tl.load(s_ptrs).to(tl.float32) - 127.0)
+            acc += (qx * (256.0 if MODE == 4 else 16384.0)) * scale
             s_ptrs += BLOCK_G
         else:
             qx = tl.zeros([ROWS, BLOCK_N, BLOCK_G, SHARES, 1, 1], tl.float32)
@@ -369,11 +399,15 @@ def _gemv_layout(mode: int, bits: int, group: int, K: int) -> tuple[int, int, in
     """`(BITS, WPG, steps)` of the GEMV kernel for a packed layout, or None where it does not
     apply: codes that straddle words (3, 5, 6 bits), or int8 and ternary rows (K and K / 4
     bytes) that do not split into whole 16-byte vectors."""
-    if mode == AFFINE and bits in (2, 4, 8):
+    if mode == AFFINE and bits in (1, 2, 4, 8):
         wpg = group * bits // 32
         return bits, wpg, K // group
     if mode == MXFP4:
         return 4, 4, K // 32
+    if mode == NVFP4:
+        return 4, 2, K // 16
+    if mode == MXFP8:
+        return 8, 8, K // 32
     if mode == INT8 and K % 16 == 0:
         return 8, 4, K // 16
     if mode == TERNARY and K % 64 == 0:
@@ -389,7 +423,7 @@ def _gemv_launch(x2: Any, w: Any, s: Any, b: Any, y: Any, N: int, layout: tuple[
     if mode in (INT8, TERNARY):  # bytes read as little-endian words: a code stream as affine
         w = c.mx().view(w, c.mx().uint32)
     rows = next_pow2(M)
-    gpr = steps if mode in (AFFINE, MXFP4) else 1
+    gpr = steps if mode in (AFFINE, MXFP4, MXFP8, NVFP4) else 1
     _gemv[lambda meta: (triton.cdiv(N, meta["BLOCK_N"]),)](
         x2, w, s, b, y, M, N, K, wpr, gpr, steps, ROWS=rows, BITS=bits, WPG=wpg, MODE=mode,
         ROWS_PADDED=rows != M)
