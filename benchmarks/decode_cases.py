@@ -7,6 +7,7 @@ M = 1 (one token), K = N = 4096, float16 activations:
 |---|---|
 | `q4` | `quantized_matmul`, affine 4-bit, group 64 (`mx.quantize`'s default) |
 | `mxfp4` | `quantized_matmul`, mode "mxfp4" |
+| `mxfp8`, `nvfp4` | `quantized_matmul`, modes "mxfp8" and "nvfp4" |
 | `int8` | `int8_matmul` (int8 weights, per-channel scales) |
 | `ternary` | `ternary_matmul` (int8 activations, 2-bit ternary weights) |
 | `sdpa` | `scaled_dot_product_attention`, one query, 32 query heads over 8 kv heads, 4096 keys, D = 128 |
@@ -43,6 +44,12 @@ def _mxfp4() -> mx.array:
     return ops.quantized_matmul(x, wq, s, group_size=32, bits=4, mode="mxfp4")
 
 
+def _float_mode(mode: str) -> mx.array:
+    x = mx.random.normal((1, K)).astype(mx.float16)
+    wq, s = mx.quantize(mx.random.normal((N, K)), mode=mode)
+    return ops.quantized_matmul(x, wq, s, mode=mode)
+
+
 def _int8() -> mx.array:
     x = mx.random.normal((1, K)).astype(mx.float16)
     wq, s = ops.pack_int8(mx.random.normal((N, K)).astype(mx.float16))
@@ -62,7 +69,8 @@ def _sdpa(hq: int = HQ, keys: int = LKV) -> mx.array:
     return ops.scaled_dot_product_attention(q, k, v, scale=D ** -0.5)
 
 
-CASES = {"q4": _q4, "mxfp4": _mxfp4, "int8": _int8, "ternary": _ternary, "sdpa": _sdpa,
+CASES = {"q4": _q4, "mxfp4": _mxfp4, "mxfp8": lambda: _float_mode("mxfp8"), "nvfp4": lambda: _float_mode("nvfp4"),
+         "int8": _int8, "ternary": _ternary, "sdpa": _sdpa,
          "sdpa_g1": lambda: _sdpa(HKV), "sdpa_g2": lambda: _sdpa(2 * HKV), "sdpa_g8": lambda: _sdpa(8 * HKV),
          "sdpa_4000": lambda: _sdpa(keys=4000)}  # a short last split: pass 1's masked form
 

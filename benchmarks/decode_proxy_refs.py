@@ -31,7 +31,16 @@ def inputs(launch: dict[str, Any], device: str) -> dict[str, Any]:
     if w is None:
         return {}
     shape, got = tuple(w["shape"]), {}
-    if w["dtype"] == "uint32":
+    x = _param(launch, "x_ptr")
+    float_scales = s is not None and s["dtype"] == "uint8" and len(s["shape"]) == 2
+    per_word = x["shape"][-1] // shape[1] if x is not None else 0
+    if w["dtype"] == "uint32" and float_scales and per_word == 4:
+        # mxfp8: E4M3 bytes of either sign from 1/4 to 4 (their sums fit a float16 output),
+        # never the NaN code
+        bytes_ = torch.randint(0x28, 0x48, shape + (4,), dtype=torch.int64, device=device)
+        bytes_ |= torch.randint(0, 2, shape + (4,), dtype=torch.int64, device=device) << 7
+        got["w_ptr"] = (bytes_ << torch.tensor([0, 8, 16, 24], device=device)).sum(-1).to(torch.uint32)
+    elif w["dtype"] == "uint32":
         # packed codes, or int8 / ternary bytes the launch views as words (then every code
         # 0-3 of a ternary byte occurs; kernel and check read code 3 alike, as value 2)
         words = torch.randint(0, 2 ** 31, shape, dtype=torch.int64, device=device)
@@ -41,10 +50,11 @@ def inputs(launch: dict[str, Any], device: str) -> dict[str, Any]:
     elif w["dtype"] == "uint8":  # ternary: four codes 0, 1, 2 a byte
         codes = torch.randint(0, 3, shape + (4,), dtype=torch.int32, device=device)
         got["w_ptr"] = (codes << torch.tensor([0, 2, 4, 6], device=device)).sum(-1).to(torch.uint8)
-    if s is not None and s["dtype"] == "uint8":  # E8M0 scales near 1
+    if float_scales and x is not None and x["shape"][-1] // s["shape"][1] == 16:  # nvfp4: E4M3 from 1/2 to 2
+        got["s_ptr"] = torch.randint(0x30, 0x41, tuple(s["shape"]), dtype=torch.int32, device=device).to(torch.uint8)
+    elif s is not None and s["dtype"] == "uint8":  # E8M0 scales near 1
         e8m0 = torch.randint(120, 134, tuple(s["shape"]), dtype=torch.int32, device=device)
         got["s_ptr"] = e8m0.to(torch.uint8)
-    x = _param(launch, "x_ptr")
     if x is not None and x["dtype"] == "int8":
         got["x_ptr"] = torch.randint(-127, 128, tuple(x["shape"]), dtype=torch.int8, device=device)
     return got
@@ -56,6 +66,14 @@ def _codes(w: torch.Tensor, bits: int) -> torch.Tensor:
     v = w.to(torch.int64) & ((1 << width) - 1)
     shifts = torch.arange(0, width, bits, device=w.device)
     return ((v[..., None] >> shifts) & ((1 << bits) - 1)).reshape(w.shape[0], -1).double()
+
+
+def _e4m3(codes: torch.Tensor) -> torch.Tensor:
+    """E4M3 (bias 7, no infinities, 0x7F and 0xFF NaN) in float64."""
+    e, m = (codes >> 3) & 15, (codes & 7).double()
+    value = torch.where(e == 0, m / 8 * 2.0 ** -6, (1 + m / 8) * torch.exp2(e.double() - 7))
+    value = torch.where((codes & 0x80) != 0, -value, value)
+    return torch.where((codes & 0x7F) == 0x7F, math.nan, value)
 
 
 def _weights(names: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor] | None:
@@ -74,11 +92,15 @@ def _weights(names: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor] | None:
         xs = names["xs_ptr"] if "xs_ptr" in names else s
         ws = names["ws_ptr"] if "ws_ptr" in names else names["b_ptr"]
         return x * xs.double()[:, None], (_codes(w, 2) - 1) * ws.double().reshape(())
-    if s.dtype == torch.uint8:  # mxfp4, group 32
+    if s.dtype == torch.uint8 and per_word == 4:  # mxfp8: E4M3 codes, E8M0 scales a group of 32
+        return x, _e4m3(_codes(w, 8).long()) * torch.exp2(s.double() - 127).repeat_interleave(32, 1)
+    if s.dtype == torch.uint8:  # mxfp4 (E8M0 scales a group of 32), nvfp4 (E4M3 scales a group of 16)
         c = _codes(w, 4).long()
         mag = torch.tensor(_E2M1, dtype=torch.float64, device=w.device)[c & 7]
         val = torch.where((c & 8) != 0, -mag, mag)
-        return x, val * torch.exp2(s.double() - 127).repeat_interleave(32, 1)
+        group = K // s.shape[1]
+        scale = _e4m3(s.long()) if group == 16 else torch.exp2(s.double() - 127)
+        return x, val * scale.repeat_interleave(group, 1)
     bits = w.shape[1] * 32 // K
     group = K // s.shape[1]
     scale = s.double().repeat_interleave(group, 1)

@@ -87,8 +87,8 @@ def quantized_mx(bm: int, bn: int, bk: int, warps: int) -> list[DotReport]:
 
     n = SIZE
     compiled = base_jit_function(q._qmm_mx).warmup(
-        np.float16, np.uint32, np.uint8, np.float16, 64, n, n, XF="fp16", BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
-        num_warps=warps, grid=(1,))
+        np.float16, np.uint32, np.uint8, np.float16, 64, n, n, XF="fp16", MODE=q.MXFP4, BLOCK_M=bm, BLOCK_N=bn,
+        BLOCK_K=bk, num_warps=warps, grid=(1,))
     return reports(compiled)
 
 

@@ -199,26 +199,50 @@ def test_quantized_matmul_tiled(metal_stand_in):
     assert metal_stand_in.fast.launches
 
 
+@pytest.mark.parametrize("mode", ["mxfp4", "mxfp8", "nvfp4"])
 @pytest.mark.parametrize("target", ["apple9:3.2", "apple10:4.0"])
-def test_mxfp4_matmul_tiled_through_dot_scaled(metal_stand_in, monkeypatch, target):
-    # mxfp4 at M = 40 > 8 with float16 activations: `_qmm_mx` (tl.dot_scaled) on its default 64 x
-    # 64 x 64 tile, fragments or each SIMD group's input cooperative tensors, partial tiles in M
-    # and N, into sentinel-filled outputs, against float64 of MLX's dequantization
+def test_float_mode_matmul_tiled_through_dot_scaled(metal_stand_in, monkeypatch, target, mode):
+    # the float modes at M = 40 > 8 with float16 activations: `_qmm_mx` (tl.dot_scaled) on its
+    # default 64 x 64 x 64 tile, fragments or each SIMD group's input cooperative tensors,
+    # partial tiles in M and N, into sentinel-filled outputs, against float64 of MLX's
+    # dequantization
     from triton_metal.ops import _common, quantized
 
     monkeypatch.setenv("TRITON_METAL_TARGET", target)
     monkeypatch.setattr(_common, "tuning_enabled", lambda: False)
     monkeypatch.setattr(quantized._qmm_mx, "cache", {})
     rng = np.random.default_rng(8)
-    wq, scales = mx.quantize(mx.array(rng.standard_normal((96, 192)).astype(np.float32)), group_size=32, bits=4,
-                             mode="mxfp4")
+    _, group, bits = quantized.FLOAT_MODES[mode]
+    wq, scales = mx.quantize(mx.array(rng.standard_normal((96, 192)).astype(np.float32)), mode=mode)
     x = mx.array(rng.standard_normal((40, 192)).astype(np.float32)).astype(mx.float16)
-    got = ops.quantized_matmul(x, wq, scales, mode="mxfp4")
-    dense = np.array(mx.dequantize(wq, scales, group_size=32, bits=4, mode="mxfp4").astype(mx.float32))
+    got = ops.quantized_matmul(x, wq, scales, mode=mode)
+    dense = np.array(mx.dequantize(wq, scales, group_size=group, bits=bits, mode=mode).astype(mx.float32))
     want = np.array(x.astype(mx.float32)).astype(np.float64) @ dense.astype(np.float64).T
     assert np.abs(np.array(got.astype(mx.float32)) - want).max() <= 2.0 ** -11 * np.abs(want).max()
     [call] = [c for c in metal_stand_in.fast.factory_calls if c["name"].startswith("_qmm_mx")]
     assert ("km_sg_run<32, 32>(" in call["source"]) == (target == "apple10:4.0")
+
+
+@pytest.mark.parametrize("mode", ["mxfp8", "nvfp4"])
+def test_float_mode_gemv(metal_stand_in, monkeypatch, mode):
+    # M = 1: the GEMV on its default config (its codes and, for nvfp4, its E4M3 scales decoded by
+    # bit moves), into sentinel-filled outputs, against float64 of MLX's dequantization
+    from triton_metal.ops import _common, quantized
+
+    monkeypatch.setattr(_common, "tuning_enabled", lambda: False)
+    monkeypatch.setattr(quantized._gemv, "cache", {})
+    rng = np.random.default_rng(9)
+    _, group, bits = quantized.FLOAT_MODES[mode]
+    wq, scales = mx.quantize(mx.array(rng.standard_normal((72, 8192)).astype(np.float32)), mode=mode)
+    x = mx.array(rng.standard_normal((1, 8192)).astype(np.float32)).astype(mx.float16)
+    got = ops.quantized_matmul(x, wq, scales, mode=mode)
+    dense = np.array(mx.dequantize(wq, scales, group_size=group, bits=bits, mode=mode).astype(mx.float32))
+    want = np.array(x.astype(mx.float32)).astype(np.float64) @ dense.astype(np.float64).T
+    assert np.abs(np.array(got.astype(mx.float32)) - want).max() <= 2.0 ** -11 * np.abs(want).max()
+    best = quantized._gemv.best_config
+    assert (best.kwargs["BLOCK_N"], best.kwargs["BLOCK_G"], best.kwargs["WPT"], best.num_warps) == \
+        quantized._GEMV_DEFAULT[quantized.FLOAT_MODES[mode][0]]
+    assert [c for c in metal_stand_in.fast.factory_calls if c["name"].startswith("_gemv")]
 
 
 @pytest.mark.parametrize("n", [1000, 16385])  # held in registers, and streamed twice

@@ -204,7 +204,7 @@ def _prune_gemv(configs: list[Any], named_args: dict[str, Any], **kwargs: Any) -
 # (BLOCK_N, BLOCK_G, WPT, num_warps) per mode: the fastest measured through the GPU proxy at
 # M = 1, K = N = 4096 (docs/ops.md, "Decode speed")
 _GEMV_DEFAULT = {AFFINE: (4, 64, 4, 2), MXFP4: (4, 64, 2, 4), INT8: (4, 64, 2, 4), TERNARY: (4, 64, 2, 4),
-                 MXFP8: (4, 64, 2, 4), NVFP4: (4, 128, 2, 4)}
+                 MXFP8: (2, 64, 4, 2), NVFP4: (4, 128, 2, 2)}
 _GEMV_CONFIGS = [triton.Config({"BLOCK_N": n, "BLOCK_G": g, "WPT": t}, num_warps=w)
                  for n, g, t, w in (
                      (8, 16, 1, 4), (8, 32, 1, 4), (16, 16, 1, 4), (16, 32, 1, 4), (4, 32, 1, 4), (4, 16, 1, 2),
@@ -214,7 +214,10 @@ _GEMV_CONFIGS = [triton.Config({"BLOCK_N": n, "BLOCK_G": g, "WPT": t}, num_warps
                      (4, 64, 2, 4), (2, 64, 2, 4), (4, 16, 2, 2), (4, 32, 2, 2), (4, 128, 2, 8),
                      (4, 64, 4, 4), (8, 64, 4, 4), (4, 32, 4, 2), (8, 32, 4, 2), (4, 128, 4, 4), (8, 128, 4, 4),
                      (2, 128, 4, 4), (4, 64, 4, 2), (16, 64, 4, 4), (2, 64, 4, 2),
-                     (4, 128, 2, 4), (4, 64, 2, 2), (4, 32, 2, 1), (8, 32, 2, 2), (4, 32, 4, 1))]
+                     (4, 128, 2, 4), (4, 64, 2, 2), (4, 32, 2, 1), (8, 32, 2, 2), (4, 32, 4, 1),
+                     # for nvfp4's groups of 2 words: runs of a whole group, wider steps
+                     (4, 256, 2, 4), (2, 256, 2, 4), (8, 128, 2, 4), (2, 128, 2, 4), (4, 256, 2, 8),
+                     (4, 128, 2, 2), (4, 256, 1, 8))]
 
 
 @triton.jit
@@ -358,11 +361,12 @@ def _gemv(x_ptr, w_ptr, s_ptr, b_ptr, y_ptr, M, N, K, wpr, gpr, steps, ROWS: tl.
             # the codes' halves carry 2 ** -14 (E2M1) or 2 ** -8 (E4M3), taken off qx first, so
             # a scale near the top of its range does not overflow; the scale E8M0's 2 ** (s -
             # 127), or nvfp4's E4M3
-            if MODE == 5:
-                scale = tl.load(s_ptrs).to(tl.float8e4nv, bitcast=True).to(tl.float32)
+            if MODE == 5:  # the E4M3 scale's half, by the codes' bit moves, carries 2 ** -8 more
+                scale, _ = _e4m3_halves(tl.load(s_ptrs).to(tl.uint32), 0)
+                acc += (qx * 4194304.0) * scale
             else:
                 scale = tl.exp2(tl.load(s_ptrs).to(tl.float32) - 127.0)
-            acc += (qx * (256.0 if MODE == 4 else 16384.0)) * scale
+                acc += (qx * (256.0 if MODE == 4 else 16384.0)) * scale
             s_ptrs += BLOCK_G
         else:
             qx = tl.zeros([ROWS, BLOCK_N, BLOCK_G, SHARES, 1, 1], tl.float32)
