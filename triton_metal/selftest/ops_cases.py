@@ -46,12 +46,14 @@ def op_bench_cases(mx: Any, large: bool) -> list[OpBenchCase]:
     act1 = act[:1]
     wq, sc, bi = mx.quantize(mx.random.normal((N, K)).astype(mx.float16), group_size=64, bits=4)
     mq, ms = mx.quantize(mx.random.normal((N, K)), group_size=32, bits=4, mode="mxfp4")
+    m8, m8s = mx.quantize(mx.random.normal((N, K)), mode="mxfp8")
+    nq, ns = mx.quantize(mx.random.normal((N, K)), mode="nvfp4")
     i8, i8s = ops.pack_int8(mx.random.normal((N, K)).astype(mx.float16))
     tp, tw = ops.pack_ternary(mx.random.normal((N, K)))
     tq, ts = ops.quantize_activations(act1.astype(mx.float32))
     codes = (tp.reshape(N, K // 4, 1) >> mx.array([0, 2, 4, 6], dtype=mx.uint8)) & 3
     tern = (codes.reshape(N, K).astype(mx.float32) - 1) * tw
-    mx.eval(x, x16, w, b, up, targets, q, k, v, q1, act, act1, wq, sc, bi, mq, ms, i8, i8s, tp, tw, tq, ts, tern)
+    mx.eval(x, x16, w, b, up, targets, q, k, v, q1, act, act1, wq, sc, bi, mq, ms, m8, m8s, nq, ns, i8, i8s, tp, tw, tq, ts, tern)
     scale = 1.0 / math.sqrt(D)
     f4, f2 = 4, 2
     n = rows * cols
@@ -89,6 +91,12 @@ def op_bench_cases(mx: Any, large: bool) -> list[OpBenchCase]:
         OpBenchCase("ops.quantized_matmul mxfp4 M=1", lambda: ops.quantized_matmul(act1, mq, ms, mode="mxfp4"),
                     lambda: mx.quantized_matmul(act1, mq, ms, mode="mxfp4"), "mx.quantized_matmul",
                     N * K // 2 + N * (K // 32), 0),
+        OpBenchCase("ops.quantized_matmul mxfp8 M=1", lambda: ops.quantized_matmul(act1, m8, m8s, mode="mxfp8"),
+                    lambda: mx.quantized_matmul(act1, m8, m8s, mode="mxfp8"), "mx.quantized_matmul",
+                    N * K + N * (K // 32), 0),
+        OpBenchCase("ops.quantized_matmul nvfp4 M=1", lambda: ops.quantized_matmul(act1, nq, ns, mode="nvfp4"),
+                    lambda: mx.quantized_matmul(act1, nq, ns, mode="nvfp4"), "mx.quantized_matmul",
+                    N * K // 2 + N * (K // 16), 0),
         OpBenchCase("ops.int8_matmul M=1", lambda: ops.int8_matmul(act1, i8, i8s),
                     lambda: act1 @ (i8.astype(mx.float16) * i8s[:, None]).T, "dequantize + matmul", N * K + N * f2, 0),
         OpBenchCase("ops.ternary_matmul M=1", lambda: ops.ternary_matmul(tq, ts, tp, tw),
@@ -97,4 +105,8 @@ def op_bench_cases(mx: Any, large: bool) -> list[OpBenchCase]:
                     lambda: mx.quantized_matmul(act, wq, sc, bi), "mx.quantized_matmul", 0, 2 * M * N * K),
         OpBenchCase(f"ops.quantized_matmul mxfp4 M={M}", lambda: ops.quantized_matmul(act, mq, ms, mode="mxfp4"),
                     lambda: mx.quantized_matmul(act, mq, ms, mode="mxfp4"), "mx.quantized_matmul", 0, 2 * M * N * K),
+        OpBenchCase(f"ops.quantized_matmul mxfp8 M={M}", lambda: ops.quantized_matmul(act, m8, m8s, mode="mxfp8"),
+                    lambda: mx.quantized_matmul(act, m8, m8s, mode="mxfp8"), "mx.quantized_matmul", 0, 2 * M * N * K),
+        OpBenchCase(f"ops.quantized_matmul nvfp4 M={M}", lambda: ops.quantized_matmul(act, nq, ns, mode="nvfp4"),
+                    lambda: mx.quantized_matmul(act, nq, ns, mode="nvfp4"), "mx.quantized_matmul", 0, 2 * M * N * K),
     ]
