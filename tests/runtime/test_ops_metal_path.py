@@ -199,6 +199,22 @@ def test_quantized_matmul_tiled(metal_stand_in):
     assert metal_stand_in.fast.launches
 
 
+def _float_mode_error(mode: str, rows: int, K: int, N: int, seed: int) -> float:
+    """`ops.quantized_matmul` in a float `mode` on float16 activations (rows x K) and N random
+    weight rows: its largest error against float64 of MLX's dequantization, over the largest
+    value."""
+    from triton_metal.ops import quantized
+
+    rng = np.random.default_rng(seed)
+    _, group, bits = quantized.FLOAT_MODES[mode]
+    wq, scales = mx.quantize(mx.array(rng.standard_normal((N, K)).astype(np.float32)), mode=mode)
+    x = mx.array(rng.standard_normal((rows, K)).astype(np.float32)).astype(mx.float16)
+    got = np.array(ops.quantized_matmul(x, wq, scales, mode=mode).astype(mx.float32))
+    dense = np.array(mx.dequantize(wq, scales, group_size=group, bits=bits, mode=mode).astype(mx.float32))
+    want = np.array(x.astype(mx.float32)).astype(np.float64) @ dense.astype(np.float64).T
+    return float(np.abs(got - want).max() / np.abs(want).max())
+
+
 @pytest.mark.parametrize("mode", ["mxfp4", "mxfp8", "nvfp4"])
 @pytest.mark.parametrize("target", ["apple9:3.2", "apple10:4.0"])
 def test_float_mode_matmul_tiled_through_dot_scaled(metal_stand_in, monkeypatch, target, mode):
@@ -211,14 +227,7 @@ def test_float_mode_matmul_tiled_through_dot_scaled(metal_stand_in, monkeypatch,
     monkeypatch.setenv("TRITON_METAL_TARGET", target)
     monkeypatch.setattr(_common, "tuning_enabled", lambda: False)
     monkeypatch.setattr(quantized._qmm_mx, "cache", {})
-    rng = np.random.default_rng(8)
-    _, group, bits = quantized.FLOAT_MODES[mode]
-    wq, scales = mx.quantize(mx.array(rng.standard_normal((96, 192)).astype(np.float32)), mode=mode)
-    x = mx.array(rng.standard_normal((40, 192)).astype(np.float32)).astype(mx.float16)
-    got = ops.quantized_matmul(x, wq, scales, mode=mode)
-    dense = np.array(mx.dequantize(wq, scales, group_size=group, bits=bits, mode=mode).astype(mx.float32))
-    want = np.array(x.astype(mx.float32)).astype(np.float64) @ dense.astype(np.float64).T
-    assert np.abs(np.array(got.astype(mx.float32)) - want).max() <= 2.0 ** -11 * np.abs(want).max()
+    assert _float_mode_error(mode, rows=40, K=192, N=96, seed=8) <= 2.0 ** -11
     [call] = [c for c in metal_stand_in.fast.factory_calls if c["name"].startswith("_qmm_mx")]
     assert ("km_sg_run<32, 32>(" in call["source"]) == (target == "apple10:4.0")
 
@@ -231,14 +240,7 @@ def test_float_mode_gemv(metal_stand_in, monkeypatch, mode):
 
     monkeypatch.setattr(_common, "tuning_enabled", lambda: False)
     monkeypatch.setattr(quantized._gemv, "cache", {})
-    rng = np.random.default_rng(9)
-    _, group, bits = quantized.FLOAT_MODES[mode]
-    wq, scales = mx.quantize(mx.array(rng.standard_normal((72, 8192)).astype(np.float32)), mode=mode)
-    x = mx.array(rng.standard_normal((1, 8192)).astype(np.float32)).astype(mx.float16)
-    got = ops.quantized_matmul(x, wq, scales, mode=mode)
-    dense = np.array(mx.dequantize(wq, scales, group_size=group, bits=bits, mode=mode).astype(mx.float32))
-    want = np.array(x.astype(mx.float32)).astype(np.float64) @ dense.astype(np.float64).T
-    assert np.abs(np.array(got.astype(mx.float32)) - want).max() <= 2.0 ** -11 * np.abs(want).max()
+    assert _float_mode_error(mode, rows=1, K=8192, N=72, seed=9) <= 2.0 ** -11
     best = quantized._gemv.best_config
     assert (best.kwargs["BLOCK_N"], best.kwargs["BLOCK_G"], best.kwargs["WPT"], best.num_warps) == \
         quantized._GEMV_DEFAULT[quantized.FLOAT_MODES[mode][0]]
