@@ -247,6 +247,24 @@ def test_float_mode_gemv(metal_stand_in, monkeypatch, mode):
     assert [c for c in metal_stand_in.fast.factory_calls if c["name"].startswith("_gemv")]
 
 
+@pytest.mark.parametrize("mode, M, transpose", [("mxfp4", 1, True), ("mxfp8", 2, True), ("nvfp4", 1, True),
+                                               ("mxfp4", 3, False), ("mxfp8", 20, False)])
+def test_float_mode_scales_are_exact(metal_stand_in, mode, M, transpose):
+    # the emulator computes Metal's fast exp2 exactly, but a GPU need not (docs/language.md):
+    # every E8M0 scale and E2M1 exponent is built from bits, so no kernel of the float modes
+    # calls exp2; its values against MLX's own op
+    rng = np.random.default_rng(10)
+    w = mx.array(rng.standard_normal((64, 256) if transpose else (256, 64)).astype(np.float32))
+    x = mx.array(rng.standard_normal((M, 256)).astype(np.float32))
+    q = mx.quantize(w, mode=mode)
+    args = (q[0], q[1], q[2] if mode == "affine" else None)
+    got = ops.quantized_matmul(x, *args, transpose=transpose, mode=mode)
+    want = mx.quantized_matmul(x, *args, transpose=transpose, mode=mode)
+    np.testing.assert_allclose(np.array(got), np.array(want), rtol=1e-5, atol=1e-5 * float(mx.abs(want).max()))
+    calls = [c for c in metal_stand_in.fast.factory_calls if c["name"].startswith(("_gemv", "_qmv", "_qmm"))]
+    assert calls and not [c["name"] for c in calls if "exp2" in c["source"] + c["header"]]
+
+
 @pytest.mark.parametrize("n", [1000, 16385])  # held in registers, and streamed twice
 def test_layer_norm_far_from_zero(metal_stand_in, n):
     # rows of 1e4 + N(0, 1): the forward's correctly rounded statistics and the streamed path's
