@@ -19,14 +19,16 @@ The kernels compute `y = x @ W^T` (`TRANS`, `W` the dequantized `(rows, elems) =
 matrix) or `y = x @ W` (`W` of `(K, N)`), decoding weight tiles in registers (`_dequant`) and
 accumulating in float32. `bits` and the group size are run-time arguments (one compiled variant
 per dtype, layout and mode serves every width). The gradient of `x` is the same kernel with the
-other `TRANS` (`dx = dy @ W` or `dy @ W^T`). Three kernels:
+other `TRANS` (`dx = dy @ W` or `dy @ W^T`). E8M0 scales and E2M1 powers of two are built from
+bits, never by `tl.exp2` (Metal's fast exp2, which need not be exact). Four kernels:
 * `_gemv`, decode (`M <= 8`, `y = x @ W^T`) for the layouts whose codes never straddle a word
-  (affine 2, 4, 8 bits, mxfp4, int8 and ternary bytes viewed as words): a variant per row
-  count; a thread holds a run of `WPT` words of a group of each of `BLOCK_N` packed rows (one
-  vector a row) and the x of their codes, read as vectors once for all the rows; mxfp4 codes
-  decoded into halves by bit moves, two codes (j and j + 4 of a word) a 32-bit operation; a
-  group's scale and bias once a run; partial sums in registers over the whole K loop reduced
-  once (memory-bound; tuned over `BLOCK_N`, `BLOCK_G`, `WPT`).
+  (affine 1, 2, 4, 8 bits, the float modes, int8 and ternary bytes viewed as words): a variant
+  per row count; a thread holds a run of `WPT` words of a group of each of `BLOCK_N` packed rows
+  (one vector a row) and the x of their codes, read as vectors once for all the rows; E2M1 and
+  E4M3 codes decoded into halves by bit moves, two codes (j and j + 4, or j and j + 2, of a
+  word) a 32-bit operation, and so nvfp4's E4M3 scales; a group's scale and bias once a run;
+  partial sums in registers over the whole K loop reduced once (memory-bound; tuned over
+  `BLOCK_N`, `BLOCK_G`, `WPT`).
 * `_qmv`, decode for the rest (3, 5, 6 bits, `transpose=False`, K that `_gemv` cannot step):
   one program per block of outputs holding every row of `x`, so each weight byte is read once;
   dequantized tiles, products reduced over K every step (tuned over `BLOCK_N`, `BLOCK_K`).
@@ -411,9 +413,9 @@ def _gemv(x_ptr, w_ptr, s_ptr, b_ptr, y_ptr, M, N, K, wpr, gpr, steps, ROWS: tl.
 
 
 def _gemv_layout(mode: int, bits: int, group: int, K: int) -> tuple[int, int, int] | None:
-    """`(BITS, WPG, steps)` of the GEMV kernel for a packed layout, or None where it does not
-    apply: codes that straddle words (3, 5, 6 bits), or int8 and ternary rows (K and K / 4
-    bytes) that do not split into whole 16-byte vectors."""
+    """`(BITS, WPG, steps)` of the GEMV kernel for a packed layout (WPG: words a group), or None
+    where it does not apply: codes that straddle words (3, 5, 6 bits), or int8 and ternary rows
+    (K and K / 4 bytes) that do not split into whole 16-byte vectors."""
     if mode == AFFINE and bits in (1, 2, 4, 8):
         wpg = group * bits // 32
         return bits, wpg, K // group
