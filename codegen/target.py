@@ -19,7 +19,7 @@ from dataclasses import dataclass
 FAMILIES: tuple[int, ...] = (7, 8, 9, 10)
 """`MTLGPUFamilyApple<N>` of the Mac chips: M1, M2, M3/M4, M5."""
 MSL_VERSIONS: tuple[tuple[int, int], ...] = ((3, 1), (3, 2), (4, 0))
-"""MSL of macOS 14, 15 and 26 (earlier macOS has no `bfloat`, which the code generator uses)."""
+"""MSL of macOS 14, 15 and 26.2 (earlier macOS has no `bfloat`, which the code generator uses)."""
 MACOS_MSL: dict[tuple[int, int], tuple[int, int]] = {(14, 0): (3, 1), (15, 0): (3, 2), (26, 2): (4, 0)}
 """The MSL version the code generator takes from each macOS release on (macOS 16-25 do not exist).
 macOS 26.0 and 26.1 compile MSL 4.0, but their MetalPerformancePrimitives lack what 26.2's

@@ -3,9 +3,9 @@
 `active_target() -> str` is read on every launch (tests and notebooks switch it), through the
 environment's bytes mapping (`environ.py`); each distinct value is parsed once. Without the
 variable: on a Mac with Metal, the chip's family (MLX's architecture string) and the macOS
-release's MSL version (`codegen.target.target_of_chip`; 26.0 and 26.1 take MSL 3.2), found
-once per process; elsewhere
-`DEFAULT_TARGET` (apple9:3.2). A bad value is a `LaunchError` listing the valid targets.
+release's MSL version (`codegen.target.target_of_chip`; 26.0 and 26.1 take MSL 3.2), found once
+per process; elsewhere `DEFAULT_TARGET` (apple9:3.2). A bad value is a `LaunchError` listing the
+valid targets.
 """
 
 from __future__ import annotations
