@@ -6,20 +6,23 @@
    or toward zero) and saturates past the largest finite value, infinities included. No data in. #}
 inline float km_fp8_to_float(uchar c, int mbits, int bias, int kind) {
   uint mag = uint(c) & 0x7Fu;
-  int e = int(mag >> uint(mbits));
-  uint m = mag & ((1u << uint(mbits)) - 1u);
-  int emax = (1 << (7 - mbits)) - 1;
+  uint e = mag >> uint(mbits);
+  uint emax = (1u << uint(7 - mbits)) - 1u;
   if (kind == 2 && c == uchar(0x80)) {
     return NAN;
   }
+  // exact, and built from bits: a normal code's exponent and mantissa go to float's,
+  // the exponent rebiased; a subnormal is its mantissa times the format's smallest step,
+  // 2^(1 - bias - mbits), a power of two made from its bits
   float v;
   if (kind == 0 && mag == 0x7Fu) {
     v = NAN;
   } else if (kind == 1 && e == emax) {
-    v = m == 0u ? INFINITY : NAN;
+    v = (mag & ((1u << uint(mbits)) - 1u)) == 0u ? INFINITY : NAN;
+  } else if (e == 0u) {
+    v = float(mag) * as_type<float>(uint(128 - bias - mbits) << 23u);
   } else {
-    float sig = float(e > 0 ? (m | (1u << uint(mbits))) : m);
-    v = ldexp(sig, (e > 0 ? e : 1) - bias - mbits);
+    v = as_type<float>((mag << uint(23 - mbits)) + (uint(127 - bias) << 23u));
   }
   return (uint(c) & 0x80u) != 0u ? -v : v;
 }
