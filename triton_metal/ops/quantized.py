@@ -372,14 +372,16 @@ def _gemv(x_ptr, w_ptr, s_ptr, b_ptr, y_ptr, M, N, K, wpr, gpr, steps, ROWS: tl.
                 else:
                     q, q_hi = _mxfp4_halves(word, (offs_j * 4).to(tl.uint32))
                 qx += tl.sum(q * x + q_hi * x_hi, 5, keep_dims=True)
-            # the codes' halves carry 2 ** -14 (E2M1) or 2 ** -8 (E4M3), taken off qx first, so
-            # a scale near the top of its range does not overflow; the scale E8M0's 2 ** (s -
-            # 127), or nvfp4's E4M3
-            if MODE == 5:  # the E4M3 scale's half, by the codes' bit moves, carries 2 ** -8 more
+            # the scale: E8M0's 2 ** (s - 127), or nvfp4's E4M3 as a half by the codes' bit
+            # moves (its value times 2 ** -8). What the codes' halves carry (2 ** -14 for E2M1,
+            # 2 ** -8 for E4M3) and the scale's half's 2 ** -8 are taken off qx first, so a
+            # scale near the top of its range does not overflow
+            UNDO: tl.constexpr = 256.0 if MODE == 4 else (4194304.0 if MODE == 5 else 16384.0)
+            if MODE == 5:
                 scale, _ = _e4m3_halves(tl.load(s_ptrs).to(tl.uint32), 0)
-                acc += (qx * 4194304.0) * scale
+                acc += (qx * UNDO) * scale
             else:
-                acc += (qx * (256.0 if MODE == 4 else 16384.0)) * _e8m0(tl.load(s_ptrs))
+                acc += (qx * UNDO) * _e8m0(tl.load(s_ptrs))
             s_ptrs += BLOCK_G
         else:
             qx = tl.zeros([ROWS, BLOCK_N, BLOCK_G, SHARES, 1, 1], tl.float32)
@@ -516,12 +518,11 @@ def _qmm_mx(x_ptr, w_ptr, s_ptr, y_ptr, M, N, K, XF: tl.constexpr, MODE: tl.cons
         # past K: the scale of 1 (E8M0 127, E4M3 0x38) on zero codes
         s = tl.load(s_ptr + offs_n[:, None] * (K // GROUP) + ks[None, :],
                     mask=(offs_n[:, None] < N) & (ks[None, :] < K // GROUP), other=0x38 if MODE == 5 else 127)
-        if MODE == 4:
-            acc = tl.dot_scaled(x, None, XF, w.to(tl.float8e4nv, bitcast=True), s, "e4m3", acc)
-        elif MODE == 5:
-            acc = tl.dot_scaled(x, None, XF, w, s.to(tl.float8e4nv, bitcast=True), "e2m1", acc)
-        else:
-            acc = tl.dot_scaled(x, None, XF, w, s, "e2m1", acc)
+        if MODE == 4:  # E4M3 codes
+            w = w.to(tl.float8e4nv, bitcast=True)
+        if MODE == 5:  # E4M3 scales
+            s = s.to(tl.float8e4nv, bitcast=True)
+        acc = tl.dot_scaled(x, None, XF, w, s, "e4m3" if MODE == 4 else "e2m1", acc)
     tl.store(y_ptr + offs_m[:, None].to(tl.int64) * N + offs_n[None, :], acc,
              mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 
