@@ -35,6 +35,7 @@ The refs file gives `inputs(launch, device)` and `check(launch, names)`, as `rep
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import statistics
 import sys
@@ -151,7 +152,7 @@ def run(spec: str, rp: Any, mc: Any, refs: Any, gen: Any, args: argparse.Namespa
     chain.copies_us.update({str(launch["index"]): 1e3 * rp.copy_ms(rp.launch_bytes(launch), args)
                             for launch in launches if rp.launch_bytes(launch) >= chain.op_bytes})
     chain.copy_us = min(chain.copies_us.values())
-    if refs.time_refs is not None:
+    if hasattr(refs, "time_refs"):
         launch, inputs = bound[0]
         for label, fn in (refs.time_refs(launch, rp.namespace(launch, inputs)) or {}).items():
             chain.refs_us[label] = 1e3 * statistics.median(mc.time_gpu(fn, reps=args.reps).median_ms
@@ -162,6 +163,16 @@ def run(spec: str, rp: Any, mc: Any, refs: Any, gen: Any, args: argparse.Namespa
           + ", ".join(f"{k} {v:.1e}" for k, v in chain.errors.items())
           + "".join(f"; {label} {t:.2f} us" for label, t in chain.refs_us.items()), flush=True)
     return chain
+
+
+def _module(path: str) -> Any:
+    """The refs file as a module."""
+    spec = importlib.util.spec_from_file_location(Path(path).stem, path)
+    if spec is None or spec.loader is None:
+        raise SystemExit(f"gpuproxy_whole: cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -180,10 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     import replay as rp
     import torch
 
-    refs = type(sys)("refs")
-    refs.inputs, refs.check = (rp.load_callable(f"{args.refs}:{name}") for name in ("inputs", "check"))
-    has_refs = "def time_refs(" in Path(args.refs).read_text()
-    refs.time_refs = rp.load_callable(f"{args.refs}:time_refs") if has_refs else None
+    refs = _module(args.refs)
     gen = torch.Generator(device="cpu" if args.dry_run else "cuda").manual_seed(0)
     chains = [run(spec, rp, mc, refs, gen, args) for spec in args.specs]
     Path(args.out).write_text(json.dumps([{**asdict(c), "pct_copy": c.pct_copy} for c in chains], indent=1))
