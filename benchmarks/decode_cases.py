@@ -17,7 +17,9 @@ The `sdpa_g` cases read the bytes of `sdpa` (but for q and the partials) with a 
 twice its math a key: they tell what decode attention's time owes to its group's work.
 
 Capture one case per folder and replay them on a GPU beside a copy of the same bytes and the
-references in `decode_proxy_refs.py` (docs/ops.md, "Decode speed", gives the commands).
+references in `decode_proxy_refs.py` (docs/ops.md, "Decode speed", gives the commands). The
+`sdpa` cases are two launches, pass 1 and the combine: `gpuproxy_whole.py CAPTURE:I,J --refs
+benchmarks/decode_proxy_refs.py` times them back to back, as the op runs.
 """
 
 from __future__ import annotations
