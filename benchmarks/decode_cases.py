@@ -12,6 +12,7 @@ M = 1 (one token), K = N = 4096, float16 activations:
 | `ternary` | `ternary_matmul` (int8 activations, 2-bit ternary weights) |
 | `sdpa` | `scaled_dot_product_attention`, one query, 32 query heads over 8 kv heads, 4096 keys, D = 128 |
 | `sdpa_g1`, `_g2`, `_g8` | the same keys and values under 8, 16 or 64 query heads (groups of 1, 2, 8) |
+| `sdpa_4000` | `sdpa` over 4000 keys: a short last split, pass 1's masked form |
 
 The `sdpa_g` cases read the bytes of `sdpa` (but for q and the partials) with a quarter, half or
 twice its math a key: they tell what decode attention's time owes to its group's work.
