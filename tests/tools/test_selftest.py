@@ -23,6 +23,13 @@ def test_examples_agree_with_the_interpreter():
     assert "4/4 kernels agree" in text
 
 
+def test_the_mx_matmul_case_agrees_with_the_interpreter():
+    # the case launches `ops.quantized_matmul`'s MX kernel itself, with its full signature
+    report = run_selftest(stream=None, only=["mxfp4 matmul"])
+    assert [c.name for c in report.cases] == ["mxfp4 matmul"]
+    assert report.ok, [(c.name, c.detail) for c in report.cases]
+
+
 def test_a_disagreement_fails():
     def run(lib):
         interpreted = os.environ.get("TRITON_METAL_INTERPRET") == "1"

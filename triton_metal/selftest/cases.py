@@ -102,7 +102,8 @@ def _mx_matmul(lib: Callable[[np.ndarray], Any], x: np.ndarray, w: np.ndarray, s
     (m, k), n = x.shape, w.shape[0]
     y = lib(np.zeros((m, n), np.float16))
     cf = quantized._MX_CONFIGS[0]
-    base_jit_function(quantized._qmm_mx)[(1, 1)](lib(x), lib(w), lib(s), y, m, n, k, XF="fp16", **cf.all_kwargs())
+    base_jit_function(quantized._qmm_mx)[(1, 1)](lib(x), lib(w), lib(s), y, m, n, k, XF="fp16",
+                                                 MODE=quantized.MXFP4, **cf.all_kwargs())
     return (y,)
 
 
