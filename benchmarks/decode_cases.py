@@ -42,12 +42,6 @@ def _q4() -> mx.array:
     return ops.quantized_matmul(x, wq, s, b, group_size=64, bits=4)
 
 
-def _mxfp4() -> mx.array:
-    x = mx.random.normal((1, K)).astype(mx.float16)
-    wq, s = mx.quantize(mx.random.normal((N, K)), group_size=32, bits=4, mode="mxfp4")
-    return ops.quantized_matmul(x, wq, s, group_size=32, bits=4, mode="mxfp4")
-
-
 def _float_mode(mode: str) -> mx.array:
     x = mx.random.normal((1, K)).astype(mx.float16)
     wq, s = mx.quantize(mx.random.normal((N, K)), mode=mode)
@@ -73,7 +67,8 @@ def _sdpa(hq: int = HQ, keys: int = LKV) -> mx.array:
     return ops.scaled_dot_product_attention(q, k, v, scale=D ** -0.5)
 
 
-CASES = {"q4": _q4, "mxfp4": _mxfp4, "mxfp8": lambda: _float_mode("mxfp8"), "nvfp4": lambda: _float_mode("nvfp4"),
+CASES = {"q4": _q4, "mxfp4": lambda: _float_mode("mxfp4"), "mxfp8": lambda: _float_mode("mxfp8"),
+         "nvfp4": lambda: _float_mode("nvfp4"),
          "int8": _int8, "ternary": _ternary, "sdpa": _sdpa,
          "sdpa_g1": lambda: _sdpa(HKV), "sdpa_g2": lambda: _sdpa(2 * HKV), "sdpa_g8": lambda: _sdpa(8 * HKV),
          "sdpa_4000": lambda: _sdpa(keys=4000),  # a short last split: pass 1's masked form

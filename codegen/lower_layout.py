@@ -19,6 +19,7 @@ from triton_metal.chip import THREADGROUP_MEMORY_BYTES
 from triton_metal.errors import internal_error
 from triton_metal.ir import Op, Value
 from triton_metal.ir.types import ScalarType, element_type
+from triton_metal.passes.allocate_threadgroup_memory import STAGE_BYTES
 
 from .context import LoweringContext, ctype_of
 from .distribution import Distribution
@@ -30,8 +31,6 @@ from .program import Apply, Assign, Barrier, Convert, Declare, Expr, If, Index, 
 from .registry import lowers
 from .values import PtrValue
 
-STAGE_BYTES = 16384
-"""The piece a tensor past the threadgroup memory limit moves in (the allocation pass's)."""
 
 
 def flat_index(ctx: LoweringContext, dist: Distribution, reg: int) -> Expr:

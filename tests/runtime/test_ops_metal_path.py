@@ -256,10 +256,9 @@ def test_float_mode_scales_are_exact(metal_stand_in, mode, M, transpose):
     rng = np.random.default_rng(10)
     w = mx.array(rng.standard_normal((64, 256) if transpose else (256, 64)).astype(np.float32))
     x = mx.array(rng.standard_normal((M, 256)).astype(np.float32))
-    q = mx.quantize(w, mode=mode)
-    args = (q[0], q[1], q[2] if mode == "affine" else None)
-    got = ops.quantized_matmul(x, *args, transpose=transpose, mode=mode)
-    want = mx.quantized_matmul(x, *args, transpose=transpose, mode=mode)
+    wq, scales = mx.quantize(w, mode=mode)
+    got = ops.quantized_matmul(x, wq, scales, transpose=transpose, mode=mode)
+    want = mx.quantized_matmul(x, wq, scales, transpose=transpose, mode=mode)
     np.testing.assert_allclose(np.array(got), np.array(want), rtol=1e-5, atol=1e-5 * float(mx.abs(want).max()))
     calls = [c for c in metal_stand_in.fast.factory_calls if c["name"].startswith(("_gemv", "_qmv", "_qmm"))]
     assert calls and not [c["name"] for c in calls if "exp2" in c["source"] + c["header"]]

@@ -59,6 +59,7 @@ AFFINE, MXFP4, INT8, TERNARY, MXFP8, NVFP4 = 0, 1, 2, 3, 4, 5
 AFFINE_BITS = (1, 2, 3, 4, 5, 6, 8)
 FLOAT_MODES = {"mxfp4": (MXFP4, 32, 4), "mxfp8": (MXFP8, 32, 8), "nvfp4": (NVFP4, 16, 4)}
 """`mx.quantize`'s float modes: the mode's number here, its group size and its bits."""
+_FLOAT_NUMBERS = tuple(number for number, _, _ in FLOAT_MODES.values())
 GROUP_SIZES = (32, 64, 128)
 DECODE_MAX_M = 8
 
@@ -442,7 +443,7 @@ def _gemv_launch(x2: Any, w: Any, s: Any, b: Any, y: Any, N: int, layout: tuple[
     if mode in (INT8, TERNARY):  # bytes read as little-endian words: a code stream as affine
         w = c.mx().view(w, c.mx().uint32)
     rows = next_pow2(M)
-    gpr = steps if mode in (AFFINE, MXFP4, MXFP8, NVFP4) else 1
+    gpr = 1 if mode in (INT8, TERNARY) else steps
     _gemv[lambda meta: (triton.cdiv(N, meta["BLOCK_N"]),)](
         x2, w, s, b, y, M, N, K, wpr, gpr, steps, ROWS=rows, BITS=bits, WPG=wpg, MODE=mode,
         ROWS_PADDED=rows != M)
@@ -548,7 +549,7 @@ def _launch(x2: Any, w: Any, scales: Any, biases: Any, N: int, trans: bool, bits
             MODE=mode, ROWS=DECODE_MAX_M)
     elif M and N:
         grid = lambda meta: (triton.cdiv(N, meta["BLOCK_N"]), triton.cdiv(M, meta["BLOCK_M"]))  # noqa: E731
-        xf = _MX_FORMATS.get(c.dtype_name(x2)) if mode in (MXFP4, MXFP8, NVFP4) and trans else None
+        xf = _MX_FORMATS.get(c.dtype_name(x2)) if mode in _FLOAT_NUMBERS and trans else None
         if xf is not None:
             _qmm_mx[grid](x2, w, scales, y, M, N, K, XF=xf, MODE=mode)
         else:

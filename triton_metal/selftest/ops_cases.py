@@ -53,7 +53,8 @@ def op_bench_cases(mx: Any, large: bool) -> list[OpBenchCase]:
     tq, ts = ops.quantize_activations(act1.astype(mx.float32))
     codes = (tp.reshape(N, K // 4, 1) >> mx.array([0, 2, 4, 6], dtype=mx.uint8)) & 3
     tern = (codes.reshape(N, K).astype(mx.float32) - 1) * tw
-    mx.eval(x, x16, w, b, up, targets, q, k, v, q1, act, act1, wq, sc, bi, mq, ms, m8, m8s, nq, ns, i8, i8s, tp, tw, tq, ts, tern)
+    mx.eval(x, x16, w, b, up, targets, q, k, v, q1, act, act1, wq, sc, bi, mq, ms, m8, m8s, nq, ns, i8, i8s, tp, tw,
+            tq, ts, tern)
     scale = 1.0 / math.sqrt(D)
     f4, f2 = 4, 2
     n = rows * cols
