@@ -13,7 +13,9 @@ M = 1 (one token), K = N = 4096, float16 activations:
 | `sdpa` | `scaled_dot_product_attention`, one query, 32 query heads over 8 kv heads, 4096 keys, D = 128 |
 | `sdpa_g1`, `_g2`, `_g8` | the same keys and values under 8, 16 or 64 query heads (groups of 1, 2, 8) |
 | `sdpa_4000` | `sdpa` over 4000 keys: a short last split, pass 1's masked form |
+| `sdpa_4000_g8` | `sdpa_4000` under 64 query heads |
 | `sdpa_32k` | `sdpa` over 32768 keys: a long context |
+| `sdpa_32k_g1`, `_g2`, `_g8` | `sdpa_32k`'s keys and values under 8, 16 or 64 query heads |
 
 The `sdpa_g` cases read the bytes of `sdpa` (but for q and the partials) with a quarter, half or
 twice its math a key: they tell what decode attention's time owes to its group's work.
@@ -72,7 +74,10 @@ CASES = {"q4": _q4, "mxfp4": lambda: _float_mode("mxfp4"), "mxfp8": lambda: _flo
          "int8": _int8, "ternary": _ternary, "sdpa": _sdpa,
          "sdpa_g1": lambda: _sdpa(HKV), "sdpa_g2": lambda: _sdpa(2 * HKV), "sdpa_g8": lambda: _sdpa(8 * HKV),
          "sdpa_4000": lambda: _sdpa(keys=4000),  # a short last split: pass 1's masked form
-         "sdpa_32k": lambda: _sdpa(keys=32768)}  # a long context: 128 splits of 256 keys
+         "sdpa_4000_g8": lambda: _sdpa(8 * HKV, 4000),
+         "sdpa_32k": lambda: _sdpa(keys=32768),  # a long context: 128 splits of 256 keys
+         "sdpa_32k_g1": lambda: _sdpa(HKV, 32768), "sdpa_32k_g2": lambda: _sdpa(2 * HKV, 32768),
+         "sdpa_32k_g8": lambda: _sdpa(8 * HKV, 32768)}
 
 
 def main(argv: list[str]) -> int:

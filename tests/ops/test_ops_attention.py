@@ -99,9 +99,10 @@ def _decode_float64(q, k, v, scale, bias=None):
 
 # (Hq, Hkv, Lkv, D, whole): key counts that are a multiple of the split (64 keys a program up
 # to 8192 keys) take the unmasked pass 1, whose every split is whole steps, for groups of up to
-# 4 query heads a kv head; the rest (tiny caches, a short last split, groups of 8) the masked
-# one; groups of 1, 3 (padded to 4), 4 and 8, and a padded head dim (80 in 128) for the
-# unmasked form's head-dim mask
+# 8 query heads a kv head; the rest (tiny caches, a short last split, larger groups) the masked
+# one; groups of 1, 3 (padded to 4), 4 and 8 (by default over four programs unmasked, two
+# masked), 16 (masked, over four programs), and a padded head dim (80 in 128) for the unmasked
+# form's head-dim mask
 DECODE_FORMS = [
     (2, 2, 1, 64, False),
     (8, 2, 5, 64, False),
@@ -109,9 +110,10 @@ DECODE_FORMS = [
     (2, 2, 64, 64, True),
     (8, 2, 192, 64, True),
     (8, 1, 200, 64, False),
-    (8, 1, 128, 64, False),
+    (8, 1, 128, 64, True),
     (4, 1, 128, 80, True),
     (6, 2, 256, 64, True),
+    (16, 1, 128, 64, False),
 ]
 
 
@@ -160,14 +162,15 @@ def test_decode_whole_splits_masked(decode_forms):
 @pytest.mark.parametrize("slots, rows, warps, hsplit, ahead, Hq", [
     (2, 4, 1, 1, True, 4), (4, 1, 2, 1, True, 4), (4, 4, 2, 1, True, 4), (8, 2, 4, 1, True, 4),
     (8, 8, 4, 1, True, 4), (4, 4, 2, 2, True, 4), (2, 8, 1, 2, False, 4), (8, 2, 4, 2, False, 6),
-    (4, 4, 2, 2, True, 6),
+    (4, 4, 2, 2, True, 6), (2, 4, 1, 4, True, 16), (4, 4, 2, 4, False, 8), (8, 2, 4, 4, True, 14),
 ])
 def test_decode_configs(monkeypatch, slots, rows, warps, hsplit, ahead, Hq):
     # decode configs of every shape of step (key rows a slot, slots, SIMD groups, one step a
-    # split: 8 x 8 keys), the group's query heads on one program or two (a group of 3, padded
-    # to 4, leaves the second program one padded head), values read a step ahead or in their
-    # own step, on float32 heads of 64 (two slots a SIMD group), 300 keys: splits of 64 ending
-    # inside a step, the last one short, and an additive mask
+    # split: 8 x 8 keys), the group's query heads on one, two or four programs (a group of 3,
+    # padded to 4, leaves the second of two programs one padded head; one of 7, padded to 8,
+    # the fourth of four), values read a step ahead or in their own step, on float32 heads of
+    # 64 (two slots a SIMD group), 300 keys: splits of 64 ending inside a step, the last one
+    # short, and an additive mask
     import triton_metal as triton
     from triton_metal.ops import attention
 

@@ -94,18 +94,35 @@ def test_decode_attention_configs(tuning, itemsize, block_d, slot_lanes):
     assert attention._slot_lanes(block_d, itemsize) == slot_lanes
 
 
-@pytest.mark.parametrize("group_p, whole, hsplit", [(4, True, 2), (2, True, 2), (4, False, 1), (8, False, 1),
-                                                    (1, True, 1)])
-def test_decode_attention_default_splits_the_group_where_splits_are_whole(tuning, group_p, whole, hsplit):
-    # the default config (first) serves a group from two programs only where every split is
-    # whole steps; a group of one never has a second program
+# (group_p, WHOLE, SPLIT, default (SLOTS, ROWS, warps, HSPLIT, V_AHEAD)): docs/ops.md, "Decode
+# speed", tenth and thirteenth rounds
+DECODE_DEFAULTS = [
+    (1, True, 64, (4, 4, 2, 1, True)),
+    (2, True, 64, (4, 4, 2, 2, False)),
+    (4, True, 64, (4, 4, 2, 2, False)),
+    (4, False, 64, (4, 4, 2, 1, True)),
+    (8, True, 64, (2, 4, 1, 4, True)),
+    (8, False, 64, (2, 4, 1, 2, True)),
+    (1, True, 256, (4, 4, 2, 1, True)),
+    (2, True, 256, (2, 4, 1, 2, True)),
+    (4, True, 256, (2, 4, 1, 2, True)),
+    (8, True, 256, (2, 4, 1, 4, True)),
+]
+
+
+@pytest.mark.parametrize("group_p, whole, split, default", DECODE_DEFAULTS)
+def test_decode_attention_default(tuning, group_p, whole, split, default):
+    # the default config (first): two query heads a program where every split is whole steps
+    # (a group of one never has a second program), up to four where not; one SIMD group for a
+    # group of 8 and for groups of 2 or more in long splits
     q = type("Q", (), {"itemsize": 2})()
-    kept = attention._prune_decode(attention._DECODE, {"q_ptr": q}, GROUP_P=group_p, BLOCK_D=128, SPLIT=64,
+    kept = attention._prune_decode(attention._DECODE, {"q_ptr": q}, GROUP_P=group_p, BLOCK_D=128, SPLIT=split,
                                    WHOLE=whole)
-    assert kept[0].kwargs["HSPLIT"] == hsplit
-    assert (kept[0].kwargs["SLOTS"], kept[0].kwargs["ROWS"], kept[0].num_warps) == (4, 4, 2)
-    assert kept[0].kwargs["V_AHEAD"] == (hsplit == 1)  # two programs: each step reads its own values
+    first = kept[0]
+    assert (first.kwargs["SLOTS"], first.kwargs["ROWS"], first.num_warps, first.kwargs["HSPLIT"],
+            first.kwargs["V_AHEAD"]) == default
     assert all(c.kwargs["HSPLIT"] <= group_p for c in kept)
+    assert len({(tuple(sorted(c.kwargs.items())), c.num_warps) for c in kept}) == len(kept)
 
 
 def test_decode_attention_split():

@@ -13,12 +13,12 @@ head dimension serves every mask):
   query head), streaming key/value blocks of `BLOCK_N` through `tl.dot`; causal programs stop at
   their last visible key block.
 * decode (`Lq == 1`): flash-decoding. Pass 1, one program per (split of `SPLIT` keys, batch x
-  kv head), or two neighbouring ones sharing the group's query heads (`HSPLIT`), reads its keys
-  and values once for its query heads, with
-  elementwise products and row sums (a 1-row `tl.dot` would waste 15 of 16 rows) and an online
+  kv head), or two or four neighbouring ones sharing the group's query heads (`HSPLIT`), reads
+  its keys and values once for its query heads, with elementwise products and row sums (a
+  1-row `tl.dot` would waste 15 of 16 rows) and an online
   softmax per key slot (each slot's `ROWS` keys of a step in its thread), and writes each
   head's normalised partial output and log-sum-exp (where `Lkv` is a multiple of `SPLIT` and the
-  group at most 4 heads, every split is whole steps and its loads take no row mask:
+  group at most 8 heads, every split is whole steps and its loads take no row mask:
   `_whole_steps`); pass 2 merges the splits per (batch x query head, chunk of the head dim),
   one SIMD group a program.
 * backward: `delta = rowsum(dO * O)` per query row; then `dK, dV` one program per (key block,
@@ -157,12 +157,22 @@ def _prune_decode(configs: list[Any], named_args: dict[str, Any], **kwargs: Any)
                and cf.kwargs["HSPLIT"] <= gp
                and gp // cf.kwargs["HSPLIT"] * cf.kwargs["SLOTS"] * block_d <= 64 * 32 * cf.num_warps]
     matching = [cf for cf in fitting if cf.kwargs["SLOTS"] == lanes * cf.num_warps]
-    # the default (first): the group over two programs where every split is whole steps, else
-    # one program for the whole group (docs/ops.md, "Decode speed", tenth round)
-    halve = bool(kwargs.get("WHOLE")) and gp >= 2
-    ordered = sorted(matching or fitting, key=lambda cf: (cf.kwargs["HSPLIT"] == 2) != halve)
+    hsplit, one_warp = _default_shape(gp, bool(kwargs.get("WHOLE")), split)
+    ordered = sorted(matching or fitting,
+                     key=lambda cf: (cf.kwargs["HSPLIT"] != hsplit, (cf.num_warps == 1) != one_warp))
     one_slot = {"SLOTS": 1, "ROWS": 1, "HSPLIT": 1, "V_AHEAD": True}
     return c.first_or_all(ordered or [triton.Config(one_slot, num_warps=1)])
+
+
+def _default_shape(group_p: int, whole: bool, split: int) -> tuple[int, bool]:
+    """(HSPLIT, one SIMD group) of the default decode config, the fastest measured through the
+    GPU proxy (docs/ops.md, "Decode speed", tenth and thirteenth rounds): two query heads a
+    program where every split is whole steps (a group of 8 over four programs), else the group
+    on one program up to 4 heads (a group of 8 over two); one SIMD group a program for a group
+    of 8, and for groups of 2 or more in splits of 256 keys or more (caches past 16384 keys),
+    else two."""
+    hsplit = min(group_p, max(2, group_p // 2)) if whole else max(1, group_p // 4)
+    return hsplit, group_p >= 8 or (split >= 256 and group_p >= 2)
 
 
 def _split(n_keys: int) -> int:
@@ -174,22 +184,23 @@ def _split(n_keys: int) -> int:
 
 def _whole_steps(n_keys: int, split: int, group_p: int) -> bool:
     """Whether decode's pass 1 takes its unmasked form (`WHOLE`): every split holds `split`
-    keys, which pruning makes a whole number of steps, and the group (padded) is at most 4.
-    Through the GPU proxy the unmasked form was faster for groups of 1, 2 and 4 and slower for
-    8 (its default config spills more there): docs/ops.md, "Decode speed", eighth round."""
-    return n_keys % split == 0 and group_p <= 4
+    keys, which pruning makes a whole number of steps, and the group (padded) is at most 8.
+    Through the GPU proxy the unmasked form was faster for groups of 1, 2 and 4, and for 8 on
+    two or four programs (on one it spills); larger groups were not measured (docs/ops.md,
+    "Decode speed", eighth and thirteenth rounds)."""
+    return n_keys % split == 0 and group_p <= 8
 
 
 # (SLOTS, ROWS, num_warps, HSPLIT, V_AHEAD): key slots, key rows a slot takes a step (a step
 # reads SLOTS x ROWS keys), SIMD groups, programs sharing a group's query heads (each reads the
-# split's keys and values: the second read of neighbouring programs finds them in the cache,
-# and each program holds half the heads' registers), and whether a step reads the next step's
-# values with its keys (else its own values after its scores); the launcher picks the keys a
-# program reads (`_split`). Pruning keeps those whose slots match the inputs' key rows: two
-# slots a SIMD group for float16 heads of 128 (or float32 heads of 64), one for float32 heads of
-# 128, four for float16 heads of 64, and orders the default first. The defaults (4 x 4 on 2
-# SIMD groups, the group on one program or two): the fastest measured through the GPU proxy for
-# float16 heads of 128 at 64 keys a program (docs/ops.md, "Decode speed")
+# split's keys and values: the later reads of neighbouring programs find them in the cache,
+# and each program holds its share of the heads' registers), and whether a step reads the next
+# step's values with its keys (else its own values after its scores); the launcher picks the
+# keys a program reads (`_split`). Pruning keeps those whose slots match the inputs' key rows:
+# two slots a SIMD group for float16 heads of 128 (or float32 heads of 64), one for float32
+# heads of 128, four for float16 heads of 64, and orders the default first (`_default_shape`:
+# 4 x 4 on 2 SIMD groups or 2 x 4 on one, the group on one, two or four programs), the fastest
+# measured through the GPU proxy for float16 heads of 128 (docs/ops.md, "Decode speed")
 _DECODE = [triton.Config({"SLOTS": n, "ROWS": r, "HSPLIT": hs, "V_AHEAD": ahead}, num_warps=w)
            for n, r, w, hs, ahead in (
                (4, 4, 2, 1, True), (4, 4, 2, 2, False), (4, 4, 2, 2, True), (2, 4, 1, 1, True),
@@ -197,7 +208,9 @@ _DECODE = [triton.Config({"SLOTS": n, "ROWS": r, "HSPLIT": hs, "V_AHEAD": ahead}
                (8, 2, 4, 2, False), (2, 2, 1, 1, True), (4, 1, 2, 1, True), (4, 2, 2, 1, True),
                (8, 2, 4, 1, True), (8, 1, 4, 1, True), (1, 4, 1, 1, True), (1, 2, 1, 1, True),
                (2, 1, 2, 1, True), (2, 2, 2, 1, True), (4, 1, 4, 1, True), (4, 2, 4, 1, True),
-               (4, 2, 1, 1, True), (8, 1, 2, 1, True), (2, 8, 1, 1, True), (8, 8, 4, 1, True))]
+               (4, 2, 1, 1, True), (8, 1, 2, 1, True), (2, 8, 1, 1, True), (8, 8, 4, 1, True),
+               (2, 4, 1, 4, True), (4, 4, 2, 4, True), (4, 4, 2, 4, False), (8, 2, 4, 4, True),
+               (2, 8, 1, 4, True))]
 # the combine's (head dims a program, warps): one SIMD group, so its reductions over the
 # splits need no threadgroup memory or barrier
 _COMBINE = (32, 1)
