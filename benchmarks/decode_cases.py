@@ -1,7 +1,7 @@
 """The decode-time ops at a model's shapes, for `gpuproxy` captures (and anyone timing them).
 
-`python benchmarks/decode_cases.py CASE...` runs each case once (default: all). Cases, all at
-M = 1 (one token), K = N = 4096, float16 activations:
+`python benchmarks/decode_cases.py CASE...` runs each case once (default: all). Cases, at M = 1
+(one token) but where named, K = N = 4096, float16 activations:
 
 | case | call |
 |---|---|
@@ -10,6 +10,7 @@ M = 1 (one token), K = N = 4096, float16 activations:
 | `mxfp8`, `nvfp4` | `quantized_matmul`, modes "mxfp8" and "nvfp4" |
 | `int8` | `int8_matmul` (int8 weights, per-channel scales) |
 | `ternary` | `ternary_matmul` (int8 activations, 2-bit ternary weights) |
+| `q4_m2` ... `ternary_m8` | a GEMV case above at M = 2 to 8 rows of x (a few tokens at once) |
 | `sdpa` | `scaled_dot_product_attention`, one query, 32 query heads over 8 kv heads, 4096 keys, D = 128 |
 | `sdpa_g1`, `_g2`, `_g8` | the same keys and values under 8, 16 or 64 query heads (groups of 1, 2, 8) |
 | `sdpa_4000` | `sdpa` over 4000 keys: a short last split, pass 1's masked form |
@@ -38,26 +39,26 @@ K = N = 4096
 HQ, HKV, LKV, D = 32, 8, 4096, 128
 
 
-def _q4() -> mx.array:
-    x = mx.random.normal((1, K)).astype(mx.float16)
+def _q4(m: int = 1) -> mx.array:
+    x = mx.random.normal((m, K)).astype(mx.float16)
     wq, s, b = mx.quantize(mx.random.normal((N, K)).astype(mx.float16), group_size=64, bits=4)
     return ops.quantized_matmul(x, wq, s, b, group_size=64, bits=4)
 
 
-def _float_mode(mode: str) -> mx.array:
-    x = mx.random.normal((1, K)).astype(mx.float16)
+def _float_mode(mode: str, m: int = 1) -> mx.array:
+    x = mx.random.normal((m, K)).astype(mx.float16)
     wq, s = mx.quantize(mx.random.normal((N, K)), mode=mode)
     return ops.quantized_matmul(x, wq, s, mode=mode)
 
 
-def _int8() -> mx.array:
-    x = mx.random.normal((1, K)).astype(mx.float16)
+def _int8(m: int = 1) -> mx.array:
+    x = mx.random.normal((m, K)).astype(mx.float16)
     wq, s = ops.pack_int8(mx.random.normal((N, K)).astype(mx.float16))
     return ops.int8_matmul(x, wq, s)
 
 
-def _ternary() -> mx.array:
-    xq, xs = ops.quantize_activations(mx.random.normal((1, K)))
+def _ternary(m: int = 1) -> mx.array:
+    xq, xs = ops.quantize_activations(mx.random.normal((m, K)))
     wp, ws = ops.pack_ternary(mx.random.normal((N, K)))
     return ops.ternary_matmul(xq, xs, wp, ws)
 
@@ -69,9 +70,11 @@ def _sdpa(hq: int = HQ, keys: int = LKV) -> mx.array:
     return ops.scaled_dot_product_attention(q, k, v, scale=D ** -0.5)
 
 
-CASES = {"q4": _q4, "mxfp4": lambda: _float_mode("mxfp4"), "mxfp8": lambda: _float_mode("mxfp8"),
-         "nvfp4": lambda: _float_mode("nvfp4"),
-         "int8": _int8, "ternary": _ternary, "sdpa": _sdpa,
+# the GEMV cases, which also run at M rows of x as `NAME_mM` (M = 2 to 8)
+GEMVS = {"q4": _q4, "mxfp4": lambda m: _float_mode("mxfp4", m), "mxfp8": lambda m: _float_mode("mxfp8", m),
+         "nvfp4": lambda m: _float_mode("nvfp4", m), "int8": _int8, "ternary": _ternary}
+CASES = {**{name: (lambda f: lambda: f(1))(f) for name, f in GEMVS.items()},
+         "sdpa": _sdpa,
          "sdpa_g1": lambda: _sdpa(HKV), "sdpa_g2": lambda: _sdpa(2 * HKV), "sdpa_g8": lambda: _sdpa(8 * HKV),
          "sdpa_4000": lambda: _sdpa(keys=4000),  # a short last split: pass 1's masked form
          "sdpa_4000_g8": lambda: _sdpa(8 * HKV, 4000),
@@ -80,9 +83,16 @@ CASES = {"q4": _q4, "mxfp4": lambda: _float_mode("mxfp4"), "mxfp8": lambda: _flo
          "sdpa_32k_g8": lambda: _sdpa(8 * HKV, 32768)}
 
 
+def _case(name: str) -> mx.array:
+    base, _, rows = name.rpartition("_m")
+    if base in GEMVS and rows.isdigit() and 2 <= int(rows) <= 8:
+        return GEMVS[base](int(rows))
+    return CASES[name]()
+
+
 def main(argv: list[str]) -> int:
     for name in argv or list(CASES):
-        mx.eval(CASES[name]())
+        mx.eval(_case(name))
     return 0
 
 

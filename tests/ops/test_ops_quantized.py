@@ -53,6 +53,30 @@ def test_gemv_rows_and_steps(M):
                  scale=20)
 
 
+@pytest.mark.parametrize("mode, M, default", [("affine", 1, (4, 64, 4, 2)), ("affine", 2, (4, 16, 2, 2)),
+                                             ("affine", 8, (4, 16, 2, 2)), ("mxfp4", 1, (4, 64, 2, 4)),
+                                             ("mxfp4", 4, (4, 32, 2, 2))])
+def test_gemv_default_per_rows(monkeypatch, mode, M, default):
+    # untuned, the GEMV takes the default of its mode and row count (fewer words of a row a
+    # thread from 2 rows of x on), at K = 4096 where each fits, and agrees with float64 of MLX's
+    # dequantization (float32 sums, a float16 result)
+    from triton_metal.ops import _common, quantized
+
+    monkeypatch.setattr(_common, "tuning_enabled", lambda: False)
+    monkeypatch.setattr(quantized._gemv, "cache", {})
+    x = randn((M, 4096), seed=M).astype(mx.float16)
+    kw = dict(group_size=64, bits=4) if mode == "affine" else dict(mode=mode)
+    wq, *sb = mx.quantize(randn((8, 4096), seed=5).astype(mx.float16), **kw)
+    ours = np.array(ops.quantized_matmul(x, wq, *sb, **kw).astype(mx.float32)).astype(np.float64)
+    # float16 scales and biases dequantize in float32 (a float16 matrix would round each weight)
+    exact = [a.astype(mx.float32) if a.dtype == mx.float16 else a for a in sb]
+    w = np.array(mx.dequantize(wq, *exact, **kw).astype(mx.float32)).astype(np.float64)
+    ref = np.array(x.astype(mx.float32)).astype(np.float64) @ w.T
+    assert np.abs(ours - ref).max() <= 2.0 ** -10 * np.abs(ref).max()
+    best = quantized._gemv.best_config
+    assert (best.kwargs["BLOCK_N"], best.kwargs["BLOCK_G"], best.kwargs["WPT"], best.num_warps) == default
+
+
 @pytest.mark.parametrize("M", [1, 3])
 def test_ternary_gemv(M):
     # K a multiple of 64: the GEMV kernel on the bytes viewed as words

@@ -131,13 +131,17 @@ def test_decode_attention_split():
     assert all(-(-n // attention._split(n)) <= 128 for n in (8193, 20000, 100000))
 
 
-@pytest.mark.parametrize("mode, wpg, steps, default", [
-    (quantized.AFFINE, 8, 64, (4, 64, 4, 2)),   # 4-bit, group 64, K = 4096
-    (quantized.MXFP4, 4, 128, (4, 64, 2, 4)),
-    (quantized.AFFINE, 2, 32, None),            # 2-bit, group 32, K = 1024: the default does not fit
+@pytest.mark.parametrize("mode, wpg, steps, rows, default", [
+    (quantized.AFFINE, 8, 64, 1, (4, 64, 4, 2)),   # 4-bit, group 64, K = 4096
+    (quantized.MXFP4, 4, 128, 1, (4, 64, 2, 4)),
+    (quantized.AFFINE, 8, 64, 2, (4, 16, 2, 2)),   # 2 to 8 rows of x: fewer words of a row a thread
+    (quantized.AFFINE, 8, 64, 8, (4, 16, 2, 2)),
+    (quantized.MXFP4, 4, 128, 4, (4, 32, 2, 2)),
+    (quantized.INT8, 4, 256, 4, (4, 64, 2, 4)),   # not measured at M > 1: the M = 1 default
+    (quantized.AFFINE, 2, 32, 1, None),            # 2-bit, group 32, K = 1024: the default does not fit
 ])
-def test_gemv_configs(tuning, mode, wpg, steps, default):
-    kept = quantized._prune_gemv(quantized._GEMV_CONFIGS, {"steps": steps}, WPG=wpg, MODE=mode)
+def test_gemv_configs(tuning, mode, wpg, steps, rows, default):
+    kept = quantized._prune_gemv(quantized._GEMV_CONFIGS, {"steps": steps}, WPG=wpg, MODE=mode, ROWS=rows)
     for c in kept:
         g, t, w = c.kwargs["BLOCK_G"], c.kwargs["WPT"], c.num_warps
         assert steps % g == 0 and wpg % t == 0   # whole steps, a run inside one group

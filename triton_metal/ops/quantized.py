@@ -198,17 +198,23 @@ def _prune_gemv(configs: list[Any], named_args: dict[str, Any], **kwargs: Any) -
     if not fitting:  # a short or odd row: one group per step, every row of the tile busy
         fitting = [triton.Config({"BLOCK_N": 32, "BLOCK_G": 1, "WPT": 1},
                                  num_warps=max(1, min(4, wpg // 32)))]
-    # the default (first) config: the fastest measured for the mode, where one fits
-    best = _GEMV_DEFAULT.get(int(kwargs["MODE"]))
+    # the default (first) config: the fastest measured for the mode and the rows of x, where
+    # one fits
+    mode = int(kwargs["MODE"])
+    by_rows = _GEMV_DEFAULT_ROWS if int(kwargs.get("ROWS", 1)) > 1 else {}
+    best = by_rows.get(mode, _GEMV_DEFAULT.get(mode))
     fitting.sort(key=lambda cf: (cf.kwargs["BLOCK_N"], cf.kwargs["BLOCK_G"], cf.kwargs["WPT"],
                                  cf.num_warps) != best)
     return c.first_or_all(fitting)
 
 
 # (BLOCK_N, BLOCK_G, WPT, num_warps) per mode: the fastest measured through the GPU proxy at
-# M = 1, K = N = 4096 (docs/ops.md, "Decode speed")
+# M = 1, K = N = 4096; and for 2 to 8 rows of x where measured (affine 4-bit, mxfp4), fewer
+# words of a row a thread (each word's x takes registers a row): within 1.11x of the best
+# config at M = 2, 4, 8 where the M = 1 default took up to 2.1x (docs/ops.md, "Decode speed")
 _GEMV_DEFAULT = {AFFINE: (4, 64, 4, 2), MXFP4: (4, 64, 2, 4), INT8: (4, 64, 2, 4), TERNARY: (4, 64, 2, 4),
                  MXFP8: (2, 64, 4, 2), NVFP4: (4, 128, 2, 2)}
+_GEMV_DEFAULT_ROWS = {AFFINE: (4, 16, 2, 2), MXFP4: (4, 32, 2, 2)}
 _GEMV_CONFIGS = [triton.Config({"BLOCK_N": n, "BLOCK_G": g, "WPT": t}, num_warps=w)
                  for n, g, t, w in (
                      (8, 16, 1, 4), (8, 32, 1, 4), (16, 16, 1, 4), (16, 32, 1, 4), (4, 32, 1, 4), (4, 16, 1, 2),
