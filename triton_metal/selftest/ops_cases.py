@@ -42,8 +42,9 @@ def op_bench_cases(mx: Any, large: bool) -> list[OpBenchCase]:
     k = mx.random.normal((B, Hkv, L, D)).astype(mx.float16)
     v = mx.random.normal((B, Hkv, L, D)).astype(mx.float16)
     q1 = q[:, :, -1:, :]
+    q8 = mx.random.normal((B, 8 * Hkv, 1, D)).astype(mx.float16)  # a group of 8 query heads
     act = mx.random.normal((M, K)).astype(mx.float16)
-    act1 = act[:1]
+    act1, act8 = act[:1], act[:8]
     wq, sc, bi = mx.quantize(mx.random.normal((N, K)).astype(mx.float16), group_size=64, bits=4)
     mq, ms = mx.quantize(mx.random.normal((N, K)), group_size=32, bits=4, mode="mxfp4")
     m8, m8s = mx.quantize(mx.random.normal((N, K)), mode="mxfp8")
@@ -53,7 +54,7 @@ def op_bench_cases(mx: Any, large: bool) -> list[OpBenchCase]:
     tq, ts = ops.quantize_activations(act1.astype(mx.float32))
     codes = (tp.reshape(N, K // 4, 1) >> mx.array([0, 2, 4, 6], dtype=mx.uint8)) & 3
     tern = (codes.reshape(N, K).astype(mx.float32) - 1) * tw
-    mx.eval(x, x16, w, b, up, targets, q, k, v, q1, act, act1, wq, sc, bi, mq, ms, m8, m8s, nq, ns, i8, i8s, tp, tw,
+    mx.eval(x, x16, w, b, up, targets, q, k, v, q1, q8, act, act1, act8, wq, sc, bi, mq, ms, m8, m8s, nq, ns, i8, i8s, tp, tw,
             tq, ts, tern)
     scale = 1.0 / math.sqrt(D)
     f4, f2 = 4, 2
@@ -87,8 +88,13 @@ def op_bench_cases(mx: Any, large: bool) -> list[OpBenchCase]:
         OpBenchCase("ops.attention decode fp16", lambda: ops.scaled_dot_product_attention(q1, k, v, scale=scale),
                     lambda: mx.fast.scaled_dot_product_attention(q1, k, v, scale=scale),
                     "mx.fast.scaled_dot_product_attention", kv_bytes, 0),
+        OpBenchCase("ops.attention decode fp16 group 8", lambda: ops.scaled_dot_product_attention(q8, k, v, scale=scale),
+                    lambda: mx.fast.scaled_dot_product_attention(q8, k, v, scale=scale),
+                    "mx.fast.scaled_dot_product_attention", kv_bytes, 0),
         OpBenchCase("ops.quantized_matmul 4-bit M=1", lambda: ops.quantized_matmul(act1, wq, sc, bi),
                     lambda: mx.quantized_matmul(act1, wq, sc, bi), "mx.quantized_matmul", qbytes, 0),
+        OpBenchCase("ops.quantized_matmul 4-bit M=8", lambda: ops.quantized_matmul(act8, wq, sc, bi),
+                    lambda: mx.quantized_matmul(act8, wq, sc, bi), "mx.quantized_matmul", qbytes, 0),
         OpBenchCase("ops.quantized_matmul mxfp4 M=1", lambda: ops.quantized_matmul(act1, mq, ms, mode="mxfp4"),
                     lambda: mx.quantized_matmul(act1, mq, ms, mode="mxfp4"), "mx.quantized_matmul",
                     N * K // 2 + N * (K // 32), 0),
