@@ -30,6 +30,7 @@ benchmarks/decode_proxy_refs.py` times them back to back, as the op runs.
 from __future__ import annotations
 
 import sys
+from functools import partial
 
 import mlx.core as mx
 
@@ -73,7 +74,7 @@ def _sdpa(hq: int = HQ, keys: int = LKV) -> mx.array:
 # the GEMV cases, which also run at M rows of x as `NAME_mM` (M = 2 to 8)
 GEMVS = {"q4": _q4, "mxfp4": lambda m: _float_mode("mxfp4", m), "mxfp8": lambda m: _float_mode("mxfp8", m),
          "nvfp4": lambda m: _float_mode("nvfp4", m), "int8": _int8, "ternary": _ternary}
-CASES = {**{name: (lambda f: lambda: f(1))(f) for name, f in GEMVS.items()},
+CASES = {**{name: partial(f, 1) for name, f in GEMVS.items()},
          "sdpa": _sdpa,
          "sdpa_g1": lambda: _sdpa(HKV), "sdpa_g2": lambda: _sdpa(2 * HKV), "sdpa_g8": lambda: _sdpa(8 * HKV),
          "sdpa_4000": lambda: _sdpa(keys=4000),  # a short last split: pass 1's masked form
