@@ -178,7 +178,8 @@ def _default_shape(group_p: int, whole: bool, split: int) -> tuple[int, bool]:
 def _split(n_keys: int) -> int:
     """Keys a decode program reads: 64 (with the combine, the fastest measured through the GPU
     proxy: docs/ops.md, "Decode speed"), more for caches over 8192 keys, so that a kv head has
-    at most 128 splits (the combine holds a kv head's splits in one tile)."""
+    at most 128 splits (the combine holds a kv head's splits in one tile; at 32768 keys, 128
+    splits were the fastest of 32 to 512: the thirteenth round)."""
     return max(64, next_pow2(triton.cdiv(n_keys, 128)))
 
 
