@@ -3,9 +3,10 @@
 `replay.py` times every launch alone, the L2 flushed before each, so a capture's `_sum_partials`
 reads its partials from memory, where the textbook Triton reference's "whole" (its kernel then its
 sum, `benchmarks/gpuproxy_refs.py`) finds them in the L2 its kernel just wrote them to. `time`
-times ours the same way: a captured `_norm_bwd` launch, then the captured `_sum_partials` launch
-reading that launch's own partial buffers, the L2 flushed once before the pair; it checks `dx`
-and the summed gradients against float64 (`benchmarks/gpuproxy_rowops_refs.py`).
+times ours the same way, as `gpuproxy_whole.py` times any chain of launches: a captured
+`_norm_bwd` launch, then the captured `_sum_partials` launch reading that launch's own partial
+buffers, the L2 flushed once before the pair; it checks `dx`, the partials and their sums against
+float64 (`benchmarks/gpuproxy_rowops_refs.py`).
 
 `widen` is a what-if of a capture folder's MSL (run it on a copy): each thread's two 8-byte
 `half4`/`bfloat4` loads or stores of 8 consecutive elements of one array become one 16-byte `uint4`
@@ -26,9 +27,8 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import statistics
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -37,20 +37,6 @@ ROOT = Path(__file__).resolve().parents[1]
 _LOAD = re.compile(r"^(\s*)(half4|bfloat4) (km_\d+) = \((km_\d+\[\d+\]) \? "
                    r"\(\(const device \2\*\)\((\w+) \+ (km_\d+)\[(\d+)\]\)\)\[0\] : [^;]*\);$")
 _STORE = re.compile(r"^(\s*)\(\(device (half4|bfloat4)\*\)\((\w+) \+ (km_\d+)\[(\d+)\]\)\)\[0\] = (\2\(.*\));$")
-
-
-@dataclass(frozen=True)
-class Pair:
-    capture: str
-    index: int
-    config: str
-    sum_config: str
-    whole_us: float
-    """Median of two rounds of 30 runs: the two launches, the L2 flushed before them."""
-    kernel_us: float
-    """`_norm_bwd` alone, timed the same way in the same process."""
-    errors: dict[str, float]
-    """max|got - ref| / max(1, max|ref|) against float64: dx and the summed gradients."""
 
 
 def _pair_loads(first: re.Match[str], second: re.Match[str]) -> list[str] | None:
@@ -117,46 +103,25 @@ def widen_capture(folder: Path) -> None:
         print(f"{folder} {factory}: {loads} 16-byte load(s), {stores} store(s)")
 
 
-def time_pairs(spec: str, rp: Any, mc: Any, refs: Any, gen: Any) -> list[Pair]:
-    """Every `_norm_bwd` launch of `spec` with its capture's `_sum_partials` launch, timed as one."""
-    import torch
+class NormRefs:
+    """The refs `gpuproxy_whole.run` takes, for one norm's `_norm_bwd` and `_sum_partials`."""
+
+    def __init__(self, refs: Any, norm: str) -> None:
+        self.inputs = getattr(refs, f"inputs_{norm}_norm_backward")
+        self._checks = (getattr(refs, f"check_{norm}_norm_backward"), refs.check_sum_partials)
+
+    def check(self, launch: dict[str, Any], names: dict[str, Any]) -> dict[str, Any] | None:
+        return next((want for check in self._checks if (want := check(launch, names)) is not None), None)
+
+
+def time_pairs(spec: str, rp: Any, mc: Any, refs: Any, gen: Any, args: argparse.Namespace) -> list[Any]:
+    """Every `_norm_bwd` launch of `spec` with its capture's `_sum_partials` launch, timed as one
+    (`gpuproxy_whole.Chain`s)."""
+    import gpuproxy_whole as whole
 
     folder, norm, bwd, summed = spec.split(":")
-    meta = rp.load_capture(folder)
-    launches = {launch["index"]: launch for launch in meta["launches"]}
-    given = getattr(refs, f"inputs_{norm}_norm_backward")
-    expected = getattr(refs, f"check_{norm}_norm_backward")
-    pairs = []
-    for index in (int(v) for v in bwd.split(",")):
-        lb, ls = launches[index], launches[int(summed)]
-        inputs = rp.Inputs(meta, lb, gen, "cuda", rp.user_inputs([given], lb, "cuda"))
-        kernel = rp.Replay(meta, lb, inputs, "cuda")
-        sum_inputs = rp.Inputs(meta, ls, gen, "cuda")
-        for k, entry in enumerate(ls["inputs"]):
-            if entry.get("from_output") in kernel.raw:  # this launch's own partial buffers
-                sum_inputs.kernel[k] = kernel.raw[entry["from_output"]]
-        total = rp.Replay(meta, ls, sum_inputs, "cuda")
-
-        def both(kernel: Any = kernel, total: Any = total) -> None:
-            kernel.launch()
-            total.launch()
-
-        both()
-        torch.cuda.synchronize()
-        want = expected(lb, inputs.names)
-        errors = {"dx_ptr": rp.nerr(kernel.raw["dx_ptr"], want["dx_ptr"])}
-        for out in ("dw_ptr", "db_ptr"):
-            if out in want:  # the per-program partials in float64, summed
-                errors[out] = rp.nerr(total.raw[out], want[out].sum(0))
-        whole = statistics.median(mc.time_gpu(both, reps=30, warmup=5).median_ms for _ in range(2))
-        alone = statistics.median(mc.time_gpu(kernel.launch, reps=30, warmup=5).median_ms for _ in range(2))
-        pair = Pair(folder, index, lb["config"], ls["config"], 1e3 * whole, 1e3 * alone, errors)
-        print(f"{folder} [{index}] {rp.short_config(lb['config'])} + [{ls['index']}] "
-              f"{rp.short_config(ls['config'])}: whole {pair.whole_us:.1f} us (kernel alone "
-              f"{pair.kernel_us:.1f}); errors " + ", ".join(f"{k} {v:.1e}" for k, v in errors.items()),
-              flush=True)
-        pairs.append(pair)
-    return pairs
+    norm_refs = NormRefs(refs, norm)
+    return [whole.run(f"{folder}:{index},{summed}", rp, mc, norm_refs, gen, args) for index in bwd.split(",")]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -166,6 +131,10 @@ def main(argv: list[str] | None = None) -> int:
     timing.add_argument("out", help="JSON file of the results")
     timing.add_argument("specs", nargs="+", metavar="CAPTURE:NORM:BWD:SUM")
     timing.add_argument("--gpuproxy", default=".gpuproxy/gpuproxy")
+    timing.add_argument("--reps", type=int, default=30)
+    timing.add_argument("--rounds", type=int, default=2)
+    timing.add_argument("--warmup", type=int, default=5)
+    timing.add_argument("--dry-run", action="store_true", help="bind the pairs on the CPU; time nothing")
     wide = sub.add_parser("widen", help="rewrite a capture's _norm_bwd MSL with 16-byte accesses")
     wide.add_argument("captures", nargs="+")
     args = parser.parse_args(argv)
@@ -179,9 +148,9 @@ def main(argv: list[str] | None = None) -> int:
     import replay as rp
     import torch
 
-    gen = torch.Generator(device="cuda").manual_seed(0)
-    pairs = [pair for spec in args.specs for pair in time_pairs(spec, rp, mc, refs, gen)]
-    Path(args.out).write_text(json.dumps([asdict(p) for p in pairs], indent=1))
+    gen = torch.Generator(device="cpu" if args.dry_run else "cuda").manual_seed(0)
+    pairs = [pair for spec in args.specs for pair in time_pairs(spec, rp, mc, refs, gen, args)]
+    Path(args.out).write_text(json.dumps([{**asdict(p), "pct_copy": p.pct_copy} for p in pairs], indent=1))
     return 0
 
 
