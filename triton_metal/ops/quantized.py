@@ -201,7 +201,7 @@ def _prune_gemv(configs: list[Any], named_args: dict[str, Any], **kwargs: Any) -
     # the default (first) config: the fastest measured for the mode and the rows of x, where
     # one fits
     mode = int(kwargs["MODE"])
-    by_rows = _GEMV_DEFAULT_ROWS if int(kwargs.get("ROWS", 1)) > 1 else {}
+    by_rows = _GEMV_DEFAULT_ROWS if int(kwargs["ROWS"]) > 1 else {}
     best = by_rows.get(mode, _GEMV_DEFAULT.get(mode))
     fitting.sort(key=lambda cf: (cf.kwargs["BLOCK_N"], cf.kwargs["BLOCK_G"], cf.kwargs["WPT"],
                                  cf.num_warps) != best)
