@@ -80,16 +80,26 @@ def test_quantized_gemv(metal_stand_in, bits):
     assert metal_stand_in.fast.launches
 
 
-@pytest.mark.parametrize("n_keys", [300, 64])
-def test_decode_attention(metal_stand_in, n_keys):
-    # one query, 8 query heads over 2 kv heads of 128 in float16: splits of 64 keys (the last
-    # one short at 300; one split at 64), then the combine; both launches write every element
-    # of their outputs as they are (no init_value fill, no merge), which the sentinels check
+@pytest.mark.parametrize("n_keys, group, shape", [(300, 4, (4, 4, 2, 1)), (64, 4, (4, 4, 2, 2)),
+                                                  (64, 8, (2, 4, 1, 4)), (300, 8, (2, 4, 1, 2)),
+                                                  (16640, 4, (2, 4, 1, 2))])
+def test_decode_attention(metal_stand_in, monkeypatch, n_keys, group, shape):
+    # one query, groups of 4 or 8 query heads over 2 kv heads of 128 in float16: splits of 64
+    # keys (the last one short at 300; one split at 64), or of 256 past 16384 keys, then the
+    # combine, each on its default config (SLOTS, ROWS, SIMD groups, HSPLIT: the group over one,
+    # two or four programs); both launches write every element of their outputs as they are (no
+    # init_value fill, no merge), which the sentinels check
+    from triton_metal.ops import _common, attention
+
+    monkeypatch.setattr(_common, "tuning_enabled", lambda: False)
+    monkeypatch.setattr(attention._attn_decode, "cache", {})
     rng = np.random.default_rng(4)
     q, k, v = (rng.standard_normal(s).astype(np.float16)
-               for s in ((1, 8, 1, 128), (1, 2, n_keys, 128), (1, 2, n_keys, 128)))
+               for s in ((1, 2 * group, 1, 128), (1, 2, n_keys, 128), (1, 2, n_keys, 128)))
     got = ops.scaled_dot_product_attention(mx.array(q), mx.array(k), mx.array(v), scale=128 ** -0.5)
-    kr, vr = (np.repeat(a.astype(np.float64), 4, axis=1) for a in (k, v))
+    best = attention._attn_decode.best_config
+    assert (best.kwargs["SLOTS"], best.kwargs["ROWS"], best.num_warps, best.kwargs["HSPLIT"]) == shape
+    kr, vr = (np.repeat(a.astype(np.float64), group, axis=1) for a in (k, v))
     s = q.astype(np.float64) @ kr.transpose(0, 1, 3, 2) * 128 ** -0.5
     p = np.exp(s - s.max(-1, keepdims=True))
     want = (p / p.sum(-1, keepdims=True)) @ vr
@@ -230,6 +240,31 @@ def test_float_mode_matmul_tiled_through_dot_scaled(metal_stand_in, monkeypatch,
     assert _float_mode_error(mode, rows=40, K=192, N=96, seed=8) <= 2.0 ** -11
     [call] = [c for c in metal_stand_in.fast.factory_calls if c["name"].startswith("_qmm_mx")]
     assert ("km_sg_run<32, 32>(" in call["source"]) == (target == "apple10:4.0")
+
+
+@pytest.mark.parametrize("mode", ["affine", "mxfp4"])
+def test_gemv_default_from_two_rows(metal_stand_in, monkeypatch, mode):
+    # M = 4: the GEMV on the default of 2 rows of x or more (fewer words of a row a thread), into
+    # sentinel-filled outputs, against float64 of MLX's dequantization
+    from triton_metal.ops import _common, quantized
+
+    monkeypatch.setattr(_common, "tuning_enabled", lambda: False)
+    monkeypatch.setattr(quantized._gemv, "cache", {})
+    rng = np.random.default_rng(7)
+    w = mx.array(rng.standard_normal((72, 4096)).astype(np.float32))
+    kw = dict(group_size=64, bits=4) if mode == "affine" else dict(mode=mode)
+    wq, *sb = mx.quantize(w.astype(mx.float16) if mode == "affine" else w, **kw)
+    x = mx.array(rng.standard_normal((4, 4096)).astype(np.float32)).astype(mx.float16)
+    got = np.array(ops.quantized_matmul(x, wq, *sb, **kw).astype(mx.float32))
+    exact = [a.astype(mx.float32) if a.dtype == mx.float16 else a for a in sb]
+    dense = np.array(mx.dequantize(wq, *exact, **kw).astype(mx.float32)).astype(np.float64)
+    want = np.array(x.astype(mx.float32)).astype(np.float64) @ dense.T
+    assert np.abs(got - want).max() <= 2.0 ** -10 * np.abs(want).max()
+    best = quantized._gemv.best_config
+    number = quantized.AFFINE if mode == "affine" else quantized.MXFP4
+    assert (best.kwargs["BLOCK_N"], best.kwargs["BLOCK_G"], best.kwargs["WPT"], best.num_warps) == \
+        quantized._GEMV_DEFAULT_ROWS[number]
+    assert [c for c in metal_stand_in.fast.factory_calls if c["name"].startswith("_gemv")]
 
 
 @pytest.mark.parametrize("mode", ["mxfp8", "nvfp4"])
